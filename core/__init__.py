@@ -1,0 +1,1 @@
+"""Quarry's pure engine: parsing, fusion, scoring, packing, learning, and the use cases over ports."""

@@ -1,0 +1,210 @@
+"""Entity types: which fields are searchable (with their boost) and which are filterable.
+
+Built-in types and boosts follow DESIGN.md §2 (seed nexus §4; thefold's A/B/C weights). More types come
+from a configuration file (JSON) without code changes; `EntityTypeRegistry.with_config` merges them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import InvalidInputError
+
+# Lexical boosts map onto three tiers (3 = title-like, 2 = strong, 1 = body), so every backend can index
+# a fixed set of weighted text fields: FTS5 column weights locally, `field^boost` in OpenSearch.
+BOOST_TIERS = (3, 2, 1)
+ENTITY_TYPE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
+
+# Fields every entity may carry besides its type's own (DESIGN.md §2).
+COMMON_FIELDS = frozenset(
+    {"source", "owner", "namespace", "created_at", "updated_at", "version"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchField:
+    """One searchable field and its lexical boost tier (1..3)."""
+
+    name: str
+    boost: int
+
+
+@dataclass(frozen=True, slots=True)
+class EntityType:
+    """How an entity type is indexed: title field, searchable fields by boost, filterable metadata."""
+
+    name: str
+    title_field: str
+    fields: tuple[SearchField, ...]
+    filterable: tuple[str, ...]
+    default_source: str
+    chunked: bool = False
+
+    @property
+    def searchable_names(self) -> frozenset[str]:
+        """Names of the fields whose change requires a new search text and embedding."""
+        return frozenset(f.name for f in self.fields)
+
+    @property
+    def known_fields(self) -> frozenset[str]:
+        """Every field this type understands."""
+        return self.searchable_names | frozenset(self.filterable) | {self.title_field} | COMMON_FIELDS
+
+
+def _type(
+    name: str,
+    title: str,
+    fields: Iterable[tuple[str, int]],
+    filterable: Iterable[str],
+    source: str,
+    chunked: bool = False,
+) -> EntityType:
+    return EntityType(
+        name=name,
+        title_field=title,
+        fields=tuple(SearchField(n, b) for n, b in fields),
+        filterable=tuple(filterable),
+        default_source=source,
+        chunked=chunked,
+    )
+
+
+BUILTIN_TYPES: dict[str, EntityType] = {
+    t.name: t
+    for t in (
+        _type(
+            "task",
+            "title",
+            [("title", 3), ("description", 2), ("tags", 1), ("contexts", 1), ("project_name", 1)],
+            ["status", "domain", "project_id", "due_date"],
+            "tasks",
+        ),
+        _type(
+            "idea",
+            "title",
+            [("title", 3), ("description", 2), ("tags", 1), ("category", 1)],
+            ["status", "domain", "category"],
+            "ideas",
+        ),
+        _type(
+            "project",
+            "name",
+            [("name", 3), ("description", 2), ("objective", 2), ("tags", 1)],
+            ["status", "domain"],
+            "projects",
+        ),
+        _type(
+            "person",
+            "name",
+            [("name", 3), ("organization", 2), ("role", 1), ("notes", 1), ("relationship", 1)],
+            ["domain"],
+            "people",
+        ),
+        _type(
+            "commitment",
+            "description",
+            [("description", 3), ("person_name", 2), ("context_type", 1)],
+            ["status", "due_date"],
+            "commitments",
+        ),
+        _type(
+            "memory",
+            "content",
+            [("content", 3), ("category", 2), ("tags", 1)],
+            ["memory_type", "source_repo", "trust_level", "pinned"],
+            "memory",
+        ),
+        _type(
+            "document",
+            "title",
+            [("title", 2), ("text", 1)],
+            ["source", "trust", "topic"],
+            "vault",
+            chunked=True,
+        ),
+    )
+}
+
+# Plural and alias prefixes a user may type before a colon (`tasks: fix bug`, `people: ann`).
+_ALIASES = {"people": "person", "persons": "person"}
+
+
+def _field_error(path: str, message: str) -> InvalidInputError:
+    return InvalidInputError(f"invalid entity type configuration: {path} {message}", {path: message})
+
+
+def _parse_type(name: str, spec: Mapping[str, Any]) -> EntityType:
+    """Build one EntityType from its configuration mapping, naming the bad path on error."""
+    import re
+
+    if not re.match(ENTITY_TYPE_NAME_PATTERN, name):
+        raise _field_error(f"types.{name}", "name must match " + ENTITY_TYPE_NAME_PATTERN)
+    fields = spec.get("fields")
+    if not isinstance(fields, Mapping) or not fields:
+        raise _field_error(f"types.{name}.fields", "must be a non-empty object of field: boost")
+    parsed: list[SearchField] = []
+    for field, boost in fields.items():
+        if not isinstance(boost, int) or isinstance(boost, bool) or boost not in BOOST_TIERS:
+            raise _field_error(f"types.{name}.fields.{field}", "boost must be 1, 2 or 3")
+        parsed.append(SearchField(str(field), boost))
+    parsed.sort(key=lambda f: -f.boost)
+    title = spec.get("title_field", parsed[0].name)
+    filterable = spec.get("filterable", [])
+    if not isinstance(filterable, list) or not all(isinstance(x, str) for x in filterable):
+        raise _field_error(f"types.{name}.filterable", "must be a list of field names")
+    return EntityType(
+        name=name,
+        title_field=str(title),
+        fields=tuple(parsed),
+        filterable=tuple(filterable),
+        default_source=str(spec.get("source", name)),
+        chunked=bool(spec.get("chunked", False)),
+    )
+
+
+class EntityTypeRegistry:
+    """The entity types a deployment knows: the built-ins plus any declared in configuration."""
+
+    def __init__(self, types: Mapping[str, EntityType] | None = None) -> None:
+        self._types = dict(BUILTIN_TYPES if types is None else types)
+
+    @classmethod
+    def with_config(cls, config: Mapping[str, Any]) -> EntityTypeRegistry:
+        """Built-ins plus `{"types": {name: {fields: {f: boost}, title_field?, filterable?, source?, chunked?}}}`."""
+        declared = config.get("types", {})
+        if not isinstance(declared, Mapping):
+            raise _field_error("types", "must be an object")
+        types = dict(BUILTIN_TYPES)
+        for name, spec in declared.items():
+            if not isinstance(spec, Mapping):
+                raise _field_error(f"types.{name}", "must be an object")
+            types[str(name)] = _parse_type(str(name), spec)
+        return cls(types)
+
+    def names(self) -> tuple[str, ...]:
+        """All type names, sorted."""
+        return tuple(sorted(self._types))
+
+    def get(self, name: str, path: str = "type") -> EntityType:
+        """The type called `name`, or an InvalidInputError naming `path` and the known types."""
+        found = self._types.get(name)
+        if found is None:
+            known = ", ".join(self.names())
+            raise InvalidInputError(f"unknown entity type '{name}'", {path: f"must be one of: {known}"})
+        return found
+
+    def resolve_prefix(self, prefix: str) -> str | None:
+        """The type a query prefix names (`task`, `tasks`, `people`), or None."""
+        word = prefix.lower()
+        if word in self._types:
+            return word
+        if word in _ALIASES and _ALIASES[word] in self._types:
+            return _ALIASES[word]
+        if word.endswith("s") and word[:-1] in self._types:
+            return word[:-1]
+        return None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._types

@@ -1,0 +1,104 @@
+"""The one error tree of Quarry. Adapters translate SDK errors into it; one handler module maps it to HTTP.
+
+    QuarryError
+    ├── InvalidInputError        fields: {path: message}          → 400
+    │   └── PayloadTooLargeError limit: bytes                      → 413
+    ├── UnauthorizedError        missing or unknown credentials    → 401
+    ├── ForbiddenError           scope: the scope that was needed  → 403
+    ├── NotFoundError            kind, key                         → 404 (also for another tenant's object)
+    ├── ConflictError            a write that cannot apply          → 409
+    │   └── StaleVersionError    stored_version, given_version     (reported, never applied)
+    └── UnavailableError         backend, retry_after seconds      → 503 with Retry-After
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+class QuarryError(Exception):
+    """Base of every error Quarry raises on purpose; `code` is stable and machine-readable."""
+
+    code = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInputError(QuarryError):
+    """The request is malformed; `fields` maps each bad field's path to what is wrong with it."""
+
+    code = "invalid_input"
+
+    def __init__(self, message: str, fields: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.fields: dict[str, str] = dict(fields or {})
+
+
+class PayloadTooLargeError(InvalidInputError):
+    """The body (or a batch) is bigger than the configured limit."""
+
+    code = "payload_too_large"
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message, {"body": f"must be at most {limit} bytes"})
+        self.limit = limit
+
+
+class UnauthorizedError(QuarryError):
+    """No credentials, or credentials nobody issued."""
+
+    code = "unauthorized"
+
+
+class ForbiddenError(QuarryError):
+    """The caller is known but lacks the scope the operation needs."""
+
+    code = "forbidden"
+
+    def __init__(self, message: str, scope: str) -> None:
+        super().__init__(message)
+        self.scope = scope
+
+
+class NotFoundError(QuarryError):
+    """The object does not exist for this tenant (whether or not another tenant has it)."""
+
+    code = "not_found"
+
+    def __init__(self, kind: str, key: str) -> None:
+        super().__init__(f"{kind} '{key}' not found")
+        self.kind = kind
+        self.key = key
+
+
+class ConflictError(QuarryError):
+    """The write conflicts with stored state."""
+
+    code = "conflict"
+
+
+class StaleVersionError(ConflictError):
+    """A write older than what is stored: ignored and reported, never applied."""
+
+    code = "stale_version"
+
+    def __init__(self, key: str, stored_version: int, given_version: int) -> None:
+        super().__init__(
+            f"version {given_version} of '{key}' is older than the stored version {stored_version}; ignored"
+        )
+        self.key = key
+        self.stored_version = stored_version
+        self.given_version = given_version
+
+
+class UnavailableError(QuarryError):
+    """A backend (index, embedder, state store) cannot be reached; retry later."""
+
+    code = "unavailable"
+
+    def __init__(self, backend: str, message: str, retry_after: int = 5) -> None:
+        super().__init__(f"{backend} unavailable: {message}")
+        self.backend = backend
+        self.retry_after = retry_after

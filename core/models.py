@@ -1,0 +1,140 @@
+"""Values that cross the ports: what is indexed, what retrieval returns, and how it is filtered."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Vector = npt.NDArray[np.float32]
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class EntityKey:
+    """Identity of an entity inside a tenant."""
+
+    entity_type: str
+    entity_id: str
+
+    def __str__(self) -> str:
+        return f"{self.entity_type}:{self.entity_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One indexed unit of an entity: its text by boost tier (3, 2, 1), plain text, and its embedding."""
+
+    chunk_no: int
+    tiers: tuple[str, str, str]
+    text: str
+    embedding: Vector | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRecord:
+    """Everything the index stores for one entity version."""
+
+    tenant_id: str
+    key: EntityKey
+    version: int
+    source: str
+    owner: str | None
+    namespace: str | None
+    created_at: str
+    updated_at: str
+    title: str
+    body: Mapping[str, Any]
+    metadata: Mapping[str, Any]
+    content_hash: str
+    chunks: tuple[Chunk, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEntity:
+    """An entity as read back from the index (no chunks, no embeddings)."""
+
+    tenant_id: str
+    key: EntityKey
+    version: int
+    deleted: bool
+    source: str
+    owner: str | None
+    namespace: str | None
+    created_at: str
+    updated_at: str
+    title: str
+    body: Mapping[str, Any]
+    metadata: Mapping[str, Any]
+    content_hash: str
+
+
+class WriteOutcome(enum.Enum):
+    """What a versioned write did: applied, ignored as older than stored, or a harmless re-delivery."""
+
+    APPLIED = "applied"
+    STALE = "stale"
+    DUPLICATE = "duplicate"
+    NOT_FOUND = "not_found"
+
+
+class MatchMode(enum.Enum):
+    """How lexical terms match: exactly (stemmed), as prefixes, or fuzzily (edit distance)."""
+
+    EXACT = "exact"
+    PREFIX = "prefix"
+    FUZZY = "fuzzy"
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalQuery:
+    """Sanitised terms and phrases; adapters quote them in their own syntax (no injection possible)."""
+
+    terms: tuple[str, ...]
+    phrases: tuple[str, ...] = ()
+    mode: MatchMode = MatchMode.EXACT
+
+    @property
+    def empty(self) -> bool:
+        return not self.terms and not self.phrases
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Restrictions applied inside retrieval (never post-filtered). Empty tuples mean "any"."""
+
+    entity_types: tuple[str, ...] = ()
+    metadata: Mapping[str, tuple[Scalar, ...]] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
+    owner: str | None = None
+    exclude_owner: str | None = None
+    namespaces: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One retrieved entity (its best chunk) with the retriever's raw score; rank is its list position."""
+
+    key: EntityKey
+    score: float
+    chunk_no: int
+    title: str
+    text: str
+    source: str
+    owner: str | None
+    namespace: str | None
+    created_at: str
+    updated_at: str
+    metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """What one round trip to the index returned: the lexical and the vector lists, best first."""
+
+    lexical: tuple[Candidate, ...] = ()
+    vector: tuple[Candidate, ...] = ()

@@ -1,0 +1,173 @@
+"""The ports: what core needs from the outside world, as Protocols. Adapters live in `infra/`.
+
+Every method takes the tenant explicitly; an adapter never returns another tenant's data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from core.models import (
+    Candidate,
+    EntityKey,
+    EntityRecord,
+    Filters,
+    LexicalQuery,
+    Retrieval,
+    StoredEntity,
+    Vector,
+    WriteOutcome,
+)
+from core.state import (
+    AssemblyLogEntry,
+    CallerBudget,
+    EvalRecord,
+    LearningUpdate,
+    LogPage,
+    SourceWeight,
+    WeightChange,
+)
+
+
+class SearchIndex(Protocol):
+    """Documents for BM25 and k-NN retrieval, versioned per entity."""
+
+    def upsert(self, record: EntityRecord) -> WriteOutcome:
+        """Store a whole entity version; older than stored → STALE, equal → DUPLICATE, else APPLIED."""
+        ...
+
+    def update_metadata(
+        self,
+        tenant_id: str,
+        key: EntityKey,
+        version: int,
+        body: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        updated_at: str,
+    ) -> WriteOutcome:
+        """Change body and metadata only (no text, no embedding); versioned like `upsert`."""
+        ...
+
+    def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
+        """Remove from lexical and vector retrieval; a tombstone keeps the version so older writes lose."""
+        ...
+
+    def get(self, tenant_id: str, keys: Sequence[EntityKey]) -> dict[EntityKey, StoredEntity]:
+        """The stored entities among `keys` (tombstones included, flagged `deleted`)."""
+        ...
+
+    def lexical(self, tenant_id: str, query: LexicalQuery, filters: Filters, k: int) -> list[Candidate]:
+        """BM25 over the boosted fields, best first, one candidate per entity."""
+        ...
+
+    def vector(self, tenant_id: str, embedding: Vector, filters: Filters, k: int) -> list[Candidate]:
+        """Cosine k-NN, best first, one candidate per entity."""
+        ...
+
+    def retrieve(
+        self,
+        tenant_id: str,
+        query: LexicalQuery | None,
+        embedding: Vector | None,
+        filters: Filters,
+        k: int,
+    ) -> Retrieval:
+        """Both lists in one round trip where the backend allows (OpenSearch `_msearch`)."""
+        ...
+
+
+class Embedder(Protocol):
+    """Text → unit-length vectors."""
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def model_id(self) -> str: ...
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
+        """One L2-normalised vector per text; raises UnavailableError when the model cannot answer."""
+        ...
+
+
+class Cache(Protocol):
+    """A key-value cache with time-to-live; values are JSON-serialisable."""
+
+    def get(self, key: str, now: float) -> Any | None:
+        """The live value under `key`, or None (expired entries are never returned)."""
+        ...
+
+    def set(self, key: str, value: Any, ttl_seconds: float, now: float) -> None: ...
+
+    def incr(self, key: str) -> int:
+        """Atomically increment an integer counter (no TTL) and return the new value."""
+        ...
+
+    def counter(self, key: str) -> int:
+        """The counter's value, 0 when absent."""
+        ...
+
+
+class StateStore(Protocol):
+    """Weights, shares, budgets, history, the assembly log, overlays and eval results — per tenant."""
+
+    def list_weights(self, tenant_id: str) -> list[SourceWeight]: ...
+
+    def get_weights(self, tenant_id: str, caller: str) -> list[SourceWeight]:
+        """Rows for exactly this caller (the `*` fallback is resolved in core)."""
+        ...
+
+    def put_weight(self, tenant_id: str, weight: SourceWeight, change: WeightChange | None) -> None:
+        """Upsert one row and, when given, append its history row."""
+        ...
+
+    def list_budgets(self, tenant_id: str) -> list[CallerBudget]: ...
+
+    def get_budget(self, tenant_id: str, caller: str) -> CallerBudget | None: ...
+
+    def put_budget(self, tenant_id: str, budget: CallerBudget) -> None: ...
+
+    def list_history(self, tenant_id: str, caller: str | None, limit: int) -> list[WeightChange]: ...
+
+    def log_assembly(self, entry: AssemblyLogEntry) -> None: ...
+
+    def get_assembly(self, tenant_id: str, assembly_id: str) -> AssemblyLogEntry | None: ...
+
+    def record_feedback(
+        self, tenant_id: str, assembly_id: str, used_ids: Sequence[str], tokens_used: int | None, at: str
+    ) -> bool:
+        """Attach feedback; False when the assembly does not exist for this tenant."""
+        ...
+
+    def list_assemblies(
+        self, tenant_id: str, caller: str | None, namespace: str | None, limit: int, cursor: str | None
+    ) -> LogPage: ...
+
+    def list_callers(self, tenant_id: str) -> list[str]: ...
+
+    def pending_callers(self, min_rows: int) -> list[tuple[str, str]]:
+        """(tenant, caller) pairs with at least `min_rows` unprocessed assemblies that have feedback."""
+        ...
+
+    def unprocessed_assemblies(self, tenant_id: str, caller: str, limit: int) -> list[AssemblyLogEntry]:
+        """Oldest first: logged assemblies with feedback that no learning cycle has processed yet."""
+        ...
+
+    def apply_learning(self, tenant_id: str, update: LearningUpdate) -> bool:
+        """Write weights, history and budget and mark rows processed, all or nothing.
+
+        Returns False (and writes nothing) when any of `processed_ids` was already processed, so two
+        concurrent cycles never double-apply.
+        """
+        ...
+
+    def put_overlay(self, tenant_id: str, role_id: str, overlay: Mapping[str, Any]) -> None: ...
+
+    def get_overlay(self, tenant_id: str, role_id: str) -> Mapping[str, Any] | None: ...
+
+    def delete_overlay(self, tenant_id: str, role_id: str) -> bool: ...
+
+    def put_eval(self, tenant_id: str, record: EvalRecord) -> None: ...
+
+    def list_evals(self, tenant_id: str, name: str | None, limit: int) -> list[EvalRecord]: ...

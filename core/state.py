@@ -1,0 +1,113 @@
+"""Values the StateStore keeps: source weights and token shares, caller budgets, weight history, the
+assembly log with its feedback, role overlays and evaluation results (DESIGN.md §4–6).
+
+All timestamps are ISO-8601 UTC strings produced by an injected clock; ids are opaque strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+WILDCARD_CALLER = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceWeight:
+    """How much a caller trusts a source (weight) and how much of the budget it gets (token_share).
+
+    `manual` rows were set by an operator (PUT /context/weights/{caller}/{source}); learning never moves them.
+    """
+
+    caller: str
+    source: str
+    weight: float
+    token_share: float
+    manual: bool = False
+    updated_at: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CallerBudget:
+    """A caller's default token budget and the bounds learning may move it within."""
+
+    caller: str
+    budget: int
+    min_budget: int
+    max_budget: int
+    updated_at: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WeightChange:
+    """One history row: what learning (or an operator) changed, from what to what, and why."""
+
+    caller: str
+    source: str
+    old_weight: float
+    new_weight: float
+    old_share: float
+    new_share: float
+    reason: str
+    at: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblySource:
+    """One item an assembly returned: the entity id, its source, normalised score and token cost."""
+
+    id: str
+    source: str
+    score: float
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyLogEntry:
+    """A logged assembly; `used_ids` and `tokens_used` arrive later with feedback."""
+
+    assembly_id: str
+    tenant_id: str
+    caller: str
+    namespace: str | None
+    request_id: str | None
+    query_hash: str
+    budget: int
+    total_tokens: int
+    sources: tuple[AssemblySource, ...]
+    retrieval_ms: float
+    total_ms: float
+    created_at: str
+    used_ids: tuple[str, ...] | None = None
+    tokens_used: int | None = None
+    feedback_at: str | None = None
+    processed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LogPage:
+    """A page of the assembly log, newest first, with an opaque cursor for the next page (None at the end)."""
+
+    entries: tuple[AssemblyLogEntry, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LearningUpdate:
+    """Everything one learning cycle writes for one caller, applied atomically (or not at all)."""
+
+    caller: str
+    weights: tuple[SourceWeight, ...]
+    history: tuple[WeightChange, ...]
+    budget: CallerBudget | None
+    processed_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRecord:
+    """Stored evaluation figures: which golden set, which strategy, the metrics, when."""
+
+    name: str
+    at: str
+    metrics: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,77 @@
+"""Text normalisation shared by indexing and querying, so both sides see the same tokens.
+
+- CJK characters are split into single-character tokens (the seed's buildFts5Query dropped 1-character
+  terms, losing CJK recall; a unigram split keeps them searchable on every backend).
+- Identifiers (camelCase, snake_case, kebab-case, paths) are kept whole and also expanded into their parts,
+  so `checkRateLimit` matches exactly and `rate limit` still finds it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# CJK Unified Ideographs (+ext A), Hiragana, Katakana, Hangul syllables, CJK compatibility ideographs.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+CJK_CHAR = re.compile(f"[{_CJK}]")
+_CJK_RUN = re.compile(f"([{_CJK}])")
+# A token is a run of letters/digits (underscore is a separator, as in SQLite's unicode61 tokenizer).
+TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[_\-./:][A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*")
+
+# A short English stop list (the classic Lucene/Snowball core set): dropped from lexical queries only.
+STOPWORDS = frozenset(
+    """a an and are as at be but by for if in into is it no not of on or such that the their then there
+    these they this to was will with what which who whom how does do did from has have had were been being
+    can could should would may might its our your we you i me my he she his her them than so""".split()
+)
+
+
+def segment_cjk(text: str) -> str:
+    """Surround every CJK character with spaces so it becomes a token of its own."""
+    if not CJK_CHAR.search(text):
+        return text
+    return _CJK_RUN.sub(r" \1 ", text)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens of `text`, CJK split into characters."""
+    return [t.lower() for t in TOKEN.findall(segment_cjk(text))]
+
+
+def identifier_parts(text: str) -> list[str]:
+    """The parts of every identifier in `text`: `checkRateLimit` → check, rate, limit."""
+    parts: list[str] = []
+    for ident in _IDENTIFIER.findall(text):
+        for piece in re.split(r"[_\-./:]", ident):
+            found = _CAMEL_PART.findall(piece)
+            if len(found) > 1 or piece != ident:
+                parts.extend(p.lower() for p in found)
+    return parts
+
+
+def is_identifier(token: str) -> bool:
+    """True for camelCase, snake_case, dotted or path-like tokens."""
+    return bool(_IDENTIFIER.fullmatch(token))
+
+
+def flatten(value: object) -> str:
+    """A field value as text: strings as they are, lists joined by spaces, other scalars stringified."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return " ".join(flatten(v) for v in value)
+    return str(value)
+
+
+def index_text(parts: Iterable[str]) -> str:
+    """Search text for the lexical index: joined, lower-cased, CJK segmented, identifier parts appended."""
+    joined = " ".join(p for p in parts if p)
+    extra = identifier_parts(joined)
+    text = segment_cjk(joined).lower()
+    if extra:
+        text = f"{text} {' '.join(extra)}"
+    return " ".join(text.split())
