@@ -18,9 +18,7 @@ BOOST_TIERS = (3, 2, 1)
 ENTITY_TYPE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
 
 # Fields every entity may carry besides its type's own (DESIGN.md §2).
-COMMON_FIELDS = frozenset(
-    {"source", "owner", "namespace", "created_at", "updated_at", "version"}
-)
+COMMON_FIELDS = frozenset({"source", "owner", "namespace", "created_at", "updated_at", "version"})
 
 
 @dataclass(frozen=True, slots=True)

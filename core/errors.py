@@ -1,14 +1,14 @@
 """The one error tree of Quarry. Adapters translate SDK errors into it; one handler module maps it to HTTP.
 
-    QuarryError
-    ├── InvalidInputError        fields: {path: message}          → 400
-    │   └── PayloadTooLargeError limit: bytes                      → 413
-    ├── UnauthorizedError        missing or unknown credentials    → 401
-    ├── ForbiddenError           scope: the scope that was needed  → 403
-    ├── NotFoundError            kind, key                         → 404 (also for another tenant's object)
-    ├── ConflictError            a write that cannot apply          → 409
-    │   └── StaleVersionError    stored_version, given_version     (reported, never applied)
-    └── UnavailableError         backend, retry_after seconds      → 503 with Retry-After
+QuarryError
+├── InvalidInputError        fields: {path: message}          → 400
+│   └── PayloadTooLargeError limit: bytes                      → 413
+├── UnauthorizedError        missing or unknown credentials    → 401
+├── ForbiddenError           scope: the scope that was needed  → 403
+├── NotFoundError            kind, key                         → 404 (also for another tenant's object)
+├── ConflictError            a write that cannot apply          → 409
+│   └── StaleVersionError    stored_version, given_version     (reported, never applied)
+└── UnavailableError         backend, retry_after seconds      → 503 with Retry-After
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ class ForbiddenError(QuarryError):
     def __init__(self, message: str, scope: str) -> None:
         super().__init__(message)
         self.scope = scope
+        self.fields = {"authorization": f"the token lacks the '{scope}' scope"}
 
 
 class NotFoundError(QuarryError):

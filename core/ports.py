@@ -30,6 +30,18 @@ from core.state import (
 )
 
 
+class Clock(Protocol):
+    """Time, injected so core never reads the clock itself."""
+
+    def now(self) -> float:
+        """Wall-clock seconds since the epoch."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary origin, for durations."""
+        ...
+
+
 class SearchIndex(Protocol):
     """Documents for BM25 and k-NN retrieval, versioned per entity."""
 

@@ -22,9 +22,77 @@ _IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[_\-./:][A-Za-z0-9]+)+|[a-z]+[A-Z][A-Z
 
 # A short English stop list (the classic Lucene/Snowball core set): dropped from lexical queries only.
 STOPWORDS = frozenset(
-    """a an and are as at be but by for if in into is it no not of on or such that the their then there
-    these they this to was will with what which who whom how does do did from has have had were been being
-    can could should would may might its our your we you i me my he she his her them than so""".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "how",
+        "does",
+        "do",
+        "did",
+        "from",
+        "has",
+        "have",
+        "had",
+        "were",
+        "been",
+        "being",
+        "can",
+        "could",
+        "should",
+        "would",
+        "may",
+        "might",
+        "its",
+        "our",
+        "your",
+        "we",
+        "you",
+        "i",
+        "me",
+        "my",
+        "he",
+        "she",
+        "his",
+        "her",
+        "them",
+        "than",
+        "so",
+    ]
 )
 
 
@@ -75,3 +143,23 @@ def index_text(parts: Iterable[str]) -> str:
     if extra:
         text = f"{text} {' '.join(extra)}"
     return " ".join(text.split())
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance of a and b, or limit + 1 as soon as it must exceed `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        if min(current) > limit:
+            return limit + 1
+        previous = current
+    return previous[-1]
+
+
+def fuzzy_budget(term: str) -> int:
+    """Edits allowed for a term, as Lucene's AUTO fuzziness: 0 up to 2 chars, 1 up to 5, else 2."""
+    return 0 if len(term) <= 2 else 1 if len(term) <= 5 else 2

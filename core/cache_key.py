@@ -1,0 +1,41 @@
+"""The search cache key (DESIGN.md §3; seed nexus §6.1): a hash of the normalised request plus the tenant's
+index generation, so any write to the tenant changes every key at once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+SEARCH_CACHE_TTL_SECONDS = 300  # seed nexus §6.2: KV cache TTL 5 minutes
+
+
+def generation_key(tenant_id: str) -> str:
+    """The cache counter that holds a tenant's index generation."""
+    return f"gen:{tenant_id}"
+
+
+def search_cache_key(
+    tenant_id: str,
+    query: str,
+    entity_types: Sequence[str],
+    filters: Mapping[str, Any],
+    strategy: str,
+    limit: int,
+    generation: int,
+    explain: bool = False,
+) -> str:
+    """sha256 over tenant, lower-cased trimmed query, sorted types, sorted filters, strategy, limit, generation."""
+    normalised = {
+        "t": tenant_id,
+        "q": " ".join(query.lower().split()),
+        "e": sorted(entity_types),
+        "f": filters,
+        "s": strategy,
+        "l": limit,
+        "x": explain,
+        "g": generation,
+    }
+    payload = json.dumps(normalised, sort_keys=True, separators=(",", ":"), default=str)
+    return f"search:{tenant_id}:" + hashlib.sha256(payload.encode()).hexdigest()

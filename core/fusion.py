@@ -1,0 +1,123 @@
+"""Fusion of the lexical and vector candidate lists into one ranking (DESIGN.md §3 step 5).
+
+Both formulas keep lexical-only and vector-only hits. Ties break deterministically: score, then the best
+rank in either list, then the entity key.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from core.models import Candidate, EntityKey
+
+RRF_K = 60  # seed gateway-shared-search-utils / nexus §3.2: score = Σ 1/(k + rank + 1), rank from 0
+CONVEX_ALPHA = 0.6  # seed thefold HYBRID_ALPHA: 60% vector, 40% max-normalised BM25
+NORMALISE_EPSILON = 1e-10  # seed gateway-shared-search-utils normaliseRrfScores epsilon floor
+
+
+class FusionMethod(enum.Enum):
+    """How two ranked lists become one."""
+
+    RRF = "rrf"
+    CONVEX = "convex"
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """One fused result: the candidate, its fused score, and each retriever's rank and raw score."""
+
+    candidate: Candidate
+    score: float
+    lexical_rank: int | None
+    lexical_score: float | None
+    vector_rank: int | None
+    vector_score: float | None
+
+
+def normalise_max(scores: Mapping[EntityKey, float]) -> dict[EntityKey, float]:
+    """Scale scores to [0, 1] by dividing by the maximum (epsilon-floored); all-zero stays zero."""
+    if not scores:
+        return {}
+    top = max(scores.values())
+    if top <= 0:
+        return {k: 0.0 for k in scores}
+    return {k: v / max(top, NORMALISE_EPSILON) for k, v in scores.items()}
+
+
+def _index(cands: Sequence[Candidate]) -> dict[EntityKey, tuple[int, Candidate]]:
+    out: dict[EntityKey, tuple[int, Candidate]] = {}
+    for rank, cand in enumerate(cands):
+        out.setdefault(cand.key, (rank, cand))
+    return out
+
+
+def _assemble(
+    lexical: Sequence[Candidate], vector: Sequence[Candidate], scores: Mapping[EntityKey, float]
+) -> list[Fused]:
+    lex, vec = _index(lexical), _index(vector)
+    fused: list[Fused] = []
+    for key, score in scores.items():
+        lr = lex.get(key)
+        vr = vec.get(key)
+        # Prefer the lexical candidate's chunk: its text holds the matched terms for the snippet.
+        cand = lr[1] if lr else vr[1]  # type: ignore[index]
+        fused.append(
+            Fused(
+                candidate=cand,
+                score=score,
+                lexical_rank=lr[0] if lr else None,
+                lexical_score=lr[1].score if lr else None,
+                vector_rank=vr[0] if vr else None,
+                vector_score=vr[1].score if vr else None,
+            )
+        )
+    fused.sort(key=_sort_key)
+    return fused
+
+
+def _sort_key(f: Fused) -> tuple[float, int, EntityKey]:
+    best_rank = min(r for r in (f.lexical_rank, f.vector_rank, 1 << 30) if r is not None)
+    return (-f.score, best_rank, f.candidate.key)
+
+
+def fuse_rrf(
+    lexical: Sequence[Candidate], vector: Sequence[Candidate], k: int = RRF_K, alpha: float = 0.5
+) -> list[Fused]:
+    """Weighted reciprocal rank fusion: Σ w/(k + rank + 1), w_vector = 2α, w_lexical = 2(1−α).
+
+    At α = 0.5 this is plain RRF (Cormack et al. 2009; seed gateway-shared-search-utils, k = 60).
+    """
+    scores: dict[EntityKey, float] = {}
+    for weight, cands in ((2 * (1 - alpha), lexical), (2 * alpha, vector)):
+        for rank, (key, _) in enumerate(_index(cands).items()):
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank + 1)
+    return _assemble(lexical, vector, scores)
+
+
+def fuse_convex(
+    lexical: Sequence[Candidate], vector: Sequence[Candidate], alpha: float = CONVEX_ALPHA
+) -> list[Fused]:
+    """Convex combination α·cosine + (1−α)·bm25/max(bm25) over the union (seed thefold, α = 0.6).
+
+    A hit missing from one list contributes 0 from that list (thefold's BM25-only results).
+    """
+    bm25 = normalise_max({c.key: c.score for c in _index(lexical).values() for c in [c[1]]})
+    cosine = {key: max(0.0, c.score) for key, (_, c) in _index(vector).items()}
+    keys = set(bm25) | set(cosine)
+    scores = {key: alpha * cosine.get(key, 0.0) + (1 - alpha) * bm25.get(key, 0.0) for key in keys}
+    return _assemble(lexical, vector, scores)
+
+
+def fuse(
+    method: FusionMethod,
+    lexical: Sequence[Candidate],
+    vector: Sequence[Candidate],
+    alpha: float,
+    rrf_k: int = RRF_K,
+) -> list[Fused]:
+    """Dispatch to the fusion formula `method` names."""
+    if method is FusionMethod.RRF:
+        return fuse_rrf(lexical, vector, k=rrf_k, alpha=alpha)
+    return fuse_convex(lexical, vector, alpha=alpha)

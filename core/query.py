@@ -1,0 +1,136 @@
+"""Query parsing (DESIGN.md §3 step 2; seed nexus §3.1): terms, quoted phrases, an entity prefix
+(`task: fix bug`), a lone `@name` (people search), sanitised for any backend.
+
+Terms are plain lower-cased tokens with no syntax left in them, so no backend query language can be
+injected; adapters quote them in their own syntax.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from core.entities import EntityTypeRegistry
+from core.text import STOPWORDS, is_identifier, tokens
+
+MAX_TERMS = 20  # seed gateway-shared-search-utils: buildFts5Query caps at 20 terms
+MAX_PHRASES = 5  # phrases are ANDed: more than a handful only empties the result
+_PHRASE = re.compile(r'"([^"]*)"')
+_PREFIX = re.compile(r"^\s*([A-Za-z_]+)\s*:\s*(.*)$", re.DOTALL)
+_MENTION = re.compile(r"^\s*@([\w.\-]+)\s*$", re.UNICODE)
+_QUESTION_START = frozenset(
+    [
+        "who",
+        "what",
+        "when",
+        "where",
+        "why",
+        "how",
+        "which",
+        "whom",
+        "whose",
+        "is",
+        "are",
+        "was",
+        "were",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "should",
+        "would",
+        "will",
+        "explain",
+        "describe",
+    ]
+)
+_ERROR_LIKE = re.compile(r"\b\w*(Error|Exception|Errno|Traceback)\b|\w+::\w+|\w+\(\)|[\w.-]+/[\w./-]+")
+
+
+class QueryShape(enum.Enum):
+    """What the query looks like, which picks the `auto` strategy (DESIGN.md §3 step 3)."""
+
+    QUESTION = "question"
+    IDENTIFIER = "identifier"
+    PLAIN = "plain"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedQuery:
+    """A query taken apart: what to match lexically, what to embed, which types it targets."""
+
+    original: str
+    text: str
+    terms: tuple[str, ...]
+    phrases: tuple[str, ...]
+    entity_prefix: str | None
+    shape: QueryShape
+    truncated: bool
+
+    def describe(self) -> str:
+        """A readable rendering of the parse for `query_info.parsed_query`."""
+        parts = [f'"{p}"' for p in self.phrases] + list(self.terms)
+        prefix = f"{self.entity_prefix}: " if self.entity_prefix else ""
+        return prefix + " ".join(parts)
+
+
+def _shape(text: str) -> QueryShape:
+    stripped = text.strip()
+    words = stripped.split()
+    if stripped.endswith("?") or (words and words[0].lower() in _QUESTION_START and len(words) > 2):
+        return QueryShape.QUESTION
+    if _ERROR_LIKE.search(stripped) or any(is_identifier(w.strip(",;()[]{}'\"`")) for w in words):
+        return QueryShape.IDENTIFIER
+    return QueryShape.PLAIN
+
+
+def _terms(text: str) -> tuple[list[str], bool]:
+    """Unique tokens in order, stop words dropped unless nothing else is left, capped at MAX_TERMS."""
+    seen: dict[str, None] = {}
+    for tok in tokens(text):
+        seen.setdefault(tok, None)
+    all_terms = list(seen)
+    content = [t for t in all_terms if t not in STOPWORDS]
+    chosen = content or all_terms
+    return chosen[:MAX_TERMS], len(chosen) > MAX_TERMS
+
+
+def _split_prefix(text: str, registry: EntityTypeRegistry) -> tuple[str | None, str]:
+    mention = _MENTION.match(text)
+    if mention and "person" in registry:
+        return "person", mention.group(1)
+    match = _PREFIX.match(text)
+    if match:
+        entity_type = registry.resolve_prefix(match.group(1))
+        if entity_type is not None and match.group(2).strip():
+            return entity_type, match.group(2)
+    return None, text
+
+
+def parse_query(query: str, registry: EntityTypeRegistry) -> ParsedQuery:
+    """Parse a raw query string into terms, phrases, an optional entity prefix and its shape."""
+    entity_prefix, rest = _split_prefix(query, registry)
+    phrases: list[str] = []
+    for raw in _PHRASE.findall(rest):
+        words = tokens(raw)
+        if len(words) > 1:
+            phrases.append(" ".join(words))
+    unquoted = _PHRASE.sub(" ", rest).replace('"', " ")
+    terms, truncated = _terms(unquoted)
+    # A single-word "phrase" is just a term.
+    for raw in _PHRASE.findall(rest):
+        words = tokens(raw)
+        if len(words) == 1 and words[0] not in terms and len(terms) < MAX_TERMS:
+            terms.append(words[0])
+    text = " ".join(rest.replace('"', " ").split())
+    return ParsedQuery(
+        original=query,
+        text=text,
+        terms=tuple(terms),
+        phrases=tuple(phrases[:MAX_PHRASES]),
+        entity_prefix=entity_prefix,
+        shape=_shape(rest),
+        truncated=truncated,
+    )

@@ -1,0 +1,148 @@
+"""Request and response models of the HTTP API (pydantic, so they publish JSON Schema / OpenAPI).
+
+Static bounds live here; configured limits (query length, max limit, batch size) are checked again by the
+services, which know the deployment's settings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Scalar = str | int | float | bool
+FilterValue = Scalar | list[Scalar]
+Strategy = Literal["auto", "keyword", "semantic", "hybrid"]
+MAX_LIMIT = 100  # DESIGN.md §3: limit ≤ 100
+DEFAULT_LIMIT = 20  # DESIGN.md §3: default 20
+MAX_BULK_ITEMS = 500  # issue 2: POST /entities takes at most 500 items
+
+
+class SearchRequest(BaseModel):
+    """POST /search."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(
+        description="What to search for; supports `type:` prefixes, `@name` and quoted phrases"
+    )
+    entities: list[str] | None = Field(default=None, description="Entity types to search (default: all)")
+    filters: dict[str, FilterValue] | None = Field(
+        default=None, description="Metadata filters, key → value(s)"
+    )
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, strict=False)
+    strategy: Strategy = "auto"
+    explain: bool = False
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty or whitespace")
+        return value
+
+    @field_validator("limit", mode="before")
+    @classmethod
+    def _integer_limit(cls, value: Any) -> Any:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError("must be an integer")
+        return value
+
+
+class RetrieverExplanation(BaseModel):
+    """One retriever's view of a result."""
+
+    rank: int | None
+    score: float | None
+
+
+class Explanation(BaseModel):
+    """Why a result scored what it did."""
+
+    fusion: str
+    alpha: float
+    lexical: RetrieverExplanation
+    vector: RetrieverExplanation
+    field_boosts: dict[str, int]
+    matched_chunk: int
+    fallback: str | None = None
+
+
+class SearchResult(BaseModel):
+    """One hit."""
+
+    entity_type: str
+    entity_id: str
+    title: str
+    snippet: str
+    score: float
+    metadata: dict[str, Any]
+    explanation: Explanation | None = None
+
+
+class QueryInfo(BaseModel):
+    """How the query was understood and served."""
+
+    original_query: str
+    parsed_query: str
+    entities_searched: list[str]
+    strategy: str
+    cache: Literal["hit", "miss", "bypass"]
+    degraded: bool
+    degraded_reason: str | None = None
+    fallback: str | None = None
+    terms_truncated: bool = False
+
+
+class SearchResponse(BaseModel):
+    """POST /search response."""
+
+    results: list[SearchResult]
+    total: int
+    query_info: QueryInfo
+    took_ms: float
+
+
+class BulkItem(BaseModel):
+    """One entity in POST /entities: its type and id plus its fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    id: str = Field(min_length=1, max_length=256)
+
+
+class BulkRequest(BaseModel):
+    """POST /entities."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BULK_ITEMS)
+
+
+class BulkError(BaseModel):
+    """Why one bulk item was not indexed."""
+
+    index: int
+    entity_id: str | None
+    error: str
+    fields: dict[str, str] = Field(default_factory=dict)
+
+
+class BulkResponse(BaseModel):
+    """POST /entities response."""
+
+    indexed: int
+    skipped_stale: int
+    errors: list[BulkError]
+
+
+class WriteResponse(BaseModel):
+    """PUT / PATCH / DELETE /entities/{type}/{id} response."""
+
+    entity_type: str
+    entity_id: str
+    version: int
+    outcome: Literal["applied", "stale", "duplicate"]
+    reembedded: bool
+    message: str | None = None

@@ -1,0 +1,40 @@
+"""Small scoring helpers shared by search and context assembly (seed gateway-shared-search-utils)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+HOURS_PER_DAY = 24.0
+CHARS_PER_TOKEN = 4  # seed gateway-shared-search-utils estimateTokens: ceil(len / 4)
+
+TokenCounter = Callable[[str], int]
+
+
+def estimate_tokens(text: str) -> int:
+    """Token estimate ceil(len/4) (seed estimateTokens); replaceable by any TokenCounter."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def parse_timestamp(value: str) -> float | None:
+    """Seconds since the epoch for an ISO-8601 timestamp (naive means UTC), or None if unparseable."""
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def iso_timestamp(epoch_seconds: float) -> str:
+    """An ISO-8601 UTC timestamp (milliseconds, `Z`) for epoch seconds."""
+    moment = datetime.fromtimestamp(epoch_seconds, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def recency_boost(created_at: float, now: float, floor: float = 0.0) -> float:
+    """Log decay max(floor, 1/(1 + ln(1 + age_hours/24))): today ≈ 1, a week ≈ 0.5, a month ≈ 0.25."""
+    age_hours = max(0.0, (now - created_at) / 3600.0)
+    return max(floor, 1.0 / (1.0 + math.log1p(age_hours / HOURS_PER_DAY)))

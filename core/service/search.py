@@ -1,0 +1,272 @@
+"""The search use case (DESIGN.md §3): parse → choose strategy → embed → retrieve → fuse → fallback →
+snippet → respond, with a per-tenant generation-keyed cache in front."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cache_key
+from core.entities import EntityTypeRegistry
+from core.errors import InvalidInputError, UnavailableError
+from core.fusion import CONVEX_ALPHA, RRF_K, Fused, FusionMethod, fuse
+from core.models import Filters, LexicalQuery, MatchMode, Retrieval, Scalar
+from core.ports import Cache, Clock, Embedder, SearchIndex
+from core.query import ParsedQuery, QueryShape, parse_query
+from core.schemas import (
+    Explanation,
+    QueryInfo,
+    RetrieverExplanation,
+    SearchRequest,
+    SearchResponse,
+    SearchResult,
+)
+from core.snippet import build_snippet
+
+MAX_QUERY_CHARS = 1000  # a query, not a document; longer is refused with 400 (configurable)
+CANDIDATE_DEPTH_FACTOR = 2  # DESIGN.md §3 step 4: retrieve at least 2 × limit from each retriever
+MIN_CANDIDATE_DEPTH = 40  # fusion needs overlap between the lists; measured on SciFact (bench/)
+SEMANTIC_LEAN = 0.2  # question-like queries move α this much toward the vector side
+LEXICAL_LEAN = 0.35  # identifier-like queries move α this much toward BM25
+COMMON_FILTERS = ("source", "owner", "namespace")
+# Vector hits below this cosine are noise for all-MiniLM-L6-v2 (unrelated sentences score ~-0.1..0.15);
+# without a floor every query "matches" the whole tenant. Measured on SciFact/Cranfield in bench/.
+MIN_VECTOR_SIMILARITY = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSettings:
+    """Tunable search behaviour; defaults are the seeds' constants (see `bench/` for measurements)."""
+
+    fusion: FusionMethod = FusionMethod.CONVEX
+    alpha: float = CONVEX_ALPHA
+    rrf_k: int = RRF_K
+    max_query_chars: int = MAX_QUERY_CHARS
+    max_limit: int = 100
+    cache_ttl_seconds: float = SEARCH_CACHE_TTL_SECONDS
+    min_depth: int = MIN_CANDIDATE_DEPTH
+    min_vector_similarity: float = MIN_VECTOR_SIMILARITY
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Which retrievers run and how their lists are fused."""
+
+    strategy: str
+    lexical: bool
+    vector: bool
+    alpha: float
+
+
+def plan_strategy(requested: str, shape: QueryShape, settings: SearchSettings) -> Plan:
+    """The retrievers and α for a requested strategy; `auto` leans by the query's shape."""
+    base = settings.alpha if settings.fusion is FusionMethod.CONVEX else 0.5
+    if requested == "keyword":
+        return Plan("keyword", True, False, 0.0)
+    if requested == "semantic":
+        return Plan("semantic", False, True, 1.0)
+    if requested == "hybrid" or shape is QueryShape.PLAIN:
+        return Plan("hybrid", True, True, base)
+    if shape is QueryShape.QUESTION:
+        return Plan("hybrid:semantic-leaning", True, True, min(1.0, base + SEMANTIC_LEAN))
+    return Plan("hybrid:lexical-leaning", True, True, max(0.0, base - LEXICAL_LEAN))
+
+
+class SearchService:
+    """Answers POST /search for one tenant at a time."""
+
+    def __init__(
+        self,
+        index: SearchIndex,
+        embedder: Embedder,
+        cache: Cache,
+        registry: EntityTypeRegistry,
+        clock: Clock,
+        settings: SearchSettings | None = None,
+    ) -> None:
+        self._index = index
+        self._embedder = embedder
+        self._cache = cache
+        self._registry = registry
+        self.settings = settings or SearchSettings()
+        self._clock = clock
+
+    def _check_limits(self, request: SearchRequest) -> None:
+        errors: dict[str, str] = {}
+        if len(request.query) > self.settings.max_query_chars:
+            errors["query"] = f"must be at most {self.settings.max_query_chars} characters"
+        if request.limit > self.settings.max_limit:
+            errors["limit"] = f"must be at most {self.settings.max_limit}"
+        if errors:
+            raise InvalidInputError("invalid search request", errors)
+
+    def _entity_types(self, request: SearchRequest, parsed: ParsedQuery) -> tuple[str, ...]:
+        requested = request.entities or []
+        for i, name in enumerate(requested):
+            self._registry.get(name, path=f"entities.{i}")
+        if parsed.entity_prefix:
+            if requested and parsed.entity_prefix not in requested:
+                return ()
+            return (parsed.entity_prefix,)
+        return tuple(sorted(set(requested))) if requested else self._registry.names()
+
+    def _filters(self, types: Sequence[str], raw: Mapping[str, Any] | None) -> Filters:
+        allowed = set(COMMON_FILTERS)
+        for name in types:
+            allowed.update(self._registry.get(name).filterable)
+        errors: dict[str, str] = {}
+        metadata: dict[str, tuple[Scalar, ...]] = {}
+        common: dict[str, tuple[str, ...]] = {}
+        for key, value in (raw or {}).items():
+            values = tuple(value) if isinstance(value, list) else (value,)
+            if key not in allowed:
+                errors[f"filters.{key}"] = "is not filterable; filterable: " + ", ".join(sorted(allowed))
+            elif not values:
+                errors[f"filters.{key}"] = "must not be an empty list"
+            elif key in COMMON_FILTERS:
+                common[key] = tuple(str(v) for v in values)
+            else:
+                metadata[key] = values
+        if errors:
+            raise InvalidInputError("invalid filters", errors)
+        owner = common.get("owner", ())
+        return Filters(
+            entity_types=tuple(types),
+            metadata=metadata,
+            sources=common.get("source", ()),
+            owner=owner[0] if len(owner) == 1 else None,
+            namespaces=common.get("namespace", ()),
+        )
+
+    def search(self, tenant_id: str, request: SearchRequest) -> SearchResponse:
+        """Run one search for `tenant_id`; never returns another tenant's entities."""
+        started = self._clock.monotonic()
+        self._check_limits(request)
+        parsed = parse_query(request.query, self._registry)
+        types = self._entity_types(request, parsed)
+        filters = self._filters(types, request.filters)
+        plan = plan_strategy(request.strategy, parsed.shape, self.settings)
+        generation = self._cache.counter(generation_key(tenant_id))
+        key = search_cache_key(
+            tenant_id,
+            request.query,
+            types,
+            request.filters or {},
+            request.strategy,
+            request.limit,
+            generation,
+            request.explain,
+        )
+        cached = self._cache.get(key, self._clock.now())
+        if cached is not None:
+            response = SearchResponse.model_validate(cached)
+            response.query_info.cache = "hit"
+            response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
+            return response
+        response = self._execute(tenant_id, request, parsed, types, filters, plan)
+        if not response.query_info.degraded:
+            self._cache.set(
+                key, response.model_dump(mode="json"), self.settings.cache_ttl_seconds, self._clock.now()
+            )
+        response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
+        return response
+
+    def _execute(
+        self,
+        tenant_id: str,
+        request: SearchRequest,
+        parsed: ParsedQuery,
+        types: tuple[str, ...],
+        filters: Filters,
+        plan: Plan,
+    ) -> SearchResponse:
+        degraded_reason: str | None = None
+        embedding = None
+        if plan.vector and types:
+            try:
+                embedding = self._embedder.embed([parsed.text])[0]
+            except UnavailableError as exc:
+                degraded_reason = exc.message
+                plan = Plan("keyword", True, False, 0.0)
+        lexical = LexicalQuery(parsed.terms, parsed.phrases) if plan.lexical else None
+        depth = max(request.limit * CANDIDATE_DEPTH_FACTOR, self.settings.min_depth)
+        fused, fallback = self._retrieve(tenant_id, lexical, embedding, filters, depth, plan, bool(types))
+        results = [self._result(f, parsed, plan, request.explain, fallback) for f in fused[: request.limit]]
+        return SearchResponse(
+            results=results,
+            total=len(fused),
+            query_info=QueryInfo(
+                original_query=request.query,
+                parsed_query=parsed.describe(),
+                entities_searched=list(types),
+                strategy=plan.strategy,
+                cache="miss",
+                degraded=degraded_reason is not None,
+                degraded_reason=degraded_reason,
+                fallback=fallback,
+                terms_truncated=parsed.truncated,
+            ),
+            took_ms=0.0,
+        )
+
+    def _retrieve(
+        self,
+        tenant_id: str,
+        lexical: LexicalQuery | None,
+        embedding: Any,
+        filters: Filters,
+        depth: int,
+        plan: Plan,
+        any_types: bool,
+    ) -> tuple[list[Fused], str | None]:
+        if not any_types or ((lexical is None or lexical.empty) and embedding is None):
+            return [], None
+        lex = lexical if lexical is not None and not lexical.empty else None
+        got: Retrieval = self._index.retrieve(tenant_id, lex, embedding, filters, depth)
+        floor = self.settings.min_vector_similarity
+        vector = [c for c in got.vector if c.score >= floor]
+        fused = fuse(self.settings.fusion, got.lexical, vector, plan.alpha, self.settings.rrf_k)
+        if fused or lex is None:
+            return fused, None
+        # Nothing matched: widen the lexical match before answering nothing (seed nexus §5.2).
+        for mode in (MatchMode.PREFIX, MatchMode.FUZZY):
+            widened = LexicalQuery(lex.terms, lex.phrases if mode is MatchMode.PREFIX else (), mode)
+            hits = self._index.lexical(tenant_id, widened, filters, depth)
+            if hits:
+                return fuse(self.settings.fusion, hits, [], 0.0, self.settings.rrf_k), mode.value
+        return [], None
+
+    def _result(
+        self, f: Fused, parsed: ParsedQuery, plan: Plan, explain: bool, fallback: str | None
+    ) -> SearchResult:
+        c = f.candidate
+        explanation = None
+        if explain:
+            etype = self._registry.get(c.key.entity_type)
+            explanation = Explanation(
+                fusion=self.settings.fusion.value,
+                alpha=plan.alpha,
+                lexical=RetrieverExplanation(rank=f.lexical_rank, score=f.lexical_score),
+                vector=RetrieverExplanation(rank=f.vector_rank, score=f.vector_score),
+                field_boosts={s.name: s.boost for s in etype.fields},
+                matched_chunk=c.chunk_no,
+                fallback=fallback,
+            )
+        metadata = dict(c.metadata)
+        metadata.update(source=c.source, created_at=c.created_at, updated_at=c.updated_at)
+        if c.owner:
+            metadata["owner"] = c.owner
+        if c.namespace:
+            metadata["namespace"] = c.namespace
+        return SearchResult(
+            entity_type=c.key.entity_type,
+            entity_id=c.key.entity_id,
+            title=c.title,
+            snippet=build_snippet(
+                c.text, list(parsed.terms) + [w for p in parsed.phrases for w in p.split()]
+            ),
+            score=round(f.score, 6),
+            metadata=metadata,
+            explanation=explanation,
+        )

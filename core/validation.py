@@ -1,0 +1,77 @@
+"""Validation of entity bodies against their type, naming each bad field (DESIGN.md §7)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from core.entities import EntityType
+from core.errors import InvalidInputError
+from core.scoring import parse_timestamp
+
+MAX_ID_CHARS = 256  # an id is a key, not a document
+MAX_LABEL_CHARS = 200  # source / owner / namespace are labels
+ID_PATTERN = re.compile(r"^[^\s/#|]{1,256}$")  # no whitespace, '/', '#' or '|' (path and key separators)
+_SCALARS = (str, int, float, bool)
+
+
+def _check_text(name: str, value: Any, max_chars: int, errors: dict[str, str], path: str) -> None:
+    values = value if isinstance(value, list) else [value]
+    if not all(isinstance(v, str) for v in values):
+        errors[path + name] = "must be a string or a list of strings"
+    elif sum(len(v) for v in values) > max_chars:
+        errors[path + name] = f"must be at most {max_chars} characters"
+
+
+def _check_common(body: Mapping[str, Any], errors: dict[str, str], path: str) -> None:
+    version = body.get("version")
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
+        errors[path + "version"] = "must be a non-negative integer"
+    for stamp in ("created_at", "updated_at"):
+        value = body.get(stamp)
+        if value is not None and (not isinstance(value, str) or parse_timestamp(value) is None):
+            errors[path + stamp] = "must be an ISO-8601 timestamp"
+    for label in ("source", "owner", "namespace"):
+        value = body.get(label)
+        if value is not None and (not isinstance(value, str) or not 0 < len(value) <= MAX_LABEL_CHARS):
+            errors[path + label] = f"must be a non-empty string of at most {MAX_LABEL_CHARS} characters"
+
+
+def validate_id(entity_id: str, path: str = "id") -> None:
+    """Reject ids that are empty, too long or contain separators."""
+    if not isinstance(entity_id, str) or not ID_PATTERN.match(entity_id):
+        raise InvalidInputError(
+            "invalid entity id",
+            {path: f"must be 1-{MAX_ID_CHARS} characters without whitespace, '/', '#' or '|'"},
+        )
+
+
+def validate_body(
+    etype: EntityType, body: Any, max_text_chars: int, partial: bool = False, path: str = ""
+) -> dict[str, Any]:
+    """The body as a dict if it fits `etype`; else InvalidInputError naming every bad field."""
+    if not isinstance(body, Mapping):
+        raise InvalidInputError(
+            "entity must be a JSON object", {path.rstrip(".") or "body": "must be an object"}
+        )
+    errors: dict[str, str] = {}
+    searchable = etype.searchable_names | {etype.title_field}
+    for name, value in body.items():
+        if value is None:
+            continue
+        if name in searchable:
+            _check_text(name, value, max_text_chars, errors, path)
+        elif name in etype.filterable and name not in ("source",):
+            items = value if isinstance(value, list) else [value]
+            if not all(isinstance(v, _SCALARS) for v in items):
+                errors[path + name] = "must be a string, number, boolean or a list of them"
+    _check_common(body, errors, path)
+    title = body.get(etype.title_field)
+    if not partial and (not isinstance(title, str) or not title.strip()):
+        errors.setdefault(path + etype.title_field, f"is required for a {etype.name}")
+    if partial and not body:
+        errors[path.rstrip(".") or "body"] = "must change at least one field"
+    if errors:
+        raise InvalidInputError(f"invalid {etype.name}", errors)
+    return dict(body)

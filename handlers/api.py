@@ -1,0 +1,49 @@
+"""The HTTP API Lambda (API Gateway HTTP API, payload v2): one resolver, routes split by Router."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from core.errors import InvalidInputError
+from handlers import errors
+from handlers._observability import logger, metrics, tracer
+from handlers.routes import entities, search
+from handlers.routes.common import caller, services
+
+VERSION = "0.1.0"
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+app = APIGatewayHttpResolver(enable_validation=True)
+errors.register(app)
+
+
+app.include_router(search.router)
+app.include_router(entities.router)
+
+
+@app.get("/health", summary="Liveness (no token needed)", tags=["meta"])
+def health() -> dict[str, Any]:
+    return {"status": "ok", "version": VERSION}
+
+
+@app.get("/openapi.json", summary="This API's OpenAPI document", tags=["meta"])
+def openapi() -> dict[str, Any]:
+    caller(app, "read")
+    document: dict[str, Any] = json.loads(app.get_openapi_json_schema(title="Quarry", version=VERSION))
+    return document
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    refused = errors.refuse_oversized(event, services().settings.max_body_bytes)
+    return refused if refused is not None else app.resolve(event, context)
+
+
+__all__ = ["app", "lambda_handler", "InvalidInputError"]

@@ -1,0 +1,179 @@
+"""The `quarry` command: serve the API locally, ingest JSONL files, search from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from core.errors import QuarryError
+
+INGEST_BATCH = 64  # entities embedded per batch: big enough to batch the model, small for progress
+
+
+def _container(data_dir: str | None) -> Any:
+    from infra.wiring import container
+
+    return container(data_dir=data_dir) if data_dir else container()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Start the local API."""
+    import os
+
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    c = _container(args.data_dir)
+    from handlers import api
+    from handlers.devserver import local_keys, make_server
+
+    keys, fresh = local_keys(c.settings.api_keys)
+    server = make_server(args.host, args.port, keys, api.lambda_handler, c.settings.max_body_bytes)
+    url = f"http://{args.host}:{server.server_address[1]}"
+    print(f"Quarry API on {url}  (data: {c.settings.data_dir.resolve()})", flush=True)
+    if fresh:
+        print(f"Local API key (tenant 'dev', scopes read/write/admin): {fresh}", flush=True)
+        print(
+            f'  export QUARRY_KEY={fresh}; curl -H "Authorization: Bearer $QUARRY_KEY" {url}/health',
+            flush=True,
+        )
+    else:
+        print(f"Accepting {len(keys)} key(s) from QUARRY_API_KEYS", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                yield number, line
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """Index a JSONL file of entities (one object per line); bad lines are reported, never dropped silently."""
+    from tqdm import tqdm
+
+    c = _container(args.data_dir)
+    path = Path(args.file)
+    total = sum(1 for _ in _lines(path))
+    indexed = stale = 0
+    bad: list[str] = []
+    batch: list[tuple[int, dict[str, Any]]] = []
+
+    def flush() -> None:
+        nonlocal indexed, stale
+        items = [{"type": args.type, **{k: v for k, v in obj.items() if k != "type"}} for _, obj in batch]
+        report = c.indexing.bulk(args.tenant, items, c.clock.now())
+        indexed += report.indexed
+        stale += report.skipped_stale
+        for err in report.errors:
+            bad.append(f"line {batch[err['index']][0]}: {err['error']} {err['fields'] or ''}".strip())
+        batch.clear()
+
+    with tqdm(total=total, unit="entity", disable=args.quiet) as bar:
+        for number, line in _lines(path):
+            try:
+                obj = json.loads(line)
+                if not isinstance(obj, dict):
+                    raise ValueError("not a JSON object")
+                batch.append((number, obj))
+            except ValueError as exc:
+                bad.append(f"line {number}: invalid JSON ({exc})")
+            if len(batch) >= INGEST_BATCH:
+                flush()
+            bar.update(1)
+        if batch:
+            flush()
+    for message in bad:
+        print(message, file=sys.stderr)
+    print(
+        json.dumps(
+            {
+                "file": str(path),
+                "lines": total,
+                "indexed": indexed,
+                "skipped_stale": stale,
+                "errors": len(bad),
+            }
+        )
+    )
+    return 1 if bad else 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """Search and print the results."""
+    from core.schemas import SearchRequest
+
+    c = _container(args.data_dir)
+    request = SearchRequest(
+        query=args.query,
+        limit=args.limit,
+        strategy=args.strategy,
+        entities=args.entities.split(",") if args.entities else None,
+    )
+    response = c.search.search(args.tenant, request)
+    if args.json:
+        print(response.model_dump_json(indent=2))
+        return 0
+    info = response.query_info
+    print(f"{response.total} found · strategy {info.strategy} · {response.took_ms:.1f} ms")
+    for i, r in enumerate(response.results, 1):
+        print(f"{i:>3}. [{r.entity_type}:{r.entity_id}] {r.title[:80]}  ({r.score:.3f})")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser (subcommands register here)."""
+    p = argparse.ArgumentParser(prog="quarry", description="Hybrid search and RAG context assembly")
+    p.add_argument(
+        "--data-dir", default=None, help="local data directory (default QUARRY_DATA_DIR or ./.quarry)"
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run the local API")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=3000)
+    s.add_argument("--data-dir", default=None)
+    s.set_defaults(func=cmd_serve)
+    i = sub.add_parser("ingest", help="index a JSONL file")
+    i.add_argument("file")
+    i.add_argument("--type", required=True, help="entity type of every line")
+    i.add_argument("--tenant", default="dev")
+    i.add_argument("--quiet", action="store_true")
+    i.add_argument("--data-dir", default=None)
+    i.set_defaults(func=cmd_ingest)
+    q = sub.add_parser("search", help="search from the shell")
+    q.add_argument("query")
+    q.add_argument("--tenant", default="dev")
+    q.add_argument("--limit", type=int, default=10)
+    q.add_argument("--strategy", default="auto", choices=["auto", "keyword", "semantic", "hybrid"])
+    q.add_argument("--entities", default=None, help="comma-separated entity types")
+    q.add_argument("--json", action="store_true")
+    q.add_argument("--data-dir", default=None)
+    q.set_defaults(func=cmd_search)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `quarry` console script."""
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except QuarryError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        for path, message in getattr(exc, "fields", {}).items():
+            print(f"  {path}: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,160 @@
+"""The one place errors become HTTP: the core error tree and request-validation errors → status + JSON body
+`{error: {code, message, fields}}`. Never a stack trace; unexpected errors are logged and answered 500."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
+
+from core.errors import (
+    ConflictError,
+    ForbiddenError,
+    InvalidInputError,
+    NotFoundError,
+    PayloadTooLargeError,
+    QuarryError,
+    StaleVersionError,
+    UnauthorizedError,
+    UnavailableError,
+)
+from handlers._observability import logger
+
+STATUS: tuple[tuple[type[QuarryError], int], ...] = (
+    (PayloadTooLargeError, 413),
+    (InvalidInputError, 400),
+    (UnauthorizedError, 401),
+    (ForbiddenError, 403),
+    (NotFoundError, 404),
+    (ConflictError, 409),
+    (UnavailableError, 503),
+)
+_MESSAGES = {
+    "missing": "is required",
+    "extra_forbidden": "is not a known field",
+    "json_invalid": "is not valid JSON",
+    "int_parsing": "must be an integer",
+    "int_type": "must be an integer",
+    "bool_parsing": "must be true or false",
+}
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    fields: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """The JSON error body every failure uses."""
+    body = {"error": {"code": code, "message": message, "fields": dict(fields or {})}}
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=body,
+        headers=dict(headers or {}),
+    )
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in (loc[1:] if loc and loc[0] in ("body", "query", "path") else loc)]
+    return ".".join(parts) or "body"
+
+
+def validation_fields(errors: list[dict[str, Any]]) -> dict[str, str]:
+    """Pydantic error list → {field.path: readable message} (the seed's formatZodError, done right)."""
+    fields: dict[str, str] = {}
+    for err in errors:
+        loc = tuple(err.get("loc", ()))
+        if err.get("type") == "json_invalid":
+            fields["body"] = "is not valid JSON"
+            continue
+        message = _MESSAGES.get(err.get("type", ""), str(err.get("msg", "is invalid")))
+        message = message.removeprefix("Value error, ")
+        fields.setdefault(_field_path(loc), message[:1].lower() + message[1:])
+    return fields
+
+
+def register(app: APIGatewayHttpResolver) -> None:
+    """Install the exception handlers on a resolver."""
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid(exc: RequestValidationError) -> Response:
+        fields = validation_fields(list(exc.errors()))
+        return error_response(
+            400, "invalid_input", "request is invalid: " + ", ".join(sorted(fields)), fields
+        )
+
+    @app.exception_handler(RequestUnsupportedContentType)
+    def _media_type(exc: RequestUnsupportedContentType) -> Response:
+        ctype = app.current_event.headers.get("content-type", "")
+        return error_response(
+            415,
+            "unsupported_media_type",
+            f"content type '{ctype}' is not supported",
+            {"content-type": "must be application/json"},
+        )
+
+    @app.exception_handler(QuarryError)
+    def _quarry(exc: QuarryError) -> Response:
+        status = next((s for cls, s in STATUS if isinstance(exc, cls)), 500)
+        fields = getattr(exc, "fields", None)
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, UnavailableError) else None
+        if isinstance(exc, StaleVersionError):
+            fields = {"version": f"stored version is {exc.stored_version}"}
+        if status >= 500:
+            logger.warning("backend unavailable", extra={"code": exc.code, "detail": exc.message})
+        return error_response(status, exc.code, exc.message, fields, headers)
+
+    @app.not_found
+    def _not_found(exc: RouteNotFound) -> Response:
+        event = app.current_event
+        allowed = allowed_methods(app, event.path)
+        if allowed:
+            return error_response(
+                405,
+                "method_not_allowed",
+                f"{event.http_method} is not allowed here",
+                {"method": "must be one of " + ", ".join(allowed)},
+                {"Allow": ", ".join(allowed)},
+            )
+        return error_response(404, "not_found", f"no route for {event.http_method} {event.path}")
+
+    @app.exception_handler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        logger.exception("unhandled error")
+        return error_response(500, "internal", "internal error; it has been logged")
+
+
+def allowed_methods(app: APIGatewayHttpResolver, path: str) -> list[str]:
+    """Methods registered for a path (to tell 405 from 404)."""
+    routes = app._static_routes + app._dynamic_routes  # noqa: SLF001 - Powertools keeps no public list
+    return sorted({r.method for r in routes if r.rule.match(path)})
+
+
+def refuse_oversized(event: Mapping[str, Any], limit: int) -> dict[str, Any] | None:
+    """A ready 413 response when the body is over `limit` bytes (checked before anything parses it)."""
+    body = event.get("body") or ""
+    size = len(body) * 3 // 4 if event.get("isBase64Encoded") else len(body.encode("utf-8"))
+    if size <= limit:
+        return None
+    payload = {
+        "error": {
+            "code": "payload_too_large",
+            "message": f"request body exceeds {limit} bytes",
+            "fields": {"body": f"must be at most {limit} bytes"},
+        }
+    }
+    return {
+        "statusCode": 413,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(payload),
+        "isBase64Encoded": False,
+    }

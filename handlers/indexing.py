@@ -1,0 +1,166 @@
+"""Indexing consumer Lambda: entity-change events from SQS (plain or EventBridge-wrapped) or EventBridge.
+
+Event format — the SQS message body, or the `detail` of an EventBridge event (any source/detail-type):
+
+    {"op": "upsert" | "patch" | "delete",      upsert = create or replace, patch = partial update
+     "type": "task", "id": "t-42",             entity type (built-in or configured) and id
+     "tenant_id": "acme",                      the tenant; producers are trusted (IAM on the queue/bus)
+     "version": 7,                             optional; else entity.updated_at, else the event's time
+     "entity": {"title": "...", ...}}          required for upsert and patch; absent for delete
+
+Delivery: an SQS batch reports each failed record in `batchItemFailures` (Powertools batch utility), so
+one bad record never blocks the others; SQS redelivers only those, and the queue's redrive policy moves a
+record that keeps failing to the dead-letter queue. A direct EventBridge invocation is one event: a
+failure raises, so Lambda's asynchronous retries and on-failure destination take over.
+
+Outcomes per record:
+- applied, duplicate (a re-delivery) or stale (older than what is indexed: ignored and logged) → success.
+- delete of an entity that is not indexed → success (the goal state, "absent", already holds).
+- malformed (not JSON, unknown type, missing tenant, bad field) → failure; it reaches the DLQ.
+- backend unavailable, or patch of an entity not indexed yet (its create may still be in flight) →
+  failure; SQS redelivers it after the visibility timeout.
+
+Idempotency comes from versioned writes: the index applies a version at most once and never applies an
+older one, and without an explicit version the event's own timestamp (SQS SentTimestamp, EventBridge
+`time`), which is the same on every re-delivery, stands in for it. The service checks the stored version
+before embedding, so a re-delivery costs one index read and no Bedrock call. Powertools' idempotency
+utility would add a DynamoDB round trip per record to prevent exactly what versioning already makes
+harmless, so it is not used.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from core.errors import InvalidInputError, NotFoundError, StaleVersionError
+from core.models import WriteOutcome
+from handlers._observability import logger, metrics, tracer
+
+MS_PER_SECOND = 1000.0
+
+# Module-level like every Powertools example: a definition, no I/O. An all-failed batch is reported
+# item by item rather than raised, so one poison message does not count as a function error.
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+class EntityChange(BaseModel):
+    """One entity-change event: what happened to which entity of which tenant."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    op: Literal["upsert", "patch", "delete"]
+    type: str = Field(min_length=1)
+    id: str = Field(min_length=1)
+    tenant_id: str = Field(min_length=1)
+    version: int | None = Field(default=None, ge=0)
+    entity: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _entity_for_writes(self) -> EntityChange:
+        if self.op != "delete" and self.entity is None:
+            raise ValueError(f"entity is required for {self.op}")
+        return self
+
+    def body(self) -> dict[str, Any]:
+        """The entity body, carrying the event's version when it has one."""
+        body = dict(self.entity or {})
+        if self.version is not None:
+            body["version"] = self.version
+        return body
+
+
+def _event_time(value: Any) -> float | None:
+    """An EventBridge `time` (ISO-8601) as epoch seconds, or None."""
+    try:
+        return datetime.fromisoformat(str(value)).timestamp() if value else None
+    except ValueError:
+        return None
+
+
+def parse_change(payload: Any) -> tuple[EntityChange, float | None]:
+    """The change in a message body or EventBridge event, and the event's time when the envelope has one."""
+    when = None
+    if isinstance(payload, Mapping) and "detail" in payload and "detail-type" in payload:
+        payload, when = payload["detail"], _event_time(payload.get("time"))
+    try:
+        return EntityChange.model_validate(payload), when
+    except ValidationError as exc:
+        fields = {".".join(str(p) for p in err["loc"]) or "event": err["msg"] for err in exc.errors()}
+        raise InvalidInputError("malformed entity-change event", fields) from exc
+
+
+def apply_change(change: EntityChange, now: float) -> WriteOutcome:
+    """Send the change to the indexing service; stale and already-absent outcomes are successes."""
+    from infra import wiring
+
+    service = wiring.container().indexing
+    try:
+        if change.op == "delete":
+            result = service.delete(change.tenant_id, change.type, change.id, change.version, now)
+        elif change.op == "patch":
+            result = service.patch(change.tenant_id, change.type, change.id, change.body(), now)
+        else:
+            result = service.put(change.tenant_id, change.type, change.id, change.body(), now)
+    except StaleVersionError as exc:
+        logger.info("stale entity change ignored", extra={"reason": exc.message})
+        return WriteOutcome.STALE
+    except NotFoundError:
+        if change.op != "delete":
+            raise
+        return WriteOutcome.NOT_FOUND
+    return result.outcome
+
+
+def _process(change: EntityChange, now: float) -> str:
+    """Apply one change, log and count what happened, and return the outcome's name."""
+    keys = {"op": change.op, "tenant_id": change.tenant_id, "entity": f"{change.type}:{change.id}"}
+    outcome = apply_change(change, now)
+    level = logger.info if outcome is WriteOutcome.APPLIED else logger.warning
+    level("entity change %s", outcome.value, extra={**keys, "version": change.version})
+    metrics.add_metric(name=f"EntityChanges_{outcome.value}", unit="Count", value=1)
+    return outcome.value
+
+
+def record_handler(record: SQSRecord) -> str:
+    """One SQS record: parse, apply; any exception makes it a `batchItemFailures` entry."""
+    try:
+        try:
+            payload = json.loads(record.body)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError("message body is not JSON", {"body": str(exc)}) from exc
+        change, when = parse_change(payload)
+    except InvalidInputError as exc:
+        logger.warning(
+            "malformed entity change; it will reach the DLQ after the queue's maxReceiveCount",
+            extra={"message_id": record.message_id, "fields": exc.fields},
+        )
+        metrics.add_metric(name="EntityChanges_malformed", unit="Count", value=1)
+        raise
+    sent = record.attributes.sent_timestamp
+    now = when or (int(sent) / MS_PER_SECOND if sent else time.time())
+    return _process(change, now)
+
+
+def handle_eventbridge(event: Mapping[str, Any]) -> dict[str, str]:
+    """A direct EventBridge invocation: one change; failures raise (Lambda's async retries follow)."""
+    change, when = parse_change(event)
+    return {"outcome": _process(change, when or time.time())}
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """SQS batches report partial failures; anything else is treated as one EventBridge event."""
+    if "Records" in event:
+        return process_partial_response(event, record_handler, processor, context)
+    return handle_eventbridge(event)

@@ -1,0 +1,23 @@
+"""What every route needs: the caller's principal, the container, and the request id."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from handlers.auth import Principal, principal_from_event
+from infra.wiring import Container, container
+
+
+def caller(router: Router, scope: str) -> Principal:
+    """The authenticated caller of the current request, holding `scope` (401/403 otherwise)."""
+    return principal_from_event(router.current_event.raw_event).require(scope)
+
+
+def services() -> Container:
+    """The cached composition root."""
+    return container()
+
+
+def request_id(router: Router) -> str | None:
+    """API Gateway's request id, logged with what the request did."""
+    return router.current_event.request_context.request_id

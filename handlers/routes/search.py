@@ -1,0 +1,36 @@
+"""POST /search."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.metrics import MetricUnit
+
+from core.schemas import SearchRequest, SearchResponse
+from handlers._observability import logger, metrics
+from handlers.routes.common import caller, services
+
+router = Router()
+
+
+@router.post("/search", summary="Hybrid search over the tenant's entities", tags=["search"])
+def search(request: Annotated[SearchRequest, Body()]) -> Annotated[SearchResponse, Body()]:
+    principal = caller(router, "read")
+    response = services().search.search(principal.tenant_id, request)
+    info = response.query_info
+    metrics.add_metric(name="SearchLatency", unit=MetricUnit.Milliseconds, value=response.took_ms)
+    metrics.add_metric(name="SearchCacheHit", unit=MetricUnit.Count, value=int(info.cache == "hit"))
+    logger.info(
+        "search",
+        extra={
+            "tenant": principal.tenant_id,
+            "strategy": info.strategy,
+            "cache": info.cache,
+            "results": len(response.results),
+            "degraded": info.degraded,
+            "took_ms": response.took_ms,
+        },
+    )
+    return response

@@ -1,0 +1,1 @@
+"""DynamoDB adapters: `DynamoStateStore` (state.py) and `DynamoCache` (cache.py), tables in tables.py."""

@@ -1,0 +1,69 @@
+"""The one place where botocore errors from DynamoDB become core errors.
+
+Throttling, capacity, service faults, a missing table and every connection-level failure mean "try again
+later" (UnavailableError → 503 with Retry-After); anything else is a request this code should never have
+sent and surfaces as a plain QuarryError naming the DynamoDB error code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from core.errors import QuarryError, UnavailableError
+
+BACKEND = "dynamodb"
+# Seconds a caller should wait after throttling or an outage: DynamoDB adapts on-demand capacity within
+# minutes, but single throttling bursts clear within seconds (matches UnavailableError's default).
+RETRY_AFTER_SECONDS = 5
+
+UNAVAILABLE_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "LimitExceededException",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "ResourceNotFoundException",
+        "TransactionInProgressException",
+    }
+)
+
+
+def error_code(exc: BaseException) -> str | None:
+    """The DynamoDB error code of a ClientError (None for anything else)."""
+    if isinstance(exc, ClientError):
+        return str(exc.response.get("Error", {}).get("Code", "Unknown"))
+    return None
+
+
+def cancellation_codes(exc: BaseException) -> list[str]:
+    """Per-item reasons of a cancelled transaction (`ConditionalCheckFailed`, `TransactionConflict`…)."""
+    if not isinstance(exc, ClientError):
+        return []
+    reasons: list[dict[str, Any]] = exc.response.get("CancellationReasons", [])
+    return [str(r.get("Code", "None")) for r in reasons]
+
+
+def translate(exc: Exception) -> QuarryError:
+    """The core error for a botocore failure."""
+    if isinstance(exc, ClientError):
+        code = error_code(exc)
+        message = exc.response.get("Error", {}).get("Message", str(exc))
+        if code in UNAVAILABLE_CODES:
+            return UnavailableError(BACKEND, f"{code}: {message}", retry_after=RETRY_AFTER_SECONDS)
+        return QuarryError(f"{BACKEND} rejected the request: {code}: {message}")
+    return UnavailableError(BACKEND, f"{type(exc).__name__}: {exc}", retry_after=RETRY_AFTER_SECONDS)
+
+
+@contextmanager
+def dynamodb_errors() -> Iterator[None]:
+    """Run a block of DynamoDB calls, raising core errors instead of botocore ones."""
+    try:
+        yield
+    except (ClientError, BotoCoreError) as exc:
+        raise translate(exc) from exc

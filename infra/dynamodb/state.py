@@ -1,0 +1,256 @@
+"""`DynamoStateStore`: the StateStore port on one DynamoDB table (single-table design, keyed by tenant).
+
+    item        pk                          sk                        notes
+    weight      T#<tenant>                  W#<caller>#<source>       caller, source, weight, token_share, manual
+    budget      T#<tenant>                  B#<caller>                budget, min_budget, max_budget
+    caller      T#<tenant>                  C#<caller>                registry behind list_callers
+    overlay     T#<tenant>                  O#<role_id>               body (JSON)
+    history     T#<tenant>#H                <at>#<unique>             one WeightChange
+    eval        T#<tenant>#E                <at>#<unique>             name, body (JSON metrics)
+    assembly    T#<tenant>#A#<assembly_id>  A                         one AssemblyLogEntry, expires_at (TTL)
+
+    GSI (all projections ALL)  hash                         range
+    log                        log_pk = T#<tenant>#LOG      log_sk = <created_at>#<assembly_id>
+    log_by_caller              caller_pk = …#LOG#<caller>   log_sk
+    pending (sparse)           pending_pk = P#<t>#<caller>  pending_sk = log_sk   only rows with feedback,
+                                                                                  not yet processed
+
+Key components are escaped (state_items.esc). Each assembly has its own partition, so logging spreads
+across partitions; the `log` index partition takes every log write of a tenant (≈1,000 writes/s per
+tenant before GSI back-pressure). Log pages are keyset ranges on `log_sk` ("< cursor"), looping over
+DynamoDB's 1 MB pages. Assemblies carry `expires_at` (log retention) and reads drop expired rows, since
+DynamoDB deletes them lazily. `apply_learning` is one TransactWriteItems whose condition requires every
+processed row to be unprocessed, so two concurrent cycles never both apply; a transaction holds at most
+100 items, which bounds one update to 100 − (weights + history + budget) rows (core.state
+MAX_LEARNING_ROWS keeps within it).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from core.errors import ConflictError
+from core.state import (
+    AssemblyLogEntry,
+    CallerBudget,
+    EvalRecord,
+    LearningUpdate,
+    LogPage,
+    SourceWeight,
+    WeightChange,
+)
+from infra.dynamodb import state_items as it
+from infra.dynamodb.errors import cancellation_codes, dynamodb_errors, error_code
+from infra.dynamodb.state_log import AssemblyLog, pages
+from infra.dynamodb.tables import default_client, ensure_table, state_table_spec
+
+# DynamoDB's TransactWriteItems limit (AWS DynamoDB developer guide, "Transactions": 100 actions).
+MAX_TRANSACTION_ITEMS = 100
+
+
+class DynamoStateStore:
+    """Weights, budgets, history, the assembly log, overlays and eval records in one DynamoDB table."""
+
+    def __init__(
+        self,
+        table_name: str,
+        client: Any | None = None,
+        log_retention_days: float | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._table = table_name
+        self._client = client if client is not None else default_client()
+        self._clock = clock
+        self._log = AssemblyLog(self._client, table_name, log_retention_days, clock)
+        self._known_callers: set[tuple[str, str]] = set()
+
+    def ensure_tables(self) -> bool:
+        """Create the state table when missing (local endpoints); True when it was created."""
+        return ensure_table(self._client, state_table_spec(self._table))
+
+    def _query(self, **params: Any) -> Iterator[it.Item]:
+        """Every item of a Query, across 1 MB pages."""
+        return pages(self._client.query, {"TableName": self._table, **params})
+
+    def _prefixed(self, pk: str, prefix: str) -> Iterator[it.Item]:
+        return self._query(
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+            ExpressionAttributeValues={":pk": it.S(pk), ":prefix": it.S(prefix)},
+        )
+
+    def _newest(self, pk: str, attribute: str, value: str | None, limit: int) -> list[it.Item]:
+        """Up to `limit` items of a time-ordered partition, newest first, optionally where attribute = value."""
+        params: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": it.S(pk)},
+            "ScanIndexForward": False,
+        }
+        if value is not None:
+            params["FilterExpression"] = "#a = :v"
+            params["ExpressionAttributeNames"] = {"#a": attribute}
+            params["ExpressionAttributeValues"][":v"] = it.S(value)
+        else:
+            params["Limit"] = max(limit, 1)
+        items: list[it.Item] = []
+        for item in self._query(**params):
+            if len(items) >= limit:
+                break
+            items.append(item)
+        return items
+
+    def _put(self, item: it.Item) -> None:
+        with dynamodb_errors():
+            self._client.put_item(TableName=self._table, Item=item)
+
+    # weights, budgets, history
+
+    def list_weights(self, tenant_id: str) -> list[SourceWeight]:
+        """Every weight row of the tenant, by caller then source."""
+        rows = [it.weight_from(i) for i in self._prefixed(it.tenant_pk(tenant_id), "W#")]
+        return sorted(rows, key=lambda w: (w.caller, w.source))
+
+    def get_weights(self, tenant_id: str, caller: str) -> list[SourceWeight]:
+        """Rows for exactly this caller (the `*` fallback is resolved in core)."""
+        items = self._prefixed(it.tenant_pk(tenant_id), f"W#{it.esc(caller)}#")
+        return sorted((it.weight_from(i) for i in items), key=lambda w: w.source)
+
+    def put_weight(self, tenant_id: str, weight: SourceWeight, change: WeightChange | None) -> None:
+        """Upsert one row and, when given, append its history row (in one transaction)."""
+        items = [it.weight_item(tenant_id, weight)]
+        if change is not None:
+            items.append(it.history_item(tenant_id, change, uuid.uuid4().hex))
+        with dynamodb_errors():
+            self._client.transact_write_items(
+                TransactItems=[{"Put": {"TableName": self._table, "Item": i}} for i in items]
+            )
+
+    def list_budgets(self, tenant_id: str) -> list[CallerBudget]:
+        """Every caller budget of the tenant, by caller."""
+        rows = [it.budget_from(i) for i in self._prefixed(it.tenant_pk(tenant_id), "B#")]
+        return sorted(rows, key=lambda b: b.caller)
+
+    def get_budget(self, tenant_id: str, caller: str) -> CallerBudget | None:
+        """The budget configured for exactly this caller, or None."""
+        item = self._get(it.tenant_pk(tenant_id), f"B#{it.esc(caller)}")
+        return None if item is None else it.budget_from(item)
+
+    def put_budget(self, tenant_id: str, budget: CallerBudget) -> None:
+        """Upsert a caller budget."""
+        self._put(it.budget_item(tenant_id, budget))
+
+    def list_history(self, tenant_id: str, caller: str | None, limit: int) -> list[WeightChange]:
+        """Weight changes, newest first, optionally for one caller."""
+        items = self._newest(it.history_pk(tenant_id), "caller", caller, limit)
+        return [it.change_from(i) for i in items]
+
+    def _get(self, pk: str, sk: str) -> it.Item | None:
+        with dynamodb_errors():
+            answer = self._client.get_item(
+                TableName=self._table, Key={"pk": it.S(pk), "sk": it.S(sk)}, ConsistentRead=True
+            )
+        item: it.Item | None = answer.get("Item")
+        return item
+
+    # assembly log
+
+    def log_assembly(self, entry: AssemblyLogEntry) -> None:
+        """Register the caller, then append the assembly (ConflictError when the id is taken)."""
+        known = (entry.tenant_id, entry.caller)
+        if known not in self._known_callers:
+            registry = {"pk": it.S(it.tenant_pk(entry.tenant_id)), "sk": it.S(f"C#{it.esc(entry.caller)}")}
+            self._put(registry | {"caller": it.S(entry.caller)})
+            self._known_callers.add(known)
+        self._log.append(entry)
+
+    def get_assembly(self, tenant_id: str, assembly_id: str) -> AssemblyLogEntry | None:
+        """The tenant's live assembly with this id, or None."""
+        return self._log.get(tenant_id, assembly_id)
+
+    def record_feedback(
+        self, tenant_id: str, assembly_id: str, used_ids: Sequence[str], tokens_used: int | None, at: str
+    ) -> bool:
+        """Attach feedback; False when the assembly does not exist (or has expired) for this tenant."""
+        return self._log.record_feedback(tenant_id, assembly_id, used_ids, tokens_used, at)
+
+    def list_assemblies(
+        self, tenant_id: str, caller: str | None, namespace: str | None, limit: int, cursor: str | None
+    ) -> LogPage:
+        """Newest first; the cursor is a keyset position, so rows inserted meanwhile never shift pages."""
+        return self._log.page(tenant_id, caller, namespace, limit, cursor)
+
+    def list_callers(self, tenant_id: str) -> list[str]:
+        """Distinct callers that ever logged an assembly for the tenant, sorted."""
+        return sorted(i["caller"]["S"] for i in self._prefixed(it.tenant_pk(tenant_id), "C#"))
+
+    def pending_callers(self, min_rows: int) -> list[tuple[str, str]]:
+        """(tenant, caller) pairs with at least `min_rows` unprocessed assemblies that have feedback."""
+        return self._log.pending_callers(min_rows)
+
+    def unprocessed_assemblies(self, tenant_id: str, caller: str, limit: int) -> list[AssemblyLogEntry]:
+        """Oldest first: logged assemblies with feedback that no learning cycle has processed yet."""
+        return self._log.unprocessed(tenant_id, caller, limit)
+
+    def apply_learning(self, tenant_id: str, update: LearningUpdate) -> bool:
+        """Write weights, history and budget and mark rows processed in one transaction.
+
+        Returns False (and writes nothing) when any of `processed_ids` is already processed, unknown, or
+        being processed by a concurrent cycle. ConflictError when the update exceeds one transaction.
+        """
+        actions = [{"Put": {"TableName": self._table, "Item": it.weight_item(tenant_id, w)}} for w in update.weights]
+        actions += [
+            {"Put": {"TableName": self._table, "Item": it.history_item(tenant_id, c, uuid.uuid4().hex)}}
+            for c in update.history
+        ]
+        if update.budget is not None:
+            actions.append({"Put": {"TableName": self._table, "Item": it.budget_item(tenant_id, update.budget)}})
+        actions += [self._log.mark_processed_action(tenant_id, i) for i in dict.fromkeys(update.processed_ids)]
+        if len(actions) > MAX_TRANSACTION_ITEMS:
+            raise ConflictError(
+                f"learning update needs {len(actions)} writes; one DynamoDB transaction holds at most "
+                f"{MAX_TRANSACTION_ITEMS} (apply fewer rows per update)"
+            )
+        if not actions:
+            return True
+        with dynamodb_errors():
+            try:
+                self._client.transact_write_items(TransactItems=actions)
+            except ClientError as exc:
+                if error_code(exc) != "TransactionCanceledException":
+                    raise
+                if {"ConditionalCheckFailed", "TransactionConflict"} & set(cancellation_codes(exc)):
+                    return False
+                raise
+        return True
+
+    # overlays and evals
+
+    def put_overlay(self, tenant_id: str, role_id: str, overlay: Mapping[str, Any]) -> None:
+        """Create or replace a role overlay."""
+        self._put(it.json_item(it.tenant_pk(tenant_id), f"O#{it.esc(role_id)}", overlay))
+
+    def get_overlay(self, tenant_id: str, role_id: str) -> Mapping[str, Any] | None:
+        """The tenant's overlay for the role, or None."""
+        item = self._get(it.tenant_pk(tenant_id), f"O#{it.esc(role_id)}")
+        return None if item is None else it.json_body(item)
+
+    def delete_overlay(self, tenant_id: str, role_id: str) -> bool:
+        """Remove the overlay; False when the tenant had none for the role."""
+        key = {"pk": it.S(it.tenant_pk(tenant_id)), "sk": it.S(f"O#{it.esc(role_id)}")}
+        with dynamodb_errors():
+            answer = self._client.delete_item(TableName=self._table, Key=key, ReturnValues="ALL_OLD")
+        return "Attributes" in answer
+
+    def put_eval(self, tenant_id: str, record: EvalRecord) -> None:
+        """Append one evaluation record."""
+        sk = f"{it.esc(record.at)}#{uuid.uuid4().hex}"
+        self._put(it.json_item(it.eval_pk(tenant_id), sk, record.metrics, name=record.name, at=record.at))
+
+    def list_evals(self, tenant_id: str, name: str | None, limit: int) -> list[EvalRecord]:
+        """Evaluation records, newest first, optionally for one golden set."""
+        items = self._newest(it.eval_pk(tenant_id), "name", name, limit)
+        return [EvalRecord(name=i["name"]["S"], at=i["at"]["S"], metrics=it.json_body(i)) for i in items]

@@ -1,0 +1,264 @@
+"""The `quarry eval` harness (issue 5, DESIGN.md §6): a BEIR folder → a fresh local index → every test
+query through SearchService per strategy → nDCG@10 / Recall@100 / MRR@10 as a table, JSON and a chart.
+
+The corpus goes through the real write path (IndexingService: search text, ~300-token chunks, embeddings)
+into a fresh SqliteIndex, with embeddings cached on disk (CachingEmbedder) so a second run embeds
+nothing. Strategies:
+
+- keyword, semantic: one retriever (request strategy `keyword` / `semantic`);
+- rrf: request `hybrid`, plain RRF k = 60; convex: request `hybrid`, α = 0.6 over max-normalised BM25;
+- auto: what POST /search does when the request does not choose — strategy `auto` with the deployment's
+  fusion settings. It is always reported and named as `default` in the JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.entities import EntityTypeRegistry
+from core.evaluation import Metrics, Run, evaluate
+from core.fusion import CONVEX_ALPHA, RRF_K, FusionMethod
+from core.ports import Embedder
+from core.schemas import SearchRequest
+from core.service.indexing import IndexingService
+from core.service.search import SearchService, SearchSettings
+from infra.beir import BeirDataset, document_entity
+from infra.clock import SystemClock
+
+EVAL_TENANT = "eval"
+SEARCH_LIMIT = 100  # Recall@100 needs 100 results; also DESIGN.md §3's maximum limit
+INDEX_BATCH = 128  # documents per IndexingService.bulk call (one embedding call each)
+DEFAULT_STRATEGY = "auto"  # SearchRequest.strategy's default: what POST /search does unasked
+ALL_STRATEGIES = ("keyword", "semantic", "rrf", "convex", DEFAULT_STRATEGY)
+INDEX_FILE = "index.sqlite"
+
+
+@dataclass(frozen=True, slots=True)
+class StrategySpec:
+    """How one reported strategy is run: the request's strategy and the service's fusion settings."""
+
+    request_strategy: str
+    settings: SearchSettings
+
+
+def strategy_specs(default: SearchSettings) -> dict[str, StrategySpec]:
+    """The reported strategies; rrf and convex are the seeds' plain formulas, auto is the deployment's."""
+    plain_rrf = dataclasses.replace(default, fusion=FusionMethod.RRF, alpha=0.5, rrf_k=RRF_K)
+    plain_convex = dataclasses.replace(default, fusion=FusionMethod.CONVEX, alpha=CONVEX_ALPHA)
+    return {
+        "keyword": StrategySpec("keyword", default),
+        "semantic": StrategySpec("semantic", default),
+        "rrf": StrategySpec("hybrid", plain_rrf),
+        "convex": StrategySpec("hybrid", plain_convex),
+        DEFAULT_STRATEGY: StrategySpec("auto", default),
+    }
+
+
+@dataclass(slots=True)
+class IngestReport:
+    """What loading the corpus did."""
+
+    documents: int = 0
+    indexed: int = 0
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class EvalReport:
+    """Figures per strategy on one dataset split, plus how the run went."""
+
+    dataset: str
+    split: str
+    queries: int
+    default: str
+    strategies: dict[str, Metrics]
+    ingest: IngestReport
+    search_seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"dataset", "queries", "default", "strategies": {name: {ndcg_at_10, recall_at_100, mrr_at_10}}}`."""
+        return {
+            "dataset": self.dataset,
+            "split": self.split,
+            "queries": self.queries,
+            "default": self.default,
+            "strategies": {name: m.as_dict() for name, m in self.strategies.items()},
+            "ingest": {
+                "documents": self.ingest.documents,
+                "indexed": self.ingest.indexed,
+                "errors": len(self.ingest.errors),
+                "seconds": round(self.ingest.seconds, 1),
+            },
+            "search_seconds": {k: round(v, 2) for k, v in self.search_seconds.items()},
+        }
+
+
+def _progress(total: int, desc: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="doc", disable=not enabled)
+
+
+def ingest(data: BeirDataset, indexing: IndexingService, now: float, progress: bool = True) -> IngestReport:
+    """Index the whole corpus as `document` entities in batches; per-document errors are collected."""
+    started = time.perf_counter()
+    report = IngestReport(documents=len(data.corpus))
+    with _progress(len(data.corpus), f"indexing {data.name}", progress) as bar:
+        for start in range(0, len(data.corpus), INDEX_BATCH):
+            batch = data.corpus[start : start + INDEX_BATCH]
+            result = indexing.bulk(EVAL_TENANT, [document_entity(d) for d in batch], now)
+            report.indexed += result.indexed
+            for err in result.errors:
+                report.errors.append({**err, "index": start + int(err["index"])})
+            bar.update(len(batch))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def run_queries(service: SearchService, data: BeirDataset, strategy: str, limit: int = SEARCH_LIMIT) -> Run:
+    """Every test query through the search service: query id → entity ids, best first."""
+    run: dict[str, list[str]] = {}
+    for qid, text in data.queries.items():
+        if not text.strip():
+            run[qid] = []
+            continue
+        request = SearchRequest(query=text, limit=limit, strategy=strategy)  # type: ignore[arg-type]
+        response = service.search(EVAL_TENANT, request)
+        run[qid] = [r.entity_id for r in response.results]
+    return run
+
+
+ServiceFactory = Callable[[SearchSettings], SearchService]
+
+
+def evaluate_strategies(
+    data: BeirDataset,
+    make_service: ServiceFactory,
+    strategies: Sequence[str],
+    default: SearchSettings,
+) -> tuple[dict[str, Metrics], dict[str, float]]:
+    """Metrics and wall time per strategy; each strategy gets its own service (and result cache)."""
+    specs = strategy_specs(default)
+    unknown = [s for s in strategies if s not in specs]
+    if unknown:
+        raise ValueError(f"unknown strategies {unknown}; choose from {', '.join(specs)}")
+    metrics: dict[str, Metrics] = {}
+    seconds: dict[str, float] = {}
+    for name in strategies:
+        spec = specs[name]
+        started = time.perf_counter()
+        run = run_queries(make_service(spec.settings), data, spec.request_strategy)
+        seconds[name] = time.perf_counter() - started
+        metrics[name] = evaluate(run, data.qrels)
+    return metrics, seconds
+
+
+def _ordered(strategies: Sequence[str]) -> list[str]:
+    """The requested strategies, de-duplicated, with the default always included (last)."""
+    chosen = [s for s in dict.fromkeys(strategies) if s != DEFAULT_STRATEGY]
+    return [*chosen, DEFAULT_STRATEGY]
+
+
+def evaluate_dataset(
+    data: BeirDataset,
+    embedder: Embedder,
+    work_dir: Path,
+    strategies: Sequence[str] = ALL_STRATEGIES,
+    default: SearchSettings | None = None,
+    registry: EntityTypeRegistry | None = None,
+    progress: bool = True,
+) -> EvalReport:
+    """Ingest `data` into a fresh index under `work_dir` and score every strategy on its test queries."""
+    from infra.local.cache import MemoryCache
+    from infra.local.sqlite_index import SqliteIndex
+
+    settings = default or SearchSettings()
+    types = registry or EntityTypeRegistry()
+    clock = SystemClock()
+    path = Path(work_dir) / INDEX_FILE
+    for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        stale.unlink(missing_ok=True)  # a fresh index every run
+    index = SqliteIndex(path)
+    indexing = IndexingService(index, embedder, types, MemoryCache())
+    ingested = ingest(data, indexing, clock.now(), progress)
+
+    def make_service(s: SearchSettings) -> SearchService:
+        return SearchService(index, embedder, MemoryCache(), types, clock, s)
+
+    metrics, seconds = evaluate_strategies(data, make_service, _ordered(strategies), settings)
+    return EvalReport(
+        dataset=data.name,
+        split=data.split,
+        queries=len(data.qrels),
+        default=DEFAULT_STRATEGY,
+        strategies=metrics,
+        ingest=ingested,
+        search_seconds=seconds,
+    )
+
+
+def format_table(report: EvalReport) -> str:
+    """A plain-text table: one row per strategy, the default marked."""
+    lines = [
+        f"{report.dataset} ({report.split}): {report.queries} queries, "
+        f"{report.ingest.indexed}/{report.ingest.documents} documents indexed",
+        f"{'strategy':<12} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8}",
+    ]
+    for name, m in report.strategies.items():
+        label = f"{name}*" if name == report.default else name
+        lines.append(f"{label:<12} {m.ndcg_at_10:>8.3f} {m.recall_at_100:>8.3f} {m.mrr_at_10:>8.3f}")
+    lines.append("* default: what POST /search uses when the request does not choose a strategy")
+    return "\n".join(lines)
+
+
+def plot_report(report: EvalReport, path: str | Path) -> None:
+    """A grouped bar chart (PNG, Agg canvas: no display needed) of the three metrics per strategy."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    names = list(report.strategies)
+    metrics = (("ndcg_at_10", "nDCG@10"), ("recall_at_100", "Recall@100"), ("mrr_at_10", "MRR@10"))
+    figure = Figure(figsize=(8, 4.5), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    width = 0.8 / len(metrics)
+    for i, (attr, label) in enumerate(metrics):
+        xs = [j + (i - 1) * width for j in range(len(names))]
+        values = [getattr(report.strategies[n], attr) for n in names]
+        bars = axes.bar(xs, values, width, label=label)
+        axes.bar_label(bars, labels=[f"{v:.3f}" for v in values], fontsize=7, padding=2)
+    axes.set_xticks(range(len(names)), [f"{n} (default)" if n == report.default else n for n in names])
+    axes.set_ylim(0, 1.15)  # headroom for the legend above bars that reach 1.0
+    axes.set_ylabel("score")
+    axes.set_title(f"Quarry retrieval quality — {report.dataset} ({report.split}, {report.queries} queries)")
+    axes.legend(loc="upper center", ncol=len(metrics), fontsize=8)
+    figure.tight_layout()
+    figure.savefig(str(path))
+
+
+def run_eval(
+    dataset_dir: str | Path,
+    embedder: Embedder,
+    split: str = "test",
+    strategies: Sequence[str] = ALL_STRATEGIES,
+    default: SearchSettings | None = None,
+    work_dir: str | Path | None = None,
+    registry: EntityTypeRegistry | None = None,
+    progress: bool = True,
+) -> EvalReport:
+    """Load a BEIR folder and evaluate it (in `work_dir`, else a temporary directory removed afterwards)."""
+    from infra.beir import load_beir
+
+    data = load_beir(dataset_dir, split)
+    if work_dir is not None:
+        Path(work_dir).mkdir(parents=True, exist_ok=True)
+        return evaluate_dataset(data, embedder, Path(work_dir), strategies, default, registry, progress)
+    with tempfile.TemporaryDirectory(prefix="quarry-eval-") as tmp:
+        return evaluate_dataset(data, embedder, Path(tmp), strategies, default, registry, progress)

@@ -1,0 +1,431 @@
+"""SqliteIndex: the embedded SearchIndex — one SQLite file (WAL) with the entities, an FTS5 index (BM25
+with per-tier column weights, porter + unicode61 tokenizer) and the embeddings; exact cosine k-NN in NumPy
+over the tenant's vectors, cached in memory and reloaded when the tenant's generation changes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.errors import UnavailableError
+from core.models import (
+    Candidate,
+    EntityKey,
+    EntityRecord,
+    Filters,
+    LexicalQuery,
+    MatchMode,
+    Retrieval,
+    StoredEntity,
+    Vector,
+    WriteOutcome,
+)
+from core.text import edit_distance, fuzzy_budget
+from infra.local.fts import fts5_expression
+from infra.local.vectors import TenantVectors, load_vectors
+
+BM25_WEIGHTS = (3.0, 2.0, 1.0)  # the boost tiers of core.entities (title^3, strong^2, body^1)
+CHUNK_ROWS_PER_ENTITY = 3  # fetch this many chunk rows per wanted entity before collapsing to entities
+MAX_FUZZY_EXPANSIONS = 8  # vocabulary terms one fuzzy term may expand to
+SQL_BATCH = 400  # stay well under SQLite's bound-parameter limit
+BUSY_TIMEOUT_MS = 5000
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS idx_entities (
+    tenant_id TEXT NOT NULL, entity_type TEXT NOT NULL, entity_id TEXT NOT NULL,
+    version INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
+    source TEXT NOT NULL, owner TEXT, namespace TEXT, created_at TEXT, updated_at TEXT,
+    title TEXT, body TEXT, metadata TEXT, content_hash TEXT,
+    PRIMARY KEY (tenant_id, entity_type, entity_id)
+);
+CREATE TABLE IF NOT EXISTS idx_chunks (
+    id INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL, entity_type TEXT NOT NULL, entity_id TEXT NOT NULL,
+    chunk_no INTEGER NOT NULL, text TEXT NOT NULL, embedding BLOB
+);
+CREATE INDEX IF NOT EXISTS idx_chunks_entity ON idx_chunks (tenant_id, entity_type, entity_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS idx_fts USING fts5 (
+    b3, b2, b1, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS idx_vocab USING fts5vocab (idx_fts, 'row');
+CREATE TABLE IF NOT EXISTS idx_generation (tenant_id TEXT PRIMARY KEY, gen INTEGER NOT NULL);
+"""
+
+_ENTITY_COLUMNS = (
+    "e.tenant_id, e.entity_type, e.entity_id, e.version, e.deleted, e.source, e.owner, e.namespace, "
+    "e.created_at, e.updated_at, e.title, e.body, e.metadata, e.content_hash"
+)
+_JOIN = (
+    "JOIN idx_entities e ON e.tenant_id = c.tenant_id AND e.entity_type = c.entity_type "
+    "AND e.entity_id = c.entity_id"
+)
+
+
+def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """SQL conditions (on c = chunks, e = entities) for everything but the tenant."""
+    clauses: list[str] = ["e.deleted = 0"]
+    params: list[Any] = []
+
+    def within(column: str, values: Sequence[Any]) -> None:
+        clauses.append(f"{column} IN ({','.join('?' * len(values))})")
+        params.extend(values)
+
+    if filters.entity_types:
+        within("c.entity_type", filters.entity_types)
+    if filters.sources:
+        within("e.source", filters.sources)
+    if filters.namespaces:
+        within("e.namespace", filters.namespaces)
+    if filters.owner is not None:
+        clauses.append("e.owner = ?")
+        params.append(filters.owner)
+    if filters.exclude_owner is not None:
+        clauses.append("(e.owner IS NULL OR e.owner != ?)")
+        params.append(filters.exclude_owner)
+    for key, values in sorted(filters.metadata.items()):
+        marks = ",".join("?" * len(values))
+        clauses.append(f"EXISTS (SELECT 1 FROM json_each(e.metadata, ?) WHERE value IN ({marks}))")
+        params.append('$."' + key.replace('"', "") + '"')
+        params.extend(values)
+    return " AND ".join(clauses), params
+
+
+class SqliteIndex:
+    """The embedded SearchIndex (see module docstring). Thread-safe: one connection per thread."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = str(path)
+        if self._path != ":memory:":
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._vectors: dict[str, TenantVectors] = {}
+        self._vectors_lock = threading.Lock()
+        try:
+            self._conn().executescript(SCHEMA)
+        except sqlite3.OperationalError as exc:
+            raise UnavailableError("sqlite", f"cannot open {self._path}: {exc}") from exc
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            raise UnavailableError("sqlite", str(exc)) from exc
+
+    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        try:
+            return self._conn().execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise UnavailableError("sqlite", str(exc)) from exc
+
+    # -- writes -----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _stored_version(conn: sqlite3.Connection, tenant_id: str, key: EntityKey) -> int | None:
+        row = conn.execute(
+            "SELECT version FROM idx_entities WHERE tenant_id=? AND entity_type=? AND entity_id=?",
+            (tenant_id, key.entity_type, key.entity_id),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    @staticmethod
+    def _drop_chunks(conn: sqlite3.Connection, tenant_id: str, key: EntityKey) -> None:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM idx_chunks WHERE tenant_id=? AND entity_type=? AND entity_id=?",
+                (tenant_id, key.entity_type, key.entity_id),
+            )
+        ]
+        for i in range(0, len(ids), SQL_BATCH):
+            batch = ids[i : i + SQL_BATCH]
+            marks = ",".join("?" * len(batch))
+            conn.execute(f"DELETE FROM idx_fts WHERE rowid IN ({marks})", batch)
+            conn.execute(f"DELETE FROM idx_chunks WHERE id IN ({marks})", batch)
+
+    @staticmethod
+    def _bump(conn: sqlite3.Connection, tenant_id: str) -> None:
+        conn.execute(
+            "INSERT INTO idx_generation (tenant_id, gen) VALUES (?, 1) "
+            "ON CONFLICT (tenant_id) DO UPDATE SET gen = gen + 1",
+            (tenant_id,),
+        )
+
+    @staticmethod
+    def _outcome(stored: int | None, given: int) -> WriteOutcome | None:
+        if stored is None or given > stored:
+            return None
+        return WriteOutcome.STALE if given < stored else WriteOutcome.DUPLICATE
+
+    def upsert(self, record: EntityRecord) -> WriteOutcome:
+        """Store a whole entity version (see SearchIndex.upsert)."""
+        t, key = record.tenant_id, record.key
+        with self._tx() as conn:
+            refused = self._outcome(self._stored_version(conn, t, key), record.version)
+            if refused is not None:
+                return refused
+            self._drop_chunks(conn, t, key)
+            conn.execute(
+                "INSERT OR REPLACE INTO idx_entities VALUES (?,?,?,?,0,?,?,?,?,?,?,?,?,?)",
+                (
+                    t,
+                    key.entity_type,
+                    key.entity_id,
+                    record.version,
+                    record.source,
+                    record.owner,
+                    record.namespace,
+                    record.created_at,
+                    record.updated_at,
+                    record.title,
+                    json.dumps(dict(record.body)),
+                    json.dumps(dict(record.metadata)),
+                    record.content_hash,
+                ),
+            )
+            for chunk in record.chunks:
+                blob = None if chunk.embedding is None else np.asarray(chunk.embedding, np.float32).tobytes()
+                cur = conn.execute(
+                    "INSERT INTO idx_chunks (tenant_id, entity_type, entity_id, chunk_no, text, embedding) "
+                    "VALUES (?,?,?,?,?,?)",
+                    (t, key.entity_type, key.entity_id, chunk.chunk_no, chunk.text, blob),
+                )
+                conn.execute(
+                    "INSERT INTO idx_fts (rowid, b3, b2, b1) VALUES (?,?,?,?)", (cur.lastrowid, *chunk.tiers)
+                )
+            self._bump(conn, t)
+        return WriteOutcome.APPLIED
+
+    def update_metadata(
+        self,
+        tenant_id: str,
+        key: EntityKey,
+        version: int,
+        body: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        updated_at: str,
+    ) -> WriteOutcome:
+        """Change body and metadata only; text and embeddings stay as they are."""
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT version, deleted FROM idx_entities WHERE tenant_id=? AND entity_type=? AND entity_id=?",
+                (tenant_id, key.entity_type, key.entity_id),
+            ).fetchone()
+            if row is None or row[1]:
+                return WriteOutcome.NOT_FOUND
+            refused = self._outcome(int(row[0]), version)
+            if refused is not None:
+                return refused
+            conn.execute(
+                "UPDATE idx_entities SET version=?, body=?, metadata=?, updated_at=? "
+                "WHERE tenant_id=? AND entity_type=? AND entity_id=?",
+                (
+                    version,
+                    json.dumps(dict(body)),
+                    json.dumps(dict(metadata)),
+                    updated_at,
+                    tenant_id,
+                    key.entity_type,
+                    key.entity_id,
+                ),
+            )
+            self._bump(conn, tenant_id)
+        return WriteOutcome.APPLIED
+
+    def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
+        """Drop chunks and FTS rows; keep a tombstone with the version so older writes lose."""
+        with self._tx() as conn:
+            stored = self._stored_version(conn, tenant_id, key)
+            if stored is None:
+                return WriteOutcome.NOT_FOUND
+            effective = stored + 1 if version is None else version
+            refused = self._outcome(stored, effective)
+            if refused is not None:
+                return refused
+            self._drop_chunks(conn, tenant_id, key)
+            conn.execute(
+                "UPDATE idx_entities SET deleted=1, version=?, body='{}', metadata='{}', title='' "
+                "WHERE tenant_id=? AND entity_type=? AND entity_id=?",
+                (effective, tenant_id, key.entity_type, key.entity_id),
+            )
+            self._bump(conn, tenant_id)
+        return WriteOutcome.APPLIED
+
+    # -- reads ------------------------------------------------------------------------------------------
+
+    def get(self, tenant_id: str, keys: Sequence[EntityKey]) -> dict[EntityKey, StoredEntity]:
+        """The stored entities among `keys`, tombstones included."""
+        found: dict[EntityKey, StoredEntity] = {}
+        unique = sorted(set(keys))
+        for i in range(0, len(unique), SQL_BATCH // 2):
+            batch = unique[i : i + SQL_BATCH // 2]
+            pairs = ",".join("(?,?)" for _ in batch)
+            params: list[Any] = [tenant_id]
+            for k in batch:
+                params.extend((k.entity_type, k.entity_id))
+            rows = self._read(
+                f"SELECT {_ENTITY_COLUMNS} FROM idx_entities e WHERE e.tenant_id = ? "
+                f"AND (e.entity_type, e.entity_id) IN (VALUES {pairs})",
+                params,
+            )
+            for row in rows:
+                entity = _stored(row)
+                found[entity.key] = entity
+        return found
+
+    def lexical(self, tenant_id: str, query: LexicalQuery, filters: Filters, k: int) -> list[Candidate]:
+        """BM25 over the weighted tiers, one candidate (best chunk) per entity."""
+        if query.empty or k <= 0:
+            return []
+        expansions = self._fuzzy_expansions(query) if query.mode is MatchMode.FUZZY else None
+        expression = fts5_expression(query, expansions)
+        if not expression:
+            return []
+        where, params = _filter_sql(filters)
+        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+        rows = self._read(
+            f"SELECT c.entity_type, c.entity_id, c.chunk_no, c.text, -bm25(idx_fts, {weights}) AS score, "
+            f"{_ENTITY_COLUMNS} FROM idx_fts JOIN idx_chunks c ON c.id = idx_fts.rowid {_JOIN} "
+            f"WHERE idx_fts MATCH ? AND c.tenant_id = ? AND {where} "
+            f"ORDER BY bm25(idx_fts, {weights}) LIMIT ?",
+            [expression, tenant_id, *params, k * CHUNK_ROWS_PER_ENTITY],
+        )
+        return _collapse(rows, k)
+
+    def _fuzzy_expansions(self, query: LexicalQuery) -> dict[str, list[str]]:
+        expansions: dict[str, list[str]] = {}
+        for term in query.terms:
+            budget = fuzzy_budget(term)
+            if budget == 0:
+                continue
+            rows = self._read(
+                "SELECT term, doc FROM idx_vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?",
+                (term[0], term[0] + "\U0010ffff", len(term) - budget - 3, len(term) + budget),
+            )
+            close = [(edit_distance(term, t, budget), -d, t) for t, d in rows]
+            best = sorted(c for c in close if c[0] <= budget)[:MAX_FUZZY_EXPANSIONS]
+            expansions[term] = [t for _, _, t in best]
+        return expansions
+
+    def _tenant_vectors(self, tenant_id: str) -> TenantVectors:
+        row = self._read("SELECT gen FROM idx_generation WHERE tenant_id = ?", (tenant_id,))
+        generation = int(row[0][0]) if row else 0
+        with self._vectors_lock:
+            cached = self._vectors.get(tenant_id)
+            if cached is not None and cached.generation == generation:
+                return cached
+        loaded = load_vectors(self._conn(), tenant_id, generation)
+        with self._vectors_lock:
+            self._vectors[tenant_id] = loaded
+        return loaded
+
+    def vector(self, tenant_id: str, embedding: Vector, filters: Filters, k: int) -> list[Candidate]:
+        """Exact cosine k-NN over the tenant's chunk vectors, filters applied before ranking."""
+        if k <= 0:
+            return []
+        vectors = self._tenant_vectors(tenant_id)
+        allowed = None
+        if filters.metadata:
+            where, params = _filter_sql(filters)
+            allowed = [
+                r[0]
+                for r in self._read(
+                    f"SELECT c.id FROM idx_chunks c {_JOIN} WHERE c.tenant_id = ? AND {where}",
+                    [tenant_id, *params],
+                )
+            ]
+        picked = vectors.top(np.asarray(embedding, np.float32), filters, allowed, k, CHUNK_ROWS_PER_ENTITY)
+        if not picked:
+            return []
+        marks = ",".join("?" * len(picked))
+        rows = self._read(
+            f"SELECT c.id, c.entity_type, c.entity_id, c.chunk_no, c.text, 0.0, {_ENTITY_COLUMNS} "
+            f"FROM idx_chunks c {_JOIN} WHERE c.id IN ({marks})",
+            [chunk_id for chunk_id, _ in picked],
+        )
+        by_id = {r[0]: r[1:] for r in rows}
+        ordered = []
+        for chunk_id, score in picked:
+            if chunk_id in by_id:
+                row = by_id[chunk_id]
+                ordered.append((*row[:4], score, *row[5:]))
+        return _collapse(ordered, k)
+
+    def retrieve(
+        self, tenant_id: str, query: LexicalQuery | None, embedding: Vector | None, filters: Filters, k: int
+    ) -> Retrieval:
+        """Both lists (locally there is no round trip to save)."""
+        lexical = self.lexical(tenant_id, query, filters, k) if query is not None else []
+        vector = self.vector(tenant_id, embedding, filters, k) if embedding is not None else []
+        return Retrieval(lexical=tuple(lexical), vector=tuple(vector))
+
+
+def _stored(row: Sequence[Any]) -> StoredEntity:
+    return StoredEntity(
+        tenant_id=row[0],
+        key=EntityKey(row[1], row[2]),
+        version=int(row[3]),
+        deleted=bool(row[4]),
+        source=row[5],
+        owner=row[6],
+        namespace=row[7],
+        created_at=row[8] or "",
+        updated_at=row[9] or "",
+        title=row[10] or "",
+        body=json.loads(row[11] or "{}"),
+        metadata=json.loads(row[12] or "{}"),
+        content_hash=row[13] or "",
+    )
+
+
+def _collapse(rows: Sequence[Sequence[Any]], k: int) -> list[Candidate]:
+    """Rows (type, id, chunk_no, text, score, *entity columns) best first → one Candidate per entity."""
+    seen: set[EntityKey] = set()
+    out: list[Candidate] = []
+    for row in rows:
+        key = EntityKey(row[0], row[1])
+        if key in seen:
+            continue
+        seen.add(key)
+        e = _stored(row[5:])
+        out.append(
+            Candidate(
+                key=key,
+                score=float(row[4]),
+                chunk_no=int(row[2]),
+                title=e.title,
+                text=row[3],
+                source=e.source,
+                owner=e.owner,
+                namespace=e.namespace,
+                created_at=e.created_at,
+                updated_at=e.updated_at,
+                metadata=e.metadata,
+            )
+        )
+        if len(out) >= k:
+            break
+    return out

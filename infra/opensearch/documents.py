@@ -1,0 +1,144 @@
+"""Entity records as OpenSearch documents (`_source`), and back.
+
+Metadata is stored twice: `metadata_raw` keeps the values as given (returned to callers), `metadata`
+holds them as keywords for filtering, so a field that is a number in one entity and a string in another
+never causes a mapping conflict. Filters normalise their values the same way (`keyword`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from core.models import EntityKey, EntityRecord, StoredEntity
+from infra.opensearch import mapping as m
+
+MAX_ID_BYTES = 512  # OpenSearch refuses longer `_id`s; longer keys are hashed
+_ID_SAFE = "-_.~"
+
+
+def doc_id(tenant_id: str, key: EntityKey) -> str:
+    """The document `_id`: tenant, type and id percent-encoded and joined, so no two keys collide."""
+    parts = (quote(tenant_id, safe=_ID_SAFE), key.entity_type, quote(key.entity_id, safe=_ID_SAFE))
+    readable = ":".join(parts)
+    if len(readable.encode()) <= MAX_ID_BYTES:
+        return readable
+    return "sha256:" + hashlib.sha256(readable.encode()).hexdigest()
+
+
+def keyword(value: Any) -> str:
+    """A scalar as the keyword it is indexed (and filtered) as: true/false, 5 for 5.0, JSON for objects."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if math.isfinite(value) and value.is_integer() else repr(value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def metadata_keywords(metadata: Mapping[str, Any]) -> dict[str, str | list[str]]:
+    """The filter copy of metadata: lists keep their elements (any element matches), None is dropped."""
+    out: dict[str, str | list[str]] = {}
+    for key, value in metadata.items():
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            out[key] = [keyword(v) for v in value if v is not None]
+        else:
+            out[key] = keyword(value)
+    return out
+
+
+def _chunk(chunk: Any) -> dict[str, Any]:
+    source: dict[str, Any] = {"chunk_no": chunk.chunk_no, "text": chunk.text}
+    for field, text in zip(m.TIER_FIELDS, chunk.tiers, strict=True):
+        source[field.removeprefix(f"{m.CHUNKS}.")] = text
+    if chunk.embedding is not None:
+        source["embedding"] = [float(x) for x in chunk.embedding]
+    return source
+
+
+def entity_source(record: EntityRecord) -> dict[str, Any]:
+    """The whole document for one entity version."""
+    return {
+        m.TENANT: record.tenant_id,
+        m.ENTITY_TYPE: record.key.entity_type,
+        m.ENTITY_ID: record.key.entity_id,
+        m.VERSION: record.version,
+        m.DELETED: False,
+        m.SOURCE: record.source,
+        m.OWNER: record.owner,
+        m.NAMESPACE: record.namespace,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "title": record.title,
+        "content_hash": record.content_hash,
+        "body": dict(record.body),
+        m.METADATA: metadata_keywords(record.metadata),
+        m.METADATA_RAW: dict(record.metadata),
+        m.CHUNKS: [_chunk(c) for c in record.chunks],
+    }
+
+
+def with_metadata(
+    stored: Mapping[str, Any],
+    version: int,
+    body: Mapping[str, Any],
+    metadata: Mapping[str, Any],
+    updated_at: str,
+) -> dict[str, Any]:
+    """A stored document with new body, metadata and version; text and embeddings untouched."""
+    doc = dict(stored)
+    doc.update(
+        {
+            m.VERSION: version,
+            "body": dict(body),
+            m.METADATA: metadata_keywords(metadata),
+            m.METADATA_RAW: dict(metadata),
+            "updated_at": updated_at,
+        }
+    )
+    return doc
+
+
+def tombstone(stored: Mapping[str, Any], version: int) -> dict[str, Any]:
+    """A deleted entity: identity, version and provenance kept; text, chunks, body and metadata dropped."""
+    doc = dict(stored)
+    doc.update(
+        {
+            m.VERSION: version,
+            m.DELETED: True,
+            "title": "",
+            "body": {},
+            m.METADATA: {},
+            m.METADATA_RAW: {},
+            m.CHUNKS: [],
+        }
+    )
+    return doc
+
+
+def stored_entity(source: Mapping[str, Any]) -> StoredEntity:
+    """A document's `_source` as a StoredEntity (chunks are never part of it)."""
+    return StoredEntity(
+        tenant_id=str(source[m.TENANT]),
+        key=EntityKey(str(source[m.ENTITY_TYPE]), str(source[m.ENTITY_ID])),
+        version=int(source[m.VERSION]),
+        deleted=bool(source.get(m.DELETED, False)),
+        source=str(source.get(m.SOURCE) or ""),
+        owner=source.get(m.OWNER),
+        namespace=source.get(m.NAMESPACE),
+        created_at=str(source.get("created_at") or ""),
+        updated_at=str(source.get("updated_at") or ""),
+        title=str(source.get("title") or ""),
+        body=dict(source.get("body") or {}),
+        metadata=dict(source.get(m.METADATA_RAW) or {}),
+        content_hash=str(source.get("content_hash") or ""),
+    )

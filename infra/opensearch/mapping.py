@@ -1,0 +1,161 @@
+"""The OpenSearch index layout: field names, the mapping, the index template and the alias.
+
+One document per entity; its chunks are `nested` objects, each with three english-analysed text tiers
+(boost 3, 2, 1) and a `knn_vector`. One document per entity makes the entity's version the document's
+external version, so a new version replaces every chunk atomically (no stale chunk stays searchable)
+and a stale write is refused by OpenSearch itself, even under races.
+
+k-NN engine: Lucene HNSW with `cosinesimil`. Lucene supports efficient (in-graph) filtering since
+OpenSearch 2.4 and nested fields with a filter on parent fields, and it accepts `cosinesimil` on every
+version; Faiss rejects `cosinesimil` before 2.19 ("does not support space type"), and for our
+per-tenant filters Lucene switches to exact search when the filter is selective, which is exactly the
+local index's behaviour (exact cosine over the tenant's vectors).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Field names (top level = the entity, `chunks.*` = one chunk).
+TENANT = "tenant_id"
+ENTITY_TYPE = "entity_type"
+ENTITY_ID = "entity_id"
+VERSION = "version"
+DELETED = "deleted"
+SOURCE = "source"
+OWNER = "owner"
+NAMESPACE = "namespace"
+METADATA = "metadata"  # filter copy: every value a keyword (see documents.keyword)
+METADATA_RAW = "metadata_raw"  # the values as given, returned to callers
+CHUNKS = "chunks"
+CHUNK_NO = f"{CHUNKS}.chunk_no"
+CHUNK_TEXT = f"{CHUNKS}.text"
+EMBEDDING = f"{CHUNKS}.embedding"
+TIER_FIELDS = tuple(f"{CHUNKS}.text_b{boost}" for boost in (3, 2, 1))  # order of Chunk.tiers
+TIER_BOOSTS = (3, 2, 1)  # core.entities.BOOST_TIERS
+PLAIN_SUBFIELD = "plain"  # unstemmed copy for prefix and fuzzy matching
+CANDIDATE_FIELDS = (
+    TENANT,
+    ENTITY_TYPE,
+    ENTITY_ID,
+    "title",
+    SOURCE,
+    OWNER,
+    NAMESPACE,
+    "created_at",
+    "updated_at",
+    METADATA_RAW,
+)
+
+ENGINE = "lucene"
+SPACE_TYPE = "cosinesimil"
+# HNSW graph parameters: OpenSearch's defaults (k-NN docs, "Supported methods": m 16, ef_construction 100).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 100
+METADATA_KEYWORD_MAX = 1024  # longer metadata values are stored but not indexed (Lucene term limit is 32 KB)
+TEMPLATE_PRIORITY = 100  # above the default 0 so our template wins over catch-all templates
+FIRST_GENERATION = 1
+
+
+def index_name(prefix: str, generation: int = FIRST_GENERATION) -> str:
+    """The concrete index behind the alias: `<prefix>-v<generation>`."""
+    return f"{prefix}-v{generation}"
+
+
+def template_name(prefix: str) -> str:
+    """Name of the index template covering every generation of the index."""
+    return f"{prefix}-template"
+
+
+def _keyword() -> dict[str, Any]:
+    return {"type": "keyword"}
+
+
+def _stored_only(kind: str) -> dict[str, Any]:
+    return {"type": kind, "index": False}
+
+
+def _tier_field() -> dict[str, Any]:
+    return {
+        "type": "text",
+        "analyzer": "english",
+        "fields": {PLAIN_SUBFIELD: {"type": "text", "analyzer": "standard"}},
+    }
+
+
+def chunk_properties(dimension: int) -> dict[str, Any]:
+    """Mapping of one nested chunk: number, display text, three text tiers, the vector."""
+    properties: dict[str, Any] = {
+        "chunk_no": {"type": "integer"},
+        "text": _stored_only("text"),
+        "embedding": {
+            "type": "knn_vector",
+            "dimension": dimension,
+            "method": {
+                "name": "hnsw",
+                "space_type": SPACE_TYPE,
+                "engine": ENGINE,
+                "parameters": {"m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION},
+            },
+        },
+    }
+    for field in TIER_FIELDS:
+        properties[field.removeprefix(f"{CHUNKS}.")] = _tier_field()
+    return properties
+
+
+def mappings(dimension: int) -> dict[str, Any]:
+    """The type mapping: strict at the top, metadata values mapped as keywords whatever their JSON type."""
+    return {
+        "dynamic": "strict",
+        "dynamic_templates": [
+            {
+                "metadata_as_keywords": {
+                    "path_match": f"{METADATA}.*",
+                    "mapping": {"type": "keyword", "ignore_above": METADATA_KEYWORD_MAX},
+                }
+            }
+        ],
+        "properties": {
+            TENANT: _keyword(),
+            ENTITY_TYPE: _keyword(),
+            ENTITY_ID: _keyword(),
+            VERSION: {"type": "long"},
+            DELETED: {"type": "boolean"},
+            SOURCE: _keyword(),
+            OWNER: _keyword(),
+            NAMESPACE: _keyword(),
+            "created_at": _keyword(),
+            "updated_at": _keyword(),
+            "title": _stored_only("text"),
+            "content_hash": _stored_only("keyword"),
+            "body": {"type": "object", "enabled": False},
+            METADATA: {"type": "object", "dynamic": True},
+            METADATA_RAW: {"type": "object", "enabled": False},
+            CHUNKS: {"type": "nested", "properties": chunk_properties(dimension)},
+        },
+    }
+
+
+def settings() -> dict[str, Any]:
+    """Index settings: k-NN on (required by the k-NN plugin for knn_vector fields)."""
+    return {"index": {"knn": True}}
+
+
+def template_body(prefix: str, dimension: int) -> dict[str, Any]:
+    """PUT _index_template/<prefix>-template: settings and mappings for every `<prefix>-v*` index."""
+    return {
+        "index_patterns": [f"{prefix}-v*"],
+        "priority": TEMPLATE_PRIORITY,
+        "template": {"settings": settings(), "mappings": mappings(dimension)},
+        "_meta": {"managed_by": "quarry", "dimension": dimension},
+    }
+
+
+def create_index_body(prefix: str, dimension: int) -> dict[str, Any]:
+    """PUT <prefix>-v1: the same settings and mappings (explicit, so no template is needed) and the alias."""
+    return {
+        "settings": settings(),
+        "mappings": mappings(dimension),
+        "aliases": {prefix: {"is_write_index": True}},
+    }

@@ -1,0 +1,150 @@
+"""Parsers for OpenSearch responses (plain dicts in, core values out; no client, no I/O)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.models import Candidate, EntityKey
+from infra.opensearch import mapping as m
+from infra.opensearch.bodies import INNER_HITS_NAME
+
+# "[id]: version conflict, current version [12] is higher or equal to the one provided [10]"
+# (OpenSearch VersionType.EXTERNAL.explainConflictForWrites).
+_CONFLICT = re.compile(r"current version \[(-?\d+)\]")
+VERSION_CONFLICT = "version_conflict_engine_exception"
+
+
+def bm25(score: float) -> float:
+    """Lexical scores are OpenSearch's BM25 `_score` as they are."""
+    return score
+
+
+def cosine(score: float) -> float:
+    """The raw cosine from a `cosinesimil` score: OpenSearch returns (1 + cos) / 2 (k-NN spaces docs)."""
+    return max(-1.0, min(1.0, 2.0 * score - 1.0))
+
+
+def _first(fields: Mapping[str, Any], name: str) -> Any:
+    values = fields.get(name)
+    if isinstance(values, list):
+        return values[0] if values else None
+    return values
+
+
+def _best_chunk(hit: Mapping[str, Any]) -> tuple[int, str]:
+    """(chunk_no, text) of the chunk that matched, from the nested inner hit."""
+    inner = (hit.get("inner_hits") or {}).get(INNER_HITS_NAME) or {}
+    hits = (inner.get("hits") or {}).get("hits") or []
+    if not hits:
+        return 0, ""
+    best = hits[0]
+    fields = best.get("fields") or {}
+    chunk_no = _first(fields, m.CHUNK_NO)
+    if chunk_no is None:
+        chunk_no = (best.get("_nested") or {}).get("offset", 0)
+    text = _first(fields, m.CHUNK_TEXT)
+    return int(chunk_no), str(text or "")
+
+
+def candidate(hit: Mapping[str, Any], score: float) -> Candidate:
+    """One search hit (entity `_source` + best-chunk inner hit) as a Candidate."""
+    source = hit.get("_source") or {}
+    chunk_no, text = _best_chunk(hit)
+    return Candidate(
+        key=EntityKey(str(source[m.ENTITY_TYPE]), str(source[m.ENTITY_ID])),
+        score=score,
+        chunk_no=chunk_no,
+        title=str(source.get("title") or ""),
+        text=text,
+        source=str(source.get(m.SOURCE) or ""),
+        owner=source.get(m.OWNER),
+        namespace=source.get(m.NAMESPACE),
+        created_at=str(source.get("created_at") or ""),
+        updated_at=str(source.get("updated_at") or ""),
+        metadata=dict(source.get(m.METADATA_RAW) or {}),
+    )
+
+
+def candidates(
+    response: Mapping[str, Any], k: int, tenant_id: str, convert: Callable[[float], float]
+) -> list[Candidate]:
+    """Hits best first → at most k Candidates, one per entity, never another tenant's."""
+    out: list[Candidate] = []
+    seen: set[EntityKey] = set()
+    for hit in (response.get("hits") or {}).get("hits") or []:
+        source = hit.get("_source") or {}
+        if source.get(m.TENANT) != tenant_id or source.get(m.DELETED):
+            continue  # defence in depth: the query already filters on both
+        found = candidate(hit, convert(float(hit.get("_score") or 0.0)))
+        if found.key in seen:
+            continue
+        seen.add(found.key)
+        out.append(found)
+        if len(out) >= k:
+            break
+    return out
+
+
+def msearch_items(response: Mapping[str, Any], expected: int) -> list[Mapping[str, Any]]:
+    """The per-search responses of an `_msearch`, in request order (each a result or an error item)."""
+    items = list(response.get("responses") or [])
+    if len(items) != expected:
+        raise ValueError(f"_msearch returned {len(items)} responses for {expected} searches")
+    return items
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """What one bulk action did: its HTTP status, and for failures the error type, reason and stored version."""
+
+    status: int
+    result: str | None = None
+    error_type: str | None = None
+    reason: str = ""
+    stored_version: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409 or self.error_type == VERSION_CONFLICT
+
+
+def stored_version(reason: str) -> int | None:
+    """The stored version named in a version-conflict reason, if it names one."""
+    match = _CONFLICT.search(reason)
+    if match is None:
+        return None
+    return int(match.group(1))
+
+
+def _item_results(items: Sequence[Mapping[str, Any]]) -> Iterator[ItemResult]:
+    for item in items:
+        (_, body), *_ = item.items()
+        error = body.get("error") or {}
+        reason = str(error.get("reason") or "") if isinstance(error, Mapping) else str(error)
+        yield ItemResult(
+            status=int(body.get("status", 0)),
+            result=body.get("result"),
+            error_type=error.get("type") if isinstance(error, Mapping) else None,
+            reason=reason,
+            stored_version=stored_version(reason) if reason else None,
+        )
+
+
+def bulk_items(response: Mapping[str, Any], expected: int) -> list[ItemResult]:
+    """One ItemResult per action of a `_bulk`, in request order."""
+    results = list(_item_results(response.get("items") or []))
+    if len(results) != expected:
+        raise ValueError(f"_bulk returned {len(results)} items for {expected} actions")
+    return results
+
+
+def mget_sources(response: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """`_source` of every document an `_mget` found."""
+    return [d["_source"] for d in response.get("docs") or [] if d.get("found") and d.get("_source")]

@@ -1,0 +1,122 @@
+"""The one composition root: settings → adapters → services, built lazily on first use and cached per
+process (a warm Lambda container reuses its clients). `container()` is what handlers call."""
+
+from __future__ import annotations
+
+import json
+import threading
+from functools import cached_property
+from typing import Any
+
+from core.entities import EntityTypeRegistry
+from core.errors import InvalidInputError
+from core.fusion import FusionMethod
+from core.ports import Cache, Embedder, SearchIndex, StateStore
+from core.service.indexing import IndexingService
+from core.service.search import SearchService, SearchSettings
+from infra.clock import SystemClock
+from infra.settings import Settings, load_settings
+
+
+class Container:
+    """Adapters and services for one set of settings; every part is built once, on first use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.clock = SystemClock()
+
+    @cached_property
+    def registry(self) -> EntityTypeRegistry:
+        path = self.settings.entity_types_file
+        if path is None:
+            return EntityTypeRegistry()
+        try:
+            config = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise InvalidInputError(
+                f"invalid configuration: QUARRY_ENTITY_TYPES_FILE: {exc}",
+                {"QUARRY_ENTITY_TYPES_FILE": str(exc)},
+            ) from exc
+        return EntityTypeRegistry.with_config(config)
+
+    @cached_property
+    def index(self) -> SearchIndex:
+        if self.settings.index_kind == "opensearch":
+            from infra.opensearch import build_index  # type: ignore[attr-defined]
+
+            return build_index(self.settings, self.embedder.dimension)  # type: ignore[no-any-return]
+        from infra.local.sqlite_index import SqliteIndex
+
+        return SqliteIndex(self.settings.sqlite_path)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        if self.settings.embedder_kind == "bedrock":
+            from infra.bedrock import BedrockEmbedder
+
+            return BedrockEmbedder()  # type: ignore[call-arg]
+        from infra.local.embedder import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder()
+
+    @cached_property
+    def cache(self) -> Cache:
+        kind = self.settings.cache_kind
+        if kind == "memory":
+            from infra.local.cache import MemoryCache
+
+            return MemoryCache()
+        if kind == "dynamodb":
+            from infra.dynamodb import build_cache  # type: ignore[attr-defined]
+
+            return build_cache(self.settings)  # type: ignore[no-any-return]
+        from infra.local.cache import SqliteCache
+
+        return SqliteCache(self.settings.sqlite_path)
+
+    @cached_property
+    def state(self) -> StateStore:
+        if self.settings.state_kind == "dynamodb":
+            from infra.dynamodb import build_state_store  # type: ignore[attr-defined]
+
+            return build_state_store(self.settings)  # type: ignore[no-any-return]
+        from infra.local.sqlite_state import SqliteStateStore
+
+        return SqliteStateStore(self.settings.sqlite_path)  # type: ignore[return-value]
+
+    @cached_property
+    def search(self) -> SearchService:
+        s = self.settings
+        tuned = SearchSettings(
+            fusion=FusionMethod(s.fusion),
+            alpha=s.alpha if s.fusion == "convex" else 0.5,
+            rrf_k=s.rrf_k,
+            max_query_chars=s.max_query_chars,
+            max_limit=s.max_limit,
+            cache_ttl_seconds=s.cache_ttl_seconds,
+        )
+        return SearchService(self.index, self.embedder, self.cache, self.registry, self.clock, tuned)
+
+    @cached_property
+    def indexing(self) -> IndexingService:
+        return IndexingService(self.index, self.embedder, self.registry, self.cache)
+
+
+_lock = threading.Lock()
+_container: Container | None = None
+
+
+def container(**overrides: Any) -> Container:
+    """The process-wide container (built from the environment on first call)."""
+    global _container
+    with _lock:
+        if _container is None or overrides:
+            _container = Container(load_settings(**overrides))
+        return _container
+
+
+def set_container(value: Container | None) -> None:
+    """Install a container (tests, the dev server's --data-dir) or clear it."""
+    global _container
+    with _lock:
+        _container = value

@@ -1,0 +1,196 @@
+"""The official OpenSearch API specification (`../shared/opensearch-api-spec`) as JSON Schema validators.
+
+The specification is OpenAPI 3.1: YAML files under `spec/` whose schemas `$ref` each other across files.
+Every file is registered in a `referencing.Registry` under its `file://` URI, so relative references
+(`_common.yaml#/components/schemas/Field`, `../schemas/_core.bulk.yaml#/...`) resolve as written.
+
+The published schemas are open: almost no object forbids unknown keys, so a misspelt key (`filtr`
+inside `knn`) would pass. `strict=True` closes every object schema that is not a building block of
+another one (`unevaluatedProperties: false`, which sees through `allOf`/`$ref`), so an unknown key
+fails. Building blocks (members of `allOf`/`anyOf`, or `$ref`ed next to sibling `properties`) stay
+open, because closing them would reject the keys their composite adds.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SPEC_ROOT = REPO_ROOT.parent / "shared" / "opensearch-api-spec"
+SPEC_MISSING_REASON = f"the OpenSearch API specification is not at {SPEC_ROOT} (CI clones shared/ beside main)"
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas", "$defs")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_ONE = (
+    "items",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "propertyNames",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+)
+_OPEN_KEYWORDS = ("additionalProperties", "patternProperties", "unevaluatedProperties")
+
+
+def spec_available() -> bool:
+    """True when the specification folder sits beside the repository."""
+    return (SPEC_ROOT / "spec").is_dir()
+
+
+def _load(path: Path) -> Any:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    with path.open(encoding="utf-8") as handle:
+        return yaml.load(handle, Loader=loader)
+
+
+def _subschemas(schema: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(keyword, subschema) for every schema nested directly under `schema`."""
+    for keyword in _SCHEMA_MAPS:
+        value = schema.get(keyword)
+        if isinstance(value, Mapping):
+            for sub in value.values():
+                yield keyword, sub
+    for keyword in _SCHEMA_LISTS:
+        value = schema.get(keyword)
+        if isinstance(value, list):
+            for sub in value:
+                yield keyword, sub
+    for keyword in _SCHEMA_ONE:
+        value = schema.get(keyword)
+        if isinstance(value, Mapping):
+            yield keyword, value
+
+
+def _schema_roots(document: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Top-level schemas of an OpenAPI document: components.schemas and request/response bodies."""
+    components = document.get("components") or {}
+    yield from (s for s in (components.get("schemas") or {}).values() if isinstance(s, dict))
+    for group in ("requestBodies", "responses"):
+        for body in (components.get(group) or {}).values():
+            for media in ((body or {}).get("content") or {}).values():
+                if isinstance((media or {}).get("schema"), dict):
+                    yield media["schema"]
+
+
+def _walk(schema: Any) -> Iterator[tuple[dict[str, Any], bool]]:
+    """Every schema under `schema` with whether it is a building block (composed into its parent)."""
+    stack: list[tuple[Any, bool]] = [(schema, False)]
+    while stack:
+        node, composed = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        yield node, composed
+        has_siblings = "properties" in node or "allOf" in node
+        for keyword, sub in _subschemas(node):
+            part = keyword in ("allOf", "anyOf") or (keyword == "oneOf" and (has_siblings or composed))
+            stack.append((sub, part))
+
+
+def _composed_targets(documents: Mapping[str, Any]) -> set[str]:
+    """Absolute URIs of component schemas used as building blocks anywhere in the specification."""
+    targets: set[str] = set()
+    for uri, document in documents.items():
+        for root in _schema_roots(document):
+            for node, composed in _walk(root):
+                ref = node.get("$ref")
+                if isinstance(ref, str) and (composed or "properties" in node):
+                    targets.add(_absolute(uri, ref))
+    return targets
+
+
+def _absolute(base: str, ref: str) -> str:
+    path, _, fragment = ref.partition("#")
+    if not path:
+        return f"{base}#{fragment}"
+    return (Path(base.removeprefix("file://")).parent / path).resolve().as_uri() + "#" + fragment
+
+
+def _close(documents: dict[str, Any]) -> None:
+    """Add `unevaluatedProperties: false` to every object schema that is not a building block."""
+    composed_refs = _composed_targets(documents)
+    for uri, document in documents.items():
+        components = (document.get("components") or {}).get("schemas") or {}
+        block_roots = {
+            id(schema)
+            for name, schema in components.items()
+            if f"{uri}#/components/schemas/{name}" in composed_refs
+        }
+        for root in _schema_roots(document):
+            for node, composed in _walk(root):
+                if composed or id(node) in block_roots or any(k in node for k in _OPEN_KEYWORDS):
+                    continue
+                if "properties" in node or "allOf" in node:
+                    node["unevaluatedProperties"] = False
+
+
+@cache
+def _documents(strict: bool) -> dict[str, Any]:
+    documents = {p.resolve().as_uri(): _load(p) for p in sorted((SPEC_ROOT / "spec").rglob("*.yaml"))}
+    if strict:
+        documents = copy.deepcopy(documents)
+        _close(documents)
+    return documents
+
+
+@cache
+def registry(strict: bool = True) -> Registry:
+    """Every specification file as a resource, addressable by its file URI."""
+    resources = [
+        (uri, Resource.from_contents(doc, default_specification=DRAFT202012))
+        for uri, doc in _documents(strict).items()
+    ]
+    return Registry().with_resources(resources)
+
+
+def _pointer(*parts: str) -> str:
+    return "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def schema_uri(file: str, name: str) -> str:
+    """URI of `components/schemas/<name>` in `spec/schemas/<file>.yaml`."""
+    return (SPEC_ROOT / "spec" / "schemas" / f"{file}.yaml").resolve().as_uri() + f"#/components/schemas/{name}"
+
+
+def request_body_uri(namespace: str, operation: str, media: str = "application/json") -> str:
+    """URI of the request body schema of `operation` in `spec/namespaces/<namespace>.yaml`."""
+    base = (SPEC_ROOT / "spec" / "namespaces" / f"{namespace}.yaml").resolve().as_uri()
+    return f"{base}#/" + _pointer("components", "requestBodies", operation, "content", media, "schema")
+
+
+def response_uri(namespace: str, response: str, media: str = "application/json") -> str:
+    """URI of a response body schema (e.g. `search@200`) in `spec/namespaces/<namespace>.yaml`."""
+    base = (SPEC_ROOT / "spec" / "namespaces" / f"{namespace}.yaml").resolve().as_uri()
+    return f"{base}#/" + _pointer("components", "responses", response, "content", media, "schema")
+
+
+@cache
+def validator(uri: str, strict: bool = True) -> Draft202012Validator:
+    """A validator for the schema at `uri` (see `schema_uri`, `request_body_uri`)."""
+    return Draft202012Validator({"$ref": uri}, registry=registry(strict))
+
+
+def errors(uri: str, instance: Any, strict: bool = True) -> list[str]:
+    """Readable validation errors of `instance` against the schema at `uri` (empty when valid)."""
+    found = validator(uri, strict).iter_errors(instance)
+    return [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message[:300]}" for e in found]
+
+
+def stories(*relative: str) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """The specification's test stories under `tests/default/<relative>` (files or folders)."""
+    for rel in relative:
+        path = SPEC_ROOT / "tests" / "default" / rel
+        files = sorted(path.rglob("*.yaml")) if path.is_dir() else [path]
+        for file in files:
+            yield file, _load(file)

@@ -1,0 +1,265 @@
+"""BedrockEmbedder against a real botocore `bedrock-runtime` client: requests checked with Stubber, and a
+loopback-free transport (a `before-send` hook answering like Titan v2) for the concurrent batch path."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from typing import Any
+
+import boto3
+import numpy as np
+import pytest
+import urllib3
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import EndpointConnectionError
+from botocore.response import StreamingBody
+from botocore.stub import Stubber
+
+from core.errors import InvalidInputError, UnavailableError
+from infra.bedrock import MAX_INPUT_CHARS, TITAN_V2_MODEL_ID, BedrockEmbedder
+
+REGION = "us-east-1"
+
+
+class JsonBody:
+    """Matches a request body by its parsed JSON, so key order does not matter."""
+
+    def __init__(self, expected: dict[str, Any]) -> None:
+        self.expected = expected
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (str, bytes)) and json.loads(other) == self.expected
+
+    def __repr__(self) -> str:
+        return f"JsonBody({self.expected!r})"
+
+
+def make_client() -> Any:
+    """A real bedrock-runtime client with throwaway credentials; it never reaches the network in tests."""
+    return boto3.client(
+        "bedrock-runtime",
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+def titan_body(embedding: list[float]) -> StreamingBody:
+    """A Titan v2 response body as InvokeModel returns it (a stream)."""
+    raw = json.dumps(
+        {"embedding": embedding, "inputTextTokenCount": 3, "embeddingsByType": {"float": embedding}}
+    ).encode()
+    return StreamingBody(io.BytesIO(raw), len(raw))
+
+
+def expected_request(text: str, dimensions: int) -> dict[str, Any]:
+    return {
+        "modelId": TITAN_V2_MODEL_ID,
+        "contentType": "application/json",
+        "accept": "application/json",
+        "body": JsonBody({"inputText": text, "dimensions": dimensions, "normalize": True}),
+    }
+
+
+def ok(stub: Stubber, text: str, embedding: list[float], dimensions: int) -> None:
+    stub.add_response(
+        "invoke_model",
+        {"body": titan_body(embedding), "contentType": "application/json"},
+        expected_request(text, dimensions),
+    )
+
+
+def failing(stub: Stubber, code: str, status: int) -> None:
+    stub.add_client_error("invoke_model", service_error_code=code, http_status_code=status)
+
+
+def almost_unit(dimensions: int, hot: int) -> list[float]:
+    """What Titan returns with normalize=true: unit length up to float rounding, a few significant axes."""
+    vector = np.full(dimensions, 0.01)
+    vector[hot] = 1.0
+    return [float(round(x, 6)) for x in vector / np.linalg.norm(vector)]
+
+
+@pytest.fixture
+def client() -> Any:
+    return make_client()
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+def test_request_shape_and_response_become_float32_unit_vectors(client: Any, sleeps: list[float]) -> None:
+    # Given an embedder configured for 256 dimensions
+    embedder = BedrockEmbedder(client, dimensions=256, sleep=sleeps.append)
+    with Stubber(client) as stub:
+        ok(stub, "fix the login bug", almost_unit(256, hot=7), 256)
+        # When one text is embedded
+        [vector] = embedder.embed(["fix the login bug"])
+        stub.assert_no_pending_responses()
+    # Then the request named Titan v2, asked for 256 normalised dimensions, and the answer is a unit vector
+    assert vector.dtype == np.float32
+    assert vector.shape == (256,)
+    assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-6
+    assert int(np.argmax(vector)) == 7
+    assert embedder.dimension == 256
+    assert embedder.model_id == TITAN_V2_MODEL_ID
+    assert sleeps == []
+
+
+def test_default_dimension_is_1024_and_other_sizes_are_rejected(client: Any) -> None:
+    embedder = BedrockEmbedder(client)
+    with Stubber(client) as stub:
+        ok(stub, "hello", almost_unit(1024, hot=0), 1024)
+        [vector] = embedder.embed(["hello"])
+    assert vector.shape == (1024,)
+    with pytest.raises(ValueError, match="256, 512, 1024"):
+        BedrockEmbedder(client, dimensions=384)
+
+
+def test_throttling_then_success_is_retried_with_backoff(client: Any, sleeps: list[float]) -> None:
+    embedder = BedrockEmbedder(client, dimensions=512, sleep=sleeps.append)
+    with Stubber(client) as stub:
+        failing(stub, "ThrottlingException", 429)
+        failing(stub, "ModelNotReadyException", 429)
+        failing(stub, "ServiceUnavailableException", 503)
+        ok(stub, "retry me", almost_unit(512, hot=3), 512)
+        [vector] = embedder.embed(["retry me"])
+        stub.assert_no_pending_responses()
+    assert int(np.argmax(vector)) == 3
+    # three waits, each within its capped exponential window (0.2, 0.4, 0.8 s)
+    assert len(sleeps) == 3
+    assert all(0.0 <= delay <= 0.2 * 2**i for i, delay in enumerate(sleeps))
+
+
+def test_persistent_throttling_becomes_unavailable_after_bounded_attempts(
+    client: Any, sleeps: list[float]
+) -> None:
+    embedder = BedrockEmbedder(client, dimensions=256, max_attempts=3, sleep=sleeps.append)
+    with Stubber(client) as stub:
+        for _ in range(3):
+            failing(stub, "ThrottlingException", 429)
+        with pytest.raises(UnavailableError) as caught:
+            embedder.embed(["busy"])
+        stub.assert_no_pending_responses()
+    assert caught.value.backend == "bedrock"
+    assert "ThrottlingException" in caught.value.message
+    assert caught.value.retry_after > 0
+    assert len(sleeps) == 2
+
+
+@pytest.mark.parametrize("code", ["AccessDeniedException", "ResourceNotFoundException"])
+def test_configuration_errors_are_unavailable_without_retry(
+    client: Any, sleeps: list[float], code: str
+) -> None:
+    embedder = BedrockEmbedder(client, dimensions=256, sleep=sleeps.append)
+    with Stubber(client) as stub:
+        failing(stub, code, 403)
+        with pytest.raises(UnavailableError, match=code):
+            embedder.embed(["anything"])
+        stub.assert_no_pending_responses()
+    assert sleeps == []
+
+
+def test_validation_error_is_invalid_input_naming_the_text(client: Any, sleeps: list[float]) -> None:
+    embedder = BedrockEmbedder(client, dimensions=256, sleep=sleeps.append)
+    with Stubber(client) as stub:
+        failing(stub, "ValidationException", 400)
+        with pytest.raises(InvalidInputError) as caught:
+            embedder.embed(["too strange"])
+    assert list(caught.value.fields) == ["texts[0]"]
+    assert sleeps == []
+
+
+def test_blank_text_is_rejected_before_any_call(client: Any) -> None:
+    embedder = BedrockEmbedder(client, dimensions=256)
+    with Stubber(client) as stub, pytest.raises(InvalidInputError) as caught:
+        embedder.embed(["fine", "   "])
+        stub.assert_no_pending_responses()
+    assert caught.value.fields == {"texts[1]": "must not be blank"}
+
+
+def test_over_long_text_is_cut_to_the_model_limit(client: Any) -> None:
+    embedder = BedrockEmbedder(client, dimensions=256)
+    text = "word " * (MAX_INPUT_CHARS // 4)
+    with Stubber(client) as stub:
+        ok(stub, text[:MAX_INPUT_CHARS], almost_unit(256, hot=1), 256)
+        [vector] = embedder.embed([text])
+        stub.assert_no_pending_responses()
+    assert vector.shape == (256,)
+
+
+@pytest.mark.parametrize(
+    ("embedding", "reason"),
+    [([0.5] * 255, "255 values"), ([0.0] * 256, "zero"), (None, "NoneType")],
+)
+def test_malformed_embedding_is_unavailable(client: Any, embedding: Any, reason: str) -> None:
+    embedder = BedrockEmbedder(client, dimensions=256)
+    raw = json.dumps({"embedding": embedding}).encode()
+    with Stubber(client) as stub:
+        body = StreamingBody(io.BytesIO(raw), len(raw))
+        stub.add_response("invoke_model", {"body": body, "contentType": "application/json"})
+        with pytest.raises(UnavailableError, match=reason):
+            embedder.embed(["x"])
+
+
+class TitanTransport:
+    """Answers InvokeModel at `before-send` like Titan v2 (hot axis = the number ending the text)."""
+
+    def __init__(self, dimensions: int, latency: float = 0.0, fail_on: str | None = None) -> None:
+        self.dimensions = dimensions
+        self.latency = latency
+        self.fail_on = fail_on
+        self.in_flight = 0
+        self.peak = 0
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: Any, **_: Any) -> AWSResponse:
+        text = json.loads(request.body)["inputText"]
+        with self._lock:
+            self.calls += 1
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        try:
+            time.sleep(self.latency)
+            if text == self.fail_on:
+                raise EndpointConnectionError(endpoint_url=request.url)
+            payload = json.dumps({"embedding": almost_unit(self.dimensions, hot=int(text.split()[-1]))})
+            raw = urllib3.HTTPResponse(body=io.BytesIO(payload.encode()), preload_content=False)
+            return AWSResponse(request.url, 200, {"Content-Type": "application/json"}, raw)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+
+def test_batch_runs_concurrently_bounded_and_keeps_input_order(client: Any) -> None:
+    # Given a transport that takes 20 ms per call, and an embedder allowed 4 calls at once
+    transport = TitanTransport(dimensions=256, latency=0.02)
+    client.meta.events.register("before-send.bedrock-runtime.InvokeModel", transport)
+    embedder = BedrockEmbedder(client, dimensions=256, max_workers=4)
+    texts = [f"chunk {i}" for i in range(24)]
+    # When 24 texts are embedded
+    vectors = embedder.embed(texts)
+    # Then each vector belongs to its own text, and at most 4 (but more than 1) calls overlapped
+    assert [int(np.argmax(v)) for v in vectors] == list(range(24))
+    assert 1 < transport.peak <= 4
+    assert transport.calls == 24
+
+
+def test_network_failure_in_a_batch_is_retried_then_unavailable(client: Any, sleeps: list[float]) -> None:
+    transport = TitanTransport(dimensions=256, fail_on="chunk 2")
+    client.meta.events.register("before-send.bedrock-runtime.InvokeModel", transport)
+    embedder = BedrockEmbedder(client, dimensions=256, max_workers=2, max_attempts=2, sleep=sleeps.append)
+    with pytest.raises(UnavailableError, match="EndpointConnectionError"):
+        embedder.embed([f"chunk {i}" for i in range(4)])
+    assert len(sleeps) == 1
+
+
+def test_empty_list_makes_no_call(client: Any) -> None:
+    with Stubber(client):
+        assert BedrockEmbedder(client, dimensions=256).embed([]) == []
