@@ -146,18 +146,34 @@ def index_text(parts: Iterable[str]) -> str:
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:
-    """Levenshtein distance of a and b, or limit + 1 as soon as it must exceed `limit`."""
+    """Optimal-string-alignment distance (Levenshtein + adjacent transpositions), capped at limit + 1."""
     if abs(len(a) - len(b)) > limit:
         return limit + 1
+    before: list[int] = []
     previous = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
         current = [i]
         for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, before[j - 2] + 1)
+            current.append(cost)
         if min(current) > limit:
             return limit + 1
-        previous = current
-    return previous[-1]
+        before, previous = previous, current
+    return min(previous[-1], limit + 1)
+
+
+_SUFFIXES = ("ies", "ing", "es", "ed", "s")
+MIN_STEM_CHARS = 3  # shorter stems match too much
+
+
+def light_stem(word: str) -> str:
+    """Strip one common English suffix (a cheap stand-in for Porter when comparing against stems)."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM_CHARS:
+            return word[: -len(suffix)]
+    return word
 
 
 def fuzzy_budget(term: str) -> int:

@@ -27,7 +27,7 @@ from core.models import (
     Vector,
     WriteOutcome,
 )
-from core.text import edit_distance, fuzzy_budget
+from core.text import edit_distance, fuzzy_budget, light_stem
 from infra.local.fts import fts5_expression
 from infra.local.vectors import TenantVectors, load_vectors
 
@@ -325,7 +325,8 @@ class SqliteIndex:
                 "SELECT term, doc FROM idx_vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?",
                 (term[0], term[0] + "\U0010ffff", len(term) - budget - 3, len(term) + budget),
             )
-            close = [(edit_distance(term, t, budget), -d, t) for t, d in rows]
+            stem = light_stem(term)
+            close = [(min(edit_distance(term, t, budget), edit_distance(stem, t, budget)), -d, t) for t, d in rows]
             best = sorted(c for c in close if c[0] <= budget)[:MAX_FUZZY_EXPANSIONS]
             expansions[term] = [t for _, _, t in best]
         return expansions
