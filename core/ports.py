@@ -169,8 +169,9 @@ class StateStore(Protocol):
     def apply_learning(self, tenant_id: str, update: LearningUpdate) -> bool:
         """Write weights, history and budget and mark rows processed, all or nothing.
 
-        Returns False (and writes nothing) when any of `processed_ids` was already processed, so two
-        concurrent cycles never double-apply.
+        Returns False (and writes nothing) when any of `processed_ids` was already processed (or is
+        unknown to this tenant), so two concurrent cycles never double-apply. One update marks at most
+        `core.state.MAX_LEARNING_ROWS` rows (the DynamoDB adapter's transaction bound).
         """
         ...
 

@@ -9,17 +9,16 @@ import html
 import re
 from collections.abc import Sequence
 
+from core.text import MIN_STEM_CHARS, light_stem
+
 SNIPPET_CHARS = 200  # about two lines of a results page
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_SUFFIXES = ("ing", "edly", "ed", "es", "s", "ly")
-MIN_STEM = 3  # shorter stems match too much
 
 
 def _stem(word: str) -> str:
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM:
-            return word[: -len(suffix)]
-    return word
+    """Suffix-stripped and without a final 'e', so throttle / throttling / throttled meet."""
+    stem = light_stem(word)
+    return stem[:-1] if stem.endswith("e") and len(stem) > MIN_STEM_CHARS + 1 else stem
 
 
 def _matches(word: str, stems: frozenset[str]) -> bool:

@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 WILDCARD_CALLER = "*"
+# Rows one LearningUpdate may mark processed. DynamoDB's TransactWriteItems holds at most 100 writes (AWS
+# DynamoDB developer guide, "Transactions"), and an update also writes one weight and one history row per
+# source plus the budget: 64 rows leave room for 17 sources. A caller with more pending rows is learned
+# over several updates (select with `unprocessed_assemblies(..., limit=MAX_LEARNING_ROWS)`).
+MAX_LEARNING_ROWS = 64
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,9 +119,16 @@ def identifier_parts(text: str) -> list[str]:
     return parts
 
 
+# Code-like tokens for the query shape: camelCase (≥ 2 humps, so "mRNA" is not), PascalCase, snake_case,
+# dotted names with ≥ 2-letter parts (rate.ts, os.path), paths. Hyphenated words are ordinary prose.
+_CODE_TOKEN = re.compile(
+    r"[a-z]+(?:[A-Z][a-z0-9]+)+|(?:[A-Z][a-z0-9]+){2,}|\w+_\w+|[A-Za-z_]\w+\.[A-Za-z_]\w+|\w+(?:/\w+)+"
+)
+
+
 def is_identifier(token: str) -> bool:
-    """True for camelCase, snake_case, dotted or path-like tokens."""
-    return bool(_IDENTIFIER.fullmatch(token))
+    """True for code-like tokens: camelCase, PascalCase, snake_case, dotted names and paths."""
+    return bool(_CODE_TOKEN.search(token))
 
 
 def flatten(value: object) -> str:

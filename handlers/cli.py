@@ -132,6 +132,32 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Measure retrieval quality on a BEIR folder: nDCG@10, Recall@100, MRR@10 per strategy."""
+    from infra.embedding_cache import CachingEmbedder
+    from infra.evaluation import format_table, plot_report, run_eval
+
+    c = _container(args.data_dir)
+    cache_dir = Path(args.cache_dir) if args.cache_dir else c.settings.data_dir / "embeddings"
+    report = run_eval(
+        args.dataset,
+        CachingEmbedder(c.embedder, cache_dir, progress=not args.quiet),
+        split=args.split,
+        strategies=[s.strip() for s in args.strategies.split(",") if s.strip()],
+        default=c.search_settings,
+        work_dir=args.work_dir,
+        registry=c.registry,
+        progress=not args.quiet,
+    )
+    print(format_table(report))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    if args.plot:
+        plot_report(report, args.plot)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser (subcommands register here)."""
     p = argparse.ArgumentParser(prog="quarry", description="Hybrid search and RAG context assembly")
@@ -160,6 +186,17 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true")
     q.add_argument("--data-dir", default=None)
     q.set_defaults(func=cmd_search)
+    e = sub.add_parser("eval", help="measure retrieval quality on a BEIR-format dataset")
+    e.add_argument("--dataset", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/")
+    e.add_argument("--split", default="test", help="qrels split naming the test queries (default test)")
+    e.add_argument("--strategies", default="keyword,semantic,rrf,convex,auto")
+    e.add_argument("--json", default=None, help="write the figures as JSON to this file")
+    e.add_argument("--plot", default=None, help="write a bar chart (PNG) to this file")
+    e.add_argument("--work-dir", default=None, help="where the fresh index goes (default: a temp dir)")
+    e.add_argument("--cache-dir", default=None, help="embedding cache (default <data dir>/embeddings)")
+    e.add_argument("--quiet", action="store_true")
+    e.add_argument("--data-dir", default=None)
+    e.set_defaults(func=cmd_eval)
     return p
 
 

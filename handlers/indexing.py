@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Literal
 
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -43,9 +44,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from core.errors import InvalidInputError, NotFoundError, StaleVersionError
 from core.models import WriteOutcome
+from core.service.indexing import IndexingService
 from handlers._observability import logger, metrics, tracer
 
 MS_PER_SECOND = 1000.0
+OUTCOME_METRICS = {
+    WriteOutcome.APPLIED: "EntityChangesApplied",
+    WriteOutcome.DUPLICATE: "EntityChangesDuplicate",
+    WriteOutcome.STALE: "EntityChangesStale",
+    WriteOutcome.NOT_FOUND: "EntityChangesAlreadyAbsent",
+}
+MALFORMED_METRIC = "EntityChangesMalformed"
+FAILED_METRIC = "EntityChangesFailed"
 
 # Module-level like every Powertools example: a definition, no I/O. An all-failed batch is reported
 # item by item rather than raised, so one poison message does not count as a function error.
@@ -98,11 +108,16 @@ def parse_change(payload: Any) -> tuple[EntityChange, float | None]:
         raise InvalidInputError("malformed entity-change event", fields) from exc
 
 
-def apply_change(change: EntityChange, now: float) -> WriteOutcome:
-    """Send the change to the indexing service; stale and already-absent outcomes are successes."""
+def _service() -> IndexingService:
+    """The indexing service of this container (built on first use, then reused while warm)."""
     from infra import wiring
 
-    service = wiring.container().indexing
+    return wiring.container().indexing
+
+
+def apply_change(change: EntityChange, now: float) -> WriteOutcome:
+    """Send the change to the indexing service; stale and already-absent outcomes are successes."""
+    service = _service()
     try:
         if change.op == "delete":
             result = service.delete(change.tenant_id, change.type, change.id, change.version, now)
@@ -120,40 +135,62 @@ def apply_change(change: EntityChange, now: float) -> WriteOutcome:
     return result.outcome
 
 
-def _process(change: EntityChange, now: float) -> str:
-    """Apply one change, log and count what happened, and return the outcome's name."""
-    keys = {"op": change.op, "tenant_id": change.tenant_id, "entity": f"{change.type}:{change.id}"}
-    outcome = apply_change(change, now)
-    level = logger.info if outcome is WriteOutcome.APPLIED else logger.warning
-    level("entity change %s", outcome.value, extra={**keys, "version": change.version})
-    metrics.add_metric(name=f"EntityChanges_{outcome.value}", unit="Count", value=1)
+def _process(message_id: str | None, parse: Callable[[], tuple[EntityChange, float]]) -> str:
+    """Parse and apply one change; log and count the outcome, or the failure before re-raising it."""
+    try:
+        change, now = parse()
+        outcome = apply_change(change, now)
+    except InvalidInputError as exc:
+        metrics.add_metric(name=MALFORMED_METRIC, unit=MetricUnit.Count, value=1)
+        logger.warning(
+            "malformed entity change: it fails on every delivery and ends in the dead-letter queue",
+            extra={"message_id": message_id, "error": exc.message, "fields": exc.fields},
+        )
+        raise
+    except Exception:
+        metrics.add_metric(name=FAILED_METRIC, unit=MetricUnit.Count, value=1)
+        logger.exception("entity change failed; it will be delivered again", extra={"message_id": message_id})
+        raise
+    metrics.add_metric(name=OUTCOME_METRICS[outcome], unit=MetricUnit.Count, value=1)
+    log = logger.info if outcome in (WriteOutcome.APPLIED, WriteOutcome.DUPLICATE) else logger.warning
+    log(
+        "entity change %s",
+        outcome.value,
+        extra={
+            "message_id": message_id,
+            "op": change.op,
+            "tenant_id": change.tenant_id,
+            "entity": f"{change.type}:{change.id}",
+            "version": change.version,
+        },
+    )
     return outcome.value
 
 
-def record_handler(record: SQSRecord) -> str:
-    """One SQS record: parse, apply; any exception makes it a `batchItemFailures` entry."""
+def _parse_record(record: SQSRecord) -> tuple[EntityChange, float]:
+    """The change in an SQS record, timed by its envelope or the record's SentTimestamp."""
     try:
-        try:
-            payload = json.loads(record.body)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError("message body is not JSON", {"body": str(exc)}) from exc
-        change, when = parse_change(payload)
-    except InvalidInputError as exc:
-        logger.warning(
-            "malformed entity change; it will reach the DLQ after the queue's maxReceiveCount",
-            extra={"message_id": record.message_id, "fields": exc.fields},
-        )
-        metrics.add_metric(name="EntityChanges_malformed", unit="Count", value=1)
-        raise
+        payload = json.loads(record.body)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError("message body is not JSON", {"body": str(exc)}) from exc
+    change, when = parse_change(payload)
     sent = record.attributes.sent_timestamp
-    now = when or (int(sent) / MS_PER_SECOND if sent else time.time())
-    return _process(change, now)
+    return change, when or (int(sent) / MS_PER_SECOND if sent else time.time())
+
+
+def record_handler(record: SQSRecord) -> str:
+    """One SQS record; any exception makes it a `batchItemFailures` entry."""
+    return _process(record.message_id, lambda: _parse_record(record))
 
 
 def handle_eventbridge(event: Mapping[str, Any]) -> dict[str, str]:
     """A direct EventBridge invocation: one change; failures raise (Lambda's async retries follow)."""
-    change, when = parse_change(event)
-    return {"outcome": _process(change, when or time.time())}
+
+    def parse() -> tuple[EntityChange, float]:
+        change, when = parse_change(event)
+        return change, when or time.time()
+
+    return {"outcome": _process(event.get("id"), parse)}
 
 
 @logger.inject_lambda_context
@@ -161,6 +198,7 @@ def handle_eventbridge(event: Mapping[str, Any]) -> dict[str, str]:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """SQS batches report partial failures; anything else is treated as one EventBridge event."""
+    _service()  # a configuration error fails the invocation, never one record at a time
     if "Records" in event:
         return process_partial_response(event, record_handler, processor, context)
     return handle_eventbridge(event)

@@ -43,6 +43,40 @@ class Settings(BaseSettings):
     max_batch_items: int = Field(default=500, ge=1, le=500)
     cache_ttl_seconds: float = Field(default=300.0, ge=0.0)
 
+    # OpenSearch (QUARRY_INDEX=opensearch): SigV4-signed when a region is set, else basic auth from the URL.
+    opensearch_url: str | None = None
+    opensearch_region: str | None = None
+    opensearch_service: Literal["es", "aoss"] = "es"
+    opensearch_index_prefix: str = Field(default="quarry", pattern=r"^[a-z][a-z0-9_-]{0,200}$")
+    opensearch_timeout: float = Field(default=5.0, gt=0.0, le=60.0)
+    opensearch_max_retries: int = Field(default=3, ge=0, le=10)
+    opensearch_refresh: Literal["false", "true", "wait_for"] = "false"
+
+    # DynamoDB (QUARRY_STATE / QUARRY_CACHE = dynamodb). boto3 reads AWS_ENDPOINT_URL_DYNAMODB by itself;
+    # it is read here only to decide whether to create missing tables (a local endpoint such as
+    # moto_server starts empty; in AWS the stack creates them). QUARRY_DYNAMODB_CREATE_TABLES overrides.
+    state_table: str = Field(default="quarry-state", pattern=r"^[A-Za-z0-9_.-]{3,255}$")
+    cache_table: str = Field(default="quarry-cache", pattern=r"^[A-Za-z0-9_.-]{3,255}$")
+    # Assembly-log retention through DynamoDB TTL; 0 keeps rows forever. 90 days: a quarter of history
+    # for the dashboard, far beyond the nightly learning cycle's needs (a judgement call).
+    log_retention_days: float = Field(default=90.0, ge=0.0)
+    dynamodb_create_tables: bool | None = None
+    dynamodb_endpoint: str | None = Field(default=None, validation_alias="AWS_ENDPOINT_URL_DYNAMODB")
+
+    # Bedrock (QUARRY_EMBEDDER=bedrock): Titan Text Embeddings v2; 256/512/1024 are the sizes it offers.
+    # Changing the dimension needs a reindex (the k-NN field's dimension follows it). Region: boto3's own
+    # (AWS_REGION in Lambda) unless set.
+    bedrock_model_id: str = "amazon.titan-embed-text-v2:0"
+    bedrock_dimensions: int = 1024
+    bedrock_region: str | None = None
+
+    @field_validator("bedrock_dimensions")
+    @classmethod
+    def _titan_dimensions(cls, value: int) -> int:
+        if value not in (256, 512, 1024):
+            raise ValueError("must be 256, 512 or 1024 (the sizes Titan Text Embeddings v2 offers)")
+        return value
+
     @field_validator("api_keys", mode="before")
     @classmethod
     def _parse_keys(cls, value: Any) -> Any:
@@ -73,6 +107,12 @@ class Settings(BaseSettings):
     @property
     def embedder_kind(self) -> str:
         return self.embedder or ("bedrock" if self.backend == "aws" else "local")
+
+    @property
+    def creates_dynamodb_tables(self) -> bool:
+        if self.dynamodb_create_tables is not None:
+            return self.dynamodb_create_tables
+        return bool(self.dynamodb_endpoint)
 
     @property
     def sqlite_path(self) -> Path:

@@ -54,7 +54,10 @@ class Container:
         if self.settings.embedder_kind == "bedrock":
             from infra.bedrock import BedrockEmbedder
 
-            return BedrockEmbedder()  # type: ignore[call-arg]
+            s = self.settings
+            return BedrockEmbedder(
+                model_id=s.bedrock_model_id, dimensions=s.bedrock_dimensions, region=s.bedrock_region
+            )
         from infra.local.embedder import SentenceTransformerEmbedder
 
         return SentenceTransformerEmbedder()
@@ -85,9 +88,10 @@ class Container:
         return SqliteStateStore(self.settings.sqlite_path)  # type: ignore[return-value]
 
     @cached_property
-    def search(self) -> SearchService:
+    def search_settings(self) -> SearchSettings:
+        """The deployment's search behaviour (also what `quarry eval` reports as the default)."""
         s = self.settings
-        tuned = SearchSettings(
+        return SearchSettings(
             fusion=FusionMethod(s.fusion),
             alpha=s.alpha if s.fusion == "convex" else 0.5,
             rrf_k=s.rrf_k,
@@ -95,7 +99,12 @@ class Container:
             max_limit=s.max_limit,
             cache_ttl_seconds=s.cache_ttl_seconds,
         )
-        return SearchService(self.index, self.embedder, self.cache, self.registry, self.clock, tuned)
+
+    @cached_property
+    def search(self) -> SearchService:
+        return SearchService(
+            self.index, self.embedder, self.cache, self.registry, self.clock, self.search_settings
+        )
 
     @cached_property
     def indexing(self) -> IndexingService:

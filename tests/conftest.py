@@ -125,10 +125,18 @@ def load_event(name: str) -> dict[str, Any]:
     return copy.deepcopy(json.loads((EVENTS / f"{name}.json").read_text()))
 
 
-def api_event(name: str, *, tenant: str = "acme", scopes: Sequence[str] = ("read", "write", "admin"),
-              body: Any = None, path: str | None = None, raw_body: str | None = None,
-              headers: dict[str, str] | None = None, method: str | None = None,
-              query: dict[str, str] | None = None) -> dict[str, Any]:
+def api_event(
+    name: str,
+    *,
+    tenant: str = "acme",
+    scopes: Sequence[str] = ("read", "write", "admin"),
+    body: Any = None,
+    path: str | None = None,
+    raw_body: str | None = None,
+    headers: dict[str, str] | None = None,
+    method: str | None = None,
+    query: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """An events/ sample with the authorizer context, body, path or method replaced."""
     event = load_event(name)
     auth = event["requestContext"].setdefault("authorizer", {}) or {}

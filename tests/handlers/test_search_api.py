@@ -10,10 +10,24 @@ from core.errors import UnavailableError
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 
 TASKS = [
-    {"type": "task", "id": "t-login", "title": "Fix login bug", "description": "Users cannot sign in with email",
-     "status": "open", "domain": "work", "version": 1},
-    {"type": "task", "id": "t-groceries", "title": "Buy groceries", "description": "milk eggs bread",
-     "status": "open", "domain": "home", "version": 1},
+    {
+        "type": "task",
+        "id": "t-login",
+        "title": "Fix login bug",
+        "description": "Users cannot sign in with email",
+        "status": "open",
+        "domain": "work",
+        "version": 1,
+    },
+    {
+        "type": "task",
+        "id": "t-groceries",
+        "title": "Buy groceries",
+        "description": "milk eggs bread",
+        "status": "open",
+        "domain": "home",
+        "version": 1,
+    },
     {"type": "person", "id": "p-ann", "name": "Ann Lee", "organization": "Acme", "role": "designer"},
 ]
 
@@ -86,13 +100,18 @@ def test_a_deleted_task_is_never_returned_again_even_from_cache(local: Any) -> N
 def test_a_status_only_update_does_not_re_embed(local: Any, fake_embedder: FakeEmbedder) -> None:
     bulk(TASKS)
     embedded_before = len(fake_embedder.texts)
-    status, body = invoke(api_event("patch_entity", path="/entities/task/t-login", body={"status": "done", "version": 2}))
+    status, body = invoke(
+        api_event("patch_entity", path="/entities/task/t-login", body={"status": "done", "version": 2})
+    )
     assert status == 200 and body["reembedded"] is False
     assert len(fake_embedder.texts) == embedded_before
     found = search("login", filters={"status": "done"}, strategy="keyword")
     assert ids(found) == ["t-login"]
-    status, body = invoke(api_event("patch_entity", path="/entities/task/t-login",
-                                    body={"title": "Fix OAuth login bug", "version": 3}))
+    status, body = invoke(
+        api_event(
+            "patch_entity", path="/entities/task/t-login", body={"title": "Fix OAuth login bug", "version": 3}
+        )
+    )
     assert status == 200 and body["reembedded"] is True
     assert len(fake_embedder.texts) == embedded_before + 1
     assert ids(search("oauth", strategy="keyword")) == ["t-login"]
@@ -102,8 +121,13 @@ def test_a_stale_version_never_overwrites_a_newer_one(local: Any) -> None:
     newer = {"content": "deploys go through the canary stage", "version": 5}
     status, _ = invoke(api_event("put_entity", path="/entities/memory/m-deploy", body=newer))
     assert status == 200
-    status, body = invoke(api_event("put_entity", path="/entities/memory/m-deploy",
-                                    body={"content": "deploys skip the canary", "version": 4}))
+    status, body = invoke(
+        api_event(
+            "put_entity",
+            path="/entities/memory/m-deploy",
+            body={"content": "deploys skip the canary", "version": 4},
+        )
+    )
     assert status == 409 and body["error"]["code"] == "stale_version"
     assert body["error"]["fields"]["version"] == "stored version is 5"
     again = bulk([{"type": "memory", "id": "m-deploy", "content": "old text", "version": 3}])

@@ -1,0 +1,5 @@
+"""Context assembly for LLM callers (DESIGN.md §4; seed gateway-context-assembly): sources, budgets,
+scoring, packing, knowledge-graph lines, explicit links and the learning cycle — pure functions only.
+
+The use cases that coordinate them with the ports live in `core/service/context.py`.
+"""

@@ -1,0 +1,121 @@
+"""One scale for every source (DESIGN.md §4; seed gateway-context-assembly tagAndScore, D23 funnel):
+per-source RRF of its lexical and vector lists, max-normalised to [0, 1], then
+`score = normalised × weight(caller, source) × recency boost × (0.5 if from another namespace)`,
+and deduplication by entity and by normalised-content hash."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from core.fusion import RRF_K, fuse_rrf, normalise_max
+from core.models import Candidate, Retrieval
+from core.scoring import parse_timestamp, recency_boost
+
+CROSS_NAMESPACE_SCORE_DISCOUNT = 0.5  # seed service.ts: other namespaces' hits count half
+# Floor of the recency boost: 1/(1+ln(1+age_days)) reaches 0.1 after ~22 years, so it only matters for
+# undated or absurdly old items, which still rank on relevance instead of vanishing. (Our choice; the
+# seed's recencyBoost takes the floor as a parameter, default 0.)
+RECENCY_FLOOR = 0.1
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextItem:
+    """A candidate for the context block: where it came from, its text and its scores."""
+
+    id: str
+    source: str
+    title: str
+    text: str
+    normalised: float
+    score: float
+    created_at: str = ""
+    namespace: str | None = None
+    cross_namespace: bool = False
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 of the text lower-cased with punctuation and whitespace runs collapsed."""
+        return content_hash(self.text)
+
+
+def content_hash(text: str) -> str:
+    """The dedup key of a text: case, punctuation and spacing do not make two texts different."""
+    normalised = " ".join(_NON_WORD.sub(" ", text.lower()).split())
+    return hashlib.sha256(normalised.encode("utf-8")).hexdigest()
+
+
+def recency(created_at: str, now: float, floor: float = RECENCY_FLOOR) -> float:
+    """The recency boost of an ISO timestamp; an unparseable or missing date gets the floor."""
+    stamp = parse_timestamp(created_at) if created_at else None
+    return floor if stamp is None else recency_boost(stamp, now, floor)
+
+
+def score_source(
+    source: str,
+    retrieval: Retrieval,
+    weight: float,
+    now: float,
+    cross_namespace: bool = False,
+    min_vector_similarity: float = 0.0,
+    recency_floor: float = RECENCY_FLOOR,
+    rrf_k: int = RRF_K,
+) -> list[ContextItem]:
+    """One source's lexical and vector lists → scored items, best first.
+
+    Plain RRF (k = 60, seed gateway-shared-search-utils), max-divided to [0, 1] with the 1e-10 floor
+    (normaliseRrfScores), then weighted, recency-boosted and, for another namespace's hits, halved.
+    Vector hits under `min_vector_similarity` are dropped first: k-NN returns something for any query.
+    """
+    vector = [c for c in retrieval.vector if c.score >= min_vector_similarity]
+    fused = fuse_rrf(retrieval.lexical, vector, k=rrf_k)
+    normalised = normalise_max({f.candidate.key: f.score for f in fused})
+    discount = CROSS_NAMESPACE_SCORE_DISCOUNT if cross_namespace else 1.0
+    items = []
+    for f in fused:
+        norm = normalised[f.candidate.key]
+        boost = recency(f.candidate.created_at, now, recency_floor)
+        items.append(_item(f.candidate, source, norm, norm * weight * boost * discount, cross_namespace))
+    return items
+
+
+def _item(c: Candidate, source: str, normalised: float, score: float, cross: bool) -> ContextItem:
+    return ContextItem(
+        id=str(c.key),
+        source=source,
+        title=c.title,
+        text=c.text,
+        normalised=normalised,
+        score=score,
+        created_at=c.created_at,
+        namespace=c.namespace,
+        cross_namespace=cross,
+    )
+
+
+def rank(items: Iterable[ContextItem]) -> list[ContextItem]:
+    """Best first; ties break by source then id, so equal inputs always pack the same way."""
+    return sorted(items, key=lambda i: (-i.score, i.source, i.id))
+
+
+def deduplicate(
+    items: Sequence[ContextItem], taken_ids: Iterable[str] = (), taken_hashes: Iterable[str] = ()
+) -> list[ContextItem]:
+    """Keep the best-scoring copy of each entity and of each distinct content; drop non-positive scores.
+
+    `taken_ids` / `taken_hashes` are what the block already holds (explicit links), so a linked entity or
+    text is never repeated by retrieval.
+    """
+    seen_ids, seen_hashes = set(taken_ids), set(taken_hashes)
+    kept = []
+    for item in rank(items):
+        digest = item.content_hash
+        if item.score <= 0 or item.id in seen_ids or digest in seen_hashes:
+            continue
+        seen_ids.add(item.id)
+        seen_hashes.add(digest)
+        kept.append(item)
+    return kept

@@ -1,0 +1,181 @@
+"""The contract every SearchIndex adapter passes (SqliteIndex always; OpenSearchIndex live when
+QUARRY_OPENSEARCH_URL is set). Subclass and provide an `index` fixture returning a fresh, empty index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery, MatchMode, WriteOutcome
+
+DIM = 8
+
+
+def unit(*values: float) -> np.ndarray:
+    vec = np.zeros(DIM, dtype=np.float32)
+    vec[: len(values)] = values
+    return vec / np.linalg.norm(vec)
+
+
+def record(
+    tenant: str,
+    etype: str,
+    eid: str,
+    text: str,
+    version: int = 1,
+    vec: np.ndarray | None = None,
+    source: str = "memory",
+    owner: str | None = None,
+    namespace: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    chunks: list[str] | None = None,
+) -> EntityRecord:
+    pieces = chunks or [text]
+    return EntityRecord(
+        tenant_id=tenant,
+        key=EntityKey(etype, eid),
+        version=version,
+        source=source,
+        owner=owner,
+        namespace=namespace,
+        created_at="2026-11-01T00:00:00Z",
+        updated_at="2026-11-01T00:00:00Z",
+        title=text[:40],
+        body={"content": text},
+        metadata=metadata or {},
+        content_hash=str(hash(text)),
+        chunks=tuple(
+            Chunk(i, (p.lower(), "", ""), p, vec if vec is not None else unit(1, i + 1))
+            for i, p in enumerate(pieces)
+        ),
+    )
+
+
+def lex(index: Any, tenant: str, *terms: str, filters: Filters | None = None, k: int = 10) -> list[str]:
+    hits = index.lexical(tenant, LexicalQuery(tuple(terms)), filters or Filters(), k)
+    return [h.key.entity_id for h in hits]
+
+
+def vec(index: Any, tenant: str, query: np.ndarray, filters: Filters | None = None, k: int = 10) -> list[str]:
+    return [h.key.entity_id for h in index.vector(tenant, query, filters or Filters(), k)]
+
+
+class SearchIndexContract:
+    """Behaviour shared by every SearchIndex implementation."""
+
+    def test_upsert_then_lexical_and_vector_find_it(self, index: Any) -> None:
+        assert (
+            index.upsert(record("t", "memory", "a", "rate limiter caps requests", vec=unit(1, 0)))
+            is WriteOutcome.APPLIED
+        )
+        index.upsert(record("t", "memory", "b", "grocery list milk", vec=unit(0, 1)))
+        assert lex(index, "t", "limiter") == ["a"]
+        assert vec(index, "t", unit(1, 0.1))[0] == "a"
+        got = index.retrieve("t", LexicalQuery(("grocery",)), unit(0, 1), Filters(), 5)
+        assert [c.key.entity_id for c in got.lexical] == ["b"] and got.vector[0].key.entity_id == "b"
+
+    def test_tenants_are_isolated(self, index: Any) -> None:
+        index.upsert(record("t1", "memory", "a", "secret plans", vec=unit(1, 0)))
+        assert lex(index, "t2", "secret") == [] and vec(index, "t2", unit(1, 0)) == []
+        assert index.get("t2", [EntityKey("memory", "a")]) == {}
+
+    def test_versions_order_writes(self, index: Any) -> None:
+        index.upsert(record("t", "memory", "a", "version five text", version=5))
+        assert index.upsert(record("t", "memory", "a", "older four text", version=4)) is WriteOutcome.STALE
+        assert (
+            index.upsert(record("t", "memory", "a", "version five text", version=5)) is WriteOutcome.DUPLICATE
+        )
+        assert lex(index, "t", "older") == [] and lex(index, "t", "five") == ["a"]
+        assert index.get("t", [EntityKey("memory", "a")])[EntityKey("memory", "a")].version == 5
+
+    def test_delete_removes_from_both_retrievers_and_keeps_a_tombstone(self, index: Any) -> None:
+        index.upsert(record("t", "memory", "a", "ephemeral note", version=1, vec=unit(1, 0)))
+        assert index.delete("t", EntityKey("memory", "a"), 2) is WriteOutcome.APPLIED
+        assert lex(index, "t", "ephemeral") == [] and vec(index, "t", unit(1, 0)) == []
+        tomb = index.get("t", [EntityKey("memory", "a")])[EntityKey("memory", "a")]
+        assert tomb.deleted and tomb.version == 2
+        assert index.upsert(record("t", "memory", "a", "ephemeral note", version=1)) is WriteOutcome.STALE
+        assert index.upsert(record("t", "memory", "a", "reborn note", version=3)) is WriteOutcome.APPLIED
+        assert lex(index, "t", "reborn") == ["a"]
+
+    def test_metadata_update_keeps_text_and_vectors(self, index: Any) -> None:
+        index.upsert(record("t", "task", "a", "fix login", metadata={"status": "open"}, vec=unit(1, 0)))
+        key = EntityKey("task", "a")
+        outcome = index.update_metadata(
+            "t", key, 2, {"content": "fix login"}, {"status": "done"}, "2026-11-02"
+        )
+        assert outcome is WriteOutcome.APPLIED
+        done = Filters(metadata={"status": ("done",)})
+        assert lex(index, "t", "login", filters=done) == ["a"] and vec(index, "t", unit(1, 0), done) == ["a"]
+        assert lex(index, "t", "login", filters=Filters(metadata={"status": ("open",)})) == []
+
+    def test_filters_apply_inside_retrieval(self, index: Any) -> None:
+        index.upsert(
+            record(
+                "t",
+                "memory",
+                "mine",
+                "shared words",
+                owner="agent-1",
+                source="agent_memory",
+                namespace="ns1",
+                vec=unit(1, 0),
+            )
+        )
+        index.upsert(
+            record(
+                "t",
+                "memory",
+                "peer",
+                "shared words",
+                owner="agent-2",
+                source="agent_memory",
+                namespace="ns2",
+                vec=unit(1, 0),
+            )
+        )
+        index.upsert(
+            record(
+                "t",
+                "task",
+                "task",
+                "shared words",
+                source="tasks",
+                metadata={"tags": ["a", "b"]},
+                vec=unit(1, 0),
+            )
+        )
+        for filters, expected in [
+            (Filters(owner="agent-1"), {"mine"}),
+            (Filters(exclude_owner="agent-1"), {"peer", "task"}),
+            (Filters(sources=("tasks",)), {"task"}),
+            (Filters(namespaces=("ns2",)), {"peer"}),
+            (Filters(entity_types=("memory",)), {"mine", "peer"}),
+            (Filters(metadata={"tags": ("b",)}), {"task"}),
+        ]:
+            assert set(lex(index, "t", "shared", filters=filters)) == expected, filters
+            assert set(vec(index, "t", unit(1, 0), filters)) == expected, filters
+
+    def test_chunks_collapse_to_their_entity(self, index: Any) -> None:
+        index.upsert(record("t", "document", "doc", "", chunks=["alpha words here", "alpha again there"]))
+        hits = index.lexical("t", LexicalQuery(("alpha",)), Filters(), 10)
+        assert [h.key.entity_id for h in hits] == ["doc"]
+        index.upsert(record("t", "document", "doc", "", version=2, chunks=["beta only"]))
+        assert lex(index, "t", "alpha") == []
+
+    def test_prefix_and_fuzzy_matching(self, index: Any) -> None:
+        index.upsert(record("t", "memory", "a", "kubernetes deployment"))
+        assert lex(index, "t", "kuber") == []
+        prefix = index.lexical("t", LexicalQuery(("kuber",), mode=MatchMode.PREFIX), Filters(), 5)
+        fuzzy = index.lexical("t", LexicalQuery(("kubernetse",), mode=MatchMode.FUZZY), Filters(), 5)
+        assert [h.key.entity_id for h in prefix] == ["a"] and [h.key.entity_id for h in fuzzy] == ["a"]
+
+    def test_k_bounds_and_ordering(self, index: Any) -> None:
+        for i in range(5):
+            index.upsert(record("t", "memory", f"m{i}", "word " * (i + 1) + "filler", vec=unit(1, i)))
+        assert len(lex(index, "t", "word", k=3)) == 3
+        assert len(vec(index, "t", unit(1, 0), k=50)) == 5
+        scores = [h.score for h in index.vector("t", unit(1, 0), Filters(), 5)]
+        assert scores == sorted(scores, reverse=True)
+        assert lex(index, "t", "word", k=0) == []

@@ -1,0 +1,62 @@
+"""SqliteIndex passes the SearchIndex contract, plus what only the embedded backend promises."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.models import Filters, LexicalQuery
+from infra.local.sqlite_index import SqliteIndex
+from tests.adapters.search_index_contract import SearchIndexContract, record, unit
+
+
+class TestSqliteIndex(SearchIndexContract):
+    @pytest.fixture
+    def index(self, tmp_path: Path) -> Any:
+        return SqliteIndex(tmp_path / "index.db")
+
+
+def test_a_second_process_sees_writes_and_refreshes_its_vector_cache(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    reader, writer = SqliteIndex(path), SqliteIndex(path)
+    writer.upsert(record("t", "memory", "a", "first", vec=unit(1, 0)))
+    assert [c.key.entity_id for c in reader.vector("t", unit(1, 0), Filters(), 5)] == ["a"]
+    writer.upsert(record("t", "memory", "b", "second", vec=unit(0, 1)))
+    assert [c.key.entity_id for c in reader.vector("t", unit(0, 1), Filters(), 5)][0] == "b"
+
+
+def test_concurrent_writers_and_readers_do_not_fail(tmp_path: Path) -> None:
+    index = SqliteIndex(tmp_path / "busy.db")
+    errors: list[BaseException] = []
+
+    def write(n: int) -> None:
+        try:
+            for i in range(20):
+                index.upsert(record("t", "memory", f"{n}-{i}", f"note number {i}", version=1))
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    def read() -> None:
+        try:
+            for _ in range(20):
+                index.lexical("t", LexicalQuery(("note",)), Filters(), 5)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(3)] + [threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    assert len(index.lexical("t", LexicalQuery(("note",)), Filters(), 100)) == 60
+
+
+def test_query_text_cannot_inject_fts_syntax(tmp_path: Path) -> None:
+    index = SqliteIndex(tmp_path / "i.db")
+    index.upsert(record("t", "memory", "a", 'quote " and star * and NEAR(x y)'))
+    for term in ['"', "*", "NEAR(", "a OR b", "-x", "col:val"]:
+        index.lexical("t", LexicalQuery((term,)), Filters(), 5)  # must not raise

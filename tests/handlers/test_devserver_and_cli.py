@@ -1,0 +1,96 @@
+"""The local dev server (HTTP → API Gateway v2 events → the Lambda handler) and the quarry CLI."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handlers import api
+from handlers.cli import main
+from handlers.devserver import local_keys, make_server
+
+
+@pytest.fixture
+def server(local: Any) -> Iterator[tuple[str, str]]:
+    keys, key = local_keys({})
+    httpd = make_server("127.0.0.1", 0, keys, api.lambda_handler, 4096)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", str(key)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+def call(
+    url: str, method: str = "GET", body: Any = None, key: str | None = None, data: bytes | None = None
+) -> tuple[int, Any]:
+    headers = {"content-type": "application/json"}
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    payload = data if data is not None else (json.dumps(body).encode() if body is not None else None)
+    request = urllib.request.Request(url, data=payload, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read() or b"null")
+
+
+def test_without_configured_keys_one_dev_key_with_every_scope_is_made() -> None:
+    keys, key = local_keys({})
+    assert key is not None and keys[key] == {"tenant": "dev", "scopes": ["read", "write", "admin"]}
+    configured = {"k": {"tenant": "t", "scopes": ["read"]}}
+    assert local_keys(configured) == (configured, None)
+
+
+def test_server_checks_bearer_keys_and_serves_the_api(server: tuple[str, str]) -> None:
+    url, key = server
+    assert call(f"{url}/health")[0] == 200
+    status, body = call(f"{url}/search", "POST", {"query": "x"})
+    assert status == 401 and body["error"]["code"] == "unauthorized"
+    assert call(f"{url}/search", "POST", {"query": "x"}, key="wrong")[0] == 401
+    status, body = call(f"{url}/entities/task/t1", "PUT", {"title": "Write the README"}, key=key)
+    assert status == 200 and body["outcome"] == "applied"
+    status, body = call(f"{url}/search", "POST", {"query": "readme"}, key=key)
+    assert status == 200 and body["results"][0]["entity_id"] == "t1"
+    status, body = call(f"{url}/entities/task/t1", "DELETE", key=key)
+    assert status == 200
+    assert call(f"{url}/search", "POST", {"query": "readme"}, key=key)[1]["results"] == []
+
+
+def test_server_refuses_oversized_bodies_with_413(server: tuple[str, str]) -> None:
+    url, key = server
+    status, body = call(f"{url}/search", "POST", key=key, data=b'{"query": "' + b"x" * 5000 + b'"}')
+    assert status == 413 and body["error"]["code"] == "payload_too_large"
+
+
+def test_cli_ingest_reports_bad_lines_by_number_and_search_finds_the_rest(
+    tmp_path: Path, local: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(
+        '{"id": "a", "title": "Plan the offsite"}\n'
+        "not json\n"
+        '{"id": "b"}\n'
+        "\n"
+        '{"id": "c", "title": "Book the offsite venue"}\n'
+    )
+    code = main(["ingest", str(data), "--type", "task", "--tenant", "dev", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary == {"file": str(data), "lines": 4, "indexed": 2, "skipped_stale": 0, "errors": 2}
+    assert "line 2: invalid JSON" in err and "line 3:" in err and "title" in err
+    assert main(["search", "offsite venue", "--tenant", "dev", "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)["results"]
+    assert results[0]["entity_id"] == "c"

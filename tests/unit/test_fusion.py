@@ -1,0 +1,72 @@
+"""Fusion formulas: the seeds' numbers, lexical-only hits kept, determinism, monotonicity."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core.fusion import FusionMethod, fuse, fuse_convex, fuse_rrf, normalise_max
+from core.models import Candidate, EntityKey
+
+
+def cand(name: str, score: float) -> Candidate:
+    return Candidate(EntityKey("memory", name), score, 0, name, name, "memory", None, None, "", "", {})
+
+
+def test_rrf_matches_the_seed_example() -> None:
+    # seed nexus §3.2: 'a' at rank 1 lexical / 5 semantic, 'b' at 3 / 1 (1-based) → b wins
+    lexical = [cand("a", 9), cand("x", 8), cand("b", 7)]
+    vector = [cand("b", 0.9), cand("y", 0.8), cand("z", 0.7), cand("w", 0.6), cand("a", 0.5)]
+    fused = {f.candidate.key.entity_id: f.score for f in fuse_rrf(lexical, vector)}
+    assert abs(fused["a"] - (1 / 61 + 1 / 65)) < 1e-12
+    assert abs(fused["b"] - (1 / 63 + 1 / 61)) < 1e-12
+    assert fused["b"] > fused["a"]
+
+
+def test_convex_matches_the_seed_scoring_test() -> None:
+    # seed thefold test 5: α = 0.6, vector 0.8, bm25 1.0 → 0.88; vector only → 0.48; bm25 only → 0.4
+    fused = {
+        f.candidate.key.entity_id: f.score
+        for f in fuse_convex([cand("both", 10.0), cand("lex", 10.0)], [cand("both", 0.8), cand("vec", 0.8)])
+    }
+    assert abs(fused["both"] - 0.88) < 1e-9
+    assert abs(fused["vec"] - 0.48) < 1e-9
+    assert abs(fused["lex"] - 0.4) < 1e-9
+
+
+def test_lexical_only_hits_are_kept_and_explained() -> None:
+    fused = fuse_convex([cand("lex", 3.0)], [cand("vec", 0.5)])
+    lex = next(f for f in fused if f.candidate.key.entity_id == "lex")
+    assert lex.lexical_rank == 0 and lex.vector_rank is None
+
+
+def test_normalise_max_scales_to_one_and_keeps_zeros() -> None:
+    keys = [EntityKey("m", str(i)) for i in range(3)]
+    assert normalise_max(dict(zip(keys, [2.0, 1.0, 0.0], strict=True))) == dict(
+        zip(keys, [1.0, 0.5, 0.0], strict=True)
+    )
+    assert normalise_max({keys[0]: 0.0}) == {keys[0]: 0.0}
+    assert normalise_max({}) == {}
+
+
+scores = st.lists(st.floats(min_value=0.0, max_value=100.0, allow_nan=False), min_size=1, max_size=15)
+
+
+@given(scores, scores, st.sampled_from(list(FusionMethod)), st.floats(min_value=0, max_value=1))
+def test_fusion_is_deterministic_and_sorted(
+    lex: list[float], vec: list[float], method: FusionMethod, alpha: float
+) -> None:
+    lexical = [cand(f"d{i}", s) for i, s in sorted(enumerate(lex), key=lambda p: -p[1])]
+    vector = [cand(f"d{i}", s / 100) for i, s in sorted(enumerate(vec), key=lambda p: -p[1])]
+    first = fuse(method, lexical, vector, alpha)
+    again = fuse(method, list(lexical), list(vector), alpha)
+    assert [f.candidate.key for f in first] == [f.candidate.key for f in again]
+    assert [f.score for f in first] == sorted((f.score for f in first), reverse=True)
+    assert {f.candidate.key for f in first} == {c.key for c in lexical} | {c.key for c in vector}
+
+
+@given(st.integers(min_value=1, max_value=8))
+def test_rrf_is_monotonic_in_rank(n: int) -> None:
+    lexical = [cand(f"d{i}", float(n - i)) for i in range(n)]
+    fused = fuse_rrf(lexical, [])
+    assert [f.candidate.key.entity_id for f in fused] == [f"d{i}" for i in range(n)]

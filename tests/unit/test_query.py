@@ -1,0 +1,79 @@
+"""Query parsing: terms, phrases, prefixes, mentions, shapes, sanitising."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core.entities import EntityTypeRegistry
+from core.query import MAX_TERMS, QueryShape, parse_query
+
+REGISTRY = EntityTypeRegistry()
+
+
+def test_terms_are_lower_cased_unique_and_stop_words_dropped() -> None:
+    parsed = parse_query("The Login login BUG of the day", REGISTRY)
+    assert parsed.terms == ("login", "bug", "day")
+
+
+def test_only_stop_words_are_kept_rather_than_searching_nothing() -> None:
+    assert parse_query("what is it", REGISTRY).terms == ("what", "is", "it")
+
+
+def test_quoted_phrases_are_separate_from_terms() -> None:
+    parsed = parse_query('"exact phrase" other', REGISTRY)
+    assert parsed.phrases == ("exact phrase",)
+    assert parsed.terms == ("other",)
+
+
+@pytest.mark.parametrize(
+    ("query", "prefix", "terms"),
+    [
+        ("task: fix bug", "task", ("fix", "bug")),
+        ("tasks: fix bug", "task", ("fix", "bug")),
+        ("people: ann", "person", ("ann",)),
+        ("@john", "person", ("john",)),
+        ("meet @john tomorrow", None, ("meet", "john", "tomorrow")),
+        ("unknown: thing", None, ("unknown", "thing")),
+        ("task:", None, ("task",)),
+    ],
+)
+def test_entity_prefixes_and_lone_mentions(query: str, prefix: str | None, terms: tuple[str, ...]) -> None:
+    parsed = parse_query(query, REGISTRY)
+    assert (parsed.entity_prefix, parsed.terms) == (prefix, terms)
+
+
+def test_at_most_twenty_terms_and_truncation_is_reported() -> None:
+    parsed = parse_query(" ".join(f"word{i}" for i in range(30)), REGISTRY)
+    assert len(parsed.terms) == MAX_TERMS and parsed.truncated
+
+
+def test_single_character_cjk_terms_are_kept() -> None:
+    assert parse_query("東", REGISTRY).terms == ("東",)
+    assert parse_query("東京 tower", REGISTRY).terms == ("東", "京", "tower")
+
+
+@pytest.mark.parametrize(
+    ("query", "shape"),
+    [
+        ("how do I deploy the api?", QueryShape.QUESTION),
+        ("why does login fail", QueryShape.QUESTION),
+        ("checkRateLimit", QueryShape.IDENTIFIER),
+        ("rate_limit config", QueryShape.IDENTIFIER),
+        ("src/api/rate.ts", QueryShape.IDENTIFIER),
+        ("TypeError: Cannot read property", QueryShape.IDENTIFIER),
+        ("mRNA expression in siRNA knockdown", QueryShape.PLAIN),
+        ("grocery list", QueryShape.PLAIN),
+    ],
+)
+def test_query_shape_picks_the_auto_strategy(query: str, shape: QueryShape) -> None:
+    assert parse_query(query, REGISTRY).shape is shape
+
+
+@given(st.text(max_size=300))
+def test_no_query_syntax_survives_into_terms(raw: str) -> None:
+    parsed = parse_query(raw, REGISTRY)
+    assert len(parsed.terms) <= MAX_TERMS
+    for token in parsed.terms + parsed.phrases:
+        assert not set(token) & set('"*()^:-+{}[]\\'), token
