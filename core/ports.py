@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from core.context.graph import Triple
 from core.models import (
     Candidate,
     EntityKey,
@@ -184,3 +185,23 @@ class StateStore(Protocol):
     def put_eval(self, tenant_id: str, record: EvalRecord) -> None: ...
 
     def list_evals(self, tenant_id: str, name: str | None, limit: int) -> list[EvalRecord]: ...
+
+
+class LinkReader(Protocol):
+    """Files an assembly may quote as explicit links, confined to one configured root directory."""
+
+    def read(self, path: str, max_chars: int) -> str | None:
+        """At most `max_chars` of the text at `path` (relative to the root); None when there is no such file.
+
+        Raises InvalidInputError, without reading anything, when the path resolves outside the root
+        (`..`, an absolute path, a symlink pointing out) or is not a regular file.
+        """
+        ...
+
+
+class TripleStore(Protocol):
+    """Knowledge-graph facts for context enrichment."""
+
+    def triples(self, tenant_id: str, entities: Sequence[str], per_entity: int) -> list[Triple]:
+        """Up to `per_entity` facts whose subject or object names each entity (case-insensitive), best first."""
+        ...

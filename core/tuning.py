@@ -73,12 +73,12 @@ def _clamp(value: float) -> float:
     return min(1.0, max(0.0, value))
 
 
-def fused_ranking(setting: FusionSetting, lists: QueryLists) -> list[str]:
-    """Entity ids in the order POST /search would return them under `setting`."""
+def fused_ranking(setting: FusionSetting, lists: QueryLists, depth: int = NDCG_CUTOFF) -> list[str]:
+    """The top `depth` entity ids in the order POST /search would return them under `setting`."""
     base = setting.alpha if setting.method is FusionMethod.CONVEX else PLAIN_RRF_ALPHA
     alpha = _clamp(base + lists.alpha_shift)
     fused = fuse(setting.method, lists.lexical, lists.vector, alpha, setting.rrf_k)
-    return [f.candidate.key.entity_id for f in fused[:NDCG_CUTOFF]]
+    return [f.candidate.key.entity_id for f in fused[:depth]]
 
 
 def score_setting(setting: FusionSetting, runs: Mapping[str, QueryLists], qrels: Qrels) -> float:

@@ -32,7 +32,8 @@ class Principal:
 
 
 def _scopes(raw: Any) -> frozenset[str]:
-    items = raw.split() if isinstance(raw, str) else list(raw or [])
+    # HTTP API hands array claims to the function as a string like "[read write]".
+    items = raw.strip("[]").replace(",", " ").split() if isinstance(raw, str) else list(raw or [])
     # Accept resource-server prefixes such as "quarry/read" or "https://api/quarry.read".
     names = {str(s).rsplit("/", 1)[-1].rsplit(".", 1)[-1] for s in items}
     return frozenset(names & SCOPES)

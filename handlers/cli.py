@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import QuarryError
+from handlers import cli_governance
 
 INGEST_BATCH = 64  # entities embedded per batch: big enough to batch the model, small for progress
 
@@ -158,6 +159,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_cycle(args: argparse.Namespace) -> int:
+    """Run the context learning cycle for every caller with enough new feedback; print what changed."""
+    report = _container(args.data_dir).learning.run(args.tenant)
+    print(report.model_dump_json(indent=2))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser (subcommands register here)."""
     p = argparse.ArgumentParser(prog="quarry", description="Hybrid search and RAG context assembly")
@@ -197,6 +205,11 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--quiet", action="store_true")
     e.add_argument("--data-dir", default=None)
     e.set_defaults(func=cmd_eval)
+    lc = sub.add_parser("eval-cycle", help="run the context learning cycle (what the nightly Lambda does)")
+    lc.add_argument("--tenant", default=None, help="only this tenant (default: every tenant)")
+    lc.add_argument("--data-dir", default=None)
+    lc.set_defaults(func=cmd_eval_cycle)
+    cli_governance.register(sub)  # validate, load-corpus, retrieve, schema
     return p
 
 

@@ -46,6 +46,7 @@ from core.errors import InvalidInputError, NotFoundError, StaleVersionError
 from core.models import WriteOutcome
 from core.service.indexing import IndexingService
 from handlers._observability import logger, metrics, tracer
+from infra import wiring
 
 MS_PER_SECOND = 1000.0
 OUTCOME_METRICS = {
@@ -110,8 +111,6 @@ def parse_change(payload: Any) -> tuple[EntityChange, float | None]:
 
 def _service() -> IndexingService:
     """The indexing service of this container (built on first use, then reused while warm)."""
-    from infra import wiring
-
     return wiring.container().indexing
 
 
@@ -125,8 +124,9 @@ def apply_change(change: EntityChange, now: float) -> WriteOutcome:
             result = service.patch(change.tenant_id, change.type, change.id, change.body(), now)
         else:
             result = service.put(change.tenant_id, change.type, change.id, change.body(), now)
-    except StaleVersionError as exc:
-        logger.info("stale entity change ignored", extra={"reason": exc.message})
+    except (
+        StaleVersionError
+    ):  # an adapter may refuse an older version itself (OpenSearch external versioning)
         return WriteOutcome.STALE
     except NotFoundError:
         if change.op != "delete":
@@ -200,5 +200,5 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     """SQS batches report partial failures; anything else is treated as one EventBridge event."""
     _service()  # a configuration error fails the invocation, never one record at a time
     if "Records" in event:
-        return process_partial_response(event, record_handler, processor, context)
+        return dict(process_partial_response(event, record_handler, processor, context))
     return handle_eventbridge(event)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.entities import EntityTypeRegistry
+from core.errors import InvalidInputError
 from core.evaluation import Metrics, Run, evaluate
 from core.fusion import CONVEX_ALPHA, RRF_K, FusionMethod
 from core.ports import Embedder
@@ -148,7 +149,8 @@ def evaluate_strategies(
     specs = strategy_specs(default)
     unknown = [s for s in strategies if s not in specs]
     if unknown:
-        raise ValueError(f"unknown strategies {unknown}; choose from {', '.join(specs)}")
+        choices = ", ".join(specs)
+        raise InvalidInputError(f"unknown strategies {unknown}", {"strategies": f"choose from {choices}"})
     metrics: dict[str, Metrics] = {}
     seconds: dict[str, float] = {}
     for name in strategies:

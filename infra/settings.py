@@ -70,11 +70,32 @@ class Settings(BaseSettings):
     bedrock_dimensions: int = 1024
     bedrock_region: str | None = None
 
+    # Context assembly (DESIGN.md §4). Explicit file links are read only under QUARRY_LINKS_ROOT (unset:
+    # file links are refused); QUARRY_TRIPLES_FILE is a JSONL file of knowledge-graph facts (unset: no
+    # graph lines, and assemblies say so in `warnings`); QUARRY_CONTEXT_SOURCES replaces the five default
+    # sources with a JSON object (core/context/sources.py); QUARRY_CONTEXT_WORKERS threads fan out.
+    links_root: Path | None = None
+    triples_file: Path | None = None
+    context_sources: dict[str, Any] | None = None
+    context_default_budget: int = Field(default=4000, ge=1, le=16000)
+    context_workers: int = Field(default=8, ge=1, le=64)
+
     @field_validator("bedrock_dimensions")
     @classmethod
     def _titan_dimensions(cls, value: int) -> int:
         if value not in (256, 512, 1024):
             raise ValueError("must be 256, 512 or 1024 (the sizes Titan Text Embeddings v2 offers)")
+        return value
+
+    @field_validator("context_sources")
+    @classmethod
+    def _context_sources(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        from core.context.sources import parse_sources
+
+        try:
+            parse_sources(value)
+        except InvalidInputError as exc:
+            raise ValueError("; ".join(f"{k}: {v}" for k, v in exc.fields.items())) from exc
         return value
 
     @field_validator("api_keys", mode="before")

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError
 from core.fusion import FusionMethod
-from core.ports import Cache, Embedder, SearchIndex, StateStore
+from core.ports import Cache, Embedder, SearchIndex, StateStore, TripleStore
+from core.service.context import ContextService, ContextSettings
+from core.service.context_learning import LearningService
 from core.service.indexing import IndexingService
+from core.service.retrieval import RetrievalService
 from core.service.search import SearchService, SearchSettings
 from infra.clock import SystemClock
 from infra.settings import Settings, load_settings
@@ -109,6 +114,59 @@ class Container:
     @cached_property
     def indexing(self) -> IndexingService:
         return IndexingService(self.index, self.embedder, self.registry, self.cache)
+
+    @cached_property
+    def retrieval(self) -> RetrievalService:
+        """Governed retrieval and overlays (DESIGN.md §5); the embedder is only called when not lexical_only."""
+        return RetrievalService(self.index, self.state, self.clock, self.embedder)
+
+    @cached_property
+    def context_settings(self) -> ContextSettings:
+        from core.context.sources import parse_sources
+
+        s = self.settings
+        return ContextSettings(
+            sources=parse_sources(s.context_sources),
+            default_budget=s.context_default_budget,
+            max_query_chars=s.max_query_chars,
+            min_vector_similarity=self.search_settings.min_vector_similarity,
+        )
+
+    @cached_property
+    def fanout_executor(self) -> ThreadPoolExecutor:
+        """Threads for an assembly's parallel retrievals (I/O bound: SQLite, NumPy and HTTP release the GIL)."""
+        return ThreadPoolExecutor(max_workers=self.settings.context_workers, thread_name_prefix="fanout")
+
+    @cached_property
+    def triples(self) -> TripleStore | None:
+        if self.settings.triples_file is None:
+            return None
+        from infra.local.triples import JsonlTripleStore
+
+        return JsonlTripleStore(self.settings.triples_file)
+
+    @cached_property
+    def context(self) -> ContextService:
+        from infra.links import FileLinkReader
+
+        root = self.settings.links_root
+        return ContextService(
+            self.index,
+            self.embedder,
+            self.state,
+            self.registry,
+            self.clock,
+            new_id=lambda: uuid.uuid4().hex,
+            settings=self.context_settings,
+            map_fn=self.fanout_executor.map,
+            links=FileLinkReader(root) if root is not None else None,
+            triples=self.triples,
+        )
+
+    @cached_property
+    def learning(self) -> LearningService:
+        cs = self.context_settings
+        return LearningService(self.state, self.clock, cs.sources, cs.default_budget)
 
 
 _lock = threading.Lock()

@@ -20,6 +20,8 @@ from core.validation import validate_body, validate_id
 
 MAX_TEXT_CHARS = 1_000_000  # per field; a larger body is refused by the HTTP size limit long before
 MS = 1000.0
+# A chunked entity (a corpus document) may bring its own chunks under this field (POST /corpus).
+PREMADE_CHUNKS_FIELD = "chunks"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +71,20 @@ def _tiers(etype: EntityType, body: Mapping[str, Any]) -> dict[int, list[str]]:
     return tiers
 
 
+def premade_chunks(etype: EntityType, body: Mapping[str, Any]) -> list[str] | None:
+    """A chunked type's own `chunks` (non-empty strings), used as they are instead of chunking its text."""
+    given = body.get(PREMADE_CHUNKS_FIELD) if etype.chunked else None
+    if not isinstance(given, list):
+        return None
+    pieces = [text for text in (flatten(c).strip() for c in given) if text]
+    return pieces or None
+
+
 def build_chunks(etype: EntityType, body: Mapping[str, Any]) -> list[tuple[tuple[str, str, str], str]]:
-    """(tiers, plain text) per chunk: chunked types split their boost-1 text, others are one chunk."""
+    """(tiers, plain text) per chunk: chunked types use their pre-made `chunks` or split their boost-1 text."""
     tiers = _tiers(etype, body)
     top, mid, low = (" ".join(tiers[b]) for b in (3, 2, 1))
-    pieces = chunk_text(low) if etype.chunked and low else [low]
+    pieces = premade_chunks(etype, body) or (chunk_text(low) if etype.chunked and low else [low])
     out = []
     for piece in pieces or [""]:
         plain = " ".join(p for p in (top, mid, piece) if p)
@@ -172,9 +183,11 @@ class IndexingService:
         clean = validate_body(etype, changes, self._max_text, partial=True)
         key = EntityKey(etype.name, entity_id)
         prior = self._index.get(tenant_id, [key]).get(key)
+        version = _version(clean, now)
+        if prior is not None and prior.deleted and version <= prior.version:
+            return WriteResult(key, version, WriteOutcome.STALE, False)  # older than the delete: ignored
         if prior is None or prior.deleted:
             raise NotFoundError(etype.name, entity_id)
-        version = _version(clean, now)
         if version <= prior.version:
             outcome = WriteOutcome.STALE if version < prior.version else WriteOutcome.DUPLICATE
             return WriteResult(key, version, outcome, False)

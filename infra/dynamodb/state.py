@@ -16,13 +16,13 @@
                                                                                   not yet processed
 
 Key components are escaped (state_items.esc). Each assembly has its own partition, so logging spreads
-across partitions; the `log` index partition takes every log write of a tenant (≈1,000 writes/s per
-tenant before GSI back-pressure). Log pages are keyset ranges on `log_sk` ("< cursor"), looping over
-DynamoDB's 1 MB pages. Assemblies carry `expires_at` (log retention) and reads drop expired rows, since
-DynamoDB deletes them lazily. `apply_learning` is one TransactWriteItems whose condition requires every
-processed row to be unprocessed, so two concurrent cycles never both apply; a transaction holds at most
-100 items, which bounds one update to 100 − (weights + history + budget) rows (core.state
-MAX_LEARNING_ROWS keeps within it).
+across partitions; the `log` index partition takes every log write of a tenant (DynamoDB's per-partition
+limit, 1,000 write units/s, bounds one tenant's log rate before GSI back-pressure). Log pages are keyset
+ranges on `log_sk` ("< cursor", so rows logged meanwhile never shift a page), looping over DynamoDB's
+1 MB pages via LastEvaluatedKey. Assemblies carry `expires_at` (log retention) and reads drop expired
+rows, since DynamoDB deletes them lazily. `apply_learning` is one TransactWriteItems whose conditions
+require every processed row to be unprocessed, so two concurrent cycles never both apply; a transaction
+holds at most 100 writes, so one update is bounded (core.state.MAX_LEARNING_ROWS keeps within it).
 """
 
 from __future__ import annotations
@@ -97,10 +97,12 @@ class DynamoStateStore:
         else:
             params["Limit"] = max(limit, 1)
         items: list[it.Item] = []
+        if limit <= 0:
+            return items
         for item in self._query(**params):
+            items.append(item)
             if len(items) >= limit:
                 break
-            items.append(item)
         return items
 
     def _put(self, item: it.Item) -> None:
@@ -122,8 +124,10 @@ class DynamoStateStore:
     def put_weight(self, tenant_id: str, weight: SourceWeight, change: WeightChange | None) -> None:
         """Upsert one row and, when given, append its history row (in one transaction)."""
         items = [it.weight_item(tenant_id, weight)]
-        if change is not None:
-            items.append(it.history_item(tenant_id, change, uuid.uuid4().hex))
+        if change is None:
+            self._put(items[0])
+            return
+        items.append(it.history_item(tenant_id, change, uuid.uuid4().hex))
         with dynamodb_errors():
             self._client.transact_write_items(
                 TransactItems=[{"Put": {"TableName": self._table, "Item": i}} for i in items]
@@ -201,14 +205,20 @@ class DynamoStateStore:
         Returns False (and writes nothing) when any of `processed_ids` is already processed, unknown, or
         being processed by a concurrent cycle. ConflictError when the update exceeds one transaction.
         """
-        actions = [{"Put": {"TableName": self._table, "Item": it.weight_item(tenant_id, w)}} for w in update.weights]
+        actions = [
+            {"Put": {"TableName": self._table, "Item": it.weight_item(tenant_id, w)}} for w in update.weights
+        ]
         actions += [
             {"Put": {"TableName": self._table, "Item": it.history_item(tenant_id, c, uuid.uuid4().hex)}}
             for c in update.history
         ]
         if update.budget is not None:
-            actions.append({"Put": {"TableName": self._table, "Item": it.budget_item(tenant_id, update.budget)}})
-        actions += [self._log.mark_processed_action(tenant_id, i) for i in dict.fromkeys(update.processed_ids)]
+            actions.append(
+                {"Put": {"TableName": self._table, "Item": it.budget_item(tenant_id, update.budget)}}
+            )
+        actions += [
+            self._log.mark_processed_action(tenant_id, i) for i in dict.fromkeys(update.processed_ids)
+        ]
         if len(actions) > MAX_TRANSACTION_ITEMS:
             raise ConflictError(
                 f"learning update needs {len(actions)} writes; one DynamoDB transaction holds at most "

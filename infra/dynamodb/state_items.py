@@ -153,14 +153,23 @@ def history_item(tenant_id: str, c: WeightChange, unique: str) -> Item:
 
 def change_from(item: Item) -> WeightChange:
     """The inverse of `history_item`."""
-    strings = {k: item[k]["S"] for k in ("caller", "source", "reason", "at")}
-    numbers = {k: float(item[k]["N"]) for k in ("old_weight", "new_weight", "old_share", "new_share")}
-    return WeightChange(**strings, **numbers)
+    return WeightChange(
+        caller=item["caller"]["S"],
+        source=item["source"]["S"],
+        old_weight=float(item["old_weight"]["N"]),
+        new_weight=float(item["new_weight"]["N"]),
+        old_share=float(item["old_share"]["N"]),
+        new_share=float(item["new_share"]["N"]),
+        reason=item["reason"]["S"],
+        at=item["at"]["S"],
+    )
 
 
 def json_item(pk: str, sk: str, body: Mapping[str, Any], **strings: str) -> Item:
     """An item holding a JSON body (overlays, eval metrics) plus a few string attributes."""
-    return {"pk": S(pk), "sk": S(sk), "body": S(dump_json(dict(body)))} | {k: S(v) for k, v in strings.items()}
+    return {"pk": S(pk), "sk": S(sk), "body": S(dump_json(dict(body)))} | {
+        k: S(v) for k, v in strings.items()
+    }
 
 
 def json_body(item: Item) -> Any:

@@ -88,7 +88,9 @@ class AssemblyLog:
             tail = ""
         pending = ", pending_pk = pending_key, pending_sk = log_sk"
         unprocessed = {":f": {"BOOL": False}}
-        if self._update(tenant_id, assembly_id, update + pending + tail, f"{LIVE} AND #p = :f", values | unprocessed):
+        if self._update(
+            tenant_id, assembly_id, update + pending + tail, f"{LIVE} AND #p = :f", values | unprocessed
+        ):
             return True
         # Already processed: keep the feedback, but never queue the row for learning again.
         return self._update(tenant_id, assembly_id, update + tail, LIVE, values)
@@ -142,7 +144,9 @@ class AssemblyLog:
         if len(rows) <= limit:
             return LogPage(entries=tuple(rows), next_cursor=None)
         last = rows[limit - 1]
-        return LogPage(entries=tuple(rows[:limit]), next_cursor=encode_log_cursor(last.created_at, last.assembly_id))
+        return LogPage(
+            entries=tuple(rows[:limit]), next_cursor=encode_log_cursor(last.created_at, last.assembly_id)
+        )
 
     def _live(self, items: Iterator[it.Item], limit: int) -> list[AssemblyLogEntry]:
         """Up to `limit` unexpired rows of `items`, reading no further than needed."""

@@ -20,8 +20,8 @@ from typing import Any
 
 from core.errors import UnavailableError
 
-# Sets between two sweeps of expired rows (measurement: a sweep over 10k rows takes ~2 ms, so one per
-# 500 sets costs nothing noticeable and keeps the table from growing without bound).
+# Sets between two sweeps of expired rows. Measured on the dev VM: a set takes ~0.1 ms and a sweep of 10k
+# rows (half expired) ~20 ms, so one sweep per 500 sets adds ~0.04 ms per set and bounds the table.
 PURGE_EVERY_SETS = 500
 # Default bound of MemoryCache (measurement: a cached search page is ~5-20 KB of JSON, so 10k entries
 # stay under ~200 MB in the worst case and far below in practice).
@@ -57,6 +57,7 @@ class SqliteCache:
         with self._guard() as conn:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: no fsync per commit, never corrupt
             conn.executescript(_DDL)
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from core.errors import UnavailableError
+from core.errors import ConflictError, UnavailableError
 from core.state import (
     AssemblyLogEntry,
     CallerBudget,
@@ -46,10 +46,11 @@ class SqliteStateStore:
                 str(path_or_connection), check_same_thread=False, isolation_level=None
             )
         self._lock = threading.RLock()
-        with self._guard():
-            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.executescript(schema.DDL)
+        with self._guard() as conn:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: no fsync per commit, never corrupt
+            conn.executescript(schema.DDL)
 
     def close(self) -> None:
         """Close the connection."""
@@ -58,10 +59,13 @@ class SqliteStateStore:
 
     @contextmanager
     def _guard(self) -> Iterator[sqlite3.Connection]:
-        """Serialise access and turn SQLite lock/IO errors into UnavailableError (the one place)."""
+        """Serialise access and turn SQLite errors into core errors (the one place): a taken key is a
+        ConflictError, a locked or unreadable database UnavailableError."""
         with self._lock:
             try:
                 yield self._conn
+            except sqlite3.IntegrityError as exc:
+                raise ConflictError(f"state write conflicts with stored state: {exc}") from exc
             except sqlite3.OperationalError as exc:
                 raise UnavailableError("sqlite", str(exc)) from exc
 
@@ -126,7 +130,7 @@ class SqliteStateStore:
     # assembly log
 
     def log_assembly(self, entry: AssemblyLogEntry) -> None:
-        """Append one assembly to the log."""
+        """Append one assembly to the log (ConflictError when the id is already logged)."""
         with self._transaction() as conn:
             conn.execute(schema.INSERT_ASSEMBLY, schema.assembly_params(entry))
 
@@ -258,4 +262,3 @@ class SqliteStateStore:
             EvalRecord(name=r["name"], at=r["at"], metrics=schema.load_json(r["metrics"]))
             for r in self._rows(sql, (*params, max(limit, 0)))
         ]
-

@@ -63,9 +63,10 @@ def bulk_lines(alias: str, writes: Sequence[tuple[str, int, dict[str, Any]]]) ->
     return lines
 
 
-def mget_body(doc_ids: Sequence[str]) -> dict[str, Any]:
-    """`_mget` for entity documents without their chunks (the embeddings are large)."""
-    return {"docs": [{"_id": i, "_source": {"excludes": [m.CHUNKS]}} for i in doc_ids]}
+def mget_body(doc_ids: Sequence[str], with_chunks: bool = False) -> dict[str, Any]:
+    """`_mget` for entity documents; without their chunks unless asked (the embeddings are large)."""
+    source: Any = True if with_chunks else {"excludes": [m.CHUNKS]}
+    return {"docs": [{"_id": i, "_source": source} for i in doc_ids]}
 
 
 # -- filters -----------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from core.models import EntityKey, EntityRecord, StoredEntity
+from core.models import Chunk, EntityKey, EntityRecord, StoredEntity
 from infra.opensearch import mapping as m
 
 MAX_ID_BYTES = 512  # OpenSearch refuses longer `_id`s; longer keys are hashed
@@ -56,7 +56,7 @@ def metadata_keywords(metadata: Mapping[str, Any]) -> dict[str, str | list[str]]
     return out
 
 
-def _chunk(chunk: Any) -> dict[str, Any]:
+def _chunk(chunk: Chunk) -> dict[str, Any]:
     source: dict[str, Any] = {"chunk_no": chunk.chunk_no, "text": chunk.text}
     for field, text in zip(m.TIER_FIELDS, chunk.tiers, strict=True):
         source[field.removeprefix(f"{m.CHUNKS}.")] = text

@@ -36,6 +36,7 @@ TIER_BOOSTS = (3, 2, 1)  # core.entities.BOOST_TIERS
 PLAIN_SUBFIELD = "plain"  # unstemmed copy for prefix and fuzzy matching
 CANDIDATE_FIELDS = (
     TENANT,
+    DELETED,
     ENTITY_TYPE,
     ENTITY_ID,
     "title",

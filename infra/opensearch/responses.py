@@ -7,9 +7,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.errors import UnavailableError
 from core.models import Candidate, EntityKey
 from infra.opensearch import mapping as m
 from infra.opensearch.bodies import INNER_HITS_NAME
+from infra.opensearch.errors import BACKEND
 
 # "[id]: version conflict, current version [12] is higher or equal to the one provided [10]"
 # (OpenSearch VersionType.EXTERNAL.explainConflictForWrites).
@@ -92,7 +94,7 @@ def msearch_items(response: Mapping[str, Any], expected: int) -> list[Mapping[st
     """The per-search responses of an `_msearch`, in request order (each a result or an error item)."""
     items = list(response.get("responses") or [])
     if len(items) != expected:
-        raise ValueError(f"_msearch returned {len(items)} responses for {expected} searches")
+        raise UnavailableError(BACKEND, f"_msearch returned {len(items)} responses for {expected} searches")
     return items
 
 
@@ -141,7 +143,7 @@ def bulk_items(response: Mapping[str, Any], expected: int) -> list[ItemResult]:
     """One ItemResult per action of a `_bulk`, in request order."""
     results = list(_item_results(response.get("items") or []))
     if len(results) != expected:
-        raise ValueError(f"_bulk returned {len(results)} items for {expected} actions")
+        raise UnavailableError(BACKEND, f"_bulk returned {len(results)} items for {expected} actions")
     return results
 
 

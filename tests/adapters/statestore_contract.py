@@ -5,85 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import InvalidInputError
-from core.state import (
-    AssemblyLogEntry,
-    AssemblySource,
-    CallerBudget,
-    EvalRecord,
-    LearningUpdate,
-    SourceWeight,
-    WeightChange,
-)
-
-T1, T2 = "tenant-a", "tenant-b"
+from core.errors import ConflictError, InvalidInputError
+from core.state import CallerBudget, EvalRecord, SourceWeight
+from tests.adapters.statestore_data import T1, T2, at, change, entry
+from tests.adapters.statestore_learning_contract import LearningContract
 
 
-def at(i: int) -> str:
-    """A distinct, ordered ISO timestamp for step `i`."""
-    return f"2030-01-01T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}.000000Z"
-
-
-def entry(
-    assembly_id: str,
-    created_at: str,
-    tenant: str = T1,
-    caller: str = "agent",
-    namespace: str | None = None,
-) -> AssemblyLogEntry:
-    """A logged assembly with two sources and no feedback yet."""
-    return AssemblyLogEntry(
-        assembly_id=assembly_id,
-        tenant_id=tenant,
-        caller=caller,
-        namespace=namespace,
-        request_id=f"req-{assembly_id}",
-        query_hash="ab" * 32,
-        budget=2000,
-        total_tokens=180,
-        sources=(AssemblySource("m-1", "memory", 1.0, 120), AssemblySource("v-9", "vault", 0.25, 60)),
-        retrieval_ms=12.5,
-        total_ms=20.25,
-        created_at=created_at,
-    )
-
-
-def change(caller: str, source: str, new_weight: float, when: str) -> WeightChange:
-    """A history row moving a weight from 1.0."""
-    return WeightChange(caller, source, 1.0, new_weight, 0.2, 0.25, "learning", when)
-
-
-def with_feedback(store, ids, tenant=T1, caller="agent", start=0):
-    """Log assemblies `ids` in order and attach feedback to each; returns their ids."""
-    for i, assembly_id in enumerate(ids):
-        store.log_assembly(entry(assembly_id, at(start + i), tenant=tenant, caller=caller))
-        assert store.record_feedback(tenant, assembly_id, ["m-1"], 100, at(start + i + 1))
-    return list(ids)
-
-
-def snapshot(store, tenant=T1):
-    """Everything learning can change, to compare before and after."""
-    return (
-        store.list_weights(tenant),
-        store.list_history(tenant, None, 1000),
-        store.list_budgets(tenant),
-        [e.processed for e in store.list_assemblies(tenant, None, None, 1000, None).entries],
-    )
-
-
-def update(ids, weight=1.2, caller="agent", when=at(500)):
-    """A learning update for `caller` over `ids`."""
-    return LearningUpdate(
-        caller=caller,
-        weights=(SourceWeight(caller, "memory", weight, 0.3, False, when),),
-        history=(change(caller, "memory", weight, when),),
-        budget=CallerBudget(caller, 2200, 500, 4000, when),
-        processed_ids=tuple(ids),
-    )
-
-
-class StateStoreContract:
-    """Behaviour every StateStore adapter must show."""
+class StateStoreContract(LearningContract):
+    """Behaviour every StateStore adapter must show (the learning part lives in LearningContract)."""
 
     # weights, budgets, history
 
@@ -156,6 +85,14 @@ class StateStoreContract:
         assert store.get_assembly(T2, "a-1") is None
         assert store.get_assembly(T1, "missing") is None
         assert store.list_assemblies(T2, None, None, 10, None).entries == ()
+
+    def test_logging_an_id_twice_is_a_conflict_and_keeps_the_first(self, store):
+        store.log_assembly(entry("a-1", at(1), caller="first"))
+        with pytest.raises(ConflictError):
+            store.log_assembly(entry("a-1", at(2), caller="second"))
+        assert store.get_assembly(T1, "a-1").caller == "first"
+        store.log_assembly(entry("a-1", at(3), tenant=T2))  # ids are per tenant
+        assert store.get_assembly(T2, "a-1").created_at == at(3)
 
     def test_feedback_attaches_and_refuses_unknown_or_foreign_assemblies(self, store):
         store.log_assembly(entry("a-1", at(1)))
@@ -249,70 +186,6 @@ class StateStoreContract:
         assert store.list_callers(T1) == ["alpha", "mid", "zeta"]
         assert store.list_callers(T2) == ["other"]
         assert store.list_callers("tenant-empty") == []
-
-    # learning selection and application
-
-    def test_pending_callers_counts_only_unprocessed_rows_with_feedback(self, store):
-        with_feedback(store, [f"a-{i}" for i in range(3)], caller="agent")
-        with_feedback(store, [f"b-{i}" for i in range(2)], caller="bot", start=10)
-        with_feedback(store, [f"c-{i}" for i in range(3)], tenant=T2, caller="agent", start=20)
-        for i in range(5):  # no feedback: never pending
-            store.log_assembly(entry(f"quiet-{i}", at(40 + i), caller="bot"))
-
-        assert store.pending_callers(3) == [(T1, "agent"), (T2, "agent")]
-        assert store.pending_callers(2) == [(T1, "agent"), (T1, "bot"), (T2, "agent")]
-        assert store.apply_learning(T1, update(["a-0"]))
-        assert store.pending_callers(3) == [(T2, "agent")]
-
-    def test_unprocessed_assemblies_are_oldest_first_with_feedback_only(self, store):
-        store.log_assembly(entry("no-feedback", at(0)))
-        ids = with_feedback(store, ["a-3", "a-1", "a-2"], start=1)
-        with_feedback(store, ["other-caller"], caller="bot", start=10)
-        with_feedback(store, ["foreign"], tenant=T2, start=20)
-
-        assert [e.assembly_id for e in store.unprocessed_assemblies(T1, "agent", 10)] == ids
-        assert [e.assembly_id for e in store.unprocessed_assemblies(T1, "agent", 2)] == ids[:2]
-        assert store.apply_learning(T1, update(ids[:1]))
-        assert [e.assembly_id for e in store.unprocessed_assemblies(T1, "agent", 10)] == ids[1:]
-        assert store.unprocessed_assemblies(T2, "bot", 10) == []
-
-    def test_apply_learning_writes_everything_and_marks_rows_processed(self, store):
-        ids = with_feedback(store, ["a-1", "a-2"])
-        assert store.apply_learning(T1, update(ids, weight=1.3)) is True
-
-        assert store.get_weights(T1, "agent") == [SourceWeight("agent", "memory", 1.3, 0.3, False, at(500))]
-        assert store.list_history(T1, "agent", 10) == [change("agent", "memory", 1.3, at(500))]
-        assert store.get_budget(T1, "agent") == CallerBudget("agent", 2200, 500, 4000, at(500))
-        assert all(store.get_assembly(T1, i).processed for i in ids)
-        assert store.unprocessed_assemblies(T1, "agent", 10) == []
-
-    def test_a_second_cycle_on_the_same_rows_is_refused_and_changes_nothing(self, store):
-        ids = with_feedback(store, ["a-1", "a-2", "a-3"])
-        assert store.apply_learning(T1, update(ids, weight=1.3)) is True
-        before = snapshot(store)
-        assert store.apply_learning(T1, update(ids, weight=0.2)) is False
-        assert snapshot(store) == before
-
-    def test_one_already_processed_row_refuses_the_whole_update(self, store):
-        ids = with_feedback(store, ["a-1", "a-2", "a-3"])
-        assert store.apply_learning(T1, update(ids[:1], weight=1.1))
-        before = snapshot(store)
-        assert store.apply_learning(T1, update(ids, weight=0.4)) is False
-        assert snapshot(store) == before
-        assert [e.assembly_id for e in store.unprocessed_assemblies(T1, "agent", 10)] == ids[1:]
-
-    def test_apply_learning_cannot_touch_another_tenants_rows(self, store):
-        ids = with_feedback(store, ["a-1"], tenant=T2)
-        assert store.apply_learning(T1, update(ids)) is False
-        assert store.list_weights(T1) == [] and store.list_budgets(T1) == []
-        assert store.get_assembly(T2, "a-1").processed is False
-
-    def test_apply_learning_without_a_budget_keeps_the_budget(self, store):
-        store.put_budget(T1, CallerBudget("agent", 1800, 500, 4000, at(1)))
-        ids = with_feedback(store, ["a-1"], start=2)
-        assert store.apply_learning(T1, LearningUpdate("agent", (), (), None, tuple(ids)))
-        assert store.get_budget(T1, "agent") == CallerBudget("agent", 1800, 500, 4000, at(1))
-        assert store.get_assembly(T1, "a-1").processed
 
     # overlays and evals
 

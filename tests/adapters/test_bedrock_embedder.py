@@ -263,3 +263,15 @@ def test_network_failure_in_a_batch_is_retried_then_unavailable(client: Any, sle
 def test_empty_list_makes_no_call(client: Any) -> None:
     with Stubber(client):
         assert BedrockEmbedder(client, dimensions=256).embed([]) == []
+
+
+def test_settings_choose_the_bedrock_embedder_and_its_size(tmp_path: Any) -> None:
+    from infra.settings import load_settings
+    from infra.wiring import Container
+
+    settings = load_settings(
+        data_dir=tmp_path, embedder="bedrock", bedrock_dimensions=512, bedrock_region=REGION
+    )
+    embedder = Container(settings).embedder
+    assert isinstance(embedder, BedrockEmbedder)
+    assert (embedder.model_id, embedder.dimension) == (TITAN_V2_MODEL_ID, 512)

@@ -7,7 +7,8 @@ import threading
 import pytest
 
 from infra.local.sqlite_state import SqliteStateStore
-from tests.adapters.statestore_contract import T1, StateStoreContract, entry, update, with_feedback
+from tests.adapters.statestore_contract import StateStoreContract
+from tests.adapters.statestore_data import T1, entry, update, with_feedback
 
 THREADS = 8
 

@@ -1,0 +1,124 @@
+"""Fusion study on a BEIR dataset through Quarry's own index: every fusion setting re-scored offline on
+the candidate lists POST /search retrieves (same depth, same parse, same α lean), plus the tuner's pick.
+
+    .venv/bin/python bench/fusion_study.py --dataset ../shared/datasets/scifact --split train
+        [--work-dir .quarry/eval/scifact] [--reuse] [--json FILE]
+
+`--reuse` keeps an index already built in the work dir (the corpus is the same for every split).
+Tune only on SciFact train or Cranfield; SciFact test is for reporting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.entities import EntityTypeRegistry  # noqa: E402
+from core.evaluation import Metrics, Qrels, evaluate  # noqa: E402
+from core.fusion import FusionMethod  # noqa: E402
+from core.service.search import SearchSettings  # noqa: E402
+from core.service.tuning import FusionTuningService, current_setting  # noqa: E402
+from core.tuning import FusionSetting, QueryLists, fused_ranking, settings_grid, tune_fusion  # noqa: E402
+from infra.beir import load_beir  # noqa: E402
+from infra.embedding_cache import CachingEmbedder  # noqa: E402
+from infra.evaluation import EVAL_TENANT, INDEX_FILE, SEARCH_LIMIT, ingest  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_CACHE = REPO / ".quarry" / "embeddings"
+
+
+def metrics_of(setting: FusionSetting, runs: Mapping[str, QueryLists], qrels: Qrels) -> Metrics:
+    """All three figures of one fusion setting on the collected lists."""
+    run = {q: fused_ranking(setting, lists, SEARCH_LIMIT) for q, lists in runs.items()}
+    return evaluate(run, qrels)
+
+
+def single(runs: Mapping[str, QueryLists], qrels: Qrels, side: str) -> Metrics:
+    """One retriever alone, in its own order."""
+    run = {q: [c.key.entity_id for c in getattr(lists, side)][:SEARCH_LIMIT] for q, lists in runs.items()}
+    return evaluate(run, qrels)
+
+
+def unshifted(runs: Mapping[str, QueryLists]) -> dict[str, QueryLists]:
+    """The same lists without the auto strategy's α lean (request strategy `hybrid`)."""
+    return {q: QueryLists(r.lexical, r.vector) for q, r in runs.items()}
+
+
+def build_index(dataset: Path, split: str, work_dir: Path, cache_dir: Path, reuse: bool) -> tuple:
+    """The dataset, an index holding its corpus (built unless reused), and the cached embedder."""
+    from core.service.indexing import IndexingService
+    from infra.clock import SystemClock
+    from infra.local.cache import MemoryCache
+    from infra.local.embedder import SentenceTransformerEmbedder
+    from infra.local.sqlite_index import SqliteIndex
+
+    data = load_beir(dataset, split)
+    embedder = CachingEmbedder(SentenceTransformerEmbedder(), cache_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    path = work_dir / INDEX_FILE
+    fresh = not (reuse and path.exists())
+    if fresh:
+        for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            stale.unlink(missing_ok=True)
+    index = SqliteIndex(path)
+    if fresh:
+        registry = EntityTypeRegistry()
+        report = ingest(data, IndexingService(index, embedder, registry, MemoryCache()), SystemClock().now())
+        print(f"indexed {report.indexed}/{report.documents} in {report.seconds:.0f}s", file=sys.stderr)
+    return data, index, embedder
+
+
+def study(runs: Mapping[str, QueryLists], qrels: Qrels, settings: SearchSettings) -> dict[str, object]:
+    """Single retrievers, the grid with and without the auto lean, and the tuner's choice."""
+    rows: dict[str, dict[str, float]] = {
+        "keyword": single(runs, qrels, "lexical").as_dict(),
+        "semantic": single(runs, qrels, "vector").as_dict(),
+    }
+    flat = unshifted(runs)
+    for s in settings_grid():
+        name = f"rrf k={s.rrf_k}" if s.method is FusionMethod.RRF else f"convex a={s.alpha:.2f}"
+        rows[f"hybrid {name}"] = metrics_of(s, flat, qrels).as_dict()
+        rows[f"auto {name}"] = metrics_of(s, runs, qrels).as_dict()
+    tuned_auto = tune_fusion(runs, qrels, current_setting(settings))
+    tuned_flat = tune_fusion(flat, qrels, current_setting(settings))
+    return {
+        "rows": rows,
+        "tuned_auto": {"best": tuned_auto.best.describe(), "ndcg_at_10": tuned_auto.best_score},
+        "tuned_hybrid": {"best": tuned_flat.best.describe(), "ndcg_at_10": tuned_flat.best_score},
+        "current": {"setting": current_setting(settings).describe(), "ndcg_at_10": tuned_auto.current_score},
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the study table (and write it as JSON)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", required=True, type=Path)
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--work-dir", type=Path)
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    work = args.work_dir or REPO / ".quarry" / "eval" / args.dataset.resolve().name
+    data, index, embedder = build_index(args.dataset, args.split, work, args.cache_dir, args.reuse)
+    settings = SearchSettings()
+    service = FusionTuningService(index, embedder, EntityTypeRegistry(), settings)
+    runs = service.lists(EVAL_TENANT, data.queries)
+    result = study(runs, data.qrels, settings)
+    print(f"{data.name} ({args.split}, {len(data.qrels)} queries)")
+    for name, m in result["rows"].items():  # type: ignore[union-attr]
+        print(f"{name:<24} {m['ndcg_at_10']:.4f} {m['recall_at_100']:.4f} {m['mrr_at_10']:.4f}")
+    for key in ("current", "tuned_hybrid", "tuned_auto"):
+        print(key, result[key])
+    if args.json:
+        args.json.write_text(json.dumps({"dataset": data.name, "split": args.split, **result}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,133 @@
+"""Search latency through the HTTP API Lambda handler on 10,000 entities (the embedded backend).
+
+Reports P50 / P99 per strategy (keyword, semantic = vector, hybrid, auto) including the query embedding,
+next to the seed targets (nexus §7), plus the cache hit ratio on a Zipf-distributed stream of popular
+queries. Corpus embeddings are cached on disk (`.quarry/embeddings`), so only the first run embeds them.
+
+    .venv/bin/python bench/search_latency.py [--entities 10000] [--queries 300] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "QuarryBench")
+
+from bench._common import queries, summary, synthetic_entities  # noqa: E402
+
+SEED_TARGETS_P50 = {"keyword": 50.0, "semantic": 100.0, "hybrid": 150.0, "auto": 150.0}  # seed nexus §7
+SEED_TARGET_P99_KEYWORD = 100.0  # seed nexus §7
+ISSUE_GOALS_P50 = {"keyword": 5.0, "hybrid": 20.0}  # issue 2: an order of magnitude under the seed
+BULK = 500  # POST /entities maximum
+
+
+def event(path: str, body: Any, tenant: str = "bench") -> dict[str, Any]:
+    from handlers.devserver import build_event
+
+    return build_event("POST", path, {"content-type": "application/json"}, json.dumps(body).encode(),
+                       {"tenant": tenant, "scopes": ["read", "write"]})
+
+
+def call(handler: Any, ev: dict[str, Any]) -> dict[str, Any]:
+    from handlers.devserver import FakeLambdaContext
+
+    with contextlib.redirect_stdout(io.StringIO()):  # Powertools prints EMF metrics per call
+        result = handler(ev, FakeLambdaContext(aws_request_id="bench"))
+    if result["statusCode"] != 200:
+        raise RuntimeError(result["body"])
+    return json.loads(result["body"])
+
+
+def ingest(handler: Any, n: int) -> float:
+    from tqdm import tqdm
+
+    items = synthetic_entities(n)
+    started = time.perf_counter()
+    for i in tqdm(range(0, n, BULK), desc="ingest", unit="batch"):
+        body = call(handler, event("/entities", {"items": items[i : i + BULK]}))
+        assert body["indexed"] == len(items[i : i + BULK]), body
+    return time.perf_counter() - started
+
+
+def measure(handler: Any, strategy: str, stream: list[str]) -> dict[str, float]:
+    for q in stream[:10]:  # warm-up: first calls load the model and build the vector matrix
+        call(handler, event("/search", {"query": q, "strategy": strategy}))
+    took = []
+    for q in stream:
+        started = time.perf_counter()
+        call(handler, event("/search", {"query": q, "strategy": strategy, "limit": 20}))
+        took.append((time.perf_counter() - started) * 1000)
+    return summary(took)
+
+
+def cache_ratio(handler: Any, stream: list[str], n: int) -> float:
+    rng = random.Random(5)
+    weights = [1 / (rank + 1) for rank in range(len(stream))]  # Zipf: a few queries are most of the traffic
+    hits = 0
+    for q in rng.choices(stream, weights=weights, k=n):
+        hits += call(handler, event("/search", {"query": q}))["query_info"]["cache"] == "hit"
+    return hits / n
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--entities", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--cache-dir", default=".quarry/embeddings")
+    parser.add_argument("--json", default="bench/results/search_latency.json")
+    args = parser.parse_args()
+
+    from handlers import api
+    from infra.embedding_cache import CachingEmbedder
+    from infra.local.embedder import SentenceTransformerEmbedder
+    from infra.settings import load_settings
+    from infra.wiring import Container, set_container
+
+    model = SentenceTransformerEmbedder()
+    with tempfile.TemporaryDirectory() as data:
+        container = Container(load_settings(data_dir=data, cache_ttl_seconds=0, cache="memory"))
+        container.__dict__["embedder"] = CachingEmbedder(model, args.cache_dir, progress=False)
+        set_container(container)
+        ingest_s = ingest(api.lambda_handler, args.entities)
+        # Queries are embedded by the model itself, every time: their cost is part of the latency.
+        for name in ("embedder", "search", "indexing"):
+            container.__dict__.pop(name, None)
+        container.__dict__["embedder"] = model
+        stream = queries(args.queries)
+        results = {s: measure(api.lambda_handler, s, stream) for s in ("keyword", "semantic", "hybrid", "auto")}
+        cached = Container(load_settings(data_dir=data, cache="memory"))
+        cached.__dict__["embedder"] = model
+        set_container(cached)
+        ratio = cache_ratio(api.lambda_handler, queries(60, seed=3), 1000)
+        set_container(None)
+
+    print(f"\n{args.entities} entities ingested through POST /entities in {ingest_s:.1f} s")
+    print(f"{'strategy':<10} {'P50 ms':>8} {'P99 ms':>8} {'mean':>8}   seed P50 target   issue goal")
+    for name, s in results.items():
+        goal = ISSUE_GOALS_P50.get(name)
+        print(f"{name:<10} {s['p50']:>8.2f} {s['p99']:>8.2f} {s['mean']:>8.2f}   "
+              f"< {SEED_TARGETS_P50[name]:>5.0f}          {'≤ %.0f' % goal if goal else '-'}")
+    print(f"keyword P99 target < {SEED_TARGET_P99_KEYWORD:.0f} ms · cache hit ratio on Zipf traffic: "
+          f"{ratio:.0%} (target > 60%) · sequential throughput (hybrid): {1000 / results['hybrid']['mean']:.0f}/s")
+    out = {"entities": args.entities, "queries": args.queries, "ingest_seconds": ingest_s,
+           "latency_ms": results, "cache_hit_ratio": ratio, "machine": f"{os.cpu_count()} cores"}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,203 @@
+"""Request and response models of the /context routes (pydantic, so they publish JSON Schema / OpenAPI)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from core.context.budget import MAX_TOKEN_BUDGET
+from core.context.learning import TOKEN_SHARE_MAX, WEIGHT_MAX
+from core.context.links import MAX_LINKS
+from core.context.sources import MAX_SOURCES
+
+MAX_NAME_CHARS = 128  # caller and namespace names: identifiers, not prose
+MAX_USED_IDS = 1000  # feedback can name at most this many ids (an assembly returns far fewer)
+MAX_LOG_PAGE = 100  # GET /context/log returns at most this many rows per page
+DEFAULT_LOG_PAGE = 20
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
+
+
+class AssembleRequest(BaseModel):
+    """POST /context/assemble."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(description="What the caller is working on; drives retrieval")
+    caller: Name = Field(description="The agent or app asking; weights, budgets and own memory follow it")
+    namespace: Name | None = Field(default=None, description="Mission namespace to retrieve within")
+    token_budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
+    explicit_links: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_LINKS,
+        description="Entity ids (`type:id`) or paths under the links root, packed first (≤ 30% of budget)",
+    )
+    sources: list[str] | None = Field(
+        default=None, max_length=MAX_SOURCES, description="Configured sources to use (default all)"
+    )
+    log: bool = Field(default=True, description="false: do not log (health probes); assembly_id is null")
+    expand_namespaces: bool = Field(
+        default=True, description="With a namespace: also other namespaces' hits, at half score"
+    )
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty or whitespace")
+        return value
+
+
+class ContextSource(BaseModel):
+    """One item in the block."""
+
+    id: str
+    source: str
+    score: float
+    tokens: int
+    title: str
+    truncated: bool = False
+
+
+class AssembleResponse(BaseModel):
+    """POST /context/assemble response."""
+
+    assembly_id: str | None
+    context_block: str
+    sources: list[ContextSource]
+    total_tokens: int
+    token_budget: int
+    retrieval_ms: float
+    warnings: list[str]
+
+
+class FeedbackRequest(BaseModel):
+    """POST /context/feedback."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    assembly_id: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    used_source_ids: list[str] = Field(max_length=MAX_USED_IDS)
+    tokens_used: int | None = Field(default=None, ge=0)
+
+
+class FeedbackResponse(BaseModel):
+    """What the feedback recorded; ids the assembly never returned are listed and not recorded."""
+
+    success: bool
+    assembly_id: str
+    recorded_ids: list[str]
+    ignored_ids: list[str]
+
+
+class WeightOut(BaseModel):
+    caller: str
+    source: str
+    weight: float
+    token_share: float
+    manual: bool
+    updated_at: str
+
+
+class WeightsResponse(BaseModel):
+    """GET /context/weights: stored rows; unlisted caller/source pairs use `*`, then the defaults."""
+
+    weights: list[WeightOut]
+    sources: list[str]
+    default_weight: float
+    default_token_share: float
+
+
+class BudgetOut(BaseModel):
+    caller: str
+    budget: int
+    min_budget: int
+    max_budget: int
+    updated_at: str
+
+
+class BudgetsResponse(BaseModel):
+    """GET /context/budgets."""
+
+    budgets: list[BudgetOut]
+    null_namespace_budget: int
+    default_budget: int
+
+
+class LogSource(BaseModel):
+    id: str
+    source: str
+    score: float
+    tokens: int
+
+
+class LogEntryOut(BaseModel):
+    assembly_id: str
+    caller: str
+    namespace: str | None
+    request_id: str | None
+    query_hash: str
+    budget: int
+    total_tokens: int
+    sources: list[LogSource]
+    retrieval_ms: float
+    total_ms: float
+    created_at: str
+    used_ids: list[str] | None
+    tokens_used: int | None
+    feedback_at: str | None
+    processed: bool
+
+
+class LogResponse(BaseModel):
+    """GET /context/log: newest first; pass `next_cursor` back as `cursor` for the next page."""
+
+    data: list[LogEntryOut]
+    next_cursor: str | None
+
+
+class CallersResponse(BaseModel):
+    """GET /context/log/callers."""
+
+    data: list[str]
+
+
+class ManualWeightRequest(BaseModel):
+    """PUT /context/weights/{caller}/{source}: pin a weight and/or share; `manual: false` releases it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    weight: float | None = Field(default=None, ge=0.0, le=WEIGHT_MAX)
+    token_share: float | None = Field(default=None, ge=0.0, le=TOKEN_SHARE_MAX)
+    manual: bool = True
+
+
+class WeightAdjustmentOut(BaseModel):
+    tenant_id: str
+    caller: str
+    source: str
+    old_weight: float
+    new_weight: float
+    old_share: float
+    new_share: float
+    effectiveness: float
+
+
+class BudgetAdjustmentOut(BaseModel):
+    tenant_id: str
+    caller: str
+    old_budget: int
+    new_budget: int
+    reason: str
+
+
+class EvalResponse(BaseModel):
+    """POST /context/eval (and the nightly run): what the learning cycle changed."""
+
+    callers: int
+    assemblies: int
+    weight_adjustments: list[WeightAdjustmentOut]
+    budget_adjustments: list[BudgetAdjustmentOut]
+    weights_count: int
+    budgets_count: int
+    skipped: list[str]

@@ -1,0 +1,106 @@
+"""Requests and reports of governed retrieval: POST /retrieve and corpus loading (POST /corpus)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+from core.governance.overlay import MAX_TEXT_CHARS, ROLE_ID_PATTERN, RoleOverlay, SourceName
+
+MAX_CORPUS_DOCUMENTS = 500  # one request; larger corpora go through `quarry load-corpus` in batches
+MAX_PREMADE_CHUNKS = 1000  # per document
+MAX_CHUNK_CHARS = 20_000  # a pre-made chunk is a passage (~300 tokens is ~1200 characters)
+
+RoleId = Annotated[str, StringConstraints(pattern=ROLE_ID_PATTERN)]
+
+
+class RetrieveRequest(BaseModel):
+    """POST /retrieve: a task for a role, governed by the given overlay or the one stored for the role."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role_id: RoleId
+    task_text: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT_CHARS)]
+    overlay: RoleOverlay | None = Field(
+        default=None, description="Use this overlay instead of the one stored for role_id"
+    )
+    context_summary: Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)] | None = None
+    lexical_only: bool = Field(default=False, description="BM25 only: no embedder is called")
+
+    @model_validator(mode="after")
+    def _same_role(self) -> RetrieveRequest:
+        if self.overlay is not None and self.overlay.role_id != self.role_id:
+            raise ValueError(f"overlay.role_id '{self.overlay.role_id}' must equal role_id '{self.role_id}'")
+        return self
+
+
+class CorpusChunk(BaseModel):
+    """A pre-made chunk given as an object."""
+
+    model_config = ConfigDict(extra="allow")
+
+    text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CHUNK_CHARS)]
+
+
+class CorpusDocument(BaseModel):
+    """One corpus document: `text` (chunked by Quarry) or `chunks` (used as they are); extra fields kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    title: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+    text: str | None = None
+    chunks: list[CorpusChunk | Annotated[str, StringConstraints(min_length=1, max_length=MAX_CHUNK_CHARS)]] | None = (
+        Field(default=None, min_length=1, max_length=MAX_PREMADE_CHUNKS)
+    )
+    source: SourceName | None = None
+    trust: str | float | None = None
+    created_at: str | None = None
+
+    @field_validator("trust")
+    @classmethod
+    def _trust(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() not in ("high", "medium", "low"):
+            raise ValueError("must be high, medium, low or a number between 0 and 1")
+        if isinstance(value, float) and not 0.0 <= value <= 1.0:
+            raise ValueError("must be high, medium, low or a number between 0 and 1")
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _has_content(self) -> CorpusDocument:
+        if not (self.text and self.text.strip()) and not self.chunks:
+            raise ValueError("needs `text` or `chunks`")
+        return self
+
+    def entity(self) -> dict[str, Any]:
+        """The document as a bulk indexing item (`type: document`), pre-made chunks as plain strings."""
+        body = self.model_dump(exclude_none=True)
+        if self.chunks is not None:
+            body["chunks"] = [c.text if isinstance(c, CorpusChunk) else c for c in self.chunks]
+        return {"type": "document", **body}
+
+
+class CorpusRequest(BaseModel):
+    """POST /corpus: `{documents: [...]}`; each document is checked on its own (see CorpusReport.errors)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    documents: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_CORPUS_DOCUMENTS)
+
+
+class CorpusError(BaseModel):
+    """Why one document was not ingested."""
+
+    index: int
+    id: str | None
+    error: str
+    fields: dict[str, str] = Field(default_factory=dict)
+
+
+class CorpusReport(BaseModel):
+    """What loading a corpus did."""
+
+    documents_ingested: int
+    chunks_ingested: int
+    errors: list[CorpusError]

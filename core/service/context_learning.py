@@ -1,0 +1,222 @@
+"""The learning side of context assembly (DESIGN.md §4): the eval cycle (nightly or POST /context/eval),
+manual weight overrides, and the read views of what learning keeps (weights, budgets, log, callers)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.context.budget import DEFAULT_WEIGHT, NULL_NAMESPACE_BUDGET, default_share, resolve_weights
+from core.context.learning import EVAL_BATCH_SIZE, CallerLearning, learn
+from core.context.schemas import (
+    MAX_LOG_PAGE,
+    BudgetAdjustmentOut,
+    BudgetOut,
+    BudgetsResponse,
+    CallersResponse,
+    EvalResponse,
+    LogEntryOut,
+    LogResponse,
+    LogSource,
+    ManualWeightRequest,
+    WeightAdjustmentOut,
+    WeightOut,
+    WeightsResponse,
+)
+from core.context.sources import SourceSpec
+from core.errors import InvalidInputError
+from core.ports import Clock, StateStore
+from core.scoring import iso_timestamp
+from core.state import MAX_LEARNING_ROWS, WILDCARD_CALLER, AssemblyLogEntry, SourceWeight, WeightChange
+
+# Learning steps per caller per cycle: each takes up to MAX_LEARNING_ROWS assemblies, so one night absorbs
+# 16 × 64 = 1024 assemblies per caller; the rest waits for the next run (our bound, keeps a run short).
+MAX_STEPS_PER_CALLER = 16
+MAX_CALLER_CHARS = 128
+
+
+def _weight_out(w: SourceWeight) -> WeightOut:
+    return WeightOut(
+        caller=w.caller,
+        source=w.source,
+        weight=w.weight,
+        token_share=w.token_share,
+        manual=w.manual,
+        updated_at=w.updated_at,
+    )
+
+
+def _entry_out(e: AssemblyLogEntry) -> LogEntryOut:
+    return LogEntryOut(
+        assembly_id=e.assembly_id,
+        caller=e.caller,
+        namespace=e.namespace,
+        request_id=e.request_id,
+        query_hash=e.query_hash,
+        budget=e.budget,
+        total_tokens=e.total_tokens,
+        sources=[LogSource(id=s.id, source=s.source, score=s.score, tokens=s.tokens) for s in e.sources],
+        retrieval_ms=e.retrieval_ms,
+        total_ms=e.total_ms,
+        created_at=e.created_at,
+        used_ids=list(e.used_ids) if e.used_ids is not None else None,
+        tokens_used=e.tokens_used,
+        feedback_at=e.feedback_at,
+        processed=e.processed,
+    )
+
+
+class LearningService:
+    """Runs learning cycles and manages weights for the configured sources."""
+
+    def __init__(
+        self, state: StateStore, clock: Clock, sources: Sequence[SourceSpec], default_budget: int
+    ) -> None:
+        self._state = state
+        self._clock = clock
+        self._sources = [s.name for s in sources]
+        self._default_budget = default_budget
+
+    # reads
+
+    def weights(self, tenant_id: str) -> WeightsResponse:
+        """Stored weight rows, the configured sources and the defaults unlisted pairs fall back to."""
+        return WeightsResponse(
+            weights=[_weight_out(w) for w in self._state.list_weights(tenant_id)],
+            sources=list(self._sources),
+            default_weight=DEFAULT_WEIGHT,
+            default_token_share=round(default_share(len(self._sources)), 6),
+        )
+
+    def budgets(self, tenant_id: str) -> BudgetsResponse:
+        """Configured and learned caller budgets, with the fallbacks."""
+        return BudgetsResponse(
+            budgets=[
+                BudgetOut(
+                    caller=b.caller,
+                    budget=b.budget,
+                    min_budget=b.min_budget,
+                    max_budget=b.max_budget,
+                    updated_at=b.updated_at,
+                )
+                for b in self._state.list_budgets(tenant_id)
+            ],
+            null_namespace_budget=NULL_NAMESPACE_BUDGET,
+            default_budget=self._default_budget,
+        )
+
+    def log(
+        self, tenant_id: str, caller: str | None, namespace: str | None, limit: int, cursor: str | None
+    ) -> LogResponse:
+        """A page of the assembly log, newest first."""
+        if not 1 <= limit <= MAX_LOG_PAGE:
+            raise InvalidInputError("invalid limit", {"limit": f"must be between 1 and {MAX_LOG_PAGE}"})
+        page = self._state.list_assemblies(tenant_id, caller, namespace, limit, cursor)
+        return LogResponse(data=[_entry_out(e) for e in page.entries], next_cursor=page.next_cursor)
+
+    def callers(self, tenant_id: str) -> CallersResponse:
+        """Every caller in the tenant's assembly log."""
+        return CallersResponse(data=self._state.list_callers(tenant_id))
+
+    # writes
+
+    def _resolved(self, tenant_id: str, caller: str) -> dict[str, SourceWeight]:
+        return resolve_weights(
+            self._sources,
+            self._state.get_weights(tenant_id, caller),
+            self._state.get_weights(tenant_id, WILDCARD_CALLER) if caller != WILDCARD_CALLER else [],
+            caller,
+            len(self._sources),
+        )
+
+    def set_weight(self, tenant_id: str, caller: str, source: str, request: ManualWeightRequest) -> WeightOut:
+        """Pin (or, with manual=false, release) a caller's weight and share for one source."""
+        errors = {}
+        if source not in self._sources:
+            errors["source"] = "unknown source; configured: " + ", ".join(self._sources)
+        if not caller.strip() or len(caller) > MAX_CALLER_CHARS:
+            errors["caller"] = f"must be 1 to {MAX_CALLER_CHARS} characters"
+        if errors:
+            raise InvalidInputError("invalid weight override", errors)
+        current = self._resolved(tenant_id, caller)[source]
+        at = iso_timestamp(self._clock.now())
+        row = SourceWeight(
+            caller,
+            source,
+            current.weight if request.weight is None else request.weight,
+            current.token_share if request.token_share is None else request.token_share,
+            request.manual,
+            at,
+        )
+        reason = "manual override" if request.manual else "manual override released"
+        change = WeightChange(
+            caller, source, current.weight, row.weight, current.token_share, row.token_share, reason, at
+        )
+        self._state.put_weight(tenant_id, row, change)
+        return _weight_out(row)
+
+    def _step(self, tenant_id: str, caller: str, at: str) -> CallerLearning | None:
+        entries = self._state.unprocessed_assemblies(tenant_id, caller, MAX_LEARNING_ROWS)
+        if len(entries) < EVAL_BATCH_SIZE:
+            return None
+        budget = self._state.get_budget(tenant_id, caller) or self._state.get_budget(
+            tenant_id, WILDCARD_CALLER
+        )
+        return learn(caller, entries, self._resolved(tenant_id, caller), budget, at)
+
+    def run(self, tenant_id: str | None = None) -> EvalResponse:
+        """One learning cycle for every caller (of one tenant, or of all) with ≥ 10 new assemblies."""
+        at = iso_timestamp(self._clock.now())
+        pending = [
+            (t, c)
+            for t, c in self._state.pending_callers(EVAL_BATCH_SIZE)
+            if tenant_id is None or t == tenant_id
+        ]
+        out = EvalResponse(
+            callers=0,
+            assemblies=0,
+            weight_adjustments=[],
+            budget_adjustments=[],
+            weights_count=0,
+            budgets_count=0,
+            skipped=[],
+        )
+        for tenant, caller in pending:
+            out.callers += 1
+            for _ in range(MAX_STEPS_PER_CALLER):
+                step = self._step(tenant, caller, at)
+                if step is None:
+                    break
+                if not self._state.apply_learning(tenant, step.update):
+                    out.skipped.append(f"{tenant}/{caller}: rows taken by a concurrent cycle")
+                    break
+                _account(out, tenant, caller, step)
+        out.weights_count = len(out.weight_adjustments)
+        out.budgets_count = len(out.budget_adjustments)
+        return out
+
+
+def _account(out: EvalResponse, tenant: str, caller: str, step: CallerLearning) -> None:
+    out.assemblies += len(step.update.processed_ids)
+    out.weight_adjustments.extend(
+        WeightAdjustmentOut(
+            tenant_id=tenant,
+            caller=caller,
+            source=a.source,
+            old_weight=a.old_weight,
+            new_weight=a.new_weight,
+            old_share=a.old_share,
+            new_share=a.new_share,
+            effectiveness=round(a.effectiveness, 6),
+        )
+        for a in step.weights
+    )
+    if step.budget is not None:
+        out.budget_adjustments.append(
+            BudgetAdjustmentOut(
+                tenant_id=tenant,
+                caller=caller,
+                old_budget=step.budget.old_budget,
+                new_budget=step.budget.new_budget,
+                reason=step.budget.reason,
+            )
+        )

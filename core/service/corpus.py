@@ -1,0 +1,97 @@
+"""Corpus loading (seed loadCorpus; DESIGN.md §5): `{documents: [{id, title, text | chunks, source, trust,
+created_at, ...}]}` → `document` entities through the ordinary write path → `{documents_ingested,
+chunks_ingested, errors}`. A bad document is reported with its position and never blocks the others."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from core.entities import EntityTypeRegistry
+from core.errors import InvalidInputError
+from core.governance.requests import CorpusDocument, CorpusError, CorpusReport
+from core.governance.validation import error_fields
+from core.service.indexing import IndexingService, build_chunks
+from core.service.retrieval import DOCUMENT_TYPE
+
+CORPUS_BATCH = 64  # documents per bulk write (one embedding call each): as the CLI's INGEST_BATCH
+
+Progress = Callable[[int], None]
+
+
+def corpus_documents(payload: Any) -> list[Any]:
+    """The `documents` list of a corpus payload; 400 when the payload is not `{documents: [...]}`."""
+    if not isinstance(payload, Mapping):
+        raise InvalidInputError("corpus must be a JSON object", {"body": "must be an object with `documents`"})
+    documents = payload.get("documents")
+    if not isinstance(documents, list):
+        raise InvalidInputError("corpus needs a `documents` list", {"documents": "must be a list of documents"})
+    return documents
+
+
+def _parse(position: int, raw: Any) -> CorpusDocument | CorpusError:
+    try:
+        return CorpusDocument.model_validate(raw)
+    except ValidationError as exc:
+        doc_id = raw.get("id") if isinstance(raw, Mapping) else None
+        fields = error_fields(exc, prefix=f"documents.{position}")
+        return CorpusError(
+            index=position,
+            id=doc_id if isinstance(doc_id, str) else None,
+            error="invalid document: " + ", ".join(sorted(fields)),
+            fields=fields,
+        )
+
+
+def _ingest_batch(
+    indexing: IndexingService,
+    registry: EntityTypeRegistry,
+    tenant_id: str,
+    batch: Sequence[tuple[int, CorpusDocument]],
+    now: float,
+    report: CorpusReport,
+) -> None:
+    items = [doc.entity() for _, doc in batch]
+    result = indexing.bulk(tenant_id, items, now)
+    failed = {int(err["index"]) for err in result.errors}
+    for err in result.errors:
+        position, doc = batch[int(err["index"])]
+        fields = {
+            f"documents.{position}." + k.split(".", 2)[-1]: v for k, v in (err.get("fields") or {}).items()
+        }
+        report.errors.append(CorpusError(index=position, id=doc.id, error=str(err["error"]), fields=fields))
+    etype = registry.get(DOCUMENT_TYPE)
+    report.documents_ingested += result.indexed
+    report.chunks_ingested += sum(
+        len(build_chunks(etype, item)) for i, item in enumerate(items) if i not in failed
+    )
+
+
+def load_corpus(
+    indexing: IndexingService,
+    registry: EntityTypeRegistry,
+    tenant_id: str,
+    documents: Sequence[Any],
+    now: float,
+    progress: Progress | None = None,
+) -> CorpusReport:
+    """Index every valid document (chunked unless it brings `chunks`); report counts and per-document errors."""
+    report = CorpusReport(documents_ingested=0, chunks_ingested=0, errors=[])
+    valid: list[tuple[int, CorpusDocument]] = []
+    for position, raw in enumerate(documents):
+        parsed = _parse(position, raw)
+        if isinstance(parsed, CorpusError):
+            report.errors.append(parsed)
+        else:
+            valid.append((position, parsed))
+    if progress is not None and len(valid) < len(documents):
+        progress(len(documents) - len(valid))
+    for start in range(0, len(valid), CORPUS_BATCH):
+        batch = valid[start : start + CORPUS_BATCH]
+        _ingest_batch(indexing, registry, tenant_id, batch, now, report)
+        if progress is not None:
+            progress(len(batch))
+    report.errors.sort(key=lambda e: e.index)
+    return report

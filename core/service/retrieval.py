@@ -1,0 +1,216 @@
+"""The governed-retrieval use case (DESIGN.md §5): overlay → query → retrieve → screen → MMR → bundle, and
+the overlays' CRUD through the StateStore.
+
+Retrieval covers the tenant's `document` entities (the corpus: POST /corpus, or PUT /entities/document/…).
+`lexical_only` never touches the embedder, so it works with none configured; otherwise an embedder outage
+degrades to lexical retrieval and the bundle says so (`query.mode = lexical_degraded`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+
+from core.errors import NotFoundError, UnavailableError
+from core.governance.assembly import AssemblyInput, assemble_bundle
+from core.governance.bundle import Mode, RejectReason, RetrievalBundle
+from core.governance.overlay import RetrievalPolicy, RoleOverlay, SourcePolicy
+from core.governance.query_builder import BuiltQuery, build_query
+from core.governance.requests import RetrieveRequest
+from core.governance.screening import Rejection, Scored, screen
+from core.governance.selection import Similarity, cosine_similarity, jaccard_similarity, select_mmr
+from core.governance.validation import parse_overlay
+from core.models import Filters, Retrieval, Vector
+from core.ports import Clock, Embedder, SearchIndex, StateStore
+
+DOCUMENT_TYPE = "document"  # the corpus lives in the built-in chunked `document` type (DESIGN.md §2)
+MIN_DEPTH = 40  # candidates per retriever, at least: as core.service.search.MIN_CANDIDATE_DEPTH
+DEPTH_FACTOR = 4  # × max_chunks: room for forbidden, below-score and duplicate candidates to drop out
+MMR_POOL_FACTOR = 3  # MMR looks at the best 3 × max_chunks kept candidates (the rest cannot win)
+MS = 1000.0
+# Chunk vectors for MMR are re-embedded (the SearchIndex port does not return stored vectors); a warm
+# process remembers this many (384-dim float32: ~3 MiB), so retrievals over one corpus mostly hit.
+MEMO_VECTORS = 2048
+
+Strategy = Literal["keyword", "semantic", "rrf", "convex"]
+
+
+class RetrievalService:
+    """Governed retrieval for one tenant at a time; overlays are stored per tenant and role."""
+
+    def __init__(
+        self, index: SearchIndex, state: StateStore, clock: Clock, embedder: Embedder | None = None
+    ) -> None:
+        self._index = index
+        self._state = state
+        self._clock = clock
+        self._embedder = embedder
+        self._memo = _VectorMemo(MEMO_VECTORS)
+
+    # -- overlays ------------------------------------------------------------------------------------
+
+    def put_overlay(self, tenant_id: str, role_id: str, body: object) -> RoleOverlay:
+        """Validate and store an overlay (400 naming each bad field); the path's role_id wins."""
+        overlay = parse_overlay(body, role_id)
+        self._state.put_overlay(tenant_id, role_id, overlay.model_dump(mode="json"))
+        return overlay
+
+    def find_overlay(self, tenant_id: str, role_id: str) -> RoleOverlay | None:
+        """The tenant's stored overlay for the role, or None."""
+        stored = self._state.get_overlay(tenant_id, role_id)
+        return None if stored is None else parse_overlay(stored, role_id)
+
+    def get_overlay(self, tenant_id: str, role_id: str) -> RoleOverlay:
+        """The tenant's stored overlay (404 when this tenant has none, whoever else does)."""
+        overlay = self.find_overlay(tenant_id, role_id)
+        if overlay is None:
+            raise NotFoundError("overlay", role_id)
+        return overlay
+
+    def delete_overlay(self, tenant_id: str, role_id: str) -> None:
+        """Remove the tenant's overlay (404 when there is none)."""
+        if not self._state.delete_overlay(tenant_id, role_id):
+            raise NotFoundError("overlay", role_id)
+
+    # -- retrieval ------------------------------------------------------------------------------------
+
+    def retrieve(
+        self, tenant_id: str, request: RetrieveRequest, strategy: Strategy | None = None
+    ) -> RetrievalBundle:
+        """Run the governed pipeline; `strategy` overrides the policy's retrievers/fusion (golden sets)."""
+        clock = _Stopwatch(self._clock.monotonic)
+        now = self._clock.now()
+        overlay = request.overlay or self.find_overlay(tenant_id, request.role_id)
+        policy, sources = _policies(overlay, strategy)
+        built = build_query(request.task_text, overlay, request.context_summary)
+        clock.lap("build_query")
+        wanted: Mode = "lexical_only" if request.lexical_only or strategy == "keyword" else "hybrid"
+        if strategy == "semantic" and not request.lexical_only:
+            wanted = "semantic_only"
+        embedding, mode, degraded = self._embed_query(built, wanted)
+        clock.lap("embed_query")
+        depth = max(MIN_DEPTH, DEPTH_FACTOR * policy.max_chunks)
+        got = self._retrieve(tenant_id, built, embedding, mode, depth)
+        clock.lap("retrieve")
+        screened = screen(got.lexical, got.vector, built, policy, sources, mode, now)
+        clock.lap("screen")
+        pool_size = MMR_POOL_FACTOR * policy.max_chunks
+        pool, overflow = screened.kept[:pool_size], screened.kept[pool_size:]
+        similarity, sim_degraded = self._similarity(pool, mode)
+        selection = select_mmr(pool, similarity, policy.max_chunks, policy.diversity)
+        clock.lap("select")
+        beyond = [
+            Rejection(s, RejectReason.OVER_LIMIT, f"ranked {pool_size + i + 1}, beyond the diversity pool")
+            for i, s in enumerate(overflow)
+        ]
+        clock.total()
+        return assemble_bundle(
+            AssemblyInput(
+                role_id=request.role_id,
+                overlay_applied=overlay is not None,
+                built=built,
+                mode=mode,
+                policy=policy,
+                chosen=selection.chosen,
+                rejected=[*screened.rejected, *selection.rejected, *beyond],
+                retrieved={"lexical_hits": len(got.lexical), "vector_hits": len(got.vector)},
+                timings_ms=clock.laps,
+                depth=depth,
+                embedder=self._embedder.model_id if self._embedder and mode not in _LEXICAL else None,
+                degraded_reason=degraded or sim_degraded,
+            )
+        )
+
+    def _embed_query(self, built: BuiltQuery, wanted: Mode) -> tuple[Vector | None, Mode, str | None]:
+        """The weighted, normalised query vector; lexical fallback when no embedder can answer."""
+        if wanted in _LEXICAL:
+            return None, wanted, None
+        if self._embedder is None:
+            return None, "lexical_degraded", "no embedder configured"
+        try:
+            vectors = self._embedder.embed([text for _, text, _ in built.semantic_parts])
+        except UnavailableError as exc:
+            return None, "lexical_degraded", exc.message
+        weights = np.asarray([w for _, _, w in built.semantic_parts], dtype=np.float32)
+        combined = (np.stack(vectors).astype(np.float32) * weights[:, None]).sum(axis=0)
+        norm = float(np.linalg.norm(combined))
+        return (combined / norm if norm > 0 else combined).astype(np.float32), wanted, None
+
+    def _retrieve(
+        self, tenant_id: str, built: BuiltQuery, embedding: Vector | None, mode: Mode, depth: int
+    ) -> Retrieval:
+        lexical = None if mode == "semantic_only" or built.lexical.empty else built.lexical
+        if lexical is None and embedding is None:
+            return Retrieval()
+        filters = Filters(entity_types=(DOCUMENT_TYPE,))
+        return self._index.retrieve(tenant_id, lexical, embedding, filters, depth)
+
+    def _similarity(self, pool: Sequence[Scored], mode: Mode) -> tuple[Similarity, str | None]:
+        """Cosine of the pool's chunk embeddings when vectors are in use, else term-stem Jaccard."""
+        if mode in _LEXICAL or self._embedder is None or not pool:
+            return jaccard_similarity(pool), None
+        # The same input the indexer embeds for a chunked document, so a caching embedder answers it.
+        texts = [f"{s.candidate.title}. {s.candidate.text}" for s in pool]
+        try:
+            return cosine_similarity(self._memo.embed(self._embedder, texts)), None
+        except UnavailableError as exc:
+            return jaccard_similarity(pool), f"diversity fell back to term overlap: {exc.message}"
+
+
+_LEXICAL: tuple[Mode, ...] = ("lexical_only", "lexical_degraded")
+
+
+def _policies(overlay: RoleOverlay | None, strategy: Strategy | None) -> tuple[RetrievalPolicy, SourcePolicy]:
+    """The overlay's policies (defaults without one), fusion replaced when a strategy names it."""
+    policy = overlay.retrieval_policy if overlay else RetrievalPolicy()
+    sources = overlay.source_policy if overlay else SourcePolicy()
+    if strategy in ("rrf", "convex"):
+        policy = policy.model_copy(update={"fusion": strategy})
+    return policy, sources
+
+
+class _VectorMemo:
+    """A bounded, thread-safe LRU of text → vector in front of an Embedder (per model id)."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._items: OrderedDict[tuple[str, str], Vector] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, embedder: Embedder, texts: Sequence[str]) -> list[Vector]:
+        """Vectors for `texts`, embedding only those not remembered (in one call)."""
+        model = embedder.model_id
+        with self._lock:
+            known = {t: self._items[(model, t)] for t in texts if (model, t) in self._items}
+            for t in known:
+                self._items.move_to_end((model, t))
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        fresh = dict(zip(missing, embedder.embed(missing), strict=True)) if missing else {}
+        with self._lock:
+            for t, v in fresh.items():
+                self._items[(model, t)] = v
+            while len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+        found = {**known, **fresh}
+        return [found[t] for t in texts]
+
+
+class _Stopwatch:
+    """Lap times in milliseconds from an injected monotonic clock."""
+
+    def __init__(self, monotonic: Callable[[], float]) -> None:
+        self._now = monotonic
+        self._start = self._last = monotonic()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = self._now()
+        self.laps[name] = (now - self._last) * MS
+        self._last = now
+
+    def total(self) -> None:
+        self.laps["total"] = (self._now() - self._start) * MS

@@ -1,0 +1,66 @@
+"""Fusion tuning use case (issue 5): retrieve each golden query's candidate lists once, exactly as
+POST /search would, then let `core.tuning` score every fusion setting on them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from core.entities import EntityTypeRegistry
+from core.evaluation import Qrels
+from core.fusion import FusionMethod
+from core.models import Filters, LexicalQuery
+from core.ports import Embedder, SearchIndex
+from core.query import parse_query
+from core.service.search import CANDIDATE_DEPTH_FACTOR, SearchSettings, plan_strategy
+from core.tuning import PLAIN_RRF_ALPHA, FusionSetting, QueryLists, TuningResult, tune_fusion
+
+TUNING_LIMIT = 100  # lists as deep as a limit-100 search retrieves, so Recall@100 candidates are all there
+
+
+def current_setting(settings: SearchSettings) -> FusionSetting:
+    """The fusion setting a SearchSettings describes."""
+    return FusionSetting(settings.fusion, alpha=settings.alpha, rrf_k=settings.rrf_k)
+
+
+class FusionTuningService:
+    """Collects lexical and vector lists for golden queries and tunes fusion on them."""
+
+    def __init__(
+        self,
+        index: SearchIndex,
+        embedder: Embedder,
+        registry: EntityTypeRegistry,
+        settings: SearchSettings,
+        entity_types: Sequence[str] | None = None,
+    ) -> None:
+        self._index = index
+        self._embedder = embedder
+        self._registry = registry
+        self._settings = settings
+        self._types = tuple(entity_types or registry.names())
+
+    def lists(
+        self, tenant_id: str, queries: Mapping[str, str], strategy: str = "auto"
+    ) -> dict[str, QueryLists]:
+        """Per query: both candidate lists at search depth, and the α lean `strategy` gives it."""
+        depth = max(TUNING_LIMIT * CANDIDATE_DEPTH_FACTOR, self._settings.min_depth)
+        base = self._settings.alpha if self._settings.fusion is FusionMethod.CONVEX else PLAIN_RRF_ALPHA
+        parsed = {qid: parse_query(text, self._registry) for qid, text in queries.items() if text.strip()}
+        ids = list(parsed)
+        vectors = self._embedder.embed([parsed[q].text for q in ids]) if ids else []
+        out: dict[str, QueryLists] = {}
+        for qid, vector in zip(ids, vectors, strict=True):
+            query = parsed[qid]
+            types = (query.entity_prefix,) if query.entity_prefix else self._types
+            lexical = LexicalQuery(query.terms, query.phrases)
+            got = self._index.retrieve(
+                tenant_id, None if lexical.empty else lexical, vector, Filters(entity_types=types), depth
+            )
+            plan = plan_strategy(strategy, query.shape, self._settings)
+            out[qid] = QueryLists(got.lexical, got.vector, alpha_shift=plan.alpha - base)
+        return out
+
+    def tune(self, tenant_id: str, queries: Mapping[str, str], qrels: Qrels) -> TuningResult:
+        """The best fusion setting for the golden set, adopted only if it beats the current one."""
+        runs = self.lists(tenant_id, {q: queries[q] for q in qrels if q in queries})
+        return tune_fusion(runs, qrels, current_setting(self._settings))

@@ -1,0 +1,141 @@
+"""The /context routes: assemble, feedback, weights, budgets, log, callers, manual weights, eval."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.metrics import MetricUnit
+
+from core.context.schemas import (
+    DEFAULT_LOG_PAGE,
+    MAX_LOG_PAGE,
+    AssembleRequest,
+    AssembleResponse,
+    BudgetsResponse,
+    CallersResponse,
+    EvalResponse,
+    FeedbackRequest,
+    FeedbackResponse,
+    LogResponse,
+    ManualWeightRequest,
+    WeightOut,
+    WeightsResponse,
+)
+from handlers._observability import logger, metrics
+from handlers.routes.common import caller, request_id, services
+
+router = Router()
+TRACE_HEADERS = ("x-amzn-trace-id", "traceparent", "x-request-id")
+
+
+def _request_id() -> str | None:
+    """API Gateway's request id, else a trace id the client sent (logged with the assembly)."""
+    found = request_id(router)
+    if found:
+        return found
+    headers = router.current_event.headers or {}
+    return next((headers[h] for h in TRACE_HEADERS if headers.get(h)), None)
+
+
+@router.post("/context/assemble", summary="Assemble a token-budgeted context block", tags=["context"])
+def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
+    principal = caller(router, "read")
+    rid = _request_id()
+    response = services().context.assemble(principal.tenant_id, request, rid)
+    metrics.add_metric(
+        name="AssemblyRetrievalLatency", unit=MetricUnit.Milliseconds, value=response.retrieval_ms
+    )
+    metrics.add_metric(name="AssemblyTokens", unit=MetricUnit.Count, value=response.total_tokens)
+    metrics.add_metric(name="AssemblyWarnings", unit=MetricUnit.Count, value=len(response.warnings))
+    logger.info(
+        "context assembled",
+        extra={
+            "tenant": principal.tenant_id,
+            "caller": request.caller,
+            "namespace": request.namespace,
+            "assembly_id": response.assembly_id,
+            "request_id": rid,
+            "items": len(response.sources),
+            "total_tokens": response.total_tokens,
+            "token_budget": response.token_budget,
+            "retrieval_ms": response.retrieval_ms,
+            "warnings": response.warnings,
+        },
+    )
+    return response
+
+
+@router.post("/context/feedback", summary="Record which items the caller used", tags=["context"])
+def feedback(request: Annotated[FeedbackRequest, Body()]) -> FeedbackResponse:
+    principal = caller(router, "write")
+    response = services().context.feedback(principal.tenant_id, request)
+    logger.info(
+        "context feedback",
+        extra={
+            "tenant": principal.tenant_id,
+            "assembly_id": response.assembly_id,
+            "used": len(response.recorded_ids),
+            "ignored": len(response.ignored_ids),
+        },
+    )
+    return response
+
+
+@router.get("/context/weights", summary="Source weights and token shares", tags=["context"])
+def weights() -> WeightsResponse:
+    return services().learning.weights(caller(router, "read").tenant_id)
+
+
+@router.get("/context/budgets", summary="Caller token budgets", tags=["context"])
+def budgets() -> BudgetsResponse:
+    return services().learning.budgets(caller(router, "read").tenant_id)
+
+
+@router.get("/context/log", summary="The assembly log, newest first", tags=["context"])
+def log(
+    caller_name: Annotated[str | None, Query(alias="caller", max_length=128)] = None,
+    namespace: Annotated[str | None, Query(max_length=128)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LOG_PAGE)] = DEFAULT_LOG_PAGE,
+    cursor: Annotated[str | None, Query(max_length=1024)] = None,
+) -> LogResponse:
+    tenant = caller(router, "read").tenant_id
+    return services().learning.log(tenant, caller_name, namespace, limit, cursor)
+
+
+@router.get("/context/log/callers", summary="Callers seen in the assembly log", tags=["context"])
+def callers() -> CallersResponse:
+    return services().learning.callers(caller(router, "read").tenant_id)
+
+
+@router.put(
+    "/context/weights/<caller_name>/<source>",
+    summary="Pin a caller's weight and share for a source (learning leaves it alone)",
+    tags=["context"],
+)
+def set_weight(caller_name: str, source: str, request: Annotated[ManualWeightRequest, Body()]) -> WeightOut:
+    principal = caller(router, "admin")
+    row = services().learning.set_weight(principal.tenant_id, caller_name, source, request)
+    logger.info(
+        "manual weight",
+        extra={"tenant": principal.tenant_id, "caller": caller_name, "source": source, "manual": row.manual},
+    )
+    return row
+
+
+@router.post("/context/eval", summary="Run the learning cycle for this tenant now", tags=["context"])
+def run_eval() -> EvalResponse:
+    principal = caller(router, "admin")
+    report = services().learning.run(principal.tenant_id)
+    logger.info(
+        "learning cycle",
+        extra={
+            "tenant": principal.tenant_id,
+            "callers": report.callers,
+            "assemblies": report.assemblies,
+            "weights": report.weights_count,
+            "budgets": report.budgets_count,
+        },
+    )
+    return report

@@ -1,0 +1,98 @@
+"""Governed retrieval (DESIGN.md §5): POST /retrieve, PUT|GET|DELETE /overlays/{role_id}, POST
+/overlays/{role_id}/eval, GET /schemas/{name} and POST /corpus."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.metrics import MetricUnit
+
+from core.errors import PayloadTooLargeError
+from core.governance.requests import MAX_CORPUS_DOCUMENTS, RetrieveRequest
+from core.governance.validation import json_schema
+from core.scoring import iso_timestamp
+from core.service.corpus import corpus_documents, load_corpus
+from core.service.golden import run_golden_sets
+from handlers._observability import logger, metrics
+from handlers.routes.common import caller, services
+
+router = Router()
+
+
+@router.post("/retrieve", summary="Governed retrieval for a role: a RetrievalBundle", tags=["governance"])
+def retrieve(request: Annotated[RetrieveRequest, Body()]) -> dict[str, Any]:
+    principal = caller(router, "read")
+    bundle = services().retrieval.retrieve(principal.tenant_id, request)
+    metrics.add_metric(name="RetrieveLatency", unit=MetricUnit.Milliseconds, value=bundle.diagnostics.timings_ms["total"])
+    logger.info(
+        "retrieve",
+        extra={
+            "tenant": principal.tenant_id,
+            "role": request.role_id,
+            "mode": bundle.query.mode,
+            "selected": bundle.summary.selected,
+            "states": [s.value for s in bundle.summary.states],
+        },
+    )
+    return bundle.model_dump(mode="json")
+
+
+@router.put("/overlays/<role_id>", summary="Create or replace a role overlay", tags=["governance"])
+def put_overlay(role_id: str, body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
+    principal = caller(router, "write")
+    overlay = services().retrieval.put_overlay(principal.tenant_id, role_id, body)
+    logger.info("overlay put", extra={"tenant": principal.tenant_id, "role": role_id})
+    return overlay.model_dump(mode="json")
+
+
+@router.get("/overlays/<role_id>", summary="A role overlay", tags=["governance"])
+def get_overlay(role_id: str) -> dict[str, Any]:
+    principal = caller(router, "read")
+    return services().retrieval.get_overlay(principal.tenant_id, role_id).model_dump(mode="json")
+
+
+@router.delete("/overlays/<role_id>", summary="Delete a role overlay", tags=["governance"])
+def delete_overlay(role_id: str) -> dict[str, Any]:
+    principal = caller(router, "write")
+    services().retrieval.delete_overlay(principal.tenant_id, role_id)
+    logger.info("overlay deleted", extra={"tenant": principal.tenant_id, "role": role_id})
+    return {"role_id": role_id, "deleted": True}
+
+
+@router.post("/overlays/<role_id>/eval", summary="Run and store an overlay's golden set", tags=["governance"])
+def eval_overlay(role_id: str) -> dict[str, Any]:
+    principal = caller(router, "admin")
+    c = services()
+    c.retrieval.get_overlay(principal.tenant_id, role_id)  # 404 before anything runs
+    reports = run_golden_sets(principal.tenant_id, [role_id], c.retrieval, c.state, iso_timestamp(c.clock.now()))
+    if not reports:
+        return {"role_id": role_id, "queries": 0, "strategies": {}, "message": "the overlay has no golden set"}
+    return reports[0].to_json()
+
+
+@router.get("/schemas/<name>", summary="JSON Schema: role_overlay or retrieval_bundle", tags=["governance"])
+def schema(name: str) -> dict[str, Any]:
+    caller(router, "read")
+    return json_schema(name)
+
+
+@router.post("/corpus", summary="Load documents (text or pre-made chunks) for retrieval", tags=["governance"])
+def corpus(body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
+    principal = caller(router, "write")
+    c = services()
+    documents = corpus_documents(body)
+    if len(documents) > MAX_CORPUS_DOCUMENTS:
+        raise PayloadTooLargeError(f"at most {MAX_CORPUS_DOCUMENTS} documents per request", c.settings.max_body_bytes)
+    report = load_corpus(c.indexing, c.registry, principal.tenant_id, documents, c.clock.now())
+    logger.info(
+        "corpus",
+        extra={
+            "tenant": principal.tenant_id,
+            "documents": report.documents_ingested,
+            "chunks": report.chunks_ingested,
+            "errors": len(report.errors),
+        },
+    )
+    return report.model_dump(mode="json")

@@ -1,0 +1,38 @@
+"""The OpenSearch SearchIndex adapter (production). Importing this package never imports opensearch-py;
+the client is built (or injected) when the adapter is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.errors import InvalidInputError
+from infra.opensearch.client import RetryPolicy, build_client
+from infra.opensearch.index import OpenSearchIndex
+
+__all__ = ["OpenSearchIndex", "RetryPolicy", "build_client", "build_index"]
+
+_REFRESH: dict[str, bool | str] = {"false": False, "true": True, "wait_for": "wait_for"}
+
+
+def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearchIndex:
+    """The adapter from settings (`QUARRY_OPENSEARCH_*`); a missing URL fails naming the variable."""
+    if client is None:
+        if not settings.opensearch_url:
+            raise InvalidInputError(
+                "invalid configuration: QUARRY_OPENSEARCH_URL is required when the index is OpenSearch",
+                {"QUARRY_OPENSEARCH_URL": "is required when QUARRY_INDEX=opensearch"},
+            )
+        client = build_client(
+            settings.opensearch_url,
+            region=settings.opensearch_region,
+            service=settings.opensearch_service,
+            timeout=settings.opensearch_timeout,
+            max_retries=settings.opensearch_max_retries,
+        )
+    return OpenSearchIndex(
+        client,
+        dimension=dimension,
+        prefix=settings.opensearch_index_prefix,
+        refresh=_REFRESH[settings.opensearch_refresh],
+        retry=RetryPolicy(max_retries=settings.opensearch_max_retries),
+    )

