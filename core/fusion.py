@@ -103,7 +103,7 @@ def fuse_convex(
 
     A hit missing from one list contributes 0 from that list (thefold's BM25-only results).
     """
-    bm25 = normalise_max({c.key: c.score for c in _index(lexical).values() for c in [c[1]]})
+    bm25 = normalise_max({key: c.score for key, (_, c) in _index(lexical).items()})
     cosine = {key: max(0.0, c.score) for key, (_, c) in _index(vector).items()}
     keys = set(bm25) | set(cosine)
     scores = {key: alpha * cosine.get(key, 0.0) + (1 - alpha) * bm25.get(key, 0.0) for key in keys}

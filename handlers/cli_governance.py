@@ -19,7 +19,9 @@ def _read_json(path: str) -> Any:
     except OSError as exc:
         raise InvalidInputError(f"cannot read {path}: {exc.strerror}", {"file": str(exc.strerror)}) from exc
     except ValueError as exc:
-        raise InvalidInputError(f"{path} is not valid JSON: {exc}", {"file": f"is not valid JSON: {exc}"}) from exc
+        raise InvalidInputError(
+            f"{path} is not valid JSON: {exc}", {"file": f"is not valid JSON: {exc}"}
+        ) from exc
 
 
 def _container(args: argparse.Namespace) -> Any:
@@ -74,9 +76,13 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
         print(bundle.model_dump_json(indent=2))
         return 0
     states = ", ".join(s.value for s in bundle.summary.states)
-    print(f"{bundle.summary.selected} selected · {bundle.summary.rejected} rejected · {bundle.query.mode} · {states}")
+    print(
+        f"{bundle.summary.selected} selected · {bundle.summary.rejected} rejected · {bundle.query.mode} · {states}"
+    )
     for chunk in bundle.selected:
-        print(f"{chunk.rank:>3}. [{chunk.chunk_id}] {chunk.title[:60]} ({chunk.source}, {chunk.scores.final:.3f})")
+        print(
+            f"{chunk.rank:>3}. [{chunk.chunk_id}] {chunk.title[:60]} ({chunk.source}, {chunk.scores.final:.3f})"
+        )
     for warning in bundle.warnings:
         print(f"  {warning.state.value}: {warning.message}")
     return 0
@@ -121,5 +127,7 @@ def register(sub: Any) -> None:
     r.set_defaults(func=cmd_retrieve)
     s = sub.add_parser("schema", help="print a JSON Schema (role_overlay | retrieval_bundle)")
     s.add_argument("name", nargs="?", default="role_overlay", choices=["role_overlay", "retrieval_bundle"])
-    s.add_argument("--write", default=None, metavar="DIR", help=f"write every schema into DIR (e.g. {SCHEMA_DIR.name}/)")
+    s.add_argument(
+        "--write", default=None, metavar="DIR", help=f"write every schema into DIR (e.g. {SCHEMA_DIR.name}/)"
+    )
     s.set_defaults(func=cmd_schema)

@@ -47,9 +47,9 @@ class Container:
     @cached_property
     def index(self) -> SearchIndex:
         if self.settings.index_kind == "opensearch":
-            from infra.opensearch import build_index  # type: ignore[attr-defined]
+            from infra.opensearch import build_index
 
-            return build_index(self.settings, self.embedder.dimension)  # type: ignore[no-any-return]
+            return build_index(self.settings, self.embedder.dimension)
         from infra.local.sqlite_index import SqliteIndex
 
         return SqliteIndex(self.settings.sqlite_path)
@@ -75,9 +75,9 @@ class Container:
 
             return MemoryCache()
         if kind == "dynamodb":
-            from infra.dynamodb import build_cache  # type: ignore[attr-defined]
+            from infra.dynamodb import build_cache
 
-            return build_cache(self.settings)  # type: ignore[no-any-return]
+            return build_cache(self.settings)
         from infra.local.cache import SqliteCache
 
         return SqliteCache(self.settings.sqlite_path)
@@ -85,9 +85,9 @@ class Container:
     @cached_property
     def state(self) -> StateStore:
         if self.settings.state_kind == "dynamodb":
-            from infra.dynamodb import build_state_store  # type: ignore[attr-defined]
+            from infra.dynamodb import build_state_store
 
-            return build_state_store(self.settings)  # type: ignore[no-any-return]
+            return build_state_store(self.settings)
         from infra.local.sqlite_state import SqliteStateStore
 
         return SqliteStateStore(self.settings.sqlite_path)  # type: ignore[return-value]

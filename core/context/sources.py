@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import InvalidInputError
-from core.models import Filters
+from core.models import Candidate, Filters
 from core.state import MAX_LEARNING_ROWS
 
 # One learning update writes a weight and a history row per source next to MAX_LEARNING_ROWS log rows and
@@ -61,6 +61,24 @@ class SourceSpec:
             exclude_owner=caller if self.owner is OwnerRule.OTHERS else None,
             namespaces=(namespace,) if namespace is not None else (),
         )
+
+    def matches(self, candidate: Candidate, caller: str) -> bool:
+        """True when a candidate retrieved from a wider slice belongs to this source."""
+        if candidate.source not in self.sources:
+            return False
+        if self.entity_types and candidate.key.entity_type not in self.entity_types:
+            return False
+        if self.owner is OwnerRule.CALLER:
+            return candidate.owner == caller
+        return not (self.owner is OwnerRule.OTHERS and candidate.owner == caller)
+
+
+def union_filters(specs: Sequence[SourceSpec]) -> Filters:
+    """Filters covering every source's slice at once (owners are told apart afterwards by `matches`)."""
+    types: tuple[str, ...] = ()
+    if all(s.entity_types for s in specs):
+        types = tuple(sorted({t for s in specs for t in s.entity_types}))
+    return Filters(entity_types=types, sources=tuple(sorted({v for s in specs for v in s.sources})))
 
 
 DEFAULT_SOURCES: tuple[SourceSpec, ...] = (

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.governance.bundle import (
+    FreshnessPosture,
     Mode,
     ProvenanceSummary,
     QueryTrace,
@@ -21,12 +22,13 @@ from core.governance.bundle import (
     SemanticPart,
     SourceShare,
     TrustLabel,
+    TrustPosture,
 )
 from core.governance.overlay import RetrievalPolicy
 from core.governance.query_builder import BuiltQuery
 from core.governance.screening import Rejection, Scored
 from core.governance.terms import HIGH_TRUST, MEDIUM_TRUST
-from core.governance.warnings import STRONG_MATCH, WarningInput, detect_warnings
+from core.governance.warnings import WarningInput, detect_warnings, is_strong
 
 DIGITS = 4  # scores are reported to 4 decimals: enough to order, short to read
 
@@ -102,7 +104,7 @@ def _chunk(rank: int, s: Scored, mmr: float) -> RetrievedChunk:
         title=c.title,
         text=_display_text(s),
         source=c.source,
-        trust=s.trust_label,  # type: ignore[arg-type]
+        trust=s.trust_label,
         created_at=c.created_at or None,
         age_days=None if s.age_days is None else round(s.age_days, 1),
         stale=s.stale,
@@ -129,7 +131,7 @@ def _rejected(r: Rejection) -> RejectedCandidate:
     )
 
 
-def _trust_posture(selected: Sequence[Scored]) -> str:
+def _trust_posture(selected: Sequence[Scored]) -> TrustPosture:
     if not selected:
         return "none"
     if all(s.trust >= HIGH_TRUST for s in selected):
@@ -138,7 +140,7 @@ def _trust_posture(selected: Sequence[Scored]) -> str:
     return "low" if mean < MEDIUM_TRUST else "mixed"
 
 
-def _freshness_posture(selected: Sequence[Scored], window: int | None) -> str:
+def _freshness_posture(selected: Sequence[Scored], window: int | None) -> FreshnessPosture:
     if not selected:
         return "none"
     if window is None:
@@ -163,9 +165,9 @@ def _provenance(a: AssemblyInput, selected: Sequence[Scored]) -> ProvenanceSumma
         )
     forbidden = {r.scored.candidate.source for r in a.rejected if r.reason is RejectReason.FORBIDDEN_SOURCE}
     return ProvenanceSummary(
-        trust_posture=_trust_posture(selected),  # type: ignore[arg-type]
+        trust_posture=_trust_posture(selected),
         mean_trust=_r(sum(s.trust for s in selected) / len(selected)) if selected else None,
-        freshness_posture=_freshness_posture(selected, a.policy.freshness_days),  # type: ignore[arg-type]
+        freshness_posture=_freshness_posture(selected, a.policy.freshness_days),
         freshness_window_days=a.policy.freshness_days,
         stale_selected=sum(s.stale for s in selected),
         oldest_created_at=dated[-1].candidate.created_at if dated else None,
@@ -190,7 +192,7 @@ def _trace(a: AssemblyInput) -> QueryTrace:
         anti_goals=list(b.anti_goals),
         semantic_parts=[]
         if a.mode in ("lexical_only", "lexical_degraded")
-        else [SemanticPart(role=r, text=t, weight=w) for r, t, w in b.semantic_parts],  # type: ignore[arg-type]
+        else [SemanticPart(role=r, text=t, weight=w) for r, t, w in b.semantic_parts],
         fusion=a.policy.fusion,
         semantic_weight=a.policy.semantic_weight,
     )
@@ -222,7 +224,7 @@ def assemble_bundle(a: AssemblyInput) -> RetrievalBundle:
         rejected=len(a.rejected),
         top_relevance=_r(top),
         mean_relevance=_r(sum(relevances) / len(relevances)) if relevances else 0.0,
-        strong_match=top >= STRONG_MATCH,
+        strong_match=any(is_strong(s) for s in selected),
     )
     return RetrievalBundle(
         role_id=a.role_id,

@@ -18,9 +18,12 @@ NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Mode = Literal["hybrid", "lexical_only", "lexical_degraded", "semantic_only"]
 TrustLabel = Literal["high", "medium", "low", "unknown"]
 Action = Literal["continue", "warn"]
+PartRole = Literal["task", "context_summary", "mission"]
+TrustPosture = Literal["high", "mixed", "low", "none"]
+FreshnessPosture = Literal["fresh", "mixed", "stale", "unbounded", "none"]
 
 
-class WarningState(str, enum.Enum):
+class WarningState(enum.StrEnum):
     """Degradation signals of a bundle (seed table: state, action, when)."""
 
     HEALTHY = "healthy"
@@ -31,7 +34,7 @@ class WarningState(str, enum.Enum):
     CONFLICTING = "conflicting"
 
 
-class RejectReason(str, enum.Enum):
+class RejectReason(enum.StrEnum):
     """Why a candidate was dropped; checked in this order, the first that applies is reported."""
 
     FORBIDDEN_SOURCE = "forbidden_source"
@@ -49,7 +52,7 @@ class _Model(BaseModel):
 class SemanticPart(_Model):
     """One text embedded into the semantic query, with its weight in the weighted sum of vectors."""
 
-    role: Literal["task", "context_summary", "mission"]
+    role: PartRole
     text: str
     weight: float
 
@@ -148,9 +151,9 @@ class SourceShare(_Model):
 class ProvenanceSummary(_Model):
     """Trust and freshness posture of the selected evidence."""
 
-    trust_posture: Literal["high", "mixed", "low", "none"]
+    trust_posture: TrustPosture
     mean_trust: float | None
-    freshness_posture: Literal["fresh", "mixed", "stale", "unbounded", "none"]
+    freshness_posture: FreshnessPosture
     freshness_window_days: int | None
     stale_selected: int
     oldest_created_at: str | None

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-SCHEMA_VERSION = "1.0"  # seed: RetrievalBundle.version "1.0"; overlays share it
+SCHEMA_VERSION: Literal["1.0"] = "1.0"  # seed: RetrievalBundle.version "1.0"; overlays share it
 ROLE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"  # a key in URLs and state stores
 MAX_LIST_ITEMS = 100  # terms, sources, anti-goals, instructions: configuration, not corpora
 MAX_GOLDEN_QUERIES = 200  # a golden set runs every query through retrieval; keep the nightly run short

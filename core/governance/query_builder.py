@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.governance.bundle import PartRole
 from core.governance.overlay import RoleOverlay
 from core.governance.terms import content_tokens, stem
 from core.models import LexicalQuery
@@ -34,7 +35,7 @@ class BuiltQuery:
     suppress_stems: frozenset[str]
     suppress_terms: tuple[str, ...]
     anti_goals: tuple[str, ...]
-    semantic_parts: tuple[tuple[str, str, float], ...]
+    semantic_parts: tuple[tuple[PartRole, str, float], ...]
 
     @property
     def task_stems(self) -> frozenset[str]:
@@ -73,7 +74,7 @@ def build_query(task_text: str, overlay: RoleOverlay | None, context_summary: st
     lexical_terms = (kept + added)[:MAX_TERMS]
     added = [t for t in added if t in lexical_terms]
     mission = overlay.mission if overlay else None
-    parts: list[tuple[str, str, float]] = [("task", task_text, TASK_WEIGHT)]
+    parts: list[tuple[PartRole, str, float]] = [("task", task_text, TASK_WEIGHT)]
     if context_summary and context_summary.strip():
         parts.append(("context_summary", context_summary.strip(), CONTEXT_WEIGHT))
     if mission:

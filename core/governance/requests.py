@@ -21,7 +21,9 @@ class RetrieveRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role_id: RoleId
-    task_text: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT_CHARS)]
+    task_text: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT_CHARS)
+    ]
     overlay: RoleOverlay | None = Field(
         default=None, description="Use this overlay instead of the one stored for role_id"
     )
@@ -51,9 +53,9 @@ class CorpusDocument(BaseModel):
     id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     title: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
     text: str | None = None
-    chunks: list[CorpusChunk | Annotated[str, StringConstraints(min_length=1, max_length=MAX_CHUNK_CHARS)]] | None = (
-        Field(default=None, min_length=1, max_length=MAX_PREMADE_CHUNKS)
-    )
+    chunks: (
+        list[CorpusChunk | Annotated[str, StringConstraints(min_length=1, max_length=MAX_CHUNK_CHARS)]] | None
+    ) = Field(default=None, min_length=1, max_length=MAX_PREMADE_CHUNKS)
     source: SourceName | None = None
     trust: str | float | None = None
     created_at: str | None = None

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.fusion import RRF_K, fuse_rrf, normalise_max
-from core.governance.bundle import Mode, RejectReason
+from core.governance.bundle import Mode, RejectReason, TrustLabel
 from core.governance.overlay import RetrievalPolicy, SourcePolicy
 from core.governance.query_builder import BuiltQuery
 from core.governance.terms import (
@@ -56,7 +56,7 @@ class Scored:
     relevance: float
     fused: float
     trust: float
-    trust_label: str
+    trust_label: TrustLabel
     freshness: float
     age_days: float | None
     stale: bool
@@ -176,13 +176,42 @@ def _rejection(s: Scored, policy: RetrievalPolicy, sources: SourcePolicy) -> Rej
         )
     if s.relevance < policy.min_score:
         return Rejection(
-            s, RejectReason.BELOW_MIN_SCORE, f"relevance {s.relevance:.3f} is below min_score {policy.min_score}"
+            s,
+            RejectReason.BELOW_MIN_SCORE,
+            f"relevance {s.relevance:.3f} is below min_score {policy.min_score}",
         )
     if s.stale and policy.reject_stale:
         return Rejection(
-            s, RejectReason.STALE, f"{s.age_days:.0f} days old, outside the {policy.freshness_days}-day window"
+            s,
+            RejectReason.STALE,
+            f"{s.age_days:.0f} days old, outside the {policy.freshness_days}-day window",
         )
     return None
+
+
+def _context(
+    lexical: Sequence[Candidate],
+    vector: Sequence[Candidate],
+    built: BuiltQuery,
+    policy: RetrievalPolicy,
+    sources: SourcePolicy,
+    alpha: float,
+    now: float,
+) -> _Context:
+    fused = None
+    if policy.fusion == "rrf":
+        fused = normalise_max({f.candidate.key: f.score for f in fuse_rrf(lexical, vector, RRF_K, alpha)})
+    return _Context(
+        built=built,
+        policy=policy,
+        preferred=frozenset(sources.preferred),
+        alpha=alpha,
+        now=now,
+        lex_rank={c.key: r for r, c in reversed(list(enumerate(lexical)))},
+        lex_norm=normalise_max({c.key: c.score for c in lexical}),
+        vec={c.key: (r, c.score) for r, c in reversed(list(enumerate(vector)))},
+        fused=fused,
+    )
 
 
 def _union(lexical: Sequence[Candidate], vector: Sequence[Candidate]) -> list[Candidate]:
@@ -203,26 +232,10 @@ def screen(
     now: float,
 ) -> Screening:
     """Score every candidate of both lists and split them into kept (best first) and rejected."""
-    alpha = alpha_for(mode, policy)
     # Vector hits under the noise floor are not candidates at all (as in core.service.search): k-NN always
     # returns k neighbours, however unrelated.
     vector = [c for c in vector if c.score >= VECTOR_NOISE_FLOOR]
-    lex_rank = {c.key: r for r, c in reversed(list(enumerate(lexical)))}
-    vec = {c.key: (r, c.score) for r, c in reversed(list(enumerate(vector)))}
-    fused = None
-    if policy.fusion == "rrf":
-        fused = normalise_max({f.candidate.key: f.score for f in fuse_rrf(lexical, vector, RRF_K, alpha)})
-    ctx = _Context(
-        built=built,
-        policy=policy,
-        preferred=frozenset(sources.preferred),
-        alpha=alpha,
-        now=now,
-        lex_rank=lex_rank,
-        lex_norm=normalise_max({c.key: c.score for c in lexical}),
-        vec=vec,
-        fused=fused,
-    )
+    ctx = _context(lexical, vector, built, policy, sources, alpha_for(mode, policy), now)
     kept: list[Scored] = []
     rejected: list[Rejection] = []
     for candidate in _union(lexical, vector):

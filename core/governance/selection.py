@@ -82,7 +82,10 @@ def select_mmr(pool: Sequence[Scored], sim: Similarity, k: int, diversity: float
     rejected: list[Rejection] = []
     remaining = list(range(len(pool)))
     while remaining and len(chosen) < k:
-        scores = {i: diversity * pool[i].final - (1 - diversity) * _closest(i, chosen, sim.matrix)[0] for i in remaining}
+        scores = {
+            i: diversity * pool[i].final - (1 - diversity) * _closest(i, chosen, sim.matrix)[0]
+            for i in remaining
+        }
         best = max(remaining, key=lambda i: (scores[i], -i))
         remaining.remove(best)
         closeness, twin = _closest(best, chosen, sim.matrix)

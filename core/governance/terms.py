@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from core.governance.bundle import TrustLabel
 from core.scoring import parse_timestamp
 from core.text import STOPWORDS, tokens
 
@@ -89,7 +90,7 @@ def trust_score(value: Any) -> float:
     return UNKNOWN_TRUST
 
 
-def trust_label(metadata: Mapping[str, Any]) -> str:
+def trust_label(metadata: Mapping[str, Any]) -> TrustLabel:
     """high / medium / low from the `trust` metadata, `unknown` when absent or unreadable."""
     value = metadata.get("trust")
     if value is None or isinstance(value, bool):

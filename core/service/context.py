@@ -155,7 +155,7 @@ class ContextService:
         if prep.graph_allowance > 0 and self._triples is None:
             prep.warnings.append(NO_TRIPLE_STORE)
         weights = {name: row.weight for name, row in prep.rows.items()}
-        tasks = plan_tasks(prep.specs, weights, request.caller, request.namespace, request.expand_namespaces)
+        plan = plan_tasks(prep.specs, weights, request.caller, request.namespace, request.expand_namespaces)
         scoring = {
             "now": now,
             "min_vector_similarity": self.settings.min_vector_similarity,
@@ -164,14 +164,13 @@ class ContextService:
         }
         gathered = self._fanout.gather(
             tenant_id,
-            tasks,
-            None if lexical.empty else lexical,
-            embedding,
+            plan,
+            (None if lexical.empty else lexical, embedding),
             candidate_depth(prep.budget.tokens),
             scoring,
             request.query if with_graph else None,
         )
-        if tasks and gathered.failed_sources == len(tasks):
+        if plan.tasks and gathered.failed_sources == len(plan.tasks):
             raise UnavailableError("index", "; ".join(gathered.warnings))
         prep.warnings.extend(gathered.warnings)
         return gathered

@@ -24,10 +24,14 @@ Progress = Callable[[int], None]
 def corpus_documents(payload: Any) -> list[Any]:
     """The `documents` list of a corpus payload; 400 when the payload is not `{documents: [...]}`."""
     if not isinstance(payload, Mapping):
-        raise InvalidInputError("corpus must be a JSON object", {"body": "must be an object with `documents`"})
+        raise InvalidInputError(
+            "corpus must be a JSON object", {"body": "must be an object with `documents`"}
+        )
     documents = payload.get("documents")
     if not isinstance(documents, list):
-        raise InvalidInputError("corpus needs a `documents` list", {"documents": "must be a list of documents"})
+        raise InvalidInputError(
+            "corpus needs a `documents` list", {"documents": "must be a list of documents"}
+        )
     return documents
 
 

@@ -72,7 +72,10 @@ def run_golden_set(
         run: dict[str, list[str]] = {}
         for q in golden:
             request = RetrieveRequest(
-                role_id=overlay.role_id, task_text=q.task_text, overlay=overlay, context_summary=q.context_summary
+                role_id=overlay.role_id,
+                task_text=q.task_text,
+                overlay=overlay,
+                context_summary=q.context_summary,
             )
             bundle = retrieval.retrieve(tenant_id, request, strategy=strategy)
             if bundle.query.mode == "lexical_degraded":

@@ -193,7 +193,7 @@ class IndexingService:
             return WriteResult(key, version, outcome, False)
         merged = {k: v for k, v in {**prior.body, **clean}.items() if v is not None}
         merged.pop("version", None)
-        searchable = etype.searchable_names | {etype.title_field}
+        searchable = etype.searchable_names | {etype.title_field} | ({"chunks"} if etype.chunked else set())
         if all(merged.get(f) == prior.body.get(f) for f in searchable):
             metadata = {f: merged[f] for f in etype.filterable if merged.get(f) is not None}
             updated = str(clean.get("updated_at") or iso_timestamp(now))

@@ -22,7 +22,13 @@ from core.governance.overlay import RetrievalPolicy, RoleOverlay, SourcePolicy
 from core.governance.query_builder import BuiltQuery, build_query
 from core.governance.requests import RetrieveRequest
 from core.governance.screening import Rejection, Scored, screen
-from core.governance.selection import Similarity, cosine_similarity, jaccard_similarity, select_mmr
+from core.governance.selection import (
+    Selection,
+    Similarity,
+    cosine_similarity,
+    jaccard_similarity,
+    select_mmr,
+)
 from core.governance.validation import parse_overlay
 from core.models import Filters, Retrieval, Vector
 from core.ports import Clock, Embedder, SearchIndex, StateStore
@@ -98,15 +104,8 @@ class RetrievalService:
         clock.lap("retrieve")
         screened = screen(got.lexical, got.vector, built, policy, sources, mode, now)
         clock.lap("screen")
-        pool_size = MMR_POOL_FACTOR * policy.max_chunks
-        pool, overflow = screened.kept[:pool_size], screened.kept[pool_size:]
-        similarity, sim_degraded = self._similarity(pool, mode)
-        selection = select_mmr(pool, similarity, policy.max_chunks, policy.diversity)
+        selection, sim_degraded = self._select(screened.kept, policy, mode)
         clock.lap("select")
-        beyond = [
-            Rejection(s, RejectReason.OVER_LIMIT, f"ranked {pool_size + i + 1}, beyond the diversity pool")
-            for i, s in enumerate(overflow)
-        ]
         clock.total()
         return assemble_bundle(
             AssemblyInput(
@@ -116,7 +115,7 @@ class RetrievalService:
                 mode=mode,
                 policy=policy,
                 chosen=selection.chosen,
-                rejected=[*screened.rejected, *selection.rejected, *beyond],
+                rejected=[*screened.rejected, *selection.rejected],
                 retrieved={"lexical_hits": len(got.lexical), "vector_hits": len(got.vector)},
                 timings_ms=clock.laps,
                 depth=depth,
@@ -132,7 +131,8 @@ class RetrievalService:
         if self._embedder is None:
             return None, "lexical_degraded", "no embedder configured"
         try:
-            vectors = self._embedder.embed([text for _, text, _ in built.semantic_parts])
+            # Through the memo: a role's mission (and a repeated context summary) is embedded once.
+            vectors = self._memo.embed(self._embedder, [text for _, text, _ in built.semantic_parts])
         except UnavailableError as exc:
             return None, "lexical_degraded", exc.message
         weights = np.asarray([w for _, _, w in built.semantic_parts], dtype=np.float32)
@@ -148,6 +148,20 @@ class RetrievalService:
             return Retrieval()
         filters = Filters(entity_types=(DOCUMENT_TYPE,))
         return self._index.retrieve(tenant_id, lexical, embedding, filters, depth)
+
+    def _select(
+        self, kept: Sequence[Scored], policy: RetrievalPolicy, mode: Mode
+    ) -> tuple[Selection, str | None]:
+        """MMR over the best MMR_POOL_FACTOR × max_chunks kept candidates; the rest are over the limit."""
+        pool_size = MMR_POOL_FACTOR * policy.max_chunks
+        pool, overflow = kept[:pool_size], kept[pool_size:]
+        similarity, degraded = self._similarity(pool, mode)
+        selection = select_mmr(pool, similarity, policy.max_chunks, policy.diversity)
+        beyond = tuple(
+            Rejection(s, RejectReason.OVER_LIMIT, f"ranked {pool_size + i + 1}, beyond the diversity pool")
+            for i, s in enumerate(overflow)
+        )
+        return Selection(selection.chosen, selection.rejected + beyond), degraded
 
     def _similarity(self, pool: Sequence[Scored], mode: Mode) -> tuple[Similarity, str | None]:
         """Cosine of the pool's chunk embeddings when vectors are in use, else term-stem Jaccard."""

@@ -25,7 +25,9 @@ router = Router()
 def retrieve(request: Annotated[RetrieveRequest, Body()]) -> dict[str, Any]:
     principal = caller(router, "read")
     bundle = services().retrieval.retrieve(principal.tenant_id, request)
-    metrics.add_metric(name="RetrieveLatency", unit=MetricUnit.Milliseconds, value=bundle.diagnostics.timings_ms["total"])
+    metrics.add_metric(
+        name="RetrieveLatency", unit=MetricUnit.Milliseconds, value=bundle.diagnostics.timings_ms["total"]
+    )
     logger.info(
         "retrieve",
         extra={
@@ -66,9 +68,16 @@ def eval_overlay(role_id: str) -> dict[str, Any]:
     principal = caller(router, "admin")
     c = services()
     c.retrieval.get_overlay(principal.tenant_id, role_id)  # 404 before anything runs
-    reports = run_golden_sets(principal.tenant_id, [role_id], c.retrieval, c.state, iso_timestamp(c.clock.now()))
+    reports = run_golden_sets(
+        principal.tenant_id, [role_id], c.retrieval, c.state, iso_timestamp(c.clock.now())
+    )
     if not reports:
-        return {"role_id": role_id, "queries": 0, "strategies": {}, "message": "the overlay has no golden set"}
+        return {
+            "role_id": role_id,
+            "queries": 0,
+            "strategies": {},
+            "message": "the overlay has no golden set",
+        }
     return reports[0].to_json()
 
 
@@ -84,7 +93,9 @@ def corpus(body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
     c = services()
     documents = corpus_documents(body)
     if len(documents) > MAX_CORPUS_DOCUMENTS:
-        raise PayloadTooLargeError(f"at most {MAX_CORPUS_DOCUMENTS} documents per request", c.settings.max_body_bytes)
+        raise PayloadTooLargeError(
+            f"at most {MAX_CORPUS_DOCUMENTS} documents per request", c.settings.max_body_bytes
+        )
     report = load_corpus(c.indexing, c.registry, principal.tenant_id, documents, c.clock.now())
     logger.info(
         "corpus",

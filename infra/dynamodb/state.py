@@ -53,6 +53,9 @@ from infra.dynamodb.tables import default_client, ensure_table, state_table_spec
 MAX_TRANSACTION_ITEMS = 100
 
 
+OVERLAY_REGISTRY_PK = "OVERLAYS"  # one partition listing (tenant, role) pairs; tiny and read nightly
+
+
 class DynamoStateStore:
     """Weights, budgets, history, the assembly log, overlays and eval records in one DynamoDB table."""
 
@@ -241,7 +244,15 @@ class DynamoStateStore:
 
     def put_overlay(self, tenant_id: str, role_id: str, overlay: Mapping[str, Any]) -> None:
         """Create or replace a role overlay."""
-        self._put(it.json_item(it.tenant_pk(tenant_id), f"O#{it.esc(role_id)}", overlay))
+        self._put(it.json_item(it.tenant_pk(tenant_id), f"O#{it.esc(role_id)}", overlay, role_id=role_id))
+        # A registry partition lists every tenant's overlays for the nightly run without a Scan.
+        registry = {
+            "pk": it.S(OVERLAY_REGISTRY_PK),
+            "sk": it.S(f"{it.esc(tenant_id)}#{it.esc(role_id)}"),
+            "tenant": it.S(tenant_id),
+            "role_id": it.S(role_id),
+        }
+        self._put(registry)
 
     def get_overlay(self, tenant_id: str, role_id: str) -> Mapping[str, Any] | None:
         """The tenant's overlay for the role, or None."""
@@ -251,9 +262,23 @@ class DynamoStateStore:
     def delete_overlay(self, tenant_id: str, role_id: str) -> bool:
         """Remove the overlay; False when the tenant had none for the role."""
         key = {"pk": it.S(it.tenant_pk(tenant_id)), "sk": it.S(f"O#{it.esc(role_id)}")}
+        registry = {"pk": it.S(OVERLAY_REGISTRY_PK), "sk": it.S(f"{it.esc(tenant_id)}#{it.esc(role_id)}")}
         with dynamodb_errors():
             answer = self._client.delete_item(TableName=self._table, Key=key, ReturnValues="ALL_OLD")
+            self._client.delete_item(TableName=self._table, Key=registry)
         return "Attributes" in answer
+
+    def list_overlays(self, tenant_id: str) -> list[str]:
+        """The tenant's overlay role ids, sorted."""
+        items = self._prefixed(it.tenant_pk(tenant_id), "O#")
+        return sorted(i["role_id"]["S"] for i in items if "role_id" in i)
+
+    def overlay_owners(self) -> list[tuple[str, str]]:
+        """Every (tenant, role_id) with a stored overlay, sorted."""
+        items = self._query(
+            KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": it.S(OVERLAY_REGISTRY_PK)}
+        )
+        return sorted((i["tenant"]["S"], i["role_id"]["S"]) for i in items)
 
     def put_eval(self, tenant_id: str, record: EvalRecord) -> None:
         """Append one evaluation record."""

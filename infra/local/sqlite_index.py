@@ -29,6 +29,7 @@ from core.models import (
 )
 from core.text import edit_distance, fuzzy_budget, light_stem
 from infra.local.fts import fts5_expression
+from infra.local.sqlite_sql import ENTITY_COLUMNS, JOIN, SCHEMA, collapse, filter_sql, stored
 from infra.local.vectors import TenantVectors, load_vectors
 
 BM25_WEIGHTS = (3.0, 2.0, 1.0)  # the boost tiers of core.entities (title^3, strong^2, body^1)
@@ -36,64 +37,6 @@ CHUNK_ROWS_PER_ENTITY = 3  # fetch this many chunk rows per wanted entity before
 MAX_FUZZY_EXPANSIONS = 8  # vocabulary terms one fuzzy term may expand to
 SQL_BATCH = 400  # stay well under SQLite's bound-parameter limit
 BUSY_TIMEOUT_MS = 5000
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS idx_entities (
-    tenant_id TEXT NOT NULL, entity_type TEXT NOT NULL, entity_id TEXT NOT NULL,
-    version INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
-    source TEXT NOT NULL, owner TEXT, namespace TEXT, created_at TEXT, updated_at TEXT,
-    title TEXT, body TEXT, metadata TEXT, content_hash TEXT,
-    PRIMARY KEY (tenant_id, entity_type, entity_id)
-);
-CREATE TABLE IF NOT EXISTS idx_chunks (
-    id INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL, entity_type TEXT NOT NULL, entity_id TEXT NOT NULL,
-    chunk_no INTEGER NOT NULL, text TEXT NOT NULL, embedding BLOB
-);
-CREATE INDEX IF NOT EXISTS idx_chunks_entity ON idx_chunks (tenant_id, entity_type, entity_id);
-CREATE VIRTUAL TABLE IF NOT EXISTS idx_fts USING fts5 (
-    b3, b2, b1, tokenize = 'porter unicode61 remove_diacritics 2'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS idx_vocab USING fts5vocab (idx_fts, 'row');
-CREATE TABLE IF NOT EXISTS idx_generation (tenant_id TEXT PRIMARY KEY, gen INTEGER NOT NULL);
-"""
-
-_ENTITY_COLUMNS = (
-    "e.tenant_id, e.entity_type, e.entity_id, e.version, e.deleted, e.source, e.owner, e.namespace, "
-    "e.created_at, e.updated_at, e.title, e.body, e.metadata, e.content_hash"
-)
-_JOIN = (
-    "JOIN idx_entities e ON e.tenant_id = c.tenant_id AND e.entity_type = c.entity_type "
-    "AND e.entity_id = c.entity_id"
-)
-
-
-def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
-    """SQL conditions (on c = chunks, e = entities) for everything but the tenant."""
-    clauses: list[str] = ["e.deleted = 0"]
-    params: list[Any] = []
-
-    def within(column: str, values: Sequence[Any]) -> None:
-        clauses.append(f"{column} IN ({','.join('?' * len(values))})")
-        params.extend(values)
-
-    if filters.entity_types:
-        within("c.entity_type", filters.entity_types)
-    if filters.sources:
-        within("e.source", filters.sources)
-    if filters.namespaces:
-        within("e.namespace", filters.namespaces)
-    if filters.owner is not None:
-        clauses.append("e.owner = ?")
-        params.append(filters.owner)
-    if filters.exclude_owner is not None:
-        clauses.append("(e.owner IS NULL OR e.owner != ?)")
-        params.append(filters.exclude_owner)
-    for key, values in sorted(filters.metadata.items()):
-        marks = ",".join("?" * len(values))
-        clauses.append(f"EXISTS (SELECT 1 FROM json_each(e.metadata, ?) WHERE value IN ({marks}))")
-        params.append('$."' + key.replace('"', "") + '"')
-        params.extend(values)
-    return " AND ".join(clauses), params
 
 
 class SqliteIndex:
@@ -287,12 +230,12 @@ class SqliteIndex:
             for k in batch:
                 params.extend((k.entity_type, k.entity_id))
             rows = self._read(
-                f"SELECT {_ENTITY_COLUMNS} FROM idx_entities e WHERE e.tenant_id = ? "
+                f"SELECT {ENTITY_COLUMNS} FROM idx_entities e WHERE e.tenant_id = ? "
                 f"AND (e.entity_type, e.entity_id) IN (VALUES {pairs})",
                 params,
             )
             for row in rows:
-                entity = _stored(row)
+                entity = stored(row)
                 found[entity.key] = entity
         return found
 
@@ -304,16 +247,16 @@ class SqliteIndex:
         expression = fts5_expression(query, expansions)
         if not expression:
             return []
-        where, params = _filter_sql(filters)
+        where, params = filter_sql(filters)
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
         rows = self._read(
             f"SELECT c.entity_type, c.entity_id, c.chunk_no, c.text, -bm25(idx_fts, {weights}) AS score, "
-            f"{_ENTITY_COLUMNS} FROM idx_fts JOIN idx_chunks c ON c.id = idx_fts.rowid {_JOIN} "
+            f"{ENTITY_COLUMNS} FROM idx_fts JOIN idx_chunks c ON c.id = idx_fts.rowid {JOIN} "
             f"WHERE idx_fts MATCH ? AND c.tenant_id = ? AND {where} "
             f"ORDER BY bm25(idx_fts, {weights}) LIMIT ?",
             [expression, tenant_id, *params, k * CHUNK_ROWS_PER_ENTITY],
         )
-        return _collapse(rows, k)
+        return collapse(rows, k)
 
     def _fuzzy_expansions(self, query: LexicalQuery) -> dict[str, list[str]]:
         expansions: dict[str, list[str]] = {}
@@ -326,7 +269,9 @@ class SqliteIndex:
                 (term[0], term[0] + "\U0010ffff", len(term) - budget - 3, len(term) + budget),
             )
             stem = light_stem(term)
-            close = [(min(edit_distance(term, t, budget), edit_distance(stem, t, budget)), -d, t) for t, d in rows]
+            close = [
+                (min(edit_distance(term, t, budget), edit_distance(stem, t, budget)), -d, t) for t, d in rows
+            ]
             best = sorted(c for c in close if c[0] <= budget)[:MAX_FUZZY_EXPANSIONS]
             expansions[term] = [t for _, _, t in best]
         return expansions
@@ -350,11 +295,11 @@ class SqliteIndex:
         vectors = self._tenant_vectors(tenant_id)
         allowed = None
         if filters.metadata:
-            where, params = _filter_sql(filters)
+            where, params = filter_sql(filters)
             allowed = [
                 r[0]
                 for r in self._read(
-                    f"SELECT c.id FROM idx_chunks c {_JOIN} WHERE c.tenant_id = ? AND {where}",
+                    f"SELECT c.id FROM idx_chunks c {JOIN} WHERE c.tenant_id = ? AND {where}",
                     [tenant_id, *params],
                 )
             ]
@@ -363,8 +308,8 @@ class SqliteIndex:
             return []
         marks = ",".join("?" * len(picked))
         rows = self._read(
-            f"SELECT c.id, c.entity_type, c.entity_id, c.chunk_no, c.text, 0.0, {_ENTITY_COLUMNS} "
-            f"FROM idx_chunks c {_JOIN} WHERE c.id IN ({marks})",
+            f"SELECT c.id, c.entity_type, c.entity_id, c.chunk_no, c.text, 0.0, {ENTITY_COLUMNS} "
+            f"FROM idx_chunks c {JOIN} WHERE c.id IN ({marks})",
             [chunk_id for chunk_id, _ in picked],
         )
         by_id = {r[0]: r[1:] for r in rows}
@@ -373,7 +318,7 @@ class SqliteIndex:
             if chunk_id in by_id:
                 row = by_id[chunk_id]
                 ordered.append((*row[:4], score, *row[5:]))
-        return _collapse(ordered, k)
+        return collapse(ordered, k)
 
     def retrieve(
         self, tenant_id: str, query: LexicalQuery | None, embedding: Vector | None, filters: Filters, k: int
@@ -382,51 +327,3 @@ class SqliteIndex:
         lexical = self.lexical(tenant_id, query, filters, k) if query is not None else []
         vector = self.vector(tenant_id, embedding, filters, k) if embedding is not None else []
         return Retrieval(lexical=tuple(lexical), vector=tuple(vector))
-
-
-def _stored(row: Sequence[Any]) -> StoredEntity:
-    return StoredEntity(
-        tenant_id=row[0],
-        key=EntityKey(row[1], row[2]),
-        version=int(row[3]),
-        deleted=bool(row[4]),
-        source=row[5],
-        owner=row[6],
-        namespace=row[7],
-        created_at=row[8] or "",
-        updated_at=row[9] or "",
-        title=row[10] or "",
-        body=json.loads(row[11] or "{}"),
-        metadata=json.loads(row[12] or "{}"),
-        content_hash=row[13] or "",
-    )
-
-
-def _collapse(rows: Sequence[Sequence[Any]], k: int) -> list[Candidate]:
-    """Rows (type, id, chunk_no, text, score, *entity columns) best first → one Candidate per entity."""
-    seen: set[EntityKey] = set()
-    out: list[Candidate] = []
-    for row in rows:
-        key = EntityKey(row[0], row[1])
-        if key in seen:
-            continue
-        seen.add(key)
-        e = _stored(row[5:])
-        out.append(
-            Candidate(
-                key=key,
-                score=float(row[4]),
-                chunk_no=int(row[2]),
-                title=e.title,
-                text=row[3],
-                source=e.source,
-                owner=e.owner,
-                namespace=e.namespace,
-                created_at=e.created_at,
-                updated_at=e.updated_at,
-                metadata=e.metadata,
-            )
-        )
-        if len(out) >= k:
-            break
-    return out

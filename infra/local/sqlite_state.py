@@ -238,6 +238,16 @@ class SqliteStateStore:
         rows = self._rows(sql, (tenant_id, role_id))
         return schema.load_json(rows[0]["body"]) if rows else None
 
+    def list_overlays(self, tenant_id: str) -> list[str]:
+        """The tenant's overlay role ids, sorted."""
+        sql = "SELECT role_id FROM state_overlays WHERE tenant_id = ? ORDER BY role_id"
+        return [row[0] for row in self._rows(sql, (tenant_id,))]
+
+    def overlay_owners(self) -> list[tuple[str, str]]:
+        """Every (tenant, role_id) with a stored overlay, sorted."""
+        sql = "SELECT tenant_id, role_id FROM state_overlays ORDER BY tenant_id, role_id"
+        return [(row[0], row[1]) for row in self._rows(sql, ())]
+
     def delete_overlay(self, tenant_id: str, role_id: str) -> bool:
         """Remove the overlay; False when the tenant had none for the role."""
         with self._transaction() as conn:

@@ -93,8 +93,14 @@ def _walk(schema: Any) -> Iterator[tuple[dict[str, Any], bool]]:
             continue
         yield node, composed
         has_siblings = "properties" in node or "allOf" in node
+        # A one-member allOf with nothing beside it is an alias, not a composition.
+        alias = len(node.get("allOf") or []) == 1 and not any(k in node for k in ("properties", "oneOf", "anyOf"))
         for keyword, sub in _subschemas(node):
-            part = keyword in ("allOf", "anyOf") or (keyword == "oneOf" and (has_siblings or composed))
+            part = (
+                (keyword == "allOf" and not alias)
+                or keyword == "anyOf"
+                or (keyword == "oneOf" and (has_siblings or composed))
+            )
             stack.append((sub, part))
 
 

@@ -196,6 +196,14 @@ class StateStoreContract(LearningContract):
         assert store.get_overlay(T2, "oncall") is None
         assert store.delete_overlay(T2, "oncall") is False
 
+        store.put_overlay(T1, "writer", {"mission": "docs"})
+        store.put_overlay(T2, "auditor", {"mission": "audit"})
+        assert store.list_overlays(T1) == ["oncall", "writer"]
+        assert store.list_overlays(T2) == ["auditor"]
+        assert (T1, "oncall") in store.overlay_owners() and (T2, "auditor") in store.overlay_owners()
+        assert store.delete_overlay(T1, "writer") is True
+        assert (T1, "writer") not in store.overlay_owners()
+
         store.put_overlay(T1, "oncall", {"mission": "replaced"})
         assert store.get_overlay(T1, "oncall") == {"mission": "replaced"}
         assert store.delete_overlay(T1, "oncall") is True

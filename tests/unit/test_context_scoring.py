@@ -13,7 +13,7 @@ from core.context.budget import (
     resolve_weights,
 )
 from core.context.scoring import CROSS_NAMESPACE_SCORE_DISCOUNT, RECENCY_FLOOR, recency, score_source
-from core.context.sources import DEFAULT_SOURCES, parse_sources, select_sources
+from core.context.sources import DEFAULT_SOURCES, parse_sources, select_sources, union_filters
 from core.errors import InvalidInputError
 from core.models import Candidate, EntityKey, Retrieval
 from core.scoring import iso_timestamp, parse_timestamp
@@ -152,3 +152,16 @@ def test_a_request_may_only_name_configured_sources() -> None:
     with pytest.raises(InvalidInputError) as err:
         select_sources(DEFAULT_SOURCES, ["memory", "nope"])
     assert list(err.value.fields) == ["sources.1"]
+
+
+def test_a_wide_retrieval_splits_back_into_sources_by_owner() -> None:
+    specs = {s.name: s for s in DEFAULT_SOURCES}
+    mine = Candidate(EntityKey("memory", "a"), 1.0, 0, "", "", "agent_memory", "agent-7", "x", "", "", {})
+    theirs = Candidate(EntityKey("memory", "b"), 1.0, 0, "", "", "agent_memory", "agent-2", "x", "", "", {})
+    plain = Candidate(EntityKey("memory", "c"), 1.0, 0, "", "", "memory", None, "x", "", "", {})
+    owned = [n for n, s in specs.items() if s.matches(mine, "agent-7")]
+    others = [n for n, s in specs.items() if s.matches(theirs, "agent-7")]
+    assert (owned, others) == (["agent_memory_own"], ["agent_memory_peer"])
+    assert [n for n, s in specs.items() if s.matches(plain, "agent-7")] == ["memory"]
+    wide = union_filters(list(DEFAULT_SOURCES))
+    assert wide.sources == ("agent_memory", "memory", "psychic_cache", "vault") and wide.owner is None

@@ -11,7 +11,11 @@ from tests.unit.governance_fakes import FakeStateStore, overlay, service
 
 GOLDEN = {
     "golden_set": [
-        {"id": "q-rotate", "task_text": "rotate database credentials", "expected_ids": ["rot-runbook", "rot-wiki"]},
+        {
+            "id": "q-rotate",
+            "task_text": "rotate database credentials",
+            "expected_ids": ["rot-runbook", "rot-wiki"],
+        },
         {"id": "q-expense", "task_text": "expense reimbursement reports", "expected_ids": ["expense-2025"]},
     ],
     "min_ndcg_at_10": 0.5,
@@ -39,7 +43,9 @@ def test_figures_follow_the_ranking_the_bundle_selected() -> None:
 
     expected = []
     for q in ov.eval_profile.golden_set:
-        bundle = svc.retrieve("acme", RetrieveRequest(role_id="dba", task_text=q.task_text, overlay=ov), "keyword")
+        bundle = svc.retrieve(
+            "acme", RetrieveRequest(role_id="dba", task_text=q.task_text, overlay=ov), "keyword"
+        )
         ranking = [c.document_id for c in bundle.selected]
         expected.append(ndcg_at_k(ranking, dict.fromkeys(q.expected_ids, 1)))
     assert report.strategies["keyword"].ndcg_at_10 == pytest.approx(sum(expected) / len(expected))
@@ -61,6 +67,10 @@ def test_run_golden_sets_stores_one_record_per_role_with_a_golden_set() -> None:
     reports = run_golden_sets("acme", ["dba", "plain", "missing"], svc, state, "2026-01-15T00:00:00.000Z")
     assert [r.role_id for r in reports] == ["dba"]
     ((tenant, record),) = state.evals
-    assert tenant == "acme" and record.name == EVAL_NAME_PREFIX + "dba" and record.at == "2026-01-15T00:00:00.000Z"
+    assert (
+        tenant == "acme"
+        and record.name == EVAL_NAME_PREFIX + "dba"
+        and record.at == "2026-01-15T00:00:00.000Z"
+    )
     assert set(record.metrics["strategies"]) == set(GOLDEN_STRATEGIES)
     assert record.metrics["strategies"]["convex"]["ndcg_at_10"] == reports[0].strategies["convex"].ndcg_at_10

@@ -22,14 +22,20 @@ def test_without_an_overlay_the_query_is_the_task_alone() -> None:
 
 
 def test_boost_terms_are_added_after_the_task_terms_and_not_repeated() -> None:
-    built = build_query("rotate database credentials", make(vocabulary={"boost": ["Vault", "credential", "key rotation"]}), None)
+    built = build_query(
+        "rotate database credentials",
+        make(vocabulary={"boost": ["Vault", "credential", "key rotation"]}),
+        None,
+    )
     # "credential" is the task's "credentials" (same stem); "key rotation" adds two words.
     assert built.lexical.terms == ("rotate", "database", "credentials", "vault", "key", "rotation")
     assert built.boost_added == ("vault", "key", "rotation")
 
 
 def test_suppress_terms_are_removed_from_the_query_and_kept_for_the_penalty() -> None:
-    built = build_query("rotate database credentials in the forum", make(vocabulary={"suppress": ["forums"]}), None)
+    built = build_query(
+        "rotate database credentials in the forum", make(vocabulary={"suppress": ["forums"]}), None
+    )
     assert "forum" not in built.lexical.terms
     assert built.suppress_removed == ("forum",)
     assert stem("forum") in built.suppress_stems
@@ -68,7 +74,12 @@ def test_a_stop_word_only_task_still_has_terms() -> None:
 def test_the_bundle_traces_how_the_query_was_built() -> None:
     ov = overlay(vocabulary={"boost": ["vault"], "suppress": ["forum"]}, anti_goals=["marketing copy"])
     request = RetrieveRequest.model_validate(
-        {"role_id": "dba", "task_text": "rotate forum credentials", "overlay": ov, "context_summary": "billing db"}
+        {
+            "role_id": "dba",
+            "task_text": "rotate forum credentials",
+            "overlay": ov,
+            "context_summary": "billing db",
+        }
     )
     trace = service().retrieve("acme", request).query
     assert trace.task_terms == ["rotate", "forum", "credentials"]

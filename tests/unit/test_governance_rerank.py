@@ -41,8 +41,28 @@ def candidate(doc_id: str, text: str, score: float = 1.0, **fields: object) -> C
 
 def scored(doc_id: str, final: float, text: str = "") -> Scored:
     c = candidate(doc_id, text)
-    return Scored(c, f"{doc_id}#0", stems(text), 0, 0, final, final, final, final, 0.6, "medium", 1.0, None,
-                  False, False, 0.0, 1.0, None, final, ())
+    return Scored(
+        c,
+        f"{doc_id}#0",
+        stems(text),
+        0,
+        0,
+        final,
+        final,
+        final,
+        final,
+        0.6,
+        "medium",
+        1.0,
+        None,
+        False,
+        False,
+        0.0,
+        1.0,
+        None,
+        final,
+        (),
+    )
 
 
 def similarity(matrix: list[list[float]]) -> Similarity:
@@ -101,7 +121,10 @@ def by_id(kept: list[Scored]) -> dict[str, Scored]:
 
 
 def test_relevance_combines_coverage_weighted_bm25_and_cosine() -> None:
-    lexical = [candidate("full", "rotate database credentials", 8.0), candidate("half", "database notes", 4.0)]
+    lexical = [
+        candidate("full", "rotate database credentials", 8.0),
+        candidate("half", "database notes", 4.0),
+    ]
     vector = [candidate("full", "rotate database credentials", 0.9), candidate("half", "database notes", 0.5)]
     kept, _ = governed(lexical, "rotate database credentials", vector, vocabulary={})
     full, half = by_id(kept)["full"], by_id(kept)["half"]
@@ -114,11 +137,17 @@ def test_relevance_combines_coverage_weighted_bm25_and_cosine() -> None:
 
 def test_preferred_sources_are_boosted_and_forbidden_ones_rejected() -> None:
     text = "rotate database credentials"
-    cands = [candidate("pref", text, source="runbooks"), candidate("plain", text), candidate("bad", text, source="forum")]
+    cands = [
+        candidate("pref", text, source="runbooks"),
+        candidate("plain", text),
+        candidate("bad", text, source="forum"),
+    ]
     kept, rejected = governed(cands, text, source_policy={"preferred": ["runbooks"], "forbidden": ["forum"]})
     assert [s.candidate.key.entity_id for s in kept] == ["pref", "plain"]
     assert by_id(kept)["pref"].final > by_id(kept)["plain"].final
-    assert [(r.scored.candidate.key.entity_id, r.reason) for r in rejected] == [("bad", RejectReason.FORBIDDEN_SOURCE)]
+    assert [(r.scored.candidate.key.entity_id, r.reason) for r in rejected] == [
+        ("bad", RejectReason.FORBIDDEN_SOURCE)
+    ]
 
 
 def test_suppressed_terms_and_anti_goals_halve_the_score() -> None:
@@ -127,7 +156,12 @@ def test_suppressed_terms_and_anti_goals_halve_the_score() -> None:
         candidate("forum", "rotate database credentials forum tips"),
         candidate("promo", "rotate database credentials with our marketing copy"),
     ]
-    kept, _ = governed(cands, "rotate database credentials", vocabulary={"suppress": ["forum"]}, anti_goals=["Marketing copy"])
+    kept, _ = governed(
+        cands,
+        "rotate database credentials",
+        vocabulary={"suppress": ["forum"]},
+        anti_goals=["Marketing copy"],
+    )
     s = by_id(kept)
     assert s["forum"].penalty == s["promo"].penalty == SUPPRESS_PENALTY
     assert "'forum'" in (s["forum"].penalty_reason or "") and "anti-goal" in (s["promo"].penalty_reason or "")
@@ -136,7 +170,10 @@ def test_suppressed_terms_and_anti_goals_halve_the_score() -> None:
 
 def test_trust_weight_reorders_equally_relevant_evidence() -> None:
     text = "rotate database credentials"
-    cands = [candidate("low", text, metadata={"trust": "low"}), candidate("high", text, metadata={"trust": 0.95})]
+    cands = [
+        candidate("low", text, metadata={"trust": "low"}),
+        candidate("high", text, metadata={"trust": 0.95}),
+    ]
     weights = {"relevance": 0.5, "trust": 0.5, "freshness": 0.0, "preference": 0.0}
     kept, _ = governed(cands, text, retrieval_policy={"weights": weights})
     assert [s.candidate.key.entity_id for s in kept] == ["high", "low"]

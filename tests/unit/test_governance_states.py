@@ -44,6 +44,7 @@ def test_healthy_when_an_overlay_finds_strong_fresh_consistent_evidence(svc: Ret
     # The runbook's verbatim mirror is dropped as a near duplicate of it.
     mirror = next(r for r in bundle.rejected if r.document_id == "rot-runbook-mirror")
     assert mirror.reason is RejectReason.NEAR_DUPLICATE and "rot-runbook#0" in mirror.detail
+    assert "cosine" in mirror.detail  # hybrid retrieval diversifies over chunk embeddings
 
 
 def test_no_overlay_uses_the_shared_corpus_with_default_policy(svc: RetrievalService) -> None:
@@ -95,9 +96,13 @@ def test_stale_dominant_when_most_selected_evidence_is_outside_the_window(svc: R
     assert stale == {"expense-2019", "expense-2020"} and len(bundle.selected) == 3
     assert bundle.provenance.freshness_posture == "stale" and bundle.provenance.stale_selected == 2
     # With reject_stale the old documents are dropped instead, and the warning goes away.
-    strict = retrieve(svc, "expense reimbursement reports", overlay(retrieval_policy={**policy, "reject_stale": True}))
+    strict = retrieve(
+        svc, "expense reimbursement reports", overlay(retrieval_policy={**policy, "reject_stale": True})
+    )
     assert selected_ids(strict) == ["expense-2025"]
-    assert {r.reason for r in strict.rejected if r.document_id.startswith("expense-20")} == {RejectReason.STALE}
+    assert {r.reason for r in strict.rejected if r.document_id.startswith("expense-20")} == {
+        RejectReason.STALE
+    }
     assert "stale_dominant" not in states(strict)
 
 
@@ -111,10 +116,20 @@ def test_conflicting_when_two_high_trust_sources_say_opposite_things(svc: Retrie
 
 def test_agreeing_high_trust_sources_do_not_conflict() -> None:
     agreeing = [
-        {"id": "a", "title": "Friday deploys", "text": "Production deploys on Friday are allowed after review.",
-         "source": "policies", "trust": "high"},
-        {"id": "b", "title": "Release calendar", "text": "Production deploys on Friday are allowed with a peer review.",
-         "source": "handbook", "trust": "high"},
+        {
+            "id": "a",
+            "title": "Friday deploys",
+            "text": "Production deploys on Friday are allowed after review.",
+            "source": "policies",
+            "trust": "high",
+        },
+        {
+            "id": "b",
+            "title": "Release calendar",
+            "text": "Production deploys on Friday are allowed with a peer review.",
+            "source": "handbook",
+            "trust": "high",
+        },
     ]
     bundle = retrieve(service(documents=agreeing), "can production deploys happen on friday", overlay())
     assert len(bundle.selected) == 2 and "conflicting" not in states(bundle)
@@ -138,7 +153,11 @@ def test_without_an_embedder_a_hybrid_request_degrades_to_lexical_and_says_so() 
 
 
 def test_every_candidate_is_selected_or_rejected_with_a_reason(svc: RetrievalService) -> None:
-    for task in ("rotate database credentials", "expense reimbursement reports", "incident timeline postmortem"):
+    for task in (
+        "rotate database credentials",
+        "expense reimbursement reports",
+        "incident timeline postmortem",
+    ):
         bundle = retrieve(svc, task, overlay(source_policy={"forbidden": ["forum"], "min_trust": "medium"}))
         assert all(r.reason in RejectReason and r.detail for r in bundle.rejected)
         ids = [c.chunk_id for c in bundle.selected] + [r.chunk_id for r in bundle.rejected]
@@ -147,7 +166,9 @@ def test_every_candidate_is_selected_or_rejected_with_a_reason(svc: RetrievalSer
 
 
 def test_min_trust_rejects_low_trust_sources(svc: RetrievalService) -> None:
-    bundle = retrieve(svc, "rotate database credentials", overlay(source_policy={"min_trust": "medium"}), lexical_only=True)
+    bundle = retrieve(
+        svc, "rotate database credentials", overlay(source_policy={"min_trust": "medium"}), lexical_only=True
+    )
     forum = next(r for r in bundle.rejected if r.document_id == "rot-forum")
     assert forum.reason is RejectReason.BELOW_MIN_TRUST
     assert all(c.trust in ("high", "medium") for c in bundle.selected)
@@ -164,7 +185,9 @@ weights = st.floats(min_value=0.0, max_value=1.0)
     diversity=weights,
     min_score=st.floats(min_value=0.0, max_value=0.5),
     lexical_only=st.booleans(),
-    task=st.sampled_from(["rotate database credentials", "forum thread config file", "database credentials vault"]),
+    task=st.sampled_from(
+        ["rotate database credentials", "forum thread config file", "database credentials vault"]
+    ),
 )
 def test_a_forbidden_source_is_never_selected_whatever_the_policy(
     svc: RetrievalService,

@@ -1,0 +1,115 @@
+"""The SQL of the embedded index: schema, filter clauses, and rows → candidates."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from core.models import Candidate, EntityKey, Filters, StoredEntity
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS idx_entities (
+    tenant_id TEXT NOT NULL, entity_type TEXT NOT NULL, entity_id TEXT NOT NULL,
+    version INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
+    source TEXT NOT NULL, owner TEXT, namespace TEXT, created_at TEXT, updated_at TEXT,
+    title TEXT, body TEXT, metadata TEXT, content_hash TEXT,
+    PRIMARY KEY (tenant_id, entity_type, entity_id)
+);
+CREATE TABLE IF NOT EXISTS idx_chunks (
+    id INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL, entity_type TEXT NOT NULL, entity_id TEXT NOT NULL,
+    chunk_no INTEGER NOT NULL, text TEXT NOT NULL, embedding BLOB
+);
+CREATE INDEX IF NOT EXISTS idx_chunks_entity ON idx_chunks (tenant_id, entity_type, entity_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS idx_fts USING fts5 (
+    b3, b2, b1, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS idx_vocab USING fts5vocab (idx_fts, 'row');
+CREATE TABLE IF NOT EXISTS idx_generation (tenant_id TEXT PRIMARY KEY, gen INTEGER NOT NULL);
+"""
+
+ENTITY_COLUMNS = (
+    "e.tenant_id, e.entity_type, e.entity_id, e.version, e.deleted, e.source, e.owner, e.namespace, "
+    "e.created_at, e.updated_at, e.title, e.body, e.metadata, e.content_hash"
+)
+JOIN = (
+    "JOIN idx_entities e ON e.tenant_id = c.tenant_id AND e.entity_type = c.entity_type "
+    "AND e.entity_id = c.entity_id"
+)
+
+
+def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """SQL conditions (on c = chunks, e = entities) for everything but the tenant."""
+    clauses: list[str] = ["e.deleted = 0"]
+    params: list[Any] = []
+
+    def within(column: str, values: Sequence[Any]) -> None:
+        clauses.append(f"{column} IN ({','.join('?' * len(values))})")
+        params.extend(values)
+
+    if filters.entity_types:
+        within("c.entity_type", filters.entity_types)
+    if filters.sources:
+        within("e.source", filters.sources)
+    if filters.namespaces:
+        within("e.namespace", filters.namespaces)
+    if filters.owner is not None:
+        clauses.append("e.owner = ?")
+        params.append(filters.owner)
+    if filters.exclude_owner is not None:
+        clauses.append("(e.owner IS NULL OR e.owner != ?)")
+        params.append(filters.exclude_owner)
+    for key, values in sorted(filters.metadata.items()):
+        marks = ",".join("?" * len(values))
+        clauses.append(f"EXISTS (SELECT 1 FROM json_each(e.metadata, ?) WHERE value IN ({marks}))")
+        params.append('$."' + key.replace('"', "") + '"')
+        params.extend(values)
+    return " AND ".join(clauses), params
+
+
+def stored(row: Sequence[Any]) -> StoredEntity:
+    return StoredEntity(
+        tenant_id=row[0],
+        key=EntityKey(row[1], row[2]),
+        version=int(row[3]),
+        deleted=bool(row[4]),
+        source=row[5],
+        owner=row[6],
+        namespace=row[7],
+        created_at=row[8] or "",
+        updated_at=row[9] or "",
+        title=row[10] or "",
+        body=json.loads(row[11] or "{}"),
+        metadata=json.loads(row[12] or "{}"),
+        content_hash=row[13] or "",
+    )
+
+
+def collapse(rows: Sequence[Sequence[Any]], k: int) -> list[Candidate]:
+    """Rows (type, id, chunk_no, text, score, *entity columns) best first → one Candidate per entity."""
+    seen: set[EntityKey] = set()
+    out: list[Candidate] = []
+    for row in rows:
+        key = EntityKey(row[0], row[1])
+        if key in seen:
+            continue
+        seen.add(key)
+        e = stored(row[5:])
+        out.append(
+            Candidate(
+                key=key,
+                score=float(row[4]),
+                chunk_no=int(row[2]),
+                title=e.title,
+                text=row[3],
+                source=e.source,
+                owner=e.owner,
+                namespace=e.namespace,
+                created_at=e.created_at,
+                updated_at=e.updated_at,
+                metadata=e.metadata,
+            )
+        )
+        if len(out) >= k:
+            break
+    return out
