@@ -30,6 +30,7 @@ from infra.evaluation import EVAL_TENANT, INDEX_FILE, SEARCH_LIMIT, ingest  # no
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CACHE = REPO / ".quarry" / "embeddings"
+FLOORS = (-1.0, 0.1, 0.2, 0.3)  # cosine floors studied; -1 keeps every vector hit
 
 
 def metrics_of(setting: FusionSetting, runs: Mapping[str, QueryLists], qrels: Qrels) -> Metrics:
@@ -73,19 +74,28 @@ def build_index(dataset: Path, split: str, work_dir: Path, cache_dir: Path, reus
     return data, index, embedder
 
 
-def study(runs: Mapping[str, QueryLists], qrels: Qrels, settings: SearchSettings) -> dict[str, object]:
-    """Single retrievers, the grid with and without the auto lean, and the tuner's choice."""
-    rows: dict[str, dict[str, float]] = {
-        "keyword": single(runs, qrels, "lexical").as_dict(),
-        "semantic": single(runs, qrels, "vector").as_dict(),
+def floored(runs: Mapping[str, QueryLists], floor: float) -> dict[str, QueryLists]:
+    """The lists with vector hits below cosine `floor` dropped (SearchSettings.min_vector_similarity)."""
+    return {
+        q: QueryLists(r.lexical, tuple(c for c in r.vector if c.score >= floor), r.alpha_shift)
+        for q, r in runs.items()
     }
-    flat = unshifted(runs)
-    for s in settings_grid():
-        name = f"rrf k={s.rrf_k}" if s.method is FusionMethod.RRF else f"convex a={s.alpha:.2f}"
-        rows[f"hybrid {name}"] = metrics_of(s, flat, qrels).as_dict()
-        rows[f"auto {name}"] = metrics_of(s, runs, qrels).as_dict()
+
+
+def study(raw: Mapping[str, QueryLists], qrels: Qrels, settings: SearchSettings) -> dict[str, object]:
+    """Single retrievers, the grid per vector floor with and without the auto lean, the tuner's choice."""
+    rows: dict[str, dict[str, float]] = {"keyword": single(raw, qrels, "lexical").as_dict()}
+    for floor in FLOORS:
+        auto = floored(raw, floor)
+        flat = unshifted(auto)
+        rows[f"semantic floor={floor}"] = single(auto, qrels, "vector").as_dict()
+        for s in settings_grid():
+            name = f"rrf k={s.rrf_k}" if s.method is FusionMethod.RRF else f"convex a={s.alpha:.2f}"
+            rows[f"hybrid {name} floor={floor}"] = metrics_of(s, flat, qrels).as_dict()
+            rows[f"auto {name} floor={floor}"] = metrics_of(s, auto, qrels).as_dict()
+    runs = floored(raw, settings.min_vector_similarity)
     tuned_auto = tune_fusion(runs, qrels, current_setting(settings))
-    tuned_flat = tune_fusion(flat, qrels, current_setting(settings))
+    tuned_flat = tune_fusion(unshifted(runs), qrels, current_setting(settings))
     return {
         "rows": rows,
         "tuned_auto": {"best": tuned_auto.best.describe(), "ndcg_at_10": tuned_auto.best_score},
@@ -108,8 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     data, index, embedder = build_index(args.dataset, args.split, work, args.cache_dir, args.reuse)
     settings = SearchSettings()
     service = FusionTuningService(index, embedder, EntityTypeRegistry(), settings)
-    runs = service.lists(EVAL_TENANT, data.queries)
-    result = study(runs, data.qrels, settings)
+    raw = service.lists(EVAL_TENANT, data.queries, vector_floor=-1.0)
+    result = study(raw, data.qrels, settings)
     print(f"{data.name} ({args.split}, {len(data.qrels)} queries)")
     for name, m in result["rows"].items():  # type: ignore[union-attr]
         print(f"{name:<24} {m['ndcg_at_10']:.4f} {m['recall_at_100']:.4f} {m['mrr_at_10']:.4f}")

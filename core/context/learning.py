@@ -65,14 +65,17 @@ class SourceStats:
 
     @property
     def appearance_rate(self) -> float:
+        """Share of the batch's assemblies the source contributed to."""
         return self.appearances / self.assemblies if self.assemblies else 0.0
 
     @property
     def usage_rate(self) -> float:
+        """Share of the source's returned items that feedback marked used."""
         return self.used / self.returned if self.returned else 0.0
 
     @property
     def confidence(self) -> float:
+        """Mean normalised score of the source's used items."""
         return self.used_score / self.used if self.used else 0.0
 
     @property

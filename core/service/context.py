@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from core.context.budget import (
     DEFAULT_TOKEN_BUDGET,
@@ -39,7 +39,7 @@ from core.models import LexicalQuery, Vector
 from core.ports import Clock, Embedder, LinkReader, SearchIndex, StateStore, TripleStore
 from core.query import parse_query
 from core.scoring import TokenCounter, estimate_tokens, iso_timestamp
-from core.service.context_retrieval import Fanout, Gathered, MapFn, entity_text, load_links, plan_tasks
+from core.service.context_retrieval import Fanout, Gathered, MapFn, load_links, plan_tasks
 from core.service.search import MAX_QUERY_CHARS, MIN_VECTOR_SIMILARITY
 from core.state import WILDCARD_CALLER, AssemblyLogEntry, AssemblySource, SourceWeight
 
@@ -61,7 +61,6 @@ class ContextSettings:
     recency_floor: float = RECENCY_FLOOR
     min_vector_similarity: float = MIN_VECTOR_SIMILARITY
     rrf_k: int = RRF_K
-    labels: dict[str, str] = field(default_factory=dict)
 
 
 def candidate_depth(budget: int) -> int:
@@ -287,4 +286,4 @@ def _sources(packing: Packing) -> list[ContextSource]:
     ]
 
 
-__all__ = ["ContextService", "ContextSettings", "entity_text"]
+__all__ = ["ContextService", "ContextSettings"]

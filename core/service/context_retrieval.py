@@ -124,7 +124,13 @@ def load_links(
             if entity is not None and not entity.deleted:
                 title, text = entity_text(registry, link.entity.entity_type, entity.body)
                 item = ContextItem(
-                    str(link.entity), EXPLICIT_LINK_SOURCE, title, text, 1.0, 1.0, entity.created_at
+                    str(link.entity),
+                    EXPLICIT_LINK_SOURCE,
+                    title,
+                    text[:max_chars],
+                    1.0,
+                    1.0,
+                    entity.created_at,
                 )
         elif reader is not None and link.path is not None:
             content = _read(reader, i, link.path, max_chars)

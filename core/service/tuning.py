@@ -40,9 +40,18 @@ class FusionTuningService:
         self._types = tuple(entity_types or registry.names())
 
     def lists(
-        self, tenant_id: str, queries: Mapping[str, str], strategy: str = "auto"
+        self,
+        tenant_id: str,
+        queries: Mapping[str, str],
+        strategy: str = "auto",
+        vector_floor: float | None = None,
     ) -> dict[str, QueryLists]:
-        """Per query: both candidate lists at search depth, and the α lean `strategy` gives it."""
+        """Per query: both candidate lists at search depth, and the α lean `strategy` gives it.
+
+        Vector hits below `vector_floor` (default: the service's `min_vector_similarity`) are dropped,
+        as SearchService drops them before fusing.
+        """
+        floor = self._settings.min_vector_similarity if vector_floor is None else vector_floor
         depth = max(TUNING_LIMIT * CANDIDATE_DEPTH_FACTOR, self._settings.min_depth)
         base = self._settings.alpha if self._settings.fusion is FusionMethod.CONVEX else PLAIN_RRF_ALPHA
         parsed = {qid: parse_query(text, self._registry) for qid, text in queries.items() if text.strip()}
@@ -57,7 +66,8 @@ class FusionTuningService:
                 tenant_id, None if lexical.empty else lexical, vector, Filters(entity_types=types), depth
             )
             plan = plan_strategy(strategy, query.shape, self._settings)
-            out[qid] = QueryLists(got.lexical, got.vector, alpha_shift=plan.alpha - base)
+            vector_hits = tuple(c for c in got.vector if c.score >= floor)
+            out[qid] = QueryLists(got.lexical, vector_hits, alpha_shift=plan.alpha - base)
         return out
 
     def tune(self, tenant_id: str, queries: Mapping[str, str], qrels: Qrels) -> TuningResult:

@@ -24,7 +24,8 @@ from core.context.schemas import (
     WeightsResponse,
 )
 from handlers._observability import logger, metrics
-from handlers.routes.common import caller, request_id, services
+from handlers.routes.common import caller as principal
+from handlers.routes.common import request_id, services
 
 router = Router()
 TRACE_HEADERS = ("x-amzn-trace-id", "traceparent", "x-request-id")
@@ -41,9 +42,9 @@ def _request_id() -> str | None:
 
 @router.post("/context/assemble", summary="Assemble a token-budgeted context block", tags=["context"])
 def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
-    principal = caller(router, "read")
+    who = principal(router, "read")
     rid = _request_id()
-    response = services().context.assemble(principal.tenant_id, request, rid)
+    response = services().context.assemble(who.tenant_id, request, rid)
     metrics.add_metric(
         name="AssemblyRetrievalLatency", unit=MetricUnit.Milliseconds, value=response.retrieval_ms
     )
@@ -52,7 +53,7 @@ def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
     logger.info(
         "context assembled",
         extra={
-            "tenant": principal.tenant_id,
+            "tenant": who.tenant_id,
             "caller": request.caller,
             "namespace": request.namespace,
             "assembly_id": response.assembly_id,
@@ -69,12 +70,12 @@ def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
 
 @router.post("/context/feedback", summary="Record which items the caller used", tags=["context"])
 def feedback(request: Annotated[FeedbackRequest, Body()]) -> FeedbackResponse:
-    principal = caller(router, "write")
-    response = services().context.feedback(principal.tenant_id, request)
+    who = principal(router, "write")
+    response = services().context.feedback(who.tenant_id, request)
     logger.info(
         "context feedback",
         extra={
-            "tenant": principal.tenant_id,
+            "tenant": who.tenant_id,
             "assembly_id": response.assembly_id,
             "used": len(response.recorded_ids),
             "ignored": len(response.ignored_ids),
@@ -85,53 +86,53 @@ def feedback(request: Annotated[FeedbackRequest, Body()]) -> FeedbackResponse:
 
 @router.get("/context/weights", summary="Source weights and token shares", tags=["context"])
 def weights() -> WeightsResponse:
-    return services().learning.weights(caller(router, "read").tenant_id)
+    return services().learning.weights(principal(router, "read").tenant_id)
 
 
 @router.get("/context/budgets", summary="Caller token budgets", tags=["context"])
 def budgets() -> BudgetsResponse:
-    return services().learning.budgets(caller(router, "read").tenant_id)
+    return services().learning.budgets(principal(router, "read").tenant_id)
 
 
 @router.get("/context/log", summary="The assembly log, newest first", tags=["context"])
 def log(
-    caller_name: Annotated[str | None, Query(alias="caller", max_length=128)] = None,
+    caller: Annotated[str | None, Query(max_length=128)] = None,
     namespace: Annotated[str | None, Query(max_length=128)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LOG_PAGE)] = DEFAULT_LOG_PAGE,
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
 ) -> LogResponse:
-    tenant = caller(router, "read").tenant_id
-    return services().learning.log(tenant, caller_name, namespace, limit, cursor)
+    tenant = principal(router, "read").tenant_id
+    return services().learning.log(tenant, caller, namespace, limit, cursor)
 
 
 @router.get("/context/log/callers", summary="Callers seen in the assembly log", tags=["context"])
 def callers() -> CallersResponse:
-    return services().learning.callers(caller(router, "read").tenant_id)
+    return services().learning.callers(principal(router, "read").tenant_id)
 
 
 @router.put(
-    "/context/weights/<caller_name>/<source>",
+    "/context/weights/<caller>/<source>",
     summary="Pin a caller's weight and share for a source (learning leaves it alone)",
     tags=["context"],
 )
-def set_weight(caller_name: str, source: str, request: Annotated[ManualWeightRequest, Body()]) -> WeightOut:
-    principal = caller(router, "admin")
-    row = services().learning.set_weight(principal.tenant_id, caller_name, source, request)
+def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest, Body()]) -> WeightOut:
+    who = principal(router, "admin")
+    row = services().learning.set_weight(who.tenant_id, caller, source, request)
     logger.info(
         "manual weight",
-        extra={"tenant": principal.tenant_id, "caller": caller_name, "source": source, "manual": row.manual},
+        extra={"tenant": who.tenant_id, "caller": caller, "source": source, "manual": row.manual},
     )
     return row
 
 
 @router.post("/context/eval", summary="Run the learning cycle for this tenant now", tags=["context"])
 def run_eval() -> EvalResponse:
-    principal = caller(router, "admin")
-    report = services().learning.run(principal.tenant_id)
+    who = principal(router, "admin")
+    report = services().learning.run(who.tenant_id)
     logger.info(
         "learning cycle",
         extra={
-            "tenant": principal.tenant_id,
+            "tenant": who.tenant_id,
             "callers": report.callers,
             "assemblies": report.assemblies,
             "weights": report.weights_count,

@@ -38,6 +38,9 @@ class SentenceTransformerEmbedder:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
+                # Idle OpenMP threads spin after each inference and starve the index work that follows
+                # (measured: a query embedding between retrievals took 390-585 ms instead of 18-33 ms).
+                os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 try:

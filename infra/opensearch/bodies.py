@@ -9,6 +9,10 @@ validated against the official API specification without a cluster.
 - Queries never embed user text in query syntax: terms and phrases go into `multi_match.query`, which is
   analysed as plain text (no `query_string`). The tenant and every filter sit inside the query (a bool
   `filter` for BM25, the k-NN `filter` for vectors: efficient filtering, never a post-filter).
+- The k-NN filter targets parent (entity) fields from inside a `nested` k-NN query. OpenSearch decides
+  whether such a filter is a parent filter with `NestedHelper.mightMatchNestedDocs`; a bool counts as
+  parent-level when any required clause is, and the tenant `term` is always a required clause, so the
+  filter is joined to the chunks correctly even on versions with k-NN issue #2222 (fixed in 3.5).
 """
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ from infra.opensearch.errors import RETRYABLE_STATUSES
 SERVICES = ("es", "aoss")  # SigV4 service names: managed domains, Serverless collections
 DEFAULT_TIMEOUT = 5.0  # seconds per attempt: 4 attempts + backoff stay under API Gateway's 29 s limit
 DEFAULT_MAX_RETRIES = 3
-BACKOFF_BASE = 0.1  # seconds before the first retry (AWS SDK standard retry mode uses 0.1 s base)
+# Judgement calls, not measurements: a throttled or restarting node usually answers again within a few
+# hundred ms, so 3 retries wait at most 0.1 + 0.2 + 0.4 s; the cap keeps more retries inside a Lambda.
+BACKOFF_BASE = 0.1  # seconds before the first retry
 BACKOFF_CAP = 2.0  # seconds: the longest single wait
 
 

@@ -8,6 +8,7 @@ The adapter only sequences calls: bodies come from `bodies`/`mapping`/`documents
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -36,27 +37,9 @@ from infra.opensearch.errors import (
 )
 from infra.opensearch.responses import ItemResult
 
+_log = logging.getLogger(__name__)
 Refresh = bool | str  # False (default), True, or "wait_for" (tests, the local dev server)
 _RESOURCE_EXISTS = "resource_already_exists_exception"
-
-
-def _refused(stored: int, given: int) -> WriteOutcome | None:
-    """STALE / DUPLICATE when `given` is not newer than `stored`, else None (the write may proceed)."""
-    if given > stored:
-        return None
-    return WriteOutcome.STALE if given < stored else WriteOutcome.DUPLICATE
-
-
-def _write_outcome(item: ItemResult, given: int) -> WriteOutcome:
-    """What a bulk `index` action with an external version did."""
-    if item.ok:
-        return WriteOutcome.APPLIED
-    if item.conflict:
-        # OpenSearch refused the version; the reason names the stored one. An unparseable reason is
-        # still a refusal: report it as stale (never applied either way).
-        stored = item.stored_version
-        return WriteOutcome.DUPLICATE if stored == given else WriteOutcome.STALE
-    raise classify(item.status, item.error_type, item.reason)
 
 
 class OpenSearchIndex:
@@ -211,15 +194,17 @@ class OpenSearchIndex:
             (documents.doc_id(r.tenant_id, r.key), r.version, documents.entity_source(r)) for r in records
         ]
         items = self._bulk(writes) if writes else []
-        return [_write_outcome(item, r.version) for item, r in zip(items, records, strict=True)]
+        return [responses.write_outcome(item, r.version) for item, r in zip(items, records, strict=True)]
 
     def upsert(self, record: EntityRecord) -> WriteOutcome:
         """Store a whole entity version; OpenSearch's external versioning refuses anything not newer."""
         return self.upsert_many([record])[0]
 
-    def _versioned_write(self, tenant_id: str, key: EntityKey, version: int, source: dict[str, Any]) -> WriteOutcome:
+    def _versioned_write(
+        self, tenant_id: str, key: EntityKey, version: int, source: dict[str, Any]
+    ) -> WriteOutcome:
         item = self._bulk([(documents.doc_id(tenant_id, key), version, source)])[0]
-        return _write_outcome(item, version)
+        return responses.write_outcome(item, version)
 
     def update_metadata(
         self,
@@ -234,7 +219,7 @@ class OpenSearchIndex:
         stored = self._stored_doc(tenant_id, key, with_chunks=True)
         if stored is None or stored.get(mapping.DELETED):
             return WriteOutcome.NOT_FOUND
-        refused = _refused(int(stored[mapping.VERSION]), version)
+        refused = responses.refused(int(stored[mapping.VERSION]), version)
         if refused is not None:
             return refused
         source = documents.with_metadata(stored, version, body, metadata, updated_at)
@@ -247,7 +232,7 @@ class OpenSearchIndex:
             return WriteOutcome.NOT_FOUND
         current = int(stored[mapping.VERSION])
         effective = current + 1 if version is None else version
-        refused = _refused(current, effective)
+        refused = responses.refused(current, effective)
         if refused is not None:
             return refused
         return self._versioned_write(tenant_id, key, effective, documents.tombstone(stored, effective))
@@ -262,6 +247,15 @@ class OpenSearchIndex:
         found = self._fetch([documents.doc_id(tenant_id, k) for k in unique])
         entities = (documents.stored_entity(s) for s in found if s.get(mapping.TENANT) == tenant_id)
         return {e.key: e for e in entities}
+
+    def _matches_dimension(self, embedding: Vector) -> bool:
+        """A query vector of another dimension finds nothing (as in the local index), and is logged."""
+        if len(embedding) == self._dimension:
+            return True
+        _log.warning(
+            "query vector has %d dimensions, the index %d: no vector results", len(embedding), self._dimension
+        )
+        return False
 
     def lexical(self, tenant_id: str, query: LexicalQuery, filters: Filters, k: int) -> list[Candidate]:
         """BM25 over the boosted tiers, best chunk per entity, at most k."""
@@ -284,7 +278,7 @@ class OpenSearchIndex:
         searches: list[tuple[str, dict[str, Any]]] = []
         if query is not None and not query.empty and k > 0:
             searches.append(("lexical", bodies.lexical_body(tenant_id, query, filters, k)))
-        if embedding is not None and k > 0:
+        if embedding is not None and k > 0 and self._matches_dimension(embedding):
             searches.append(("vector", bodies.vector_body(tenant_id, embedding, filters, k)))
         if not searches:
             return Retrieval()

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import UnavailableError
-from core.models import Candidate, EntityKey
+from core.models import Candidate, EntityKey, WriteOutcome
 from infra.opensearch import mapping as m
 from infra.opensearch.bodies import INNER_HITS_NAME
-from infra.opensearch.errors import BACKEND
+from infra.opensearch.errors import BACKEND, classify
 
 # "[id]: version conflict, current version [12] is higher or equal to the one provided [10]"
 # (OpenSearch VersionType.EXTERNAL.explainConflictForWrites).
@@ -76,6 +76,8 @@ def candidates(
     """Hits best first → at most k Candidates, one per entity, never another tenant's."""
     out: list[Candidate] = []
     seen: set[EntityKey] = set()
+    if k <= 0:
+        return out
     for hit in (response.get("hits") or {}).get("hits") or []:
         source = hit.get("_source") or {}
         if source.get(m.TENANT) != tenant_id or source.get(m.DELETED):
@@ -145,6 +147,25 @@ def bulk_items(response: Mapping[str, Any], expected: int) -> list[ItemResult]:
     if len(results) != expected:
         raise UnavailableError(BACKEND, f"_bulk returned {len(results)} items for {expected} actions")
     return results
+
+
+def refused(stored: int, given: int) -> WriteOutcome | None:
+    """STALE / DUPLICATE when `given` is not newer than `stored`, else None (the write may proceed)."""
+    if given > stored:
+        return None
+    return WriteOutcome.STALE if given < stored else WriteOutcome.DUPLICATE
+
+
+def write_outcome(item: ItemResult, given: int) -> WriteOutcome:
+    """What a bulk `index` action with an external version did."""
+    if item.ok:
+        return WriteOutcome.APPLIED
+    if item.conflict:
+        # OpenSearch refused the version; the reason names the stored one. An unparseable reason is
+        # still a refusal: report it as stale (never applied either way).
+        stored = item.stored_version
+        return WriteOutcome.DUPLICATE if stored == given else WriteOutcome.STALE
+    raise classify(item.status, item.error_type, item.reason)
 
 
 def mget_sources(response: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -5,10 +5,17 @@ Every file is registered in a `referencing.Registry` under its `file://` URI, so
 (`_common.yaml#/components/schemas/Field`, `../schemas/_core.bulk.yaml#/...`) resolve as written.
 
 The published schemas are open: almost no object forbids unknown keys, so a misspelt key (`filtr`
-inside `knn`) would pass. `strict=True` closes every object schema that is not a building block of
-another one (`unevaluatedProperties: false`, which sees through `allOf`/`$ref`), so an unknown key
-fails. Building blocks (members of `allOf`/`anyOf`, or `$ref`ed next to sibling `properties`) stay
-open, because closing them would reject the keys their composite adds.
+inside `knn`) would pass, and a `oneOf` of open alternatives often matches twice and fails valid bodies
+(the msearch header/body pair, `sort`). `strict=True` (the default) fixes both:
+- it closes every object schema that is not a building block of another one (`unevaluatedProperties:
+  false`, which sees through `allOf`/`$ref`), so an unknown key fails. Building blocks (members of
+  `allOf`/`anyOf`, schemas `$ref`ed beside sibling `properties`, and everything inline inside them)
+  stay open, because closing them would reject the keys a sibling member adds;
+- it honours OpenAPI `discriminator`s (plain JSON Schema ignores them), dispatching a mapping property
+  on its `type` instead of trying all 49 alternatives at every nesting level (minutes per mapping).
+Measured soundness: all 179 request payloads recorded in the specification's own stories for bulk,
+msearch, search, mget, index creation and index templates pass strict validation (4 of them fail the
+open schemas). The test suite re-checks the 119 without aggregations (those take seconds each).
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ from referencing.jsonschema import DRAFT202012
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SPEC_ROOT = REPO_ROOT.parent / "shared" / "opensearch-api-spec"
-SPEC_MISSING_REASON = f"the OpenSearch API specification is not at {SPEC_ROOT} (CI clones shared/ beside main)"
+SPEC_MISSING_REASON = (
+    f"the OpenSearch API specification is not at {SPEC_ROOT} (CI clones shared/ beside main)"
+)
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas", "$defs")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
@@ -84,24 +93,30 @@ def _schema_roots(document: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
                     yield media["schema"]
 
 
-def _walk(schema: Any) -> Iterator[tuple[dict[str, Any], bool]]:
-    """Every schema under `schema` with whether it is a building block (composed into its parent)."""
-    stack: list[tuple[Any, bool]] = [(schema, False)]
+def _walk(schema: Any, inside: bool = False) -> Iterator[tuple[dict[str, Any], bool, bool]]:
+    """Every schema under `schema` as (node, is a building block, lies inside one).
+
+    A building block is a member of `allOf`/`anyOf` (or of a `oneOf` beside other keywords). Schemas
+    inside a building block stay open too: a sibling member may describe the same nested object.
+    """
+    stack: list[tuple[Any, bool, bool]] = [(schema, False, inside)]
     while stack:
-        node, composed = stack.pop()
+        node, block, within = stack.pop()
         if not isinstance(node, dict):
             continue
-        yield node, composed
+        yield node, block, within
         has_siblings = "properties" in node or "allOf" in node
         # A one-member allOf with nothing beside it is an alias, not a composition.
-        alias = len(node.get("allOf") or []) == 1 and not any(k in node for k in ("properties", "oneOf", "anyOf"))
+        alias = len(node.get("allOf") or []) == 1 and not any(
+            k in node for k in ("properties", "oneOf", "anyOf")
+        )
         for keyword, sub in _subschemas(node):
             part = (
                 (keyword == "allOf" and not alias)
                 or keyword == "anyOf"
-                or (keyword == "oneOf" and (has_siblings or composed))
+                or (keyword == "oneOf" and (has_siblings or block))
             )
-            stack.append((sub, part))
+            stack.append((sub, part, block or within))
 
 
 def _composed_targets(documents: Mapping[str, Any]) -> set[str]:
@@ -109,9 +124,9 @@ def _composed_targets(documents: Mapping[str, Any]) -> set[str]:
     targets: set[str] = set()
     for uri, document in documents.items():
         for root in _schema_roots(document):
-            for node, composed in _walk(root):
+            for node, block, _ in _walk(root):
                 ref = node.get("$ref")
-                if isinstance(ref, str) and (composed or "properties" in node):
+                if isinstance(ref, str) and (block or "properties" in node):
                     targets.add(_absolute(uri, ref))
     return targets
 
@@ -134,11 +149,68 @@ def _close(documents: dict[str, Any]) -> None:
             if f"{uri}#/components/schemas/{name}" in composed_refs
         }
         for root in _schema_roots(document):
-            for node, composed in _walk(root):
-                if composed or id(node) in block_roots or any(k in node for k in _OPEN_KEYWORDS):
+            for node, block, within in _walk(root, inside=id(root) in block_roots):
+                if block or within or any(k in node for k in _OPEN_KEYWORDS):
                     continue
                 if "properties" in node or "allOf" in node:
                     node["unevaluatedProperties"] = False
+
+
+def _resolve(documents: Mapping[str, Any], base: str, ref: str) -> tuple[str, Any]:
+    uri, _, fragment = _absolute(base, ref).partition("#")
+    node = documents[uri]
+    for part in filter(None, fragment.split("/")):
+        node = node[part.replace("~1", "/").replace("~0", "~")]
+    return uri, node
+
+
+def _tag(documents: Mapping[str, Any], uri: str, schema: Any, name: str) -> Any:
+    """The single value property `name` must take in `schema` (through `$ref` and `allOf`), or None."""
+    if not isinstance(schema, dict):
+        return None
+    if "$ref" in schema:
+        uri, schema = _resolve(documents, uri, schema["$ref"])
+        return _tag(documents, uri, schema, name)
+    prop = (schema.get("properties") or {}).get(name) or {}
+    if "const" in prop:
+        return prop["const"]
+    if len(prop.get("enum") or []) == 1:
+        return prop["enum"][0]
+    for part in schema.get("allOf") or []:
+        found = _tag(documents, uri, part, name)
+        if found is not None:
+            return found
+    return None
+
+
+def _dispatch(documents: dict[str, Any]) -> None:
+    """Honour OpenAPI `discriminator`s: pick the one `oneOf` member by tag instead of trying them all.
+
+    Plain JSON Schema ignores `discriminator`, so a mapping (`Property`: 49 alternatives, nested three
+    deep in ours) would be validated against every alternative at every level: minutes per mapping.
+    """
+    for uri, document in documents.items():
+        for root in _schema_roots(document):
+            for node, _, _ in _walk(root):
+                name = (node.get("discriminator") or {}).get("propertyName")
+                members = node.get("oneOf")
+                if not name or not isinstance(members, list):
+                    continue
+                tags = [_tag(documents, uri, member, name) for member in members]
+                if None in tags:
+                    continue
+                branches: list[dict[str, Any]] = [
+                    {"if": {"properties": {name: {"const": t}}, "required": [name]}, "then": member}
+                    for t, member in zip(tags, members, strict=True)
+                ]
+                default = node["discriminator"].get("x-default")
+                if default in tags:
+                    branches.append(
+                        {"if": {"not": {"required": [name]}}, "then": members[tags.index(default)]}
+                    )
+                branches.append({"properties": {name: {"enum": tags}}})
+                node["allOf"] = [*node.get("allOf", []), *branches]
+                del node["oneOf"]
 
 
 @cache
@@ -147,6 +219,7 @@ def _documents(strict: bool) -> dict[str, Any]:
     if strict:
         documents = copy.deepcopy(documents)
         _close(documents)
+        _dispatch(documents)
     return documents
 
 
@@ -166,7 +239,9 @@ def _pointer(*parts: str) -> str:
 
 def schema_uri(file: str, name: str) -> str:
     """URI of `components/schemas/<name>` in `spec/schemas/<file>.yaml`."""
-    return (SPEC_ROOT / "spec" / "schemas" / f"{file}.yaml").resolve().as_uri() + f"#/components/schemas/{name}"
+    return (
+        SPEC_ROOT / "spec" / "schemas" / f"{file}.yaml"
+    ).resolve().as_uri() + f"#/components/schemas/{name}"
 
 
 def request_body_uri(namespace: str, operation: str, media: str = "application/json") -> str:

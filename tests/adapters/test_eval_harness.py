@@ -90,3 +90,28 @@ def test_plot_is_a_png(tmp_path: Path) -> None:
     report = run_eval(TINY, FakeBagOfWordsEmbedder(), work_dir=tmp_path, progress=False)
     plot_report(report, tmp_path / "chart.png")
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_tuning_lists_reproduce_what_search_returns(tmp_path: Path) -> None:
+    # Given the tiny corpus indexed through the real write path,
+    from core.entities import EntityTypeRegistry
+    from core.service.indexing import IndexingService
+    from core.service.search import SearchService, SearchSettings
+    from core.service.tuning import FusionTuningService, current_setting
+    from core.tuning import fused_ranking
+    from infra.beir import load_beir
+    from infra.clock import SystemClock
+    from infra.evaluation import EVAL_TENANT, ingest, run_queries
+    from infra.local.cache import MemoryCache
+    from infra.local.sqlite_index import SqliteIndex
+
+    data = load_beir(TINY)
+    embedder, registry, settings = FakeBagOfWordsEmbedder(), EntityTypeRegistry(), SearchSettings()
+    index = SqliteIndex(tmp_path / "i.sqlite")
+    ingest(data, IndexingService(index, embedder, registry, MemoryCache()), 0.0, progress=False)
+    service = SearchService(index, embedder, MemoryCache(), registry, SystemClock(), settings)
+    # when the tuner re-fuses its collected lists with the current setting,
+    lists = FusionTuningService(index, embedder, registry, settings).lists(EVAL_TENANT, data.queries)
+    refused = {q: fused_ranking(current_setting(settings), lists[q], 100) for q in lists}
+    # then it ranks exactly as POST /search does with the default strategy.
+    assert refused == run_queries(service, data, "auto")

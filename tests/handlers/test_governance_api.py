@@ -203,3 +203,19 @@ def test_a_paraphrase_is_a_strong_match_only_with_real_semantics(semantic: Conta
     assert hybrid["summary"]["strong_match"] is True
     status, lexical = invoke(api_event("retrieve", body={**task, "lexical_only": True}))
     assert status == 200 and "no_strong_match" in lexical["summary"]["states"]
+
+
+def test_the_nightly_run_scores_and_stores_every_stored_overlays_golden_set(app: Container) -> None:
+    from handlers import eval as nightly
+    from handlers.devserver import FakeLambdaContext
+    from tests.conftest import load_event
+
+    invoke(api_event("put_overlay"))
+    invoke(api_event("put_overlay", tenant="globex"))
+    result = nightly.lambda_handler(load_event("eventbridge_nightly_eval"), FakeLambdaContext())
+    scored = {(g["tenant"], g["role_id"]) for g in result["golden_sets"]}
+    assert scored == {("acme", "dba"), ("globex", "dba")}
+    for tenant in ("acme", "globex"):
+        (record,) = app.state.list_evals(tenant, "overlay:dba", 10)
+        assert set(record.metrics["strategies"]) == {"keyword", "semantic", "rrf", "convex"}
+        assert 0.0 <= record.metrics["strategies"]["convex"]["ndcg_at_10"] <= 1.0

@@ -1,0 +1,229 @@
+"""Test doubles for the OpenSearch *server* (never for the adapter under test).
+
+- `FakeOpenSearch`: an in-memory stand-in for the cluster's document APIs that the adapter's write path
+  depends on, following OpenSearch's documented behaviour: `_bulk` index actions with external
+  versioning (a version not greater than the stored one is refused with a 409 whose reason names the
+  stored version), `require_alias`, realtime `_mget`, the index template/alias calls. `_msearch`
+  answers from a queue of canned responses (search ranking is OpenSearch's job; the live suite covers it).
+  Every response it returns validates against the specification's response schemas (tested).
+- `FakeConnection`: an opensearch-py `Connection` that plays a script of failures and answers, so the
+  real `Transport`/`OpenSearch` client (and its exception classes) run unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+from opensearchpy import Connection
+from opensearchpy.exceptions import NotFoundError, RequestError
+
+
+def _shards() -> dict[str, int]:
+    return {"total": 2, "successful": 1, "failed": 0}
+
+
+def conflict_item(alias_index: str, doc_id: str, stored: int, given: int) -> dict[str, Any]:
+    """A bulk item refused by external versioning, as OpenSearch reports it."""
+    reason = f"[{doc_id}]: version conflict, current version [{stored}] is higher or equal to the one provided [{given}]"
+    return {
+        "index": {
+            "_index": alias_index,
+            "_id": doc_id,
+            "status": 409,
+            "error": {
+                "type": "version_conflict_engine_exception",
+                "reason": reason,
+                "index": alias_index,
+                "shard": "0",
+                "index_uuid": "Hc3bGEEFTQyu2KQCRfN8Xw",
+            },
+        }
+    }
+
+
+def throttled_item(alias_index: str, doc_id: str) -> dict[str, Any]:
+    """A bulk item rejected because the write queue was full."""
+    return {
+        "index": {
+            "_index": alias_index,
+            "_id": doc_id,
+            "status": 429,
+            "error": {"type": "rejected_execution_exception", "reason": "rejected execution of write"},
+        }
+    }
+
+
+def search_response(hits: list[dict[str, Any]]) -> dict[str, Any]:
+    """A complete search response around `hits`."""
+    top = max((h.get("_score") or 0.0 for h in hits), default=None)
+    return {
+        "took": 3,
+        "timed_out": False,
+        "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+        "hits": {"total": {"value": len(hits), "relation": "eq"}, "max_score": top, "hits": hits},
+        "status": 200,
+    }
+
+
+def error_item(status: int, error_type: str, reason: str) -> dict[str, Any]:
+    """An `_msearch` item that failed."""
+    cause = {"type": error_type, "reason": reason}
+    return {"error": {"root_cause": [cause], **cause}, "status": status}
+
+
+class _FakeIndices:
+    def __init__(self, server: FakeOpenSearch) -> None:
+        self._server = server
+
+    def put_index_template(self, *, name: str, body: dict[str, Any], **params: Any) -> dict[str, Any]:
+        self._server.log.append(("put_index_template", name, body, params))
+        self._server.templates[name] = copy.deepcopy(body)
+        return {"acknowledged": True}
+
+    def exists_alias(self, *, name: str, **params: Any) -> bool:
+        self._server.log.append(("exists_alias", name, None, params))
+        return name in self._server.aliases
+
+    def create(self, *, index: str, body: dict[str, Any], **params: Any) -> dict[str, Any]:
+        self._server.log.append(("create", index, body, params))
+        if index in self._server.concrete:
+            info = {
+                "error": {
+                    "type": "resource_already_exists_exception",
+                    "reason": f"index [{index}/abc] already exists",
+                },
+                "status": 400,
+            }
+            raise RequestError(400, "resource_already_exists_exception", info)
+        self._server.concrete[index] = copy.deepcopy(body)
+        for alias in body.get("aliases", {}):
+            self._server.aliases[alias] = index
+        return {"acknowledged": True, "shards_acknowledged": True, "index": index}
+
+
+class FakeOpenSearch:
+    """See the module docstring. `docs` maps `_id` → (version, source) of the one index behind the alias."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, tuple[int, dict[str, Any]]] = {}
+        self.templates: dict[str, Any] = {}
+        self.concrete: dict[str, Any] = {}  # index name → the body it was created with
+        self.aliases: dict[str, str] = {}
+        self.log: list[tuple[str, Any, Any, dict[str, Any]]] = []
+        self.msearch_responses: list[dict[str, Any] | Callable[[list[dict[str, Any]]], dict[str, Any]]] = []
+        self.bulk_interceptor: Callable[[int, dict[str, Any]], dict[str, Any] | None] | None = None
+        self.indices = _FakeIndices(self)
+
+    def calls(self, api: str) -> list[tuple[str, Any, Any, dict[str, Any]]]:
+        """The logged calls to one API."""
+        return [c for c in self.log if c[0] == api]
+
+    # -- documents ---------------------------------------------------------------------------------------
+
+    def _write(self, action: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
+        spec = action["index"]
+        alias, doc_id, given = spec["_index"], spec["_id"], int(spec["version"])
+        if spec.get("require_alias") and alias not in self.aliases:
+            return {
+                "index": {
+                    "_index": alias,
+                    "_id": doc_id,
+                    "status": 404,
+                    "error": {
+                        "type": "index_not_found_exception",
+                        "reason": f"no such index [{alias}] and [require_alias] request flag is [true]",
+                    },
+                }
+            }
+        concrete = self.aliases.get(alias, alias)
+        stored = self.docs.get(doc_id)
+        if spec.get("version_type") == "external" and stored is not None and stored[0] >= given:
+            return conflict_item(concrete, doc_id, stored[0], given)
+        self.docs[doc_id] = (given, json.loads(json.dumps(source)))
+        return {
+            "index": {
+                "_index": concrete,
+                "_id": doc_id,
+                "_version": given,
+                "result": "updated" if stored else "created",
+                "_shards": _shards(),
+                "_seq_no": len(self.log),
+                "_primary_term": 1,
+                "status": 200 if stored else 201,
+            }
+        }
+
+    def bulk(self, *, body: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
+        self.log.append(("bulk", None, copy.deepcopy(body), params))
+        items = []
+        for n in range(0, len(body), 2):
+            forced = self.bulk_interceptor(n // 2, body[n]) if self.bulk_interceptor else None
+            items.append(forced if forced is not None else self._write(body[n], body[n + 1]))
+        errors = any(next(iter(i.values())).get("error") for i in items)
+        return {"took": 7, "errors": errors, "items": items}
+
+    def mget(self, *, body: dict[str, Any], index: str, **params: Any) -> dict[str, Any]:
+        self.log.append(("mget", index, copy.deepcopy(body), params))
+        if index not in self.aliases:
+            info = {"error": {"type": "index_not_found_exception", "reason": f"no such index [{index}]"}}
+            raise NotFoundError(404, "index_not_found_exception", info)
+        docs = []
+        for spec in body["docs"]:
+            found = self.docs.get(spec["_id"])
+            entry: dict[str, Any] = {
+                "_index": self.aliases[index],
+                "_id": spec["_id"],
+                "found": found is not None,
+            }
+            if found is not None:
+                source = copy.deepcopy(found[1])
+                if isinstance(spec.get("_source"), dict):
+                    for field in spec["_source"].get("excludes", []):
+                        source.pop(field, None)
+                entry.update({"_version": found[0], "_seq_no": 0, "_primary_term": 1, "_source": source})
+            docs.append(entry)
+        return {"docs": docs}
+
+    def msearch(self, *, body: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
+        self.log.append(("msearch", None, copy.deepcopy(body), params))
+        answer = self.msearch_responses.pop(0)
+        return answer(body) if callable(answer) else answer
+
+
+class FakeConnection(Connection):
+    """Plays `script` (a list shared with the test): an exception to raise, or (status, body) to answer.
+
+    Every attempt is appended to `attempts`. Pass both through the client: `OpenSearch(...,
+    connection_class=FakeConnection, script=[...], attempts=[])` (the Transport hands extra keyword
+    arguments to the connection class).
+    """
+
+    def __init__(
+        self, script: list[Any] | None = None, attempts: list[Any] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.script = script if script is not None else []
+        self.attempts = attempts if attempts is not None else []
+
+    def perform_request(
+        self,
+        method: str,
+        url: str,
+        params: Any = None,
+        body: Any = None,
+        timeout: Any = None,
+        ignore: Any = (),
+        headers: Any = None,
+    ) -> Any:
+        self.attempts.append((method, url))
+        step = self.script.pop(0) if self.script else (200, {})
+        if isinstance(step, Exception):
+            raise step
+        status, payload = step
+        raw = json.dumps(payload)
+        if not 200 <= status < 300 and status not in ignore:
+            self._raise_error(status, raw, "application/json")
+        return status, {"content-type": "application/json"}, raw

@@ -1,0 +1,311 @@
+"""OpenSearch failures become core errors, and transient ones are retried a bounded number of times with
+exponential backoff. The real opensearch-py client, Transport and exception classes run unchanged; only
+the network connection (FakeConnection) or the server (FakeOpenSearch) is simulated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from opensearchpy import OpenSearch
+from opensearchpy import exceptions as os_errors
+
+from core.errors import ConflictError, InvalidInputError, UnavailableError
+from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
+from infra.opensearch import OpenSearchIndex, RetryPolicy, build_client, build_index
+from infra.opensearch.client import BACKOFF_CAP, backoff_transport_class
+from infra.opensearch.errors import translate, translated
+from infra.settings import load_settings
+from tests.adapters.opensearch_fakes import (
+    FakeConnection,
+    FakeOpenSearch,
+    error_item,
+    search_response,
+    throttled_item,
+)
+from tests.adapters.search_index_contract import DIM, record, unit
+
+KEY = EntityKey("memory", "a")
+REFUSED = os_errors.ConnectionError("N/A", "connection refused", OSError("refused"))
+
+
+def scripted(
+    script: list[Any], max_retries: int = 3, unit_draw: float = 1.0
+) -> tuple[Any, list[Any], list[float]]:
+    """A real OpenSearch client over FakeConnection; returns (client, attempts, sleeps)."""
+    attempts: list[Any] = []
+    sleeps: list[float] = []
+    client = OpenSearch(
+        hosts=["http://localhost:9200"],
+        connection_class=FakeConnection,
+        transport_class=backoff_transport_class(),
+        max_retries=max_retries,
+        retry_sleep=sleeps.append,
+        retry_random=lambda: unit_draw,
+        script=script,
+        attempts=attempts,
+    )
+    return client, attempts, sleeps
+
+
+def mget_found(entity: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    return 200, {
+        "docs": [{"_index": "quarry-v1", "_id": "x", "found": True, "_version": 3, "_source": entity}]
+    }
+
+
+def stored_source() -> dict[str, Any]:
+    from infra.opensearch.documents import entity_source
+
+    return entity_source(record("t", "memory", "a", "some text", version=3))
+
+
+# -- whole requests: retried in the transport -----------------------------------------------------------
+
+
+def test_connection_errors_are_retried_with_exponential_backoff_then_reported_unavailable() -> None:
+    client, attempts, sleeps = scripted([REFUSED] * 10, max_retries=3)
+    index = OpenSearchIndex(client, dimension=DIM)
+    with pytest.raises(UnavailableError) as raised:
+        index.get("t", [KEY])
+    assert raised.value.backend == "opensearch" and "cannot connect" in raised.value.message
+    assert len(attempts) == 4  # one try + max_retries
+    assert sleeps == pytest.approx([0.1, 0.2, 0.4])
+
+
+def test_throttling_and_gateway_errors_are_retried_until_an_answer_arrives() -> None:
+    script = [
+        (429, {"error": "too many requests"}),
+        (503, {"error": "unavailable"}),
+        mget_found(stored_source()),
+    ]
+    client, attempts, sleeps = scripted(script)
+    found = OpenSearchIndex(client, dimension=DIM).get("t", [KEY])
+    assert found[KEY].version == 3 and len(attempts) == 3 and len(sleeps) == 2
+
+
+def test_timeouts_are_retried_and_reported_as_unavailable() -> None:
+    timeout = os_errors.ConnectionTimeout("TIMEOUT", "read timed out", OSError("slow"))
+    client, attempts, _ = scripted([timeout] * 3, max_retries=2)
+    with pytest.raises(UnavailableError, match="timed out"):
+        OpenSearchIndex(client, dimension=DIM).get("t", [KEY])
+    assert len(attempts) == 3
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "expected"),
+    [
+        (400, "mapper_parsing_exception", InvalidInputError),
+        (401, "security_exception", UnavailableError),
+        (403, "security_exception", UnavailableError),
+        (409, "version_conflict_engine_exception", ConflictError),
+        (500, "exception", UnavailableError),
+    ],
+)
+def test_other_statuses_fail_at_once_as_the_matching_core_error(
+    status: int, error: str, expected: type
+) -> None:
+    body = {
+        "error": {"root_cause": [{"type": error, "reason": "why"}], "type": error, "reason": "why"},
+        "status": status,
+    }
+    client, attempts, sleeps = scripted([(status, body)] * 3)
+    with pytest.raises(expected) as raised:
+        OpenSearchIndex(client, dimension=DIM).get("t", [KEY])
+    assert len(attempts) == 1 and sleeps == []
+    assert error in raised.value.message and "why" in raised.value.message
+
+
+def test_a_rejected_document_names_the_problem() -> None:
+    reason = "failed to parse field [chunks.embedding] of type [knn_vector]"
+    body = {"error": {"type": "mapper_parsing_exception", "reason": reason}, "status": 400}
+    client, _, _ = scripted([(400, body)])
+    index = OpenSearchIndex(client, dimension=DIM, auto_create=False)
+    with pytest.raises(InvalidInputError) as raised:
+        index.upsert(record("t", "memory", "a", "text", vec=unit(1, 0)))
+    assert reason in raised.value.fields["opensearch"]
+
+
+def test_backoff_doubles_is_capped_and_jitter_stays_within_half_to_full() -> None:
+    policy = RetryPolicy(max_retries=8)
+    ceilings = [policy.delay(a, 1.0) for a in range(8)]
+    assert ceilings == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0, 2.0])
+    for attempt, ceiling in enumerate(ceilings):
+        assert policy.delay(attempt, 0.0) == pytest.approx(ceiling / 2)
+        assert ceiling / 2 <= policy.delay(attempt, 0.37) <= ceiling <= BACKOFF_CAP
+    client, attempts, sleeps = scripted([REFUSED] * 10, max_retries=6, unit_draw=0.0)
+    with pytest.raises(UnavailableError):
+        OpenSearchIndex(client, dimension=DIM).get("t", [KEY])
+    assert len(attempts) == 7 and sleeps == pytest.approx([0.05, 0.1, 0.2, 0.4, 0.8, 1.0])
+
+
+def test_zero_retries_means_one_attempt() -> None:
+    client, attempts, sleeps = scripted([REFUSED] * 3, max_retries=0)
+    with pytest.raises(UnavailableError):
+        OpenSearchIndex(client, dimension=DIM).get("t", [KEY])
+    assert len(attempts) == 1 and sleeps == []
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (os_errors.ConnectionError("N/A", "refused", OSError()), UnavailableError),
+        (os_errors.SSLError("N/A", "bad certificate", OSError()), UnavailableError),
+        (os_errors.ConnectionTimeout("TIMEOUT", "timed out", OSError()), UnavailableError),
+        (os_errors.TransportError(429, "too_many_requests", {}), UnavailableError),
+        (os_errors.TransportError(502, "bad gateway", "<html>"), UnavailableError),
+        (os_errors.NotFoundError(404, "index_not_found_exception", {}), UnavailableError),
+        (
+            os_errors.RequestError(400, "parsing_exception", {"error": {"type": "parsing_exception"}}),
+            InvalidInputError,
+        ),
+        (os_errors.ConflictError(409, "version_conflict_engine_exception", {}), ConflictError),
+        (os_errors.AuthenticationException(401, "security_exception", {}), UnavailableError),
+        (os_errors.AuthorizationException(403, "security_exception", {}), UnavailableError),
+        (os_errors.SerializationError("cannot serialise NaN"), InvalidInputError),
+        (os_errors.ImproperlyConfigured("no requests"), UnavailableError),
+    ],
+)
+def test_every_opensearch_exception_class_maps_to_a_core_error(exc: Exception, expected: type) -> None:
+    assert type(translate(exc)) is expected
+    with pytest.raises(expected) as raised, translated():
+        raise exc
+    assert raised.value.__cause__ is exc
+
+
+def test_throttled_requests_ask_callers_to_come_back_sooner() -> None:
+    assert translate(os_errors.TransportError(429, "x", {})).retry_after < translate(REFUSED).retry_after
+
+
+# -- parts of a 200 response: retried by the adapter -----------------------------------------------------
+
+
+def adapter(server: FakeOpenSearch, max_retries: int = 2) -> tuple[OpenSearchIndex, list[float]]:
+    sleeps: list[float] = []
+    index = OpenSearchIndex(
+        server,
+        dimension=DIM,
+        retry=RetryPolicy(max_retries=max_retries),
+        sleep=sleeps.append,
+        jitter=lambda: 1.0,
+    )
+    return index, sleeps
+
+
+def test_throttled_bulk_items_are_resent_alone_after_a_backoff() -> None:
+    server = FakeOpenSearch()
+    rejected: list[int] = []
+
+    def throttle_second_once(position: int, action: dict[str, Any]) -> dict[str, Any] | None:
+        if position == 1 and not rejected:
+            rejected.append(position)
+            return throttled_item("quarry-v1", action["index"]["_id"])
+        return None
+
+    server.bulk_interceptor = throttle_second_once
+    index, sleeps = adapter(server)
+    records = [record("t", "memory", "a", "one"), record("t", "memory", "b", "two")]
+    assert index.upsert_many(records) == [WriteOutcome.APPLIED, WriteOutcome.APPLIED]
+    first, second = server.calls("bulk")
+    assert len(first[2]) == 4 and len(second[2]) == 2  # only the throttled action went again
+    assert second[2][0]["index"]["_id"].endswith(":b") and sleeps == pytest.approx([0.1])
+
+
+def test_bulk_items_still_throttled_after_the_retries_fail_as_unavailable() -> None:
+    server = FakeOpenSearch()
+    server.bulk_interceptor = lambda _, action: throttled_item("quarry-v1", action["index"]["_id"])
+    index, sleeps = adapter(server, max_retries=2)
+    with pytest.raises(UnavailableError) as raised:
+        index.upsert(record("t", "memory", "a", "one"))
+    assert len(server.calls("bulk")) == 3 and len(sleeps) == 2 and raised.value.retry_after == 1
+
+
+def test_throttled_msearch_items_are_rerun_alone() -> None:
+    server = FakeOpenSearch()
+    lexical_hits = search_response([])
+    server.msearch_responses = [
+        {
+            "took": 2,
+            "responses": [lexical_hits, error_item(429, "rejected_execution_exception", "queue full")],
+        },
+        {"took": 2, "responses": [search_response([])]},
+    ]
+    index, sleeps = adapter(server)
+    got = index.retrieve("t", LexicalQuery(("word",)), unit(1, 0), Filters(), 5)
+    assert got.lexical == () and got.vector == ()
+    first, second = server.calls("msearch")
+    assert len(first[2]) == 4 and len(second[2]) == 2 and "knn" in str(second[2][1])
+    assert len(sleeps) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"), [(400, InvalidInputError), (500, UnavailableError), (503, UnavailableError)]
+)
+def test_failed_msearch_items_become_core_errors(status: int, expected: type) -> None:
+    server = FakeOpenSearch()
+    server.msearch_responses = [
+        {"took": 1, "responses": [error_item(status, "search_phase_execution_exception", "bad")]}
+    ] * 4
+    index, _ = adapter(server)
+    with pytest.raises(expected):
+        index.lexical("t", LexicalQuery(("word",)), Filters(), 5)
+
+
+def test_a_missing_index_reads_as_empty_not_as_an_outage() -> None:
+    server = FakeOpenSearch()  # nothing created: no alias
+    server.msearch_responses = [
+        {"took": 1, "responses": [error_item(404, "index_not_found_exception", "no such index [quarry]")] * 2}
+    ]
+    index, _ = adapter(server)
+    assert index.get("t", [KEY]) == {}
+    got = index.retrieve("t", LexicalQuery(("word",)), unit(1, 0), Filters(), 5)
+    assert got.lexical == () and got.vector == ()
+
+
+# -- building the client ---------------------------------------------------------------------------------
+
+
+def _connection(client: Any) -> Any:
+    return client.transport.get_connection()
+
+
+def test_sigv4_signs_for_managed_opensearch_and_serverless(monkeypatch: pytest.MonkeyPatch) -> None:
+    import requests
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    for service in ("es", "aoss"):
+        url = "https://search-quarry.eu-west-1.es.amazonaws.com"
+        client = build_client(url, region="eu-west-1", service=service, timeout=3.0, max_retries=4)
+        connection = _connection(client)
+        signed = connection.session.auth(requests.Request("POST", f"{url}/_msearch", data=b"{}\n").prepare())
+        assert f"AKIDEXAMPLE/{_today()}/eu-west-1/{service}/aws4_request" in signed.headers["Authorization"]
+        assert connection.timeout == 3.0 and client.transport.retry_policy.max_retries == 4
+    with pytest.raises(ValueError, match="service"):
+        build_client("https://x", region="eu-west-1", service="s3")
+
+
+def _today() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y%m%d")
+
+
+def test_a_plain_url_uses_basic_auth_from_its_userinfo_and_no_signing() -> None:
+    client = build_client("http://admin:p%40ss@localhost:9200", timeout=2.0, max_retries=1)
+    connection = _connection(client)
+    assert connection.session.auth == ("admin", "p@ss")
+    assert "admin" not in connection.host and connection.host == "http://localhost:9200"
+    assert _connection(build_client("http://localhost:9200")).session.auth is None
+
+
+def test_build_index_names_the_missing_url_variable() -> None:
+    settings = load_settings(index="opensearch")
+    with pytest.raises(InvalidInputError) as raised:
+        build_index(settings, DIM)
+    assert "QUARRY_OPENSEARCH_URL" in raised.value.fields
+    built = build_index(
+        load_settings(opensearch_url="http://localhost:9200", opensearch_refresh="wait_for"), DIM
+    )
+    assert built.alias == "quarry"

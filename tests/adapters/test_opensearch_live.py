@@ -1,0 +1,155 @@
+"""OpenSearchIndex against a real cluster: the shared SearchIndex contract plus what only a live cluster
+can show (one round trip, raw cosine scores, external versioning under concurrent writers, the template
+covering a new index generation).
+
+Skipped unless QUARRY_OPENSEARCH_URL is set. Examples:
+
+    # a local cluster (security plugin disabled, or credentials in the URL)
+    QUARRY_OPENSEARCH_URL=http://localhost:9200 .venv/bin/pytest -m live tests/adapters/test_opensearch_live.py
+    # Amazon OpenSearch Service (SigV4 with the default AWS credentials)
+    QUARRY_OPENSEARCH_URL=https://search-xyz.eu-west-1.es.amazonaws.com QUARRY_OPENSEARCH_REGION=eu-west-1 \\
+        .venv/bin/pytest -m live tests/adapters/test_opensearch_live.py
+
+Every test works in its own index (`quarry-test-<random>-v1` behind alias `quarry-test-<random>`) and
+deletes it, and its template, afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pytest
+
+from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
+from infra.opensearch import OpenSearchIndex, build_client, mapping
+from infra.settings import load_settings
+from tests.adapters.search_index_contract import DIM, SearchIndexContract, lex, record, unit, vec
+
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(
+        not os.environ.get("QUARRY_OPENSEARCH_URL"),
+        reason="QUARRY_OPENSEARCH_URL is not set (no live cluster)",
+    ),
+]
+CONCURRENT_VERSIONS = 24  # versions of one entity written at once by the race test
+WRITER_THREADS = 8
+
+
+@pytest.fixture(scope="module")
+def client() -> Any:
+    settings = load_settings()
+    return build_client(
+        str(settings.opensearch_url),
+        region=settings.opensearch_region,
+        service=settings.opensearch_service,
+        timeout=settings.opensearch_timeout,
+        max_retries=settings.opensearch_max_retries,
+    )
+
+
+@pytest.fixture
+def live_index(client: Any) -> Iterator[OpenSearchIndex]:
+    prefix = f"quarry-test-{uuid.uuid4().hex[:10]}"
+    index = OpenSearchIndex(client, dimension=DIM, prefix=prefix, refresh="wait_for")
+    index.ensure_index()
+    try:
+        yield index
+    finally:
+        for generation in (1, 2):  # by name: wildcard deletes may be refused (destructive_requires_name)
+            client.indices.delete(index=mapping.index_name(prefix, generation), ignore=404)
+        client.indices.delete_index_template(name=mapping.template_name(prefix), ignore=404)
+
+
+class TestOpenSearchIndexContract(SearchIndexContract):
+    """The same contract SqliteIndex passes."""
+
+    @pytest.fixture
+    def index(self, live_index: OpenSearchIndex) -> OpenSearchIndex:
+        return live_index
+
+
+class _CountingTransport:
+    """Counts the HTTP requests a client makes (wraps its transport's perform_request)."""
+
+    def __init__(self, client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.requests: list[tuple[str, str]] = []
+        original = client.transport.perform_request
+
+        def counted(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            self.requests.append((method, url))
+            return original(method, url, *args, **kwargs)
+
+        monkeypatch.setattr(client.transport, "perform_request", counted)
+
+
+def test_retrieve_is_one_round_trip_with_raw_cosine_scores(
+    live_index: OpenSearchIndex, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vectors = {"a": unit(1, 0), "b": unit(1, 1), "c": unit(0, 1), "d": unit(-1, 0.2)}
+    for entity_id, vector in vectors.items():
+        live_index.upsert(record("t", "memory", entity_id, f"shared text {entity_id}", vec=vector))
+    query = unit(1, 0.3)
+    counter = _CountingTransport(client, monkeypatch)
+    got = live_index.retrieve("t", LexicalQuery(("shared",)), query, Filters(), 10)
+    assert counter.requests == [("POST", "/_msearch")]
+    assert {c.key.entity_id for c in got.lexical} == set(vectors)
+    expected = {k: float(np.dot(v, query)) for k, v in vectors.items()}
+    assert [c.key.entity_id for c in got.vector] == sorted(expected, key=expected.__getitem__, reverse=True)
+    for candidate in got.vector:
+        assert candidate.score == pytest.approx(expected[candidate.key.entity_id], abs=1e-3)
+    assert min(c.score for c in got.vector) < 0  # raw cosine, not OpenSearch's (1 + cos) / 2
+
+
+def test_concurrent_writers_end_on_the_newest_version(live_index: OpenSearchIndex) -> None:
+    versions = list(range(1, CONCURRENT_VERSIONS + 1))
+    random.Random(7).shuffle(versions)
+
+    def write(version: int) -> WriteOutcome:
+        return live_index.upsert(record("t", "memory", "race", f"text of version {version}", version=version))
+
+    with ThreadPoolExecutor(WRITER_THREADS) as pool:
+        outcomes = dict(zip(versions, pool.map(write, versions), strict=True))
+    assert outcomes[CONCURRENT_VERSIONS] is WriteOutcome.APPLIED
+    assert set(outcomes.values()) <= {WriteOutcome.APPLIED, WriteOutcome.STALE}
+    stored = live_index.get("t", [EntityKey("memory", "race")])[EntityKey("memory", "race")]
+    assert stored.version == CONCURRENT_VERSIONS
+    assert lex(live_index, "t", "version") == ["race"]
+    hits = live_index.lexical("t", LexicalQuery(("version",)), Filters(), 5)
+    assert hits[0].text == f"text of version {CONCURRENT_VERSIONS}"
+
+
+def test_metadata_filters_match_numbers_booleans_and_lists(live_index: OpenSearchIndex) -> None:
+    live_index.upsert(
+        record("t", "task", "a", "alpha", metadata={"pinned": True, "priority": 2, "tags": ["x", "y"]})
+    )
+    live_index.upsert(record("t", "task", "b", "alpha", metadata={"pinned": False, "priority": 3}))
+    assert lex(live_index, "t", "alpha", filters=Filters(metadata={"pinned": (True,)})) == ["a"]
+    assert lex(live_index, "t", "alpha", filters=Filters(metadata={"priority": (3.0,)})) == ["b"]
+    assert vec(live_index, "t", unit(1, 0), Filters(metadata={"tags": ("y",), "priority": (2,)})) == ["a"]
+    (hit,) = live_index.lexical("t", LexicalQuery(("alpha",)), Filters(metadata={"pinned": (True,)}), 5)
+    assert hit.metadata == {"pinned": True, "priority": 2, "tags": ["x", "y"]}
+
+
+def test_phrases_are_required_and_single_cjk_characters_match(live_index: OpenSearchIndex) -> None:
+    live_index.upsert(record("t", "memory", "a", "the rate limit was hit again"))
+    live_index.upsert(record("t", "memory", "b", "limit the rate of growth"))
+    live_index.upsert(record("t", "memory", "c", "東 京 の 天 気"))
+    hits = live_index.lexical("t", LexicalQuery(("hit", "growth"), ("rate limit",)), Filters(), 5)
+    assert [h.key.entity_id for h in hits] == ["a"]
+    assert lex(live_index, "t", "京") == ["c"]
+
+
+def test_the_template_covers_the_next_index_generation(live_index: OpenSearchIndex, client: Any) -> None:
+    next_index = mapping.index_name(live_index.alias, 2)
+    client.indices.create(index=next_index)
+    mappings = client.indices.get_mapping(index=next_index)[next_index]["mappings"]
+    embedding = mappings["properties"]["chunks"]["properties"]["embedding"]
+    assert embedding["type"] == "knn_vector" and embedding["dimension"] == DIM
+    assert OpenSearchIndex(client, dimension=DIM, prefix=live_index.alias).ensure_index() is False
