@@ -119,7 +119,7 @@ def main() -> int:
     for name, s in results.items():
         goal = ISSUE_GOALS_P50.get(name)
         print(f"{name:<10} {s['p50']:>8.2f} {s['p99']:>8.2f} {s['mean']:>8.2f}   "
-              f"< {SEED_TARGETS_P50[name]:>5.0f}          {'≤ %.0f' % goal if goal else '-'}")
+              f"< {SEED_TARGETS_P50[name]:>5.0f}          {f'≤ {goal:.0f}' if goal else '-'}")
     print(f"keyword P99 target < {SEED_TARGET_P99_KEYWORD:.0f} ms · cache hit ratio on Zipf traffic: "
           f"{ratio:.0%} (target > 60%) · sequential throughput (hybrid): {1000 / results['hybrid']['mean']:.0f}/s")
     out = {"entities": args.entities, "queries": args.queries, "ingest_seconds": ingest_s,

@@ -50,6 +50,10 @@ class SearchIndex(Protocol):
         """Store a whole entity version; older than stored → STALE, equal → DUPLICATE, else APPLIED."""
         ...
 
+    def upsert_many(self, records: Sequence[EntityRecord]) -> list[WriteOutcome]:
+        """`upsert` for many records in one round trip / transaction; one outcome per record, in order."""
+        ...
+
     def update_metadata(
         self,
         tenant_id: str,

@@ -270,8 +270,7 @@ class IndexingService:
                 report.indexed += 1  # a re-delivery: already indexed, harmless
             else:
                 drafts.append(_Draft(etype, key, body, version, prior))
-        for record in self._records(tenant_id, drafts, now):
-            outcome = self._index.upsert(record)
+        for outcome in self._index.upsert_many(self._records(tenant_id, drafts, now)):
             if outcome is WriteOutcome.STALE:
                 report.skipped_stale += 1
             else:

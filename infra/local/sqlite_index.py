@@ -125,41 +125,56 @@ class SqliteIndex:
 
     def upsert(self, record: EntityRecord) -> WriteOutcome:
         """Store a whole entity version (see SearchIndex.upsert)."""
-        t, key = record.tenant_id, record.key
+        return self.upsert_many([record])[0]
+
+    def upsert_many(self, records: Sequence[EntityRecord]) -> list[WriteOutcome]:
+        """Store many entity versions in one transaction; one outcome per record, in order."""
+        outcomes: list[WriteOutcome] = []
+        touched: set[str] = set()
         with self._tx() as conn:
-            refused = self._outcome(self._stored_version(conn, t, key), record.version)
-            if refused is not None:
-                return refused
-            self._drop_chunks(conn, t, key)
-            conn.execute(
-                "INSERT OR REPLACE INTO idx_entities VALUES (?,?,?,?,0,?,?,?,?,?,?,?,?,?)",
-                (
-                    t,
-                    key.entity_type,
-                    key.entity_id,
-                    record.version,
-                    record.source,
-                    record.owner,
-                    record.namespace,
-                    record.created_at,
-                    record.updated_at,
-                    record.title,
-                    json.dumps(dict(record.body)),
-                    json.dumps(dict(record.metadata)),
-                    record.content_hash,
-                ),
+            for record in records:
+                outcome = self._write(conn, record)
+                outcomes.append(outcome)
+                if outcome is WriteOutcome.APPLIED:
+                    touched.add(record.tenant_id)
+            for tenant in sorted(touched):
+                self._bump(conn, tenant)
+        return outcomes
+
+    def _write(self, conn: sqlite3.Connection, record: EntityRecord) -> WriteOutcome:
+        t, key = record.tenant_id, record.key
+        refused = self._outcome(self._stored_version(conn, t, key), record.version)
+        if refused is not None:
+            return refused
+        self._drop_chunks(conn, t, key)
+        conn.execute(
+            "INSERT OR REPLACE INTO idx_entities VALUES (?,?,?,?,0,?,?,?,?,?,?,?,?,?)",
+            (
+                t,
+                key.entity_type,
+                key.entity_id,
+                record.version,
+                record.source,
+                record.owner,
+                record.namespace,
+                record.created_at,
+                record.updated_at,
+                record.title,
+                json.dumps(dict(record.body)),
+                json.dumps(dict(record.metadata)),
+                record.content_hash,
+            ),
+        )
+        for chunk in record.chunks:
+            blob = None if chunk.embedding is None else np.asarray(chunk.embedding, np.float32).tobytes()
+            cur = conn.execute(
+                "INSERT INTO idx_chunks (tenant_id, entity_type, entity_id, chunk_no, text, embedding) "
+                "VALUES (?,?,?,?,?,?)",
+                (t, key.entity_type, key.entity_id, chunk.chunk_no, chunk.text, blob),
             )
-            for chunk in record.chunks:
-                blob = None if chunk.embedding is None else np.asarray(chunk.embedding, np.float32).tobytes()
-                cur = conn.execute(
-                    "INSERT INTO idx_chunks (tenant_id, entity_type, entity_id, chunk_no, text, embedding) "
-                    "VALUES (?,?,?,?,?,?)",
-                    (t, key.entity_type, key.entity_id, chunk.chunk_no, chunk.text, blob),
-                )
-                conn.execute(
-                    "INSERT INTO idx_fts (rowid, b3, b2, b1) VALUES (?,?,?,?)", (cur.lastrowid, *chunk.tiers)
-                )
-            self._bump(conn, t)
+            conn.execute(
+                "INSERT INTO idx_fts (rowid, b3, b2, b1) VALUES (?,?,?,?)", (cur.lastrowid, *chunk.tiers)
+            )
         return WriteOutcome.APPLIED
 
     def update_metadata(

@@ -179,3 +179,15 @@ class SearchIndexContract:
         scores = [h.score for h in index.vector("t", unit(1, 0), Filters(), 5)]
         assert scores == sorted(scores, reverse=True)
         assert lex(index, "t", "word", k=0) == []
+
+    def test_upsert_many_reports_each_outcome_in_order(self, index: Any) -> None:
+        index.upsert(record("t", "memory", "old", "first text", version=5))
+        outcomes = index.upsert_many(
+            [
+                record("t", "memory", "new", "brand new text", version=1),
+                record("t", "memory", "old", "stale text", version=4),
+                record("t", "memory", "old", "first text", version=5),
+            ]
+        )
+        assert outcomes == [WriteOutcome.APPLIED, WriteOutcome.STALE, WriteOutcome.DUPLICATE]
+        assert lex(index, "t", "brand") == ["new"] and lex(index, "t", "stale") == []
