@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UnavailableError
+from infra.local.sqlite_connect import open_sqlite
 
 # Sets between two sweeps of expired rows. Measured on the dev VM: a set takes ~0.1 ms and a sweep of 10k
 # rows (half expired) ~20 ms, so one sweep per 500 sets adds ~0.04 ms per set and bounds the table.
@@ -26,8 +27,6 @@ PURGE_EVERY_SETS = 500
 # Default bound of MemoryCache (measurement: a cached search page is ~5-20 KB of JSON, so 10k entries
 # stay under ~200 MB in the worst case and far below in practice).
 DEFAULT_MAX_ENTRIES = 10_000
-# A writer's wait for another connection's lock (same reasoning as the state store).
-BUSY_TIMEOUT_MS = 5000
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS cache_entries (key TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at REAL NOT NULL);
@@ -44,20 +43,10 @@ class SqliteCache:
     """A TTL cache and atomic counters in SQLite tables `cache_entries` and `cache_counters`."""
 
     def __init__(self, path_or_connection: str | Path | sqlite3.Connection) -> None:
-        if isinstance(path_or_connection, sqlite3.Connection):
-            self._conn = path_or_connection
-        else:
-            if str(path_or_connection) != ":memory:":
-                Path(path_or_connection).parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                str(path_or_connection), check_same_thread=False, isolation_level=None
-            )
+        self._conn = open_sqlite(path_or_connection)
         self._lock = threading.Lock()
         self._sets = 0
         with self._guard() as conn:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: no fsync per commit, never corrupt
             conn.executescript(_DDL)
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ from core.models import (
 )
 from core.text import edit_distance, fuzzy_budget, light_stem
 from infra.local.fts import fts5_expression
+from infra.local.sqlite_connect import open_sqlite
 from infra.local.sqlite_sql import ENTITY_COLUMNS, JOIN, SCHEMA, collapse, filter_sql, stored
 from infra.local.vectors import TenantVectors, load_vectors
 
@@ -36,7 +37,6 @@ BM25_WEIGHTS = (3.0, 2.0, 1.0)  # the boost tiers of core.entities (title^3, str
 CHUNK_ROWS_PER_ENTITY = 3  # fetch this many chunk rows per wanted entity before collapsing to entities
 MAX_FUZZY_EXPANSIONS = 8  # vocabulary terms one fuzzy term may expand to
 SQL_BATCH = 400  # stay well under SQLite's bound-parameter limit
-BUSY_TIMEOUT_MS = 5000
 
 
 class SqliteIndex:
@@ -57,10 +57,7 @@ class SqliteIndex:
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            conn = open_sqlite(self._path)
             self._local.conn = conn
         return conn
 

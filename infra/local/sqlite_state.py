@@ -26,30 +26,17 @@ from core.state import (
     WeightChange,
 )
 from infra.local import sqlite_state_schema as schema
+from infra.local.sqlite_connect import open_sqlite
 from infra.state_codec import decode_log_cursor, dump_ids, dump_json, encode_log_cursor
-
-# How long a writer waits for another connection's lock before giving up (measurement: a learning
-# cycle transaction takes a few ms; 5 s absorbs a busy dev machine without hanging a request).
-BUSY_TIMEOUT_MS = 5000
 
 
 class SqliteStateStore:
     """Weights, budgets, history, the assembly log, overlays and eval records in SQLite."""
 
     def __init__(self, path_or_connection: str | Path | sqlite3.Connection) -> None:
-        if isinstance(path_or_connection, sqlite3.Connection):
-            self._conn = path_or_connection
-        else:
-            if str(path_or_connection) != ":memory:":
-                Path(path_or_connection).parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                str(path_or_connection), check_same_thread=False, isolation_level=None
-            )
+        self._conn = open_sqlite(path_or_connection)
         self._lock = threading.RLock()
         with self._guard() as conn:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: no fsync per commit, never corrupt
             conn.executescript(schema.DDL)
 
     def close(self) -> None:
