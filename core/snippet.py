@@ -5,14 +5,14 @@ The snippet is HTML-escaped and matches are wrapped in <mark>…</mark>, so it i
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Sequence
 
-from core.text import MIN_STEM_CHARS, light_stem
+from core.text import CJK_CHAR, MIN_STEM_CHARS, light_stem
 
 SNIPPET_CHARS = 200  # about two lines of a results page
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def _stem(word: str) -> str:
@@ -21,18 +21,27 @@ def _stem(word: str) -> str:
     return stem[:-1] if stem.endswith("e") and len(stem) > MIN_STEM_CHARS + 1 else stem
 
 
-def _matches(word: str, stems: frozenset[str]) -> bool:
-    low = word.lower()
-    return low in stems or _stem(low) in stems or any(low.startswith(s) for s in stems if len(s) >= 4)
+PREFIX_MATCH_CHARS = 4  # stems this long also match as prefixes (throttl → throttling); shorter need a suffix
+
+
+@functools.lru_cache(maxsize=256)
+def _highlighter(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One compiled pattern for all of a query's terms (built once per query, reused for every result)."""
+    alternatives = []
+    for term in sorted(set(terms), key=len, reverse=True):
+        if CJK_CHAR.fullmatch(term):
+            alternatives.append(re.escape(term))
+            continue
+        stem = _stem(term.lower())
+        tail = r"[^\W_]*" if len(stem) >= PREFIX_MATCH_CHARS else r"(?:s|es|e|ed|ing)?(?![^\W_])"
+        alternatives.append(r"(?<![^\W_])" + re.escape(stem) + tail)
+    return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
 
 
 def build_snippet(text: str, terms: Sequence[str], max_chars: int = SNIPPET_CHARS) -> str:
     """A window of `text` around the first matched term, matches highlighted, HTML-escaped."""
-    stems = frozenset(_stem(t) for t in terms) | frozenset(terms)
-    spans = [m.span() for m in _WORD.finditer(text) if _matches(m.group(), stems)]
-    if not spans and any(len(t) == 1 for t in terms):
-        spans = [(m.start(), m.end()) for t in terms for m in re.finditer(re.escape(t), text, re.I)]
-        spans.sort()
+    pattern = _highlighter(tuple(terms))
+    spans = [m.span() for m in pattern.finditer(text)] if pattern is not None else []
     start = 0
     if spans and spans[0][0] > max_chars // 3:
         start = text.rfind(" ", 0, spans[0][0] - max_chars // 4) + 1

@@ -28,12 +28,21 @@ from core.models import (
     WriteOutcome,
 )
 from core.text import edit_distance, fuzzy_budget, light_stem
-from infra.local.fts import fts5_expression
+from infra.local.fts import fts5_expression, is_scope_token, scope_text, scoped_expression
 from infra.local.sqlite_connect import open_sqlite
-from infra.local.sqlite_sql import ENTITY_COLUMNS, JOIN, SCHEMA, collapse, filter_sql, stored
+from infra.local.sqlite_sql import (
+    CANDIDATE_SELECT,
+    ENTITY_COLUMNS,
+    JOIN,
+    SCHEMA,
+    candidate,
+    collapse,
+    filter_sql,
+    stored,
+)
 from infra.local.vectors import TenantVectors, load_vectors
 
-BM25_WEIGHTS = (3.0, 2.0, 1.0)  # the boost tiers of core.entities (title^3, strong^2, body^1)
+BM25_WEIGHTS = (0.0, 3.0, 2.0, 1.0)  # scope column (weight 0), then the boost tiers title^3, strong^2, body^1
 CHUNK_ROWS_PER_ENTITY = 3  # fetch this many chunk rows per wanted entity before collapsing to entities
 MAX_FUZZY_EXPANSIONS = 8  # vocabulary terms one fuzzy term may expand to
 SQL_BATCH = 400  # stay well under SQLite's bound-parameter limit
@@ -51,8 +60,13 @@ class SqliteIndex:
         self._vectors_lock = threading.Lock()
         try:
             self._conn().executescript(SCHEMA)
+            fts = self._conn().execute("SELECT sql FROM sqlite_master WHERE name = 'idx_fts'").fetchone()
         except sqlite3.OperationalError as exc:
             raise UnavailableError("sqlite", f"cannot open {self._path}: {exc}") from exc
+        if "scope" not in fts[0]:
+            raise UnavailableError(
+                "sqlite", f"{self._path} was built by an older Quarry; delete it and re-ingest"
+            )
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -162,6 +176,7 @@ class SqliteIndex:
                 record.content_hash,
             ),
         )
+        scope = scope_text(t, key.entity_type, record.source, record.owner, record.namespace)
         for chunk in record.chunks:
             blob = None if chunk.embedding is None else np.asarray(chunk.embedding, np.float32).tobytes()
             cur = conn.execute(
@@ -170,7 +185,8 @@ class SqliteIndex:
                 (t, key.entity_type, key.entity_id, chunk.chunk_no, chunk.text, blob),
             )
             conn.execute(
-                "INSERT INTO idx_fts (rowid, b3, b2, b1) VALUES (?,?,?,?)", (cur.lastrowid, *chunk.tiers)
+                "INSERT INTO idx_fts (rowid, scope, b3, b2, b1) VALUES (?,?,?,?,?)",
+                (cur.lastrowid, scope, *chunk.tiers),
             )
         return WriteOutcome.APPLIED
 
@@ -259,16 +275,26 @@ class SqliteIndex:
         expression = fts5_expression(query, expansions)
         if not expression:
             return []
-        where, params = filter_sql(filters)
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-        rows = self._read(
-            f"SELECT c.entity_type, c.entity_id, c.chunk_no, c.text, -bm25(idx_fts, {weights}) AS score, "
-            f"{ENTITY_COLUMNS} FROM idx_fts JOIN idx_chunks c ON c.id = idx_fts.rowid {JOIN} "
-            f"WHERE idx_fts MATCH ? AND c.tenant_id = ? AND {where} "
+        scoped = scoped_expression(expression, tenant_id, filters)
+        wanted = k * CHUNK_ROWS_PER_ENTITY
+        if filters.metadata:
+            where, params = filter_sql(filters)
+            rows = self._read(
+                f"SELECT c.entity_type, c.entity_id, c.chunk_no, c.text, -bm25(idx_fts, {weights}) AS score, "
+                f"{ENTITY_COLUMNS} FROM idx_fts JOIN idx_chunks c ON c.id = idx_fts.rowid {JOIN} "
+                f"WHERE idx_fts MATCH ? AND +c.tenant_id = ? AND {where} "
+                f"ORDER BY bm25(idx_fts, {weights}) LIMIT ?",
+                [scoped, tenant_id, *params, wanted],
+            )
+            return collapse(rows, k)
+        # Fast path: FTS5 filters by scope tokens and ranks alone; only the winners are joined.
+        ranked = self._read(
+            f"SELECT rowid, -bm25(idx_fts, {weights}) FROM idx_fts WHERE idx_fts MATCH ? "
             f"ORDER BY bm25(idx_fts, {weights}) LIMIT ?",
-            [expression, tenant_id, *params, k * CHUNK_ROWS_PER_ENTITY],
+            [scoped, wanted],
         )
-        return collapse(rows, k)
+        return self._candidates(tenant_id, [(int(r[0]), float(r[1])) for r in ranked], k)
 
     def _fuzzy_expansions(self, query: LexicalQuery) -> dict[str, list[str]]:
         expansions: dict[str, list[str]] = {}
@@ -281,6 +307,7 @@ class SqliteIndex:
                 (term[0], term[0] + "\U0010ffff", len(term) - budget - 3, len(term) + budget),
             )
             stem = light_stem(term)
+            rows = [(t, d) for t, d in rows if not is_scope_token(t)]
             close = [
                 (min(edit_distance(term, t, budget), edit_distance(stem, t, budget)), -d, t) for t, d in rows
             ]
@@ -316,21 +343,38 @@ class SqliteIndex:
                 )
             ]
         picked = vectors.top(np.asarray(embedding, np.float32), filters, allowed, k, CHUNK_ROWS_PER_ENTITY)
+        return self._candidates(tenant_id, picked, k)
+
+    def _candidates(self, tenant_id: str, picked: list[tuple[int, float]], k: int) -> list[Candidate]:
+        """Candidates for (chunk id, score) pairs, best first, one per entity (the tenant re-checked).
+
+        Two small reads: chunk keys to pick each entity's best chunk, then texts and display fields for
+        the k winners only (measured: 0.4 ms instead of 1.5 ms for joining all k × 3 rows).
+        """
         if not picked:
             return []
         marks = ",".join("?" * len(picked))
-        rows = self._read(
-            f"SELECT c.id, c.entity_type, c.entity_id, c.chunk_no, c.text, 0.0, {ENTITY_COLUMNS} "
-            f"FROM idx_chunks c {JOIN} WHERE c.id IN ({marks})",
-            [chunk_id for chunk_id, _ in picked],
-        )
-        by_id = {r[0]: r[1:] for r in rows}
-        ordered = []
+        keys = {
+            r[0]: (r[1], r[2])
+            for r in self._read(
+                # `+tenant_id`: look rows up by primary key, then re-check the tenant (an index scan over
+                # the tenant's chunks would cost 10x more).
+                f"SELECT id, entity_type, entity_id FROM idx_chunks WHERE id IN ({marks}) AND +tenant_id = ?",
+                [*[chunk_id for chunk_id, _ in picked], tenant_id],
+            )
+        }
+        best: dict[tuple[str, str], tuple[int, float]] = {}
         for chunk_id, score in picked:
-            if chunk_id in by_id:
-                row = by_id[chunk_id]
-                ordered.append((*row[:4], score, *row[5:]))
-        return collapse(ordered, k)
+            key = keys.get(chunk_id)
+            if key is not None and key not in best:
+                best[key] = (chunk_id, score)
+                if len(best) >= k:
+                    break
+        winners = dict(best.values())
+        marks = ",".join("?" * len(winners))
+        rows = self._read(f"{CANDIDATE_SELECT} WHERE c.id IN ({marks}) AND e.deleted = 0", list(winners))
+        by_id = {row[0]: row for row in rows}
+        return [candidate(by_id[i], score) for i, score in winners.items() if i in by_id]
 
     def retrieve(
         self, tenant_id: str, query: LexicalQuery | None, embedding: Vector | None, filters: Filters, k: int

@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS idx_chunks (
 );
 CREATE INDEX IF NOT EXISTS idx_chunks_entity ON idx_chunks (tenant_id, entity_type, entity_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS idx_fts USING fts5 (
-    b3, b2, b1, tokenize = 'porter unicode61 remove_diacritics 2'
+    scope, b3, b2, b1, tokenize = 'porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS idx_vocab USING fts5vocab (idx_fts, 'row');
 CREATE TABLE IF NOT EXISTS idx_generation (tenant_id TEXT PRIMARY KEY, gen INTEGER NOT NULL);
@@ -113,3 +113,26 @@ def collapse(rows: Sequence[Sequence[Any]], k: int) -> list[Candidate]:
         if len(out) >= k:
             break
     return out
+
+
+CANDIDATE_SELECT = (
+    "SELECT c.id, c.entity_type, c.entity_id, c.chunk_no, c.text, e.source, e.owner, e.namespace, "
+    f"e.created_at, e.updated_at, e.title, e.metadata FROM idx_chunks c {JOIN}"
+)
+
+
+def candidate(row: Sequence[Any], score: float) -> Candidate:
+    """A Candidate from a CANDIDATE_SELECT row (only the metadata JSON is parsed)."""
+    return Candidate(
+        key=EntityKey(row[1], row[2]),
+        score=score,
+        chunk_no=int(row[3]),
+        title=row[10] or "",
+        text=row[4],
+        source=row[5],
+        owner=row[6],
+        namespace=row[7],
+        created_at=row[8] or "",
+        updated_at=row[9] or "",
+        metadata=json.loads(row[11] or "{}"),
+    )

@@ -61,7 +61,8 @@ class TenantVectors:
         rows = np.arange(self.matrix.shape[0]) if mask is None else np.flatnonzero(mask)
         if rows.size == 0:
             return []
-        scores = self.matrix[rows] @ query
+        # Without a mask, multiply the matrix in place: fancy indexing would copy all of it (15 MB at 10k).
+        scores = self.matrix @ query if mask is None else self.matrix[rows] @ query
         want = min(rows.size, k * rows_per_entity)
         part = np.argpartition(-scores, want - 1)[:want] if want < rows.size else np.arange(rows.size)
         order = part[np.lexsort((self.ids[rows[part]], -scores[part]))]
