@@ -92,6 +92,7 @@ class QueryInfo(BaseModel):
     degraded_reason: str | None = None
     fallback: str | None = None
     terms_truncated: bool = False
+    query_shape: Literal["question", "identifier", "plain"] = "plain"
 
 
 class SearchResponse(BaseModel):

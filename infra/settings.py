@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.errors import InvalidInputError
+from core.service.search import DEFAULT_ALPHA
 
 ENV_PREFIX = "QUARRY_"
 DEFAULT_BODY_LIMIT = 1_048_576  # 1 MiB: a 500-item bulk of typical entities fits; API Gateway allows 10 MB
@@ -35,7 +36,7 @@ class Settings(BaseSettings):
     api_keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     fusion: Literal["rrf", "convex"] = "convex"
-    alpha: float = Field(default=0.6, ge=0.0, le=1.0)
+    alpha: float = Field(default=DEFAULT_ALPHA, ge=0.0, le=1.0)
     rrf_k: int = Field(default=60, ge=1, le=1000)
     max_query_chars: int = Field(default=1000, ge=1, le=100_000)
     max_limit: int = Field(default=100, ge=1, le=100)
