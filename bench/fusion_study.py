@@ -31,6 +31,9 @@ from infra.evaluation import EVAL_TENANT, INDEX_FILE, SEARCH_LIMIT, ingest  # no
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CACHE = REPO / ".quarry" / "embeddings"
 FLOORS = (-1.0, 0.1, 0.2, 0.3)  # cosine floors studied; -1 keeps every vector hit
+# Candidates per retriever: a limit-20 search (the API default) retrieves max(2 × 20, min_depth).
+DEPTHS = (20, 40, 60, 100, 200)
+PROPOSED_ALPHA = 0.7  # the α SciFact train and Cranfield favour (bench/QUALITY.md)
 
 
 def metrics_of(setting: FusionSetting, runs: Mapping[str, QueryLists], qrels: Qrels) -> Metrics:
@@ -94,6 +97,14 @@ def study(raw: Mapping[str, QueryLists], qrels: Qrels, settings: SearchSettings)
             rows[f"hybrid {name} floor={floor}"] = metrics_of(s, flat, qrels).as_dict()
             rows[f"auto {name} floor={floor}"] = metrics_of(s, auto, qrels).as_dict()
     runs = floored(raw, settings.min_vector_similarity)
+    for depth in DEPTHS:
+        cut = {q: QueryLists(r.lexical[:depth], r.vector[:depth], r.alpha_shift) for q, r in runs.items()}
+        for alpha in (settings.alpha, PROPOSED_ALPHA):
+            setting = FusionSetting(FusionMethod.CONVEX, alpha=alpha)
+            rows[f"depth={depth} hybrid convex a={alpha:.2f}"] = metrics_of(
+                setting, unshifted(cut), qrels
+            ).as_dict()
+            rows[f"depth={depth} auto convex a={alpha:.2f}"] = metrics_of(setting, cut, qrels).as_dict()
     tuned_auto = tune_fusion(runs, qrels, current_setting(settings))
     tuned_flat = tune_fusion(unshifted(runs), qrels, current_setting(settings))
     return {

@@ -46,7 +46,7 @@ _QUESTION_START = frozenset(
         "describe",
     ]
 )
-_ERROR_LIKE = re.compile(r"\b\w*(Error|Exception|Errno|Traceback)\b|\w+::\w+|\w+\(\)|[\w.-]+/[\w./-]+")
+_ERROR_LIKE = re.compile(r"\b\w*(Error|Exception|Errno|Traceback)\b|\w+::\w+|\w+\(\)|[\w.-]*(?:/[\w.-]+){2,}")
 
 
 class QueryShape(enum.Enum):

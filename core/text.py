@@ -120,9 +120,10 @@ def identifier_parts(text: str) -> list[str]:
 
 
 # Code-like tokens for the query shape: camelCase (≥ 2 humps, so "mRNA" is not), PascalCase, snake_case,
-# dotted names with ≥ 2-letter parts (rate.ts, os.path), paths. Hyphenated words are ordinary prose.
+# dotted names with ≥ 2-letter parts (rate.ts, os.path), paths of ≥ 2 slashes ("1/2000", "Arp2/3" are
+# prose: measured +0.003 nDCG@10 on SciFact). Hyphenated words are ordinary prose.
 _CODE_TOKEN = re.compile(
-    r"[a-z]+(?:[A-Z][a-z0-9]+)+|(?:[A-Z][a-z0-9]+){2,}|\w+_\w+|[A-Za-z_]\w+\.[A-Za-z_]\w+|\w+(?:/\w+)+"
+    r"[a-z]+(?:[A-Z][a-z0-9]+)+|(?:[A-Z][a-z0-9]+){2,}|\w+_\w+|[A-Za-z_]\w+\.[A-Za-z_]\w+|\w*(?:/[\w.-]+){2,}"
 )
 
 

@@ -149,6 +149,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         work_dir=args.work_dir,
         registry=c.registry,
         progress=not args.quiet,
+        tune=args.tune,
     )
     print(format_table(report))
     if args.json:
@@ -202,6 +203,7 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--plot", default=None, help="write a bar chart (PNG) to this file")
     e.add_argument("--work-dir", default=None, help="where the fresh index goes (default: a temp dir)")
     e.add_argument("--cache-dir", default=None, help="embedding cache (default <data dir>/embeddings)")
+    e.add_argument("--tune", action="store_true", help="also grid-search the fusion setting on these queries")
     e.add_argument("--quiet", action="store_true")
     e.add_argument("--data-dir", default=None)
     e.set_defaults(func=cmd_eval)

@@ -29,6 +29,8 @@ from core.ports import Embedder
 from core.schemas import SearchRequest
 from core.service.indexing import IndexingService
 from core.service.search import SearchService, SearchSettings
+from core.service.tuning import FusionTuningService
+from core.tuning import TuningResult
 from infra.beir import BeirDataset, document_entity
 from infra.clock import SystemClock
 
@@ -82,6 +84,7 @@ class EvalReport:
     strategies: dict[str, Metrics]
     ingest: IngestReport
     search_seconds: dict[str, float] = field(default_factory=dict)
+    tuning: TuningResult | None = None
 
     def to_json(self) -> dict[str, Any]:
         """`{"dataset", "queries", "default", "strategies": {name: {ndcg_at_10, recall_at_100, mrr_at_10}}}`."""
@@ -98,7 +101,18 @@ class EvalReport:
                 "seconds": round(self.ingest.seconds, 1),
             },
             "search_seconds": {k: round(v, 2) for k, v in self.search_seconds.items()},
+            **({"tuning": _tuning_json(self.tuning)} if self.tuning else {}),
         }
+
+
+def _tuning_json(result: TuningResult) -> dict[str, Any]:
+    return {
+        "current": result.current.describe(),
+        "current_ndcg_at_10": result.current_score,
+        "best": result.best.describe(),
+        "best_ndcg_at_10": result.best_score,
+        "adopt": result.changed,
+    }
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Any:
@@ -176,8 +190,12 @@ def evaluate_dataset(
     default: SearchSettings | None = None,
     registry: EntityTypeRegistry | None = None,
     progress: bool = True,
+    tune: bool = False,
 ) -> EvalReport:
-    """Ingest `data` into a fresh index under `work_dir` and score every strategy on its test queries."""
+    """Ingest `data` into a fresh index under `work_dir` and score every strategy on its test queries.
+
+    With `tune`, also grid-search the fusion setting on these queries (core.tuning) and report it.
+    """
     from infra.local.cache import MemoryCache
     from infra.local.sqlite_index import SqliteIndex
 
@@ -195,6 +213,7 @@ def evaluate_dataset(
         return SearchService(index, embedder, MemoryCache(), types, clock, s)
 
     metrics, seconds = evaluate_strategies(data, make_service, _ordered(strategies), settings)
+    tuner = FusionTuningService(index, embedder, types, settings)
     return EvalReport(
         dataset=data.name,
         split=data.split,
@@ -203,6 +222,7 @@ def evaluate_dataset(
         strategies=metrics,
         ingest=ingested,
         search_seconds=seconds,
+        tuning=tuner.tune(EVAL_TENANT, data.queries, data.qrels) if tune else None,
     )
 
 
@@ -217,6 +237,13 @@ def format_table(report: EvalReport) -> str:
         label = f"{name}*" if name == report.default else name
         lines.append(f"{label:<12} {m.ndcg_at_10:>8.3f} {m.recall_at_100:>8.3f} {m.mrr_at_10:>8.3f}")
     lines.append("* default: what POST /search uses when the request does not choose a strategy")
+    if report.tuning is not None:
+        t = report.tuning
+        verdict = "adopt it" if t.changed else "keep the current setting"
+        lines.append(
+            f"fusion tuning: current {t.current.describe()} nDCG@10 {t.current_score:.4f}; "
+            f"best {t.best.describe()} {t.best_score:.4f} -> {verdict}"
+        )
     return "\n".join(lines)
 
 
@@ -254,6 +281,7 @@ def run_eval(
     work_dir: str | Path | None = None,
     registry: EntityTypeRegistry | None = None,
     progress: bool = True,
+    tune: bool = False,
 ) -> EvalReport:
     """Load a BEIR folder and evaluate it (in `work_dir`, else a temporary directory removed afterwards)."""
     from infra.beir import load_beir
@@ -261,6 +289,6 @@ def run_eval(
     data = load_beir(dataset_dir, split)
     if work_dir is not None:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
-        return evaluate_dataset(data, embedder, Path(work_dir), strategies, default, registry, progress)
+        return evaluate_dataset(data, embedder, Path(work_dir), strategies, default, registry, progress, tune)
     with tempfile.TemporaryDirectory(prefix="quarry-eval-") as tmp:
-        return evaluate_dataset(data, embedder, Path(tmp), strategies, default, registry, progress)
+        return evaluate_dataset(data, embedder, Path(tmp), strategies, default, registry, progress, tune)

@@ -115,3 +115,13 @@ def test_tuning_lists_reproduce_what_search_returns(tmp_path: Path) -> None:
     refused = {q: fused_ranking(current_setting(settings), lists[q], 100) for q in lists}
     # then it ranks exactly as POST /search does with the default strategy.
     assert refused == run_queries(service, data, "auto")
+
+
+def test_tune_reports_a_setting_that_does_not_score_below_the_current_one(tmp_path: Path) -> None:
+    report = run_eval(TINY, FakeBagOfWordsEmbedder(), work_dir=tmp_path, progress=False, tune=True)
+    tuning = report.to_json()["tuning"]
+    from core.service.search import SearchSettings
+
+    assert tuning["current"]["fusion"] == SearchSettings().fusion.value
+    assert tuning["best_ndcg_at_10"] >= tuning["current_ndcg_at_10"]
+    assert "fusion tuning" in format_table(report)

@@ -77,3 +77,8 @@ def test_no_query_syntax_survives_into_terms(raw: str) -> None:
     assert len(parsed.terms) <= MAX_TERMS
     for token in parsed.terms + parsed.phrases:
         assert not set(token) & set('"*()^:-+{}[]\\'), token
+
+
+@pytest.mark.parametrize("query", ["dose of 1/2000 units", "Arp2/3 complex activation", "TCR/CD8 signalling"])
+def test_a_single_slash_is_prose_not_a_path(query: str) -> None:
+    assert parse_query(query, REGISTRY).shape is QueryShape.PLAIN

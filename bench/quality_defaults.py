@@ -1,0 +1,101 @@
+"""Current search defaults against a candidate set, side by side on one fresh index per dataset: every
+strategy of `quarry eval` on each split, so a proposed default can be judged before it is adopted.
+
+    .venv/bin/python bench/quality_defaults.py --dataset ../shared/datasets/scifact --splits test,train \\
+        --alpha 0.7 --semantic-lean 0.0 --min-depth 100 [--json bench/results/defaults_compared_scifact.json]
+
+The candidate's α, question lean (core.service.search.SEMANTIC_LEAN) and minimum candidate depth replace
+the current ones only inside this process. Embeddings come from the on-disk cache (.quarry/embeddings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import core.service.search as search_module  # noqa: E402
+from core.entities import EntityTypeRegistry  # noqa: E402
+from core.service.indexing import IndexingService  # noqa: E402
+from core.service.search import SearchService, SearchSettings  # noqa: E402
+from infra.beir import load_beir  # noqa: E402
+from infra.clock import SystemClock  # noqa: E402
+from infra.embedding_cache import CachingEmbedder  # noqa: E402
+from infra.evaluation import ALL_STRATEGIES, INDEX_FILE, evaluate_strategies, ingest  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def build_index(dataset: Path, split: str, cache_dir: Path) -> tuple[object, object, object, object, str]:
+    """A fresh index under .quarry/eval/<name> holding the corpus; returns (index, embedder, registry, clock, name)."""
+    from infra.local.cache import MemoryCache
+    from infra.local.embedder import SentenceTransformerEmbedder
+    from infra.local.sqlite_index import SqliteIndex
+
+    embedder = CachingEmbedder(SentenceTransformerEmbedder(), cache_dir, progress=False)
+    work = REPO / ".quarry" / "eval" / dataset.resolve().name
+    work.mkdir(parents=True, exist_ok=True)
+    for stale in work.glob(INDEX_FILE + "*"):
+        stale.unlink()
+    index, registry, clock = SqliteIndex(work / INDEX_FILE), EntityTypeRegistry(), SystemClock()
+    corpus = load_beir(dataset, split)
+    ingest(corpus, IndexingService(index, embedder, registry, MemoryCache()), clock.now(), progress=True)
+    return index, embedder, registry, clock, corpus.name
+
+
+def compare(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, dict[str, float]]]]:
+    """Figures of every strategy under the current and the candidate defaults, per split."""
+    from infra.local.cache import MemoryCache
+
+    splits = [s for s in args.splits.split(",") if s]
+    index, embedder, registry, clock, name = build_index(args.dataset, splits[0], args.cache_dir)
+
+    def make(settings: SearchSettings) -> SearchService:
+        return SearchService(index, embedder, MemoryCache(), registry, clock, settings)  # type: ignore[arg-type]
+
+    current = SearchSettings()
+    candidate = dataclasses.replace(current, alpha=args.alpha, min_depth=args.min_depth)
+    lean = search_module.SEMANTIC_LEAN
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for split in splits:
+        data = load_beir(args.dataset, split)
+        for label, settings, semantic_lean in (
+            ("current", current, lean),
+            ("candidate", candidate, args.semantic_lean),
+        ):
+            search_module.SEMANTIC_LEAN = semantic_lean
+            try:
+                metrics, _ = evaluate_strategies(data, make, list(ALL_STRATEGIES), settings)
+            finally:
+                search_module.SEMANTIC_LEAN = lean
+            out[f"{split}/{label}"] = {n: m.as_dict() for n, m in metrics.items()}
+            cells = " ".join(f"{n}:{m.ndcg_at_10:.4f}" for n, m in metrics.items())
+            print(f"{name} {split:<5} {label:<9} nDCG@10 {cells}", flush=True)
+    return name, out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print current vs candidate figures per split (and write them as JSON)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dataset", required=True, type=Path)
+    p.add_argument("--splits", default="test")
+    p.add_argument("--alpha", type=float, required=True)
+    p.add_argument("--semantic-lean", type=float, default=search_module.SEMANTIC_LEAN)
+    p.add_argument("--min-depth", type=int, default=search_module.MIN_CANDIDATE_DEPTH)
+    p.add_argument("--cache-dir", type=Path, default=REPO / ".quarry" / "embeddings")
+    p.add_argument("--json", type=Path)
+    args = p.parse_args(argv)
+    name, out = compare(args)
+    if args.json:
+        candidate = {"alpha": args.alpha, "semantic_lean": args.semantic_lean, "min_depth": args.min_depth}
+        args.json.write_text(json.dumps({"dataset": name, "candidate": candidate, **out}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
