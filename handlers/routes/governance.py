@@ -14,7 +14,7 @@ from core.governance.requests import MAX_CORPUS_DOCUMENTS, RetrieveRequest
 from core.governance.validation import json_schema
 from core.scoring import iso_timestamp
 from core.service.corpus import corpus_documents, load_corpus
-from core.service.golden import run_golden_sets
+from core.service.golden import run_golden_sets, tune_overlay
 from handlers._observability import logger, metrics
 from handlers.routes.common import caller, services
 
@@ -79,6 +79,16 @@ def eval_overlay(role_id: str) -> dict[str, Any]:
             "message": "the overlay has no golden set",
         }
     return reports[0].to_json()
+
+
+@router.post(
+    "/overlays/<role_id>/tune",
+    summary="Tune the overlay's fusion on its golden set; adopt only an improvement",
+    tags=["governance"],
+)
+def tune_overlay_fusion(role_id: str) -> dict[str, Any]:
+    principal = caller(router, "admin")
+    return tune_overlay(services().retrieval, principal.tenant_id, role_id).to_json()
 
 
 @router.get("/schemas/<name>", summary="JSON Schema: role_overlay or retrieval_bundle", tags=["governance"])

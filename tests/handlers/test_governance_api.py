@@ -219,3 +219,19 @@ def test_the_nightly_run_scores_and_stores_every_stored_overlays_golden_set(app:
         (record,) = app.state.list_evals(tenant, "overlay:dba", 10)
         assert set(record.metrics["strategies"]) == {"keyword", "semantic", "rrf", "convex"}
         assert 0.0 <= record.metrics["strategies"]["convex"]["ndcg_at_10"] <= 1.0
+
+
+def test_tuning_adopts_a_fusion_setting_only_when_it_improves_the_golden_set(app: Container) -> None:
+    invoke(api_event("put_overlay"))
+    tune = api_event("eval_overlay", path="/overlays/dba/tune")
+    assert invoke(api_event("eval_overlay", path="/overlays/dba/tune", scopes=["read", "write"]))[0] == 403
+    status, first = invoke(tune)
+    assert status == 200, first
+    assert first["best_ndcg_at_10"] >= first["current_ndcg_at_10"]
+    stored = app.retrieval.get_overlay("acme", "dba").retrieval_policy
+    assert {"fusion": stored.fusion, "semantic_weight": stored.semantic_weight} == first["adopted"]
+    assert first["changed"] == (first["best_ndcg_at_10"] > first["current_ndcg_at_10"])
+    # Tuning again from the adopted setting finds nothing strictly better: nothing changes.
+    status, second = invoke(api_event("eval_overlay", path="/overlays/dba/tune"))
+    assert status == 200 and second["changed"] is False
+    assert invoke(api_event("eval_overlay", path="/overlays/nobody/tune"))[0] == 404
