@@ -223,7 +223,7 @@ def test_the_nightly_run_scores_and_stores_every_stored_overlays_golden_set(app:
 
 def test_tuning_adopts_a_fusion_setting_only_when_it_improves_the_golden_set(app: Container) -> None:
     invoke(api_event("put_overlay"))
-    tune = api_event("eval_overlay", path="/overlays/dba/tune")
+    tune = api_event("tune_overlay")
     assert invoke(api_event("eval_overlay", path="/overlays/dba/tune", scopes=["read", "write"]))[0] == 403
     status, first = invoke(tune)
     assert status == 200, first
