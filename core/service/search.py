@@ -11,7 +11,7 @@ from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cach
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
 from core.fusion import RRF_K, Fused, FusionMethod, fuse
-from core.models import Filters, LexicalQuery, MatchMode, Retrieval, Scalar
+from core.models import Candidate, Filters, LexicalQuery, MatchMode, Retrieval, Scalar
 from core.ports import Cache, Clock, Embedder, SearchIndex
 from core.query import ParsedQuery, QueryShape, parse_query
 from core.schemas import (
@@ -83,6 +83,17 @@ def plan_strategy(requested: str, shape: QueryShape, settings: SearchSettings) -
             return Plan("hybrid", True, True, base)
         return Plan("hybrid:semantic-leaning", True, True, min(1.0, base + SEMANTIC_LEAN))
     return Plan("hybrid:lexical-leaning", True, True, max(0.0, base - LEXICAL_LEAN))
+
+
+def retrieval_depth(limit: int, plan: Plan, settings: SearchSettings) -> int:
+    """Candidates per retriever: 2 × limit, at least the fusion depth when both lists are fused."""
+    floor = settings.min_depth if plan.lexical and plan.vector else MIN_SINGLE_DEPTH
+    return max(limit * CANDIDATE_DEPTH_FACTOR, floor)
+
+
+def strong_vector_hits(candidates: Sequence[Candidate], settings: SearchSettings) -> list[Candidate]:
+    """Vector candidates at or above the similarity floor (weaker ones are noise, see the constant)."""
+    return [c for c in candidates if c.score >= settings.min_vector_similarity]
 
 
 class SearchService:
@@ -202,8 +213,7 @@ class SearchService:
                 degraded_reason = exc.message
                 plan = Plan("keyword", True, False, 0.0)
         lexical = LexicalQuery(parsed.terms, parsed.phrases) if plan.lexical else None
-        floor = self.settings.min_depth if plan.lexical and plan.vector else MIN_SINGLE_DEPTH
-        depth = max(request.limit * CANDIDATE_DEPTH_FACTOR, floor)
+        depth = retrieval_depth(request.limit, plan, self.settings)
         fused, fallback = self._retrieve(tenant_id, lexical, embedding, filters, depth, plan, bool(types))
         results = [self._result(f, parsed, plan, request.explain, fallback) for f in fused[: request.limit]]
         return SearchResponse(
@@ -238,8 +248,7 @@ class SearchService:
             return [], None
         lex = lexical if lexical is not None and not lexical.empty else None
         got: Retrieval = self._index.retrieve(tenant_id, lex, embedding, filters, depth)
-        floor = self.settings.min_vector_similarity
-        vector = [c for c in got.vector if c.score >= floor]
+        vector = strong_vector_hits(got.vector, self.settings)
         fused = fuse(self.settings.fusion, got.lexical, vector, plan.alpha, self.settings.rrf_k)
         if fused or lex is None:
             return fused, None

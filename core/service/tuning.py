@@ -3,6 +3,7 @@ POST /search would, then let `core.tuning` score every fusion setting on them.""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 from core.entities import EntityTypeRegistry
@@ -11,7 +12,7 @@ from core.fusion import FusionMethod
 from core.models import Filters, LexicalQuery
 from core.ports import Embedder, SearchIndex
 from core.query import parse_query
-from core.service.search import CANDIDATE_DEPTH_FACTOR, SearchSettings, plan_strategy
+from core.service.search import SearchSettings, plan_strategy, retrieval_depth, strong_vector_hits
 from core.tuning import PLAIN_RRF_ALPHA, FusionSetting, QueryLists, TuningResult, tune_fusion
 
 TUNING_LIMIT = 100  # lists as deep as a limit-100 search retrieves, so Recall@100 candidates are all there
@@ -51,8 +52,9 @@ class FusionTuningService:
         Vector hits below `vector_floor` (default: the service's `min_vector_similarity`) are dropped,
         as SearchService drops them before fusing.
         """
-        floor = self._settings.min_vector_similarity if vector_floor is None else vector_floor
-        depth = max(TUNING_LIMIT * CANDIDATE_DEPTH_FACTOR, self._settings.min_depth)
+        settings = self._settings
+        if vector_floor is not None:
+            settings = dataclasses.replace(settings, min_vector_similarity=vector_floor)
         base = self._settings.alpha if self._settings.fusion is FusionMethod.CONVEX else PLAIN_RRF_ALPHA
         parsed = {qid: parse_query(text, self._registry) for qid, text in queries.items() if text.strip()}
         ids = list(parsed)
@@ -62,11 +64,12 @@ class FusionTuningService:
             query = parsed[qid]
             types = (query.entity_prefix,) if query.entity_prefix else self._types
             lexical = LexicalQuery(query.terms, query.phrases)
+            plan = plan_strategy(strategy, query.shape, settings)
+            depth = retrieval_depth(TUNING_LIMIT, plan, settings)
             got = self._index.retrieve(
                 tenant_id, None if lexical.empty else lexical, vector, Filters(entity_types=types), depth
             )
-            plan = plan_strategy(strategy, query.shape, self._settings)
-            vector_hits = tuple(c for c in got.vector if c.score >= floor)
+            vector_hits = tuple(strong_vector_hits(got.vector, settings))
             out[qid] = QueryLists(got.lexical, vector_hits, alpha_shift=plan.alpha - base)
         return out
 
