@@ -26,12 +26,13 @@ PREMADE_CHUNKS_FIELD = "chunks"
 
 @dataclass(frozen=True, slots=True)
 class WriteResult:
-    """The outcome of one write, with the version it carried."""
+    """The outcome of one write, with the version it carried and the version stored before it."""
 
     key: EntityKey
     version: int
     outcome: WriteOutcome
     reembedded: bool
+    stored_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,12 +168,13 @@ class IndexingService:
         prior = self._index.get(tenant_id, [key]).get(key)
         if prior is not None and version <= prior.version:
             outcome = WriteOutcome.STALE if version < prior.version else WriteOutcome.DUPLICATE
-            return WriteResult(key, version, outcome, False)
+            return WriteResult(key, version, outcome, False, prior.version)
         draft = _Draft(etype, key, clean, version, prior)
         outcome = self._index.upsert(self._records(tenant_id, [draft], now)[0])
         if outcome is WriteOutcome.APPLIED:
             self._changed(tenant_id)
-        return WriteResult(key, version, outcome, outcome is WriteOutcome.APPLIED)
+        stored = prior.version if prior is not None else None
+        return WriteResult(key, version, outcome, outcome is WriteOutcome.APPLIED, stored)
 
     def patch(
         self, tenant_id: str, entity_type: str, entity_id: str, changes: Any, now: float
@@ -185,12 +187,14 @@ class IndexingService:
         prior = self._index.get(tenant_id, [key]).get(key)
         version = _version(clean, now)
         if prior is not None and prior.deleted and version <= prior.version:
-            return WriteResult(key, version, WriteOutcome.STALE, False)  # older than the delete: ignored
+            return WriteResult(
+                key, version, WriteOutcome.STALE, False, prior.version
+            )  # older than the delete
         if prior is None or prior.deleted:
             raise NotFoundError(etype.name, entity_id)
         if version <= prior.version:
             outcome = WriteOutcome.STALE if version < prior.version else WriteOutcome.DUPLICATE
-            return WriteResult(key, version, outcome, False)
+            return WriteResult(key, version, outcome, False, prior.version)
         merged = {k: v for k, v in {**prior.body, **clean}.items() if v is not None}
         merged.pop("version", None)
         searchable = etype.searchable_names | {etype.title_field} | ({"chunks"} if etype.chunked else set())
@@ -201,13 +205,14 @@ class IndexingService:
             reembedded = False
         else:
             merged.setdefault("created_at", prior.created_at)
-            merged.pop("updated_at", None) if "updated_at" not in clean else None
+            if "updated_at" not in clean:
+                merged.pop("updated_at", None)
             draft = _Draft(etype, key, merged, version, prior)
             outcome = self._index.upsert(self._records(tenant_id, [draft], now)[0])
             reembedded = outcome is WriteOutcome.APPLIED
         if outcome is WriteOutcome.APPLIED:
             self._changed(tenant_id)
-        return WriteResult(key, version, outcome, reembedded)
+        return WriteResult(key, version, outcome, reembedded, prior.version)
 
     def delete(
         self, tenant_id: str, entity_type: str, entity_id: str, version: int | None, now: float
@@ -223,7 +228,7 @@ class IndexingService:
         outcome = self._index.delete(tenant_id, key, effective)
         if outcome is WriteOutcome.APPLIED:
             self._changed(tenant_id)
-        return WriteResult(key, effective, outcome, False)
+        return WriteResult(key, effective, outcome, False, prior.version)
 
     def _draft(self, item: Any) -> tuple[EntityType, EntityKey, dict[str, Any]]:
         if not isinstance(item, Mapping):

@@ -17,63 +17,54 @@ from handlers.routes.common import caller, services
 router = Router()
 
 
-def _written(result: WriteResult) -> WriteResponse:
-    if result.outcome is WriteOutcome.STALE:
-        stored = services().index.get(caller(router, "write").tenant_id, [result.key])[result.key]
-        raise StaleVersionError(str(result.key), stored.version, result.version)
-    return WriteResponse(
-        entity_type=result.key.entity_type,
-        entity_id=result.key.entity_id,
-        version=result.version,
-        outcome="duplicate" if result.outcome is WriteOutcome.DUPLICATE else "applied",
-        reembedded=result.reembedded,
-        message="already at this version; nothing changed"
-        if result.outcome is WriteOutcome.DUPLICATE
-        else None,
-    )
-
-
-@router.put("/entities/<entity_type>/<entity_id>", summary="Create or replace an entity", tags=["entities"])
-def put_entity(entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]) -> WriteResponse:
-    principal = caller(router, "write")
-    c = services()
-    result = c.indexing.put(principal.tenant_id, entity_type, entity_id, body, c.clock.now())
+def _written(action: str, tenant_id: str, result: WriteResult) -> WriteResponse:
+    """Log one write and shape its response; a stale write is a 409 naming the stored version."""
     logger.info(
-        "entity put",
-        extra={"tenant": principal.tenant_id, "key": str(result.key), "outcome": result.outcome.value},
-    )
-    return _written(result)
-
-
-@router.patch("/entities/<entity_type>/<entity_id>", summary="Update some fields", tags=["entities"])
-def patch_entity(entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]) -> WriteResponse:
-    principal = caller(router, "write")
-    c = services()
-    result = c.indexing.patch(principal.tenant_id, entity_type, entity_id, body, c.clock.now())
-    logger.info(
-        "entity patch",
+        f"entity {action}",
         extra={
-            "tenant": principal.tenant_id,
+            "tenant": tenant_id,
             "key": str(result.key),
             "outcome": result.outcome.value,
             "reembedded": result.reembedded,
         },
     )
-    return _written(result)
+    if result.outcome is WriteOutcome.STALE:
+        stored = result.stored_version if result.stored_version is not None else result.version
+        raise StaleVersionError(str(result.key), stored, result.version)
+    duplicate = result.outcome is WriteOutcome.DUPLICATE
+    return WriteResponse(
+        entity_type=result.key.entity_type,
+        entity_id=result.key.entity_id,
+        version=result.version,
+        outcome="duplicate" if duplicate else "applied",
+        reembedded=result.reembedded,
+        message="already at this version; nothing changed" if duplicate else None,
+    )
+
+
+@router.put("/entities/<entity_type>/<entity_id>", summary="Create or replace an entity", tags=["entities"])
+def put_entity(entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]) -> WriteResponse:
+    tenant = caller(router, "write").tenant_id
+    c = services()
+    return _written("put", tenant, c.indexing.put(tenant, entity_type, entity_id, body, c.clock.now()))
+
+
+@router.patch("/entities/<entity_type>/<entity_id>", summary="Update some fields", tags=["entities"])
+def patch_entity(entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]) -> WriteResponse:
+    tenant = caller(router, "write").tenant_id
+    c = services()
+    return _written("patch", tenant, c.indexing.patch(tenant, entity_type, entity_id, body, c.clock.now()))
 
 
 @router.delete("/entities/<entity_type>/<entity_id>", summary="Delete an entity", tags=["entities"])
 def delete_entity(
     entity_type: str, entity_id: str, version: Annotated[int | None, Query(ge=0)] = None
 ) -> WriteResponse:
-    principal = caller(router, "write")
+    tenant = caller(router, "write").tenant_id
     c = services()
-    result = c.indexing.delete(principal.tenant_id, entity_type, entity_id, version, c.clock.now())
-    logger.info(
-        "entity delete",
-        extra={"tenant": principal.tenant_id, "key": str(result.key), "outcome": result.outcome.value},
+    return _written(
+        "delete", tenant, c.indexing.delete(tenant, entity_type, entity_id, version, c.clock.now())
     )
-    return _written(result)
 
 
 @router.post("/entities", summary="Index up to 500 entities", tags=["entities"])
