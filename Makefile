@@ -8,7 +8,7 @@ PORT   ?= 3000
 # The CPU build of torch, pinned before anything that pulls torch in (or pip fetches CUDA wheels).
 TORCH  := torch==2.13.0
 
-.PHONY: setup serve test lint typecheck bench bench-search bench-assembly eval clean
+.PHONY: setup serve test opensearch-up opensearch-down lint typecheck bench bench-search bench-assembly eval clean
 
 setup: $(STAMP)
 
@@ -24,8 +24,16 @@ $(STAMP): pyproject.toml Makefile
 serve: setup
 	$(BIN)/quarry serve --host $(HOST) --port $(PORT)
 
+# The live OpenSearch suite runs against a local node started (and stopped) around pytest.
 test: setup
-	$(BIN)/python -m pytest
+	scripts/with-opensearch.sh $(BIN)/python -m pytest
+
+# A single-node OpenSearch 2.19 + k-NN on 127.0.0.1 (from Maven Central, cached in .cache/opensearch).
+opensearch-up:
+	@scripts/opensearch.sh up
+
+opensearch-down:
+	@scripts/opensearch.sh down
 
 lint: setup
 	$(BIN)/ruff check core infra handlers tests bench
