@@ -2,7 +2,8 @@
 can show (one round trip, raw cosine scores, external versioning under concurrent writers, the template
 covering a new index generation).
 
-Skipped unless QUARRY_OPENSEARCH_URL is set. Examples:
+`make test` starts a local node for them. Skipped unless QUARRY_OPENSEARCH_URL is set (a failure instead
+when QUARRY_REQUIRE_OPENSEARCH=1, as in CI). Examples:
 
     # a local cluster (security plugin disabled, or credentials in the URL)
     QUARRY_OPENSEARCH_URL=http://localhost:9200 .venv/bin/pytest -m live tests/adapters/test_opensearch_live.py
@@ -16,7 +17,6 @@ deletes it, and its template, afterwards.
 
 from __future__ import annotations
 
-import os
 import random
 import uuid
 from collections.abc import Iterator
@@ -31,22 +31,16 @@ from infra.opensearch import OpenSearchIndex, build_client, mapping
 from infra.settings import load_settings
 from tests.adapters.search_index_contract import DIM, SearchIndexContract, lex, record, unit, vec
 
-pytestmark = [
-    pytest.mark.live,
-    pytest.mark.skipif(
-        not os.environ.get("QUARRY_OPENSEARCH_URL"),
-        reason="QUARRY_OPENSEARCH_URL is not set (no live cluster)",
-    ),
-]
+pytestmark = [pytest.mark.live]
 CONCURRENT_VERSIONS = 24  # versions of one entity written at once by the race test
 WRITER_THREADS = 8
 
 
 @pytest.fixture(scope="module")
-def client() -> Any:
+def client(opensearch_url: str) -> Any:
     settings = load_settings()
     return build_client(
-        str(settings.opensearch_url),
+        opensearch_url,
         region=settings.opensearch_region,
         service=settings.opensearch_service,
         timeout=settings.opensearch_timeout,
