@@ -22,7 +22,7 @@ from typing import Any
 
 from core.models import Filters, LexicalQuery, MatchMode, Vector
 from infra.opensearch import mapping as m
-from infra.opensearch.documents import keyword
+from infra.opensearch.documents import keyword, metadata_term
 
 MAX_WINDOW = 10_000  # OpenSearch `index.max_result_window` default; also the k-NN plugin's maximum k
 INNER_HITS_NAME = "best_chunk"
@@ -95,7 +95,7 @@ def filter_clauses(tenant_id: str, filters: Filters) -> list[dict[str, Any]]:
     if filters.owner is not None:
         clauses.append({"term": {m.OWNER: filters.owner}})
     for key, values in sorted(filters.metadata.items()):
-        clauses.append(_terms(f"{m.METADATA}.{key}", values))
+        clauses.append({"terms": {m.METADATA: [metadata_term(key, v) for v in values]}})
     return clauses
 
 

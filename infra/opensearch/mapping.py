@@ -25,7 +25,7 @@ DELETED = "deleted"
 SOURCE = "source"
 OWNER = "owner"
 NAMESPACE = "namespace"
-METADATA = "metadata"  # filter copy: every value a keyword (see documents.keyword)
+METADATA = "metadata_terms"  # filter copy: one `key=value` keyword per value (see documents.metadata_terms)
 METADATA_RAW = "metadata_raw"  # the values as given, returned to callers
 CHUNKS = "chunks"
 CHUNK_NO = f"{CHUNKS}.chunk_no"
@@ -53,7 +53,7 @@ SPACE_TYPE = "cosinesimil"
 # HNSW graph parameters: OpenSearch's defaults (k-NN docs, "Supported methods": m 16, ef_construction 100).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
-METADATA_KEYWORD_MAX = 1024  # longer metadata values are stored but not indexed (Lucene term limit is 32 KB)
+METADATA_KEYWORD_MAX = 2048  # longer `key=value` terms are stored but not indexed (Lucene term limit is 32 KB)
 TEMPLATE_PRIORITY = 100  # above the default 0 so our template wins over catch-all templates
 FIRST_GENERATION = 1
 
@@ -106,17 +106,14 @@ def chunk_properties(dimension: int) -> dict[str, Any]:
 
 
 def mappings(dimension: int) -> dict[str, Any]:
-    """The type mapping: strict at the top, metadata values mapped as keywords whatever their JSON type."""
+    """The type mapping: strict, a fixed set of fields whatever the tenants' metadata keys.
+
+    Metadata is filtered through ONE keyword field of `key=value` terms, so no tenant's keys become
+    fields: none can exhaust `index.mapping.total_fields.limit` (1,000) nor block another's key
+    (`a` as a keyword would refuse `a.b` as an object).
+    """
     return {
         "dynamic": "strict",
-        "dynamic_templates": [
-            {
-                "metadata_as_keywords": {
-                    "path_match": f"{METADATA}.*",
-                    "mapping": {"type": "keyword", "ignore_above": METADATA_KEYWORD_MAX},
-                }
-            }
-        ],
         "properties": {
             TENANT: _keyword(),
             ENTITY_TYPE: _keyword(),
@@ -131,7 +128,7 @@ def mappings(dimension: int) -> dict[str, Any]:
             "title": _stored_only("text"),
             "content_hash": _stored_only("keyword"),
             "body": {"type": "object", "enabled": False},
-            METADATA: {"type": "object", "dynamic": True},
+            METADATA: {"type": "keyword", "ignore_above": METADATA_KEYWORD_MAX},
             METADATA_RAW: {"type": "object", "enabled": False},
             CHUNKS: {"type": "nested", "properties": chunk_properties(dimension)},
         },

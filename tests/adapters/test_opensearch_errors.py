@@ -300,7 +300,8 @@ def test_a_plain_url_uses_basic_auth_from_its_userinfo_and_no_signing() -> None:
     assert _connection(build_client("http://localhost:9200")).session.auth is None
 
 
-def test_build_index_names_the_missing_url_variable() -> None:
+def test_build_index_names_the_missing_url_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("QUARRY_OPENSEARCH_URL", raising=False)  # set by `make test` for the live suite
     settings = load_settings(index="opensearch")
     with pytest.raises(InvalidInputError) as raised:
         build_index(settings, DIM)
