@@ -53,7 +53,9 @@ SPACE_TYPE = "cosinesimil"
 # HNSW graph parameters: OpenSearch's defaults (k-NN docs, "Supported methods": m 16, ef_construction 100).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
-METADATA_KEYWORD_MAX = 2048  # longer `key=value` terms are stored but not indexed (Lucene term limit is 32 KB)
+METADATA_KEYWORD_MAX = (
+    2048  # longer `key=value` terms are stored but not indexed (Lucene term limit is 32 KB)
+)
 TEMPLATE_PRIORITY = 100  # above the default 0 so our template wins over catch-all templates
 FIRST_GENERATION = 1
 

@@ -155,24 +155,36 @@ METADATA_FLOOD_KEYS = 5_000  # distinct metadata keys across tenants: 5× the de
 FLOOD_TENANTS = 5
 
 
-def test_a_metadata_key_flood_neither_fails_writes_nor_leaks_across_tenants(live_index: OpenSearchIndex) -> None:
+def test_a_metadata_key_flood_neither_fails_writes_nor_leaks_across_tenants(
+    live_index: OpenSearchIndex,
+) -> None:
     per_tenant = METADATA_FLOOD_KEYS // FLOOD_TENANTS
     for t in range(FLOOD_TENANTS):
         records = [
-            record(f"t{t}", "task", f"e{i}", "flood text", metadata={f"key_{t}_{i}": f"v{i}", "shared": f"t{t}"})
+            record(
+                f"t{t}", "task", f"e{i}", "flood text", metadata={f"key_{t}_{i}": f"v{i}", "shared": f"t{t}"}
+            )
             for i in range(per_tenant)
         ]
         assert set(live_index.upsert_many(records)) == {WriteOutcome.APPLIED}
     only = Filters(metadata={"key_3_7": ("v7",)})
     assert lex(live_index, "t3", "flood", filters=only) == ["e7"]
     assert lex(live_index, "t2", "flood", filters=only) == []  # the same key and value, another tenant
-    assert len(lex(live_index, "t1", "flood", filters=Filters(metadata={"shared": ("t1",)}), k=2000)) == per_tenant
+    assert (
+        len(lex(live_index, "t1", "flood", filters=Filters(metadata={"shared": ("t1",)}), k=2000))
+        == per_tenant
+    )
 
 
 def test_a_metadata_key_and_its_dotted_child_both_index_and_filter(live_index: OpenSearchIndex) -> None:
     assert live_index.upsert(record("t1", "task", "a", "dotted", metadata={"a": "x"})) is WriteOutcome.APPLIED
-    assert live_index.upsert(record("t2", "task", "b", "dotted", metadata={"a.b": "y"})) is WriteOutcome.APPLIED
-    assert live_index.upsert(record("t2", "task", "c", "dotted", metadata={"a": {"b": "y"}})) is WriteOutcome.APPLIED
+    assert (
+        live_index.upsert(record("t2", "task", "b", "dotted", metadata={"a.b": "y"})) is WriteOutcome.APPLIED
+    )
+    assert (
+        live_index.upsert(record("t2", "task", "c", "dotted", metadata={"a": {"b": "y"}}))
+        is WriteOutcome.APPLIED
+    )
     assert lex(live_index, "t1", "dotted", filters=Filters(metadata={"a": ("x",)})) == ["a"]
     assert lex(live_index, "t2", "dotted", filters=Filters(metadata={"a.b": ("y",)})) == ["b"]
     assert lex(live_index, "t1", "dotted", filters=Filters(metadata={"a.b": ("y",)})) == []
