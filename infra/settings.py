@@ -52,6 +52,8 @@ class Settings(BaseSettings):
     opensearch_timeout: float = Field(default=5.0, gt=0.0, le=60.0)
     opensearch_max_retries: int = Field(default=3, ge=0, le=10)
     opensearch_refresh: Literal["false", "true", "wait_for"] = "false"
+    # Bytes per _bulk request (infra/opensearch/index.py): below the domain's request size cap.
+    opensearch_max_bulk_bytes: int = Field(default=5 * 1024 * 1024, ge=65_536, le=100 * 1024 * 1024)
 
     # DynamoDB (QUARRY_STATE / QUARRY_CACHE = dynamodb). boto3 reads AWS_ENDPOINT_URL_DYNAMODB by itself;
     # it is read here only to decide whether to create missing tables (a local endpoint such as

@@ -166,6 +166,9 @@ discovery.type: single-node
 path.data: $CACHE/data
 path.logs: $CACHE/logs
 action.auto_create_index: true
+# The request size cap of Amazon OpenSearch Service's small instance types (100 MiB on larger ones),
+# so the live tests see the same 413 a production domain can answer.
+http.max_content_length: 10mb
 EOF
   local url="http://127.0.0.1:$port"
   local env_vars=(OPENSEARCH_JAVA_HOME="$(java_home)" OPENSEARCH_JAVA_OPTS="-Xms$HEAP -Xmx$HEAP")

@@ -17,6 +17,7 @@ validated against the official API specification without a cluster.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,6 +66,25 @@ def bulk_lines(alias: str, writes: Sequence[tuple[str, int, dict[str, Any]]]) ->
         lines.append(index_action(alias, doc_id, version))
         lines.append(source)
     return lines
+
+
+def write_bytes(alias: str, doc_id: str, version: int, source: dict[str, Any]) -> int:
+    """An upper bound of the bytes one write adds to a `_bulk` body (two NDJSON lines)."""
+    lines = (index_action(alias, doc_id, version), source)
+    return sum(len(json.dumps(line, separators=(",", ":"))) + 1 for line in lines)
+
+
+def byte_batches(sizes: Sequence[int], limit: int) -> list[list[int]]:
+    """Positions grouped in order so each group's total stays within `limit` (a larger one goes alone)."""
+    batches: list[list[int]] = []
+    total = limit + 1
+    for position, size in enumerate(sizes):
+        if total + size > limit:
+            batches.append([])
+            total = 0
+        batches[-1].append(position)
+        total += size
+    return batches
 
 
 def mget_body(doc_ids: Sequence[str], with_chunks: bool = False) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from core.errors import InvalidInputError
+from core.errors import InvalidInputError, PayloadTooLargeError
 from core.models import (
     Candidate,
     EntityKey,
@@ -40,6 +40,14 @@ from infra.opensearch.responses import ItemResult
 _log = logging.getLogger(__name__)
 Refresh = bool | str  # False (default), True, or "wait_for" (tests, the local dev server)
 _RESOURCE_EXISTS = "resource_already_exists_exception"
+# Bytes per `_bulk` request. Amazon OpenSearch Service refuses requests above 10 MiB on small instance
+# types (100 MiB on larger ones) with a 413, and recommends bulk requests of 5–15 MiB: 5 MiB stays
+# below every cap with room to spare. QUARRY_OPENSEARCH_MAX_BULK_BYTES changes it.
+DEFAULT_MAX_BULK_BYTES = 5 * 1024 * 1024
+
+
+class _TooLarge(Exception):
+    """A `_bulk` request the cluster refused as too large (HTTP 413)."""
 
 
 class OpenSearchIndex:
@@ -55,6 +63,7 @@ class OpenSearchIndex:
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
         auto_create: bool = True,
+        max_bulk_bytes: int = DEFAULT_MAX_BULK_BYTES,
     ) -> None:
         self._client = client
         self._dimension = dimension
@@ -65,6 +74,7 @@ class OpenSearchIndex:
         self._sleep = sleep
         self._jitter = jitter
         self._ready = not auto_create
+        self._max_bulk_bytes = max_bulk_bytes
 
     @property
     def alias(self) -> str:
@@ -125,14 +135,43 @@ class OpenSearchIndex:
         return results
 
     def _bulk(self, writes: Sequence[tuple[str, int, dict[str, Any]]]) -> list[ItemResult]:
+        """Write in as many `_bulk` requests as the byte limit needs; one result per write, in order."""
         if not self._ready:
             self.ensure_index()
+        sizes = [bodies.write_bytes(self._alias, *w) for w in writes]
+        results: list[ItemResult] = []
+        for batch in bodies.byte_batches(sizes, self._max_bulk_bytes):
+            results.extend(self._bulk_halving([writes[p] for p in batch]))
+        return results
+
+    def _bulk_halving(self, writes: Sequence[tuple[str, int, dict[str, Any]]]) -> list[ItemResult]:
+        """One `_bulk`; refused as too large (413: the domain's cap is below our limit), halves, down to
+        one entity, which is then the caller's error (413), never an outage."""
+        try:
+            return self._bulk_request(writes)
+        except _TooLarge as exc:
+            if len(writes) == 1:
+                raise PayloadTooLargeError(
+                    f"entity {writes[0][0]} is too large for the OpenSearch request size limit: {exc}",
+                    self._max_bulk_bytes,
+                ) from exc
+            half = len(writes) // 2
+            return self._bulk_halving(writes[:half]) + self._bulk_halving(writes[half:])
+
+    def _bulk_request(self, writes: Sequence[tuple[str, int, dict[str, Any]]]) -> list[ItemResult]:
+        from opensearchpy.exceptions import TransportError
+
         params = {} if self._refresh is False else {"refresh": self._refresh}
 
         def send(positions: list[int]) -> list[ItemResult]:
             lines = bodies.bulk_lines(self._alias, [writes[p] for p in positions])
             with translated():
-                response = self._client.bulk(body=lines, **params)
+                try:
+                    response = self._client.bulk(body=lines, **params)
+                except TransportError as exc:
+                    if exc.status_code == 413:
+                        raise _TooLarge(str(exc.error)) from exc
+                    raise
             return responses.bulk_items(response, len(positions))
 
         return self._with_item_retries(len(writes), send, lambda item: item.status)

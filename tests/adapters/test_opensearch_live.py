@@ -21,11 +21,13 @@ import random
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
+from core.errors import PayloadTooLargeError
 from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
 from infra.opensearch import OpenSearchIndex, build_client, mapping
 from infra.settings import load_settings
@@ -190,3 +192,37 @@ def test_a_metadata_key_and_its_dotted_child_both_index_and_filter(live_index: O
     assert lex(live_index, "t1", "dotted", filters=Filters(metadata={"a.b": ("y",)})) == []
     got = live_index.get("t2", [EntityKey("task", "c")])[EntityKey("task", "c")]
     assert got.metadata == {"a": {"b": "y"}}
+
+
+NODE_REQUEST_CAP = 10 * 1024 * 1024  # http.max_content_length of the test node (scripts/opensearch.sh)
+
+
+def _big(eid: str, size: int, version: int = 1) -> Any:
+    big = record("t", "document", eid, f"big document {eid}", version=version)
+    return replace(big, body={"content": "x" * size})
+
+
+def test_a_bulk_above_the_request_size_cap_is_split_not_refused(
+    live_index: OpenSearchIndex, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = [_big(f"d{i}", 1024 * 1024) for i in range(14)]  # ~14 MiB in one call
+    counter = _CountingTransport(client, monkeypatch)
+    assert live_index.upsert_many(records) == [WriteOutcome.APPLIED] * len(records)
+    bulks = [r for r in counter.requests if r[1] == "/_bulk"]
+    assert len(bulks) >= 2
+    assert len(lex(live_index, "t", "big", k=50)) == len(records)
+
+
+def test_an_entity_above_the_request_size_cap_is_the_callers_error(live_index: OpenSearchIndex) -> None:
+    with pytest.raises(PayloadTooLargeError):
+        live_index.upsert(_big("huge", NODE_REQUEST_CAP + 1024))
+    assert live_index.upsert(_big("small", 1024)) is WriteOutcome.APPLIED
+
+
+def test_a_limit_above_the_domains_cap_halves_refused_bulks(live_index: OpenSearchIndex, client: Any) -> None:
+    generous = OpenSearchIndex(
+        client, dimension=DIM, prefix=live_index.alias, refresh="wait_for", max_bulk_bytes=64 * 1024 * 1024
+    )
+    records = [_big(f"d{i}", 1024 * 1024) for i in range(14)]
+    assert generous.upsert_many(records) == [WriteOutcome.APPLIED] * len(records)
+    assert len(lex(live_index, "t", "big", k=50)) == len(records)
