@@ -158,6 +158,17 @@ class IndexingService:
     def _changed(self, tenant_id: str) -> None:
         self._cache.incr(generation_key(tenant_id))
 
+    def _written(self, tenant_id: str, outcome: WriteOutcome) -> None:
+        """Invalidate the tenant's search cache after a write the index took or already holds.
+
+        DUPLICATE from the index (not from the pre-check) means it holds exactly this version, and our
+        own attempt may be what put it there: a retried request whose first attempt was applied but
+        whose answer was lost. Invalidating then costs one counter bump; not invalidating serves stale
+        results until the TTL.
+        """
+        if outcome in (WriteOutcome.APPLIED, WriteOutcome.DUPLICATE):
+            self._changed(tenant_id)
+
     def put(self, tenant_id: str, entity_type: str, entity_id: str, body: Any, now: float) -> WriteResult:
         """Create or replace an entity (embeds its text)."""
         etype = self._registry.get(entity_type)
@@ -171,8 +182,7 @@ class IndexingService:
             return WriteResult(key, version, outcome, False, prior.version)
         draft = _Draft(etype, key, clean, version, prior)
         outcome = self._index.upsert(self._records(tenant_id, [draft], now)[0])
-        if outcome is WriteOutcome.APPLIED:
-            self._changed(tenant_id)
+        self._written(tenant_id, outcome)
         stored = prior.version if prior is not None else None
         return WriteResult(key, version, outcome, outcome is WriteOutcome.APPLIED, stored)
 
@@ -210,8 +220,7 @@ class IndexingService:
             draft = _Draft(etype, key, merged, version, prior)
             outcome = self._index.upsert(self._records(tenant_id, [draft], now)[0])
             reembedded = outcome is WriteOutcome.APPLIED
-        if outcome is WriteOutcome.APPLIED:
-            self._changed(tenant_id)
+        self._written(tenant_id, outcome)
         return WriteResult(key, version, outcome, reembedded, prior.version)
 
     def delete(
@@ -226,8 +235,7 @@ class IndexingService:
             raise NotFoundError(etype.name, entity_id)
         effective = version if version is not None else max(prior.version + 1, int(now * MS))
         outcome = self._index.delete(tenant_id, key, effective)
-        if outcome is WriteOutcome.APPLIED:
-            self._changed(tenant_id)
+        self._written(tenant_id, outcome)
         return WriteResult(key, effective, outcome, False, prior.version)
 
     def _draft(self, item: Any) -> tuple[EntityType, EntityKey, dict[str, Any]]:
