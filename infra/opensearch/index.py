@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from core.errors import InvalidInputError, PayloadTooLargeError
+from core.errors import InvalidInputError, PayloadTooLargeError, UnavailableError
 from core.models import (
     Candidate,
     EntityKey,
@@ -29,8 +29,10 @@ from core.models import (
 from infra.opensearch import bodies, documents, mapping, responses
 from infra.opensearch.client import RetryPolicy
 from infra.opensearch.errors import (
+    BACKEND,
     INDEX_MISSING,
     RETRYABLE_STATUSES,
+    UNAVAILABLE_RETRY_AFTER,
     classify,
     error_parts,
     translated,
@@ -84,19 +86,49 @@ class OpenSearchIndex:
     # -- index lifecycle --------------------------------------------------------------------------------
 
     def ensure_index(self) -> bool:
-        """Create the template, the first index and its alias when missing; True when it created them."""
-        indices = self._client.indices
+        """Check the live index, or create the template, the first index and its alias; True when created.
+
+        A cold start on an existing index costs two reads (alias, mapping) and writes nothing; an index
+        whose vector dimension differs from the embedder's is refused here, naming both (a server-side
+        misconfiguration: 503, never the caller's 400).
+        """
         with translated():
-            indices.put_index_template(
+            exists = self._client.indices.exists_alias(name=self._alias)
+        if exists:
+            self._check_layout()
+            self._ready = True
+            return False
+        with translated():
+            self._client.indices.put_index_template(
                 name=mapping.template_name(self._prefix),
                 body=mapping.template_body(self._prefix, self._dimension),
             )
-            if indices.exists_alias(name=self._alias):
-                self._ready = True
-                return False
         created = self._create_first_index()
         self._ready = True
         return created
+
+    def _check_layout(self) -> None:
+        with translated():
+            live = self._client.indices.get_mapping(index=self._alias)
+        for name, entry in live.items():
+            problem = mapping.layout_problem(entry, self._dimension)
+            if problem is not None:
+                raise UnavailableError(
+                    BACKEND,
+                    f"index {name} (alias {self._alias}) cannot be used: {problem}; create a new index "
+                    "generation and reindex, or restore the embedder it was built with",
+                    UNAVAILABLE_RETRY_AFTER,
+                )
+
+    def _ensure_for_reads(self) -> None:
+        """Before the first search: check an existing index's layout (a missing one reads as empty)."""
+        if self._ready:
+            return
+        with translated():
+            exists = self._client.indices.exists_alias(name=self._alias)
+        if exists:
+            self._check_layout()
+            self._ready = True
 
     def _create_first_index(self) -> bool:
         from opensearchpy.exceptions import RequestError
@@ -178,6 +210,7 @@ class OpenSearchIndex:
 
     def _msearch(self, searches: Sequence[dict[str, Any]]) -> list[Mapping[str, Any] | None]:
         """Run searches in one `_msearch`; None for a search whose index does not exist yet."""
+        self._ensure_for_reads()
 
         def send(positions: list[int]) -> list[Mapping[str, Any]]:
             lines = bodies.msearch_lines(self._alias, [searches[p] for p in positions])

@@ -159,3 +159,19 @@ def create_index_body(prefix: str, dimension: int) -> dict[str, Any]:
         "mappings": mappings(dimension),
         "aliases": {prefix: {"is_write_index": True}},
     }
+
+
+def layout_problem(live_mappings: dict[str, Any], dimension: int) -> str | None:
+    """Why an existing index (its GET `_mapping` entry) cannot take this adapter's documents, or None.
+
+    A changed embedding model (another dimension) or an index from an older layout would otherwise fail
+    every write with a 400 and every vector search: both need a new index generation and a reindex.
+    """
+    properties = (live_mappings.get("mappings") or {}).get("properties") or {}
+    chunk = ((properties.get(CHUNKS) or {}).get("properties") or {}).get("embedding") or {}
+    live = chunk.get("dimension")
+    if live != dimension:
+        return f"its vectors have {live} dimensions, the embedder makes {dimension}"
+    if (properties.get(METADATA) or {}).get("type") != "keyword":
+        return f"it predates the `{METADATA}` field (an older index layout)"
+    return None

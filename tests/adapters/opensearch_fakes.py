@@ -87,6 +87,11 @@ class _FakeIndices:
         self._server.log.append(("exists_alias", name, None, params))
         return name in self._server.aliases
 
+    def get_mapping(self, *, index: str, **params: Any) -> dict[str, Any]:
+        self._server.log.append(("get_mapping", index, None, params))
+        name = self._server.aliases[index]
+        return {name: {"mappings": copy.deepcopy(self._server.concrete[name]["mappings"])}}
+
     def create(self, *, index: str, body: dict[str, Any], **params: Any) -> dict[str, Any]:
         self._server.log.append(("create", index, body, params))
         if index in self._server.concrete:

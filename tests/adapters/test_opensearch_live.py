@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.errors import PayloadTooLargeError
+from core.errors import PayloadTooLargeError, UnavailableError
 from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
 from infra.opensearch import OpenSearchIndex, build_client, mapping
 from infra.settings import load_settings
@@ -226,3 +226,26 @@ def test_a_limit_above_the_domains_cap_halves_refused_bulks(live_index: OpenSear
     records = [_big(f"d{i}", 1024 * 1024) for i in range(14)]
     assert generous.upsert_many(records) == [WriteOutcome.APPLIED] * len(records)
     assert len(lex(live_index, "t", "big", k=50)) == len(records)
+
+
+def test_a_cold_start_on_an_existing_index_reads_its_mapping_and_leaves_the_template(
+    live_index: OpenSearchIndex, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = _CountingTransport(client, monkeypatch)
+    assert OpenSearchIndex(client, dimension=DIM, prefix=live_index.alias).ensure_index() is False
+    assert [m for m, _ in counter.requests] == ["HEAD", "GET"]  # alias exists, its mapping: nothing written
+
+
+def test_an_embedder_of_another_dimension_is_refused_with_a_clear_server_error(
+    live_index: OpenSearchIndex, client: Any
+) -> None:
+    live_index.upsert(record("t", "memory", "a", "eight dimensions"))
+    wider = OpenSearchIndex(client, dimension=DIM * 2, prefix=live_index.alias, refresh="wait_for")
+    wide = record("t", "memory", "b", "sixteen dimensions", vec=np.ones(DIM * 2, dtype=np.float32) / 4)
+    with pytest.raises(UnavailableError) as raised:
+        wider.upsert(wide)
+    assert f"{DIM} dimensions" in str(raised.value) and f"{DIM * 2}" in str(raised.value)
+    with pytest.raises(UnavailableError):
+        wider.retrieve(
+            "t", LexicalQuery(("dimensions",)), np.ones(DIM * 2, dtype=np.float32) / 4, Filters(), 5
+        )
