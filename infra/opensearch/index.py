@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from core.errors import InvalidInputError, PayloadTooLargeError, UnavailableError
+from core.errors import InvalidInputError, PayloadTooLargeError, QuarryError, UnavailableError
 from core.models import (
     Candidate,
     EntityKey,
@@ -208,8 +208,9 @@ class OpenSearchIndex:
 
         return self._with_item_retries(len(writes), send, lambda item: item.status)
 
-    def _msearch(self, searches: Sequence[dict[str, Any]]) -> list[Mapping[str, Any] | None]:
-        """Run searches in one `_msearch`; None for a search whose index does not exist yet."""
+    def _msearch(self, searches: Sequence[dict[str, Any]]) -> list[Mapping[str, Any] | QuarryError | None]:
+        """Run searches in one `_msearch`: per search its result, None when the index does not exist yet,
+        or the error that search alone failed with (after retries)."""
         self._ensure_for_reads()
 
         def send(positions: list[int]) -> list[Mapping[str, Any]]:
@@ -222,13 +223,13 @@ class OpenSearchIndex:
         return [self._search_result(item) for item in items]
 
     @staticmethod
-    def _search_result(item: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    def _search_result(item: Mapping[str, Any]) -> Mapping[str, Any] | QuarryError | None:
         if "error" not in item:
             return item
         error_type, reason = error_parts(item)
         if error_type == INDEX_MISSING:
             return None  # nothing was ever indexed: an empty result, not an outage
-        raise classify(int(item.get("status", 500)), error_type, reason)
+        return classify(int(item.get("status", 500)), error_type, reason)
 
     def _fetch(self, doc_ids: Sequence[str], with_chunks: bool = False) -> list[Mapping[str, Any]]:
         from opensearchpy.exceptions import NotFoundError
@@ -350,13 +351,20 @@ class OpenSearchIndex:
         searches: list[tuple[str, dict[str, Any]]] = []
         if query is not None and not query.empty and k > 0:
             searches.append(("lexical", bodies.lexical_body(tenant_id, query, filters, k)))
-        if embedding is not None and k > 0 and self._matches_dimension(embedding):
+        if embedding is not None and k > 0 and self._matches_dimension(embedding) and any(embedding):
             searches.append(("vector", bodies.vector_body(tenant_id, embedding, filters, k)))
         if not searches:
             return Retrieval()
         results = self._msearch([body for _, body in searches])
+        failed = [r for r in results if isinstance(r, QuarryError)]
+        if failed and len(failed) == len(results):
+            raise failed[0]
         lists: dict[str, tuple[Candidate, ...]] = {"lexical": (), "vector": ()}
         for (kind, _), result in zip(searches, results, strict=True):
+            if isinstance(result, QuarryError):
+                # One list failing (e.g. a zero query vector, which cosinesimil refuses) leaves the other.
+                _log.warning("%s search failed, returning the other list only: %s", kind, result)
+                continue
             convert = responses.bm25 if kind == "lexical" else responses.cosine
             found = responses.candidates(result, k, tenant_id, convert) if result is not None else []
             lists[kind] = tuple(found)

@@ -29,7 +29,7 @@ import pytest
 
 from core.errors import PayloadTooLargeError, UnavailableError
 from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
-from infra.opensearch import OpenSearchIndex, build_client, mapping
+from infra.opensearch import OpenSearchIndex, bodies, build_client, mapping
 from infra.settings import load_settings
 from tests.adapters.search_index_contract import DIM, SearchIndexContract, lex, record, unit, vec
 
@@ -249,3 +249,22 @@ def test_an_embedder_of_another_dimension_is_refused_with_a_clear_server_error(
         wider.retrieve(
             "t", LexicalQuery(("dimensions",)), np.ones(DIM * 2, dtype=np.float32) / 4, Filters(), 5
         )
+
+
+def test_one_search_the_cluster_refuses_fails_only_its_own_list(
+    live_index: OpenSearchIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    live_index.upsert(record("t", "memory", "a", "zero vectors are refused by cosine"))
+    original = bodies.vector_body
+
+    def zeroed(tenant_id: str, embedding: Any, filters: Filters, k: int) -> dict[str, Any]:
+        return original(tenant_id, np.zeros(DIM, dtype=np.float32), filters, k)  # cosinesimil: a 400
+
+    monkeypatch.setattr(bodies, "vector_body", zeroed)
+    got = live_index.retrieve("t", LexicalQuery(("cosine",)), unit(1, 0), Filters(), 5)
+    assert [c.key.entity_id for c in got.lexical] == ["a"] and got.vector == ()
+
+
+def test_a_zero_query_vector_alone_finds_nothing_rather_than_failing(live_index: OpenSearchIndex) -> None:
+    live_index.upsert(record("t", "memory", "a", "zero vectors are refused by cosine"))
+    assert live_index.vector("t", np.zeros(DIM, dtype=np.float32), Filters(), 5) == []
