@@ -90,6 +90,18 @@ class Settings(BaseSettings):
             raise ValueError("must be 256, 512 or 1024 (the sizes Titan Text Embeddings v2 offers)")
         return value
 
+    @field_validator("opensearch_service")
+    @classmethod
+    def _no_serverless_yet(cls, value: str) -> str:
+        # Serverless vector-search collections refuse custom document ids, and every write here is keyed
+        # by tenant and entity (`_id`) under an external version: refused at start, not on every write.
+        if value == "aoss":
+            raise ValueError(
+                "aoss (OpenSearch Serverless) is not supported: its vector collections refuse custom "
+                "document ids, which Quarry's versioned writes need; use a managed domain (es)"
+            )
+        return value
+
     @field_validator("context_sources")
     @classmethod
     def _context_sources(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -300,6 +300,13 @@ def test_a_plain_url_uses_basic_auth_from_its_userinfo_and_no_signing() -> None:
     assert _connection(build_client("http://localhost:9200")).session.auth is None
 
 
+def test_serverless_is_refused_at_start_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUARRY_OPENSEARCH_SERVICE", "aoss")
+    with pytest.raises(InvalidInputError) as raised:
+        load_settings(index="opensearch", opensearch_url="https://x.aoss.amazonaws.com")
+    assert "custom document ids" in raised.value.fields["QUARRY_OPENSEARCH_SERVICE"]
+
+
 def test_build_index_names_the_missing_url_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("QUARRY_OPENSEARCH_URL", raising=False)  # set by `make test` for the live suite
     settings = load_settings(index="opensearch")
