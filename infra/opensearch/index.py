@@ -99,11 +99,13 @@ class OpenSearchIndex:
             self._ready = True
             return False
         with translated():
+            version = str(((self._client.info() or {}).get("version") or {}).get("number") or "")
+            pin = mapping.has_derived_source_setting(version)
             self._client.indices.put_index_template(
                 name=mapping.template_name(self._prefix),
-                body=mapping.template_body(self._prefix, self._dimension),
+                body=mapping.template_body(self._prefix, self._dimension, pin),
             )
-        created = self._create_first_index()
+        created = self._create_first_index(pin)
         self._ready = True
         return created
 
@@ -130,14 +132,14 @@ class OpenSearchIndex:
             self._check_layout()
             self._ready = True
 
-    def _create_first_index(self) -> bool:
+    def _create_first_index(self, derived_source_setting: bool) -> bool:
         from opensearchpy.exceptions import RequestError
 
         with translated():
             try:
                 self._client.indices.create(
                     index=mapping.index_name(self._prefix),
-                    body=mapping.create_index_body(self._prefix, self._dimension),
+                    body=mapping.create_index_body(self._prefix, self._dimension, derived_source_setting),
                 )
             except RequestError as exc:
                 if error_parts(exc.info)[0] == _RESOURCE_EXISTS:

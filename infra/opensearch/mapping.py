@@ -137,25 +137,39 @@ def mappings(dimension: int) -> dict[str, Any]:
     }
 
 
-def settings() -> dict[str, Any]:
-    """Index settings: k-NN on (required by the k-NN plugin for knn_vector fields)."""
-    return {"index": {"knn": True}}
+def settings(derived_source_setting: bool = False) -> dict[str, Any]:
+    """Index settings: k-NN on (required by the k-NN plugin for knn_vector fields).
+
+    From OpenSearch 3.0 the k-NN plugin's derived source (`index.knn.derived_source.enabled`) is on by
+    default: vectors leave `_source` and are rebuilt on read. A metadata update reads the stored document
+    and writes it back whole, so it is pinned off where the setting exists (2.x refuses it as unknown).
+    """
+    index: dict[str, Any] = {"knn": True}
+    if derived_source_setting:
+        index["knn.derived_source.enabled"] = False
+    return {"index": index}
 
 
-def template_body(prefix: str, dimension: int) -> dict[str, Any]:
+def has_derived_source_setting(version_number: str) -> bool:
+    """True for OpenSearch versions whose k-NN plugin knows `index.knn.derived_source.enabled` (3.x on)."""
+    major = version_number.split(".", 1)[0]
+    return major.isdigit() and int(major) >= 3
+
+
+def template_body(prefix: str, dimension: int, derived_source_setting: bool = False) -> dict[str, Any]:
     """PUT _index_template/<prefix>-template: settings and mappings for every `<prefix>-v*` index."""
     return {
         "index_patterns": [f"{prefix}-v*"],
         "priority": TEMPLATE_PRIORITY,
-        "template": {"settings": settings(), "mappings": mappings(dimension)},
+        "template": {"settings": settings(derived_source_setting), "mappings": mappings(dimension)},
         "_meta": {"managed_by": "quarry", "dimension": dimension},
     }
 
 
-def create_index_body(prefix: str, dimension: int) -> dict[str, Any]:
+def create_index_body(prefix: str, dimension: int, derived_source_setting: bool = False) -> dict[str, Any]:
     """PUT <prefix>-v1: the same settings and mappings (explicit, so no template is needed) and the alias."""
     return {
-        "settings": settings(),
+        "settings": settings(derived_source_setting),
         "mappings": mappings(dimension),
         "aliases": {prefix: {"is_write_index": True}},
     }

@@ -122,6 +122,12 @@ class FakeOpenSearch:
         self.bulk_interceptor: Callable[[int, dict[str, Any]], dict[str, Any] | None] | None = None
         self.indices = _FakeIndices(self)
 
+    version_number = "2.19.1"
+
+    def info(self, **params: Any) -> dict[str, Any]:
+        self.log.append(("info", None, None, params))
+        return {"version": {"number": self.version_number, "distribution": "opensearch"}}
+
     def calls(self, api: str) -> list[tuple[str, Any, Any, dict[str, Any]]]:
         """The logged calls to one API."""
         return [c for c in self.log if c[0] == api]

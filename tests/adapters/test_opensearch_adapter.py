@@ -49,6 +49,17 @@ def test_the_first_write_creates_template_index_and_alias_once(
     assert all(call[3] == {"refresh": "wait_for"} for call in server.calls("bulk"))
 
 
+@pytest.mark.parametrize(("version", "pinned"), [("2.19.1", False), ("3.1.0", True)])
+def test_knn_derived_source_is_pinned_off_where_it_exists(version: str, pinned: bool) -> None:
+    server = FakeOpenSearch()
+    server.version_number = version
+    OpenSearchIndex(server, dimension=DIM).ensure_index()
+    created = server.concrete["quarry-v1"]["settings"]["index"]
+    template = server.templates["quarry-template"]["template"]["settings"]["index"]
+    assert ("knn.derived_source.enabled" in created) is pinned and created == template
+    assert created.get("knn.derived_source.enabled", False) is False
+
+
 def test_ensure_index_leaves_an_existing_alias_alone_and_tolerates_a_lost_race(
     server: FakeOpenSearch,
 ) -> None:
