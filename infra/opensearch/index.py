@@ -109,6 +109,15 @@ class OpenSearchIndex:
         self._ready = True
         return created
 
+    def drop(self) -> None:
+        """Delete every index generation behind the alias, and the template (evaluation and test indices)."""
+        with translated():
+            if self._client.indices.exists_alias(name=self._alias):
+                for name in self._client.indices.get_alias(name=self._alias):
+                    self._client.indices.delete(index=name)
+            self._client.indices.delete_index_template(name=mapping.template_name(self._prefix), ignore=404)
+        self._ready = False
+
     def _check_layout(self) -> None:
         with translated():
             live = self._client.indices.get_mapping(index=self._alias)
