@@ -11,14 +11,12 @@ when QUARRY_REQUIRE_OPENSEARCH=1, as in CI). Examples:
     QUARRY_OPENSEARCH_URL=https://search-xyz.eu-west-1.es.amazonaws.com QUARRY_OPENSEARCH_REGION=eu-west-1 \\
         .venv/bin/pytest -m live tests/adapters/test_opensearch_live.py
 
-Every test works in its own index (`quarry-test-<random>-v1` behind alias `quarry-test-<random>`) and
-deletes it, and its template, afterwards.
+Every test works in its own index (tests/adapters/opensearch_live_support.py), deleted afterwards.
 """
 
 from __future__ import annotations
 
 import random
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -29,9 +27,9 @@ import pytest
 
 from core.errors import PayloadTooLargeError, UnavailableError
 from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
-from infra.opensearch import OpenSearchIndex, bodies, build_client, mapping
-from infra.settings import load_settings
-from tests.adapters.search_index_contract import DIM, SearchIndexContract, lex, record, unit, vec
+from infra.opensearch import OpenSearchIndex, bodies, mapping
+from tests.adapters.opensearch_live_support import fresh_live_index, live_client
+from tests.adapters.search_index_contract import DIM, lex, record, unit, vec
 
 pytestmark = [pytest.mark.live]
 CONCURRENT_VERSIONS = 24  # versions of one entity written at once by the race test
@@ -40,35 +38,14 @@ WRITER_THREADS = 8
 
 @pytest.fixture(scope="module")
 def client(opensearch_url: str) -> Any:
-    settings = load_settings()
-    return build_client(
-        opensearch_url,
-        region=settings.opensearch_region,
-        service=settings.opensearch_service,
-        timeout=settings.opensearch_timeout,
-        max_retries=settings.opensearch_max_retries,
-    )
+    return live_client(opensearch_url)
 
 
 @pytest.fixture
 def live_index(client: Any) -> Iterator[OpenSearchIndex]:
-    prefix = f"quarry-test-{uuid.uuid4().hex[:10]}"
-    index = OpenSearchIndex(client, dimension=DIM, prefix=prefix, refresh="wait_for")
-    index.ensure_index()
-    try:
+    """A fresh index (the SearchIndex contract itself runs in test_search_index_contract.py)."""
+    with fresh_live_index(client, DIM) as index:
         yield index
-    finally:
-        for generation in (1, 2):  # by name: wildcard deletes may be refused (destructive_requires_name)
-            client.indices.delete(index=mapping.index_name(prefix, generation), ignore=404)
-        client.indices.delete_index_template(name=mapping.template_name(prefix), ignore=404)
-
-
-class TestOpenSearchIndexContract(SearchIndexContract):
-    """The same contract SqliteIndex passes."""
-
-    @pytest.fixture
-    def index(self, live_index: OpenSearchIndex) -> OpenSearchIndex:
-        return live_index
 
 
 class _CountingTransport:
@@ -221,7 +198,7 @@ def test_an_entity_above_the_request_size_cap_is_the_callers_error(live_index: O
 
 def test_a_limit_above_the_domains_cap_halves_refused_bulks(live_index: OpenSearchIndex, client: Any) -> None:
     generous = OpenSearchIndex(
-        client, dimension=DIM, prefix=live_index.alias, refresh="wait_for", max_bulk_bytes=64 * 1024 * 1024
+        client, dimension=DIM, prefix=live_index.alias, refresh=True, max_bulk_bytes=64 * 1024 * 1024
     )
     records = [_big(f"d{i}", 1024 * 1024) for i in range(14)]
     assert generous.upsert_many(records) == [WriteOutcome.APPLIED] * len(records)
@@ -240,7 +217,7 @@ def test_an_embedder_of_another_dimension_is_refused_with_a_clear_server_error(
     live_index: OpenSearchIndex, client: Any
 ) -> None:
     live_index.upsert(record("t", "memory", "a", "eight dimensions"))
-    wider = OpenSearchIndex(client, dimension=DIM * 2, prefix=live_index.alias, refresh="wait_for")
+    wider = OpenSearchIndex(client, dimension=DIM * 2, prefix=live_index.alias, refresh=True)
     wide = record("t", "memory", "b", "sixteen dimensions", vec=np.ones(DIM * 2, dtype=np.float32) / 4)
     with pytest.raises(UnavailableError) as raised:
         wider.upsert(wide)

@@ -92,7 +92,7 @@ def stack(
         "cache": "dynamodb",
         "opensearch_url": opensearch_url,
         "opensearch_index_prefix": prefix,
-        "opensearch_refresh": "wait_for",
+        "opensearch_refresh": "true",
         "state_table": f"state-{run}",
         "cache_table": f"cache-{run}",
     }
