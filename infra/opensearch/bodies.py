@@ -1,11 +1,15 @@
 """Every request body the OpenSearch adapter sends, as plain dicts (no client, no I/O), so each one can be
 validated against the official API specification without a cluster.
 
-- Writes are bulk `index` actions with `version_type: external`: OpenSearch itself refuses a version
-  that is not newer than the stored one (409), so a stale write loses even when two writers race.
-  Deletes are tombstone documents written the same way; a real `delete` would forget its version after
-  `index.gc_deletes` (60 s) and let a delayed older write resurrect the entity. `update` actions are not
-  used because the update API cannot carry an external version.
+- Writes are compare-and-set: the adapter reads the stored document's version with its `_seq_no` and
+  `_primary_term`, decides (a version not newer than the stored one is stale or a duplicate), and writes
+  with a bulk `create` (no document yet) or an `index` action with `if_seq_no`/`if_primary_term`.
+  OpenSearch refuses the write (409) when anything wrote the document since the read, and the adapter
+  reads again: a stale write loses even when writers race, and a metadata update (read, modify, write)
+  is always built on the latest document. External versioning cannot do the latter: OpenSearch refuses
+  `if_seq_no` together with a version ("compare and write operations can not use versioning").
+  Deletes are tombstone documents written the same way; a real `delete` would forget the entity's
+  version after `index.gc_deletes` (60 s) and let a delayed older write resurrect it.
 - Queries never embed user text in query syntax: terms and phrases go into `multi_match.query`, which is
   analysed as plain text (no `query_string`). The tenant and every filter sit inside the query (a bool
   `filter` for BM25, the k-NN `filter` for vectors: efficient filtering, never a post-filter).
@@ -46,31 +50,32 @@ def clamp(k: int) -> int:
 # -- writes ------------------------------------------------------------------------------------------
 
 
-def index_action(alias: str, doc_id: str, version: int) -> dict[str, Any]:
-    """The bulk action line that writes a whole document at an external version, through the alias."""
-    return {
-        "index": {
-            "_index": alias,
-            "_id": doc_id,
-            "version": version,
-            "version_type": "external",
-            "require_alias": True,
-        }
-    }
+SeqNo = tuple[int, int]  # (_seq_no, _primary_term) of the document as read
 
 
-def bulk_lines(alias: str, writes: Sequence[tuple[str, int, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """(doc id, version, source) triples as action/source line pairs for `_bulk`."""
+def write_action(alias: str, doc_id: str, seq: SeqNo | None) -> dict[str, Any]:
+    """The bulk action line that writes a whole document through the alias, only if it is unchanged since
+    it was read (`seq`), or only if it does not exist yet (`seq` None: a `create`)."""
+    meta: dict[str, Any] = {"_index": alias, "_id": doc_id, "require_alias": True}
+    if seq is None:
+        return {"create": meta}
+    return {"index": {**meta, "if_seq_no": seq[0], "if_primary_term": seq[1]}}
+
+
+def bulk_lines(
+    alias: str, writes: Sequence[tuple[str, SeqNo | None, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """(doc id, seq, source) triples as action/source line pairs for `_bulk`."""
     lines: list[dict[str, Any]] = []
-    for doc_id, version, source in writes:
-        lines.append(index_action(alias, doc_id, version))
+    for doc_id, seq, source in writes:
+        lines.append(write_action(alias, doc_id, seq))
         lines.append(source)
     return lines
 
 
-def write_bytes(alias: str, doc_id: str, version: int, source: dict[str, Any]) -> int:
+def write_bytes(alias: str, doc_id: str, seq: SeqNo | None, source: dict[str, Any]) -> int:
     """An upper bound of the bytes one write adds to a `_bulk` body (two NDJSON lines)."""
-    lines = (index_action(alias, doc_id, version), source)
+    lines = (write_action(alias, doc_id, seq), source)
     return sum(len(json.dumps(line, separators=(",", ":"))) + 1 for line in lines)
 
 
@@ -87,9 +92,17 @@ def byte_batches(sizes: Sequence[int], limit: int) -> list[list[int]]:
     return batches
 
 
-def mget_body(doc_ids: Sequence[str], with_chunks: bool = False) -> dict[str, Any]:
-    """`_mget` for entity documents; without their chunks unless asked (the embeddings are large)."""
+VERSION_FIELDS = (m.TENANT, m.VERSION, m.DELETED)
+
+
+def mget_body(
+    doc_ids: Sequence[str], with_chunks: bool = False, version_only: bool = False
+) -> dict[str, Any]:
+    """`_mget` for entity documents: without their chunks unless asked (the embeddings are large), or only
+    what a whole-document write decides on (tenant, version, deleted)."""
     source: Any = True if with_chunks else {"excludes": [m.CHUNKS]}
+    if version_only:
+        source = {"includes": list(VERSION_FIELDS)}
     return {"docs": [{"_id": i, "_source": source} for i in doc_ids]}
 
 

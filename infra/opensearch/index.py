@@ -48,12 +48,20 @@ _RESOURCE_EXISTS = "resource_already_exists_exception"
 DEFAULT_MAX_BULK_BYTES = 5 * 1024 * 1024
 
 
+Write = tuple[str, bodies.SeqNo | None, dict[str, Any]]  # doc id, the read's (seq_no, term) or None, source
+# What a write makes of the stored document (None: none yet): the new `_source`, or the outcome without
+# writing (stale, duplicate, not found).
+Build = Callable[[Mapping[str, Any] | None], "dict[str, Any] | WriteOutcome"]
+CAS_ROUNDS = 8  # read-decide-write rounds per write before giving up under contention (each loses only
+# to a write that landed in between, so a round that fails means another writer made progress)
+
+
 class _TooLarge(Exception):
     """A `_bulk` request the cluster refused as too large (HTTP 413)."""
 
 
 class OpenSearchIndex:
-    """SearchIndex over OpenSearch: one document per entity, chunks nested, versions external."""
+    """SearchIndex over OpenSearch: one document per entity, chunks nested, writes compare-and-set."""
 
     def __init__(
         self,
@@ -177,7 +185,7 @@ class OpenSearchIndex:
             self._sleep(self._retry.delay(attempt, self._jitter()))
         return results
 
-    def _bulk(self, writes: Sequence[tuple[str, int, dict[str, Any]]]) -> list[ItemResult]:
+    def _bulk(self, writes: Sequence[Write]) -> list[ItemResult]:
         """Write in as many `_bulk` requests as the byte limit needs; one result per write, in order."""
         if not self._ready:
             self.ensure_index()
@@ -187,7 +195,7 @@ class OpenSearchIndex:
             results.extend(self._bulk_halving([writes[p] for p in batch]))
         return results
 
-    def _bulk_halving(self, writes: Sequence[tuple[str, int, dict[str, Any]]]) -> list[ItemResult]:
+    def _bulk_halving(self, writes: Sequence[Write]) -> list[ItemResult]:
         """One `_bulk`; refused as too large (413: the domain's cap is below our limit), halves, down to
         one entity, which is then the caller's error (413), never an outage."""
         try:
@@ -201,7 +209,7 @@ class OpenSearchIndex:
             half = len(writes) // 2
             return self._bulk_halving(writes[:half]) + self._bulk_halving(writes[half:])
 
-    def _bulk_request(self, writes: Sequence[tuple[str, int, dict[str, Any]]]) -> list[ItemResult]:
+    def _bulk_request(self, writes: Sequence[Write]) -> list[ItemResult]:
         from opensearchpy.exceptions import TransportError
 
         params = {} if self._refresh is False else {"refresh": self._refresh}
@@ -254,10 +262,49 @@ class OpenSearchIndex:
                 raise
         return responses.mget_sources(response)
 
-    def _stored_doc(self, tenant_id: str, key: EntityKey, with_chunks: bool) -> Mapping[str, Any] | None:
-        found = self._fetch([documents.doc_id(tenant_id, key)], with_chunks)
-        doc = found[0] if found else None
-        return doc if doc is not None and doc.get(mapping.TENANT) == tenant_id else None
+    def _fetch_for_write(self, doc_ids: Sequence[str], read: str) -> dict[str, responses.StoredDoc]:
+        """The stored documents among `doc_ids` (`read`: "version", "entity" or "all" of each), with
+        `_seq_no`/`_primary_term`; `_mget` is real time, so it sees every write, refreshed or not."""
+        if not self._ready:
+            self.ensure_index()
+        body = bodies.mget_body(doc_ids, with_chunks=read == "all", version_only=read == "version")
+        with translated():
+            response = self._client.mget(body=body, index=self._alias)
+        return responses.mget_docs(response)
+
+    def _cas(self, jobs: Sequence[tuple[str, Build]], read: str = "version") -> list[WriteOutcome]:
+        """Compare-and-set writes: read each document, let its `Build` decide, write only if unchanged
+        since the read; a write that lost to another in between is decided again on the new document."""
+        if not jobs:
+            return []
+        outcomes: list[WriteOutcome | None] = [None] * len(jobs)
+        pending = list(range(len(jobs)))
+        for _ in range(CAS_ROUNDS):
+            stored = self._fetch_for_write([jobs[p][0] for p in pending], read)
+            writes: list[Write] = []
+            positions: list[int] = []
+            for p in pending:
+                doc_id, build = jobs[p]
+                found = stored.get(doc_id)
+                decided = build(found.source if found else None)
+                if isinstance(decided, WriteOutcome):
+                    outcomes[p] = decided
+                    continue
+                writes.append((doc_id, found.seq if found else None, decided))
+                positions.append(p)
+            pending = []
+            for p, item in zip(positions, self._bulk(writes) if writes else [], strict=True):
+                if item.ok:
+                    outcomes[p] = WriteOutcome.APPLIED
+                elif item.conflict:
+                    pending.append(p)  # written since our read: decide again
+                else:
+                    raise classify(item.status, item.error_type, item.reason)
+            if not pending:
+                return [o for o in outcomes if o is not None]
+        raise UnavailableError(
+            BACKEND, f"{len(pending)} writes kept losing to concurrent writes", UNAVAILABLE_RETRY_AFTER
+        )
 
     # -- writes -----------------------------------------------------------------------------------------
 
@@ -271,24 +318,14 @@ class OpenSearchIndex:
                 )
 
     def upsert_many(self, records: Sequence[EntityRecord]) -> list[WriteOutcome]:
-        """Upsert many entity versions in one `_bulk`; one outcome per record, in order."""
+        """Upsert many entity versions (one `_mget` and one `_bulk` per round); one outcome per record."""
         for record in records:
             self._check_dimension(record)
-        writes = [
-            (documents.doc_id(r.tenant_id, r.key), r.version, documents.entity_source(r)) for r in records
-        ]
-        items = self._bulk(writes) if writes else []
-        return [responses.write_outcome(item, r.version) for item, r in zip(items, records, strict=True)]
+        return self._cas([(documents.doc_id(r.tenant_id, r.key), _replace_with(r)) for r in records])
 
     def upsert(self, record: EntityRecord) -> WriteOutcome:
-        """Store a whole entity version; OpenSearch's external versioning refuses anything not newer."""
+        """Store a whole entity version, unless the stored one is as new or newer."""
         return self.upsert_many([record])[0]
-
-    def _versioned_write(
-        self, tenant_id: str, key: EntityKey, version: int, source: dict[str, Any]
-    ) -> WriteOutcome:
-        item = self._bulk([(documents.doc_id(tenant_id, key), version, source)])[0]
-        return responses.write_outcome(item, version)
 
     def update_metadata(
         self,
@@ -299,27 +336,31 @@ class OpenSearchIndex:
         metadata: Mapping[str, Any],
         updated_at: str,
     ) -> WriteOutcome:
-        """Rewrite the stored document with new body/metadata at `version` (text and vectors kept)."""
-        stored = self._stored_doc(tenant_id, key, with_chunks=True)
-        if stored is None or stored.get(mapping.DELETED):
-            return WriteOutcome.NOT_FOUND
-        refused = responses.refused(int(stored[mapping.VERSION]), version)
-        if refused is not None:
-            return refused
-        source = documents.with_metadata(stored, version, body, metadata, updated_at)
-        return self._versioned_write(tenant_id, key, version, source)
+        """Rewrite the stored document with new body/metadata at `version` (text and vectors kept), built on
+        the document as it is when written (a write landing after the read makes it read again)."""
+
+        def build(stored: Mapping[str, Any] | None) -> dict[str, Any] | WriteOutcome:
+            if not _owned(stored, tenant_id) or stored.get(mapping.DELETED):  # type: ignore[union-attr]
+                return WriteOutcome.NOT_FOUND
+            assert stored is not None
+            refused = responses.refused(int(stored[mapping.VERSION]), version)
+            return refused or documents.with_metadata(stored, version, body, metadata, updated_at)
+
+        return self._cas([(documents.doc_id(tenant_id, key), build)], read="all")[0]
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         """Replace the entity by a tombstone at `version` (stored + 1 when None); unknown → NOT_FOUND."""
-        stored = self._stored_doc(tenant_id, key, with_chunks=False)
-        if stored is None:
-            return WriteOutcome.NOT_FOUND
-        current = int(stored[mapping.VERSION])
-        effective = current + 1 if version is None else version
-        refused = responses.refused(current, effective)
-        if refused is not None:
-            return refused
-        return self._versioned_write(tenant_id, key, effective, documents.tombstone(stored, effective))
+
+        def build(stored: Mapping[str, Any] | None) -> dict[str, Any] | WriteOutcome:
+            if not _owned(stored, tenant_id):
+                return WriteOutcome.NOT_FOUND
+            assert stored is not None
+            current = int(stored[mapping.VERSION])
+            effective = current + 1 if version is None else version
+            refused = responses.refused(current, effective)
+            return refused or documents.tombstone(stored, effective)
+
+        return self._cas([(documents.doc_id(tenant_id, key), build)], read="entity")[0]
 
     # -- reads ------------------------------------------------------------------------------------------
 
@@ -380,3 +421,20 @@ class OpenSearchIndex:
             found = responses.candidates(result, k, tenant_id, convert) if result is not None else []
             lists[kind] = tuple(found)
         return Retrieval(lexical=lists["lexical"], vector=lists["vector"])
+
+
+def _owned(stored: Mapping[str, Any] | None, tenant_id: str) -> bool:
+    return stored is not None and stored.get(mapping.TENANT) == tenant_id
+
+
+def _replace_with(record: EntityRecord) -> Build:
+    """A whole new version replaces the stored document unless that one is as new or newer."""
+
+    def build(stored: Mapping[str, Any] | None) -> dict[str, Any] | WriteOutcome:
+        if stored is not None:
+            refused = responses.refused(int(stored[mapping.VERSION]), record.version)
+            if refused is not None:
+                return refused
+        return documents.entity_source(record)
+
+    return build

@@ -1,9 +1,9 @@
 """The OpenSearch index layout: field names, the mapping, the index template and the alias.
 
 One document per entity; its chunks are `nested` objects, each with three english-analysed text tiers
-(boost 3, 2, 1) and a `knn_vector`. One document per entity makes the entity's version the document's
-external version, so a new version replaces every chunk atomically (no stale chunk stays searchable)
-and a stale write is refused by OpenSearch itself, even under races.
+(boost 3, 2, 1) and a `knn_vector`. One document per entity means a new version replaces every chunk
+atomically (no stale chunk stays searchable), and every write is one conditional write of that document
+(compare-and-set on its `_seq_no`, see `bodies`), so a stale write loses even under races.
 
 k-NN engine: Lucene HNSW with `cosinesimil`. Lucene supports efficient (in-graph) filtering since
 OpenSearch 2.4 and nested fields with a filter on parent fields, and it accepts `cosinesimil` on every

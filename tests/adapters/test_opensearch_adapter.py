@@ -1,5 +1,5 @@
-"""OpenSearchIndex's own decisions, against FakeOpenSearch (a model of the server's documented external
-versioning, alias and mget behaviour): version outcomes, tombstones, metadata rewrites, the index
+"""OpenSearchIndex's own decisions, against FakeOpenSearch (a model of the server's documented conditional
+writes, alias and mget behaviour): version outcomes, tombstones, metadata rewrites, the index
 lifecycle, and that retrieval is one `_msearch` whose answers become candidates."""
 
 from __future__ import annotations
@@ -105,6 +105,7 @@ def test_upsert_many_reports_each_record_in_one_bulk(server: FakeOpenSearch, ind
     )
     assert outcomes == [WriteOutcome.STALE, WriteOutcome.APPLIED, WriteOutcome.DUPLICATE]
     assert len(server.calls("bulk")) == 2 and index.upsert_many([]) == []
+    assert len(server.calls("mget")) == 2  # nothing to write: nothing read either
 
 
 def test_a_vector_of_the_wrong_dimension_is_refused_before_sending(

@@ -199,7 +199,8 @@ def test_throttled_bulk_items_are_resent_alone_after_a_backoff() -> None:
     def throttle_second_once(position: int, action: dict[str, Any]) -> dict[str, Any] | None:
         if position == 1 and not rejected:
             rejected.append(position)
-            return throttled_item("quarry-v1", action["index"]["_id"])
+            (kind, meta), *_ = action.items()
+            return throttled_item("quarry-v1", meta["_id"], kind)
         return None
 
     server.bulk_interceptor = throttle_second_once
@@ -208,12 +209,25 @@ def test_throttled_bulk_items_are_resent_alone_after_a_backoff() -> None:
     assert index.upsert_many(records) == [WriteOutcome.APPLIED, WriteOutcome.APPLIED]
     first, second = server.calls("bulk")
     assert len(first[2]) == 4 and len(second[2]) == 2  # only the throttled action went again
-    assert second[2][0]["index"]["_id"].endswith(":b") and sleeps == pytest.approx([0.1])
+    assert second[2][0]["create"]["_id"].endswith(":b") and sleeps == pytest.approx([0.1])
+
+
+def test_writes_that_keep_losing_to_concurrent_writers_end_as_unavailable() -> None:
+    from tests.adapters.opensearch_fakes import conflict_item
+
+    server = FakeOpenSearch()
+    server.bulk_interceptor = lambda _, action: conflict_item(
+        "quarry-v1", action["create"]["_id"], "exists", "create"
+    )
+    index, _ = adapter(server)
+    with pytest.raises(UnavailableError):
+        index.upsert(record("t", "memory", "a", "one"))
+    assert len(server.calls("bulk")) == len(server.calls("mget")) == 8  # read, decide, write: each round
 
 
 def test_bulk_items_still_throttled_after_the_retries_fail_as_unavailable() -> None:
     server = FakeOpenSearch()
-    server.bulk_interceptor = lambda _, action: throttled_item("quarry-v1", action["index"]["_id"])
+    server.bulk_interceptor = lambda _, action: throttled_item("quarry-v1", action["create"]["_id"], "create")
     index, sleeps = adapter(server, max_retries=2)
     with pytest.raises(UnavailableError) as raised:
         index.upsert(record("t", "memory", "a", "one"))

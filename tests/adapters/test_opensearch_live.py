@@ -1,5 +1,5 @@
 """OpenSearchIndex against a real cluster: the shared SearchIndex contract plus what only a live cluster
-can show (one round trip, raw cosine scores, external versioning under concurrent writers, the template
+can show (one round trip, raw cosine scores, conditional writes under concurrent writers, the template
 covering a new index generation).
 
 `make test` starts a local node for them. Skipped unless QUARRY_OPENSEARCH_URL is set (a failure instead
@@ -245,3 +245,28 @@ def test_one_search_the_cluster_refuses_fails_only_its_own_list(
 def test_a_zero_query_vector_alone_finds_nothing_rather_than_failing(live_index: OpenSearchIndex) -> None:
     live_index.upsert(record("t", "memory", "a", "zero vectors are refused by cosine"))
     assert live_index.vector("t", np.zeros(DIM, dtype=np.float32), Filters(), 5) == []
+
+
+def test_a_metadata_update_never_overwrites_a_write_that_landed_after_its_read(
+    live_index: OpenSearchIndex, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PUT v2 lands between the metadata update's read of v1 and its write of v3: v3 keeps v2's text."""
+    key = EntityKey("task", "a")
+    live_index.upsert(record("t", "task", "a", "first text", version=1, metadata={"status": "open"}))
+    other = OpenSearchIndex(client, dimension=DIM, prefix=live_index.alias, refresh=True)
+    original = client.mget
+    raced: list[bool] = []
+
+    def read_then_race(*args: Any, **kwargs: Any) -> Any:
+        found = original(*args, **kwargs)
+        if not raced:  # the update's read is done; another writer lands before its write
+            raced.append(True)
+            assert other.upsert(record("t", "task", "a", "second text", version=2)) is WriteOutcome.APPLIED
+        return found
+
+    monkeypatch.setattr(client, "mget", read_then_race)
+    outcome = live_index.update_metadata("t", key, 3, {"content": "x"}, {"status": "done"}, "2026-11-03")
+    assert raced and outcome is WriteOutcome.APPLIED
+    assert lex(live_index, "t", "second") == ["a"] and lex(live_index, "t", "first") == []
+    stored = live_index.get("t", [key])[key]
+    assert stored.version == 3 and stored.metadata == {"status": "done"}
