@@ -52,7 +52,7 @@ Write = tuple[str, bodies.SeqNo | None, dict[str, Any]]  # doc id, the read's (s
 # What a write makes of the stored document (None: none yet): the new `_source`, or the outcome without
 # writing (stale, duplicate, not found).
 Build = Callable[[Mapping[str, Any] | None], "dict[str, Any] | WriteOutcome"]
-CAS_ROUNDS = 8  # read-decide-write rounds per write before giving up under contention (each loses only
+CAS_ROUNDS = 16  # read-decide-write rounds per write before giving up under contention (each loses only
 # to a write that landed in between, so a round that fails means another writer made progress)
 
 

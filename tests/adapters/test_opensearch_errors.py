@@ -213,6 +213,7 @@ def test_throttled_bulk_items_are_resent_alone_after_a_backoff() -> None:
 
 
 def test_writes_that_keep_losing_to_concurrent_writers_end_as_unavailable() -> None:
+    from infra.opensearch.index import CAS_ROUNDS
     from tests.adapters.opensearch_fakes import conflict_item
 
     server = FakeOpenSearch()
@@ -222,7 +223,7 @@ def test_writes_that_keep_losing_to_concurrent_writers_end_as_unavailable() -> N
     index, _ = adapter(server)
     with pytest.raises(UnavailableError):
         index.upsert(record("t", "memory", "a", "one"))
-    assert len(server.calls("bulk")) == len(server.calls("mget")) == 8  # read, decide, write: each round
+    assert len(server.calls("bulk")) == len(server.calls("mget")) == CAS_ROUNDS  # read, decide, write
 
 
 def test_bulk_items_still_throttled_after_the_retries_fail_as_unavailable() -> None:
