@@ -161,8 +161,12 @@ def term_clause(term: str, mode: MatchMode) -> dict[str, Any]:
     elif mode is MatchMode.FUZZY:
         spec = {"type": "most_fields", "fields": _fields(plain=True), "fuzziness": FUZZINESS}
     else:
-        # most_fields sums the tiers' BM25 (boost × score), like FTS5's weighted bm25 over columns.
-        spec = {"type": "most_fields", "fields": _fields(plain=False)}
+        # cross_fields scores the term once over the three tiers as if they were one field (blended
+        # document frequency, the best boosted tier), which is closer to FTS5's bm25 over weighted
+        # columns (one saturation per row) than most_fields' sum of per-tier BM25 scores. Measured on
+        # SciFact (keyword nDCG@10): most_fields 0.617, cross_fields 0.680, FTS5 0.695.
+        # (Fuzzy matching above cannot use cross_fields: OpenSearch refuses fuzziness there.)
+        spec = {"type": "cross_fields", "fields": _fields(plain=False)}
     return {"multi_match": {"query": term, **spec}}
 
 
