@@ -110,7 +110,8 @@ EOF
     "Common analysis" >"$common/plugin-descriptor.properties"
 
   OPENSEARCH_JAVA_HOME="$(java_home)" "$HOME_DIR/bin/opensearch-plugin" install --batch \
-    "file://$DL/opensearch-knn-$KNN_VERSION.zip" >&2
+    "file://$DL/opensearch-knn-$KNN_VERSION.zip" >"$CACHE/plugin-install.log" 2>&1 \
+    || { cat "$CACHE/plugin-install.log" >&2; die "the k-NN plugin did not install"; }
   touch "$STAMP"
 }
 
