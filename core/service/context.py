@@ -249,10 +249,13 @@ class ContextService:
         )
         return assembly_id
 
-    def feedback(self, tenant_id: str, request: FeedbackRequest) -> FeedbackResponse:
-        """Record which items the caller used; 404 for an assembly this tenant never logged."""
+    def feedback(
+        self, tenant_id: str, request: FeedbackRequest, caller: str | None = None
+    ) -> FeedbackResponse:
+        """Record which items the caller used; 404 for an assembly this tenant never logged, or (when
+        `caller` is given) that another caller received."""
         entry = self._state.get_assembly(tenant_id, request.assembly_id)
-        if entry is None:
+        if entry is None or (caller is not None and entry.caller != caller):
             raise NotFoundError("assembly", request.assembly_id)
         if entry.processed:
             raise ConflictError(
