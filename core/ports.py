@@ -15,6 +15,7 @@ from core.models import (
     EntityRecord,
     Filters,
     LexicalQuery,
+    Placement,
     Retrieval,
     StoredEntity,
     Vector,
@@ -62,8 +63,10 @@ class SearchIndex(Protocol):
         body: Mapping[str, Any],
         metadata: Mapping[str, Any],
         updated_at: str,
+        placement: Placement | None = None,
     ) -> WriteOutcome:
-        """Change body and metadata only (no text, no embedding); versioned like `upsert`."""
+        """Change body, metadata and (when given) the indexed source/owner/namespace only (no text, no
+        embedding); versioned like `upsert`."""
         ...
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:

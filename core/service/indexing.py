@@ -12,7 +12,7 @@ from core.cache_key import generation_key
 from core.chunking import chunk_text
 from core.entities import EntityType, EntityTypeRegistry
 from core.errors import InvalidInputError, NotFoundError, QuarryError, UnavailableError
-from core.models import Chunk, EntityKey, EntityRecord, StoredEntity, Vector, WriteOutcome
+from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
 from core.ports import Cache, Embedder, SearchIndex
 from core.scoring import iso_timestamp, parse_timestamp
 from core.text import flatten, index_text
@@ -201,7 +201,13 @@ class IndexingService:
         if all(merged.get(f) == prior.body.get(f) for f in searchable):
             metadata = {f: merged[f] for f in etype.filterable if merged.get(f) is not None}
             updated = str(clean.get("updated_at") or iso_timestamp(now))
-            outcome = self._index.update_metadata(tenant_id, key, version, merged, metadata, updated)
+            place = Placement(
+                str(merged.get("source") or etype.default_source), merged.get("owner"), merged.get("namespace")
+            )
+            moved = (place.source, place.owner, place.namespace) != (prior.source, prior.owner, prior.namespace)
+            outcome = self._index.update_metadata(
+                tenant_id, key, version, merged, metadata, updated, place if moved else None
+            )
             reembedded = False
         else:
             merged.setdefault("created_at", prior.created_at)
@@ -222,7 +228,12 @@ class IndexingService:
         validate_id(entity_id)
         key = EntityKey(etype.name, entity_id)
         prior = self._index.get(tenant_id, [key]).get(key)
-        if prior is None or prior.deleted:
+        if prior is None:
+            # delete before create (redelivery, reordering): leave a versioned tombstone so the older
+            # create, arriving later, loses; the answer is still "not found"
+            self._index.delete(tenant_id, key, version if version is not None else int(now * MS))
+            raise NotFoundError(etype.name, entity_id)
+        if prior.deleted:
             raise NotFoundError(etype.name, entity_id)
         effective = version if version is not None else max(prior.version + 1, int(now * MS))
         outcome = self._index.delete(tenant_id, key, effective)

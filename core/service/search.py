@@ -153,12 +153,12 @@ class SearchService:
                 metadata[key] = values
         if errors:
             raise InvalidInputError("invalid filters", errors)
-        owner = common.get("owner", ())
+        owner = common.get("owner", ())  # one or several: any of them (never silently dropped)
         return Filters(
             entity_types=tuple(types),
             metadata=metadata,
             sources=common.get("source", ()),
-            owner=owner[0] if len(owner) == 1 else None,
+            owners=owner,
             namespaces=common.get("namespace", ()),
         )
 

@@ -21,6 +21,7 @@ from core.models import (
     EntityRecord,
     Filters,
     LexicalQuery,
+    Placement,
     Retrieval,
     StoredEntity,
     Vector,
@@ -214,21 +215,26 @@ class OpenSearchIndex:
         body: Mapping[str, Any],
         metadata: Mapping[str, Any],
         updated_at: str,
+        placement: Placement | None = None,
     ) -> WriteOutcome:
-        """Rewrite the stored document with new body/metadata at `version` (text and vectors kept)."""
+        """Rewrite the stored document with new body/metadata (and placement) at `version`; text and
+        vectors kept."""
         stored = self._stored_doc(tenant_id, key, with_chunks=True)
         if stored is None or stored.get(mapping.DELETED):
             return WriteOutcome.NOT_FOUND
         refused = responses.refused(int(stored[mapping.VERSION]), version)
         if refused is not None:
             return refused
-        source = documents.with_metadata(stored, version, body, metadata, updated_at)
+        source = documents.with_metadata(stored, version, body, metadata, updated_at, placement)
         return self._versioned_write(tenant_id, key, version, source)
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         """Replace the entity by a tombstone at `version` (stored + 1 when None); unknown → NOT_FOUND."""
         stored = self._stored_doc(tenant_id, key, with_chunks=False)
         if stored is None:
+            if version is not None:  # delete before create: a tombstone, so the older create loses
+                tomb = documents.tombstone(documents.identity(tenant_id, key), version)
+                self._versioned_write(tenant_id, key, version, tomb)
             return WriteOutcome.NOT_FOUND
         current = int(stored[mapping.VERSION])
         effective = current + 1 if version is None else version

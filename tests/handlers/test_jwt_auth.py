@@ -28,9 +28,7 @@ ALL = "quarry/read quarry/write quarry/admin"
 
 @pytest.fixture
 def jwt_local(tmp_path: Path) -> Iterator[Any]:
-    c = make_container(
-        tmp_path / "data", FakeEmbedder(), jwt_client_tenants={MACHINE_CLIENT: "globex"}
-    )
+    c = make_container(tmp_path / "data", FakeEmbedder(), jwt_client_tenants={MACHINE_CLIENT: "globex"})
     set_container(c)
     yield c
     set_container(None)
@@ -100,7 +98,13 @@ CASES = [
     ("foreign-dotted", access("billing.admin"), ("acme", frozenset(), USER_SUB), 403, 403),
     ("foreign-url", access("https://other.example/admin"), ("acme", frozenset(), USER_SUB), 403, 403),
     ("quarry-dotted-spelling", access("quarry.admin quarry.read"), ("acme", frozenset(), USER_SUB), 403, 403),
-    ("lookalike-prefix", access("xquarry/admin quarry/read/admin"), ("acme", frozenset(), USER_SUB), 403, 403),
+    (
+        "lookalike-prefix",
+        access("xquarry/admin quarry/read/admin"),
+        ("acme", frozenset(), USER_SUB),
+        403,
+        403,
+    ),
     (
         "cognito-signin-scope",
         access("aws.cognito.signin.user.admin openid"),
@@ -121,7 +125,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("claims", "expected", "search", "admin"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("claims", "expected", "search", "admin"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_jwt_claims_map_to_principal_or_refusal(
     jwt_local: Any, claims: dict[str, Any], expected: Any, search: int, admin: int
 ) -> None:
