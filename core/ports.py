@@ -45,7 +45,10 @@ class Clock(Protocol):
 
 
 class SearchIndex(Protocol):
-    """Documents for BM25 and k-NN retrieval, versioned per entity."""
+    """Documents for BM25 and k-NN retrieval, versioned per entity.
+
+    An adapter whose writes show in search only after a refresh says so with a `visibility_delay_seconds`
+    attribute (absent = 0, visible on return); the search cache then waits for writes to settle."""
 
     def upsert(self, record: EntityRecord) -> WriteOutcome:
         """Store a whole entity version; older than stored → STALE, equal → DUPLICATE, else APPLIED."""

@@ -216,7 +216,7 @@ def handle_eventbridge(event: Mapping[str, Any]) -> dict[str, str]:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)  # tenant data never in X-Ray
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """SQS batches report partial failures; anything else is treated as one EventBridge event."""

@@ -121,7 +121,7 @@ class ContextService:
         try:
             return self._embedder.embed([text])[0]
         except UnavailableError as exc:
-            warnings.append(f"semantic retrieval skipped, keyword only: {exc.message}")
+            warnings.append(f"semantic retrieval skipped, keyword only: {exc.public_message}")
             return None
 
     def _prepare(self, tenant_id: str, request: AssembleRequest) -> _Prepared:

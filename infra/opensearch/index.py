@@ -41,6 +41,7 @@ from infra.opensearch.responses import ItemResult
 _log = logging.getLogger(__name__)
 Refresh = bool | str  # False (default), True, or "wait_for" (tests, the local dev server)
 _RESOURCE_EXISTS = "resource_already_exists_exception"
+REFRESH_INTERVAL_SECONDS = 1.0  # OpenSearch's default index.refresh_interval (the mapping keeps it)
 
 
 class OpenSearchIndex:
@@ -66,6 +67,11 @@ class OpenSearchIndex:
         self._sleep = sleep
         self._jitter = jitter
         self._ready = not auto_create
+
+    @property
+    def visibility_delay_seconds(self) -> float:
+        """0 when writes wait for a refresh; else the index refresh interval (a search may miss a write)."""
+        return 0.0 if self._refresh else REFRESH_INTERVAL_SECONDS
 
     @property
     def alias(self) -> str:

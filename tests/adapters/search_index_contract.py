@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 
 from core.models import (
-    Placement,
     Chunk,
     EntityKey,
     EntityRecord,
     Filters,
     LexicalQuery,
     MatchMode,
+    Placement,
     WriteOutcome,
 )
 

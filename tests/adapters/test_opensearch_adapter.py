@@ -10,8 +10,7 @@ import pytest
 
 from core.errors import InvalidInputError
 from core.models import EntityKey, Filters, LexicalQuery, MatchMode, Placement, WriteOutcome
-from infra.opensearch import OpenSearchIndex, documents, mapping
-from infra.opensearch import bodies
+from infra.opensearch import OpenSearchIndex, bodies, documents, mapping
 from infra.opensearch.bodies import INNER_HITS_NAME
 from tests.adapters.opensearch_fakes import FakeOpenSearch, search_response
 from tests.adapters.search_index_contract import DIM, record, unit
