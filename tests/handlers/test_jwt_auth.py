@@ -199,3 +199,12 @@ def test_feedback_and_log_of_another_caller_are_refused(jwt_local: Any) -> None:
     own["rawQueryString"] = ""
     status, body = invoke(own)
     assert status == 200 and body["data"] == []
+
+
+def test_the_jwt_sample_event_searches_as_its_tenant(jwt_local: Any) -> None:
+    """events/search_jwt.json: a Cognito access token as API Gateway's JWT authorizer passes it."""
+    from tests.conftest import load_event
+
+    event = load_event("search_jwt")
+    assert principal_from_event(event, jwt_policy()).tenant_id == "acme"
+    assert invoke(event)[0] == 200
