@@ -267,3 +267,9 @@ def test_metadata_updates_move_source_owner_and_namespace(
 def test_several_owners_filter_as_any_of_them() -> None:
     clauses = bodies.filter_clauses("t", Filters(owners=("alice", "bob")))
     assert {"terms": {mapping.OWNER: ["alice", "bob"]}} in clauses
+
+
+def test_searches_wait_for_a_refresh_only_when_writes_do_not(server: FakeOpenSearch) -> None:
+    """With refresh off a write shows in search only after the refresh interval: the cache must wait."""
+    assert OpenSearchIndex(server, dimension=DIM, refresh=False).visibility_delay_seconds == 1.0
+    assert OpenSearchIndex(server, dimension=DIM, refresh="wait_for").visibility_delay_seconds == 0.0
