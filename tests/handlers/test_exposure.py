@@ -278,3 +278,28 @@ def test_a_filter_on_several_owners_matches_any_of_them(box: Container) -> None:
     for entity_id, owner in (("a", "alice"), ("b", "bob"), ("c", "carol")):
         assert put(entity_id, {"content": SECRET, "owner": owner}) in (200, 201)
     assert sorted(ids(search("payroll", filters={"owner": ["alice", "bob"]}))) == ["a", "b"]
+
+
+def test_a_patched_source_is_governed_by_the_overlay(box: Container) -> None:
+    """After `source → hr-restricted`, an overlay forbidding that source no longer selects the document."""
+    doc = {"title": "Payroll runbook", "text": "How payroll figures are computed each quarter", "version": 1}
+    event = api_event("put_entity", body={**doc, "source": "wiki"}, path="/entities/document/d-pay")
+    assert invoke(event)[0] in (200, 201)
+    overlay = {
+        "role_id": "analyst",
+        "mission": "Answer payroll questions",
+        "source_policy": {"forbidden": ["hr-restricted"]},
+    }
+    task = {"role_id": "analyst", "task_text": "how are payroll figures computed", "overlay": overlay}
+
+    def selected() -> list[str]:
+        status, bundle = invoke(api_event("retrieve", body=task))
+        assert status == 200, bundle
+        return [s["document_id"] for s in bundle["selected"]]
+
+    assert selected() == ["d-pay"]
+    event = api_event(
+        "patch_entity", body={"source": "hr-restricted", "version": 2}, path="/entities/document/d-pay"
+    )
+    assert invoke(event)[0] == 200
+    assert selected() == []
