@@ -196,7 +196,10 @@ class SearchService:
         return response
 
     def _settling(self, tenant_id: str) -> bool:
-        """True while the tenant's last write may still be invisible to search (see IndexingService)."""
+        """True while the tenant's last write may still be invisible to search (see IndexingService); an
+        index whose writes are visible on return costs no lookup."""
+        if not getattr(self._index, "visibility_delay_seconds", 0.0):
+            return False
         return self._cache.get(settling_key(tenant_id), self._clock.now()) is not None
 
     def _execute(
