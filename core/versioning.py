@@ -1,0 +1,66 @@
+"""Write versions (DESIGN.md §2): where a write's version comes from, and the two kinds that must not mix.
+
+A version is either a *sequence number* the caller keeps (`version`: 1, 2, 3…) or a *time in
+milliseconds* (`updated_at`, or the arrival time when the write carries neither). Both are integers
+compared as such, so an entity first written without a version is stored at ~1.7e12 and every later
+`version: 7` would be refused as stale, forever. To make that trap impossible to fall into, versions
+below CLOCK_VERSION_FLOOR are sequence numbers, versions at or above it are times, and a write whose
+version is of the other kind than the stored one is refused with a 409 that explains (VersionSchemeError).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.errors import VersionSchemeError
+from core.models import EntityKey
+from core.scoring import parse_timestamp
+
+MS = 1000.0
+# 10^12 ms after the epoch is 2001-09-09: every time-derived version Quarry makes (arrival time or
+# `updated_at` of a record written this century) is above it, and no sequence number anyone keeps by hand
+# reaches it.
+CLOCK_VERSION_FLOOR = 10**12
+
+
+def is_clock_version(version: int) -> bool:
+    """True for a time-in-milliseconds version, False for a caller's sequence number."""
+    return version >= CLOCK_VERSION_FLOOR
+
+
+def write_version(body: Mapping[str, Any], now: float) -> int:
+    """The write's version: explicit `version`, else `updated_at` in ms, else arrival time in ms."""
+    if body.get("version") is not None:
+        return int(body["version"])
+    stamp = parse_timestamp(body["updated_at"]) if body.get("updated_at") else None
+    return int((stamp if stamp is not None else now) * MS)
+
+
+def _kind(version: int) -> str:
+    if is_clock_version(version):
+        return f"{version}, a time in milliseconds (from `updated_at`, or the arrival time of a write without `version`)"
+    return f"{version}, a sequence number (an explicit `version`)"
+
+
+def check_scheme(key: EntityKey, stored_version: int, given_version: int) -> None:
+    """VersionSchemeError when the given version is of the other kind than the stored one."""
+    if is_clock_version(stored_version) == is_clock_version(given_version):
+        return
+    message = (
+        f"'{key}' is stored at version {_kind(stored_version)}; this write carries version "
+        f"{_kind(given_version)}. Mixing the two would let one kind win forever, so it is refused: "
+        "send the same kind of version on every write of an entity (always `version`, or never)"
+    )
+    raise VersionSchemeError(str(key), stored_version, given_version, message)
+
+
+def delete_version(given: int | None, stored_version: int | None, now: float) -> int | None:
+    """The version a DELETE writes: the given one, else the next of the stored kind (None: unknown, unversioned)."""
+    if given is not None:
+        return given
+    if stored_version is None:
+        return None
+    if is_clock_version(stored_version):
+        return max(stored_version + 1, int(now * MS))
+    return stored_version + 1
