@@ -94,3 +94,39 @@ def test_bulk_reports_a_version_kind_mismatch_per_item(local: Any) -> None:
     status, body = invoke(api_event("bulk_entities", body={"items": items}))
     assert status == 200 and body["indexed"] == 1, body
     assert [(e["index"], e["code"]) for e in body["errors"]] == [(0, "version_scheme_mismatch")]
+
+
+def test_path_ids_are_percent_decoded_on_every_entity_route(local: Any) -> None:
+    status, body = put("caf%C3%A9%3Aau-lait")
+    assert status == 200 and body["entity_id"] == "café:au-lait", body
+    assert found() == ["café:au-lait"]
+    status, body = invoke(
+        api_event("patch_entity", path="/entities/task/caf%C3%A9%3Aau-lait", body={"status": "done"})
+    )
+    assert status == 200 and body["outcome"] == "applied", body
+    assert delete("caf%C3%A9%3Aau-lait")[0] == 200 and found() == []
+
+
+def test_ids_made_in_bulk_can_be_patched_and_deleted_through_the_path(local: Any) -> None:
+    items = [{"type": "task", "id": "ticket:42/ü".replace("/", "-"), "title": "login ticket"}]
+    status, body = invoke(api_event("bulk_entities", body={"items": items}))
+    assert status == 200 and body["indexed"] == 1, body
+    status, body = invoke(
+        api_event("patch_entity", path="/entities/task/ticket%3A42-%C3%BC", body={"status": "done"})
+    )
+    assert status == 200, body
+    assert delete("ticket%3A42-%C3%BC")[0] == 200 and found() == []
+
+
+def test_the_id_alphabet_is_the_same_in_bulk_and_in_the_path(local: Any) -> None:
+    bad = ["a\x00b", "..", ".", "tab\there", "a/b", "x" * 257, "", "bell\x07", "del\x7f"]
+    items = [{"type": "task", "id": eid, "title": "login"} for eid in bad]
+    items.append({"type": "task", "id": "ok-1", "title": "login"})
+    status, body = invoke(api_event("bulk_entities", body={"items": items}))
+    assert status == 200 and body["indexed"] == 1, body
+    assert sorted(e["index"] for e in body["errors"]) == list(range(len(bad)))
+    assert all("id" in next(iter(e["fields"])) for e in body["errors"])
+    for raw in ("a%00b", "..", "%2E%2E", "tab%09here", "x" * 257, "%FF%FE"):
+        status, body = put(raw)
+        assert status == 400, (raw, body)
+    assert found() == ["ok-1"]
