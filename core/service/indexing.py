@@ -282,6 +282,8 @@ class IndexingService:
         key = EntityKey(etype.name, entity_id)
         prior = self._index.get(tenant_id, [key]).get(key)
         if prior is None or prior.deleted:
+            if prior is not None:
+                self._bump(tenant_id, "after")  # a retry finishes what a failed bump left undone
             if version is not None and (prior is None or version > prior.version):
                 if prior is not None:
                     check_scheme(key, prior.version, version)
