@@ -104,7 +104,7 @@ def _searching_during(local: Any, method: str) -> None:
         search()  # a concurrent reader caches what the index holds before the write lands
         return real(*args, **kwargs)
 
-    local.search  # build the search service on the real index first
+    assert local.search is not None  # build the search service on the real index first
     local.indexing._index = _Proxy(index, method, racing)
 
 
