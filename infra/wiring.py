@@ -61,7 +61,10 @@ class Container:
 
             s = self.settings
             return BedrockEmbedder(
-                model_id=s.bedrock_model_id, dimensions=s.bedrock_dimensions, region=s.bedrock_region
+                model_id=s.bedrock_model_id,
+                dimensions=s.bedrock_dimensions,
+                region=s.bedrock_region,
+                budget_seconds=s.bedrock_budget_seconds,
             )
         from infra.local.embedder import SentenceTransformerEmbedder
 
