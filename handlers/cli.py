@@ -29,6 +29,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     c = _container(args.data_dir)
+    c.check()  # a wrong or missing setting stops the server here, naming the variable
     from handlers import api
     from handlers.devserver import local_keys, make_server
 
@@ -222,7 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except QuarryError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
-        for path, message in getattr(exc, "fields", {}).items():
+        named = getattr(exc, "fields", None) or getattr(exc, "variables", None) or {}
+        for path, message in named.items():
             print(f"  {path}: {message}", file=sys.stderr)
         return 2
 
