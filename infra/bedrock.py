@@ -192,6 +192,10 @@ class BedrockEmbedder:
             BACKEND, f"no answer within the {self._budget:g} s budget", retry_after=RETRY_AFTER_SECONDS
         )
 
+    def embed_query(self, texts: Sequence[str]) -> list[Vector]:
+        """Titan embeds queries and passages alike."""
+        return self.embed(texts)
+
     def _embed_one(self, index: int, text: str, deadline: float) -> Vector:
         """Embed one text, retrying transient failures with capped, jittered backoff, within the deadline."""
         body = json.dumps(

@@ -79,9 +79,15 @@ class Container:
                 region=s.bedrock_region,
                 budget_seconds=s.bedrock_budget_seconds,
             )
-        from infra.local.embedder import SentenceTransformerEmbedder
+        from infra.local.embedder import LocalEmbedder
 
-        return SentenceTransformerEmbedder()
+        s = self.settings
+        return LocalEmbedder(
+            s.embedder_model_dir,
+            pooling=s.embedder_pooling,
+            query_prefix=s.embedder_query_prefix,
+            threads=s.embedder_threads,
+        )
 
     @cached_property
     def cache(self) -> Cache:
