@@ -27,22 +27,22 @@ CHILD = """
 import sys
 from tests.conftest import FakeEmbedder, make_container
 c = make_container(sys.argv[1], FakeEmbedder())
-prefix = sys.argv[2]
+prefix, size = sys.argv[2], int(sys.argv[3])
 print("ready", flush=True)
 for batch in range(10_000):
-    ids = [f"{prefix}-{batch}-{i}" for i in range(%(batch)d)]
+    ids = [f"{prefix}-{batch}-{i}" for i in range(size)]
     items = [{"type": "task", "id": eid, "title": f"crash test {eid} token{prefix}"} for eid in ids]
     report = c.indexing.bulk("t", items, c.clock.now())
     assert not report.errors, report.errors
     print("ack " + ",".join(ids), flush=True)
-""" % {"batch": BATCH}
+"""
 
 
 def _run_and_kill(data: Path, prefix: str, rng: random.Random) -> list[str]:
     """Start the child, read acks until a random count, SIGKILL it; the ids it acknowledged."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(data), prefix],
+        [sys.executable, "-c", CHILD, str(data), prefix, str(BATCH)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
