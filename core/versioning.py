@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.errors import VersionSchemeError
-from core.models import EntityKey
+from core.models import EntityKey, StoredEntity, WriteOutcome
 from core.scoring import parse_timestamp
 
 MS = 1000.0
@@ -64,3 +64,10 @@ def delete_version(given: int | None, stored_version: int | None, now: float) ->
     if is_clock_version(stored_version):
         return max(stored_version + 1, int(now * MS))
     return stored_version + 1
+
+
+def refused(prior: StoredEntity | None, version: int) -> WriteOutcome | None:
+    """STALE when older than stored (or equal to a tombstone: a delete wins a tie), DUPLICATE when equal."""
+    if prior is None or version > prior.version:
+        return None
+    return WriteOutcome.STALE if version < prior.version or prior.deleted else WriteOutcome.DUPLICATE

@@ -22,21 +22,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.cache_key import generation_key
-from core.chunking import chunk_text
+from core.chunking import build_chunks
 from core.entities import EntityType, EntityTypeRegistry
 from core.errors import InvalidInputError, NotFoundError, QuarryError, UnavailableError
 from core.models import Chunk, EntityKey, EntityRecord, StoredEntity, Vector, WriteOutcome
 from core.ports import Cache, Embedder, SearchIndex
 from core.scoring import iso_timestamp
-from core.text import flatten, index_text
+from core.text import flatten
 from core.validation import validate_body, validate_id
-from core.versioning import check_scheme, delete_version, is_clock_version, write_version
+from core.versioning import check_scheme, delete_version, is_clock_version, refused, write_version
 
 _log = logging.getLogger(__name__)
 
 MAX_TEXT_CHARS = 1_000_000  # per field; a larger body is refused by the HTTP size limit long before
-# A chunked entity (a corpus document) may bring its own chunks under this field (POST /corpus).
-PREMADE_CHUNKS_FIELD = "chunks"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,43 +69,6 @@ class BulkReport:
     indexed: int = 0
     skipped_stale: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
-
-
-def refused(prior: StoredEntity | None, version: int) -> WriteOutcome | None:
-    """STALE when older than stored (or equal to a tombstone: a delete wins a tie), DUPLICATE when equal."""
-    if prior is None or version > prior.version:
-        return None
-    return WriteOutcome.STALE if version < prior.version or prior.deleted else WriteOutcome.DUPLICATE
-
-
-def _tiers(etype: EntityType, body: Mapping[str, Any]) -> dict[int, list[str]]:
-    tiers: dict[int, list[str]] = {3: [], 2: [], 1: []}
-    for spec in etype.fields:
-        text = flatten(body.get(spec.name))
-        if text:
-            tiers[spec.boost].append(text)
-    return tiers
-
-
-def premade_chunks(etype: EntityType, body: Mapping[str, Any]) -> list[str] | None:
-    """A chunked type's own `chunks` (non-empty strings), used as they are instead of chunking its text."""
-    given = body.get(PREMADE_CHUNKS_FIELD) if etype.chunked else None
-    if not isinstance(given, list):
-        return None
-    pieces = [text for text in (flatten(c).strip() for c in given) if text]
-    return pieces or None
-
-
-def build_chunks(etype: EntityType, body: Mapping[str, Any]) -> list[tuple[tuple[str, str, str], str]]:
-    """(tiers, plain text) per chunk: chunked types use their pre-made `chunks` or split their boost-1 text."""
-    tiers = _tiers(etype, body)
-    top, mid, low = (" ".join(tiers[b]) for b in (3, 2, 1))
-    pieces = premade_chunks(etype, body) or (chunk_text(low) if etype.chunked and low else [low])
-    out = []
-    for piece in pieces or [""]:
-        plain = " ".join(p for p in (top, mid, piece) if p)
-        out.append(((index_text([top]), index_text([mid]), index_text([piece])), plain))
-    return out
 
 
 def _bulk_error(position: int, entity_id: Any, exc: QuarryError) -> dict[str, Any]:
