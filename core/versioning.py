@@ -18,10 +18,10 @@ from core.models import EntityKey, StoredEntity, WriteOutcome
 from core.scoring import parse_timestamp
 
 MS = 1000.0
-# 10^12 ms after the epoch is 2001-09-09: every time-derived version Quarry makes (arrival time or
-# `updated_at` of a record written this century) is above it, and no sequence number anyone keeps by hand
-# reaches it.
-CLOCK_VERSION_FLOOR = 10**12
+# 10^11 ms after the epoch is 1973-03-03: every time-derived version (arrival time, or the `updated_at`
+# of any record from the last fifty years — archives from the 1990s included) is above it, and no sequence
+# number anyone keeps reaches it (epoch *seconds* used as versions, ~1.7e9, stay sequence numbers too).
+CLOCK_VERSION_FLOOR = 10**11
 
 
 def is_clock_version(version: int) -> bool:
