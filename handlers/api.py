@@ -10,13 +10,12 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from core.errors import InvalidInputError
-from handlers import errors
+from handlers import errors, gate
 from handlers._observability import logger, metrics, tracer
 from handlers.routes import context, entities, governance, search
 from handlers.routes.common import caller, services
 
 VERSION = "0.1.0"
-BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 app = APIGatewayHttpResolver(enable_validation=True)
 errors.register(app)
@@ -44,7 +43,7 @@ def openapi() -> dict[str, Any]:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    refused = errors.refuse_oversized(event, services().settings.max_body_bytes)
+    refused = gate.screen(event, services().settings.max_body_bytes)
     return refused if refused is not None else app.resolve(event, context)
 
 
