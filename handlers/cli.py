@@ -22,20 +22,24 @@ def _container(data_dir: str | None) -> Any:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Start the local API."""
+    """Start the local API: `--workers` processes over one socket and the SQLite WAL file."""
     import os
 
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    c = _container(args.data_dir)
-    from handlers import api
-    from handlers.devserver import local_keys, make_server
+    from handlers.devserver import local_keys
+    from handlers.devserver_workers import default_workers, listen, serve
+    from infra.wiring import Container
 
-    keys, fresh = local_keys(c.settings.api_keys)
-    server = make_server(args.host, args.port, keys, api.lambda_handler, c.settings.max_body_bytes)
-    url = f"http://{args.host}:{server.server_address[1]}"
-    print(f"Quarry API on {url}  (data: {c.settings.data_dir.resolve()})", flush=True)
+    settings = _container(args.data_dir).settings
+    init = Container(settings)  # create the schema once, before workers race to
+    _ = init.index, init.state
+    keys, fresh = local_keys(settings.api_keys)
+    workers = args.workers or default_workers()
+    sock = listen(args.host, args.port)
+    url = f"http://{args.host}:{sock.getsockname()[1]}"
+    print(f"Quarry API on {url}  (data: {settings.data_dir.resolve()}, {workers} worker(s))", flush=True)
     if fresh:
         print(f"Local API key (tenant 'dev', scopes read/write/admin): {fresh}", flush=True)
         print(
@@ -44,13 +48,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     else:
         print(f"Accepting {len(keys)} key(s) from QUARRY_API_KEYS", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    serve(sock, workers, _worker_starter(settings, keys, args.queue))
     return 0
+
+
+def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
+    """What each worker runs after the fork: its own adapters, then a server on the shared socket."""
+
+    def start(sock: Any) -> Any:
+        from handlers import api
+        from handlers.devserver import make_server
+        from infra.wiring import Container, set_container
+
+        c = Container(settings)
+        set_container(c)
+        host, port = sock.getsockname()[:2]
+        return make_server(
+            host, port, keys, api.lambda_handler, settings.max_body_bytes, queue=queue, sock=sock
+        )
+
+    return start
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -177,6 +194,15 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="run the local API")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=3000)
+    s.add_argument(
+        "--workers", type=int, default=0, help="worker processes (default: one per available core)"
+    )
+    s.add_argument(
+        "--queue",
+        type=int,
+        default=32,
+        help="requests a worker holds waiting beyond the one it runs; more get 503 + Retry-After",
+    )
     s.add_argument("--data-dir", default=None)
     s.set_defaults(func=cmd_serve)
     i = sub.add_parser("ingest", help="index a JSONL file")

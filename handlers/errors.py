@@ -136,4 +136,3 @@ def allowed_methods(app: APIGatewayHttpResolver, path: str) -> list[str]:
     """Methods registered for a path (to tell 405 from 404)."""
     routes = app._static_routes + app._dynamic_routes  # noqa: SLF001 - Powertools keeps no public list
     return sorted({r.method for r in routes if r.rule.match(path)})
-
