@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from core.errors import InvalidInputError
 from handlers import errors, gate
 from handlers._observability import logger, metrics, tracer
+from handlers.openapi import document as openapi_document
 from handlers.routes import context, entities, governance, search
 from handlers.routes.common import caller, services
 
@@ -35,8 +36,8 @@ def health() -> dict[str, Any]:
 @app.get("/openapi.json", summary="This API's OpenAPI document", tags=["meta"])
 def openapi() -> dict[str, Any]:
     caller(app, "read")
-    document: dict[str, Any] = json.loads(app.get_openapi_json_schema(title="Quarry", version=VERSION))
-    return document
+    generated = json.loads(app.get_openapi_json_schema(title="Quarry", version=VERSION))
+    return openapi_document(generated, services().registry)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
