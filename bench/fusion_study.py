@@ -58,11 +58,11 @@ def build_index(dataset: Path, split: str, work_dir: Path, cache_dir: Path, reus
     from core.service.indexing import IndexingService
     from infra.clock import SystemClock
     from infra.local.cache import MemoryCache
-    from infra.local.embedder import SentenceTransformerEmbedder
+    from infra.local.embedder import LocalEmbedder
     from infra.local.sqlite_index import SqliteIndex
 
     data = load_beir(dataset, split)
-    embedder = CachingEmbedder(SentenceTransformerEmbedder(), cache_dir)
+    embedder = CachingEmbedder(LocalEmbedder(), cache_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     path = work_dir / INDEX_FILE
     fresh = not (reuse and path.exists())

@@ -34,10 +34,10 @@ REPO = Path(__file__).resolve().parent.parent
 def build_index(dataset: Path, split: str, cache_dir: Path) -> tuple[object, object, object, object, str]:
     """A fresh index under .quarry/eval/<name> holding the corpus; returns (index, embedder, registry, clock, name)."""
     from infra.local.cache import MemoryCache
-    from infra.local.embedder import SentenceTransformerEmbedder
+    from infra.local.embedder import LocalEmbedder
     from infra.local.sqlite_index import SqliteIndex
 
-    embedder = CachingEmbedder(SentenceTransformerEmbedder(), cache_dir, progress=False)
+    embedder = CachingEmbedder(LocalEmbedder(), cache_dir, progress=False)
     work = REPO / ".quarry" / "eval" / dataset.resolve().name
     work.mkdir(parents=True, exist_ok=True)
     for stale in work.glob(INDEX_FILE + "*"):

@@ -92,11 +92,11 @@ def main() -> int:
 
     from handlers import api
     from infra.embedding_cache import CachingEmbedder
-    from infra.local.embedder import SentenceTransformerEmbedder
+    from infra.local.embedder import LocalEmbedder
     from infra.settings import load_settings
     from infra.wiring import Container, set_container
 
-    model = SentenceTransformerEmbedder()
+    model = LocalEmbedder()
     with tempfile.TemporaryDirectory() as data:
         container = Container(load_settings(data_dir=data, cache_ttl_seconds=0, cache="memory"))
         container.__dict__["embedder"] = CachingEmbedder(model, args.cache_dir, progress=False)

@@ -104,7 +104,11 @@ class Embedder(Protocol):
     def model_id(self) -> str: ...
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
-        """One L2-normalised vector per text; raises UnavailableError when the model cannot answer."""
+        """One L2-normalised vector per passage; raises UnavailableError when the model cannot answer."""
+        ...
+
+    def embed_query(self, texts: Sequence[str]) -> list[Vector]:
+        """Like `embed`, for search queries (models such as E5 or BGE embed queries with a prefix)."""
         ...
 
 

@@ -160,6 +160,10 @@ class BedrockEmbedder:
             futures = [pool.submit(self._embed_one, i, text) for i, text in enumerate(texts)]
             return _gather(futures)
 
+    def embed_query(self, texts: Sequence[str]) -> list[Vector]:
+        """Titan embeds queries and passages alike."""
+        return self.embed(texts)
+
     def _embed_one(self, index: int, text: str) -> Vector:
         """Embed one text, retrying transient failures with capped, jittered exponential backoff."""
         body = json.dumps(

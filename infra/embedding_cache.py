@@ -23,6 +23,7 @@ from core.ports import Embedder
 CACHE_FILE = "embeddings.sqlite"
 DEFAULT_BATCH_SIZE = 64  # sentence-transformers' own default is 32; 64 halves Python overhead on CPU
 LOOKUP_CHUNK = 500  # stays far below SQLite's default limit of 32,766 bound parameters
+QUERY_KEY_TAG = "\x00query\x00"  # query vectors are keyed apart from the same text as a passage
 BUSY_TIMEOUT_SECONDS = 30.0  # another process (a parallel eval) may hold the write lock briefly
 
 _SCHEMA = """
@@ -101,7 +102,7 @@ class CachingEmbedder:
         with self._connection() as conn:  # one transaction per batch: all of it or none of it
             conn.executemany("INSERT OR REPLACE INTO vectors (model, key, vector) VALUES (?, ?, ?)", rows)
 
-    def _embed_missing(self, texts: dict[str, str]) -> dict[str, Vector]:
+    def _embed_missing(self, texts: dict[str, str], query: bool) -> dict[str, Vector]:
         from tqdm import tqdm
 
         keys = list(texts)
@@ -109,7 +110,8 @@ class CachingEmbedder:
         quiet = not self._progress or len(keys) < self._batch_size  # no bar for a query or two
         with tqdm(total=len(keys), desc="embedding", unit="text", disable=quiet) as bar:
             for batch in _batches(keys, self._batch_size):
-                vectors = self._inner.embed([texts[k] for k in batch])
+                chunk = [texts[k] for k in batch]
+                vectors = self._inner.embed_query(chunk) if query else self._inner.embed(chunk)
                 self._store(batch, vectors)
                 made.update(zip(batch, (np.asarray(v, dtype=np.float32) for v in vectors), strict=True))
                 self.misses += len(batch)
@@ -118,13 +120,20 @@ class CachingEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         """One vector per text, from the cache where present; new texts are embedded in batches."""
-        keys = [text_key(t) for t in texts]
+        return self._embed(texts, query=False)
+
+    def embed_query(self, texts: Sequence[str]) -> list[Vector]:
+        """Query vectors, cached apart from passages (a query prefix changes the vector)."""
+        return self._embed(texts, query=True)
+
+    def _embed(self, texts: Sequence[str], query: bool) -> list[Vector]:
+        keys = [text_key(QUERY_KEY_TAG + t if query else t) for t in texts]
         try:
             with self._lock:
                 known = self._lookup(list(dict.fromkeys(keys)))
                 missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
                 if missing:
-                    known.update(self._embed_missing(missing))
+                    known.update(self._embed_missing(missing, query))
         except sqlite3.Error as exc:
             raise UnavailableError("embedding cache", f"{self._path}: {exc}") from exc
         return [known[k] for k in keys]

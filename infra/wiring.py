@@ -63,9 +63,15 @@ class Container:
             return BedrockEmbedder(
                 model_id=s.bedrock_model_id, dimensions=s.bedrock_dimensions, region=s.bedrock_region
             )
-        from infra.local.embedder import SentenceTransformerEmbedder
+        from infra.local.embedder import LocalEmbedder
 
-        return SentenceTransformerEmbedder()
+        s = self.settings
+        return LocalEmbedder(
+            s.embedder_model_dir,
+            pooling=s.embedder_pooling,
+            query_prefix=s.embedder_query_prefix,
+            threads=s.embedder_threads,
+        )
 
     @cached_property
     def cache(self) -> Cache:

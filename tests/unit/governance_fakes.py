@@ -144,6 +144,9 @@ class RaisingEmbedder:
         self.calls += 1
         raise UnavailableError("embedder", "model endpoint unreachable")
 
+    def embed_query(self, texts: Sequence[str]) -> list[Vector]:
+        return self.embed(texts)
+
 
 def service(embedder: Any = "fake", documents: Sequence[Mapping[str, Any]] | None = None) -> RetrievalService:
     """A RetrievalService over the fixture corpus; embedder "fake" (default), None, or any Embedder."""

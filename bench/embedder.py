@@ -1,0 +1,123 @@
+"""The local embedder's cost on this machine: import time, model load, one query, a corpus, memory.
+
+Reports single-query latency P50/P99 for a 10-word query (goal ≤ 3 ms P50), passages per second over
+SciFact abstracts (title + text, truncated at 256 word pieces like sentence-transformers; goal ≥ 40/s on
+2 cores), the model load time, the import time of the embedder module and of its libraries, and the peak
+resident memory of a process that loads the model and embeds the corpus sample. Each figure is measured
+in a fresh subprocess so one does not warm the next.
+
+    .venv/bin/python bench/embedder.py [--passages 500] [--queries 200] [--json FILE]
+
+sentence-transformers is not compared here: it needs torch, which these machines cannot install without
+several GB of CUDA wheels. Equality with it is checked instead against its own vectors
+(tests/adapters/test_local_embedder.py, shared/embeddings/minilm-reference.jsonl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench._common import summary  # noqa: E402
+
+SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl"
+QUERY = "which proteins regulate the estrogen receptor in breast cancer cells"  # 10 words, 14 word pieces
+GOAL_QUERY_P50_MS = 3.0  # DESIGN.md §8
+GOAL_PASSAGES_PER_S = 40.0  # DESIGN.md §8
+
+_QUERY_PROBE = """
+import json, time
+from infra.local.embedder import LocalEmbedder
+e = LocalEmbedder(threads={threads})
+started = time.perf_counter(); e.warm(); load = time.perf_counter() - started
+for _ in range(20): e.embed_query([{query!r}])
+took = []
+for _ in range({n}):
+    t = time.perf_counter(); e.embed_query([{query!r}]); took.append((time.perf_counter() - t) * 1000)
+print(json.dumps({{"load_s": load, "took_ms": took}}))
+"""
+
+_CORPUS_PROBE = """
+import json, resource, time
+from infra.local.embedder import LocalEmbedder
+texts = json.load(open({texts!r}))
+e = LocalEmbedder(threads={threads}); e.warm()
+e.embed(texts[:16])
+started = time.perf_counter(); e.embed(texts); took = time.perf_counter() - started
+print(json.dumps({{"seconds": took, "n": len(texts), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def run(code: str) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def import_ms(module: str, runs: int = 5) -> float:
+    """Median wall time of `import module` in a fresh interpreter, minus the interpreter's own start."""
+    code = f"import time; t = time.perf_counter(); import {module}; print((time.perf_counter() - t) * 1000)"
+    times = [
+        float(subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True,
+                             text=True).stdout)
+        for _ in range(runs)
+    ]
+    return sorted(times)[len(times) // 2]
+
+
+def scifact_texts(n: int) -> list[str]:
+    rows = [json.loads(line) for line in SCIFACT.read_text().splitlines()[:n]]
+    return [f"{r.get('title', '')} {r['text']}".strip() for r in rows]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--passages", type=int, default=500)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json", default="bench/results/embedder.json")
+    args = parser.parse_args()
+    if not SCIFACT.exists():
+        print(f"needs {SCIFACT} (the shared datasets)", file=sys.stderr)
+        return 2
+
+    imports = {m: import_ms(m) for m in ("infra.local.embedder", "tokenizers", "safetensors.numpy", "numpy")}
+    query = run(_QUERY_PROBE.format(threads=args.threads, query=QUERY, n=args.queries))
+    texts_file = ROOT / ".quarry" / "bench-embedder-texts.json"
+    texts_file.parent.mkdir(parents=True, exist_ok=True)
+    texts_file.write_text(json.dumps(scifact_texts(args.passages)))
+    corpus = run(_CORPUS_PROBE.format(threads=args.threads, texts=str(texts_file)))
+    q = summary(query["took_ms"])
+    rate = corpus["n"] / corpus["seconds"]
+
+    print(f"machine: {os.cpu_count()} cores · BLAS threads for the embedder: {args.threads}")
+    print(f"import: infra.local.embedder {imports['infra.local.embedder']:.0f} ms (lazy: no model libraries) · "
+          f"tokenizers {imports['tokenizers']:.0f} ms · safetensors {imports['safetensors.numpy']:.0f} ms · "
+          f"numpy {imports['numpy']:.0f} ms")
+    print(f"model load: {query['load_s'] * 1000:.0f} ms")
+    print(f"10-word query: P50 {q['p50']:.2f} ms · P99 {q['p99']:.2f} ms (goal P50 ≤ {GOAL_QUERY_P50_MS:.0f} ms)")
+    print(f"SciFact abstracts: {rate:.1f} passages/s over {corpus['n']} (goal ≥ {GOAL_PASSAGES_PER_S:.0f}/s) · "
+          f"peak RSS {corpus['peak_rss_mb']:.0f} MB")
+    out = {
+        "machine": f"{os.cpu_count()} cores",
+        "threads": args.threads,
+        "import_ms": imports,
+        "model_load_ms": query["load_s"] * 1000,
+        "query_ms": q,
+        "passages_per_second": rate,
+        "passages": corpus["n"],
+        "peak_rss_mb": corpus["peak_rss_mb"],
+    }
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
