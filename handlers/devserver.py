@@ -180,9 +180,12 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        try:
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+        except OSError:  # the client went away (timed out, reset): nothing left to tell it
+            self.close_connection = True
 
     def _principal(self) -> Mapping[str, Any] | None | bool:
         """The authorizer context for the bearer key; None on a public path; False when refused."""
