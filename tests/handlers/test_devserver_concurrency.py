@@ -195,3 +195,68 @@ def test_beyond_the_queue_a_request_gets_503_with_retry_after_at_once(local: Any
         release.set()
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_kill_9_of_a_worker_during_bulk_ingest_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    """Bulk writes from 4 threads while one worker is SIGKILLed mid-stream: requests on the dead worker
+    fail (unacknowledged, the client retries), the supervisor restarts it, and every acknowledged item is
+    stored."""
+    import os
+    import signal
+    import time
+
+    data = tmp_path / "data"
+    init = make_container(data, FakeEmbedder())
+    _ = init.index, init.state
+
+    def start(sock: Any) -> Any:
+        from infra.wiring import set_container
+
+        set_container(make_container(data, FakeEmbedder()))
+        return make_server("127.0.0.1", 0, KEYS, api.lambda_handler, 1 << 22, sock=sock)
+
+    sock = listen("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    supervisor = Supervisor(sock, 2, start)
+    supervisor.spawn_all()
+    watcher = threading.Thread(target=supervisor.watch, daemon=True)
+    watcher.start()
+    acked: set[str] = set()
+    failures = 0
+    lock = threading.Lock()
+
+    def writer(n: int) -> None:
+        nonlocal failures
+        client = Client(port, "t1")
+        for batch in range(15):
+            ids = [f"w{n}-b{batch}-{i}" for i in range(50)]
+            items = [{"type": "task", "id": i, "title": f"ingest item {i}", "version": 1} for i in ids]
+            status, body = client.call("POST", "/entities", {"items": items})
+            with lock:
+                if status == 200 and body["indexed"] == len(ids):
+                    acked.update(ids)
+                else:
+                    failures += 1
+        client.close()
+
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            running = [pool.submit(writer, n) for n in range(4)]
+            time.sleep(0.5)
+            victim = sorted(supervisor.pids)[0]
+            os.kill(victim, signal.SIGKILL)
+            for future in running:
+                future.result()
+        deadline = time.monotonic() + 20
+        while victim in supervisor.pids or len(supervisor.pids) < 2:  # restarted
+            assert time.monotonic() < deadline, "the killed worker was not restarted"
+            time.sleep(0.1)
+        assert len(acked) >= 50 * 15 * 4 - 50 * failures
+        assert acked <= stored(init.settings.sqlite_path)["t1"]
+        client = Client(port, "t2")
+        assert client.call("GET", "/context/weights")[0] == 200  # still serving after the restart
+        client.close()
+    finally:
+        supervisor.stop()
+        watcher.join(timeout=15)
+        sock.close()
