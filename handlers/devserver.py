@@ -13,6 +13,7 @@ one running request plus a small queue; beyond that a request is answered 503 wi
 from __future__ import annotations
 
 import base64
+import logging
 import secrets
 import socket
 import threading
@@ -211,7 +212,12 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
             )
             return
         event = build_event(self.command, self.path, dict(self.headers.items()), body, principal or None)
-        result = self.server.engine.run(event)
+        try:
+            result = self.server.engine.run(event)
+        except Exception:  # the handler answers its own errors; this is a fault of the server itself
+            logging.getLogger(__name__).exception("local server: the handler raised")
+            refuse(self, 500, "internal", "internal error; it has been logged", {})
+            return
         if result is None:
             refuse(
                 self,
