@@ -26,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from handlers.devserver_http import ExpectContinue, read_body, refuse
+from handlers.devserver_http import ExpectContinue, read_body, refuse, shed
 
 PUBLIC_PATHS = frozenset({"/health"})
 ALL_SCOPES = ["read", "write", "admin"]
@@ -34,6 +34,7 @@ DEV_TENANT = "dev"
 DEFAULT_QUEUE = 32  # requests waiting per worker: ~32 × a few ms of work, so a queued request waits < 1 s
 RETRY_AFTER_SECONDS = 1  # an overloaded engine drains its queue in about this long
 IDLE_TIMEOUT_SECONDS = 30  # a keep-alive connection with no request for this long is closed
+MAX_CONNECTIONS = 256  # open connections per worker, a thread each: bounds threads against slow clients
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -138,13 +139,34 @@ class QuarryHTTPServer(ThreadingHTTPServer):
         forwarder: type[BaseHTTPRequestHandler],
         engine: Engine,
         sock: socket.socket | None = None,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.engine = engine
+        self.max_connections = max_connections
+        self._open = 0
+        self._open_lock = threading.Lock()
         super().__init__(address, forwarder, bind_and_activate=sock is None)
         if sock is not None:
             self.socket.close()
             self.socket = sock
             self.server_address = sock.getsockname()[:2]
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread per connection, up to `max_connections`; beyond, a 503 at once and close."""
+        with self._open_lock:
+            admitted = self._open < self.max_connections
+            self._open += admitted
+        if admitted:
+            super().process_request(request, client_address)
+        else:
+            shed(request, RETRY_AFTER_SECONDS)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._open_lock:
+                self._open -= 1
 
     def server_close(self) -> None:
         super().server_close()
@@ -242,7 +264,8 @@ def make_server(
     *,
     queue: int = DEFAULT_QUEUE,
     sock: socket.socket | None = None,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> QuarryHTTPServer:
     """A server that authenticates and forwards every request to `handler` through one Engine."""
     forwarder = type("Forwarder", (_Forwarder,), {"keys": dict(keys), "max_body_bytes": max_body_bytes})
-    return QuarryHTTPServer((host, port), forwarder, Engine(handler, queue), sock)
+    return QuarryHTTPServer((host, port), forwarder, Engine(handler, queue), sock, max_connections)

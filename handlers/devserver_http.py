@@ -4,7 +4,9 @@ the 413 is sent, so the client sees the 413 rather than a connection reset."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler
@@ -116,3 +118,25 @@ class ExpectContinue:
         if raw.strip().isdigit() and int(raw) > self.max_body_bytes:
             return True  # no 100: the client waits, gets the 413, and need not send the body
         return bool(BaseHTTPRequestHandler.handle_expect_100(self))  # type: ignore[arg-type]
+
+
+SHED_READ_SECONDS = 0.01  # how long a shed connection's request may take to arrive before the 503
+
+
+def shed(conn: socket.socket, retry_after: int) -> None:
+    """Answer a connection the server has no room for: 503 + Retry-After, then close (on the accepting
+    thread, so it must stay quick)."""
+    body = json.dumps(
+        {"error": {"code": "overloaded", "message": "the server is at capacity; retry shortly", "fields": {}}}
+    ).encode()
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        f"Retry-After: {retry_after}\r\nConnection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    with contextlib.suppress(OSError):
+        conn.settimeout(SHED_READ_SECONDS)
+        with contextlib.suppress(OSError):
+            conn.recv(CHUNK)  # take the request off the socket, so closing does not reset the answer
+        conn.sendall(head.encode() + body)
+        conn.shutdown(socket.SHUT_WR)
+    conn.close()

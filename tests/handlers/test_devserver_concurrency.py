@@ -260,3 +260,28 @@ def test_kill_9_of_a_worker_during_bulk_ingest_loses_no_acknowledged_write(tmp_p
         supervisor.stop()
         watcher.join(timeout=15)
         sock.close()
+
+
+def test_beyond_the_connection_cap_a_connection_gets_503_and_the_cap_frees_up(local: Any) -> None:
+    import socket
+    import time
+
+    httpd = make_server("127.0.0.1", 0, KEYS, api.lambda_handler, 1 << 20, max_connections=2)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    port = int(httpd.server_address[1])
+    try:
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]  # slow clients, silent
+        time.sleep(0.2)
+        client = Client(port, "t1")
+        status, body = client.call("GET", "/context/weights")
+        assert status == 503 and body["error"]["code"] == "overloaded"
+        for sock in idle:
+            sock.close()
+        deadline = time.monotonic() + 10
+        while (status := client.call("GET", "/context/weights")[0]) == 503 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert status == 200
+        client.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
