@@ -127,6 +127,8 @@ def filter_clauses(tenant_id: str, filters: Filters) -> list[dict[str, Any]]:
         clauses.append(_terms(m.NAMESPACE, filters.namespaces))
     if filters.owner is not None:
         clauses.append({"term": {m.OWNER: filters.owner}})
+    if filters.owners:
+        clauses.append(_terms(m.OWNER, filters.owners))
     for key, values in sorted(filters.metadata.items()):
         clauses.append({"terms": {m.METADATA: [metadata_term(key, v) for v in values]}})
     return clauses

@@ -21,6 +21,7 @@ from core.models import (
     EntityRecord,
     Filters,
     LexicalQuery,
+    Placement,
     Retrieval,
     StoredEntity,
     Vector,
@@ -46,6 +47,7 @@ Refresh = bool | str  # False (default), True, or "wait_for" (tests, the local d
 # types (100 MiB on larger ones) with a 413, and recommends bulk requests of 5–15 MiB: 5 MiB stays
 # below every cap with room to spare. QUARRY_OPENSEARCH_MAX_BULK_BYTES changes it.
 DEFAULT_MAX_BULK_BYTES = 5 * 1024 * 1024
+REFRESH_INTERVAL_SECONDS = 1.0  # OpenSearch's default index.refresh_interval (the mapping keeps it)
 
 
 Write = tuple[str, bodies.SeqNo | None, dict[str, Any]]  # doc id, the read's (seq_no, term) or None, source
@@ -85,6 +87,11 @@ class OpenSearchIndex(IndexLifecycle):
         self._jitter = jitter
         self._ready = not auto_create
         self._max_bulk_bytes = max_bulk_bytes
+
+    @property
+    def visibility_delay_seconds(self) -> float:
+        """0 when writes wait for a refresh; else the index refresh interval (a search may miss a write)."""
+        return 0.0 if self._refresh else REFRESH_INTERVAL_SECONDS
 
     @property
     def alias(self) -> str:
@@ -262,28 +269,37 @@ class OpenSearchIndex(IndexLifecycle):
         body: Mapping[str, Any],
         metadata: Mapping[str, Any],
         updated_at: str,
+        placement: Placement | None = None,
     ) -> WriteOutcome:
-        """Rewrite the stored document with new body/metadata at `version` (text and vectors kept), built on
-        the document as it is when written (a write landing after the read makes it read again)."""
+        """Rewrite the stored document with new body/metadata (and placement) at `version`, text and vectors
+        kept, built on the document as it is when written (a write landing after the read: read again)."""
 
         def build(stored: Mapping[str, Any] | None) -> dict[str, Any] | WriteOutcome:
             if not _owned(stored, tenant_id) or stored.get(mapping.DELETED):  # type: ignore[union-attr]
                 return WriteOutcome.NOT_FOUND
             assert stored is not None
             refused = responses.refused(int(stored[mapping.VERSION]), version)
-            return refused or documents.with_metadata(stored, version, body, metadata, updated_at)
+            return refused or documents.with_metadata(stored, version, body, metadata, updated_at, placement)
 
         return self._cas([(documents.doc_id(tenant_id, key), build)], read="all")[0]
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
-        """Replace the entity by a tombstone at `version` (stored + 1 when None); unknown → NOT_FOUND."""
+        """Replace the entity by a tombstone at `version` (stored + 1 when None); see SearchIndex.delete.
+
+        Unknown with a version: a tombstone alone (an older write arriving later is refused). A live
+        document at exactly `version` is replaced (a delete wins a tie).
+        """
 
         def build(stored: Mapping[str, Any] | None) -> dict[str, Any] | WriteOutcome:
             if not _owned(stored, tenant_id):
-                return WriteOutcome.NOT_FOUND
+                if version is None:
+                    return WriteOutcome.NOT_FOUND
+                return documents.new_tombstone(tenant_id, key, version)
             assert stored is not None
             current = int(stored[mapping.VERSION])
             effective = current + 1 if version is None else version
+            if effective == current and not stored.get(mapping.DELETED):
+                return documents.tombstone(stored, effective)  # a delete wins a tie
             refused = responses.refused(current, effective)
             return refused or documents.tombstone(stored, effective)
 

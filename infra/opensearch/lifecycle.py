@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.errors import UnavailableError
+from core.errors import ConfigurationError
 from infra.opensearch import mapping
-from infra.opensearch.errors import BACKEND, UNAVAILABLE_RETRY_AFTER, error_parts, translated
+from infra.opensearch.errors import error_parts, translated
 
 _RESOURCE_EXISTS = "resource_already_exists_exception"
 
@@ -26,7 +26,7 @@ class IndexLifecycle:
 
         A cold start on an existing index costs two reads (alias, mapping) and writes nothing; an index
         whose vector dimension differs from the embedder's is refused here, naming both (a server-side
-        misconfiguration: 503, never the caller's 400).
+        misconfiguration: a logged 500, never the caller's 400).
         """
         with translated():
             exists = self._client.indices.exists_alias(name=self._alias)
@@ -60,12 +60,11 @@ class IndexLifecycle:
         for name, entry in live.items():
             problem = mapping.layout_problem(entry, self._dimension)
             if problem is not None:
-                raise UnavailableError(
-                    BACKEND,
+                message = (
                     f"index {name} (alias {self._alias}) cannot be used: {problem}; create a new index "
-                    "generation and reindex, or restore the embedder it was built with",
-                    UNAVAILABLE_RETRY_AFTER,
+                    "generation and reindex, or restore the embedder it was built with"
                 )
+                raise ConfigurationError(message, {"QUARRY_OPENSEARCH_INDEX_PREFIX": message})
 
     def _ensure_for_reads(self) -> None:
         """Before the first search: check an existing index's layout (a missing one reads as empty)."""

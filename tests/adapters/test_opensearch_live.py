@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.errors import PayloadTooLargeError, UnavailableError
+from core.errors import ConfigurationError, PayloadTooLargeError
 from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
 from infra.opensearch import OpenSearchIndex, bodies, mapping
 from tests.adapters.opensearch_live_support import fresh_live_index, live_client
@@ -213,16 +213,16 @@ def test_a_cold_start_on_an_existing_index_reads_its_mapping_and_leaves_the_temp
     assert [m for m, _ in counter.requests] == ["HEAD", "GET"]  # alias exists, its mapping: nothing written
 
 
-def test_an_embedder_of_another_dimension_is_refused_with_a_clear_server_error(
+def test_an_embedder_of_another_dimension_is_refused_as_a_configuration_error(
     live_index: OpenSearchIndex, client: Any
 ) -> None:
     live_index.upsert(record("t", "memory", "a", "eight dimensions"))
     wider = OpenSearchIndex(client, dimension=DIM * 2, prefix=live_index.alias, refresh=True)
     wide = record("t", "memory", "b", "sixteen dimensions", vec=np.ones(DIM * 2, dtype=np.float32) / 4)
-    with pytest.raises(UnavailableError) as raised:
+    with pytest.raises(ConfigurationError) as raised:
         wider.upsert(wide)
     assert f"{DIM} dimensions" in str(raised.value) and f"{DIM * 2}" in str(raised.value)
-    with pytest.raises(UnavailableError):
+    with pytest.raises(ConfigurationError):
         wider.retrieve(
             "t", LexicalQuery(("dimensions",)), np.ones(DIM * 2, dtype=np.float32) / 4, Filters(), 5
         )
