@@ -411,6 +411,8 @@ ALLOWED = {
             ("es:ESHttpPut", "/_index_template/quarry-template"),
             ("es:ESHttpPut", "/quarry-v*"),
             ("es:ESHttpHead", "/_alias/quarry"),
+            ("es:ESHttpGet", "/quarry/_mapping"),
+            ("es:ESHttpGet", "/"),
         },
     },
     "IndexingConsumerFunction": {
@@ -421,6 +423,8 @@ ALLOWED = {
             ("es:ESHttpPut", "/_index_template/quarry-template"),
             ("es:ESHttpPut", "/quarry-v*"),
             ("es:ESHttpHead", "/_alias/quarry"),
+            ("es:ESHttpGet", "/quarry/_mapping"),
+            ("es:ESHttpGet", "/"),
         },
     },
     "NightlyEvalFunction": {
@@ -431,7 +435,12 @@ ALLOWED = {
             "dynamodb:Query",
             "dynamodb:Scan",
         },
-        "es": {("es:ESHttpPost", "/_msearch"), ("es:ESHttpPost", "/quarry/_mget")},
+        "es": {
+            ("es:ESHttpPost", "/_msearch"),
+            ("es:ESHttpPost", "/quarry/_mget"),
+            ("es:ESHttpHead", "/_alias/quarry"),
+            ("es:ESHttpGet", "/quarry/_mapping"),
+        },
     },
 }
 
