@@ -39,7 +39,11 @@ def build_fp32(model_dir: Path, pooling: Pooling) -> Any:
     config = BertConfig.from_file(model_dir / "config.json")
     # BertEncoder validates the weights and names what is missing; its fused Q/K/V matrix is split back
     # into three projections below (the layout onnxruntime's fusions expect).
-    enc = BertEncoder(config, load_file(str(model_dir / "model.safetensors")))
+    try:
+        weights = load_file(str(model_dir / "model.safetensors"))
+    except Exception as exc:  # the Rust parser's errors do not name the file
+        raise ValueError(f"model.safetensors: {type(exc).__name__}: {exc}") from exc
+    enc = BertEncoder(config, weights)
     g = _Builder()
     h, heads = config.hidden_size, config.num_heads
     width = h // heads
