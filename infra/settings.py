@@ -73,7 +73,7 @@ class Settings(BaseSettings):
     embedder_query_prefix: str = Field(default="", max_length=64)
     embedder_threads: int = Field(default=2, ge=1, le=64)
     # Runtime: numpy (the reference pass), onnx (the same encoder in onnxruntime, same vectors, ~3× faster)
-    # or onnx-int8 (quantised: faster, cosine ≥ 0.985 to the reference). Unset: onnx when onnxruntime is
+    # or onnx-int8 (quantised: faster, cosine ≥ 0.98 to the reference). Unset: onnx when onnxruntime is
     # installed, else numpy. The ONNX graph is built once per model into the cache dir (default
     # ~/.cache/quarry/onnx) unless the model folder ships it prebuilt (the Lambda layer does).
     embedder_runtime: Literal["numpy", "onnx", "onnx-int8"] | None = None

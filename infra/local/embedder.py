@@ -10,12 +10,14 @@ first `embed`. A missing or corrupt model raises UnavailableError, so search deg
 Runtimes (`QUARRY_EMBEDDER_RUNTIME`): `numpy` is the reference forward pass (`bert.py`); `onnx` runs the
 same encoder as an ONNX graph in onnxruntime (fp32: the same vectors to cosine ≥ 0.999999, about three
 times faster); `onnx-int8` quantises its projections to int8 (faster still, not the same vectors: cosine
-≥ 0.985 to the reference). Unset: `onnx` when onnxruntime is installed, else `numpy`.
+≥ 0.98 to the reference). Unset: `onnx` when onnxruntime is installed (and the graph is prebuilt, cached
+or buildable with the `onnx` package), else `numpy`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -32,6 +34,7 @@ from core.models import Vector
 if TYPE_CHECKING:
     from infra.local.onnx_session import Runtime
 
+log = logging.getLogger(__name__)
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
 # Word pieces per forward batch: bounds the attention scores' memory (batch·heads·T² floats, ~50 MB at
@@ -187,7 +190,7 @@ class LocalEmbedder:
                 raise UnavailableError("embedder", self._failed[1])
             folder = self._read_folder()
             try:
-                self._model = _Model(folder, self.runtime, self._threads, self._cache_dir)
+                self._model = self._open(folder)
             except ModuleNotFoundError as exc:  # a runtime asked for but not installed: say which package
                 self._failed = (now, str(exc))
                 raise UnavailableError("embedder", str(exc)) from exc
@@ -197,6 +200,19 @@ class LocalEmbedder:
                 raise UnavailableError("embedder", message) from exc
             self._failed = None
             return self._model
+
+    def _open(self, folder: ModelFolder) -> _Model:
+        runtime = self.runtime
+        try:
+            return _Model(folder, runtime, self._threads, self._cache_dir)
+        except ModuleNotFoundError as exc:
+            if self._runtime is not None:
+                raise
+            # The default picked onnx, but its graph is neither cached nor buildable here (no `onnx`
+            # package): the NumPy pass gives the same vectors, only slower.
+            log.warning("local embedder: %s; using the NumPy runtime", exc)
+            self._runtime = "numpy"
+            return _Model(folder, "numpy", self._threads, self._cache_dir)
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         """Unit-length float32 vectors, one per text (passages: no prefix)."""
