@@ -1,0 +1,352 @@
+"""The vector store that follows writes: per tenant, memory-mapped column files beside the SQLite file.
+
+SQLite stays the source of truth. Triggers (sqlite_sql.py) append every chunk insert, chunk delete and
+change of an entity's filterable fields to `idx_changes`; a store records the change sequence and the
+index generation it reflects (`meta.json`) and catches up by re-reading only the chunks named in the log
+since then: a new chunk is appended, a dropped or replaced one is tombstoned, a moved one gets new codes.
+Nothing on the search path re-reads the tenant's vectors; a full build happens only when the files are
+missing or belong to another database (first start, a deleted data dir), and compaction copies live rows
+once tombstones pass a share of the rows.
+
+The files are shared: every SqliteIndex over the same database (threads, the server's worker processes)
+maps the same pages, so memory does not multiply with workers. Changes are made under an exclusive
+`flock`; rows are appended past the published count before `meta.json` is atomically replaced, so a
+reader (or a process killed mid-update) never sees a half-written row as live.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from infra.local.sqlite_connect import BUSY_TIMEOUT_MS
+from infra.local.vectors import CODED, VectorSnapshot
+
+COLUMN_TYPES: dict[str, Any] = {"ids": np.int64, "live": np.uint8} | {c: np.int32 for c in CODED}
+MIN_CAPACITY = 1024
+COMPACT_SHARE = 0.25  # compact when tombstones pass this share of the rows…
+COMPACT_MIN_DEAD = 1024  # …and are at least this many
+PRUNE_EVERY = 20_000  # log entries applied between prunes of the tenant's applied change log
+FETCH_ROWS = 4096
+
+_ROW_SELECT = (
+    "SELECT c.id, c.entity_type, e.source, e.owner, e.namespace, c.embedding FROM idx_chunks c "
+    "JOIN idx_entities e ON e.tenant_id = c.tenant_id AND e.entity_type = c.entity_type "
+    "AND e.entity_id = c.entity_id WHERE c.tenant_id = ? AND e.deleted = 0 AND c.embedding IS NOT NULL"
+)
+
+
+@dataclass
+class Meta:
+    db_id: str
+    epoch: int = 0
+    dim: int = 0
+    count: int = 0
+    capacity: int = 0
+    seq: int = 0  # last idx_changes.seq applied
+    pruned: int = 0  # last seq pruned from the log
+    gen: int = 0  # the tenant's index generation the files reflect
+    dead: int = 0
+    codes: dict[str, list[str | None]] = field(default_factory=lambda: {c: [None] for c in CODED})
+
+
+class TenantStore:
+    """One tenant's columns: vectors (capacity × dim float32), ids, live flags and filter codes."""
+
+    def __init__(self, folder: Path, tenant_id: str, db_id: str) -> None:
+        self._folder = folder
+        self._tenant = tenant_id
+        self._db_id = db_id
+        self._lock = threading.Lock()
+        self._meta: Meta | None = None
+        self._maps: dict[str, np.memmap] = {}
+        self._mapped: tuple[int, int, int] = (-1, -1, -1)  # (epoch, capacity, dim) of self._maps
+        self._snapshot: VectorSnapshot | None = None
+        self._code_index: dict[str, dict[str | None, int]] = {}
+        folder.mkdir(parents=True, exist_ok=True)
+
+    # -- public -----------------------------------------------------------------------------------------
+
+    def snapshot(self, conn: sqlite3.Connection, generation: int) -> VectorSnapshot:
+        """Rows reflecting at least `generation` (caught up from the change log if behind)."""
+        snap = self._snapshot
+        if snap is not None and snap.generation >= generation:
+            return snap
+        with self._lock:
+            snap = self._snapshot
+            if snap is not None and snap.generation >= generation:
+                return snap
+            meta = self._read_meta()
+            if meta is None or meta.gen < generation:
+                with self._flock():
+                    meta = self._read_meta()
+                    if meta is None or meta.gen < generation:
+                        meta = self._catch_up(conn, meta)
+            try:
+                self._snapshot = self._publish(meta)
+            except FileNotFoundError:  # compacted or rebuilt by another process meanwhile: read again
+                meta = self._read_meta()
+                if meta is None:
+                    raise
+                self._snapshot = self._publish(meta)
+            return self._snapshot
+
+    # -- files --------------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _flock(self) -> Iterator[None]:
+        fd = os.open(self._folder / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _read_meta(self) -> Meta | None:
+        try:
+            raw = json.loads((self._folder / "meta.json").read_text())
+            meta = Meta(**raw)
+        except (OSError, ValueError, TypeError):
+            return None
+        return meta if meta.db_id == self._db_id else None
+
+    def _write_meta(self, meta: Meta) -> None:
+        tmp = self._folder / f"meta.{os.getpid()}.{threading.get_ident()}.tmp"
+        tmp.write_text(json.dumps(asdict(meta)))
+        os.replace(tmp, self._folder / "meta.json")
+        self._meta = meta
+
+    def _file(self, epoch: int, column: str) -> Path:
+        return self._folder / f"e{epoch}.{column}"
+
+    def _map(self, meta: Meta) -> dict[str, np.memmap]:
+        """Memory maps of the current epoch's files (re-mapped when they grew or were compacted)."""
+        if self._mapped == (meta.epoch, meta.capacity, meta.dim):
+            return self._maps
+        maps: dict[str, np.memmap] = {}
+        if meta.capacity > 0:
+            columns: dict[str, tuple[Any, tuple[int, ...]]] = {
+                "vectors": (np.float32, (meta.capacity, meta.dim))
+            }
+            columns |= {c: (t, (meta.capacity,)) for c, t in COLUMN_TYPES.items()}
+            for column, (dtype, shape) in columns.items():
+                maps[column] = np.memmap(self._file(meta.epoch, column), dtype=dtype, mode="r+", shape=shape)
+        self._maps, self._mapped = maps, (meta.epoch, meta.capacity, meta.dim)
+        return maps
+
+    def _allocate(self, meta: Meta, capacity: int) -> None:
+        """Grow (or create) the epoch's files to `capacity` rows; existing rows stay where they are."""
+        sizes = {"vectors": 4 * meta.dim} | {c: np.dtype(t).itemsize for c, t in COLUMN_TYPES.items()}
+        for column, row_bytes in sizes.items():
+            with open(self._file(meta.epoch, column), "ab") as fh:
+                fh.truncate(capacity * row_bytes)
+        meta.capacity = capacity
+
+    def _publish(self, meta: Meta) -> VectorSnapshot:
+        maps = self._map(meta)
+        n = meta.count
+        lookup = {c: {v: i for i, v in enumerate(meta.codes[c])} for c in CODED}
+        if not maps:
+            empty = np.zeros(0, np.int64)
+            return VectorSnapshot(
+                meta.gen,
+                np.zeros((0, 0), np.float32),
+                empty,
+                np.zeros(0, np.uint8),
+                {c: np.zeros(0, np.int32) for c in CODED},
+                lookup,
+                0,
+            )
+        return VectorSnapshot(
+            generation=meta.gen,
+            matrix=maps["vectors"][:n],
+            ids=maps["ids"][:n],
+            # A copy (one byte a row): tombstones are set in place by the next catch-up, and a search on
+            # this snapshot must not lose a replaced chunk before it can see the replacement row.
+            live=np.array(maps["live"][:n]),
+            codes={c: maps[c][:n] for c in CODED},
+            lookup=lookup,
+            dead=meta.dead,
+        )
+
+    # -- catching up ------------------------------------------------------------------------------------
+
+    def _catch_up(self, conn: sqlite3.Connection, meta: Meta | None) -> Meta:
+        """Apply the change log since `meta` (or build from scratch) in one read snapshot of SQLite."""
+        self._code_index: dict[str, dict[str | None, int]] = {}
+        own = not conn.in_transaction  # inside the caller's transaction, read in its snapshot
+        if own:
+            conn.execute("BEGIN")
+        try:
+            gen_row = conn.execute(
+                "SELECT gen FROM idx_generation WHERE tenant_id = ?", (self._tenant,)
+            ).fetchone()
+            generation = int(gen_row[0]) if gen_row else 0
+            found = conn.execute(
+                "SELECT max(seq) FROM idx_changes WHERE tenant_id = ?", (self._tenant,)
+            ).fetchone()[0]
+            last = int(found) if found is not None else (0 if meta is None else meta.seq)
+            applied = None if meta is None or last < meta.seq else self._apply(conn, meta, last)
+            # None: no usable files, or a chunk id out of order (a database from before AUTOINCREMENT ids)
+            meta = applied if applied is not None else self._build(conn, generation, last)
+            meta.gen = generation
+        finally:
+            if own:
+                conn.execute("COMMIT")
+        if meta.dead >= COMPACT_MIN_DEAD and meta.dead > COMPACT_SHARE * meta.count:
+            meta = self._compact(meta)
+        self._write_meta(meta)
+        self._remove_other_epochs(meta.epoch)
+        if meta.seq - meta.pruned >= PRUNE_EVERY:
+            self._prune(conn, meta)
+        return meta
+
+    def _code(self, meta: Meta, column: str, value: str | None) -> int:
+        index = self._code_index.setdefault(column, {v: i for i, v in enumerate(meta.codes[column])})
+        code = index.get(value)
+        if code is None:
+            code = index[value] = len(meta.codes[column])
+            meta.codes[column].append(value)
+        return code
+
+    def _put(self, meta: Meta, row: int, values: tuple[Any, ...], vector: npt.NDArray[np.float32]) -> None:
+        maps = self._map(meta)
+        chunk_id, etype, source, owner, namespace = values
+        maps["vectors"][row] = vector
+        maps["ids"][row] = chunk_id
+        for column, value in zip(CODED, (etype, source, owner, namespace), strict=True):
+            maps[column][row] = self._code(meta, column, value)
+        maps["live"][row] = 1
+
+    def _append(self, meta: Meta, values: tuple[Any, ...], blob: bytes) -> None:
+        vector = np.frombuffer(blob, dtype=np.float32)
+        if meta.dim == 0:
+            meta.dim = vector.shape[0]
+        if vector.shape[0] != meta.dim:
+            return  # a vector of another model's dimension cannot be ranked with these
+        if meta.count >= meta.capacity:
+            self._allocate(meta, max(MIN_CAPACITY, 2 * meta.capacity))
+        self._put(meta, meta.count, values, vector)
+        meta.count += 1
+
+    def _next_epoch(self) -> int:
+        epochs = [int(p.name[1:].split(".")[0]) for p in self._folder.glob("e*.*") if p.name[1:2].isdigit()]
+        return max(epochs, default=-1) + 1
+
+    def _build(self, conn: sqlite3.Connection, generation: int, last: int) -> Meta:
+        epoch = self._next_epoch()
+        meta = Meta(db_id=self._db_id, epoch=epoch, seq=last, pruned=last, gen=generation)
+        cur = conn.execute(_ROW_SELECT + " ORDER BY c.id", (self._tenant,))
+        while rows := cur.fetchmany(FETCH_ROWS):
+            for r in rows:
+                self._append(meta, tuple(r[:5]), r[5])
+        return meta
+
+    def _apply(self, conn: sqlite3.Connection, meta: Meta, last: int) -> Meta | None:
+        changed = sorted(
+            {
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT chunk_id FROM idx_changes WHERE tenant_id = ? AND seq > ? AND seq <= ?",
+                    (self._tenant, meta.seq, last),
+                )
+            }
+        )
+        maps = self._map(meta)
+        for i in range(0, len(changed), 400):
+            batch = changed[i : i + 400]
+            marks = ",".join("?" * len(batch))
+            current = {
+                int(r[0]): r
+                for r in conn.execute(f"{_ROW_SELECT} AND c.id IN ({marks})", (self._tenant, *batch))
+            }
+            for chunk_id in batch:
+                ids = maps["ids"][: meta.count] if maps else np.zeros(0, np.int64)
+                pos = int(np.searchsorted(ids, chunk_id))
+                found = pos < meta.count and int(ids[pos]) == chunk_id
+                row = current.get(chunk_id)
+                if found:
+                    if row is not None:
+                        if maps["live"][pos] == 0:
+                            meta.dead -= 1
+                        self._put(meta, pos, tuple(row[:5]), np.frombuffer(row[5], np.float32))
+                    elif maps["live"][pos]:
+                        maps["live"][pos] = 0
+                        meta.dead += 1
+                elif row is not None:
+                    if pos < meta.count:
+                        return None
+                    self._append(meta, tuple(row[:5]), row[5])
+                    maps = self._map(meta)
+        meta.seq = last
+        return meta
+
+    def _compact(self, meta: Meta) -> Meta:
+        """Copy live rows into the next epoch's files (from the maps, not from SQLite)."""
+        old = self._map(meta)
+        keep = np.flatnonzero(old["live"][: meta.count])
+        new = Meta(**{**asdict(meta), "epoch": self._next_epoch(), "count": 0, "capacity": 0, "dead": 0})
+        self._allocate(new, max(MIN_CAPACITY, int(keep.size * 1.25)))
+        maps = self._map(new)
+        for b in range(0, keep.size, 65536):
+            rows = keep[b : b + 65536]
+            end = new.count + rows.size
+            maps["vectors"][new.count : end] = old["vectors"][rows]
+            for column in COLUMN_TYPES:
+                maps[column][new.count : end] = old[column][rows]
+            new.count = end
+        return new
+
+    def _remove_other_epochs(self, epoch: int) -> None:
+        """Unlink older files (processes that still map them keep their pages until they re-map)."""
+        for path in self._folder.glob("e*.*"):
+            if not path.name.startswith(f"e{epoch}."):
+                path.unlink(missing_ok=True)
+
+    def _prune(self, conn: sqlite3.Connection, meta: Meta) -> None:
+        if conn.in_transaction:
+            return
+        conn.execute("PRAGMA busy_timeout = 0")  # never wait for a writer here: the next catch-up prunes
+        try:
+            conn.execute("DELETE FROM idx_changes WHERE tenant_id = ? AND seq <= ?", (self._tenant, meta.seq))
+        except sqlite3.OperationalError:
+            return
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        meta.pruned = meta.seq
+        self._write_meta(meta)
+
+
+class VectorStores:
+    """The tenants' stores of one database, in `<database file>.vectors/`."""
+
+    def __init__(self, folder: Path, db_id: str) -> None:
+        self._folder = folder
+        self._db_id = db_id
+        self._stores: dict[str, TenantStore] = {}
+        self._lock = threading.Lock()
+
+    def tenant(self, tenant_id: str) -> TenantStore:
+        with self._lock:
+            store = self._stores.get(tenant_id)
+            if store is None:
+                name = hashlib.sha256(tenant_id.encode("utf-8")).hexdigest()[:24]
+                store = TenantStore(self._folder / name, tenant_id, self._db_id)
+                self._stores[tenant_id] = store
+            return store
+
+    def loaded(self) -> list[str]:
+        with self._lock:
+            return list(self._stores)
