@@ -369,27 +369,34 @@ class SqliteIndex:
             # A write committed after the snapshot was taken may have replaced a picked chunk: then take
             # the newer snapshot and rank again, so the answer is neither stale nor short.
             picked = self._tenant_vectors(tenant_id).top(query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY)
-            found, complete = self._checked_candidates(tenant_id, picked, k)
-            if complete:
+            found = self._chunk_candidates(tenant_id, picked)
+            if len(found) == len(picked):
                 return found
         # Writes keep landing in between: rank once more with writers held off for these few ms.
         with self._tx():
             picked = self._tenant_vectors(tenant_id).top(query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY)
-            return self._candidates(tenant_id, picked, k)
+            return self._chunk_candidates(tenant_id, picked)
+
+    def _chunk_candidates(self, tenant_id: str, picked: list[tuple[int, float]]) -> list[Candidate]:
+        """Candidates for (chunk id, score) pairs already one per entity: one read, by primary key."""
+        if not picked:
+            return []
+        marks = ",".join("?" * len(picked))
+        rows = self._read(
+            f"{CANDIDATE_SELECT} WHERE c.id IN ({marks}) AND +c.tenant_id = ? AND e.deleted = 0",
+            [*(chunk_id for chunk_id, _ in picked), tenant_id],
+        )
+        by_id = {row[0]: row for row in rows}
+        return [candidate(by_id[i], score) for i, score in picked if i in by_id]
 
     def _candidates(self, tenant_id: str, picked: list[tuple[int, float]], k: int) -> list[Candidate]:
-        return self._checked_candidates(tenant_id, picked, k)[0]
-
-    def _checked_candidates(
-        self, tenant_id: str, picked: list[tuple[int, float]], k: int
-    ) -> tuple[list[Candidate], bool]:
         """Candidates for (chunk id, score) pairs, best first, one per entity (the tenant re-checked).
 
         Two small reads: chunk keys to pick each entity's best chunk, then texts and display fields for
         the k winners only (measured: 0.4 ms instead of 1.5 ms for joining all k × 3 rows).
         """
         if not picked:
-            return [], True
+            return []
         marks = ",".join("?" * len(picked))
         keys = {
             r[0]: (r[1], r[2])
@@ -401,10 +408,8 @@ class SqliteIndex:
             )
         }
         best: dict[tuple[str, str], tuple[int, float]] = {}
-        complete = True
         for chunk_id, score in picked:
             key = keys.get(chunk_id)
-            complete = complete and key is not None
             if key is not None and key not in best:
                 best[key] = (chunk_id, score)
                 if len(best) >= k:
@@ -413,8 +418,7 @@ class SqliteIndex:
         marks = ",".join("?" * len(winners))
         rows = self._read(f"{CANDIDATE_SELECT} WHERE c.id IN ({marks}) AND e.deleted = 0", list(winners))
         by_id = {row[0]: row for row in rows}
-        complete = complete and len(by_id) == len(winners)
-        return [candidate(by_id[i], score) for i, score in winners.items() if i in by_id], complete
+        return [candidate(by_id[i], score) for i, score in winners.items() if i in by_id]
 
     def retrieve(
         self, tenant_id: str, query: LexicalQuery | None, embedding: Vector | None, filters: Filters, k: int

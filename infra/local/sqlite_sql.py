@@ -156,5 +156,5 @@ def candidate(row: Sequence[Any], score: float) -> Candidate:
         namespace=row[7],
         created_at=row[8] or "",
         updated_at=row[9] or "",
-        metadata=json.loads(row[11] or "{}"),
+        metadata=json.loads(row[11]) if row[11] and row[11] != "{}" else {},
     )

@@ -34,7 +34,7 @@ import numpy.typing as npt
 from infra.local.sqlite_connect import BUSY_TIMEOUT_MS
 from infra.local.vectors import CODED, VectorSnapshot
 
-COLUMN_TYPES: dict[str, Any] = {"ids": np.int64, "live": np.uint8} | {c: np.int32 for c in CODED}
+COLUMN_TYPES: dict[str, Any] = {"ids": np.int64, "entity": np.int64, "live": np.uint8} | {c: np.int32 for c in CODED}
 MIN_CAPACITY = 1024
 COMPACT_SHARE = 0.25  # compact when tombstones pass this share of the rows…
 COMPACT_MIN_DEAD = 1024  # …and are at least this many
@@ -42,15 +42,19 @@ PRUNE_EVERY = 20_000  # log entries applied between prunes of the tenant's appli
 FETCH_ROWS = 4096
 
 _ROW_SELECT = (
-    "SELECT c.id, c.entity_type, e.source, e.owner, e.namespace, c.embedding FROM idx_chunks c "
+    "SELECT c.id, e.rowid, c.entity_type, e.source, e.owner, e.namespace, c.embedding FROM idx_chunks c "
     "JOIN idx_entities e ON e.tenant_id = c.tenant_id AND e.entity_type = c.entity_type "
     "AND e.entity_id = c.entity_id WHERE c.tenant_id = ? AND e.deleted = 0 AND c.embedding IS NOT NULL"
 )
 
 
+FORMAT = 2  # bump when the files' columns change: older files are rebuilt, never misread
+
+
 @dataclass
 class Meta:
     db_id: str
+    format: int = FORMAT
     epoch: int = 0
     dim: int = 0
     count: int = 0
@@ -117,6 +121,8 @@ class TenantStore:
     def _read_meta(self) -> Meta | None:
         try:
             raw = json.loads((self._folder / "meta.json").read_text())
+            if raw.get("format") != FORMAT:
+                return None
             meta = Meta(**raw)
         except (OSError, ValueError, TypeError):
             return None
@@ -164,6 +170,7 @@ class TenantStore:
                 meta.gen,
                 np.zeros((0, 0), np.float32),
                 empty,
+                empty,
                 np.zeros(0, np.uint8),
                 {c: np.zeros(0, np.int32) for c in CODED},
                 lookup,
@@ -173,6 +180,7 @@ class TenantStore:
             generation=meta.gen,
             matrix=maps["vectors"][:n],
             ids=maps["ids"][:n],
+            entity=maps["entity"][:n],
             # A copy (one byte a row): tombstones are set in place by the next catch-up, and a search on
             # this snapshot must not lose a replaced chunk before it can see the replacement row.
             live=np.array(maps["live"][:n]),
@@ -223,9 +231,10 @@ class TenantStore:
 
     def _put(self, meta: Meta, row: int, values: tuple[Any, ...], vector: npt.NDArray[np.float32]) -> None:
         maps = self._map(meta)
-        chunk_id, etype, source, owner, namespace = values
+        chunk_id, entity, etype, source, owner, namespace = values
         maps["vectors"][row] = vector
         maps["ids"][row] = chunk_id
+        maps["entity"][row] = entity
         for column, value in zip(CODED, (etype, source, owner, namespace), strict=True):
             maps[column][row] = self._code(meta, column, value)
         maps["live"][row] = 1
@@ -251,7 +260,7 @@ class TenantStore:
         cur = conn.execute(_ROW_SELECT + " ORDER BY c.id", (self._tenant,))
         while rows := cur.fetchmany(FETCH_ROWS):
             for r in rows:
-                self._append(meta, tuple(r[:5]), r[5])
+                self._append(meta, tuple(r[:6]), r[6])
         return meta
 
     def _apply(self, conn: sqlite3.Connection, meta: Meta, last: int) -> Meta | None:
@@ -281,14 +290,14 @@ class TenantStore:
                     if row is not None:
                         if maps["live"][pos] == 0:
                             meta.dead -= 1
-                        self._put(meta, pos, tuple(row[:5]), np.frombuffer(row[5], np.float32))
+                        self._put(meta, pos, tuple(row[:6]), np.frombuffer(row[6], np.float32))
                     elif maps["live"][pos]:
                         maps["live"][pos] = 0
                         meta.dead += 1
                 elif row is not None:
                     if pos < meta.count:
                         return None
-                    self._append(meta, tuple(row[:5]), row[5])
+                    self._append(meta, tuple(row[:6]), row[6])
                     maps = self._map(meta)
         meta.seq = last
         return meta

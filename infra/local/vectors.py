@@ -31,6 +31,7 @@ class VectorSnapshot:
     generation: int
     matrix: npt.NDArray[np.float32]
     ids: npt.NDArray[np.int64]
+    entity: npt.NDArray[np.int64]  # the entity row each chunk belongs to: one result per entity
     live: npt.NDArray[np.uint8]
     codes: Mapping[str, npt.NDArray[np.int32]]
     lookup: Mapping[str, Mapping[str | None, int]]
@@ -84,7 +85,7 @@ class VectorSnapshot:
         k: int,
         rows_per_entity: int,
     ) -> list[tuple[int, float]]:
-        """(chunk id, cosine) of the best chunks, enough to yield k distinct entities, best first."""
+        """(chunk id, cosine) of the best chunk of each of the k best entities, best first."""
         n = self.count
         if n == 0 or query.shape[0] != self.matrix.shape[1]:
             return []
@@ -109,8 +110,15 @@ class VectorSnapshot:
                 for b in range(0, rows.size, GATHER_BLOCK):
                     scores[b : b + GATHER_BLOCK] = self.matrix[rows[b : b + GATHER_BLOCK]] @ query
         want = min(valid, k * rows_per_entity)
-        part = np.argpartition(-scores, want - 1)[:want] if want < scores.size else np.arange(scores.size)
-        part = part[np.isfinite(scores[part])]
-        picked = part if rows is None else rows[part]
-        order = np.lexsort((self.ids[picked], -scores[part]))
-        return [(int(self.ids[picked[i]]), float(scores[part[i]])) for i in order]
+        while True:
+            part = np.argpartition(-scores, want - 1)[:want] if want < scores.size else np.arange(scores.size)
+            part = part[np.isfinite(scores[part])]
+            picked = part if rows is None else rows[part]
+            order = np.lexsort((self.ids[picked], -scores[part]))
+            part, picked = part[order], picked[order]
+            _, first = np.unique(self.entity[picked], return_index=True)
+            if first.size >= k or want >= valid:
+                break
+            want = min(valid, want * 4)  # many chunks of the same entities: look deeper
+        best = np.sort(first)[:k]
+        return list(zip(self.ids[picked[best]].tolist(), scores[part[best]].tolist(), strict=True))
