@@ -144,8 +144,8 @@ def lexical_queries(registry: EntityTypeRegistry, words: list[str]) -> dict[str,
 
 
 def measure(index: Any, n: int, space: Space, words: list[str], queries: int) -> dict[str, Any]:
-    from core.service.search import SearchService
     from core.schemas import SearchRequest
+    from core.service.search import SearchService
     from infra.clock import SystemClock
 
     res: dict[str, Any] = {}
@@ -156,19 +156,21 @@ def measure(index: Any, n: int, space: Space, words: list[str], queries: int) ->
     snap = index._tenant_vectors("bench")
     matrix = np.array(snap.matrix)
     res["numpy_bound"] = summary(timed(lambda q: np.argpartition(-(matrix @ q), K)[:K], list(qv)))
-    del matrix
     tasks = Filters(entity_types=("task",))
     res["vector_type_filter"] = summary(timed(lambda q: index.vector("bench", q, tasks, K), list(qv)))
     if hasattr(index, "approximate"):
         approx = [index.approximate("bench", q, Filters(), K) for q in qv]
         res["vector_approx"] = summary(timed(lambda q: index.approximate("bench", q, Filters(), K), list(qv)))
         hits = [
-            len({c.key for c in a} & {c.key for c in e}) / max(1, len(e)) for a, e in zip(approx, exact, strict=True)
+            len({c.key for c in a} & {c.key for c in e}) / max(1, len(e))
+            for a, e in zip(approx, exact, strict=True)
         ]
         res["recall_at_100"] = round(float(np.mean(hits)), 4)
     registry = EntityTypeRegistry()
     for name, qs in lexical_queries(registry, words).items():
-        res[f"keyword_{name}"] = summary(timed(lambda q: index.lexical("bench", q, Filters(), K), qs[:queries]))
+        res[f"keyword_{name}"] = summary(
+            timed(lambda q: index.lexical("bench", q, Filters(), K), qs[:queries])
+        )
 
     texts = query_texts()[:queries]
     vectors = dict(zip(texts, qv, strict=False))
