@@ -220,6 +220,9 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/quarry-scale")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--json")
+    ap.add_argument(
+        "--build-only", action="store_true", help="ingest (or reuse) the indexes, measure nothing"
+    )
     args = ap.parse_args()
     from infra.local.sqlite_index import SqliteIndex
 
@@ -230,6 +233,8 @@ def main() -> None:
         index = SqliteIndex(Path(args.work) / f"scale-{n}.db")
         print(f"{n} chunks", file=sys.stderr, flush=True)
         row = build(index, n, words, p, space)
+        if args.build_only:
+            continue
         row |= measure(index, n, space, words, args.queries)
         report[str(n)] = row
         print(json.dumps({n: row}, indent=1), flush=True)

@@ -51,6 +51,7 @@ from infra.local.vectors import VectorSnapshot
 BM25_WEIGHTS = (0.0, 3.0, 2.0, 1.0)  # scope column (weight 0), then the boost tiers title^3, strong^2, body^1
 CHUNK_ROWS_PER_ENTITY = 3  # fetch this many chunk rows per wanted entity before collapsing to entities
 MAX_FUZZY_EXPANSIONS = 8  # vocabulary terms one fuzzy term may expand to
+ANN_PROBE = 24  # lists scored per approximate search (measured in bench/scale.py: recall@100 vs speed)
 VECTOR_ATTEMPTS = 3  # rankings retried when a concurrent write replaced a picked chunk
 SQL_BATCH = 400  # stay well under SQLite's bound-parameter limit
 
@@ -58,8 +59,11 @@ SQL_BATCH = 400  # stay well under SQLite's bound-parameter limit
 class SqliteIndex:
     """The embedded SearchIndex (see module docstring). Thread-safe: one connection per thread."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, ann_min_chunks: int = 0, ann_probe: int = ANN_PROBE) -> None:
+        """`ann_min_chunks`: tenants with at least this many chunks get an approximate vector index (0:
+        never); `ann_probe`: how many of its lists a search scores (more: better recall, slower)."""
         self._path = str(path)
+        self._ann_probe = ann_probe
         if self._path != ":memory:":
             Path(self._path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
@@ -78,7 +82,7 @@ class SqliteIndex:
             weakref.finalize(self, _remove_tree, folder)
         else:
             folder = Path(self._path + ".vectors")
-        self._vectors = VectorStores(folder, str(db_id))
+        self._vectors = VectorStores(folder, str(db_id), ann_min_chunks)
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -350,8 +354,11 @@ class SqliteIndex:
         except sqlite3.OperationalError as exc:
             raise UnavailableError("sqlite", str(exc)) from exc
 
-    def vector(self, tenant_id: str, embedding: Vector, filters: Filters, k: int) -> list[Candidate]:
-        """Exact cosine k-NN over the tenant's chunk vectors, filters applied before ranking."""
+    def vector(
+        self, tenant_id: str, embedding: Vector, filters: Filters, k: int, exact: bool = False
+    ) -> list[Candidate]:
+        """Cosine k-NN over the tenant's chunk vectors, filters applied before ranking: exact, or through the
+        approximate index for a tenant past `ann_min_chunks` (unless `exact`)."""
         if k <= 0:
             return []
         allowed = None
@@ -365,16 +372,21 @@ class SqliteIndex:
                 )
             ]
         query = np.asarray(embedding, np.float32)
+        probe = 0 if exact else self._ann_probe
         for _ in range(VECTOR_ATTEMPTS):
             # A write committed after the snapshot was taken may have replaced a picked chunk: then take
             # the newer snapshot and rank again, so the answer is neither stale nor short.
-            picked = self._tenant_vectors(tenant_id).top(query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY)
+            picked = self._tenant_vectors(tenant_id).top(
+                query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe
+            )
             found = self._chunk_candidates(tenant_id, picked)
             if len(found) == len(picked):
                 return found
         # Writes keep landing in between: rank once more with writers held off for these few ms.
         with self._tx():
-            picked = self._tenant_vectors(tenant_id).top(query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY)
+            picked = self._tenant_vectors(tenant_id).top(
+                query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe
+            )
             return self._chunk_candidates(tenant_id, picked)
 
     def _chunk_candidates(self, tenant_id: str, picked: list[tuple[int, float]]) -> list[Candidate]:

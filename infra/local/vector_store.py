@@ -31,15 +31,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from infra.local import ivf
 from infra.local.sqlite_connect import BUSY_TIMEOUT_MS
 from infra.local.vectors import CODED, VectorSnapshot
 
-COLUMN_TYPES: dict[str, Any] = {"ids": np.int64, "entity": np.int64, "live": np.uint8} | {c: np.int32 for c in CODED}
+COLUMN_TYPES: dict[str, Any] = {"ids": np.int64, "entity": np.int64, "live": np.uint8} | {
+    c: np.int32 for c in CODED
+}
 MIN_CAPACITY = 1024
 COMPACT_SHARE = 0.25  # compact when tombstones pass this share of the rows…
 COMPACT_MIN_DEAD = 1024  # …and are at least this many
 PRUNE_EVERY = 20_000  # log entries applied between prunes of the tenant's applied change log
 FETCH_ROWS = 4096
+ANN_RETRAIN_SHARE = 0.5  # retrain the approximate index once the rows appended since pass this share
 
 _ROW_SELECT = (
     "SELECT c.id, e.rowid, c.entity_type, e.source, e.owner, e.namespace, c.embedding FROM idx_chunks c "
@@ -64,13 +68,19 @@ class Meta:
     gen: int = 0  # the tenant's index generation the files reflect
     dead: int = 0
     codes: dict[str, list[str | None]] = field(default_factory=lambda: {c: [None] for c in CODED})
+    ivf: dict[str, Any] | None = None  # {"name", "epoch", "rows"}: the approximate index over these files
 
 
 class TenantStore:
     """One tenant's columns: vectors (capacity × dim float32), ids, live flags and filter codes."""
 
-    def __init__(self, folder: Path, tenant_id: str, db_id: str) -> None:
+    def __init__(self, folder: Path, tenant_id: str, db_id: str, ann_min_chunks: int = 0) -> None:
         self._folder = folder
+        self._ann_min = ann_min_chunks
+        self._ivf: ivf.Ivf | None = None
+        self._training: threading.Thread | None = None
+        self._meta_mtime = 0
+        self._ivf_name = ""
         self._tenant = tenant_id
         self._db_id = db_id
         self._lock = threading.Lock()
@@ -86,11 +96,11 @@ class TenantStore:
     def snapshot(self, conn: sqlite3.Connection, generation: int) -> VectorSnapshot:
         """Rows reflecting at least `generation` (caught up from the change log if behind)."""
         snap = self._snapshot
-        if snap is not None and snap.generation >= generation:
+        if snap is not None and snap.generation >= generation and not self._meta_changed():
             return snap
         with self._lock:
             snap = self._snapshot
-            if snap is not None and snap.generation >= generation:
+            if snap is not None and snap.generation >= generation and not self._meta_changed():
                 return snap
             meta = self._read_meta()
             if meta is None or meta.gen < generation:
@@ -105,6 +115,7 @@ class TenantStore:
                 if meta is None:
                     raise
                 self._snapshot = self._publish(meta)
+            self._maybe_train(meta)
             return self._snapshot
 
     # -- files --------------------------------------------------------------------------------------------
@@ -118,8 +129,16 @@ class TenantStore:
         finally:
             os.close(fd)  # closing releases the lock
 
+    def _meta_changed(self) -> bool:
+        """Another process (or the trainer) replaced meta.json since this snapshot was published."""
+        try:
+            return os.stat(self._folder / "meta.json").st_mtime_ns != self._meta_mtime
+        except OSError:
+            return False
+
     def _read_meta(self) -> Meta | None:
         try:
+            self._meta_mtime = os.stat(self._folder / "meta.json").st_mtime_ns
             raw = json.loads((self._folder / "meta.json").read_text())
             if raw.get("format") != FORMAT:
                 return None
@@ -133,6 +152,7 @@ class TenantStore:
         tmp.write_text(json.dumps(asdict(meta)))
         os.replace(tmp, self._folder / "meta.json")
         self._meta = meta
+        self._meta_mtime = os.stat(self._folder / "meta.json").st_mtime_ns
 
     def _file(self, epoch: int, column: str) -> Path:
         return self._folder / f"e{epoch}.{column}"
@@ -177,6 +197,7 @@ class TenantStore:
                 0,
             )
         return VectorSnapshot(
+            ivf=self._load_ivf(meta),
             generation=meta.gen,
             matrix=maps["vectors"][:n],
             ids=maps["ids"][:n],
@@ -306,7 +327,9 @@ class TenantStore:
         """Copy live rows into the next epoch's files (from the maps, not from SQLite)."""
         old = self._map(meta)
         keep = np.flatnonzero(old["live"][: meta.count])
-        new = Meta(**{**asdict(meta), "epoch": self._next_epoch(), "count": 0, "capacity": 0, "dead": 0})
+        new = Meta(
+            **{**asdict(meta), "epoch": self._next_epoch(), "count": 0, "capacity": 0, "dead": 0, "ivf": None}
+        )
         self._allocate(new, max(MIN_CAPACITY, int(keep.size * 1.25)))
         maps = self._map(new)
         for b in range(0, keep.size, 65536):
@@ -318,10 +341,60 @@ class TenantStore:
             new.count = end
         return new
 
+    # -- the approximate index ---------------------------------------------------------------------------
+
+    def _load_ivf(self, meta: Meta) -> ivf.Ivf | None:
+        spec = meta.ivf
+        if not spec or spec["epoch"] != meta.epoch:
+            return None
+        if self._ivf is None or self._ivf.rows != spec["rows"] or self._ivf_name != spec["name"]:
+            self._ivf = ivf.load(self._folder, spec["name"], spec["rows"], meta.dim)
+            self._ivf_name = spec["name"]
+        return self._ivf
+
+    def _maybe_train(self, meta: Meta) -> None:
+        """Start training in the background when the tenant is large and the index missing or outgrown."""
+        if self._ann_min <= 0 or meta.count - meta.dead < self._ann_min:
+            return
+        spec = meta.ivf if meta.ivf and meta.ivf["epoch"] == meta.epoch else None
+        if spec is not None and meta.count - spec["rows"] <= ANN_RETRAIN_SHARE * spec["rows"]:
+            return
+        if self._training is not None and self._training.is_alive():
+            return
+        snap = self._snapshot
+        assert snap is not None
+        self._training = threading.Thread(target=self._train, args=(meta.epoch, snap), daemon=True)
+        self._training.start()
+
+    def _train(self, epoch: int, snap: VectorSnapshot) -> None:
+        """Train on the rows as published (rows never move within an epoch), then attach under the lock."""
+        fd = os.open(self._folder / "train.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # another process is training
+            centroids = ivf.train(snap.matrix, snap.live)
+            order, offsets = ivf.assign(snap.matrix, centroids)
+            name = f"ivf{epoch}-{snap.count}"
+            ivf.save(self._folder, name, centroids, order, offsets)
+            with self._flock():
+                meta = self._read_meta()
+                if meta is None or meta.epoch != epoch:
+                    return  # compacted meanwhile: the next snapshot trains again
+                meta.ivf = {"name": name, "epoch": epoch, "rows": snap.count}
+                self._write_meta(meta)
+                self._meta_mtime = 0  # this process's next search publishes the index too
+                for path in self._folder.glob("ivf*.*"):
+                    if not path.name.startswith(name + "."):
+                        path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
     def _remove_other_epochs(self, epoch: int) -> None:
         """Unlink older files (processes that still map them keep their pages until they re-map)."""
         for path in self._folder.glob("e*.*"):
-            if not path.name.startswith(f"e{epoch}."):
+            if not path.name.startswith(f"e{epoch}.") and not path.name.startswith("ivf"):
                 path.unlink(missing_ok=True)
 
     def _prune(self, conn: sqlite3.Connection, meta: Meta) -> None:
@@ -341,9 +414,10 @@ class TenantStore:
 class VectorStores:
     """The tenants' stores of one database, in `<database file>.vectors/`."""
 
-    def __init__(self, folder: Path, db_id: str) -> None:
+    def __init__(self, folder: Path, db_id: str, ann_min_chunks: int = 0) -> None:
         self._folder = folder
         self._db_id = db_id
+        self._ann_min = ann_min_chunks
         self._stores: dict[str, TenantStore] = {}
         self._lock = threading.Lock()
 
@@ -352,7 +426,7 @@ class VectorStores:
             store = self._stores.get(tenant_id)
             if store is None:
                 name = hashlib.sha256(tenant_id.encode("utf-8")).hexdigest()[:24]
-                store = TenantStore(self._folder / name, tenant_id, self._db_id)
+                store = TenantStore(self._folder / name, tenant_id, self._db_id, self._ann_min)
                 self._stores[tenant_id] = store
             return store
 

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.models import Filters
+from infra.local.ivf import Ivf
 
 CODED = ("type", "source", "owner", "namespace")  # the filterable columns kept as int32 codes
 SELECTIVE = 0.3  # below this share of rows selected, score only those rows (gathered in blocks)
@@ -36,6 +37,7 @@ class VectorSnapshot:
     codes: Mapping[str, npt.NDArray[np.int32]]
     lookup: Mapping[str, Mapping[str | None, int]]
     dead: int
+    ivf: Ivf | None = None  # the approximate index over this epoch's rows, when the tenant is large
 
     @property
     def count(self) -> int:
@@ -77,39 +79,23 @@ class VectorSnapshot:
             narrow(self.live.view(np.bool_))
         return mask
 
-    def top(
+    def _score(self, rows: npt.NDArray[np.int64], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Scores of the given rows, gathered in bounded blocks (never a copy of the whole matrix)."""
+        scores = np.empty(rows.size, dtype=np.float32)
+        for b in range(0, rows.size, GATHER_BLOCK):
+            scores[b : b + GATHER_BLOCK] = self.matrix[rows[b : b + GATHER_BLOCK]] @ query
+        return scores
+
+    def _pick(
         self,
-        query: npt.NDArray[np.float32],
-        filters: Filters,
-        allowed: Sequence[int] | None,
+        scores: npt.NDArray[np.float32],
+        rows: npt.NDArray[np.int64] | None,
+        valid: int,
         k: int,
-        rows_per_entity: int,
+        deep: int,
     ) -> list[tuple[int, float]]:
-        """(chunk id, cosine) of the best chunk of each of the k best entities, best first."""
-        n = self.count
-        if n == 0 or query.shape[0] != self.matrix.shape[1]:
-            return []
-        mask = self._mask(filters, allowed)
-        if mask is False:
-            return []
-        rows: npt.NDArray[np.intp] | None = None
-        if mask is None:
-            scores = self.matrix @ query
-            valid = n
-        else:
-            assert not isinstance(mask, bool)
-            valid = int(np.count_nonzero(mask))
-            if valid == 0:
-                return []
-            if valid >= SELECTIVE * n:
-                scores = self.matrix @ query
-                scores[~mask] = -np.inf
-            else:
-                rows = np.flatnonzero(mask)
-                scores = np.empty(rows.size, dtype=np.float32)
-                for b in range(0, rows.size, GATHER_BLOCK):
-                    scores[b : b + GATHER_BLOCK] = self.matrix[rows[b : b + GATHER_BLOCK]] @ query
-        want = min(valid, k * rows_per_entity)
+        """The best chunk of each of the k best entities among scored rows (rows None = every row)."""
+        want = min(valid, deep)
         while True:
             part = np.argpartition(-scores, want - 1)[:want] if want < scores.size else np.arange(scores.size)
             part = part[np.isfinite(scores[part])]
@@ -122,3 +108,44 @@ class VectorSnapshot:
             want = min(valid, want * 4)  # many chunks of the same entities: look deeper
         best = np.sort(first)[:k]
         return list(zip(self.ids[picked[best]].tolist(), scores[part[best]].tolist(), strict=True))
+
+    def top(
+        self,
+        query: npt.NDArray[np.float32],
+        filters: Filters,
+        allowed: Sequence[int] | None,
+        k: int,
+        rows_per_entity: int,
+        probe: int = 0,
+    ) -> list[tuple[int, float]]:
+        """(chunk id, cosine) of the best chunk of each of the k best entities, best first.
+
+        With `probe` > 0 and an approximate index, only the `probe` nearest lists (and the rows appended
+        since training) are scored; if that yields fewer than k entities, the exact ranking answers.
+        """
+        n = self.count
+        if n == 0 or query.shape[0] != self.matrix.shape[1]:
+            return []
+        mask = self._mask(filters, allowed)
+        if mask is False:
+            return []
+        assert not isinstance(mask, bool)
+        if probe > 0 and self.ivf is not None:
+            rows = self.ivf.candidates(query, probe, n)
+            if mask is not None:
+                rows = rows[mask[rows]]
+            if rows.size >= k:
+                found = self._pick(self._score(rows, query), rows, rows.size, k, k * rows_per_entity)
+                if len(found) >= k:
+                    return found
+        if mask is None:
+            return self._pick(self.matrix @ query, None, n, k, k * rows_per_entity)
+        valid = int(np.count_nonzero(mask))
+        if valid == 0:
+            return []
+        if valid >= SELECTIVE * n:
+            scores = self.matrix @ query
+            scores[~mask] = -np.inf
+            return self._pick(scores, None, valid, k, k * rows_per_entity)
+        rows = np.flatnonzero(mask)
+        return self._pick(self._score(rows, query), rows, valid, k, k * rows_per_entity)

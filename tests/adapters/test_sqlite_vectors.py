@@ -245,3 +245,35 @@ def test_kill_9_mid_write_loses_no_acknowledged_write(tmp_path: Path) -> None:
         assert vec_hits(index, v, k=1) == [eid]
         hits = index.lexical("t", LexicalQuery(("written",), phrases=(f"number {eid[1:]}",)), Filters(), 3)
         assert [c.key.entity_id for c in hits] == [eid]
+
+
+def test_a_large_tenant_gets_an_approximate_index_that_follows_writes(tmp_path: Path) -> None:
+    path = tmp_path / "big.db"
+    index = SqliteIndex(path, ann_min_chunks=1000, ann_probe=8)
+    rng = np.random.default_rng(12)
+    centres = rng.standard_normal((40, DIM)).astype(np.float32)
+    vectors = centres[rng.integers(0, 40, 3000)] + 0.3 * rng.standard_normal((3000, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index.upsert_many([record("t", "memory", f"e{i}", f"note {i}", vec=v) for i, v in enumerate(vectors)])
+    vec_hits(index, vectors[0])  # the first search starts training in the background
+    deadline = time.monotonic() + 120
+    while not meta(path).get("ivf") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert meta(path)["ivf"]["rows"] == 3000
+
+    index.delete("t", EntityKey("memory", "e5"), None)
+    index.upsert(record("t", "memory", "fresh", "fresh note", vec=vectors[7]))  # after training: the tail
+    snap = index._tenant_vectors("t")
+    assert snap.ivf is not None and snap.ivf.candidates(vectors[5], 8, snap.count).size < snap.count / 2
+    top = vec_hits(index, vectors[5], k=20)
+    assert "e5" not in top
+    assert set(vec_hits(index, vectors[7], k=2)) == {"e7", "fresh"}
+    overlap = [
+        len(
+            set(vec_hits(index, q, k=50))
+            & set(c.key.entity_id for c in index.vector("t", q, Filters(), 50, exact=True))
+        )
+        / 50
+        for q in vectors[100:120]
+    ]
+    assert np.mean(overlap) >= 0.9
