@@ -19,6 +19,7 @@ import dataclasses
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -33,11 +34,14 @@ from bench._common import summary  # noqa: E402
 from core.entities import EntityTypeRegistry  # noqa: E402
 from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery  # noqa: E402
 from core.query import parse_query  # noqa: E402
+from infra.local.sqlite_index import ANN_PROBE  # noqa: E402
 
 SCIFACT = Path("/work/shared/datasets/scifact")
 DIM, WORDS, CENTRES, K = 384, 60, 2000, 100
 TYPES = ("memory", "document", "task")  # task: 10% of entities, the filter measured
 BATCH = 1000
+PROBES = (8, 24, 64)
+ANN_MIN_DEFAULT = 200_000  # QUARRY_ANN_MIN_CHUNKS' default
 
 
 def vocabulary() -> tuple[list[str], np.ndarray]:
@@ -118,6 +122,41 @@ def timed(fn: Any, items: list[Any]) -> list[float]:
     return out
 
 
+WORKER = """
+import sys, json, numpy as np
+from pathlib import Path
+from core.models import Filters
+from infra.local.sqlite_index import SqliteIndex
+index = SqliteIndex(sys.argv[1])
+for q in np.load(sys.argv[2]):
+    index.vector("bench", q, Filters(), 100, exact=True)
+for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+    if line.startswith(("Pss:", "Rss:")):
+        print(line.split()[0], int(line.split()[1]) / 1024)
+"""
+
+
+def workers_pss(path: str, queries: np.ndarray) -> dict[str, float]:
+    """Two processes over the same index, as the server's workers: their summed proportional memory."""
+    qfile = Path(path + ".queries.npy")
+    np.save(qfile, queries)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, path, str(qfile)], stdout=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(2)
+    ]
+    out: dict[str, float] = {"pss_mb": 0.0, "rss_mb": 0.0}
+    for proc in procs:
+        text, _ = proc.communicate(timeout=3600)
+        for line in text.splitlines():
+            key, value = line.split()
+            out[f"{key[:-1].lower()}_mb"] += round(float(value), 1)
+    qfile.unlink()
+    return out
+
+
 def build(index: Any, n: int, words: list[str], p: np.ndarray, space: Space) -> dict[str, float]:
     have = len(index.lexical("bench", LexicalQuery(("the",)), Filters(), 1))
     if have:
@@ -150,22 +189,38 @@ def measure(index: Any, n: int, space: Space, words: list[str], queries: int) ->
 
     res: dict[str, Any] = {}
     qv = space.vectors(99, queries)
-    index.vector("bench", qv[0], Filters(), K)  # the store built or caught up: not a search's cost
-    exact = [index.vector("bench", q, Filters(), K) for q in qv]
-    res["vector_exact"] = summary(timed(lambda q: index.vector("bench", q, Filters(), K), list(qv)))
+    t = time.perf_counter()
+    index.vector("bench", qv[0], Filters(), K, exact=True)  # the store built or caught up: not a search
+    res["vector_store_open_s"] = round(time.perf_counter() - t, 2)
+    exact = [index.vector("bench", q, Filters(), K, exact=True) for q in qv]
+    res["vector_exact"] = summary(
+        timed(lambda q: index.vector("bench", q, Filters(), K, exact=True), list(qv))
+    )
     snap = index._tenant_vectors("bench")
-    matrix = np.array(snap.matrix)
+    matrix = snap.matrix  # the same pages the index scores (mapped, resident after the first search)
     res["numpy_bound"] = summary(timed(lambda q: np.argpartition(-(matrix @ q), K)[:K], list(qv)))
     tasks = Filters(entity_types=("task",))
-    res["vector_type_filter"] = summary(timed(lambda q: index.vector("bench", q, tasks, K), list(qv)))
-    if hasattr(index, "approximate"):
-        approx = [index.approximate("bench", q, Filters(), K) for q in qv]
-        res["vector_approx"] = summary(timed(lambda q: index.approximate("bench", q, Filters(), K), list(qv)))
+    res["vector_type_filter"] = summary(
+        timed(lambda q: index.vector("bench", q, tasks, K, exact=True), list(qv))
+    )
+    res["raw_vector_mb"] = round(matrix.nbytes / 2**20, 1)
+    res["two_workers"] = workers_pss(index._path, qv[:20])
+    t = time.perf_counter()
+    while index._tenant_vectors("bench").ivf is None:  # training runs in the background
+        time.sleep(0.5)
+    res["ann_train_s"] = round(time.perf_counter() - t, 1)
+    for probe in PROBES:
+        index._ann_probe = probe
+        approx = [index.vector("bench", q, Filters(), K) for q in qv]
         hits = [
             len({c.key for c in a} & {c.key for c in e}) / max(1, len(e))
             for a, e in zip(approx, exact, strict=True)
         ]
-        res["recall_at_100"] = round(float(np.mean(hits)), 4)
+        res[f"vector_approx_probe{probe}"] = summary(
+            timed(lambda q: index.vector("bench", q, Filters(), K), list(qv))
+        )
+        res[f"vector_approx_probe{probe}"]["recall_at_100"] = round(float(np.mean(hits)), 4)
+    index._ann_probe = ANN_PROBE if n >= ANN_MIN_DEFAULT else 0  # what a default server would do
     registry = EntityTypeRegistry()
     for name, qs in lexical_queries(registry, words).items():
         res[f"keyword_{name}"] = summary(
@@ -205,7 +260,7 @@ def measure(index: Any, n: int, space: Space, words: list[str], queries: int) ->
         rec = dataclasses.replace(rec, version=time.time_ns())  # the index may be reused: always newer
         index.upsert(rec)
         t = time.perf_counter()
-        found = index.vector("bench", rec.chunks[0].embedding, Filters(), K)
+        found = index.vector("bench", rec.chunks[0].embedding, Filters(), K, exact=index._ann_probe == 0)
         after.append((time.perf_counter() - t) * 1000)
         assert found[0].key == rec.key, "a fresh write must be found at once"
         index.delete("bench", rec.key, None)
@@ -230,7 +285,7 @@ def main() -> None:
     space = Space()
     report: dict[str, Any] = {"machine": f"{os.cpu_count()} cores, shared with other agents (busy)"}
     for n in args.sizes:
-        index = SqliteIndex(Path(args.work) / f"scale-{n}.db")
+        index = SqliteIndex(Path(args.work) / f"scale-{n}.db", ann_min_chunks=1)
         print(f"{n} chunks", file=sys.stderr, flush=True)
         row = build(index, n, words, p, space)
         if args.build_only:
