@@ -105,6 +105,6 @@ def save(
 
 def load(folder: Path, name: str, rows: int, dim: int) -> Ivf:
     centroids = np.fromfile(folder / f"{name}.centroids", dtype=np.float32).reshape(-1, dim)
-    order = np.memmap(folder / f"{name}.order", dtype=np.int64, mode="r")
+    order = np.memmap(folder / f"{name}.order", dtype=np.int64, mode="r").view(np.ndarray)
     offsets = np.fromfile(folder / f"{name}.offsets", dtype=np.int64)
     return Ivf(rows, centroids, order, offsets)

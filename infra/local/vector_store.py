@@ -196,16 +196,17 @@ class TenantStore:
                 lookup,
                 0,
             )
+        plain = {c: m[:n].view(np.ndarray) for c, m in maps.items()}  # np.memmap indexing is slow
         return VectorSnapshot(
             ivf=self._load_ivf(meta),
             generation=meta.gen,
-            matrix=maps["vectors"][:n],
-            ids=maps["ids"][:n],
-            entity=maps["entity"][:n],
+            matrix=plain["vectors"],
+            ids=plain["ids"],
+            entity=plain["entity"],
             # A copy (one byte a row): tombstones are set in place by the next catch-up, and a search on
             # this snapshot must not lose a replaced chunk before it can see the replacement row.
             live=np.array(maps["live"][:n]),
-            codes={c: maps[c][:n] for c in CODED},
+            codes={c: plain[c] for c in CODED},
             lookup=lookup,
             dead=meta.dead,
         )
@@ -345,7 +346,7 @@ class TenantStore:
 
     def _load_ivf(self, meta: Meta) -> ivf.Ivf | None:
         spec = meta.ivf
-        if not spec or spec["epoch"] != meta.epoch:
+        if not spec or spec["epoch"] != meta.epoch or not 0 < self._ann_min <= meta.count - meta.dead:
             return None
         if self._ivf is None or self._ivf.rows != spec["rows"] or self._ivf_name != spec["name"]:
             self._ivf = ivf.load(self._folder, spec["name"], spec["rows"], meta.dim)
