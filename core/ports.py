@@ -15,6 +15,7 @@ from core.models import (
     EntityRecord,
     Filters,
     LexicalQuery,
+    Placement,
     Retrieval,
     StoredEntity,
     Vector,
@@ -44,7 +45,10 @@ class Clock(Protocol):
 
 
 class SearchIndex(Protocol):
-    """Documents for BM25 and k-NN retrieval, versioned per entity."""
+    """Documents for BM25 and k-NN retrieval, versioned per entity.
+
+    An adapter whose writes show in search only after a refresh says so with a `visibility_delay_seconds`
+    attribute (absent = 0, visible on return); the search cache then waits for writes to settle."""
 
     def upsert(self, record: EntityRecord) -> WriteOutcome:
         """Store a whole entity version; older than stored → STALE, equal → DUPLICATE, else APPLIED."""
@@ -62,12 +66,19 @@ class SearchIndex(Protocol):
         body: Mapping[str, Any],
         metadata: Mapping[str, Any],
         updated_at: str,
+        placement: Placement | None = None,
     ) -> WriteOutcome:
-        """Change body and metadata only (no text, no embedding); versioned like `upsert`."""
+        """Change body, metadata and (when given) the indexed source/owner/namespace only (no text, no
+        embedding); versioned like `upsert`."""
         ...
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
-        """Remove from lexical and vector retrieval; a tombstone keeps the version so older writes lose."""
+        """Remove from lexical and vector retrieval; a tombstone keeps the version so older writes lose.
+
+        `version` None: the stored version + 1 (unknown → NOT_FOUND). An unknown entity with a version gets
+        a tombstone alone (APPLIED). A live entity at exactly `version` is deleted: a delete wins a tie.
+        An older version → STALE; a tombstone already at `version` → DUPLICATE.
+        """
         ...
 
     def get(self, tenant_id: str, keys: Sequence[EntityKey]) -> dict[EntityKey, StoredEntity]:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from core.errors import InvalidInputError
+from core.errors import ConfigurationError, InvalidInputError
 from core.service.search import DEFAULT_ALPHA
 
 ENV_PREFIX = "QUARRY_"
@@ -37,6 +37,18 @@ class Settings(BaseSettings):
     ann_probe: int = Field(default=24, ge=1, le=4096)
 
     api_keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    # JWT authorizer (README, Authentication): only `<jwt_resource_server>/<scope>` counts; the tenant comes
+    # from `jwt_tenant_claim` (added server-side, e.g. by handlers/pretoken.py) or from the app client id
+    # through `jwt_client_tenants` ({"<client_id>": "<tenant>"}, for machine clients); only access tokens.
+    jwt_resource_server: str = Field(default="quarry", min_length=1, max_length=256)
+    jwt_tenant_claim: str = Field(default="tenant", min_length=1, max_length=128)
+    jwt_client_tenants: dict[str, str] = Field(default_factory=dict)
+    jwt_require_token_use: bool = True
+    # Indexing consumer: which tenants each producer may write ({"<event source>": ["t1", ...]}); a
+    # producer is the EventBridge `source` (bound to the sender by the bus policy) or, for messages sent
+    # straight to the queue, the SQS SenderId. Empty: no producer may write (every event is refused).
+    producer_tenants: dict[str, list[str]] = Field(default_factory=dict)
 
     fusion: Literal["rrf", "convex"] = "convex"
     alpha: float = Field(default=DEFAULT_ALPHA, ge=0.0, le=1.0)
@@ -82,6 +94,9 @@ class Settings(BaseSettings):
     bedrock_model_id: str = "amazon.titan-embed-text-v2:0"
     bedrock_dimensions: int = 1024
     bedrock_region: str | None = None
+    # The whole embedding call, retries included, must end well before the API function's 29 s timeout
+    # so a hanging Bedrock degrades search to keyword in time (infra/bedrock.py).
+    bedrock_budget_seconds: float = Field(default=8.0, gt=0.0, le=20.0)
 
     # Context assembly (DESIGN.md §4). Explicit file links are read only under QUARRY_LINKS_ROOT (unset:
     # file links are refused); QUARRY_TRIPLES_FILE is a JSONL file of knowledge-graph facts (unset: no
@@ -111,6 +126,13 @@ class Settings(BaseSettings):
             raise ValueError("; ".join(f"{k}: {v}" for k, v in exc.fields.items())) from exc
         return value
 
+    @field_validator("jwt_tenant_claim")
+    @classmethod
+    def _server_side_claim(cls, value: str) -> str:
+        if value.startswith("custom:"):
+            raise ValueError("must be a claim added server-side, not a user-writable 'custom:' attribute")
+        return value
+
     @field_validator("api_keys", mode="before")
     @classmethod
     def _parse_keys(cls, value: Any) -> Any:
@@ -124,6 +146,8 @@ class Settings(BaseSettings):
             scopes = grant.get("scopes", [])
             if not isinstance(scopes, list) or not set(scopes) <= {"read", "write", "admin"}:
                 raise ValueError(f"key {key[:4]}…: scopes must be a list of read, write, admin")
+            if "caller" in grant and not isinstance(grant["caller"], str):
+                raise ValueError(f"key {key[:4]}…: 'caller' must be a string")
         return value
 
     @property
@@ -153,13 +177,32 @@ class Settings(BaseSettings):
         return self.data_dir / "quarry.db"
 
 
+def missing_settings(settings: Settings) -> dict[str, str]:
+    """Settings required by the chosen adapters but not given: {QUARRY_VARIABLE: what is wrong}."""
+    problems: dict[str, str] = {}
+    if settings.index_kind == "opensearch" and not settings.opensearch_url:
+        problems[ENV_PREFIX + "OPENSEARCH_URL"] = (
+            "is required when the index is OpenSearch (QUARRY_INDEX=opensearch, the default of QUARRY_BACKEND=aws)"
+        )
+    return problems
+
+
+def configuration_error(problems: dict[str, str]) -> ConfigurationError:
+    """One ConfigurationError naming every variable that is wrong."""
+    detail = "; ".join(f"{k}: {v}" for k, v in problems.items())
+    return ConfigurationError(f"invalid configuration: {detail}", problems)
+
+
 def load_settings(**overrides: Any) -> Settings:
-    """Settings from the environment; errors name the QUARRY_* variable that is wrong."""
+    """Settings from the environment; a wrong or missing one is a ConfigurationError naming the variable."""
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
     except ValidationError as exc:
         problems = {
             ENV_PREFIX + str(err["loc"][0]).upper(): err["msg"] for err in exc.errors() if err.get("loc")
         }
-        detail = "; ".join(f"{k}: {v}" for k, v in problems.items())
-        raise InvalidInputError(f"invalid configuration: {detail}", problems) from exc
+        raise configuration_error(problems) from exc
+    missing = missing_settings(settings)
+    if missing:
+        raise configuration_error(missing)
+    return settings

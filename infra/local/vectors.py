@@ -61,13 +61,16 @@ class VectorSnapshot:
             "namespace": filters.namespaces,
             "owner": () if filters.owner is None else (filters.owner,),
         }
+        if filters.owners:
+            wanted["owners"] = filters.owners
         for column, values in wanted.items():
             if not values:
                 continue
-            codes = codes_of(column, values)
+            coded = "owner" if column == "owners" else column
+            codes = codes_of(coded, values)
             if not codes:
                 return False
-            col = self.codes[column]
+            col = self.codes[coded]
             narrow(col == codes[0] if len(codes) == 1 else np.isin(col, np.asarray(codes, np.int32)))
         if filters.exclude_owner is not None:
             excluded = codes_of("owner", (filters.exclude_owner,))
