@@ -277,3 +277,18 @@ def test_a_large_tenant_gets_an_approximate_index_that_follows_writes(tmp_path: 
         for q in vectors[100:120]
     ]
     assert np.mean(overlap) >= 0.9
+
+
+def test_a_moved_entity_is_filtered_by_its_new_owner_at_once(tmp_path: Path) -> None:
+    from core.models import Placement
+
+    index = SqliteIndex(tmp_path / "i.db")
+    index.upsert(record("t", "memory", "a", "moving note", vec=unit(1, 0), owner="alice"))
+    index.upsert(record("t", "memory", "b", "staying note", vec=unit(0, 1), owner="alice"))
+    assert vec_hits(index, unit(1, 0), filters=Filters(owner="alice")) == ["a", "b"]
+    index.update_metadata(
+        "t", EntityKey("memory", "a"), 2, {}, {}, "2026-11-02T00:00:00Z", Placement("memory", owner="bob")
+    )
+    assert vec_hits(index, unit(1, 0), filters=Filters(owner="alice")) == ["b"]
+    assert vec_hits(index, unit(1, 0), filters=Filters(owner="bob")) == ["a"]
+    assert vec_hits(index, unit(1, 0), filters=Filters(owners=("bob", "carol"))) == ["a"]
