@@ -113,6 +113,10 @@ def rss_mb() -> dict[str, float]:
     return out
 
 
+def stage(name: str) -> None:
+    print(f"  {time.strftime('%H:%M:%S')} {name}", file=sys.stderr, flush=True)
+
+
 def timed(fn: Any, items: list[Any]) -> list[float]:
     out = []
     for item in items:
@@ -193,6 +197,7 @@ def measure(index: Any, n: int, space: Space, words: list[str], queries: int) ->
     index.vector("bench", qv[0], Filters(), K, exact=True)  # the store built or caught up: not a search
     res["vector_store_open_s"] = round(time.perf_counter() - t, 2)
     exact = [index.vector("bench", q, Filters(), K, exact=True) for q in qv]
+    stage("vector: exact, NumPy bound, type filter")
     res["vector_exact"] = summary(
         timed(lambda q: index.vector("bench", q, Filters(), K, exact=True), list(qv))
     )
@@ -204,11 +209,13 @@ def measure(index: Any, n: int, space: Space, words: list[str], queries: int) ->
         timed(lambda q: index.vector("bench", q, tasks, K, exact=True), list(qv))
     )
     res["raw_vector_mb"] = round(matrix.nbytes / 2**20, 1)
+    stage("two workers")
     res["two_workers"] = workers_pss(index._path, qv[:20])
     t = time.perf_counter()
     while index._tenant_vectors("bench").ivf is None:  # training runs in the background
         time.sleep(0.5)
     res["ann_train_s"] = round(time.perf_counter() - t, 1)
+    stage("approximate")
     for probe in PROBES:
         index._ann_probe = probe
         approx = [index.vector("bench", q, Filters(), K) for q in qv]
@@ -221,6 +228,7 @@ def measure(index: Any, n: int, space: Space, words: list[str], queries: int) ->
         )
         res[f"vector_approx_probe{probe}"]["recall_at_100"] = round(float(np.mean(hits)), 4)
     index._ann_probe = ANN_PROBE if n >= ANN_MIN_DEFAULT else 0  # what a default server would do
+    stage("keyword")
     registry = EntityTypeRegistry()
     for name, qs in lexical_queries(registry, words).items():
         res[f"keyword_{name}"] = summary(
@@ -252,8 +260,10 @@ def measure(index: Any, n: int, space: Space, words: list[str], queries: int) ->
 
     service = SearchService(index, FixedEmbedder(), NoCache(), registry, SystemClock())  # type: ignore[arg-type]
     hybrid = lambda t: service.search("bench", SearchRequest(query=t, strategy="hybrid", limit=20))  # noqa: E731
+    stage("hybrid")
     res["hybrid_service_top20"] = summary(timed(hybrid, texts))
 
+    stage("first search after a write")
     after: list[float] = []
     for i in range(20):
         rec = records(n + 10_000_000 + i, 1, words, np.full(len(words), 1 / len(words)), space)[0]
