@@ -387,6 +387,8 @@ class SqliteIndex:
             return self._vectors.tenant(tenant_id).snapshot(self._conn(), generation)
         except sqlite3.OperationalError as exc:
             raise UnavailableError("sqlite", str(exc)) from exc
+        except OSError as exc:  # the vector files beside the database: disk full, permissions
+            raise UnavailableError("vectors", f"vector files unusable: {exc}") from exc
 
     def vector(
         self, tenant_id: str, embedding: Vector, filters: Filters, k: int, exact: bool = False

@@ -215,7 +215,7 @@ class TenantStore:
 
     def _catch_up(self, conn: sqlite3.Connection, meta: Meta | None) -> Meta:
         """Apply the change log since `meta` (or build from scratch) in one read snapshot of SQLite."""
-        self._code_index: dict[str, dict[str | None, int]] = {}
+        self._code_index = {}
         own = not conn.in_transaction  # inside the caller's transaction, read in its snapshot
         if own:
             conn.execute("BEGIN")

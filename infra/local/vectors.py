@@ -55,22 +55,20 @@ class VectorSnapshot:
             known = self.lookup[column]
             return [known[v] for v in values if v in known]
 
-        wanted = {
-            "type": filters.entity_types,
-            "source": filters.sources,
-            "namespace": filters.namespaces,
-            "owner": () if filters.owner is None else (filters.owner,),
-        }
-        if filters.owners:
-            wanted["owners"] = filters.owners
-        for column, values in wanted.items():
+        wanted = (
+            ("type", filters.entity_types),
+            ("source", filters.sources),
+            ("namespace", filters.namespaces),
+            ("owner", () if filters.owner is None else (filters.owner,)),
+            ("owner", filters.owners),
+        )
+        for column, values in wanted:
             if not values:
                 continue
-            coded = "owner" if column == "owners" else column
-            codes = codes_of(coded, values)
+            codes = codes_of(column, values)
             if not codes:
                 return False
-            col = self.codes[coded]
+            col = self.codes[column]
             narrow(col == codes[0] if len(codes) == 1 else np.isin(col, np.asarray(codes, np.int32)))
         if filters.exclude_owner is not None:
             excluded = codes_of("owner", (filters.exclude_owner,))

@@ -292,3 +292,14 @@ def test_a_moved_entity_is_filtered_by_its_new_owner_at_once(tmp_path: Path) -> 
     assert vec_hits(index, unit(1, 0), filters=Filters(owner="alice")) == ["b"]
     assert vec_hits(index, unit(1, 0), filters=Filters(owner="bob")) == ["a"]
     assert vec_hits(index, unit(1, 0), filters=Filters(owners=("bob", "carol"))) == ["a"]
+
+
+def test_unusable_vector_files_are_a_503_not_a_crash(tmp_path: Path) -> None:
+    from core.errors import UnavailableError
+
+    path = tmp_path / "i.db"
+    index = SqliteIndex(path)
+    index.upsert(record("t", "memory", "a", "note", vec=unit(1, 0)))
+    Path(str(path) + ".vectors").write_text("not a folder")  # where the tenant's folder must go
+    with pytest.raises(UnavailableError):
+        SqliteIndex(path).vector("t", unit(1, 0), Filters(), 5)
