@@ -7,7 +7,7 @@ rate, resident memory, vector P50/P99 exact and approximate, recall@100 of appro
 NumPy bound on the same vectors, a type filter, keyword P50/P99, hybrid P50 through SearchService (query
 embedding excluded: a fixed vector per query), and the first search after a write.
 
-    .venv/bin/python bench/scale.py --sizes 10000 100000 [--work /tmp/quarry-scale] [--json FILE]
+    make bench-scale, or: .venv/bin/python bench/scale.py --sizes 10000 100000 [--work /tmp/quarry-scale] [--json FILE]
 
 Indexes are kept under --work per size and reused when already built (delete them to re-ingest).
 """
