@@ -16,15 +16,10 @@ reader (or a process killed mid-update) never sees a half-written row as live.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
-import json
-import os
 import sqlite3
 import threading
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +28,9 @@ import numpy.typing as npt
 
 from infra.local import ivf
 from infra.local.sqlite_connect import BUSY_TIMEOUT_MS
+from infra.local.vector_files import COLUMN_TYPES, MIN_CAPACITY, ColumnFiles, Meta
 from infra.local.vectors import CODED, VectorSnapshot
 
-COLUMN_TYPES: dict[str, Any] = {"ids": np.int64, "entity": np.int64, "live": np.uint8} | {
-    c: np.int32 for c in CODED
-}
-MIN_CAPACITY = 1024
 COMPACT_SHARE = 0.25  # compact when tombstones pass this share of the rows…
 COMPACT_MIN_DEAD = 1024  # …and are at least this many
 PRUNE_EVERY = 20_000  # log entries applied between prunes of the tenant's applied change log
@@ -52,136 +44,51 @@ _ROW_SELECT = (
 )
 
 
-FORMAT = 2  # bump when the files' columns change: older files are rebuilt, never misread
-
-
-@dataclass
-class Meta:
-    db_id: str
-    format: int = FORMAT
-    epoch: int = 0
-    dim: int = 0
-    count: int = 0
-    capacity: int = 0
-    seq: int = 0  # last idx_changes.seq applied
-    pruned: int = 0  # last seq pruned from the log
-    gen: int = 0  # the tenant's index generation the files reflect
-    dead: int = 0
-    codes: dict[str, list[str | None]] = field(default_factory=lambda: {c: [None] for c in CODED})
-    ivf: dict[str, Any] | None = None  # {"name", "epoch", "rows"}: the approximate index over these files
-
-
 class TenantStore:
     """One tenant's columns: vectors (capacity × dim float32), ids, live flags and filter codes."""
 
     def __init__(self, folder: Path, tenant_id: str, db_id: str, ann_min_chunks: int = 0) -> None:
         self._folder = folder
+        self._files = ColumnFiles(folder, db_id)
         self._ann_min = ann_min_chunks
         self._ivf: ivf.Ivf | None = None
         self._training: threading.Thread | None = None
-        self._meta_mtime = 0
         self._ivf_name = ""
         self._tenant = tenant_id
         self._db_id = db_id
         self._lock = threading.Lock()
-        self._meta: Meta | None = None
-        self._maps: dict[str, np.memmap] = {}
-        self._mapped: tuple[int, int, int] = (-1, -1, -1)  # (epoch, capacity, dim) of self._maps
         self._snapshot: VectorSnapshot | None = None
         self._code_index: dict[str, dict[str | None, int]] = {}
-        folder.mkdir(parents=True, exist_ok=True)
 
     # -- public -----------------------------------------------------------------------------------------
 
     def snapshot(self, conn: sqlite3.Connection, generation: int) -> VectorSnapshot:
         """Rows reflecting at least `generation` (caught up from the change log if behind)."""
         snap = self._snapshot
-        if snap is not None and snap.generation >= generation and not self._meta_changed():
+        if snap is not None and snap.generation >= generation and not self._files.meta_changed():
             return snap
         with self._lock:
             snap = self._snapshot
-            if snap is not None and snap.generation >= generation and not self._meta_changed():
+            if snap is not None and snap.generation >= generation and not self._files.meta_changed():
                 return snap
-            meta = self._read_meta()
+            meta = self._files.read_meta()
             if meta is None or meta.gen < generation:
-                with self._flock():
-                    meta = self._read_meta()
+                with self._files.lock():
+                    meta = self._files.read_meta()
                     if meta is None or meta.gen < generation:
                         meta = self._catch_up(conn, meta)
             try:
                 self._snapshot = self._publish(meta)
             except FileNotFoundError:  # compacted or rebuilt by another process meanwhile: read again
-                meta = self._read_meta()
+                meta = self._files.read_meta()
                 if meta is None:
                     raise
                 self._snapshot = self._publish(meta)
             self._maybe_train(meta)
             return self._snapshot
 
-    # -- files --------------------------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _flock(self) -> Iterator[None]:
-        fd = os.open(self._folder / "lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock
-
-    def _meta_changed(self) -> bool:
-        """Another process (or the trainer) replaced meta.json since this snapshot was published."""
-        try:
-            return os.stat(self._folder / "meta.json").st_mtime_ns != self._meta_mtime
-        except OSError:
-            return False
-
-    def _read_meta(self) -> Meta | None:
-        try:
-            self._meta_mtime = os.stat(self._folder / "meta.json").st_mtime_ns
-            raw = json.loads((self._folder / "meta.json").read_text())
-            if raw.get("format") != FORMAT:
-                return None
-            meta = Meta(**raw)
-        except (OSError, ValueError, TypeError):
-            return None
-        return meta if meta.db_id == self._db_id else None
-
-    def _write_meta(self, meta: Meta) -> None:
-        tmp = self._folder / f"meta.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_text(json.dumps(asdict(meta)))
-        os.replace(tmp, self._folder / "meta.json")
-        self._meta = meta
-        self._meta_mtime = os.stat(self._folder / "meta.json").st_mtime_ns
-
-    def _file(self, epoch: int, column: str) -> Path:
-        return self._folder / f"e{epoch}.{column}"
-
-    def _map(self, meta: Meta) -> dict[str, np.memmap]:
-        """Memory maps of the current epoch's files (re-mapped when they grew or were compacted)."""
-        if self._mapped == (meta.epoch, meta.capacity, meta.dim):
-            return self._maps
-        maps: dict[str, np.memmap] = {}
-        if meta.capacity > 0:
-            columns: dict[str, tuple[Any, tuple[int, ...]]] = {
-                "vectors": (np.float32, (meta.capacity, meta.dim))
-            }
-            columns |= {c: (t, (meta.capacity,)) for c, t in COLUMN_TYPES.items()}
-            for column, (dtype, shape) in columns.items():
-                maps[column] = np.memmap(self._file(meta.epoch, column), dtype=dtype, mode="r+", shape=shape)
-        self._maps, self._mapped = maps, (meta.epoch, meta.capacity, meta.dim)
-        return maps
-
-    def _allocate(self, meta: Meta, capacity: int) -> None:
-        """Grow (or create) the epoch's files to `capacity` rows; existing rows stay where they are."""
-        sizes = {"vectors": 4 * meta.dim} | {c: np.dtype(t).itemsize for c, t in COLUMN_TYPES.items()}
-        for column, row_bytes in sizes.items():
-            with open(self._file(meta.epoch, column), "ab") as fh:
-                fh.truncate(capacity * row_bytes)
-        meta.capacity = capacity
-
     def _publish(self, meta: Meta) -> VectorSnapshot:
-        maps = self._map(meta)
+        maps = self._files.map(meta)
         n = meta.count
         lookup = {c: {v: i for i, v in enumerate(meta.codes[c])} for c in CODED}
         if not maps:
@@ -237,8 +144,8 @@ class TenantStore:
                 conn.execute("COMMIT")
         if meta.dead >= COMPACT_MIN_DEAD and meta.dead > COMPACT_SHARE * meta.count:
             meta = self._compact(meta)
-        self._write_meta(meta)
-        self._remove_other_epochs(meta.epoch)
+        self._files.write_meta(meta)
+        self._files.remove_other_epochs(meta.epoch)
         if meta.seq - meta.pruned >= PRUNE_EVERY:
             self._prune(conn, meta)
         return meta
@@ -252,7 +159,7 @@ class TenantStore:
         return code
 
     def _put(self, meta: Meta, row: int, values: tuple[Any, ...], vector: npt.NDArray[np.float32]) -> None:
-        maps = self._map(meta)
+        maps = self._files.map(meta)
         chunk_id, entity, etype, source, owner, namespace = values
         maps["vectors"][row] = vector
         maps["ids"][row] = chunk_id
@@ -268,16 +175,12 @@ class TenantStore:
         if vector.shape[0] != meta.dim:
             return  # a vector of another model's dimension cannot be ranked with these
         if meta.count >= meta.capacity:
-            self._allocate(meta, max(MIN_CAPACITY, 2 * meta.capacity))
+            self._files.allocate(meta, max(MIN_CAPACITY, 2 * meta.capacity))
         self._put(meta, meta.count, values, vector)
         meta.count += 1
 
-    def _next_epoch(self) -> int:
-        epochs = [int(p.name[1:].split(".")[0]) for p in self._folder.glob("e*.*") if p.name[1:2].isdigit()]
-        return max(epochs, default=-1) + 1
-
     def _build(self, conn: sqlite3.Connection, generation: int, last: int) -> Meta:
-        epoch = self._next_epoch()
+        epoch = self._files.next_epoch()
         meta = Meta(db_id=self._db_id, epoch=epoch, seq=last, pruned=last, gen=generation)
         cur = conn.execute(_ROW_SELECT + " ORDER BY c.id", (self._tenant,))
         while rows := cur.fetchmany(FETCH_ROWS):
@@ -295,7 +198,7 @@ class TenantStore:
                 )
             }
         )
-        maps = self._map(meta)
+        maps = self._files.map(meta)
         for i in range(0, len(changed), 400):
             batch = changed[i : i + 400]
             marks = ",".join("?" * len(batch))
@@ -320,19 +223,26 @@ class TenantStore:
                     if pos < meta.count:
                         return None
                     self._append(meta, tuple(row[:6]), row[6])
-                    maps = self._map(meta)
+                    maps = self._files.map(meta)
         meta.seq = last
         return meta
 
     def _compact(self, meta: Meta) -> Meta:
         """Copy live rows into the next epoch's files (from the maps, not from SQLite)."""
-        old = self._map(meta)
+        old = self._files.map(meta)
         keep = np.flatnonzero(old["live"][: meta.count])
         new = Meta(
-            **{**asdict(meta), "epoch": self._next_epoch(), "count": 0, "capacity": 0, "dead": 0, "ivf": None}
+            **{
+                **asdict(meta),
+                "epoch": self._files.next_epoch(),
+                "count": 0,
+                "capacity": 0,
+                "dead": 0,
+                "ivf": None,
+            }
         )
-        self._allocate(new, max(MIN_CAPACITY, int(keep.size * 1.25)))
-        maps = self._map(new)
+        self._files.allocate(new, max(MIN_CAPACITY, int(keep.size * 1.25)))
+        maps = self._files.map(new)
         for b in range(0, keep.size, 65536):
             rows = keep[b : b + 65536]
             end = new.count + rows.size
@@ -369,34 +279,23 @@ class TenantStore:
 
     def _train(self, epoch: int, snap: VectorSnapshot) -> None:
         """Train on the rows as published (rows never move within an epoch), then attach under the lock."""
-        fd = os.open(self._folder / "train.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+        with self._files.lock("train.lock", wait=False) as mine:
+            if not mine:
                 return  # another process is training
             centroids = ivf.train(snap.matrix, snap.live)
             order, offsets = ivf.assign(snap.matrix, centroids)
             name = f"ivf{epoch}-{snap.count}"
             ivf.save(self._folder, name, centroids, order, offsets)
-            with self._flock():
-                meta = self._read_meta()
+            with self._files.lock():
+                meta = self._files.read_meta()
                 if meta is None or meta.epoch != epoch:
                     return  # compacted meanwhile: the next snapshot trains again
                 meta.ivf = {"name": name, "epoch": epoch, "rows": snap.count}
-                self._write_meta(meta)
-                self._meta_mtime = 0  # this process's next search publishes the index too
+                self._files.write_meta(meta)
+                self._files.mtime = 0  # this process's next search publishes the index too
                 for path in self._folder.glob("ivf*.*"):
                     if not path.name.startswith(name + "."):
                         path.unlink(missing_ok=True)
-        finally:
-            os.close(fd)
-
-    def _remove_other_epochs(self, epoch: int) -> None:
-        """Unlink older files (processes that still map them keep their pages until they re-map)."""
-        for path in self._folder.glob("e*.*"):
-            if not path.name.startswith(f"e{epoch}.") and not path.name.startswith("ivf"):
-                path.unlink(missing_ok=True)
 
     def _prune(self, conn: sqlite3.Connection, meta: Meta) -> None:
         if conn.in_transaction:
@@ -409,7 +308,7 @@ class TenantStore:
         finally:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         meta.pruned = meta.seq
-        self._write_meta(meta)
+        self._files.write_meta(meta)
 
 
 class VectorStores:
