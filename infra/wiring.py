@@ -91,6 +91,8 @@ class Container:
             pooling=s.embedder_pooling,
             query_prefix=s.embedder_query_prefix,
             threads=s.embedder_threads,
+            runtime=s.embedder_runtime,
+            cache_dir=s.embedder_cache_dir,
         )
 
     @cached_property
