@@ -106,6 +106,12 @@ class LexicalQuery:
     terms: tuple[str, ...]
     phrases: tuple[str, ...] = ()
     mode: MatchMode = MatchMode.EXACT
+    # Query-term frequency per term (aligned with `terms`; empty = each once): BM25's query side.
+    weights: tuple[int, ...] = ()
+
+    def weight(self, index: int) -> int:
+        """How many times the query holds `terms[index]` (at least 1)."""
+        return self.weights[index] if index < len(self.weights) else 1
 
     @property
     def empty(self) -> bool:

@@ -148,7 +148,7 @@ class ContextService:
     def _gather(self, tenant_id: str, request: AssembleRequest, prep: _Prepared, now: float) -> Gathered:
         """Embed the query, then fan out to every source (and the graph) in parallel."""
         parsed = parse_query(request.query, self._registry)
-        lexical = LexicalQuery(parsed.terms, parsed.phrases)
+        lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights)
         embedding = self._embed(parsed.text, prep.warnings)
         with_graph = prep.graph_allowance > 0 and self._triples is not None
         if prep.graph_allowance > 0 and self._triples is None:

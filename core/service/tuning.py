@@ -56,14 +56,15 @@ class FusionTuningService:
         if vector_floor is not None:
             settings = dataclasses.replace(settings, min_vector_similarity=vector_floor)
         base = self._settings.alpha if self._settings.fusion is FusionMethod.CONVEX else PLAIN_RRF_ALPHA
-        parsed = {qid: parse_query(text, self._registry) for qid, text in queries.items() if text.strip()}
+        max_terms = self._settings.max_terms
+        parsed = {qid: parse_query(t, self._registry, max_terms) for qid, t in queries.items() if t.strip()}
         ids = list(parsed)
         vectors = self._embedder.embed_query([parsed[q].text for q in ids]) if ids else []
         out: dict[str, QueryLists] = {}
         for qid, vector in zip(ids, vectors, strict=True):
             query = parsed[qid]
             types = (query.entity_prefix,) if query.entity_prefix else self._types
-            lexical = LexicalQuery(query.terms, query.phrases)
+            lexical = LexicalQuery(query.terms, query.phrases, weights=query.weights)
             plan = plan_strategy(strategy, query.shape, settings)
             depth = retrieval_depth(TUNING_LIMIT, plan, settings)
             got = self._index.retrieve(

@@ -151,6 +151,19 @@ class SearchIndexContract:
         stored = index.get("t", [key])[key]
         assert (stored.source, stored.owner, stored.namespace) == ("hr-restricted", "bob", "hr")
 
+    def test_a_term_the_query_repeats_weighs_more(self, index: Any) -> None:
+        """Query-term frequency (BM25's query side, as Lucene and bm25s score it)."""
+        index.upsert(record("t", "memory", "a", "granite quarry alpha notes"))
+        index.upsert(record("t", "memory", "b", "granite quarry beta notes"))
+        index.upsert(record("t", "memory", "c", "limestone cave gamma notes"))
+
+        def ranked(weights: tuple[int, int]) -> list[str]:
+            query = LexicalQuery(("alpha", "beta"), weights=weights)
+            return [h.key.entity_id for h in index.lexical("t", query, Filters(), 10)]
+
+        assert ranked((3, 1))[0] == "a"
+        assert ranked((1, 3))[0] == "b"
+
     def test_metadata_update_keeps_text_and_vectors(self, index: Any) -> None:
         index.upsert(record("t", "task", "a", "fix login", metadata={"status": "open"}, vec=unit(1, 0)))
         key = EntityKey("task", "a")
