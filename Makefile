@@ -74,6 +74,9 @@ bench: bench-embedder bench-search bench-assembly bench-load
 eval: setup-bench
 	$(BIN)/quarry eval --dataset ../shared/datasets/scifact --json bench/results/scifact.json
 	$(BIN)/quarry eval --dataset ../shared/datasets/cranfield --json bench/results/cranfield.json
+	$(BIN)/python bench/baselines.py --dataset ../shared/datasets/scifact --json bench/results/baselines_scifact.json
+	$(BIN)/python bench/baselines.py --dataset ../shared/datasets/cranfield --json bench/results/baselines_cranfield.json
+	$(BIN)/python bench/quality_gate.py scifact cranfield
 
 clean:
 	rm -rf $(VENV) .quarry .pytest_cache .mypy_cache .ruff_cache
