@@ -8,19 +8,22 @@ import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError
-from core.fusion import FusionMethod
-from core.ports import Cache, Embedder, SearchIndex, StateStore, TripleStore
-from core.service.context import ContextService, ContextSettings
-from core.service.context_learning import LearningService
-from core.service.indexing import IndexingService
-from core.service.retrieval import RetrievalService
-from core.service.search import SearchService, SearchSettings
 from infra.clock import SystemClock
-from infra.settings import Settings, load_settings
+
+# Services and settings are imported where they are first built, not here: a handler's cold start pays
+# only for the services its first request uses (tests/infra/test_cold_start.py, bench/cold_start.py).
+if TYPE_CHECKING:
+    from core.ports import Cache, Embedder, SearchIndex, StateStore, TripleStore
+    from core.service.context import ContextService, ContextSettings
+    from core.service.context_learning import LearningService
+    from core.service.indexing import IndexingService
+    from core.service.retrieval import RetrievalService
+    from core.service.search import SearchService, SearchSettings
+    from infra.settings import Settings
 
 
 class Container:
@@ -101,6 +104,9 @@ class Container:
     @cached_property
     def search_settings(self) -> SearchSettings:
         """The deployment's search behaviour (also what `quarry eval` reports as the default)."""
+        from core.fusion import FusionMethod
+        from core.service.search import SearchSettings
+
         s = self.settings
         return SearchSettings(
             fusion=FusionMethod(s.fusion),
@@ -113,22 +119,29 @@ class Container:
 
     @cached_property
     def search(self) -> SearchService:
+        from core.service.search import SearchService
+
         return SearchService(
             self.index, self.embedder, self.cache, self.registry, self.clock, self.search_settings
         )
 
     @cached_property
     def indexing(self) -> IndexingService:
+        from core.service.indexing import IndexingService
+
         return IndexingService(self.index, self.embedder, self.registry, self.cache, clock=self.clock)
 
     @cached_property
     def retrieval(self) -> RetrievalService:
         """Governed retrieval and overlays (DESIGN.md §5); the embedder is only called when not lexical_only."""
+        from core.service.retrieval import RetrievalService
+
         return RetrievalService(self.index, self.state, self.clock, self.embedder)
 
     @cached_property
     def context_settings(self) -> ContextSettings:
         from core.context.sources import parse_sources
+        from core.service.context import ContextSettings
 
         s = self.settings
         return ContextSettings(
@@ -153,6 +166,7 @@ class Container:
 
     @cached_property
     def context(self) -> ContextService:
+        from core.service.context import ContextService
         from infra.links import FileLinkReader
 
         root = self.settings.links_root
@@ -171,6 +185,8 @@ class Container:
 
     @cached_property
     def learning(self) -> LearningService:
+        from core.service.context_learning import LearningService
+
         cs = self.context_settings
         return LearningService(self.state, self.clock, cs.sources, cs.default_budget)
 
@@ -181,6 +197,8 @@ _container: Container | None = None
 
 def container(**overrides: Any) -> Container:
     """The process-wide container (built from the environment on first call)."""
+    from infra.settings import load_settings
+
     global _container
     with _lock:
         if _container is None or overrides:

@@ -13,8 +13,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-import numpy as np
-
 from core.errors import NotFoundError, UnavailableError
 from core.governance.assembly import AssemblyInput, assemble_bundle
 from core.governance.bundle import Mode, RejectReason, RetrievalBundle
@@ -139,6 +137,8 @@ class RetrievalService:
             )
         except UnavailableError as exc:
             return None, "lexical_degraded", exc.public_message
+        import numpy as np  # here, not at import: a handler's cold start never pays for it
+
         weights = np.asarray([w for _, _, w in built.semantic_parts], dtype=np.float32)
         combined = (np.stack(vectors).astype(np.float32) * weights[:, None]).sum(axis=0)
         norm = float(np.linalg.norm(combined))

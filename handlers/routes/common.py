@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from aws_lambda_powertools.event_handler.api_gateway import Router
+from typing import TYPE_CHECKING
 
 from handlers.auth import JwtPolicy, Principal, principal_from_event
-from infra.settings import Settings
-from infra.wiring import Container, container
+from infra.wiring import container
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.api_gateway import Router
+
+    from infra.settings import Settings
+    from infra.wiring import Container
 
 
 def _policy(settings: Settings) -> JwtPolicy:

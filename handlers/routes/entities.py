@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -10,9 +10,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from core.errors import PayloadTooLargeError, StaleVersionError
 from core.models import WriteOutcome
 from core.schemas import BulkRequest, BulkResponse, WriteResponse
-from core.service.indexing import WriteResult
 from handlers._observability import logger
 from handlers.routes.common import caller, services
+
+if TYPE_CHECKING:
+    from core.service.indexing import WriteResult
 
 router = Router()
 

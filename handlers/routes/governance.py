@@ -13,8 +13,6 @@ from core.errors import PayloadTooLargeError
 from core.governance.requests import MAX_CORPUS_DOCUMENTS, RetrieveRequest
 from core.governance.validation import json_schema
 from core.scoring import iso_timestamp
-from core.service.corpus import corpus_documents, load_corpus
-from core.service.golden import run_golden_sets, tune_overlay
 from handlers._observability import logger, metrics
 from handlers.routes.common import caller, services
 
@@ -65,6 +63,8 @@ def delete_overlay(role_id: str) -> dict[str, Any]:
 
 @router.post("/overlays/<role_id>/eval", summary="Run and store an overlay's golden set", tags=["governance"])
 def eval_overlay(role_id: str) -> dict[str, Any]:
+    from core.service.golden import run_golden_sets  # the evaluation code loads with its first use
+
     principal = caller(router, "admin")
     c = services()
     c.retrieval.get_overlay(principal.tenant_id, role_id)  # 404 before anything runs
@@ -87,6 +87,8 @@ def eval_overlay(role_id: str) -> dict[str, Any]:
     tags=["governance"],
 )
 def tune_overlay_fusion(role_id: str) -> dict[str, Any]:
+    from core.service.golden import tune_overlay
+
     principal = caller(router, "admin")
     return tune_overlay(services().retrieval, principal.tenant_id, role_id).to_json()
 
@@ -99,6 +101,8 @@ def schema(name: str) -> dict[str, Any]:
 
 @router.post("/corpus", summary="Load documents (text or pre-made chunks) for retrieval", tags=["governance"])
 def corpus(body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
+    from core.service.corpus import corpus_documents, load_corpus
+
     principal = caller(router, "write")
     c = services()
     documents = corpus_documents(body)
