@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from core.context.graph import Triple
+from core.jobs import Job
 from core.models import (
     Candidate,
     EntityKey,
@@ -226,4 +227,25 @@ class TripleStore(Protocol):
 
     def triples(self, tenant_id: str, entities: Sequence[str], per_entity: int) -> list[Triple]:
         """Up to `per_entity` facts whose subject or object names each entity (case-insensitive), best first."""
+        ...
+
+
+class JobQueue(Protocol):
+    """Where write-job parts wait for the indexing consumer (SQS in AWS; a background thread locally)."""
+
+    def send(self, messages: Sequence[dict[str, Any]]) -> None:
+        """Enqueue every message, or raise UnavailableError (then the caller gets 503 and nothing is queued
+        that it was told about)."""
+        ...
+
+
+class JobStore(Protocol):
+    """Write jobs and the report of each processed part — per tenant."""
+
+    def create_job(self, job: Job) -> None: ...
+
+    def get_job(self, tenant_id: str, job_id: str) -> Job | None: ...
+
+    def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
+        """Store one part's report; recording a part twice (a queue re-delivery) keeps one report."""
         ...

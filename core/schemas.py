@@ -17,7 +17,7 @@ FilterValue = Scalar | list[Scalar]
 Strategy = Literal["auto", "keyword", "semantic", "hybrid"]
 MAX_LIMIT = 100  # DESIGN.md §3: limit ≤ 100
 DEFAULT_LIMIT = 20  # DESIGN.md §3: default 20
-MAX_BULK_ITEMS = 500  # issue 2: POST /entities takes at most 500 items
+MAX_BULK_ITEMS = 10_000  # core/jobs.py MAX_JOB_ITEMS: above the synchronous size a bulk becomes a job
 
 
 class SearchRequest(QuarryModel):

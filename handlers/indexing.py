@@ -200,8 +200,37 @@ def _parse_record(record: SQSRecord) -> tuple[EntityChange, float]:
     return change, when or (int(sent) / MS_PER_SECOND if sent else time.time())
 
 
+def _is_job_part(record: SQSRecord) -> bool:
+    """Whether the record comes from the jobs queue (only the API function may send there; a producer's
+    event shaped like a job part arrives on the entity queue and is parsed, and refused, as an event)."""
+    arn = wiring.container().settings.jobs_queue_arn
+    return bool(arn) and record.event_source_arn == arn
+
+
+def process_job_part(record: SQSRecord) -> str:
+    """One part of a bulk or corpus job: index its items and record the part's report."""
+    try:
+        message = json.loads(record.body)
+        report = wiring.container().jobs.process(message)
+    except Exception:
+        metrics.add_metric(name=FAILED_METRIC, unit=MetricUnit.Count, value=1)
+        logger.exception(
+            "job part failed; it will be delivered again", extra={"message_id": record.message_id}
+        )
+        raise
+    metrics.add_metric(name="JobItemsIndexed", unit=MetricUnit.Count, value=report.indexed)
+    logger.info(
+        "job part done",
+        extra={"message_id": record.message_id, "job": message["job"], "indexed": report.indexed,
+               "errors": len(report.errors)},
+    )  # fmt: skip
+    return "done"
+
+
 def record_handler(record: SQSRecord) -> str:
     """One SQS record; any exception makes it a `batchItemFailures` entry."""
+    if _is_job_part(record):
+        return process_job_part(record)
     return _process(record.message_id, lambda: _parse_record(record))
 
 

@@ -55,6 +55,14 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=DEFAULT_BODY_LIMIT, ge=1024)
     max_batch_items: int = Field(default=500, ge=1, le=500)
     cache_ttl_seconds: float = Field(default=300.0, ge=0.0)
+    # Write jobs (issue 11): a bulk or corpus request estimated above this many chunks (one embedding
+    # each) is accepted as 202 with a job id and indexed by the indexing consumer from the jobs queue.
+    # 200: Titan embeds one text per call (~30-50 ms), so 200 chunks take ~6-10 s inside the API's 29 s.
+    # Parts hold at most as many chunks, within the consumer's 60 s. No queue URL: the local server runs
+    # jobs in a background thread. The ARN tells the consumer which SQS records are job parts.
+    async_min_chunks: int = Field(default=200, ge=1, le=10_000)
+    jobs_queue_url: str | None = None
+    jobs_queue_arn: str | None = None
 
     # OpenSearch (QUARRY_INDEX=opensearch): SigV4-signed when a region is set, else basic auth from the URL.
     opensearch_url: str | None = None

@@ -17,10 +17,11 @@ from infra.clock import SystemClock
 # Services and settings are imported where they are first built, not here: a handler's cold start pays
 # only for the services its first request uses (tests/infra/test_cold_start.py, bench/cold_start.py).
 if TYPE_CHECKING:
-    from core.ports import Cache, Embedder, SearchIndex, StateStore, TripleStore
+    from core.ports import Cache, Embedder, JobQueue, JobStore, SearchIndex, StateStore, TripleStore
     from core.service.context import ContextService, ContextSettings
     from core.service.context_learning import LearningService
     from core.service.indexing import IndexingService
+    from core.service.jobs import JobService
     from core.service.retrieval import RetrievalService
     from core.service.search import SearchService, SearchSettings
     from infra.settings import Settings
@@ -182,6 +183,35 @@ class Container:
             links=FileLinkReader(root) if root is not None else None,
             triples=self.triples,
         )
+
+    @cached_property
+    def job_queue(self) -> JobQueue:
+        if self.settings.jobs_queue_url:
+            from infra.jobs import SqsJobQueue
+
+            return SqsJobQueue(self.settings.jobs_queue_url)
+        from infra.jobs import ThreadJobQueue
+
+        return ThreadJobQueue(lambda message: self.jobs.process(message))
+
+    @cached_property
+    def job_store(self) -> JobStore:
+        if self.settings.state_kind == "dynamodb":
+            from infra.dynamodb.jobs import DynamoJobStore
+
+            self.state  # noqa: B018  the state store creates the table when it may
+            return DynamoJobStore(self.settings.state_table)
+        from infra.jobs import SqliteJobStore
+
+        return SqliteJobStore(self.settings.sqlite_path)
+
+    @cached_property
+    def jobs(self) -> JobService:
+        """Bulk and corpus writes too big for one API call (issue 11)."""
+        from core.service.jobs import JobService, JobSettings
+
+        settings = JobSettings(async_min_chunks=self.settings.async_min_chunks)
+        return JobService(self.job_store, self.job_queue, self.indexing, self.registry, self.clock, settings)
 
     @cached_property
     def learning(self) -> LearningService:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
@@ -12,9 +13,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 from core.errors import PayloadTooLargeError
 from core.governance.requests import MAX_CORPUS_DOCUMENTS, RetrieveRequest
 from core.governance.validation import json_schema
+from core.jobs import MAX_JOB_ITEMS
 from core.scoring import iso_timestamp
 from handlers._observability import logger, metrics
-from handlers.routes.common import caller, services
+from handlers.routes.common import accepted, caller, services
 
 router = Router()
 
@@ -99,17 +101,24 @@ def schema(name: str) -> dict[str, Any]:
     return json_schema(name)
 
 
-@router.post("/corpus", summary="Load documents (text or pre-made chunks) for retrieval", tags=["governance"])
-def corpus(body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
+@router.post(
+    "/corpus",
+    summary="Load documents for retrieval: small loads at once, larger ones as a job (202)",
+    tags=["governance"],
+)
+def corpus(body: Annotated[dict[str, Any], Body()]) -> Response[dict[str, Any]]:
     from core.service.corpus import corpus_documents, load_corpus
 
     principal = caller(router, "write")
     c = services()
     documents = corpus_documents(body)
-    if len(documents) > MAX_CORPUS_DOCUMENTS:
+    if len(documents) > MAX_JOB_ITEMS:
         raise PayloadTooLargeError(
-            f"at most {MAX_CORPUS_DOCUMENTS} documents per request", c.settings.max_body_bytes
+            f"at most {MAX_JOB_ITEMS} documents per request", c.settings.max_body_bytes
         )
+    costs = c.jobs.costs("corpus", documents)
+    if c.jobs.is_large(costs) or len(documents) > MAX_CORPUS_DOCUMENTS:
+        return accepted(c.jobs.submit(principal.tenant_id, "corpus", documents, costs))
     report = load_corpus(c.indexing, c.registry, principal.tenant_id, documents, c.clock.now())
     logger.info(
         "corpus",
@@ -120,4 +129,4 @@ def corpus(body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
             "errors": len(report.errors),
         },
     )
-    return report.model_dump(mode="json")
+    return Response(200, content_types.APPLICATION_JSON, report.model_dump(mode="json"))
