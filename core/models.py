@@ -146,6 +146,16 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
+class RetrievalSpec:
+    """One retrieval of a batch (`SearchIndex.retrieve_many`): what `retrieve` takes besides the tenant."""
+
+    query: LexicalQuery | None
+    embedding: Vector | None
+    filters: Filters
+    k: int
+
+
+@dataclass(frozen=True, slots=True)
 class Retrieval:
     """What one round trip to the index returned: the lexical and the vector lists, best first."""
 

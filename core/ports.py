@@ -18,6 +18,7 @@ from core.models import (
     LexicalQuery,
     Placement,
     Retrieval,
+    RetrievalSpec,
     StoredEntity,
     Vector,
     WriteOutcome,
@@ -98,6 +99,11 @@ class SearchIndex(Protocol):
         k: int,
     ) -> Retrieval:
         """Both lists in one round trip where the backend allows (OpenSearch `_msearch`)."""
+        ...
+
+    def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
+        """`retrieve` for every spec, in order, in ONE round trip where the backend allows (OpenSearch: one
+        `_msearch` for all the lexical and vector queries); UnavailableError fails them all."""
         ...
 
 

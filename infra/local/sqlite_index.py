@@ -24,6 +24,7 @@ from core.models import (
     MatchMode,
     Placement,
     Retrieval,
+    RetrievalSpec,
     StoredEntity,
     Vector,
     WriteOutcome,
@@ -410,3 +411,7 @@ class SqliteIndex:
         lexical = self.lexical(tenant_id, query, filters, k) if query is not None else []
         vector = self.vector(tenant_id, embedding, filters, k) if embedding is not None else []
         return Retrieval(lexical=tuple(lexical), vector=tuple(vector))
+
+    def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
+        """Each spec in turn (locally there is no round trip to save)."""
+        return [self.retrieve(tenant_id, s.query, s.embedding, s.filters, s.k) for s in specs]

@@ -23,6 +23,7 @@ from core.models import (
     LexicalQuery,
     Placement,
     Retrieval,
+    RetrievalSpec,
     StoredEntity,
     Vector,
     WriteOutcome,
@@ -286,18 +287,25 @@ class OpenSearchIndex:
         k: int,
     ) -> Retrieval:
         """The lexical and the vector list in ONE `_msearch` round trip."""
-        k = bodies.clamp(k)
-        searches: list[tuple[str, dict[str, Any]]] = []
-        if query is not None and not query.empty and k > 0:
-            searches.append(("lexical", bodies.lexical_body(tenant_id, query, filters, k)))
-        if embedding is not None and k > 0 and self._matches_dimension(embedding):
-            searches.append(("vector", bodies.vector_body(tenant_id, embedding, filters, k)))
-        if not searches:
-            return Retrieval()
-        results = self._msearch([body for _, body in searches])
-        lists: dict[str, tuple[Candidate, ...]] = {"lexical": (), "vector": ()}
-        for (kind, _), result in zip(searches, results, strict=True):
-            convert = responses.bm25 if kind == "lexical" else responses.cosine
-            found = responses.candidates(result, k, tenant_id, convert) if result is not None else []
-            lists[kind] = tuple(found)
-        return Retrieval(lexical=lists["lexical"], vector=lists["vector"])
+        return self.retrieve_many(tenant_id, [RetrievalSpec(query, embedding, filters, k)])[0]
+
+    def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
+        """Every spec's lexical and vector list in ONE `_msearch` round trip (a context assembly's sources)."""
+        searches: list[tuple[int, str, int, dict[str, Any]]] = []
+        for n, spec in enumerate(specs):
+            k = bodies.clamp(spec.k)
+            if spec.query is not None and not spec.query.empty and k > 0:
+                searches.append(
+                    (n, "lexical", k, bodies.lexical_body(tenant_id, spec.query, spec.filters, k))
+                )
+            if spec.embedding is not None and k > 0 and self._matches_dimension(spec.embedding):
+                body = bodies.vector_body(tenant_id, spec.embedding, spec.filters, k)
+                searches.append((n, "vector", k, body))
+        lists: list[dict[str, tuple[Candidate, ...]]] = [{"lexical": (), "vector": ()} for _ in specs]
+        if searches:
+            results = self._msearch([body for *_, body in searches])
+            for (n, kind, k, _), result in zip(searches, results, strict=True):
+                convert = responses.bm25 if kind == "lexical" else responses.cosine
+                found = responses.candidates(result, k, tenant_id, convert) if result is not None else []
+                lists[n][kind] = tuple(found)
+        return [Retrieval(lexical=got["lexical"], vector=got["vector"]) for got in lists]
