@@ -101,6 +101,13 @@ class SearchIndex(Protocol):
         """Both lists in one round trip where the backend allows (OpenSearch `_msearch`)."""
         ...
 
+    def chunk_vectors(
+        self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
+    ) -> dict[tuple[EntityKey, int], Vector]:
+        """The stored embeddings of these (entity, chunk_no) pairs, in one round trip; missing ones are left
+        out (for MMR over retrieved candidates: nothing is embedded again)."""
+        ...
+
     def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
         """`retrieve` for every spec, in order, in ONE round trip where the backend allows (OpenSearch: one
         `_msearch` for all the lexical and vector queries); UnavailableError fails them all."""

@@ -36,8 +36,9 @@ MIN_DEPTH = 40  # candidates per retriever, at least: as core.service.search.MIN
 DEPTH_FACTOR = 4  # × max_chunks: room for forbidden, below-score and duplicate candidates to drop out
 MMR_POOL_FACTOR = 3  # MMR looks at the best 3 × max_chunks kept candidates (the rest cannot win)
 MS = 1000.0
-# Chunk vectors for MMR are re-embedded (the SearchIndex port does not return stored vectors); a warm
-# process remembers this many (384-dim float32: ~3 MiB), so retrievals over one corpus mostly hit.
+# Query vectors (a role's mission, a context summary) a warm process remembers per tenant (384-dim
+# float32: ~3 MiB). Chunk vectors for MMR come from the index (SearchIndex.chunk_vectors), never embedded
+# again; only a chunk stored without one (indexed while the embedder was down) is embedded here.
 MEMO_VECTORS = 2048
 
 Strategy = Literal["keyword", "semantic", "rrf", "convex"]
@@ -173,12 +174,18 @@ class RetrievalService:
         """Cosine of the pool's chunk embeddings when vectors are in use, else term-stem Jaccard."""
         if mode in _LEXICAL or self._embedder is None or not pool:
             return jaccard_similarity(pool), None
-        # The same input the indexer embeds for a chunked document, so a caching embedder answers it.
-        texts = [f"{s.candidate.title}. {s.candidate.text}" for s in pool]
+        refs = [(s.candidate.key, s.candidate.chunk_no) for s in pool]
         try:
-            return cosine_similarity(self._memo.embed(tenant_id, self._embedder, texts)), None
+            stored = self._index.chunk_vectors(tenant_id, refs)
+            missing = [s for s, ref in zip(pool, refs, strict=True) if ref not in stored]
+            # The same input the indexer embeds for a chunked document.
+            texts = [f"{s.candidate.title}. {s.candidate.text}" for s in missing]
+            made = self._memo.embed(tenant_id, self._embedder, texts) if texts else []
         except UnavailableError as exc:
             return jaccard_similarity(pool), f"diversity fell back to term overlap: {exc.public_message}"
+        fresh = iter(made)
+        vectors = [stored[ref] if ref in stored else next(fresh) for ref in refs]
+        return cosine_similarity(vectors), None
 
 
 _LEXICAL: tuple[Mode, ...] = ("lexical_only", "lexical_degraded")

@@ -261,6 +261,25 @@ class OpenSearchIndex:
         entities = (documents.stored_entity(s) for s in found if s.get(mapping.TENANT) == tenant_id)
         return {e.key: e for e in entities}
 
+    def chunk_vectors(
+        self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
+    ) -> dict[tuple[EntityKey, int], Vector]:
+        """Stored chunk embeddings, from one `_mget` of the entities with their chunks."""
+        import numpy as np
+
+        keys = sorted({key for key, _ in chunks})
+        wanted = set(chunks)
+        out: dict[tuple[EntityKey, int], Vector] = {}
+        for doc in self._fetch([documents.doc_id(tenant_id, k) for k in keys], with_chunks=True):
+            if doc.get(mapping.TENANT) != tenant_id:
+                continue
+            key = EntityKey(str(doc.get(mapping.ENTITY_TYPE)), str(doc.get(mapping.ENTITY_ID)))
+            for chunk in doc.get(mapping.CHUNKS) or []:
+                ref = (key, int(chunk.get("chunk_no", -1)))
+                if ref in wanted and chunk.get("embedding") is not None:
+                    out[ref] = np.asarray(chunk["embedding"], dtype=np.float32)
+        return out
+
     def _matches_dimension(self, embedding: Vector) -> bool:
         """A query vector of another dimension finds nothing (as in the local index), and is logged."""
         if len(embedding) == self._dimension:

@@ -57,3 +57,21 @@ def test_an_assembly_over_five_sources_is_one_index_round_trip(traffic: Any) -> 
     assert attempts == [("POST", "/_msearch")]
     # 5 sources + the cross-namespace expansion, each a lexical and a vector query
     assert searches == [12]
+
+
+def test_chunk_vectors_come_back_from_one_mget_of_the_stored_documents() -> None:
+    import numpy as np
+
+    from core.models import EntityKey
+    from tests.adapters.opensearch_fakes import FakeOpenSearch
+    from tests.adapters.search_index_contract import DIM, record, unit
+
+    server = FakeOpenSearch()
+    index = OpenSearchIndex(server, dimension=DIM)
+    index.upsert(record("t", "document", "d", "x", chunks=["first part", "second part"]))
+    d = EntityKey("document", "d")
+    before = len(server.calls("mget"))
+    got = index.chunk_vectors("t", [(d, 1), (EntityKey("memory", "absent"), 0)])
+    assert list(got) == [(d, 1)] and np.allclose(got[(d, 1)], unit(1, 2), atol=1e-6)
+    assert len(server.calls("mget")) == before + 1
+    assert index.chunk_vectors("other-tenant", [(d, 1)]) == {}
