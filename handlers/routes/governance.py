@@ -89,7 +89,7 @@ def eval_overlay(role_id: str) -> dict[str, Any]:
     tags=["governance"],
 )
 def tune_overlay_fusion(role_id: str) -> dict[str, Any]:
-    from core.service.golden import tune_overlay
+    from core.service.tuning import tune_overlay
 
     principal = caller(router, "admin")
     return tune_overlay(services().retrieval, principal.tenant_id, role_id).to_json()
