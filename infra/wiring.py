@@ -195,6 +195,13 @@ class Container:
         return ThreadJobQueue(lambda message: self.jobs.process(message))
 
     @cached_property
+    def eval_queue(self) -> JobQueue:
+        """Where the nightly run sends its tasks (QUARRY_EVAL_QUEUE_URL)."""
+        from infra.jobs import SqsJobQueue
+
+        return SqsJobQueue(self.settings.eval_queue_url or "")
+
+    @cached_property
     def job_store(self) -> JobStore:
         if self.settings.state_kind == "dynamodb":
             from infra.dynamodb.jobs import DynamoJobStore

@@ -132,10 +132,12 @@ def test_the_indexing_queues_report_partial_failures_and_have_a_dlq() -> None:
     """Both queues the consumer reads: entity changes, and the parts of write jobs (one per invocation)."""
     mappings = list(resources("AWS::Lambda::EventSourceMapping").values())
     queues = {ref_target(m["Properties"]["EventSourceArn"]): m["Properties"] for m in mappings}
-    assert set(queues) == {"EntityChangesQueue", "WriteJobsQueue"}
-    assert queues["WriteJobsQueue"]["BatchSize"] == 1
+    assert set(queues) == {"EntityChangesQueue", "WriteJobsQueue", "EvalTasksQueue"}
+    assert queues["WriteJobsQueue"]["BatchSize"] == 1 and queues["EvalTasksQueue"]["BatchSize"] == 1
+    consumers = {"EvalTasksQueue": "NightlyEvalFunction"}
     for name, props in queues.items():
-        assert ref_target(props["FunctionName"]) == "IndexingConsumerFunction"
+        function = consumers.get(name, "IndexingConsumerFunction")
+        assert ref_target(props["FunctionName"]) == function
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
         queue = resources()[name]
         redrive = queue["Properties"]["RedrivePolicy"]
@@ -143,7 +145,7 @@ def test_the_indexing_queues_report_partial_failures_and_have_a_dlq() -> None:
         assert dlq["Type"] == "AWS::SQS::Queue"
         assert 1 <= redrive["maxReceiveCount"] <= 10
         # AWS: the visibility timeout should be at least six times the consumer's timeout
-        timeout = resources()["IndexingConsumerFunction"]["Properties"]["Timeout"]
+        timeout = resources()[function]["Properties"]["Timeout"]
         assert queue["Properties"]["VisibilityTimeout"] >= 6 * timeout
 
 
@@ -176,7 +178,9 @@ def test_each_function_has_its_own_role_and_no_wildcard_action() -> None:
 def test_permissions_follow_what_each_function_does() -> None:
     api, consumer, nightly = (granted(f) for f in FUNCTIONS)
     queue_actions = {"sqs:ReceiveMessage", "sqs:DeleteMessage"}
-    assert queue_actions <= consumer and not queue_actions & (api | nightly)
+    assert queue_actions <= consumer and not queue_actions & api
+    # the nightly function reads only its own task queue (test_each_function_holds_only_the_actions_it_calls)
+    assert queue_actions <= nightly
     # only the writers may change the index (writes and deletes are _bulk POSTs); the nightly eval only searches
     assert "es:ESHttpPut" in api & consumer
     assert "es:ESHttpDelete" not in api | consumer | nightly and "es:ESHttpPut" not in nightly
@@ -460,6 +464,8 @@ ALLOWED = {
             "dynamodb:Scan",
         },
         "es": {("es:ESHttpPost", "/_msearch"), ("es:ESHttpPost", "/quarry/_mget")},
+        # the scheduled run queues one task per tenant and overlay; each task invokes the function
+        "EvalTasksQueue": {"sqs:SendMessage", *CONSUMER_QUEUE_ACTIONS},
     },
 }
 
