@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.errors import InvalidInputError
@@ -128,6 +128,19 @@ class Settings(BaseSettings):
             parse_sources(value)
         except InvalidInputError as exc:
             raise ValueError("; ".join(f"{k}: {v}" for k, v in exc.fields.items())) from exc
+        return value
+
+    @field_validator("opensearch_max_retries")
+    @classmethod
+    def _opensearch_time_budget(cls, value: int, info: ValidationInfo) -> int:
+        from infra.opensearch.client import OPENSEARCH_TIME_BUDGET
+
+        timeout = float(info.data.get("opensearch_timeout", 5.0))
+        if timeout * (value + 1) > OPENSEARCH_TIME_BUDGET:
+            raise ValueError(
+                f"with QUARRY_OPENSEARCH_TIMEOUT={timeout:g}, {value} retries may take {timeout * (value + 1):g} s: "
+                f"timeout x (retries + 1) must stay within {OPENSEARCH_TIME_BUDGET:g} s (the API answers in 29 s)"
+            )
         return value
 
     @field_validator("jwt_tenant_claim")
