@@ -53,6 +53,8 @@ from core.errors import ForbiddenError, InvalidInputError, NotFoundError, StaleV
 from core.models import WriteOutcome
 from core.service.indexing import IndexingService
 from handlers._observability import logger, metrics, tracer
+from handlers.tenant_metrics import TenantMetric
+from handlers.tenant_metrics import count as tenant_metric
 from infra import wiring
 
 MS_PER_SECOND = 1000.0
@@ -124,6 +126,10 @@ def parse_change(payload: Any, sender: str | None = None) -> tuple[EntityChange,
     return change, when
 
 
+def _tenant_metrics_on() -> bool:
+    return wiring.container().settings.tenant_metrics
+
+
 def _service() -> IndexingService:
     """The indexing service of this container (built on first use, then reused while warm)."""
     return wiring.container().indexing
@@ -174,6 +180,8 @@ def _process(message_id: str | None, parse: Callable[[], tuple[EntityChange, flo
         logger.exception("entity change failed; it will be delivered again", extra={"message_id": message_id})
         raise
     metrics.add_metric(name=OUTCOME_METRICS[outcome], unit=MetricUnit.Count, value=1)
+    if outcome is WriteOutcome.APPLIED:
+        tenant_metric(TenantMetric.WRITES, change.tenant_id, 1, _tenant_metrics_on())
     log = logger.info if outcome in (WriteOutcome.APPLIED, WriteOutcome.DUPLICATE) else logger.warning
     log(
         "entity change %s",
@@ -219,6 +227,7 @@ def process_job_part(record: SQSRecord) -> str:
         )
         raise
     metrics.add_metric(name="JobItemsIndexed", unit=MetricUnit.Count, value=report.indexed)
+    tenant_metric(TenantMetric.WRITES, message["job"]["tenant_id"], report.indexed, _tenant_metrics_on())
     logger.info(
         "job part done",
         extra={"message_id": record.message_id, "job": message["job"], "indexed": report.indexed,

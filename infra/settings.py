@@ -65,6 +65,8 @@ class Settings(BaseSettings):
     jobs_queue_arn: str | None = None
     # The nightly cycle's tasks (one per tenant, one per overlay) go to this queue; unset: run inline.
     eval_queue_url: str | None = None
+    # Per-tenant metrics (searches, writes, assemblies, cache hits, degraded answers; handlers/tenant_metrics.py)
+    tenant_metrics: bool = True
 
     # OpenSearch (QUARRY_INDEX=opensearch): SigV4-signed when a region is set, else basic auth from the URL.
     opensearch_url: str | None = None

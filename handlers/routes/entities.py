@@ -13,6 +13,7 @@ from core.models import WriteOutcome
 from core.schemas import BulkRequest, BulkResponse, WriteResponse
 from handlers._observability import logger
 from handlers.routes.common import accepted, caller, services
+from handlers.tenant_metrics import TenantMetric, count
 
 if TYPE_CHECKING:
     from core.service.indexing import WriteResult
@@ -22,6 +23,8 @@ router = Router()
 
 def _written(action: str, tenant_id: str, result: WriteResult) -> WriteResponse:
     """Log one write and shape its response; a stale write is a 409 naming the stored version."""
+    applied = int(result.outcome is WriteOutcome.APPLIED)
+    count(TenantMetric.WRITES, tenant_id, applied, services().settings.tenant_metrics)
     logger.info(
         f"entity {action}",
         extra={
@@ -82,6 +85,7 @@ def bulk(request: Annotated[BulkRequest, Body()]) -> Response[dict[str, Any]]:
     if c.jobs.is_large(costs) or len(request.items) > c.settings.max_batch_items:
         return accepted(c.jobs.submit(principal.tenant_id, "bulk", request.items, costs))
     report = c.indexing.bulk(principal.tenant_id, request.items, c.clock.now())
+    count(TenantMetric.WRITES, principal.tenant_id, report.indexed, c.settings.tenant_metrics)
     logger.info(
         "bulk",
         extra={

@@ -17,6 +17,7 @@ from core.jobs import MAX_JOB_ITEMS
 from core.scoring import iso_timestamp
 from handlers._observability import logger, metrics
 from handlers.routes.common import accepted, caller, services
+from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
 
@@ -27,6 +28,10 @@ def retrieve(request: Annotated[RetrieveRequest, Body()]) -> dict[str, Any]:
     bundle = services().retrieval.retrieve(principal.tenant_id, request)
     metrics.add_metric(
         name="RetrieveLatency", unit=MetricUnit.Milliseconds, value=bundle.diagnostics.timings_ms["total"]
+    )
+    degraded = bundle.query.mode == "lexical_degraded" or bundle.diagnostics.degraded_reason is not None
+    count(
+        TenantMetric.DEGRADED_ANSWERS, principal.tenant_id, int(degraded), services().settings.tenant_metrics
     )
     logger.info(
         "retrieve",

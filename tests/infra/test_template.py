@@ -549,3 +549,19 @@ def test_the_consumer_policy_covers_exactly_the_items_its_writes_touch(
         keys = [i["pk"]["S"] for i in client.scan(TableName="cache-t")["Items"]]
     covered = sorted(k for k in keys if any(fnmatch.fnmatchcase(k, p) for p in patterns))
     assert covered == ["C#gen:acme", "V#settling:acme"]  # and never a cached search result
+
+
+def test_one_dashboard_charts_each_tenant_metric_the_functions_and_the_dead_letter_queues() -> None:
+    from handlers.tenant_metrics import TENANT_DIMENSION, TenantMetric
+
+    [dashboard] = resources("AWS::CloudWatch::Dashboard").values()
+    body, variables = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
+    names = set(re.findall(r"\$\{([^}]+)\}", body))
+    assert names <= {"AWS::Region", *variables, *sam_template()["Resources"]}, names
+    widgets = json.loads(re.sub(r"\$\{[^}]+\}", "x", body))["widgets"]
+    text = json.dumps(widgets)
+    for metric in TenantMetric:
+        assert f'{{Quarry,service,{TENANT_DIMENSION}}} MetricName=\\"{metric.value}\\"' in text, metric
+    for function in FUNCTIONS:
+        assert "${" + function + "}" in body
+    assert {ref_target(v) for v in variables.values()} == {"EntityChangesDLQ", "WriteJobsDLQ", "EvalTasksDLQ"}
