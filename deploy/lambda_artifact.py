@@ -35,7 +35,12 @@ LOCAL_ONLY = (
     "infra/embedding_cache.py",
 )
 # Folders of installed dependencies that never run in a function (numpy alone ships 15 MB of tests).
-DEPENDENCY_JUNK = frozenset({"tests", "__pycache__"})
+DEPENDENCY_JUNK = frozenset({"tests"})
+# Lambda's code directory is read-only, so Python cannot cache bytecode there: without .pyc files every cold
+# start compiles every module it imports (bench/cold_start.py --no-bytecode shows the cost). The build
+# compiles them when it runs on the runtime's Python (`sam build --use-container`, the python3.12 image).
+RUNTIME_PYTHON = (3, 12)
+RUNTIME_BYTECODE_TAG = "cpython-312"
 # The functions' runtime (template.yaml Globals: python3.12, arm64).
 PLATFORM = ("--platform", "manylinux2014_aarch64", "--implementation", "cp", "--python-version", "3.12")
 LOCK_HEADER = """\
@@ -75,20 +80,31 @@ def locked(lock: Path = LOCK) -> dict[str, str]:
 
 
 def ships(rel: Path) -> bool:
-    """Whether an installed dependency file ships: not its own test suite, console scripts or bytecode
-    compiled by the build machine's Python (the runtime compiles its own)."""
-    parts = set(rel.parts[:-1])
-    return not (parts & DEPENDENCY_JUNK or rel.parts[0] == "bin" or rel.suffix == ".pyc")
+    """Whether an installed dependency file ships: not its own test suite, console scripts, or bytecode of
+    another Python than the runtime's."""
+    if rel.suffix == ".pyc":
+        return rel.parent.name == "__pycache__" and RUNTIME_BYTECODE_TAG in rel.name
+    return not (set(rel.parts[:-1]) & DEPENDENCY_JUNK or rel.parts[0] == "bin")
 
 
-def build(target: Path) -> None:
-    """Copy the sources and install the locked dependencies into `target` (sam's ARTIFACTS_DIR)."""
+def build(target: Path, platform: str = PLATFORM[1]) -> None:
+    """Copy the sources and install the locked dependencies into `target` (sam's ARTIFACTS_DIR); another
+    `platform` (manylinux2014_x86_64) builds a copy this machine can import, to measure it."""
     target.mkdir(parents=True, exist_ok=True)
     for rel in source_files():
         (target / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, target / rel)
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile"]
-    pip += ["--only-binary=:all:", *PLATFORM, "--target", str(target), "-r", str(LOCK)]
+    pip += [
+        "--only-binary=:all:",
+        "--platform",
+        platform,
+        *PLATFORM[2:],
+        "--target",
+        str(target),
+        "-r",
+        str(LOCK),
+    ]
     subprocess.run(pip, check=True)
     for path in sorted(target.rglob("*"), reverse=True):  # deepest first: files before their folders
         rel = path.relative_to(target)
@@ -96,6 +112,23 @@ def build(target: Path) -> None:
             shutil.rmtree(path)
         elif path.is_file() and not ships(rel):
             path.unlink()
+    if sys.version_info[:2] == RUNTIME_PYTHON:
+        # unchecked-hash: valid whatever mtimes the zip and Lambda's unpacking leave
+        compile_all = [
+            sys.executable,
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "0",
+            "--invalidation-mode",
+            "unchecked-hash",
+        ]
+        subprocess.run([*compile_all, str(target)], check=True)
+    else:
+        print(f"lambda_artifact: Python {sys.version_info.major}.{sys.version_info.minor} is not the runtime's "
+              "3.12: no bytecode shipped, every cold start compiles (build with `sam build --use-container`)",
+              file=sys.stderr)  # fmt: skip
 
 
 def lock() -> None:
@@ -116,5 +149,7 @@ if __name__ == "__main__":
         lock()
     elif len(sys.argv) == 2:
         build(Path(sys.argv[1]))
+    elif len(sys.argv) == 4 and sys.argv[2] == "--platform":
+        build(Path(sys.argv[1]), sys.argv[3])
     else:
-        sys.exit("usage: lambda_artifact.py ARTIFACTS_DIR | --lock")
+        sys.exit("usage: lambda_artifact.py ARTIFACTS_DIR [--platform PLATFORM] | --lock")
