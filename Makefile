@@ -18,7 +18,7 @@ LAMBDA_FUNCTIONS := ApiFunction IndexingConsumerFunction NightlyEvalFunction Pre
 ARTIFACTS_DIR ?= .aws-sam/artifact
 
 .PHONY: lambda-artifact lock-lambda $(addprefix build-,$(LAMBDA_FUNCTIONS))
-.PHONY: setup setup-bench serve test lint typecheck bench bench-search bench-assembly bench-embedder eval clean
+.PHONY: setup setup-bench serve test lint typecheck bench bench-search bench-assembly bench-embedder bench-load eval clean
 
 setup: $(STAMP)
 
@@ -58,7 +58,10 @@ bench-assembly: setup-bench
 bench-embedder: setup-bench
 	$(BIN)/python bench/embedder.py
 
-bench: bench-embedder bench-search bench-assembly
+bench-load: setup-bench
+	$(BIN)/python bench/load.py
+
+bench: bench-embedder bench-search bench-assembly bench-load
 
 eval: setup-bench
 	$(BIN)/quarry eval --dataset ../shared/datasets/scifact --json bench/results/scifact.json

@@ -120,7 +120,11 @@ class BulkRequest(QuarryModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    items: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BULK_ITEMS)
+    # Any item is accepted here so a bad one (not an object, say) is reported at its index while the
+    # others are indexed; the OpenAPI document types the items as BulkItem.
+    items: list[Any] = Field(
+        min_length=1, max_length=MAX_BULK_ITEMS, description="Entities: each its `type`, `id` and fields"
+    )
 
 
 class BulkError(QuarryModel):
@@ -129,6 +133,7 @@ class BulkError(QuarryModel):
     index: int
     entity_id: str | None
     error: str
+    code: str = "invalid_input"
     fields: dict[str, str] = Field(default_factory=dict)
 
 

@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from core.entities import EntityTypeRegistry
-from core.errors import InvalidInputError
+from core.errors import ConfigurationError, InvalidInputError
 from infra.clock import SystemClock
 
 # Services and settings are imported where they are first built, not here: a handler's cold start pays
@@ -34,6 +34,15 @@ class Container:
         self.settings = settings
         self.clock = SystemClock()
 
+    def check(self) -> None:
+        """Build what configuration alone decides (no network): a wrong setting fails here, at start."""
+        from infra.settings import configuration_error, missing_settings
+
+        missing = missing_settings(self.settings)
+        if missing:
+            raise configuration_error(missing)
+        assert self.registry is not None and self.context_settings is not None
+
     @cached_property
     def registry(self) -> EntityTypeRegistry:
         path = self.settings.entity_types_file
@@ -42,11 +51,17 @@ class Container:
         try:
             config = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
-            raise InvalidInputError(
+            raise ConfigurationError(
                 f"invalid configuration: QUARRY_ENTITY_TYPES_FILE: {exc}",
                 {"QUARRY_ENTITY_TYPES_FILE": str(exc)},
             ) from exc
-        return EntityTypeRegistry.with_config(config)
+        try:
+            return EntityTypeRegistry.with_config(config)
+        except InvalidInputError as exc:
+            raise ConfigurationError(
+                f"invalid configuration: QUARRY_ENTITY_TYPES_FILE: {exc.message}",
+                {"QUARRY_ENTITY_TYPES_FILE": exc.message},
+            ) from exc
 
     @cached_property
     def index(self) -> SearchIndex:
@@ -65,7 +80,10 @@ class Container:
 
             s = self.settings
             return BedrockEmbedder(
-                model_id=s.bedrock_model_id, dimensions=s.bedrock_dimensions, region=s.bedrock_region
+                model_id=s.bedrock_model_id,
+                dimensions=s.bedrock_dimensions,
+                region=s.bedrock_region,
+                budget_seconds=s.bedrock_budget_seconds,
             )
         from infra.local.embedder import LocalEmbedder
 

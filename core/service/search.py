@@ -1,11 +1,18 @@
 """The search use case (DESIGN.md §3): parse → choose strategy → embed → retrieve → fuse → fallback →
-snippet → respond, with a per-tenant generation-keyed cache in front."""
+snippet → respond, with a per-tenant generation-keyed cache in front.
+
+The cache fails open: when it cannot be read or written, the search is answered from the index with
+`query_info.cache = "bypass"`, the failure is logged and counted (`SearchService.cache_failures`), and
+nothing is cached for that request. (Writes are where a cache outage must stop things: see indexing.)
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cache_key, settling_key
 from core.entities import EntityTypeRegistry
@@ -23,6 +30,8 @@ from core.schemas import (
     SearchResult,
 )
 from core.snippet import build_snippet
+
+_log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 1000  # a query, not a document; longer is refused with 400 (configurable)
 CANDIDATE_DEPTH_FACTOR = 2  # DESIGN.md §3 step 4: retrieve at least 2 × limit from each retriever
@@ -114,6 +123,18 @@ class SearchService:
         self._registry = registry
         self.settings = settings or SearchSettings()
         self._clock = clock
+        self._failures_lock = threading.Lock()
+        self.cache_failures = 0  # cache reads/writes that failed and were bypassed (fail open)
+
+    def _cached(self, what: str, call: Callable[[], Any]) -> tuple[bool, Any]:
+        """(True, result) of a cache call, or (False, None) when the cache failed: logged and counted."""
+        try:
+            return True, call()
+        except Exception as exc:  # any cache fault: the index still answers
+            with self._failures_lock:
+                self.cache_failures += 1
+            _log.warning("search cache %s failed; answering without it: %s", what, exc)
+            return False, None
 
     def _check_limits(self, request: SearchRequest) -> None:
         errors: dict[str, str] = {}
@@ -170,7 +191,11 @@ class SearchService:
         types = self._entity_types(request, parsed)
         filters = self._filters(types, request.filters)
         plan = plan_strategy(request.strategy, parsed.shape, self.settings)
-        generation = self._cache.counter(generation_key(tenant_id))
+        ok, generation = self._cached(
+            "generation read", lambda: self._cache.counter(generation_key(tenant_id))
+        )
+        if not ok:
+            return self._answer(tenant_id, request, parsed, types, filters, plan, started, "bypass")
         key = search_cache_key(
             tenant_id,
             request.query,
@@ -181,17 +206,38 @@ class SearchService:
             generation,
             request.explain,
         )
-        cached = self._cache.get(key, self._clock.now())
+        ok, cached = self._cached("read", lambda: self._cache.get(key, self._clock.now()))
         if cached is not None:
             response = SearchResponse.model_validate(cached)
             response.query_info.cache = "hit"
             response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
             return response
-        response = self._execute(tenant_id, request, parsed, types, filters, plan)
-        if not response.query_info.degraded and not self._settling(tenant_id):
-            self._cache.set(
-                key, response.model_dump(mode="json"), self.settings.cache_ttl_seconds, self._clock.now()
+        answered = "miss" if ok else "bypass"
+        response = self._answer(tenant_id, request, parsed, types, filters, plan, started, answered)
+        if ok and not response.query_info.degraded and not self._settling(tenant_id):
+            value = response.model_dump(mode="json")
+            stored, _ = self._cached(
+                "write",
+                lambda: self._cache.set(key, value, self.settings.cache_ttl_seconds, self._clock.now()),
             )
+            if not stored:
+                response.query_info.cache = "bypass"
+        return response
+
+    def _answer(
+        self,
+        tenant_id: str,
+        request: SearchRequest,
+        parsed: ParsedQuery,
+        types: tuple[str, ...],
+        filters: Filters,
+        plan: Plan,
+        started: float,
+        cache: Literal["miss", "bypass"],
+    ) -> SearchResponse:
+        """Run the search against the index (no cache), marked with how the cache was involved."""
+        response = self._execute(tenant_id, request, parsed, types, filters, plan)
+        response.query_info.cache = cache
         response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
         return response
 
@@ -200,7 +246,10 @@ class SearchService:
         index whose writes are visible on return costs no lookup."""
         if not getattr(self._index, "visibility_delay_seconds", 0.0):
             return False
-        return self._cache.get(settling_key(tenant_id), self._clock.now()) is not None
+        ok, marker = self._cached(
+            "settling read", lambda: self._cache.get(settling_key(tenant_id), self._clock.now())
+        )
+        return not ok or marker is not None  # unknown: do not cache what may be stale
 
     def _execute(
         self,

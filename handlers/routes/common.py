@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
+from core.errors import InvalidInputError
 from handlers.auth import JwtPolicy, Principal, principal_from_event
 from infra.wiring import container
 
@@ -58,3 +60,13 @@ def accepted(job: Job) -> Response[dict[str, Any]]:
         body=job.to_json(),
         headers={"Location": f"/jobs/{job.job_id}"},
     )
+
+
+def path_value(raw: str, name: str) -> str:
+    """A path parameter percent-decoded (`caf%C3%A9` → `café`); 400 naming it when not valid UTF-8."""
+    try:
+        return unquote(raw, errors="strict")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"path parameter {name} is not valid percent-encoded UTF-8", {name: "is not valid UTF-8"}
+        ) from exc

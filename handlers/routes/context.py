@@ -10,7 +10,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from core.context.schemas import (
     DEFAULT_LOG_PAGE,
+    DEFAULT_WEIGHTS_PAGE,
     MAX_LOG_PAGE,
+    MAX_WEIGHTS_PAGE,
     AssembleRequest,
     AssembleResponse,
     BudgetsResponse,
@@ -25,7 +27,7 @@ from core.context.schemas import (
 )
 from handlers._observability import logger, metrics
 from handlers.routes.common import caller as principal
-from handlers.routes.common import request_id, services
+from handlers.routes.common import path_value, request_id, services
 from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
@@ -94,9 +96,12 @@ def feedback(request: Annotated[FeedbackRequest, Body()]) -> FeedbackResponse:
     return response
 
 
-@router.get("/context/weights", summary="Source weights and token shares", tags=["context"])
-def weights() -> WeightsResponse:
-    return services().learning.weights(principal(router, "read").tenant_id)
+@router.get("/context/weights", summary="Source weights and token shares, paged", tags=["context"])
+def weights(
+    limit: Annotated[int, Query(ge=1, le=MAX_WEIGHTS_PAGE)] = DEFAULT_WEIGHTS_PAGE,
+    cursor: Annotated[str | None, Query(max_length=1024)] = None,
+) -> WeightsResponse:
+    return services().learning.weights(principal(router, "read").tenant_id, limit, cursor)
 
 
 @router.get("/context/budgets", summary="Caller token budgets", tags=["context"])
@@ -131,6 +136,7 @@ def callers() -> CallersResponse:
 )
 def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest, Body()]) -> WeightOut:
     who = principal(router, "admin")
+    caller, source = path_value(caller, "caller"), path_value(source, "source")
     row = services().learning.set_weight(who.tenant_id, caller, source, request)
     logger.info(
         "manual weight",

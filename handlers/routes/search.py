@@ -27,6 +27,8 @@ def search(request: Annotated[SearchRequest, Body()]) -> Annotated[SearchRespons
     count(TenantMetric.SEARCHES, principal.tenant_id, enabled=on)
     count(TenantMetric.SEARCH_CACHE_HITS, principal.tenant_id, int(info.cache == "hit"), enabled=on)
     count(TenantMetric.DEGRADED_ANSWERS, principal.tenant_id, int(bool(info.degraded)), enabled=on)
+    if info.cache == "bypass":  # the cache failed and the index answered alone (fail open)
+        metrics.add_metric(name="SearchCacheBypass", unit=MetricUnit.Count, value=1)
     logger.info(
         "search",
         extra={
