@@ -315,6 +315,8 @@ def test_the_retry_settings_stay_within_the_time_budget() -> None:
 
     settings = load_settings()
     assert settings.opensearch_timeout * (settings.opensearch_max_retries + 1) <= OPENSEARCH_TIME_BUDGET < 29
-    with pytest.raises(InvalidInputError) as refused:
+    from core.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError) as refused:
         load_settings(opensearch_timeout=10.0, opensearch_max_retries=3)
-    assert "QUARRY_OPENSEARCH_MAX_RETRIES" in refused.value.fields
+    assert "QUARRY_OPENSEARCH_MAX_RETRIES" in refused.value.variables
