@@ -23,6 +23,9 @@ JobKind = Literal["bulk", "corpus"]
 JobStatus = Literal["queued", "running", "done"]
 MAX_JOB_ITEMS = 10_000  # items (or corpus documents) per request: 20x the synchronous 500 (a judgement call)
 MAX_REPORTED_ERRORS = 100  # a status answer lists the first errors and counts the rest
+# Errors kept per part: 10,000 items make ~50 parts; 20 errors of ~200 bytes each keep a job's item far
+# below DynamoDB's 400 KB.
+MAX_ERRORS_PER_PART = 20
 # Chunk text window (core/chunking.py) minus its overlap: how much new text each further chunk covers.
 _CHUNK_STRIDE_CHARS = (CHUNK_TOKENS - CHUNK_OVERLAP_TOKENS) * CHARS_PER_TOKEN
 
@@ -62,8 +65,10 @@ class PartReport:
     errors: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        """What the job store keeps: the counts and the part's first errors (a DynamoDB item holds 400 KB
+        for all parts together)."""
         return {"indexed": self.indexed, "skipped_stale": self.skipped_stale, "chunks": self.chunks,
-                "errors": self.errors}  # fmt: skip
+                "errors": self.errors[:MAX_ERRORS_PER_PART], "errors_total": len(self.errors)}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -102,7 +107,7 @@ class Job:
             indexed_key: sum(int(r.get("indexed", 0)) for r in reports),
             "skipped_stale": sum(int(r.get("skipped_stale", 0)) for r in reports),
             "errors": errors[:MAX_REPORTED_ERRORS],
-            "errors_total": len(errors),
+            "errors_total": sum(int(r.get("errors_total", len(r.get("errors", [])))) for r in reports),
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }

@@ -132,3 +132,15 @@ def test_locally_a_job_runs_in_a_background_thread(tmp_path: Path, fake_embedder
         assert [r["entity_id"] for r in found["results"]] == ["n-11"]
     finally:
         wiring.set_container(None)
+
+
+def test_a_job_with_many_bad_items_keeps_its_status_small_and_counts_them_all(aws_jobs: Any) -> None:
+    container, sqs, url, arn = aws_jobs
+    items = [{"type": "task", "id": f"b-{i}"} for i in range(600)]  # every one lacks its title
+    status, body = invoke(api_event("bulk_entities", body={"items": items}))
+    assert status == 202
+    drain_through_consumer(sqs, url, arn)
+    _, job = invoke(api_event("get_job", path=f"/jobs/{body['job_id']}"))
+    assert job["status"] == "done" and job["indexed"] == 0
+    assert job["errors_total"] == 600 and 0 < len(job["errors"]) <= 100
+    assert job["errors"][0]["index"] == 0
