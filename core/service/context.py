@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from core.context.budget import (
@@ -49,6 +49,12 @@ MS = 1000.0
 TOKENS_PER_CANDIDATE = 50
 MIN_DEPTH, MAX_DEPTH = 20, 100
 NO_TRIPLE_STORE = "knowledge-graph enrichment skipped: no triple store is configured (QUARRY_TRIPLES_FILE)"
+
+
+def is_degraded(warnings: Sequence[str]) -> bool:
+    """Whether an assembly answered with less than it could: a source, a retriever or the graph was
+    unavailable (a configuration note such as NO_TRIPLE_STORE is not an outage)."""
+    return any("skipped" in w and w != NO_TRIPLE_STORE for w in warnings)
 
 
 @dataclass(frozen=True, slots=True)

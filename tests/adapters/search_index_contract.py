@@ -15,6 +15,7 @@ from core.models import (
     LexicalQuery,
     MatchMode,
     Placement,
+    RetrievalSpec,
     WriteOutcome,
 )
 
@@ -83,6 +84,26 @@ class SearchIndexContract:
         assert vec(index, "t", unit(1, 0.1))[0] == "a"
         got = index.retrieve("t", LexicalQuery(("grocery",)), unit(0, 1), Filters(), 5)
         assert [c.key.entity_id for c in got.lexical] == ["b"] and got.vector[0].key.entity_id == "b"
+
+    def test_retrieve_many_answers_each_spec_in_order(self, index: Any) -> None:
+        index.upsert(record("t", "memory", "a", "rate limiter caps requests", vec=unit(1, 0)))
+        index.upsert(record("t", "vault", "b", "grocery list milk", vec=unit(0, 1), source="vault"))
+        specs = [
+            RetrievalSpec(LexicalQuery(("grocery",)), unit(0, 1), Filters(), 5),
+            RetrievalSpec(LexicalQuery(("limiter",)), None, Filters(sources=("memory",)), 5),
+            RetrievalSpec(None, unit(1, 0), Filters(sources=("vault",)), 5),
+        ]
+        got = index.retrieve_many("t", specs)
+        assert [[c.key.entity_id for c in r.lexical] for r in got] == [["b"], ["a"], []]
+        assert [[c.key.entity_id for c in r.vector][:1] for r in got] == [["b"], [], ["b"]]
+
+    def test_chunk_vectors_are_the_stored_embeddings(self, index: Any) -> None:
+        index.upsert(record("t", "document", "d", "x", chunks=["first part", "second part"]))
+        d = EntityKey("document", "d")
+        got = index.chunk_vectors("t", [(d, 0), (d, 1), (d, 7), (EntityKey("memory", "nope"), 0)])
+        assert set(got) == {(d, 0), (d, 1)}
+        assert np.allclose(got[(d, 1)], unit(1, 2), atol=1e-6)
+        assert index.chunk_vectors("other", [(d, 0)]) == {}
 
     def test_tenants_are_isolated(self, index: Any) -> None:
         index.upsert(record("t1", "memory", "a", "secret plans", vec=unit(1, 0)))
