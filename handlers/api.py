@@ -34,6 +34,12 @@ def health() -> dict[str, Any]:
     return {"status": "ok", "version": VERSION}
 
 
+@app.get("/whoami", summary="The caller's tenant, scopes and bound caller (what a console may offer)", tags=["meta"])
+def whoami() -> dict[str, Any]:
+    who = caller(app, "read")
+    return {"tenant": who.tenant_id, "scopes": sorted(who.scopes), "caller": who.caller}
+
+
 @app.get("/openapi.json", summary="This API's OpenAPI document", tags=["meta"])
 def openapi() -> dict[str, Any]:
     caller(app, "read")

@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from handlers.console_static import console_file, is_console_path
 from handlers.devserver_http import ExpectContinue, read_body, refuse, shed
 
 PUBLIC_PATHS = frozenset({"/health"})
@@ -223,6 +224,9 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
         body = read_body(self, self.max_body_bytes)
         if body is None:
             return  # read_body answered (400, 411 or 413)
+        if self.command in ("GET", "HEAD") and is_console_path(self.path):
+            self.reply(*console_file(self.path))  # the console's files: public, they hold no data
+            return
         principal = self._principal()
         if principal is False:
             refuse(

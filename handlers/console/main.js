@@ -1,0 +1,57 @@
+// The console's entry point: the key, the tabs, and each view's setup.
+import { api, getKey, setKey } from "./api.js";
+import { $ } from "./dom.js";
+import { session } from "./session.js";
+import * as compare from "./compare.js";
+import * as context from "./context.js";
+import * as entities from "./entities.js";
+import * as quality from "./quality.js";
+import * as retrieve from "./retrieve.js";
+import * as search from "./search.js";
+
+function status(message) {
+  $("status").textContent = message;
+}
+
+function show(view) {
+  for (const tab of document.querySelectorAll(".tab")) tab.classList.toggle("active", tab.dataset.view === view);
+  for (const section of document.querySelectorAll(".view")) section.classList.toggle("hidden", section.id !== `view-${view}`);
+}
+
+async function identify() {
+  session.who = null;
+  document.body.dataset.scopes = "";
+  if (!getKey()) {
+    $("who").textContent = "no key";
+    return;
+  }
+  try {
+    session.who = await api("GET", "/whoami");
+    const who = session.who;
+    $("who").textContent = `tenant ${who.tenant} · ${who.scopes.join(", ")}${who.caller ? ` · caller ${who.caller}` : ""}`;
+    document.body.dataset.scopes = who.scopes.join(" ");
+    $("quality-run").disabled = !session.can("admin");
+    status("");
+  } catch (err) {
+    $("who").textContent = "key refused";
+    status(err.message);
+  }
+}
+
+function init() {
+  for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => show(tab.dataset.view));
+  $("key-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    setKey($("key").value.trim());
+    $("key").value = "";
+    identify();
+  });
+  $("forget").addEventListener("click", () => {
+    setKey("");
+    identify();
+  });
+  for (const view of [search, compare, retrieve, context, entities, quality]) view.setup(status);
+  identify();
+}
+
+init();
