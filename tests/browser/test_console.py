@@ -1,0 +1,213 @@
+"""The browser console in a real headless Chromium against a real local server: it loads cleanly, draws
+searches, comparisons, assemblies and governed bundles, renders hostile text as text, and a read-only
+key gets no write controls while the server refuses its writes anyway."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.browser.driver import require_browser, start_browser
+from tests.browser.seed import FULL_KEY, HOSTILE_TITLE, READ_KEY, call, demo_server
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    require_browser()
+    with demo_server(tmp_path_factory.mktemp("console") / "data") as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser(url: str) -> Iterator[Any]:
+    driver = start_browser(require_browser())
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_for(driver: Any, css: str, count: int = 1, timeout: float = 10) -> list[Any]:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, timeout).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, css)) >= count)
+    return list(driver.find_elements(By.CSS_SELECTOR, css))
+
+
+def find(driver: Any, css: str) -> Any:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.CSS_SELECTOR, css)
+
+
+def errors(driver: Any) -> list[dict[str, Any]]:
+    return [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+
+
+def use_key(driver: Any, base: str, key: str) -> None:
+    driver.get(base + "/")
+    find(driver, "#key").send_keys(key)
+    find(driver, "#key-form button[type=submit]").click()
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 10).until(lambda d: "tenant demo" in find(d, "#who").text)
+
+
+def fill(driver: Any, css: str, text: str) -> None:
+    field = find(driver, css)
+    field.clear()
+    field.send_keys(text)
+
+
+def tab(driver: Any, view: str) -> None:
+    find(driver, f".tab[data-view={view}]").click()
+
+
+def test_console_loads_without_errors_and_keeps_the_key_out_of_the_url(browser: Any, url: str) -> None:
+    browser.get(url + "/")
+    assert browser.title == "Quarry console"
+    assert find(browser, "#who").text == "no key"
+    use_key(browser, url, FULL_KEY)
+    assert "admin, read, write" in find(browser, "#who").text
+    assert errors(browser) == []
+    assert FULL_KEY not in browser.current_url
+    assert browser.execute_script("return sessionStorage.getItem('quarry.key')") == FULL_KEY
+    assert browser.execute_script("return localStorage.length") == 0
+
+
+def test_a_search_shows_results_with_highlights_and_an_explanation(browser: Any, url: str) -> None:
+    use_key(browser, url, FULL_KEY)
+    fill(browser, "#search-query", "login limiter")
+    find(browser, "#search-form button[type=submit]").click()
+    items = wait_for(browser, "#search-results > li[data-key]")
+    assert items[0].get_attribute("data-key") in {"task:t-login", "document:d-design", "memory:m-auth"}
+    assert wait_for(items[0], "mark")[0].text.lower() in {"login", "limiter"}
+    explanation = find(items[0], "[data-testid=explanation]")
+    assert "lexical" in explanation.text and "vector" in explanation.text and "fused" in explanation.text
+    fills = explanation.find_elements("css selector", ".meter > div")
+    assert len(fills) == 3 and any(f.size["width"] > 0 for f in fills)
+    assert "strategy" in find(browser, "#search-info").text
+    assert errors(browser) == []
+
+
+def test_compare_shows_two_lists_with_rank_moves(browser: Any, url: str) -> None:
+    use_key(browser, url, FULL_KEY)
+    tab(browser, "compare")
+    fill(browser, "#compare-query", "rate limiter")
+    find(browser, "#compare-form button[type=submit]").click()
+    left = wait_for(browser, "#compare-left > li")
+    right = wait_for(browser, "#compare-right > li")
+    assert left and right
+    assert all(find(li, ".move").text for li in right)  # every right-hand result says how it moved
+    assert find(browser, "#compare-a-title").text == "keyword"
+    assert find(browser, "#compare-b-title").text == "semantic"
+    assert errors(browser) == []
+
+
+def test_an_assembly_shows_each_sources_share_of_the_budget(browser: Any, url: str) -> None:
+    use_key(browser, url, FULL_KEY)
+    tab(browser, "context")
+    fill(browser, "#context-query", "login rate limiter")
+    fill(browser, "#context-caller", "agent-coder")
+    fill(browser, "#context-budget", "800")
+    find(browser, "#context-form button[type=submit]").click()
+    segments = wait_for(browser, "[data-testid=budget-bar] > div[data-source]")
+    bar_width = find(browser, "[data-testid=budget-bar]").size["width"]
+    assert sum(s.size["width"] for s in segments) <= bar_width
+    assert all(s.size["width"] > 0 for s in segments)
+    assert "of 800 tokens" in find(browser, "#context-out h3").text
+    find(browser, "#context-learning").click()
+    wait_for(browser, "#context-learn svg.chart path")
+    assert errors(browser) == []
+
+
+def test_a_governed_retrieval_shows_selected_and_rejected_with_reasons(browser: Any, url: str) -> None:
+    use_key(browser, url, FULL_KEY)
+    tab(browser, "retrieve")
+    fill(browser, "#retrieve-role", "dba")
+    fill(browser, "#retrieve-task", "How do I rotate the database credentials?")
+    find(browser, "#retrieve-form button[type=submit]").click()
+    selected = wait_for(browser, "[data-testid=selected] > li")
+    assert "why:" in selected[0].text
+    assert wait_for(browser, "[data-testid=rejected] tr", 2)  # a header and at least one rejection
+    assert errors(browser) == []
+
+
+def test_a_hostile_document_renders_as_text(browser: Any, url: str) -> None:
+    use_key(browser, url, FULL_KEY)
+    fill(browser, "#search-query", "quarterly payload")
+    find(browser, "#search-form button[type=submit]").click()
+    item = wait_for(browser, "#search-results > li[data-key='document:d-hostile']")[0]
+    assert find(item, ".result-title").text == HOSTILE_TITLE
+    assert "<img src=x onerror=alert(document.domain)>" in find(item, ".snippet").text
+    assert browser.find_elements("css selector", "main img, main script") == []
+    from selenium.common.exceptions import NoAlertPresentException
+
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert  # noqa: B018 - raises when no alert ever opened
+    assert errors(browser) == []
+
+
+def test_snippets_with_anything_but_escaped_text_and_marks_are_shown_literally(browser: Any, url: str) -> None:
+    browser.get(url + "/")
+    script = """
+      const done = arguments[arguments.length - 1];
+      import('/console/dom.js').then((dom) => {
+        const render = (s) => { const d = document.createElement('div'); d.append(dom.snippetNodes(s));
+                                return [d.innerHTML, d.textContent]; };
+        done([render('a &lt;b&gt; <mark>x</mark> &amp; y'), render('<img src=x onerror=alert(1)>'),
+              render('<mark>open'), render('<b>bold</b>'), render('a & b')]);
+      });"""
+    escaped, tag, unclosed, other, stray = browser.execute_async_script(script)
+    assert escaped == ["a &lt;b&gt; <mark>x</mark> &amp; y", "a <b> x & y"]
+    assert tag[1] == "<img src=x onerror=alert(1)>" and "<img" not in tag[0]
+    assert unclosed[1] == "<mark>open" and other[1] == "<b>bold</b>" and stray[1] == "a & b"
+
+
+def test_a_read_only_key_sees_no_delete_control_and_the_server_refuses_one(browser: Any, url: str) -> None:
+    use_key(browser, url, READ_KEY)
+    assert find(browser, "#who").text.endswith("read")
+    tab(browser, "entities")
+    fill(browser, "#entities-query", "cache")
+    find(browser, "#entities-form button[type=submit]").click()
+    wait_for(browser, "#entities-list > li[data-key='task:t-cache']")[0].click()
+    wait_for(browser, "#entities-detail .card")
+    assert browser.find_elements("css selector", "[data-testid=delete]") == []
+    assert "read-only key" in find(browser, "#entities-detail").text
+    status, body = call(url, "DELETE", "/entities/task/t-cache", key=READ_KEY)
+    assert status == 403 and body["error"]["code"] == "forbidden"
+    assert call(url, "POST", "/search", {"query": "cache warm"}, key=READ_KEY)[1]["results"]
+
+
+def test_a_full_key_deletes_after_confirming(browser: Any, url: str) -> None:
+    use_key(browser, url, FULL_KEY)
+    tab(browser, "entities")
+    fill(browser, "#entities-query", "export")
+    find(browser, "#entities-form button[type=submit]").click()
+    wait_for(browser, "#entities-list > li[data-key='task:t-rate']")[0].click()
+    button = wait_for(browser, "[data-testid=delete]")[0]
+    button.click()
+    assert "Confirm" in button.text  # the first click only arms it
+    assert call(url, "POST", "/search", {"query": "export API"})[1]["results"]
+    button.click()
+    wait_for(browser, "#entities-detail p")
+    assert "deleted task:t-rate" in find(browser, "#entities-detail").text
+    results = call(url, "POST", "/search", {"query": "export API"})[1]["results"]
+    assert all(r["entity_id"] != "t-rate" for r in results)
+
+
+def test_quality_charts_a_golden_set_per_strategy(browser: Any, url: str) -> None:
+    use_key(browser, url, FULL_KEY)
+    tab(browser, "quality")
+    fill(browser, "#quality-role", "dba")
+    find(browser, "#quality-form button[type=submit]").click()
+    bars = wait_for(browser, "#quality-out svg.chart rect", 4, timeout=30)
+    assert len(bars) >= 4
+    assert "keyword" in find(browser, "#quality-out table").text
+    assert errors(browser) == []
+
