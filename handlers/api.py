@@ -34,7 +34,11 @@ def health() -> dict[str, Any]:
     return {"status": "ok", "version": VERSION}
 
 
-@app.get("/whoami", summary="The caller's tenant, scopes and bound caller (what a console may offer)", tags=["meta"])
+@app.get(
+    "/whoami",
+    summary="The caller's tenant, scopes and bound caller (what a console may offer)",
+    tags=["meta"],
+)
 def whoami() -> dict[str, Any]:
     who = caller(app, "read")
     return {"tenant": who.tenant_id, "scopes": sorted(who.scopes), "caller": who.caller}

@@ -23,21 +23,62 @@ KEYS = {
     READ_KEY: {"tenant": TENANT, "scopes": ["read"]},
 }
 HOSTILE_TITLE = "Quarterly <img src=x onerror=alert(1)> report"
-HOSTILE_TEXT = "The <img src=x onerror=alert(document.domain)> payload and <script>alert(2)</script> ride along"
+HOSTILE_TEXT = (
+    "The <img src=x onerror=alert(document.domain)> payload and <script>alert(2)</script> ride along"
+)
 
 ITEMS: list[dict[str, Any]] = [
-    {"type": "task", "id": "t-login", "title": "Fix login rate limiter", "description": "limiter resets too early"},
-    {"type": "task", "id": "t-docs", "title": "Write the limiter README", "description": "document the login limiter"},
-    {"type": "task", "id": "t-cache", "title": "Cache warm-up", "description": "warm the search cache after deploys"},
-    {"type": "task", "id": "t-rate", "title": "Rate limit the export API", "description": "token bucket per account"},
-    {"type": "memory", "id": "m-billing", "content": "Billing rate limiter uses a token bucket per account",
-     "namespace": "billing"},
-    {"type": "memory", "id": "m-auth", "content": "The login limiter locks an account after five failures",
-     "namespace": "auth"},
-    {"type": "memory", "id": "a-own", "content": "I raised the login limiter threshold", "source": "agent_memory",
-     "owner": "agent-coder", "namespace": "auth"},
-    {"type": "document", "id": "d-design", "title": "Login design", "namespace": "auth",
-     "text": "Login uses a rate limiter with lockout and a sliding window of fifteen minutes"},
+    {
+        "type": "task",
+        "id": "t-login",
+        "title": "Fix login rate limiter",
+        "description": "limiter resets too early",
+    },
+    {
+        "type": "task",
+        "id": "t-docs",
+        "title": "Write the limiter README",
+        "description": "document the login limiter",
+    },
+    {
+        "type": "task",
+        "id": "t-cache",
+        "title": "Cache warm-up",
+        "description": "warm the search cache after deploys",
+    },
+    {
+        "type": "task",
+        "id": "t-rate",
+        "title": "Rate limit the export API",
+        "description": "token bucket per account",
+    },
+    {
+        "type": "memory",
+        "id": "m-billing",
+        "content": "Billing rate limiter uses a token bucket per account",
+        "namespace": "billing",
+    },
+    {
+        "type": "memory",
+        "id": "m-auth",
+        "content": "The login limiter locks an account after five failures",
+        "namespace": "auth",
+    },
+    {
+        "type": "memory",
+        "id": "a-own",
+        "content": "I raised the login limiter threshold",
+        "source": "agent_memory",
+        "owner": "agent-coder",
+        "namespace": "auth",
+    },
+    {
+        "type": "document",
+        "id": "d-design",
+        "title": "Login design",
+        "namespace": "auth",
+        "text": "Login uses a rate limiter with lockout and a sliding window of fifteen minutes",
+    },
     {"type": "document", "id": "d-hostile", "title": HOSTILE_TITLE, "text": HOSTILE_TEXT},
 ]
 

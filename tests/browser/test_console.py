@@ -153,7 +153,9 @@ def test_a_hostile_document_renders_as_text(browser: Any, url: str) -> None:
     assert errors(browser) == []
 
 
-def test_snippets_with_anything_but_escaped_text_and_marks_are_shown_literally(browser: Any, url: str) -> None:
+def test_snippets_with_anything_but_escaped_text_and_marks_are_shown_literally(
+    browser: Any, url: str
+) -> None:
     browser.get(url + "/")
     script = """
       const done = arguments[arguments.length - 1];
@@ -210,4 +212,3 @@ def test_quality_charts_a_golden_set_per_strategy(browser: Any, url: str) -> Non
     assert len(bars) >= 4
     assert "keyword" in find(browser, "#quality-out table").text
     assert errors(browser) == []
-
