@@ -18,7 +18,7 @@ export function budgetBar(sources, budget) {
   for (const [name, tokens] of bySource) {
     const share = budget > 0 ? tokens / budget : 0;
     bar.append(el("div", { class: classes.get(name), width: `${(share * 100).toFixed(2)}%`, title: `${name}: ${tokens} tokens`, "data-source": name }, name));
-    legend.append(el("span", { class: `chip ${classes.get(name)}` }, " "), ` ${name} ${tokens} tokens (${(share * 100).toFixed(1)}%)  `);
+    legend.append(el("span", { class: `swatch ${classes.get(name)}` }), ` ${name} ${tokens} tokens (${(share * 100).toFixed(1)}%)  `);
   }
   const used = [...bySource.values()].reduce((a, b) => a + b, 0);
   legend.append(el("span", { class: "muted" }, `unused ${Math.max(0, budget - used)} of ${budget}`));

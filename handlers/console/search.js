@@ -37,7 +37,8 @@ export function queryInfo(response) {
 function explanationRow(label, kind, leg, max) {
   return [
     el("span", {}, label),
-    el("span", { class: "num" }, leg.rank ? `#${leg.rank}` : "not found"),
+    // The API's ranks count from 0; people count from 1.
+    el("span", { class: "num" }, leg.rank === null || leg.rank === undefined ? "not found" : `#${leg.rank + 1}`),
     meter(leg.score, max, kind),
     el("span", { class: "num" }, fmt(leg.score)),
   ];
@@ -80,22 +81,28 @@ export function resultItem(result, scale) {
     explanation(result, scale));
 }
 
+/** Run the search form's query and draw the answer (marks `quarry:first-results` the first time). */
+export async function runSearch(status) {
+  try {
+    const body = searchBody($("search-query").value, {
+      entities: $("search-entities").value, filters: $("search-filters").value,
+      strategy: $("search-strategy").value, limit: $("search-limit").value,
+    });
+    const response = await api("POST", "/search", body);
+    status("");
+    clear($("search-info")).append(queryInfo(response));
+    const scale = scaleOf(response.results);
+    clear($("search-results")).append(...response.results.map((r) => resultItem(r, scale)));
+    if (!response.results.length) $("search-results").append(el("li", { class: "muted" }, "no results"));
+    if (!performance.getEntriesByName("quarry:first-results").length) performance.mark("quarry:first-results");
+  } catch (err) {
+    status(err.message);
+  }
+}
+
 export function setup(status) {
-  $("search-form").addEventListener("submit", async (event) => {
+  $("search-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    try {
-      const body = searchBody($("search-query").value, {
-        entities: $("search-entities").value, filters: $("search-filters").value,
-        strategy: $("search-strategy").value, limit: $("search-limit").value,
-      });
-      const response = await api("POST", "/search", body);
-      status("");
-      clear($("search-info")).append(queryInfo(response));
-      const scale = scaleOf(response.results);
-      clear($("search-results")).append(...response.results.map((r) => resultItem(r, scale)));
-      if (!response.results.length) $("search-results").append(el("li", { class: "muted" }, "no results"));
-    } catch (err) {
-      status(err.message);
-    }
+    runSearch(status);
   });
 }

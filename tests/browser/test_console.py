@@ -89,6 +89,7 @@ def test_a_search_shows_results_with_highlights_and_an_explanation(browser: Any,
     assert wait_for(items[0], "mark")[0].text.lower() in {"login", "limiter"}
     explanation = find(items[0], "[data-testid=explanation]")
     assert "lexical" in explanation.text and "vector" in explanation.text and "fused" in explanation.text
+    assert "#1" in explanation.text  # the best hit of a leg is its #1 (the API counts from 0)
     fills = explanation.find_elements("css selector", ".meter > div")
     assert len(fills) == 3 and any(f.size["width"] > 0 for f in fills)
     assert "strategy" in find(browser, "#search-info").text
@@ -211,4 +212,14 @@ def test_quality_charts_a_golden_set_per_strategy(browser: Any, url: str) -> Non
     bars = wait_for(browser, "#quality-out svg.chart rect", 4, timeout=30)
     assert len(bars) >= 4
     assert "keyword" in find(browser, "#quality-out table").text
+    assert errors(browser) == []
+
+
+def test_a_link_with_a_query_searches_at_once_with_the_sessions_key(browser: Any, url: str) -> None:
+    use_key(browser, url, FULL_KEY)
+    browser.get("about:blank")
+    browser.get(url + "/#q=warm%20cache")
+    assert wait_for(browser, "#search-results > li[data-key='task:t-cache']")
+    started = browser.execute_script("return performance.getEntriesByName('quarry:first-results')[0].startTime")
+    assert started > 0
     assert errors(browser) == []

@@ -1,0 +1,94 @@
+"""Screenshots of each console view at 1280×800 (docs/console/*.png) from the seeded demo tenant of the
+browser tests: `PYTHONPATH=. .venv/bin/python scripts/console_screenshots.py [out-dir]`."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.browser.driver import require_browser, start_browser
+from tests.browser.seed import FULL_KEY, demo_server
+
+
+def _fill(driver: Any, css: str, text: str) -> None:
+    field = driver.find_element("css selector", css)
+    field.clear()
+    field.send_keys(text)
+
+
+def _wait(driver: Any, css: str, timeout: float = 20) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, timeout).until(lambda d: d.find_elements("css selector", css))
+
+
+def _views(driver: Any, url: str, out: Path) -> None:
+    def click(css: str) -> None:
+        driver.find_element("css selector", css).click()
+
+    def shot(name: str) -> None:
+        time.sleep(0.2)
+        driver.save_screenshot(str(out / f"{name}.png"))
+
+    driver.get(url + "/")
+    _fill(driver, "#key", FULL_KEY)
+    click("#key-form button[type=submit]")
+    _wait(driver, "body[data-scopes~=admin]")
+    _fill(driver, "#search-query", "login rate limiter")
+    click("#search-form button[type=submit]")
+    _wait(driver, "#search-results [data-testid=explanation]")
+    shot("search")
+    click(".tab[data-view=compare]")
+    _fill(driver, "#compare-query", "rate limiter")
+    click("#compare-form button[type=submit]")
+    _wait(driver, "#compare-right li")
+    shot("compare")
+    click(".tab[data-view=retrieve]")
+    _fill(driver, "#retrieve-role", "dba")
+    _fill(driver, "#retrieve-task", "How do I rotate the database credentials?")
+    click("#retrieve-form button[type=submit]")
+    _wait(driver, "[data-testid=selected] li")
+    shot("governed")
+    click(".tab[data-view=context]")
+    _fill(driver, "#context-caller", "agent-coder")
+    _fill(driver, "#context-budget", "120")
+    for query in ("login limiter lockout", "rate limiter token bucket", "login rate limiter"):
+        _fill(driver, "#context-query", query)
+        click("#context-form button[type=submit]")
+        _wait(driver, "[data-testid=budget-bar] div")
+    click("#context-learning")
+    _wait(driver, "#context-learn svg path")
+    shot("context")
+    click(".tab[data-view=entities]")
+    _fill(driver, "#entities-query", "limiter")
+    click("#entities-form button[type=submit]")
+    _wait(driver, "#entities-list li[data-key]")
+    click("#entities-list li[data-key]")
+    _wait(driver, "#entities-detail .card")
+    shot("entities")
+    click(".tab[data-view=quality]")
+    _fill(driver, "#quality-role", "dba")
+    click("#quality-form button[type=submit]")
+    _wait(driver, "#quality-out svg rect", 60)
+    shot("quality")
+
+
+def main() -> int:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/console")
+    out.mkdir(parents=True, exist_ok=True)
+    driver = start_browser(require_browser())
+    try:
+        with tempfile.TemporaryDirectory() as tmp, demo_server(Path(tmp) / "data") as url:
+            _views(driver, url, out)
+    finally:
+        driver.quit()
+    for png in sorted(out.glob("*.png")):
+        print(f"{png}: {png.stat().st_size // 1024} KB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
