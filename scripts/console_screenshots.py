@@ -80,6 +80,10 @@ def main() -> int:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/console")
     out.mkdir(parents=True, exist_ok=True)
     driver = start_browser(require_browser())
+    # The page itself at 1280×800 (a headless window's size includes no chrome, but pin it anyway).
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+    )
     try:
         with tempfile.TemporaryDirectory() as tmp, demo_server(Path(tmp) / "data") as url:
             _views(driver, url, out)

@@ -23,7 +23,7 @@ export function renderBundle(bundle) {
   out.append(el("h3", {}, "provenance"), el("div", {},
     chip(`trust ${p.trust_posture}${p.mean_trust === null ? "" : ` (${fmt(p.mean_trust, 2)})`}`),
     chip(`freshness ${p.freshness_posture}`), chip(`${p.stale_selected} stale selected`, p.stale_selected ? "warn" : ""),
-    ...p.sources.map((s) => chip(`${s.source || s.name}: ${s.count ?? fmt(s.share, 2)}`))));
+    ...p.sources.map((s) => chip(`${s.source}: ${s.selected} selected · trust ${s.trust}${s.preferred ? " · preferred" : ""}`, s.preferred ? "ok" : ""))));
   const q = bundle.query;
   out.append(el("div", { class: "muted" }, `mode ${q.mode} · fusion ${q.fusion} · semantic weight ${fmt(q.semantic_weight, 2)} · lexical terms: ${q.lexical_terms.join(" ")}`,
     q.boost_terms_added.length ? ` · boosted: ${q.boost_terms_added.join(" ")}` : "", q.suppress_terms_removed.length ? ` · suppressed: ${q.suppress_terms_removed.join(" ")}` : ""));
