@@ -60,6 +60,20 @@ def measure(driver: Any, url: str, query: str) -> float:
     return float(driver.execute_script(mark))
 
 
+def phases(driver: Any) -> dict[str, float]:
+    """Where the last load's time went: the page, its scripts, /whoami and /search (ms from start)."""
+    script = """
+      const out = {page: performance.getEntriesByType('navigation')[0].responseEnd,
+                   dom_ready: performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd};
+      for (const r of performance.getEntriesByType('resource')) {
+        const name = new URL(r.name).pathname;
+        if (name === '/search' || name === '/whoami') { out[name + ' start'] = r.startTime; out[name + ' end'] = r.responseEnd; }
+        else out.scripts_end = Math.max(out.scripts_end || 0, r.responseEnd);
+      }
+      return out;"""
+    return {k: round(float(v), 1) for k, v in driver.execute_script(script).items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entities", type=int, default=10_000)
@@ -79,6 +93,7 @@ def main() -> int:
             driver.execute_script("sessionStorage.setItem('quarry.key', arguments[0])", KEY)
             measure(driver, url, "warm up the model and the page")
             times = [measure(driver, url, q) for q in queries(args.runs)]
+            last = phases(driver)
         finally:
             driver.quit()
             httpd.shutdown()
@@ -93,6 +108,7 @@ def main() -> int:
             "p90": round(times[int(0.9 * (len(times) - 1))], 1),
             "max": round(times[-1], 1),
         },
+        "last_load_phases_ms": last,
     }
     print(json.dumps(result, indent=2))
     if args.json:

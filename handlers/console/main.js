@@ -51,14 +51,13 @@ function init() {
     identify();
   });
   for (const view of [search, compare, retrieve, context, entities, quality]) view.setup(status);
-  identify().then(() => {
-    // A link may carry a query (never the key): /#q=login%20limiter searches at once.
-    const query = new URLSearchParams(location.hash.slice(1)).get("q");
-    if (query && session.who) {
-      $("search-query").value = query;
-      search.runSearch(status);
-    }
-  });
+  // A link may carry a query (never the key): /#q=login%20limiter searches at once, alongside /whoami.
+  const query = new URLSearchParams(location.hash.slice(1)).get("q");
+  if (query && getKey()) {
+    $("search-query").value = query;
+    search.runSearch(status);
+  }
+  identify();
 }
 
 init();
