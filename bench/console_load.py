@@ -47,7 +47,10 @@ def build(data_dir: Path, n: int, fake: bool) -> Container:
 
 def queries(runs: int) -> list[str]:
     words = sorted({w for ws in TOPICS.values() for w in ws})
-    return [f"{VERBS[i % len(VERBS)]} {words[i % len(words)]} {words[(i * 7 + 3) % len(words)]}" for i in range(runs)]
+    return [
+        f"{VERBS[i % len(VERBS)]} {words[i % len(words)]} {words[(i * 7 + 3) % len(words)]}"
+        for i in range(runs)
+    ]
 
 
 def measure(driver: Any, url: str, query: str) -> float:

@@ -82,7 +82,8 @@ def main() -> int:
     driver = start_browser(require_browser())
     # The page itself at 1280×800 (a headless window's size includes no chrome, but pin it anyway).
     driver.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False},
     )
     try:
         with tempfile.TemporaryDirectory() as tmp, demo_server(Path(tmp) / "data") as url:
