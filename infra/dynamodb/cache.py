@@ -15,6 +15,7 @@ import json
 import math
 from typing import Any
 
+from core.cache_key import is_tenant_cache_key
 from infra.dynamodb.errors import dynamodb_errors
 from infra.dynamodb.state_items import N, S
 from infra.dynamodb.tables import TTL_ATTRIBUTE, cache_table_spec, default_client, ensure_table
@@ -71,3 +72,28 @@ class DynamoCache:
                 TableName=self._table, Key={"pk": S(f"C#{key}")}, ConsistentRead=True
             ).get("Item")
         return 0 if item is None else int(item["count"]["N"])
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Drop the tenant's cached searches and generation counter (a Scan: an admin operation, rare)."""
+        prefix = f"V#search:{tenant_id}:"
+        keys: list[dict[str, Any]] = [{"pk": S(f"C#gen:{tenant_id}")}]
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "FilterExpression": "begins_with(pk, :p)",
+            "ExpressionAttributeValues": {":p": S(prefix)},
+            "ProjectionExpression": "pk",
+        }
+        with dynamodb_errors():
+            while True:
+                page = self._client.scan(**params)
+                keys.extend(
+                    {"pk": i["pk"]}
+                    for i in page.get("Items", [])
+                    if is_tenant_cache_key(i["pk"]["S"][2:], tenant_id)
+                )
+                if "LastEvaluatedKey" not in page:
+                    break
+                params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            for key in keys:
+                self._client.delete_item(TableName=self._table, Key=key)
+        return len(keys)

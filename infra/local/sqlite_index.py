@@ -29,6 +29,7 @@ from core.models import (
 )
 from core.text import edit_distance, fuzzy_budget, light_stem
 from infra.local.fts import fts5_expression, is_scope_token, scope_text, scoped_expression
+from infra.local.sqlite_catalog import SqliteCatalog
 from infra.local.sqlite_connect import open_sqlite
 from infra.local.sqlite_sql import (
     CANDIDATE_SELECT,
@@ -48,7 +49,7 @@ MAX_FUZZY_EXPANSIONS = 8  # vocabulary terms one fuzzy term may expand to
 SQL_BATCH = 400  # stay well under SQLite's bound-parameter limit
 
 
-class SqliteIndex:
+class SqliteIndex(SqliteCatalog):
     """The embedded SearchIndex (see module docstring). Thread-safe: one connection per thread."""
 
     def __init__(self, path: str | Path) -> None:
@@ -67,6 +68,7 @@ class SqliteIndex:
             raise UnavailableError(
                 "sqlite", f"{self._path} was built by an older Quarry; delete it and re-ingest"
             )
+        self._ensure_listing_index()
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

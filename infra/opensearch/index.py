@@ -27,6 +27,7 @@ from core.models import (
     WriteOutcome,
 )
 from infra.opensearch import bodies, documents, mapping, responses
+from infra.opensearch.catalog import OpenSearchCatalog
 from infra.opensearch.client import RetryPolicy
 from infra.opensearch.errors import (
     INDEX_MISSING,
@@ -42,7 +43,7 @@ Refresh = bool | str  # False (default), True, or "wait_for" (tests, the local d
 _RESOURCE_EXISTS = "resource_already_exists_exception"
 
 
-class OpenSearchIndex:
+class OpenSearchIndex(OpenSearchCatalog):
     """SearchIndex over OpenSearch: one document per entity, chunks nested, versions external."""
 
     def __init__(
