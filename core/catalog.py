@@ -14,10 +14,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from core.errors import InvalidInputError
 
 DEFAULT_ENTITY_PAGE = 50  # GET /entities default page size (like the log's page)
 MAX_ENTITY_PAGE = 500  # one page stays well under the 6 MB Lambda response limit at ~10 KB per entity
+DEFAULT_READ_ROWS = 100  # weight history and eval rows per read
+MAX_READ_ROWS = 1000
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -91,3 +95,61 @@ def entity_position(tenant_id: str, entity_type: str | None, cursor: str) -> Ent
             "invalid cursor", {"cursor": "was issued for another listing (type filter differs)"}
         )
     return EntityPosition(str(fields[0]), str(fields[1]), str(fields[2]))
+
+
+class EntityOut(BaseModel):
+    """GET /entities/{type}/{id}: the stored entity, its version, and whether its chunks are embedded."""
+
+    entity_type: str
+    entity_id: str
+    version: int
+    source: str
+    owner: str | None
+    namespace: str | None
+    created_at: str
+    updated_at: str
+    title: str
+    fields: dict[str, Any] = Field(description="The entity's fields as stored")
+    metadata: dict[str, Any]
+    embedded: bool = Field(description="True when every indexed chunk carries an embedding")
+    chunks: int = Field(description="Indexed chunks (long documents are split)")
+
+
+class EntityPage(BaseModel):
+    """GET /entities: newest first; pass `next_cursor` back as `cursor` for the next page."""
+
+    data: list[EntityOut]
+    next_cursor: str | None
+
+
+class WeightChangeOut(BaseModel):
+    """One weight history row."""
+
+    caller: str
+    source: str
+    old_weight: float
+    new_weight: float
+    old_share: float
+    new_share: float
+    reason: str
+    at: str
+
+
+class WeightHistoryResponse(BaseModel):
+    """GET /context/weights/history: newest first."""
+
+    data: list[WeightChangeOut]
+
+
+class EvalOut(BaseModel):
+    """One stored golden-set evaluation."""
+
+    name: str
+    at: str
+    metrics: dict[str, Any]
+
+
+class EvalsResponse(BaseModel):
+    """GET /evals: newest first."""
+
+    data: list[EvalOut]

@@ -7,7 +7,8 @@ QuarryError
 ├── ForbiddenError           scope: the scope that was needed  → 403
 ├── NotFoundError            kind, key                         → 404 (also for another tenant's object)
 ├── ConflictError            a write that cannot apply          → 409
-│   └── StaleVersionError    stored_version, given_version     (reported, never applied)
+│   ├── StaleVersionError    stored_version, given_version     (reported, never applied)
+│   └── CursorExpiredError   a page cursor of an older index generation
 └── UnavailableError         backend, retry_after seconds      → 503 with Retry-After
 """
 
@@ -92,6 +93,18 @@ class StaleVersionError(ConflictError):
         self.key = key
         self.stored_version = stored_version
         self.given_version = given_version
+
+
+class CursorExpiredError(ConflictError):
+    """A paging cursor issued before the tenant's index changed: start again from the first page."""
+
+    code = "cursor_expired"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the tenant's index changed since this cursor was issued; search again without a cursor"
+        )
+        self.fields = {"cursor": "was issued for an older index generation"}
 
 
 class UnavailableError(QuarryError):

@@ -14,6 +14,7 @@ from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError
 from core.fusion import FusionMethod
 from core.ports import Cache, Embedder, SearchIndex, StateStore, TripleStore
+from core.service.catalog import CatalogService
 from core.service.context import ContextService, ContextSettings
 from core.service.context_learning import LearningService
 from core.service.indexing import IndexingService
@@ -120,6 +121,11 @@ class Container:
     @cached_property
     def indexing(self) -> IndexingService:
         return IndexingService(self.index, self.embedder, self.registry, self.cache)
+
+    @cached_property
+    def catalog(self) -> CatalogService:
+        """Reads of stored entities, weight history and eval records (DESIGN.md §9)."""
+        return CatalogService(self.index, self.state, self.registry)
 
     @cached_property
     def retrieval(self) -> RetrievalService:

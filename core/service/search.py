@@ -22,6 +22,7 @@ from core.schemas import (
     SearchResponse,
     SearchResult,
 )
+from core.search_paging import PAGING_DEPTH, SearchPage
 from core.snippet import build_snippet
 
 MAX_QUERY_CHARS = 1000  # a query, not a document; longer is refused with 400 (configurable)
@@ -181,13 +182,20 @@ class SearchService:
             generation,
             request.explain,
         )
+        page = SearchPage.first(tenant_id, request, types, generation)
+        if request.cursor is not None:
+            page = page.resume(request.cursor)
+            response = self._execute(tenant_id, request, parsed, types, filters, plan, page)
+            response.query_info.cache = "bypass"
+            response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
+            return response
         cached = self._cache.get(key, self._clock.now())
         if cached is not None:
             response = SearchResponse.model_validate(cached)
             response.query_info.cache = "hit"
             response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
             return response
-        response = self._execute(tenant_id, request, parsed, types, filters, plan)
+        response = self._execute(tenant_id, request, parsed, types, filters, plan, page)
         if not response.query_info.degraded:
             self._cache.set(
                 key, response.model_dump(mode="json"), self.settings.cache_ttl_seconds, self._clock.now()
@@ -203,6 +211,7 @@ class SearchService:
         types: tuple[str, ...],
         filters: Filters,
         plan: Plan,
+        page: SearchPage,
     ) -> SearchResponse:
         degraded_reason: str | None = None
         embedding = None
@@ -215,10 +224,27 @@ class SearchService:
         lexical = LexicalQuery(parsed.terms, parsed.phrases) if plan.lexical else None
         depth = retrieval_depth(request.limit, plan, self.settings)
         fused, fallback = self._retrieve(tenant_id, lexical, embedding, filters, depth, plan, bool(types))
-        results = [self._result(f, parsed, plan, request.explain, fallback) for f in fused[: request.limit]]
+        page.check_strategy(plan.strategy)
+        window, total, next_cursor = fused[: request.limit], len(fused), None
+        if len(fused) > request.limit:
+            next_cursor = page.cursor(plan.strategy, 0)
+        if not page.is_first:
+            # Pages after the first rank at the paging depth, leaving out what the first page showed
+            # (recomputed: same generation, same inputs, same ranking), so each entity comes once.
+            shown = {f.candidate.key for f in window}
+            deep, fallback = self._retrieve(
+                tenant_id, lexical, embedding, filters, PAGING_DEPTH, plan, bool(types)
+            )
+            rest = [f for f in deep if f.candidate.key not in shown]
+            window = rest[page.offset : page.offset + request.limit]
+            total = len(shown) + len(rest)
+            following = page.offset + request.limit
+            next_cursor = page.cursor(plan.strategy, following) if following < len(rest) else None
+        results = [self._result(f, parsed, plan, request.explain, fallback) for f in window]
         return SearchResponse(
             results=results,
-            total=len(fused),
+            next_cursor=next_cursor,
+            total=total,
             query_info=QueryInfo(
                 original_query=request.query,
                 parsed_query=parsed.describe(),
