@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     entity_types_file: Path | None = None
 
     api_keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    mcp_key: str | None = None  # `quarry mcp` over stdio acts as this QUARRY_API_KEYS entry
 
     fusion: Literal["rrf", "convex"] = "convex"
     alpha: float = Field(default=DEFAULT_ALPHA, ge=0.0, le=1.0)
