@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from core.errors import InvalidInputError
 from handlers import errors
 from handlers._observability import logger, metrics, tracer
-from handlers.routes import catalog, context, entities, governance, search
+from handlers.routes import catalog, context, entities, governance, lifecycle, search
 from handlers.routes.common import caller, services
 
 VERSION = "0.1.0"
@@ -27,6 +27,7 @@ app.include_router(entities.router)
 app.include_router(context.router)
 app.include_router(governance.router)
 app.include_router(catalog.router)
+app.include_router(lifecycle.router)
 
 
 @app.get("/health", summary="Liveness (no token needed)", tags=["meta"])

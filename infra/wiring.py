@@ -18,6 +18,7 @@ from core.service.catalog import CatalogService
 from core.service.context import ContextService, ContextSettings
 from core.service.context_learning import LearningService
 from core.service.indexing import IndexingService
+from core.service.lifecycle import LifecycleService
 from core.service.retrieval import RetrievalService
 from core.service.search import SearchService, SearchSettings
 from infra.clock import SystemClock
@@ -126,6 +127,11 @@ class Container:
     def catalog(self) -> CatalogService:
         """Reads of stored entities, weight history and eval records (DESIGN.md §9)."""
         return CatalogService(self.index, self.state, self.registry)
+
+    @cached_property
+    def lifecycle(self) -> LifecycleService:
+        """Export and erase of a tenant (DESIGN.md §9)."""
+        return LifecycleService(self.index, self.state, self.cache)
 
     @cached_property
     def retrieval(self) -> RetrievalService:

@@ -97,8 +97,10 @@ class SqliteCatalog:
     def purge_tenant(self: _IndexParts, tenant_id: str) -> int:
         """Erase the tenant's entities, tombstones, chunks, vectors, keyword rows and generation.
 
-        The keyword index is merged afterwards (FTS5 keeps deleted terms in old segments until a merge)
-        and deleted content is zeroed (`secure_delete`), then the WAL is checkpointed and truncated.
+        The keyword index is merged afterwards (FTS5 keeps deleted terms in old segments until a merge),
+        deleted content is zeroed (`secure_delete`), the file is rebuilt (`VACUUM`: the cost of an erase
+        grows with the whole file, an admin operation's price for leaving no bytes behind) and the WAL is
+        checkpointed and truncated.
         """
         conn = self._conn()
         secure_delete(conn)
@@ -115,5 +117,8 @@ class SqliteCatalog:
             tx.execute("DELETE FROM idx_generation WHERE tenant_id = ?", (tenant_id,))
             tx.execute("INSERT INTO idx_fts (idx_fts) VALUES ('optimize')")
         self._vectors.pop(tenant_id, None)
+        # Free space still holds bytes of rows that writes before the erase replaced or deleted without
+        # secure_delete (old chunk rows, merged FTS segments): rebuild the file so none of it survives.
+        conn.execute("VACUUM")
         checkpoint(conn)
         return int(count)
