@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import QuarryError
-from handlers import cli_governance, cli_mcp
+from handlers import cli_governance, cli_mcp, cli_reindex
 
 INGEST_BATCH = 64  # entities embedded per batch: big enough to batch the model, small for progress
 
@@ -213,6 +213,7 @@ def parser() -> argparse.ArgumentParser:
     lc.set_defaults(func=cmd_eval_cycle)
     cli_governance.register(sub)  # validate, load-corpus, retrieve, schema
     cli_mcp.register(sub)  # mcp
+    cli_reindex.register(sub)  # reindex
     return p
 
 

@@ -8,6 +8,7 @@ import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from core.entities import EntityTypeRegistry
@@ -68,11 +69,21 @@ class Container:
         from infra.local.embedder import LocalEmbedder
 
         s = self.settings
-        return LocalEmbedder(
+        configured = LocalEmbedder(
             s.embedder_model_dir,
             pooling=s.embedder_pooling,
             query_prefix=s.embedder_query_prefix,
             threads=s.embedder_threads,
+        )
+        if self.settings.index_kind == "opensearch":
+            return configured
+        # The data file remembers the model `quarry reindex` switched it to; follow it.
+        from infra.switching_embedder import ActiveModel, SwitchingEmbedder
+
+        return SwitchingEmbedder(
+            configured,
+            lambda folder: LocalEmbedder(Path(folder), threads=s.embedder_threads),
+            ActiveModel(s.sqlite_path),
         )
 
     @cached_property
