@@ -166,13 +166,14 @@ def reindex(
     """Shadow, swap (retrying while writes land), settle; `on_swap` runs right after the swap commits."""
     started = clock()
     chunks = reindexer.shadow(embedder)
-    for attempt in range(1, MAX_SWAP_ATTEMPTS + 1):
+    attempts, swapped, top = 0, False, 0
+    while not swapped:
+        if attempts == MAX_SWAP_ATTEMPTS:
+            raise RuntimeError(f"writes kept arriving: no swap after {MAX_SWAP_ATTEMPTS} attempts; run again")
+        attempts += 1
         swapped, top = reindexer.try_swap(model_dir, embedder, clock())
-        if swapped:
-            break
-        chunks += reindexer.shadow(embedder)
-    else:
-        raise RuntimeError(f"writes kept arriving: no swap after {MAX_SWAP_ATTEMPTS} attempts; run again")
+        if not swapped:
+            chunks += reindexer.shadow(embedder)
     if on_swap is not None:
         on_swap()
     sleep(settle_seconds)
