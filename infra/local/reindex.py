@@ -183,7 +183,7 @@ def reindex(
         embedder.model_id,
         embedder.dimension,
         chunks,
-        attempt,
+        attempts,
         settled,
         round(clock() - started, 3),
     )
