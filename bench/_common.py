@@ -28,12 +28,28 @@ def synthetic_entities(n: int, seed: int = 7) -> list[dict[str, object]]:
         rng.shuffle(words)
         sentence = " ".join(words)
         if i % 2:
-            items.append({"type": "memory", "id": f"m{i}", "content": f"{rng.choice(VERBS)} {sentence}",
-                          "category": topic, "version": 1})
+            items.append(
+                {
+                    "type": "memory",
+                    "id": f"m{i}",
+                    "content": f"{rng.choice(VERBS)} {sentence}",
+                    "category": topic,
+                    "version": 1,
+                }
+            )
         else:
-            items.append({"type": "task", "id": f"t{i}", "title": f"{rng.choice(VERBS)} {' '.join(words[:3])}",
-                          "description": sentence, "tags": [topic], "status": rng.choice(["open", "done"]),
-                          "domain": topic, "version": 1})
+            items.append(
+                {
+                    "type": "task",
+                    "id": f"t{i}",
+                    "title": f"{rng.choice(VERBS)} {' '.join(words[:3])}",
+                    "description": sentence,
+                    "tags": [topic],
+                    "status": rng.choice(["open", "done"]),
+                    "domain": topic,
+                    "version": 1,
+                }
+            )
     return items
 
 
@@ -45,8 +61,13 @@ def queries(n: int, seed: int = 11) -> list[str]:
         topic = rng.choice(sorted(TOPICS))
         words = rng.sample(TOPICS[topic], 2)
         shape = i % 3
-        out.append(" ".join(words) if shape == 0 else f"how do we {rng.choice(VERBS)} {words[0]} {words[1]}?"
-                   if shape == 1 else f"{rng.choice(VERBS)} {words[0]}")
+        out.append(
+            " ".join(words)
+            if shape == 0
+            else f"how do we {rng.choice(VERBS)} {words[0]} {words[1]}?"
+            if shape == 1
+            else f"{rng.choice(VERBS)} {words[0]}"
+        )
     return out
 
 

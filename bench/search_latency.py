@@ -37,8 +37,13 @@ BULK = 500  # POST /entities maximum
 def event(path: str, body: Any, tenant: str = "bench") -> dict[str, Any]:
     from handlers.devserver import build_event
 
-    return build_event("POST", path, {"content-type": "application/json"}, json.dumps(body).encode(),
-                       {"tenant": tenant, "scopes": ["read", "write"]})
+    return build_event(
+        "POST",
+        path,
+        {"content-type": "application/json"},
+        json.dumps(body).encode(),
+        {"tenant": tenant, "scopes": ["read", "write"]},
+    )
 
 
 def call(handler: Any, ev: dict[str, Any]) -> dict[str, Any]:
@@ -83,7 +88,9 @@ def cache_ratio(handler: Any, stream: list[str], n: int) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--cache-dir", default=".quarry/embeddings")
@@ -107,7 +114,9 @@ def main() -> int:
             container.__dict__.pop(name, None)
         container.__dict__["embedder"] = model
         stream = queries(args.queries)
-        results = {s: measure(api.lambda_handler, s, stream) for s in ("keyword", "semantic", "hybrid", "auto")}
+        results = {
+            s: measure(api.lambda_handler, s, stream) for s in ("keyword", "semantic", "hybrid", "auto")
+        }
         cached = Container(load_settings(data_dir=data, cache="memory"))
         cached.__dict__["embedder"] = model
         set_container(cached)
@@ -118,12 +127,22 @@ def main() -> int:
     print(f"{'strategy':<10} {'P50 ms':>8} {'P99 ms':>8} {'mean':>8}   seed P50 target   issue goal")
     for name, s in results.items():
         goal = ISSUE_GOALS_P50.get(name)
-        print(f"{name:<10} {s['p50']:>8.2f} {s['p99']:>8.2f} {s['mean']:>8.2f}   "
-              f"< {SEED_TARGETS_P50[name]:>5.0f}          {f'≤ {goal:.0f}' if goal else '-'}")
-    print(f"keyword P99 target < {SEED_TARGET_P99_KEYWORD:.0f} ms · cache hit ratio on Zipf traffic: "
-          f"{ratio:.0%} (target > 60%) · sequential throughput (hybrid): {1000 / results['hybrid']['mean']:.0f}/s")
-    out = {"entities": args.entities, "queries": args.queries, "ingest_seconds": ingest_s,
-           "latency_ms": results, "cache_hit_ratio": ratio, "machine": f"{os.cpu_count()} cores"}
+        print(
+            f"{name:<10} {s['p50']:>8.2f} {s['p99']:>8.2f} {s['mean']:>8.2f}   "
+            f"< {SEED_TARGETS_P50[name]:>5.0f}          {f'≤ {goal:.0f}' if goal else '-'}"
+        )
+    print(
+        f"keyword P99 target < {SEED_TARGET_P99_KEYWORD:.0f} ms · cache hit ratio on Zipf traffic: "
+        f"{ratio:.0%} (target > 60%) · sequential throughput (hybrid): {1000 / results['hybrid']['mean']:.0f}/s"
+    )
+    out = {
+        "entities": args.entities,
+        "queries": args.queries,
+        "ingest_seconds": ingest_s,
+        "latency_ms": results,
+        "cache_hit_ratio": ratio,
+        "machine": f"{os.cpu_count()} cores",
+    }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
     return 0

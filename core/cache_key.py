@@ -16,6 +16,11 @@ def generation_key(tenant_id: str) -> str:
     return f"gen:{tenant_id}"
 
 
+def settling_key(tenant_id: str) -> str:
+    """Present while a tenant's last write may not be visible to search yet (nothing is cached then)."""
+    return f"settling:{tenant_id}"
+
+
 def search_cache_key(
     tenant_id: str,
     query: str,

@@ -116,3 +116,8 @@ class UnavailableError(QuarryError):
         super().__init__(f"{backend} unavailable: {message}")
         self.backend = backend
         self.retry_after = retry_after
+
+    @property
+    def public_message(self) -> str:
+        """What a caller may read: which backend and when to retry; never the SDK's text (hosts, ARNs)."""
+        return f"{self.backend} is temporarily unavailable; retry in {self.retry_after} s"

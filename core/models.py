@@ -36,6 +36,15 @@ class Chunk:
 
 
 @dataclass(frozen=True, slots=True)
+class Placement:
+    """Where an entity sits for filtering: its source store, owner and namespace (indexed fields)."""
+
+    source: str
+    owner: str | None = None
+    namespace: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class EntityRecord:
     """Everything the index stores for one entity version."""
 
@@ -113,6 +122,7 @@ class Filters:
     owner: str | None = None
     exclude_owner: str | None = None
     namespaces: tuple[str, ...] = ()
+    owners: tuple[str, ...] = ()  # any of these owners (a search's `owner` filter with several values)
 
 
 @dataclass(frozen=True, slots=True)

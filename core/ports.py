@@ -16,6 +16,7 @@ from core.models import (
     EntityRecord,
     Filters,
     LexicalQuery,
+    Placement,
     Retrieval,
     StoredEntity,
     Vector,
@@ -45,7 +46,10 @@ class Clock(Protocol):
 
 
 class SearchIndex(Protocol):
-    """Documents for BM25 and k-NN retrieval, versioned per entity."""
+    """Documents for BM25 and k-NN retrieval, versioned per entity.
+
+    An adapter whose writes show in search only after a refresh says so with a `visibility_delay_seconds`
+    attribute (absent = 0, visible on return); the search cache then waits for writes to settle."""
 
     def upsert(self, record: EntityRecord) -> WriteOutcome:
         """Store a whole entity version; older than stored → STALE, equal → DUPLICATE, else APPLIED."""
@@ -63,8 +67,10 @@ class SearchIndex(Protocol):
         body: Mapping[str, Any],
         metadata: Mapping[str, Any],
         updated_at: str,
+        placement: Placement | None = None,
     ) -> WriteOutcome:
-        """Change body and metadata only (no text, no embedding); versioned like `upsert`."""
+        """Change body, metadata and (when given) the indexed source/owner/namespace only (no text, no
+        embedding); versioned like `upsert`."""
         ...
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:

@@ -105,13 +105,12 @@ def register(app: APIGatewayHttpResolver) -> None:
     @app.exception_handler(QuarryError)
     def _quarry(exc: QuarryError) -> Response:
         status = next((s for cls, s in STATUS if isinstance(exc, cls)), 500)
+        if status >= 500:
+            return server_fault(exc)
         fields = getattr(exc, "fields", None)
-        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, UnavailableError) else None
         if isinstance(exc, StaleVersionError):
             fields = {"version": f"stored version is {exc.stored_version}"}
-        if status >= 500:
-            logger.warning("backend unavailable", extra={"code": exc.code, "detail": exc.message})
-        return error_response(status, exc.code, exc.message, fields, headers)
+        return error_response(status, exc.code, exc.message, fields)
 
     @app.not_found
     def _not_found(exc: RouteNotFound) -> Response:
@@ -131,6 +130,17 @@ def register(app: APIGatewayHttpResolver) -> None:
     def _unexpected(exc: Exception) -> Response:
         logger.exception("unhandled error")
         return error_response(500, "internal", "internal error; it has been logged")
+
+
+def server_fault(exc: QuarryError) -> Response:
+    """A 503 (with Retry-After) or 500 whose body says what the caller can act on; the backend's own text
+    (hosts, ARNs, account ids, SDK exception names) goes to the log only."""
+    if isinstance(exc, UnavailableError):
+        logger.warning("backend unavailable", extra={"code": exc.code, "detail": exc.message})
+        headers = {"Retry-After": str(exc.retry_after)}
+        return error_response(503, exc.code, exc.public_message, None, headers)
+    logger.error("backend refused a request", extra={"code": exc.code, "detail": exc.message})
+    return error_response(500, "internal", "internal error; it has been logged")
 
 
 def allowed_methods(app: APIGatewayHttpResolver, path: str) -> list[str]:

@@ -41,7 +41,7 @@ def _golden_sets(c: Container, tenant: str | None) -> list[dict[str, Any]]:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)  # tenant data never in X-Ray
 @metrics.log_metrics(raise_on_empty_metrics=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     detail = event.get("detail") if isinstance(event, dict) else None

@@ -4,7 +4,7 @@ Event format — the SQS message body, or the `detail` of an EventBridge event (
 
     {"op": "upsert" | "patch" | "delete",      upsert = create or replace, patch = partial update
      "type": "task", "id": "t-42",             entity type (built-in or configured) and id
-     "tenant_id": "acme",                      the tenant; producers are trusted (IAM on the queue/bus)
+     "tenant_id": "acme",                      the tenant: checked against the producer's allowed tenants
      "version": 7,                             optional; else entity.updated_at, else the event's time
      "entity": {"title": "...", ...}}          required for upsert and patch; absent for delete
 
@@ -13,9 +13,16 @@ one bad record never blocks the others; SQS redelivers only those, and the queue
 record that keeps failing to the dead-letter queue. A direct EventBridge invocation is one event: a
 failure raises, so Lambda's asynchronous retries and on-failure destination take over.
 
+Producers: each producer may write only the tenants QUARRY_PRODUCER_TENANTS allows it
+(`{"<producer>": ["acme", ...]}`). The producer is the EventBridge `source` (the stack's dedicated bus
+admits only the named principals, each with its own sources; the rule admits only those sources from this
+account), or the SQS `SenderId` for a message sent straight to the queue. An event for another tenant is
+refused: logged, counted (EntityChangesRefused) and reported as a batch item failure, so it ends in the DLQ.
+
 Outcomes per record:
 - applied, duplicate (a re-delivery) or stale (older than what is indexed: ignored and logged) → success.
-- delete of an entity that is not indexed → success (the goal state, "absent", already holds).
+- delete of an entity that is not indexed → success (the goal state, "absent", already holds); a
+  versioned tombstone is left, so its older create arriving later stays deleted.
 - malformed (not JSON, unknown type, missing tenant, bad field) → failure; it reaches the DLQ.
 - backend unavailable, or patch of an entity not indexed yet (its create may still be in flight) →
   failure; SQS redelivers it after the visibility timeout.
@@ -42,7 +49,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from core.errors import InvalidInputError, NotFoundError, StaleVersionError
+from core.errors import ForbiddenError, InvalidInputError, NotFoundError, StaleVersionError
 from core.models import WriteOutcome
 from core.service.indexing import IndexingService
 from handlers._observability import logger, metrics, tracer
@@ -56,6 +63,7 @@ OUTCOME_METRICS = {
     WriteOutcome.NOT_FOUND: "EntityChangesAlreadyAbsent",
 }
 MALFORMED_METRIC = "EntityChangesMalformed"
+REFUSED_METRIC = "EntityChangesRefused"
 FAILED_METRIC = "EntityChangesFailed"
 
 # Module-level like every Powertools example: a definition, no I/O. An all-failed batch is reported
@@ -97,16 +105,23 @@ def _event_time(value: Any) -> float | None:
         return None
 
 
-def parse_change(payload: Any) -> tuple[EntityChange, float | None]:
-    """The change in a message body or EventBridge event, and the event's time when the envelope has one."""
-    when = None
+def parse_change(payload: Any, sender: str | None = None) -> tuple[EntityChange, float | None]:
+    """The change in a message body or EventBridge event, and the event's time when the envelope has one.
+
+    The producer (the envelope's `source`, else `sender`) must be allowed the change's tenant."""
+    when, producer = None, sender
     if isinstance(payload, Mapping) and "detail" in payload and "detail-type" in payload:
+        producer = str(payload.get("source") or "")
         payload, when = payload["detail"], _event_time(payload.get("time"))
     try:
-        return EntityChange.model_validate(payload), when
+        change = EntityChange.model_validate(payload)
     except ValidationError as exc:
         fields = {".".join(str(p) for p in err["loc"]) or "event": err["msg"] for err in exc.errors()}
         raise InvalidInputError("malformed entity-change event", fields) from exc
+    allowed = wiring.container().settings.producer_tenants.get(producer or "", [])
+    if change.tenant_id not in allowed:
+        raise ForbiddenError(f"producer '{producer}' may not write tenant '{change.tenant_id}'", "tenant")
+    return change, when
 
 
 def _service() -> IndexingService:
@@ -140,6 +155,13 @@ def _process(message_id: str | None, parse: Callable[[], tuple[EntityChange, flo
     try:
         change, now = parse()
         outcome = apply_change(change, now)
+    except ForbiddenError as exc:
+        metrics.add_metric(name=REFUSED_METRIC, unit=MetricUnit.Count, value=1)
+        logger.warning(
+            "entity change refused: its producer may not write that tenant; it ends in the dead-letter queue",
+            extra={"message_id": message_id, "error": exc.message},
+        )
+        raise
     except InvalidInputError as exc:
         metrics.add_metric(name=MALFORMED_METRIC, unit=MetricUnit.Count, value=1)
         logger.warning(
@@ -173,7 +195,7 @@ def _parse_record(record: SQSRecord) -> tuple[EntityChange, float]:
         payload = json.loads(record.body)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError("message body is not JSON", {"body": str(exc)}) from exc
-    change, when = parse_change(payload)
+    change, when = parse_change(payload, record.attributes.sender_id)
     sent = record.attributes.sent_timestamp
     return change, when or (int(sent) / MS_PER_SECOND if sent else time.time())
 
@@ -194,7 +216,7 @@ def handle_eventbridge(event: Mapping[str, Any]) -> dict[str, str]:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)  # tenant data never in X-Ray
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """SQS batches report partial failures; anything else is treated as one EventBridge event."""

@@ -36,6 +36,18 @@ class Settings(BaseSettings):
     api_keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
     mcp_key: str | None = None  # `quarry mcp` over stdio acts as this QUARRY_API_KEYS entry
 
+    # JWT authorizer (README, Authentication): only `<jwt_resource_server>/<scope>` counts; the tenant comes
+    # from `jwt_tenant_claim` (added server-side, e.g. by handlers/pretoken.py) or from the app client id
+    # through `jwt_client_tenants` ({"<client_id>": "<tenant>"}, for machine clients); only access tokens.
+    jwt_resource_server: str = Field(default="quarry", min_length=1, max_length=256)
+    jwt_tenant_claim: str = Field(default="tenant", min_length=1, max_length=128)
+    jwt_client_tenants: dict[str, str] = Field(default_factory=dict)
+    jwt_require_token_use: bool = True
+    # Indexing consumer: which tenants each producer may write ({"<event source>": ["t1", ...]}); a
+    # producer is the EventBridge `source` (bound to the sender by the bus policy) or, for messages sent
+    # straight to the queue, the SQS SenderId. Empty: no producer may write (every event is refused).
+    producer_tenants: dict[str, list[str]] = Field(default_factory=dict)
+
     fusion: Literal["rrf", "convex"] = "convex"
     alpha: float = Field(default=DEFAULT_ALPHA, ge=0.0, le=1.0)
     rrf_k: int = Field(default=60, ge=1, le=1000)
@@ -109,6 +121,13 @@ class Settings(BaseSettings):
             raise ValueError("; ".join(f"{k}: {v}" for k, v in exc.fields.items())) from exc
         return value
 
+    @field_validator("jwt_tenant_claim")
+    @classmethod
+    def _server_side_claim(cls, value: str) -> str:
+        if value.startswith("custom:"):
+            raise ValueError("must be a claim added server-side, not a user-writable 'custom:' attribute")
+        return value
+
     @field_validator("api_keys", mode="before")
     @classmethod
     def _parse_keys(cls, value: Any) -> Any:
@@ -122,6 +141,8 @@ class Settings(BaseSettings):
             scopes = grant.get("scopes", [])
             if not isinstance(scopes, list) or not set(scopes) <= {"read", "write", "admin"}:
                 raise ValueError(f"key {key[:4]}…: scopes must be a list of read, write, admin")
+            if "caller" in grant and not isinstance(grant["caller"], str):
+                raise ValueError(f"key {key[:4]}…: 'caller' must be a string")
         return value
 
     @property

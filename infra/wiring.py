@@ -132,7 +132,7 @@ class Container:
 
     @cached_property
     def indexing(self) -> IndexingService:
-        return IndexingService(self.index, self.embedder, self.registry, self.cache)
+        return IndexingService(self.index, self.embedder, self.registry, self.cache, clock=self.clock)
 
     @cached_property
     def catalog(self) -> CatalogService:

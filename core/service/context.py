@@ -121,7 +121,7 @@ class ContextService:
         try:
             return self._embedder.embed_query([text])[0]
         except UnavailableError as exc:
-            warnings.append(f"semantic retrieval skipped, keyword only: {exc.message}")
+            warnings.append(f"semantic retrieval skipped, keyword only: {exc.public_message}")
             return None
 
     def _prepare(self, tenant_id: str, request: AssembleRequest) -> _Prepared:
@@ -249,10 +249,13 @@ class ContextService:
         )
         return assembly_id
 
-    def feedback(self, tenant_id: str, request: FeedbackRequest) -> FeedbackResponse:
-        """Record which items the caller used; 404 for an assembly this tenant never logged."""
+    def feedback(
+        self, tenant_id: str, request: FeedbackRequest, caller: str | None = None
+    ) -> FeedbackResponse:
+        """Record which items the caller used; 404 for an assembly this tenant never logged, or (when
+        `caller` is given) that another caller received."""
         entry = self._state.get_assembly(tenant_id, request.assembly_id)
-        if entry is None:
+        if entry is None or (caller is not None and entry.caller != caller):
             raise NotFoundError("assembly", request.assembly_id)
         if entry.processed:
             raise ConflictError(

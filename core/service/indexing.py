@@ -8,12 +8,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.cache_key import generation_key
+from core.cache_key import generation_key, settling_key
 from core.chunking import chunk_text
 from core.entities import EntityType, EntityTypeRegistry
 from core.errors import InvalidInputError, NotFoundError, QuarryError, UnavailableError
-from core.models import Chunk, EntityKey, EntityRecord, StoredEntity, Vector, WriteOutcome
-from core.ports import Cache, Embedder, SearchIndex
+from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
+from core.ports import Cache, Clock, Embedder, SearchIndex
 from core.scoring import iso_timestamp, parse_timestamp
 from core.text import flatten, index_text
 from core.validation import validate_body, validate_id
@@ -22,6 +22,9 @@ MAX_TEXT_CHARS = 1_000_000  # per field; a larger body is refused by the HTTP si
 MS = 1000.0
 # A chunked entity (a corpus document) may bring its own chunks under this field (POST /corpus).
 PREMADE_CHUNKS_FIELD = "chunks"
+# How long after a write searches stay uncached, in refresh intervals: a refresh under load can take longer
+# than its interval (a judgement call; OpenSearch's default interval is 1 s).
+SETTLE_INTERVALS = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +106,9 @@ class IndexingService:
         registry: EntityTypeRegistry,
         cache: Cache,
         max_text_chars: int = MAX_TEXT_CHARS,
+        clock: Clock | None = None,
     ) -> None:
+        self._clock = clock
         self._index = index
         self._embedder = embedder
         self._registry = registry
@@ -156,6 +161,12 @@ class IndexingService:
         )
 
     def _changed(self, tenant_id: str) -> None:
+        """Invalidate the tenant's cached searches. When the index shows writes only after a refresh, mark
+        the tenant as settling first, so a search in between (which may still see the old document) is
+        not cached under the new generation."""
+        delay = float(getattr(self._index, "visibility_delay_seconds", 0.0))
+        if delay > 0 and self._clock is not None:
+            self._cache.set(settling_key(tenant_id), True, delay * SETTLE_INTERVALS, self._clock.now())
         self._cache.incr(generation_key(tenant_id))
 
     def put(self, tenant_id: str, entity_type: str, entity_id: str, body: Any, now: float) -> WriteResult:
@@ -201,7 +212,19 @@ class IndexingService:
         if all(merged.get(f) == prior.body.get(f) for f in searchable):
             metadata = {f: merged[f] for f in etype.filterable if merged.get(f) is not None}
             updated = str(clean.get("updated_at") or iso_timestamp(now))
-            outcome = self._index.update_metadata(tenant_id, key, version, merged, metadata, updated)
+            place = Placement(
+                str(merged.get("source") or etype.default_source),
+                merged.get("owner"),
+                merged.get("namespace"),
+            )
+            moved = (place.source, place.owner, place.namespace) != (
+                prior.source,
+                prior.owner,
+                prior.namespace,
+            )
+            outcome = self._index.update_metadata(
+                tenant_id, key, version, merged, metadata, updated, place if moved else None
+            )
             reembedded = False
         else:
             merged.setdefault("created_at", prior.created_at)
@@ -222,7 +245,12 @@ class IndexingService:
         validate_id(entity_id)
         key = EntityKey(etype.name, entity_id)
         prior = self._index.get(tenant_id, [key]).get(key)
-        if prior is None or prior.deleted:
+        if prior is None:
+            # delete before create (redelivery, reordering): leave a versioned tombstone so the older
+            # create, arriving later, loses; the answer is still "not found"
+            self._index.delete(tenant_id, key, version if version is not None else int(now * MS))
+            raise NotFoundError(etype.name, entity_id)
+        if prior.deleted:
             raise NotFoundError(etype.name, entity_id)
         effective = version if version is not None else max(prior.version + 1, int(now * MS))
         outcome = self._index.delete(tenant_id, key, effective)

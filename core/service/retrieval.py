@@ -97,14 +97,14 @@ class RetrievalService:
         wanted: Mode = "lexical_only" if request.lexical_only or strategy == "keyword" else "hybrid"
         if strategy == "semantic" and not request.lexical_only:
             wanted = "semantic_only"
-        embedding, mode, degraded = self._embed_query(built, wanted)
-        clock.lap("embed_query")
+        # embedding and retrieval are timed together: a separate embed lap would tell how warm the memo was
+        embedding, mode, degraded = self._embed_query(tenant_id, built, wanted)
         depth = max(MIN_DEPTH, DEPTH_FACTOR * policy.max_chunks)
         got = self._retrieve(tenant_id, built, embedding, mode, depth)
         clock.lap("retrieve")
         screened = screen(got.lexical, got.vector, built, policy, sources, mode, now)
         clock.lap("screen")
-        selection, sim_degraded = self._select(screened.kept, policy, mode)
+        selection, sim_degraded = self._select(tenant_id, screened.kept, policy, mode)
         clock.lap("select")
         clock.total()
         return assemble_bundle(
@@ -124,7 +124,9 @@ class RetrievalService:
             )
         )
 
-    def _embed_query(self, built: BuiltQuery, wanted: Mode) -> tuple[Vector | None, Mode, str | None]:
+    def _embed_query(
+        self, tenant_id: str, built: BuiltQuery, wanted: Mode
+    ) -> tuple[Vector | None, Mode, str | None]:
         """The weighted, normalised query vector; lexical fallback when no embedder can answer."""
         if wanted in _LEXICAL:
             return None, wanted, None
@@ -132,9 +134,11 @@ class RetrievalService:
             return None, "lexical_degraded", "no embedder configured"
         try:
             # Through the memo: a role's mission (and a repeated context summary) is embedded once.
-            vectors = self._memo.embed(self._embedder, [text for _, text, _ in built.semantic_parts])
+            vectors = self._memo.embed(
+                tenant_id, self._embedder, [text for _, text, _ in built.semantic_parts]
+            )
         except UnavailableError as exc:
-            return None, "lexical_degraded", exc.message
+            return None, "lexical_degraded", exc.public_message
         weights = np.asarray([w for _, _, w in built.semantic_parts], dtype=np.float32)
         combined = (np.stack(vectors).astype(np.float32) * weights[:, None]).sum(axis=0)
         norm = float(np.linalg.norm(combined))
@@ -150,12 +154,12 @@ class RetrievalService:
         return self._index.retrieve(tenant_id, lexical, embedding, filters, depth)
 
     def _select(
-        self, kept: Sequence[Scored], policy: RetrievalPolicy, mode: Mode
+        self, tenant_id: str, kept: Sequence[Scored], policy: RetrievalPolicy, mode: Mode
     ) -> tuple[Selection, str | None]:
         """MMR over the best MMR_POOL_FACTOR × max_chunks kept candidates; the rest are over the limit."""
         pool_size = MMR_POOL_FACTOR * policy.max_chunks
         pool, overflow = kept[:pool_size], kept[pool_size:]
-        similarity, degraded = self._similarity(pool, mode)
+        similarity, degraded = self._similarity(tenant_id, pool, mode)
         selection = select_mmr(pool, similarity, policy.max_chunks, policy.diversity)
         beyond = tuple(
             Rejection(s, RejectReason.OVER_LIMIT, f"ranked {pool_size + i + 1}, beyond the diversity pool")
@@ -163,16 +167,18 @@ class RetrievalService:
         )
         return Selection(selection.chosen, selection.rejected + beyond), degraded
 
-    def _similarity(self, pool: Sequence[Scored], mode: Mode) -> tuple[Similarity, str | None]:
+    def _similarity(
+        self, tenant_id: str, pool: Sequence[Scored], mode: Mode
+    ) -> tuple[Similarity, str | None]:
         """Cosine of the pool's chunk embeddings when vectors are in use, else term-stem Jaccard."""
         if mode in _LEXICAL or self._embedder is None or not pool:
             return jaccard_similarity(pool), None
         # The same input the indexer embeds for a chunked document, so a caching embedder answers it.
         texts = [f"{s.candidate.title}. {s.candidate.text}" for s in pool]
         try:
-            return cosine_similarity(self._memo.embed(self._embedder, texts)), None
+            return cosine_similarity(self._memo.embed(tenant_id, self._embedder, texts)), None
         except UnavailableError as exc:
-            return jaccard_similarity(pool), f"diversity fell back to term overlap: {exc.message}"
+            return jaccard_similarity(pool), f"diversity fell back to term overlap: {exc.public_message}"
 
 
 _LEXICAL: tuple[Mode, ...] = ("lexical_only", "lexical_degraded")
@@ -188,25 +194,28 @@ def _policies(overlay: RoleOverlay | None, strategy: Strategy | None) -> tuple[R
 
 
 class _VectorMemo:
-    """A bounded, thread-safe LRU of text → vector in front of an Embedder (per model id)."""
+    """A bounded, thread-safe LRU of text → vector in front of an Embedder, per tenant and model id (a
+    shared memo would let one tenant time whether another embedded a text recently)."""
 
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
-        self._items: OrderedDict[tuple[str, str], Vector] = OrderedDict()
+        self._items: OrderedDict[tuple[str, str, str], Vector] = OrderedDict()
         self._lock = threading.Lock()
 
-    def embed(self, embedder: Embedder, texts: Sequence[str]) -> list[Vector]:
-        """Vectors for `texts`, embedding only those not remembered (in one call)."""
+    def embed(self, tenant_id: str, embedder: Embedder, texts: Sequence[str]) -> list[Vector]:
+        """Vectors for `texts`, embedding only those this tenant's calls left behind (in one call)."""
         model = embedder.model_id
         with self._lock:
-            known = {t: self._items[(model, t)] for t in texts if (model, t) in self._items}
+            known = {
+                t: self._items[(tenant_id, model, t)] for t in texts if (tenant_id, model, t) in self._items
+            }
             for t in known:
-                self._items.move_to_end((model, t))
+                self._items.move_to_end((tenant_id, model, t))
         missing = [t for t in dict.fromkeys(texts) if t not in known]
         fresh = dict(zip(missing, embedder.embed(missing), strict=True)) if missing else {}
         with self._lock:
             for t, v in fresh.items():
-                self._items[(model, t)] = v
+                self._items[(tenant_id, model, t)] = v
             while len(self._items) > self._capacity:
                 self._items.popitem(last=False)
         found = {**known, **fresh}

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cache_key
+from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cache_key, settling_key
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
 from core.fusion import RRF_K, Fused, FusionMethod, fuse
@@ -154,12 +154,12 @@ class SearchService:
                 metadata[key] = values
         if errors:
             raise InvalidInputError("invalid filters", errors)
-        owner = common.get("owner", ())
+        owner = common.get("owner", ())  # one or several: any of them (never silently dropped)
         return Filters(
             entity_types=tuple(types),
             metadata=metadata,
             sources=common.get("source", ()),
-            owner=owner[0] if len(owner) == 1 else None,
+            owners=owner,
             namespaces=common.get("namespace", ()),
         )
 
@@ -196,12 +196,19 @@ class SearchService:
             response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
             return response
         response = self._execute(tenant_id, request, parsed, types, filters, plan, page)
-        if not response.query_info.degraded:
+        if not response.query_info.degraded and not self._settling(tenant_id):
             self._cache.set(
                 key, response.model_dump(mode="json"), self.settings.cache_ttl_seconds, self._clock.now()
             )
         response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
         return response
+
+    def _settling(self, tenant_id: str) -> bool:
+        """True while the tenant's last write may still be invisible to search (see IndexingService); an
+        index whose writes are visible on return costs no lookup."""
+        if not getattr(self._index, "visibility_delay_seconds", 0.0):
+            return False
+        return self._cache.get(settling_key(tenant_id), self._clock.now()) is not None
 
     def _execute(
         self,
@@ -219,7 +226,7 @@ class SearchService:
             try:
                 embedding = self._embedder.embed_query([parsed.text])[0]
             except UnavailableError as exc:
-                degraded_reason = exc.message
+                degraded_reason = exc.public_message
                 plan = Plan("keyword", True, False, 0.0)
         lexical = LexicalQuery(parsed.terms, parsed.phrases) if plan.lexical else None
         depth = retrieval_depth(request.limit, plan, self.settings)

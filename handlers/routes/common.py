@@ -4,13 +4,28 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from handlers.auth import Principal, principal_from_event
+from handlers.auth import JwtPolicy, Principal, principal_from_event
+from infra.settings import Settings
 from infra.wiring import Container, container
+
+
+def _policy(settings: Settings) -> JwtPolicy:
+    return JwtPolicy(
+        resource_server=settings.jwt_resource_server,
+        tenant_claim=settings.jwt_tenant_claim,
+        client_tenants=dict(settings.jwt_client_tenants),
+        require_token_use=settings.jwt_require_token_use,
+    )
+
+
+def jwt_policy() -> JwtPolicy:
+    """How this deployment maps JWT claims to a principal (QUARRY_JWT_*)."""
+    return _policy(services().settings)
 
 
 def caller(router: Router, scope: str) -> Principal:
     """The authenticated caller of the current request, holding `scope` (401/403 otherwise)."""
-    return principal_from_event(router.current_event.raw_event).require(scope)
+    return principal_from_event(router.current_event.raw_event, jwt_policy()).require(scope)
 
 
 def services() -> Container:

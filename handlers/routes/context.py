@@ -43,6 +43,7 @@ def _request_id() -> str | None:
 @router.post("/context/assemble", summary="Assemble a token-budgeted context block", tags=["context"])
 def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
     who = principal(router, "read")
+    who.act_as(request.caller)
     rid = _request_id()
     response = services().context.assemble(who.tenant_id, request, rid)
     metrics.add_metric(
@@ -71,7 +72,9 @@ def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
 @router.post("/context/feedback", summary="Record which items the caller used", tags=["context"])
 def feedback(request: Annotated[FeedbackRequest, Body()]) -> FeedbackResponse:
     who = principal(router, "write")
-    response = services().context.feedback(who.tenant_id, request)
+    # a token bound to one caller steers only that caller's learning (another's assembly is a 404)
+    bound = None if who.acts_for_anyone else who.caller
+    response = services().context.feedback(who.tenant_id, request, bound)
     logger.info(
         "context feedback",
         extra={
@@ -101,8 +104,12 @@ def log(
     limit: Annotated[int, Query(ge=1, le=MAX_LOG_PAGE)] = DEFAULT_LOG_PAGE,
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
 ) -> LogResponse:
-    tenant = principal(router, "read").tenant_id
-    return services().learning.log(tenant, caller, namespace, limit, cursor)
+    who = principal(router, "read")
+    if caller is None and not who.acts_for_anyone:
+        caller = who.caller  # a bound token reads its own caller's log unless it names another it may read
+    elif caller is not None:
+        who.act_as(caller)
+    return services().learning.log(who.tenant_id, caller, namespace, limit, cursor)
 
 
 @router.get("/context/log/callers", summary="Callers seen in the assembly log", tags=["context"])

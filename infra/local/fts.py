@@ -79,6 +79,8 @@ def scoped_expression(expression: str, tenant_id: str, filters: Filters) -> str:
         parts.append(_any_of("namespace", filters.namespaces))
     if filters.owner is not None:
         parts.append(_any_of("owner", (filters.owner,)))
+    if filters.owners:
+        parts.append(_any_of("owner", filters.owners))
     scoped = " AND ".join(parts)
     if filters.exclude_owner is not None:
         scoped = f"{scoped} NOT {_any_of('owner', (filters.exclude_owner,))}"

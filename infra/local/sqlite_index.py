@@ -22,6 +22,7 @@ from core.models import (
     Filters,
     LexicalQuery,
     MatchMode,
+    Placement,
     Retrieval,
     StoredEntity,
     Vector,
@@ -200,8 +201,10 @@ class SqliteIndex(SqliteCatalog):
         body: Mapping[str, Any],
         metadata: Mapping[str, Any],
         updated_at: str,
+        placement: Placement | None = None,
     ) -> WriteOutcome:
-        """Change body and metadata only; text and embeddings stay as they are."""
+        """Change body, metadata and placement (source/owner/namespace, filtered on); text and embeddings
+        stay as they are."""
         with self._tx() as conn:
             row = conn.execute(
                 "SELECT version, deleted FROM idx_entities WHERE tenant_id=? AND entity_type=? AND entity_id=?",
@@ -225,14 +228,38 @@ class SqliteIndex(SqliteCatalog):
                     key.entity_id,
                 ),
             )
+            if placement is not None:
+                self._place(conn, tenant_id, key, placement)
             self._bump(conn, tenant_id)
         return WriteOutcome.APPLIED
 
+    @staticmethod
+    def _place(conn: sqlite3.Connection, tenant_id: str, key: EntityKey, placement: Placement) -> None:
+        """Move an entity's filter fields: its row and the scope column of each of its chunks."""
+        where = "tenant_id=? AND entity_type=? AND entity_id=?"
+        ident = (tenant_id, key.entity_type, key.entity_id)
+        conn.execute(
+            f"UPDATE idx_entities SET source=?, owner=?, namespace=? WHERE {where}",
+            (placement.source, placement.owner, placement.namespace, *ident),
+        )
+        scope = scope_text(tenant_id, key.entity_type, placement.source, placement.owner, placement.namespace)
+        conn.execute(
+            f"UPDATE idx_fts SET scope=? WHERE rowid IN (SELECT id FROM idx_chunks WHERE {where})",
+            (scope, *ident),
+        )
+
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
-        """Drop chunks and FTS rows; keep a tombstone with the version so older writes lose."""
+        """Drop chunks and FTS rows; keep a tombstone with the version so older writes lose (also for an
+        entity never indexed, when a version is given: NOT_FOUND, with the tombstone left behind)."""
         with self._tx() as conn:
             stored = self._stored_version(conn, tenant_id, key)
             if stored is None:
+                if version is not None:  # delete before create: a tombstone, so the older create loses
+                    conn.execute(
+                        "INSERT INTO idx_entities (tenant_id, entity_type, entity_id, version, deleted, source, "
+                        "title, body, metadata) VALUES (?,?,?,?,1,'','','{}','{}')",
+                        (tenant_id, key.entity_type, key.entity_id, version),
+                    )
                 return WriteOutcome.NOT_FOUND
             effective = stored + 1 if version is None else version
             refused = self._outcome(stored, effective)

@@ -56,6 +56,8 @@ def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
     if filters.owner is not None:
         clauses.append("e.owner = ?")
         params.append(filters.owner)
+    if filters.owners:
+        within("e.owner", filters.owners)
     if filters.exclude_owner is not None:
         clauses.append("(e.owner IS NULL OR e.owner != ?)")
         params.append(filters.exclude_owner)

@@ -40,6 +40,8 @@ class TenantVectors:
             narrow(np.isin(self.namespaces, list(filters.namespaces)))
         if filters.owner is not None:
             narrow(self.owners == filters.owner)
+        if filters.owners:
+            narrow(np.isin(self.owners, list(filters.owners)))
         if filters.exclude_owner is not None:
             narrow(self.owners != filters.exclude_owner)
         if allowed is not None:

@@ -94,6 +94,8 @@ def filter_clauses(tenant_id: str, filters: Filters) -> list[dict[str, Any]]:
         clauses.append(_terms(m.NAMESPACE, filters.namespaces))
     if filters.owner is not None:
         clauses.append({"term": {m.OWNER: filters.owner}})
+    if filters.owners:
+        clauses.append(_terms(m.OWNER, filters.owners))
     for key, values in sorted(filters.metadata.items()):
         clauses.append(_terms(f"{m.METADATA}.{key}", values))
     return clauses

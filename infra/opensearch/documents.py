@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from core.models import Chunk, EntityKey, EntityRecord, StoredEntity
+from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity
 from infra.opensearch import mapping as m
 
 MAX_ID_BYTES = 512  # OpenSearch refuses longer `_id`s; longer keys are hashed
@@ -93,8 +93,9 @@ def with_metadata(
     body: Mapping[str, Any],
     metadata: Mapping[str, Any],
     updated_at: str,
+    placement: Placement | None = None,
 ) -> dict[str, Any]:
-    """A stored document with new body, metadata and version; text and embeddings untouched."""
+    """A stored document with new body, metadata, version (and placement); text and embeddings untouched."""
     doc = dict(stored)
     doc.update(
         {
@@ -105,7 +106,14 @@ def with_metadata(
             "updated_at": updated_at,
         }
     )
+    if placement is not None:
+        doc.update({m.SOURCE: placement.source, m.OWNER: placement.owner, m.NAMESPACE: placement.namespace})
     return doc
+
+
+def identity(tenant_id: str, key: EntityKey) -> dict[str, Any]:
+    """The identity fields of an entity never indexed (the base of its tombstone)."""
+    return {m.TENANT: tenant_id, m.ENTITY_TYPE: key.entity_type, m.ENTITY_ID: key.entity_id, m.SOURCE: ""}
 
 
 def tombstone(stored: Mapping[str, Any], version: int) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from core.models import (
     EntityRecord,
     Filters,
     LexicalQuery,
+    Placement,
     Retrieval,
     StoredEntity,
     Vector,
@@ -41,6 +42,7 @@ from infra.opensearch.responses import ItemResult
 _log = logging.getLogger(__name__)
 Refresh = bool | str  # False (default), True, or "wait_for" (tests, the local dev server)
 _RESOURCE_EXISTS = "resource_already_exists_exception"
+REFRESH_INTERVAL_SECONDS = 1.0  # OpenSearch's default index.refresh_interval (the mapping keeps it)
 
 
 class OpenSearchIndex(OpenSearchCatalog):
@@ -66,6 +68,11 @@ class OpenSearchIndex(OpenSearchCatalog):
         self._sleep = sleep
         self._jitter = jitter
         self._ready = not auto_create
+
+    @property
+    def visibility_delay_seconds(self) -> float:
+        """0 when writes wait for a refresh; else the index refresh interval (a search may miss a write)."""
+        return 0.0 if self._refresh else REFRESH_INTERVAL_SECONDS
 
     @property
     def alias(self) -> str:
@@ -215,21 +222,26 @@ class OpenSearchIndex(OpenSearchCatalog):
         body: Mapping[str, Any],
         metadata: Mapping[str, Any],
         updated_at: str,
+        placement: Placement | None = None,
     ) -> WriteOutcome:
-        """Rewrite the stored document with new body/metadata at `version` (text and vectors kept)."""
+        """Rewrite the stored document with new body/metadata (and placement) at `version`; text and
+        vectors kept."""
         stored = self._stored_doc(tenant_id, key, with_chunks=True)
         if stored is None or stored.get(mapping.DELETED):
             return WriteOutcome.NOT_FOUND
         refused = responses.refused(int(stored[mapping.VERSION]), version)
         if refused is not None:
             return refused
-        source = documents.with_metadata(stored, version, body, metadata, updated_at)
+        source = documents.with_metadata(stored, version, body, metadata, updated_at, placement)
         return self._versioned_write(tenant_id, key, version, source)
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         """Replace the entity by a tombstone at `version` (stored + 1 when None); unknown → NOT_FOUND."""
         stored = self._stored_doc(tenant_id, key, with_chunks=False)
         if stored is None:
+            if version is not None:  # delete before create: a tombstone, so the older create loses
+                tomb = documents.tombstone(documents.identity(tenant_id, key), version)
+                self._versioned_write(tenant_id, key, version, tomb)
             return WriteOutcome.NOT_FOUND
         current = int(stored[mapping.VERSION])
         effective = current + 1 if version is None else version

@@ -7,7 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery, MatchMode, WriteOutcome
+from core.models import (
+    Chunk,
+    EntityKey,
+    EntityRecord,
+    Filters,
+    LexicalQuery,
+    MatchMode,
+    Placement,
+    WriteOutcome,
+)
 
 DIM = 8
 
@@ -99,6 +108,37 @@ class SearchIndexContract:
         assert index.upsert(record("t", "memory", "a", "reborn note", version=3)) is WriteOutcome.APPLIED
         assert lex(index, "t", "reborn") == ["a"]
 
+    def test_delete_of_an_absent_entity_leaves_a_versioned_tombstone(self, index: Any) -> None:
+        key = EntityKey("memory", "late")
+        assert index.delete("t", key, 5) is WriteOutcome.NOT_FOUND
+        assert (
+            index.upsert(record("t", "memory", "late", "resurrected note", version=3)) is WriteOutcome.STALE
+        )
+        assert lex(index, "t", "resurrected") == []
+        assert index.upsert(record("t", "memory", "late", "newer note", version=6)) is WriteOutcome.APPLIED
+        assert lex(index, "t", "newer") == ["late"]
+
+    def test_metadata_update_moves_source_owner_and_namespace(self, index: Any) -> None:
+        index.upsert(
+            record("t", "memory", "m", "payroll figures", source="memory", owner="alice", vec=unit(1, 0))
+        )
+        key = EntityKey("memory", "m")
+        moved = Placement(source="hr-restricted", owner="bob", namespace="hr")
+        outcome = index.update_metadata("t", key, 2, {"content": "payroll figures"}, {}, "2026-11-02", moved)
+        assert outcome is WriteOutcome.APPLIED
+        for filters, expected in [
+            (Filters(sources=("memory",)), []),
+            (Filters(sources=("hr-restricted",)), ["m"]),
+            (Filters(owner="alice"), []),
+            (Filters(owners=("bob",)), ["m"]),
+            (Filters(exclude_owner="bob"), []),
+            (Filters(namespaces=("hr",)), ["m"]),
+        ]:
+            assert lex(index, "t", "payroll", filters=filters) == expected, filters
+            assert vec(index, "t", unit(1, 0), filters) == expected, filters
+        stored = index.get("t", [key])[key]
+        assert (stored.source, stored.owner, stored.namespace) == ("hr-restricted", "bob", "hr")
+
     def test_metadata_update_keeps_text_and_vectors(self, index: Any) -> None:
         index.upsert(record("t", "task", "a", "fix login", metadata={"status": "open"}, vec=unit(1, 0)))
         key = EntityKey("task", "a")
@@ -149,6 +189,8 @@ class SearchIndexContract:
         for filters, expected in [
             (Filters(owner="agent-1"), {"mine"}),
             (Filters(exclude_owner="agent-1"), {"peer", "task"}),
+            (Filters(owners=("agent-1", "agent-2")), {"mine", "peer"}),
+            (Filters(owners=("agent-2",)), {"peer"}),
             (Filters(sources=("tasks",)), {"task"}),
             (Filters(namespaces=("ns2",)), {"peer"}),
             (Filters(entity_types=("memory",)), {"mine", "peer"}),

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from core.errors import InvalidInputError
-from core.models import EntityKey, Filters, LexicalQuery, MatchMode, WriteOutcome
-from infra.opensearch import OpenSearchIndex, documents, mapping
+from core.models import EntityKey, Filters, LexicalQuery, MatchMode, Placement, WriteOutcome
+from infra.opensearch import OpenSearchIndex, bodies, documents, mapping
 from infra.opensearch.bodies import INNER_HITS_NAME
 from tests.adapters.opensearch_fakes import FakeOpenSearch, search_response
 from tests.adapters.search_index_contract import DIM, record, unit
@@ -109,7 +109,8 @@ def test_a_vector_of_the_wrong_dimension_is_refused_before_sending(
 def test_delete_leaves_a_versioned_tombstone_that_older_writes_cannot_pass(
     server: FakeOpenSearch, index: OpenSearchIndex
 ) -> None:
-    assert index.delete("t", KEY, 2) is WriteOutcome.NOT_FOUND
+    assert index.delete("t", KEY, None) is WriteOutcome.NOT_FOUND  # no version: nothing to order by
+    assert server.docs == {}
     index.upsert(record("t", "memory", "a", "note", version=1, owner="o", metadata={"k": "v"}))
     assert index.delete("t", KEY, 1) is WriteOutcome.DUPLICATE
     assert index.delete("t", KEY, 3) is WriteOutcome.APPLIED
@@ -239,3 +240,36 @@ def test_a_query_vector_of_another_dimension_finds_nothing(
 
     assert index.vector("t", np.ones(DIM * 2, dtype=np.float32), Filters(), 5) == []
     assert server.calls("msearch") == []
+
+
+def test_a_delete_before_the_create_leaves_a_tombstone_the_create_cannot_pass(
+    server: FakeOpenSearch, index: OpenSearchIndex
+) -> None:
+    assert index.delete("t", KEY, 5) is WriteOutcome.NOT_FOUND
+    assert stored(server)["deleted"] is True and server.docs[documents.doc_id("t", KEY)][0] == 5
+    assert index.upsert(record("t", "memory", "a", "resurrected", version=3)) is WriteOutcome.STALE
+    assert index.get("t", [KEY])[KEY].deleted
+
+
+def test_metadata_updates_move_source_owner_and_namespace(
+    server: FakeOpenSearch, index: OpenSearchIndex
+) -> None:
+    index.upsert(
+        record("t", "memory", "a", "payroll", version=1, source="memory", owner="alice", vec=unit(1, 0))
+    )
+    moved = Placement(source="hr-restricted", owner="bob", namespace="hr")
+    assert index.update_metadata("t", KEY, 2, {"content": "payroll"}, {}, "u", moved) is WriteOutcome.APPLIED
+    doc = stored(server)
+    assert (doc["source"], doc["owner"], doc["namespace"]) == ("hr-restricted", "bob", "hr")
+    assert doc["chunks"] and doc["version"] == 2
+
+
+def test_several_owners_filter_as_any_of_them() -> None:
+    clauses = bodies.filter_clauses("t", Filters(owners=("alice", "bob")))
+    assert {"terms": {mapping.OWNER: ["alice", "bob"]}} in clauses
+
+
+def test_searches_wait_for_a_refresh_only_when_writes_do_not(server: FakeOpenSearch) -> None:
+    """With refresh off a write shows in search only after the refresh interval: the cache must wait."""
+    assert OpenSearchIndex(server, dimension=DIM, refresh=False).visibility_delay_seconds == 1.0
+    assert OpenSearchIndex(server, dimension=DIM, refresh="wait_for").visibility_delay_seconds == 0.0

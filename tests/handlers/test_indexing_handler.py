@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.errors import InvalidInputError, UnavailableError
+from core.errors import ForbiddenError, InvalidInputError, UnavailableError
 from core.models import EntityKey, Filters, LexicalQuery
 from handlers import indexing
 from handlers.devserver import FakeLambdaContext
@@ -21,6 +21,18 @@ from tests.conftest import FakeEmbedder, make_container
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 TENANT = "acme"
+SAMPLE_SENDER = "AIDAIENQZJOLO23YVJ4VO"  # the SenderId of the SQS samples
+# which tenants each producer may write: the EventBridge source of the sample, the SQS sender of the others
+PRODUCERS = {"com.example.tasks": [TENANT], "com.example.notes": [TENANT], SAMPLE_SENDER: [TENANT, "globex"]}
+
+
+@pytest.fixture
+def local(tmp_path: Path, fake_embedder: FakeEmbedder) -> Iterator[wiring.Container]:
+    """A local container whose producers may write the sample tenants."""
+    container = make_container(tmp_path / "data", fake_embedder, producer_tenants=PRODUCERS)
+    wiring.set_container(container)
+    yield container
+    wiring.set_container(None)
 
 
 class OutageEmbedder(FakeEmbedder):
@@ -55,7 +67,7 @@ def sqs_event(*bodies: Any) -> dict[str, Any]:
 @pytest.fixture
 def outage(tmp_path: Path) -> Iterator[wiring.Container]:
     """A local container whose embedder is throttled on texts mentioning "outage"."""
-    container = make_container(tmp_path / "data", OutageEmbedder("outage"))
+    container = make_container(tmp_path / "data", OutageEmbedder("outage"), producer_tenants=PRODUCERS)
     wiring.set_container(container)
     yield container
     wiring.set_container(None)
@@ -197,3 +209,59 @@ def test_direct_eventbridge_invocation_with_a_bad_detail_raises(local: wiring.Co
     with pytest.raises(InvalidInputError):
         invoke(event)
     assert stored(local, "project", "p-7") is None
+
+
+# ---------------------------------------------------------------- producers and their tenants
+
+
+def envelope(detail: dict[str, Any], source: str) -> dict[str, Any]:
+    event = load_event("eventbridge_entity_change.json")
+    event["source"], event["detail"] = source, detail
+    return event
+
+
+FORGED = {
+    "op": "upsert",
+    "type": "task",
+    "id": "t-evil",
+    "tenant_id": "globex",
+    "version": 1,
+    "entity": {"title": "click here to reset your password"},
+}
+
+
+def test_a_forged_tenant_event_is_refused_and_reported(local: wiring.Container) -> None:
+    """The rule's source may write acme only: globex through it fails (→ DLQ) and is never indexed."""
+    honest = dict(FORGED, tenant_id=TENANT, id="t-ok")
+    response = invoke(sqs_event(envelope(FORGED, "com.example.tasks"), envelope(honest, "com.example.tasks")))
+    assert failed_ids(response) == ["msg-0"]
+    assert local.index.get("globex", [EntityKey("task", "t-evil")]) == {}
+    assert stored(local, "task", "t-ok") is not None
+
+
+def test_an_unknown_producer_is_refused(local: wiring.Container) -> None:
+    response = invoke(sqs_event(envelope(dict(FORGED, tenant_id=TENANT), "com.acme.anything")))
+    assert failed_ids(response) == ["msg-0"]
+    record = sqs_event(FORGED)
+    record["Records"][0]["attributes"]["SenderId"] = "AROAUNKNOWN:someone"
+    assert failed_ids(invoke(record)) == ["msg-0"]
+    with pytest.raises(ForbiddenError):
+        invoke(envelope(FORGED, "com.acme.anything"))
+    assert local.index.get("globex", [EntityKey("task", "t-evil")]) == {}
+
+
+def test_delete_before_create_on_the_consumer_stays_deleted(local: wiring.Container) -> None:
+    delete = {"op": "delete", "type": "task", "id": "t-late", "tenant_id": TENANT, "version": 5}
+    create = {
+        "op": "upsert",
+        "type": "task",
+        "id": "t-late",
+        "tenant_id": TENANT,
+        "version": 3,
+        "entity": {"title": "resurrected"},
+    }
+    assert failed_ids(invoke(sqs_event(delete))) == []
+    assert failed_ids(invoke(sqs_event(create))) == []
+    entity = stored(local, "task", "t-late")
+    assert entity is None or entity.deleted
+    assert local.index.lexical(TENANT, LexicalQuery(terms=("resurrected",)), Filters(), 10) == []

@@ -16,7 +16,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
-PARAMETERS = {"JwtIssuer": "https://issuer.example.com/pool", "JwtAudience": "quarry-clients"}
+PARAMETERS = {
+    "JwtIssuer": "https://issuer.example.com/pool",
+    "JwtAudience": "quarry-clients",
+    "EntityProducerPrincipals": "arn:aws:iam::123456789012:role/tasks-app",
+}
 # `sam package` replaces CodeUri with the uploaded artifact; the translator insists on an S3 URI.
 PACKAGED_CODE_URI = "s3://quarry-artifacts/quarry.zip"
 PACKAGED_LAYER_URI = "s3://quarry-artifacts/local-embedder.zip"
@@ -89,7 +93,9 @@ def test_cfn_lint_reports_nothing() -> None:
 
 def test_sam_translator_produces_the_three_functions() -> None:
     functions = resources("AWS::Lambda::Function")
-    assert sorted(functions) == sorted(FUNCTIONS)
+    # plus the Cognito trigger, deployed only when CognitoUserPoolArn is set
+    assert sorted(functions) == sorted((*FUNCTIONS, "PreTokenGenerationFunction"))
+    assert functions["PreTokenGenerationFunction"]["Condition"] == "HasUserPool"
     for function in functions.values():
         assert function["Properties"]["Code"] == {"S3Bucket": "quarry-artifacts", "S3Key": "quarry.zip"}
         assert re.fullmatch(r"python3\.1[1-3]", function["Properties"]["Runtime"])
@@ -167,14 +173,15 @@ def test_permissions_follow_what_each_function_does() -> None:
     api, consumer, nightly = (granted(f) for f in FUNCTIONS)
     queue_actions = {"sqs:ReceiveMessage", "sqs:DeleteMessage"}
     assert queue_actions <= consumer and not queue_actions & (api | nightly)
-    # only the writers may change the index; the nightly eval only searches it
-    assert {"es:ESHttpPut", "es:ESHttpDelete"} <= api & consumer
-    assert not {"es:ESHttpPut", "es:ESHttpDelete"} & nightly
+    # only the writers may change the index (writes and deletes are _bulk POSTs); the nightly eval only searches
+    assert "es:ESHttpPut" in api & consumer
+    assert "es:ESHttpDelete" not in api | consumer | nightly and "es:ESHttpPut" not in nightly
+    assert "_bulk" not in json.dumps(role_statements("NightlyEvalFunction"))
     # the consumer touches the cache only to bump a tenant's generation, never the state table
     consumer_tables = {
         ref_target(r)
         for s in role_statements("IndexingConsumerFunction")
-        if s["Sid"] == "CacheGeneration"
+        if s["Sid"].startswith("Cache")
         for r in ([s["Resource"]] if isinstance(s["Resource"], dict) else s["Resource"])
     }
     assert consumer_tables == {"CacheTable"}
@@ -227,7 +234,7 @@ def test_http_api_uses_the_jwt_authorizer_except_for_health() -> None:
     jwt = body["components"]["securitySchemes"]["JwtAuthorizer"]["x-amazon-apigateway-authorizer"]
     assert jwt["jwtConfiguration"] == {"issuer": {"Ref": "JwtIssuer"}, "audience": {"Ref": "JwtAudience"}}
     default = body["paths"]["$default"]["x-amazon-apigateway-any-method"]
-    assert default["security"] == [{"JwtAuthorizer": []}]
+    assert default["security"] == [{"JwtAuthorizer": [quarry_scope(s) for s in ("read", "write", "admin")]}]
     assert body["paths"]["/health"]["get"]["security"] == [{"NONE": []}]
 
 
@@ -295,3 +302,201 @@ class _AnyLayer(str):
 
 
 ANY_LAYER = _AnyLayer("LocalEmbedderLayer*")  # the translator suffixes layer ids with a content hash
+
+
+# ---------------------------------------------------------------- issue 17: scopes, producers, least privilege
+
+
+def quarry_scope(scope: str) -> dict[str, str]:
+    """How a route's required scope reads in the transformed template."""
+    return {"Fn::Sub": "${JwtResourceServer}/" + scope}
+
+
+ROUTE_SCOPES = {
+    ("get", "/openapi.json"): "read",
+    ("post", "/search"): "read",
+    ("put", "/entities/{entity_type}/{entity_id}"): "write",
+    ("patch", "/entities/{entity_type}/{entity_id}"): "write",
+    ("delete", "/entities/{entity_type}/{entity_id}"): "write",
+    ("post", "/entities"): "write",
+    ("post", "/context/assemble"): "read",
+    ("post", "/context/feedback"): "write",
+    ("get", "/context/weights"): "read",
+    ("get", "/context/budgets"): "read",
+    ("get", "/context/log"): "read",
+    ("get", "/context/log/callers"): "read",
+    ("put", "/context/weights/{caller}/{source}"): "admin",
+    ("post", "/context/eval"): "admin",
+    ("post", "/retrieve"): "read",
+    ("put", "/overlays/{role_id}"): "write",
+    ("get", "/overlays/{role_id}"): "read",
+    ("delete", "/overlays/{role_id}"): "write",
+    ("post", "/overlays/{role_id}/eval"): "admin",
+    ("post", "/overlays/{role_id}/tune"): "admin",
+    ("get", "/schemas/{name}"): "read",
+    ("post", "/corpus"): "write",
+}
+
+
+def api_routes() -> dict[tuple[str, str], Any]:
+    [api] = resources("AWS::ApiGatewayV2::Api").values()
+    paths = api["Properties"]["Body"]["paths"]
+    return {(m, p): op for p, ops in paths.items() if p != "$default" for m, op in ops.items()}
+
+
+def handler_routes() -> set[tuple[str, str]]:
+    from handlers.api import app
+
+    routes = app._static_routes + app._dynamic_routes  # noqa: SLF001 - Powertools keeps no public list
+    return {(r.method.lower(), re.sub(r"<(\w+)>", r"{\1}", r.path)) for r in routes}
+
+
+def test_every_route_but_health_requires_its_quarry_scope() -> None:
+    routes = api_routes()
+    assert set(routes) == handler_routes(), "template routes differ from the handler's"
+    for (method, path), op in routes.items():
+        if (method, path) == ("get", "/health"):
+            continue
+        assert op["security"] == [{"JwtAuthorizer": [quarry_scope(ROUTE_SCOPES[(method, path)])]}], path
+    assert sam_template()["Parameters"]["JwtResourceServer"]["Default"] == "quarry"
+
+
+def test_tracer_captures_neither_responses_nor_errors() -> None:
+    variables = sam_template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false"
+    assert variables["POWERTOOLS_TRACER_CAPTURE_ERROR"] == "false"
+
+
+def test_the_bus_rule_and_queue_admit_only_named_producers() -> None:
+    bus = resources()["EntityEventBus"]
+    statements = {s["Sid"]: s for s in bus["Properties"]["Policy"]["Statement"]}
+    allow = statements["NamedProducersOnly"]
+    assert allow["Effect"] == "Allow" and allow["Principal"] == {"AWS": {"Ref": "EntityProducerPrincipals"}}
+    assert allow["Condition"] == {"StringEquals": {"events:source": {"Ref": "EntityEventSources"}}}
+    nobody = statements["NobodyElse"]
+    assert (nobody["Effect"], nobody["Principal"]) == ("Deny", "*")
+    assert nobody["Condition"] == {"ArnNotLike": {"aws:PrincipalArn": {"Ref": "EntityProducerPrincipals"}}}
+    assert statements["OnlyAcceptedSources"]["Effect"] == "Deny"
+    rule = resources()["EntityChangesRule"]["Properties"]
+    assert rule["EventBusName"] == {"Ref": "EntityEventBus"}
+    assert rule["EventPattern"]["source"] == {"Ref": "EntityEventSources"}
+    assert rule["EventPattern"]["account"] == [{"Ref": "AWS::AccountId"}]
+    queue_policy = resources()["EntityChangesQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    [allow_send] = [s for s in queue_policy if s["Effect"] == "Allow"]
+    assert allow_send["Principal"] == {"Service": "events.amazonaws.com"}
+    assert ref_target(allow_send["Condition"]["ArnEquals"]["aws:SourceArn"]) == "EntityChangesRule"
+    [deny] = [s for s in queue_policy if s["Effect"] == "Deny"]
+    assert deny["Principal"] == "*" and deny["Action"] == "sqs:SendMessage"
+    assert ref_target(deny["Condition"]["ArnNotEquals"]["aws:SourceArn"]) == "EntityChangesRule"
+    variables = sam_template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["QUARRY_PRODUCER_TENANTS"] == {"Ref": "EntityProducerTenants"}
+
+
+# What each function calls, by table / domain path (infra/dynamodb, infra/opensearch): nothing more.
+ALLOWED = {
+    "ApiFunction": {
+        "StateTable": {
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:Query",
+            "dynamodb:Scan",
+        },
+        "CacheTable": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+        "es": {
+            ("es:ESHttpPost", "/_bulk"),
+            ("es:ESHttpPost", "/_msearch"),
+            ("es:ESHttpPost", "/quarry/_mget"),
+            ("es:ESHttpPut", "/_index_template/quarry-template"),
+            ("es:ESHttpPut", "/quarry-v*"),
+            ("es:ESHttpHead", "/_alias/quarry"),
+        },
+    },
+    "IndexingConsumerFunction": {
+        "CacheTable": {"dynamodb:UpdateItem", "dynamodb:PutItem"},
+        "es": {
+            ("es:ESHttpPost", "/_bulk"),
+            ("es:ESHttpPost", "/quarry/_mget"),
+            ("es:ESHttpPut", "/_index_template/quarry-template"),
+            ("es:ESHttpPut", "/quarry-v*"),
+            ("es:ESHttpHead", "/_alias/quarry"),
+        },
+    },
+    "NightlyEvalFunction": {
+        "StateTable": {
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:Query",
+            "dynamodb:Scan",
+        },
+        "es": {("es:ESHttpPost", "/_msearch"), ("es:ESHttpPost", "/quarry/_mget")},
+    },
+}
+
+
+def _resources_of(statement: dict[str, Any]) -> list[Any]:
+    value = statement["Resource"]
+    return value if isinstance(value, list) else [value]
+
+
+def granted_by_target(function: str) -> dict[str, set[Any]]:
+    found: dict[str, set[Any]] = {}
+    for statement in role_statements(function):
+        if statement["Effect"] != "Allow":
+            continue
+        for action in actions(statement):
+            service = action.split(":")[0]
+            if service == "dynamodb":
+                for resource in _resources_of(statement):
+                    table = (
+                        ref_target(resource)
+                        if "Fn::Sub" not in resource
+                        else resource["Fn::Sub"][2:].split(".")[0]
+                    )
+                    found.setdefault(table, set()).add(action)
+            elif service == "es":
+                for resource in _resources_of(statement):
+                    path = resource["Fn::Sub"][0].split("domain/${D}")[1]
+                    found.setdefault("es", set()).add((action, path))
+    return found
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_each_function_holds_only_the_actions_it_calls(function: str) -> None:
+    assert granted_by_target(function) == ALLOWED[function]
+
+
+def test_the_consumer_touches_only_generation_and_settling_cache_items() -> None:
+    for statement in role_statements("IndexingConsumerFunction"):
+        if any(a.startswith("dynamodb:") for a in actions(statement)):
+            keys = statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+            assert keys in (["C#gen:*"], ["V#settling:*"])
+
+
+def test_the_consumer_policy_covers_exactly_the_items_its_writes_touch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The LeadingKeys patterns match the keys IndexingService makes DynamoCache write (moto)."""
+    import fnmatch
+
+    from core.cache_key import generation_key, search_cache_key, settling_key
+    from infra.dynamodb.cache import DynamoCache
+    from tests.adapters.moto_support import moto_dynamodb
+
+    patterns = [
+        p
+        for s in role_statements("IndexingConsumerFunction")
+        if "Condition" in s
+        for p in s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+    ]
+    with moto_dynamodb(monkeypatch) as client:
+        cache = DynamoCache("cache-t", client)
+        cache.ensure_tables()
+        cache.incr(generation_key("acme"))
+        cache.set(settling_key("acme"), True, 2.0, 1_795_000_000.0)
+        cache.set(search_cache_key("acme", "q", [], {}, "auto", 10, 1), {"results": []}, 300, 1_795_000_000.0)
+        keys = [i["pk"]["S"] for i in client.scan(TableName="cache-t")["Items"]]
+    covered = sorted(k for k in keys if any(fnmatch.fnmatchcase(k, p) for p in patterns))
+    assert covered == ["C#gen:acme", "V#settling:acme"]  # and never a cached search result
