@@ -55,8 +55,8 @@ def search_key_prefix(tenant_id: str) -> str:
 
 
 def is_tenant_cache_key(key: str, tenant_id: str) -> bool:
-    """True for the tenant's own search entries and generation counter (not a tenant whose id extends it)."""
-    if key == generation_key(tenant_id):
+    """True for the tenant's own search entries, settling marker and generation counter (not a tenant whose id extends it)."""
+    if key in (generation_key(tenant_id), settling_key(tenant_id)):
         return True
     prefix = search_key_prefix(tenant_id)
     return key.startswith(prefix) and len(key) == len(prefix) + SEARCH_KEY_HASH_CHARS

@@ -152,7 +152,8 @@ class Cache(Protocol):
         ...
 
     def purge_tenant(self, tenant_id: str) -> int:
-        """Drop the tenant's cached entries and counters (keys `search:<tenant>:…`, `gen:<tenant>`)."""
+        """Drop the tenant's cached entries and counters (keys `search:<tenant>:…`, `gen:<tenant>`); an
+        adapter that cannot list keys bumps the generation instead, and the entries expire by TTL."""
         ...
 
 

@@ -64,8 +64,14 @@ def error_text(exc: QuarryError) -> str:
 
 
 def grant_principal(grant: Mapping[str, Any]) -> Principal:
-    """A Principal from one QUARRY_API_KEYS entry."""
-    return Principal(str(grant["tenant"]), frozenset(grant.get("scopes", [])) & SCOPES)
+    """A Principal from one QUARRY_API_KEYS entry (a key with `caller` speaks only for that caller)."""
+    caller = grant.get("caller")
+    return Principal(
+        str(grant["tenant"]),
+        frozenset(grant.get("scopes", [])) & SCOPES,
+        None,
+        str(caller) if caller else None,
+    )
 
 
 class Gate:
@@ -104,18 +110,17 @@ def _validated(model: type[Model], payload: dict[str, Any]) -> Model:
         raise InvalidInputError("request is invalid: " + ", ".join(sorted(fields)), fields) from exc
 
 
-Act = Callable[[Context, str, Callable[[str, Container], Any]], Any]
+Act = Callable[[Context, str, Callable[[Principal, Container], Any]], Any]
 
 
 def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
     """The MCPServer with Quarry's tools and resources; `container` is the composition root."""
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
 
-    def act(ctx: Context, scope: str, work: Callable[[str, Container], Any]) -> Any:
-        """Run `work` for the caller's tenant once `scope` is checked; core errors become tool errors."""
+    def act(ctx: Context, scope: str, work: Callable[[Principal, Container], Any]) -> Any:
+        """Run `work` for the caller once `scope` is checked; core errors become tool errors."""
         try:
-            tenant = gate.principal(ctx.headers).require(scope).tenant_id
-            return work(tenant, container())
+            return work(gate.principal(ctx.headers).require(scope), container())
         except QuarryError as exc:
             raise ToolError(error_text(exc)) from exc
 
@@ -147,7 +152,7 @@ def _search_tool(server: MCPServer, act: Act) -> None:
             "explain": explain,
             "cursor": cursor,
         }
-        return act(ctx, "read", lambda t, c: c.search.search(t, _validated(SearchRequest, request)))
+        return act(ctx, "read", lambda w, c: c.search.search(w.tenant_id, _validated(SearchRequest, request)))
 
 
 def _context_tools(server: MCPServer, act: Act) -> None:
@@ -174,7 +179,11 @@ def _context_tools(server: MCPServer, act: Act) -> None:
         return act(
             ctx,
             "read",
-            lambda t, c: c.context.assemble(t, _validated(AssembleRequest, request), ctx.request_id),
+            lambda w, c: c.context.assemble(
+                w.tenant_id,
+                _validated(AssembleRequest, {**request, "caller": w.act_as(caller)}),
+                ctx.request_id,
+            ),
         )
 
     @server.tool(description="Which sources of an assembly the caller used (POST /context/feedback).")
@@ -182,7 +191,14 @@ def _context_tools(server: MCPServer, act: Act) -> None:
         ctx: Context, assembly_id: str, used_source_ids: list[str], tokens_used: int | None = None
     ) -> FeedbackResponse:
         request = {"assembly_id": assembly_id, "used_source_ids": used_source_ids, "tokens_used": tokens_used}
-        return act(ctx, "write", lambda t, c: c.context.feedback(t, _validated(FeedbackRequest, request)))
+        # a key bound to one caller steers only that caller's learning (another's assembly is not found)
+        return act(
+            ctx,
+            "write",
+            lambda w, c: c.context.feedback(
+                w.tenant_id, _validated(FeedbackRequest, request), None if w.acts_for_anyone else w.caller
+            ),
+        )
 
     @server.tool(description="Governed retrieval for a role: a RetrievalBundle (POST /retrieve).")
     def retrieve(
@@ -200,7 +216,9 @@ def _context_tools(server: MCPServer, act: Act) -> None:
             "context_summary": context_summary,
             "lexical_only": lexical_only,
         }
-        return act(ctx, "read", lambda t, c: c.retrieval.retrieve(t, _validated(RetrieveRequest, request)))
+        return act(
+            ctx, "read", lambda w, c: c.retrieval.retrieve(w.tenant_id, _validated(RetrieveRequest, request))
+        )
 
 
 def _entity_tools(server: MCPServer, act: Act) -> None:
@@ -208,7 +226,7 @@ def _entity_tools(server: MCPServer, act: Act) -> None:
         description="A stored entity: fields, version, whether embedded (GET /entities/{type}/{id})."
     )
     def get_entity(ctx: Context, entity_type: str, entity_id: str) -> EntityOut:
-        return act(ctx, "read", lambda t, c: c.catalog.get(t, entity_type, entity_id))
+        return act(ctx, "read", lambda w, c: c.catalog.get(w.tenant_id, entity_type, entity_id))
 
     @server.tool(description="The tenant's entities, newest first, with cursor paging (GET /entities).")
     def list_entities(
@@ -216,7 +234,11 @@ def _entity_tools(server: MCPServer, act: Act) -> None:
     ) -> EntityPage:
         from handlers.mcp_entities import checked_page_size
 
-        return act(ctx, "read", lambda t, c: c.catalog.list(t, entity_type, checked_page_size(limit), cursor))
+        return act(
+            ctx,
+            "read",
+            lambda w, c: c.catalog.list(w.tenant_id, entity_type, checked_page_size(limit), cursor),
+        )
 
     @server.tool(
         description="Create or replace an entity (PUT /entities/{type}/{id}); `partial: true` updates "
@@ -227,7 +249,7 @@ def _entity_tools(server: MCPServer, act: Act) -> None:
     ) -> WriteResponse:
         from handlers.mcp_entities import upsert
 
-        return act(ctx, "write", lambda t, c: upsert(c, t, entity_type, entity_id, fields, partial))
+        return act(ctx, "write", lambda w, c: upsert(c, w.tenant_id, entity_type, entity_id, fields, partial))
 
     @server.tool(description="Delete an entity (DELETE /entities/{type}/{id}).")
     def delete_entity(
@@ -235,7 +257,7 @@ def _entity_tools(server: MCPServer, act: Act) -> None:
     ) -> WriteResponse:
         from handlers.mcp_entities import delete
 
-        return act(ctx, "write", lambda t, c: delete(c, t, entity_type, entity_id, version))
+        return act(ctx, "write", lambda w, c: delete(c, w.tenant_id, entity_type, entity_id, version))
 
 
 def _governance(server: MCPServer, act: Act) -> None:
@@ -243,9 +265,9 @@ def _governance(server: MCPServer, act: Act) -> None:
         description="The tenant's role overlay ids (read one as resource quarry://overlays/{role_id})."
     )
     def list_overlays(ctx: Context) -> dict[str, list[str]]:
-        return act(ctx, "read", lambda t, c: {"role_ids": c.state.list_overlays(t)})
+        return act(ctx, "read", lambda w, c: {"role_ids": c.state.list_overlays(w.tenant_id)})
 
-    def read_resource(ctx: Context, work: Callable[[str, Container], Any]) -> str:
+    def read_resource(ctx: Context, work: Callable[[Principal, Container], Any]) -> str:
         try:
             return json.dumps(act(ctx, "read", work), indent=2, sort_keys=True)
         except ToolError as exc:
@@ -255,7 +277,9 @@ def _governance(server: MCPServer, act: Act) -> None:
         "quarry://overlays/{role_id}", mime_type="application/json", description="One role overlay"
     )
     def overlay(role_id: str, ctx: Context) -> str:
-        return read_resource(ctx, lambda t, c: c.retrieval.get_overlay(t, role_id).model_dump(mode="json"))
+        return read_resource(
+            ctx, lambda w, c: c.retrieval.get_overlay(w.tenant_id, role_id).model_dump(mode="json")
+        )
 
     @server.resource(
         "quarry://schemas/{name}",
@@ -263,4 +287,4 @@ def _governance(server: MCPServer, act: Act) -> None:
         description="JSON Schema: role_overlay or retrieval_bundle",
     )
     def schema(name: str, ctx: Context) -> str:
-        return read_resource(ctx, lambda t, c: json_schema(name))
+        return read_resource(ctx, lambda w, c: json_schema(name))

@@ -45,8 +45,12 @@ def weight_history(
     caller_id: Annotated[str | None, Query(alias="caller", max_length=128)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_READ_ROWS)] = DEFAULT_READ_ROWS,
 ) -> WeightHistoryResponse:
-    tenant = caller(router, "read").tenant_id
-    return services().catalog.weight_history(tenant, caller_id, limit)
+    who = caller(router, "read")
+    if caller_id is None and not who.acts_for_anyone:
+        caller_id = who.caller  # a bound token reads its own caller's history, as with the log
+    elif caller_id is not None:
+        who.act_as(caller_id)
+    return services().catalog.weight_history(who.tenant_id, caller_id, limit)
 
 
 @router.get("/evals", summary="Stored golden-set evaluation figures, newest first", tags=["governance"])

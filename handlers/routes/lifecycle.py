@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.catalog import tenant_mark
+from core.errors import ForbiddenError
 from core.service.lifecycle import EXPORT_PAGE_BYTES, EraseReport
 from handlers._observability import logger
 from handlers.routes.common import caller, services
@@ -32,8 +33,12 @@ def export(
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
     max_bytes: Annotated[int, Query(ge=MIN_EXPORT_PAGE_BYTES, le=EXPORT_PAGE_BYTES)] = EXPORT_PAGE_BYTES,
 ) -> Response[str]:
-    tenant = caller(router, "read").tenant_id
-    body = services().lifecycle.export(tenant, cursor, max_bytes)
+    who = caller(router, "read")
+    if not who.acts_for_anyone:  # the export holds every caller's log and learning
+        raise ForbiddenError(
+            "a token bound to one caller cannot export the whole tenant; it needs 'admin'", "admin"
+        )
+    body = services().lifecycle.export(who.tenant_id, cursor, max_bytes)
     return Response(status_code=200, content_type=NDJSON, body=body)
 
 

@@ -15,7 +15,7 @@ import json
 import math
 from typing import Any
 
-from core.cache_key import is_tenant_cache_key
+from core.cache_key import generation_key
 from infra.dynamodb.errors import dynamodb_errors
 from infra.dynamodb.state_items import N, S
 from infra.dynamodb.tables import TTL_ATTRIBUTE, cache_table_spec, default_client, ensure_table
@@ -74,26 +74,11 @@ class DynamoCache:
         return 0 if item is None else int(item["count"]["N"])
 
     def purge_tenant(self, tenant_id: str) -> int:
-        """Drop the tenant's cached searches and generation counter (a Scan: an admin operation, rare)."""
-        prefix = f"V#search:{tenant_id}:"
-        keys: list[dict[str, Any]] = [{"pk": S(f"C#gen:{tenant_id}")}]
-        params: dict[str, Any] = {
-            "TableName": self._table,
-            "FilterExpression": "begins_with(pk, :p)",
-            "ExpressionAttributeValues": {":p": S(prefix)},
-            "ProjectionExpression": "pk",
-        }
-        with dynamodb_errors():
-            while True:
-                page = self._client.scan(**params)
-                keys.extend(
-                    {"pk": i["pk"]}
-                    for i in page.get("Items", [])
-                    if is_tenant_cache_key(i["pk"]["S"][2:], tenant_id)
-                )
-                if "LastEvaluatedKey" not in page:
-                    break
-                params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-            for key in keys:
-                self._client.delete_item(TableName=self._table, Key=key)
-        return len(keys)
+        """Make the tenant's cached searches unreachable by bumping its generation; 0 items deleted.
+
+        A hash-keyed table cannot list one tenant's items without a Scan, which no function may run on a
+        whole table (template.yaml); the entries expire by their TTL (5 minutes, then DynamoDB's sweeper).
+        The counter stays: dropping it would let a later generation meet a still-live entry again.
+        """
+        self.incr(generation_key(tenant_id))
+        return 0

@@ -18,7 +18,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from core.cache_key import SEARCH_KEY_HASH_CHARS, generation_key, is_tenant_cache_key, search_key_prefix
+from core.cache_key import (
+    SEARCH_KEY_HASH_CHARS,
+    generation_key,
+    is_tenant_cache_key,
+    search_key_prefix,
+    settling_key,
+)
 from core.errors import UnavailableError
 from infra.local.sqlite_connect import open_sqlite
 
@@ -107,8 +113,8 @@ class SqliteCache:
         with self._guard() as conn:
             conn.execute("PRAGMA secure_delete = ON")
             removed = conn.execute(
-                "DELETE FROM cache_entries WHERE substr(key, 1, ?) = ? AND length(key) = ?",
-                (len(prefix), prefix, len(prefix) + SEARCH_KEY_HASH_CHARS),
+                "DELETE FROM cache_entries WHERE (substr(key, 1, ?) = ? AND length(key) = ?) OR key = ?",
+                (len(prefix), prefix, len(prefix) + SEARCH_KEY_HASH_CHARS, settling_key(tenant_id)),
             ).rowcount
             removed += conn.execute(
                 "DELETE FROM cache_counters WHERE key = ?", (generation_key(tenant_id),)

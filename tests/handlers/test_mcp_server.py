@@ -294,3 +294,16 @@ def test_streamable_http_needs_a_bearer_key_and_acts_for_its_tenant(tmp_path: Pa
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_a_key_bound_to_a_caller_speaks_only_for_it(local: Any) -> None:
+    bound = Principal("acme", frozenset({"read", "write"}), None, "agent-a")
+    server = build_server(lambda: local, Gate({}, bound))
+
+    async def work(client: Client) -> None:
+        other = await client.call_tool("assemble_context", {"query": "cache", "caller": "agent-b"})
+        assert error_of(other)["code"] == "forbidden"
+        own = await client.call_tool("assemble_context", {"query": "cache", "caller": "agent-a"})
+        assert not own.is_error, own
+
+    run(server, work)

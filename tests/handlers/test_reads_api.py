@@ -148,3 +148,21 @@ def test_weight_history_and_evals_are_readable(local: Any) -> None:
     status, body = get("list_evals", "/overlays/dba/evals", {})
     assert status == 200 and body["data"][0]["metrics"]["rrf"]["ndcg@10"] == 0.8
     assert get("list_evals", "/evals", {"name": "overlay:x"})[1]["data"] == []
+
+
+def test_a_token_bound_to_a_caller_reads_only_its_history_and_cannot_export(local: Any) -> None:
+    for who in ("agent-a", "agent-b"):
+        change = WeightChange(who, "memory", 1.0, 1.2, 0.2, 0.25, "learning", "2030-01-01T00:00:00Z")
+        local.state.put_weight("acme", SourceWeight(who, "memory", 1.2, 0.25), change)
+    event = api_event("weight_history", path="/context/weights/history", query={}, scopes=["read"])
+    event["requestContext"]["authorizer"]["lambda"]["caller"] = "agent-a"
+    status, body = invoke(event)
+    assert status == 200 and [r["caller"] for r in body["data"]] == ["agent-a"]
+    event = api_event(
+        "weight_history", path="/context/weights/history", query={"caller": "agent-b"}, scopes=["read"]
+    )
+    event["requestContext"]["authorizer"]["lambda"]["caller"] = "agent-a"
+    assert invoke(event)[0] == 403
+    event = api_event("tenant_export", query={}, scopes=["read"])
+    event["requestContext"]["authorizer"]["lambda"]["caller"] = "agent-a"
+    assert invoke(event)[0] == 403

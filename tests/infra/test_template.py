@@ -335,6 +335,13 @@ ROUTE_SCOPES = {
     ("post", "/overlays/{role_id}/tune"): "admin",
     ("get", "/schemas/{name}"): "read",
     ("post", "/corpus"): "write",
+    ("get", "/entities/{entity_type}/{entity_id}"): "read",
+    ("get", "/entities"): "read",
+    ("get", "/context/weights/history"): "read",
+    ("get", "/evals"): "read",
+    ("get", "/overlays/{role_id}/evals"): "read",
+    ("get", "/tenant/export"): "read",
+    ("delete", "/tenant"): "admin",
 }
 
 
@@ -408,6 +415,8 @@ ALLOWED = {
             ("es:ESHttpPost", "/_bulk"),
             ("es:ESHttpPost", "/_msearch"),
             ("es:ESHttpPost", "/quarry/_mget"),
+            ("es:ESHttpPost", "/quarry/_search"),
+            ("es:ESHttpPost", "/quarry/_delete_by_query"),
             ("es:ESHttpPut", "/_index_template/quarry-template"),
             ("es:ESHttpPut", "/quarry-v*"),
             ("es:ESHttpHead", "/_alias/quarry"),
