@@ -64,8 +64,11 @@ def import_ms(module: str, runs: int = 5) -> float:
     """Median wall time of `import module` in a fresh interpreter, minus the interpreter's own start."""
     code = f"import time; t = time.perf_counter(); import {module}; print((time.perf_counter() - t) * 1000)"
     times = [
-        float(subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True,
-                             text=True).stdout)
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True
+            ).stdout
+        )
         for _ in range(runs)
     ]
     return sorted(times)[len(times) // 2]
@@ -77,7 +80,9 @@ def scifact_texts(n: int) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--passages", type=int, default=500)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--threads", type=int, default=2)
@@ -97,13 +102,19 @@ def main() -> int:
     rate = corpus["n"] / corpus["seconds"]
 
     print(f"machine: {os.cpu_count()} cores · BLAS threads for the embedder: {args.threads}")
-    print(f"import: infra.local.embedder {imports['infra.local.embedder']:.0f} ms (lazy: no model libraries) · "
-          f"tokenizers {imports['tokenizers']:.0f} ms · safetensors {imports['safetensors.numpy']:.0f} ms · "
-          f"numpy {imports['numpy']:.0f} ms")
+    print(
+        f"import: infra.local.embedder {imports['infra.local.embedder']:.0f} ms (lazy: no model libraries) · "
+        f"tokenizers {imports['tokenizers']:.0f} ms · safetensors {imports['safetensors.numpy']:.0f} ms · "
+        f"numpy {imports['numpy']:.0f} ms"
+    )
     print(f"model load: {query['load_s'] * 1000:.0f} ms")
-    print(f"10-word query: P50 {q['p50']:.2f} ms · P99 {q['p99']:.2f} ms (goal P50 ≤ {GOAL_QUERY_P50_MS:.0f} ms)")
-    print(f"SciFact abstracts: {rate:.1f} passages/s over {corpus['n']} (goal ≥ {GOAL_PASSAGES_PER_S:.0f}/s) · "
-          f"peak RSS {corpus['peak_rss_mb']:.0f} MB")
+    print(
+        f"10-word query: P50 {q['p50']:.2f} ms · P99 {q['p99']:.2f} ms (goal P50 ≤ {GOAL_QUERY_P50_MS:.0f} ms)"
+    )
+    print(
+        f"SciFact abstracts: {rate:.1f} passages/s over {corpus['n']} (goal ≥ {GOAL_PASSAGES_PER_S:.0f}/s) · "
+        f"peak RSS {corpus['peak_rss_mb']:.0f} MB"
+    )
     out = {
         "machine": f"{os.cpu_count()} cores",
         "threads": args.threads,

@@ -3,10 +3,17 @@ cut at word boundaries; a hit on a chunk reports its parent entity."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from core.entities import EntityType
 from core.scoring import CHARS_PER_TOKEN
+from core.text import flatten, index_text
 
 CHUNK_TOKENS = 300  # DESIGN.md §2: ~300 tokens per chunk
 CHUNK_OVERLAP_TOKENS = 30  # DESIGN.md §2: "small overlap" — 10% keeps sentences cut at a border findable
+# A chunked entity (a corpus document) may bring its own chunks under this field (POST /corpus).
+PREMADE_CHUNKS_FIELD = "chunks"
 
 
 def chunk_text(
@@ -34,3 +41,33 @@ def chunk_text(
             kept += len(words[back]) + 1
         start = back
     return chunks
+
+
+def _tiers(etype: EntityType, body: Mapping[str, Any]) -> dict[int, list[str]]:
+    tiers: dict[int, list[str]] = {3: [], 2: [], 1: []}
+    for spec in etype.fields:
+        text = flatten(body.get(spec.name))
+        if text:
+            tiers[spec.boost].append(text)
+    return tiers
+
+
+def premade_chunks(etype: EntityType, body: Mapping[str, Any]) -> list[str] | None:
+    """A chunked type's own `chunks` (non-empty strings), used as they are instead of chunking its text."""
+    given = body.get(PREMADE_CHUNKS_FIELD) if etype.chunked else None
+    if not isinstance(given, list):
+        return None
+    pieces = [text for text in (flatten(c).strip() for c in given) if text]
+    return pieces or None
+
+
+def build_chunks(etype: EntityType, body: Mapping[str, Any]) -> list[tuple[tuple[str, str, str], str]]:
+    """(tiers, plain text) per chunk: chunked types use their pre-made `chunks` or split their boost-1 text."""
+    tiers = _tiers(etype, body)
+    top, mid, low = (" ".join(tiers[b]) for b in (3, 2, 1))
+    pieces = premade_chunks(etype, body) or (chunk_text(low) if etype.chunked and low else [low])
+    out = []
+    for piece in pieces or [""]:
+        plain = " ".join(p for p in (top, mid, piece) if p)
+        out.append(((index_text([top]), index_text([mid]), index_text([piece])), plain))
+    return out

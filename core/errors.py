@@ -8,8 +8,10 @@ QuarryError
 ├── NotFoundError            kind, key                         → 404 (also for another tenant's object)
 ├── ConflictError            a write that cannot apply          → 409
 │   ├── StaleVersionError    stored_version, given_version     (reported, never applied)
+│   ├── VersionSchemeError   stored_version, given_version     (explicit and clock versions mixed)
 │   └── CursorExpiredError   a page cursor of an older index generation
-└── UnavailableError         backend, retry_after seconds      → 503 with Retry-After
+├── UnavailableError         backend, retry_after seconds      → 503 with Retry-After
+└── ConfigurationError       variables: {VAR: problem}          → 500, logged (the server's fault)
 """
 
 from __future__ import annotations
@@ -95,6 +97,20 @@ class StaleVersionError(ConflictError):
         self.given_version = given_version
 
 
+class VersionSchemeError(ConflictError):
+    """A write whose version is of another kind than the stored one (a sequence number against a time in
+    milliseconds, or the reverse): applying or refusing it silently would strand one of the two forever."""
+
+    code = "version_scheme_mismatch"
+
+    def __init__(self, key: str, stored_version: int, given_version: int, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.stored_version = stored_version
+        self.given_version = given_version
+        self.fields = {"version": message}
+
+
 class CursorExpiredError(ConflictError):
     """A paging cursor issued before the tenant's index changed: start again from the first page."""
 
@@ -121,3 +137,13 @@ class UnavailableError(QuarryError):
     def public_message(self) -> str:
         """What a caller may read: which backend and when to retry; never the SDK's text (hosts, ARNs)."""
         return f"{self.backend} is temporarily unavailable; retry in {self.retry_after} s"
+
+
+class ConfigurationError(QuarryError):
+    """A wrong or missing setting: the deployment's fault, never the caller's; `variables` names each."""
+
+    code = "configuration_error"
+
+    def __init__(self, message: str, variables: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.variables: dict[str, str] = dict(variables or {})

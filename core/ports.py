@@ -74,7 +74,12 @@ class SearchIndex(Protocol):
         ...
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
-        """Remove from lexical and vector retrieval; a tombstone keeps the version so older writes lose."""
+        """Remove from lexical and vector retrieval; a tombstone keeps the version so older writes lose.
+
+        `version` None: the stored version + 1 (unknown → NOT_FOUND). An unknown entity with a version gets
+        a tombstone alone (APPLIED). A live entity at exactly `version` is deleted: a delete wins a tie.
+        An older version → STALE; a tombstone already at `version` → DUPLICATE.
+        """
         ...
 
     def get(self, tenant_id: str, keys: Sequence[EntityKey]) -> dict[EntityKey, StoredEntity]:

@@ -136,6 +136,7 @@ class BulkError(BaseModel):
     index: int
     entity_id: str | None
     error: str
+    code: str = "invalid_input"
     fields: dict[str, str] = Field(default_factory=dict)
 
 

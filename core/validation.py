@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +13,12 @@ from core.scoring import parse_timestamp
 
 MAX_ID_CHARS = 256  # an id is a key, not a document
 MAX_LABEL_CHARS = 200  # source / owner / namespace are labels
-ID_PATTERN = re.compile(r"^[^\s/#|]{1,256}$")  # no whitespace, '/', '#' or '|' (path and key separators)
+# The id alphabet, the same on every route (path, bulk, corpus, queue consumer): 1-256 characters of any
+# script, without whitespace, '/', '#' or '|' (path and key separators), control or unpaired surrogate
+# characters; and not '.' or '..' (path segments with a meaning of their own).
+ID_PATTERN = re.compile(r"^[^\s/#|]{1,256}$")
+ID_RULE = f"must be 1-{MAX_ID_CHARS} characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'"
+_BAD_CATEGORIES = frozenset({"Cc", "Cs"})  # controls (NUL included) and lone surrogates
 _SCALARS = (str, int, float, bool)
 
 
@@ -38,13 +44,20 @@ def _check_common(body: Mapping[str, Any], errors: dict[str, str], path: str) ->
             errors[path + label] = f"must be a non-empty string of at most {MAX_LABEL_CHARS} characters"
 
 
+def is_valid_id(entity_id: object) -> bool:
+    """True when `entity_id` is in the id alphabet (see ID_PATTERN)."""
+    return (
+        isinstance(entity_id, str)
+        and ID_PATTERN.match(entity_id) is not None
+        and entity_id not in (".", "..")
+        and not any(unicodedata.category(ch) in _BAD_CATEGORIES for ch in entity_id)
+    )
+
+
 def validate_id(entity_id: str, path: str = "id") -> None:
-    """Reject ids that are empty, too long or contain separators."""
-    if not isinstance(entity_id, str) or not ID_PATTERN.match(entity_id):
-        raise InvalidInputError(
-            "invalid entity id",
-            {path: f"must be 1-{MAX_ID_CHARS} characters without whitespace, '/', '#' or '|'"},
-        )
+    """Reject ids outside the id alphabet, naming the field."""
+    if not is_valid_id(entity_id):
+        raise InvalidInputError("invalid entity id", {path: ID_RULE})
 
 
 def validate_body(

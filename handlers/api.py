@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from core.errors import InvalidInputError
+from core.errors import ConfigurationError, InvalidInputError
 from handlers import errors
 from handlers._observability import logger, metrics, tracer
 from handlers.routes import catalog, context, entities, governance, lifecycle, search
@@ -46,7 +46,11 @@ def openapi() -> dict[str, Any]:
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)  # tenant data never in X-Ray
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    refused = errors.refuse_oversized(event, services().settings.max_body_bytes)
+    try:
+        limit = services().settings.max_body_bytes
+    except ConfigurationError as exc:  # a wrong setting: a logged 500 on every request, never a 400
+        return errors.configuration_failure(exc)
+    refused = errors.refuse_oversized(event, limit)
     return refused if refused is not None else app.resolve(event, context)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from core.errors import QuarryError
 from handlers import cli_governance, cli_mcp, cli_reindex
+from handlers.cli_governance import DATA_DIR_HELP
 
 INGEST_BATCH = 64  # entities embedded per batch: big enough to batch the model, small for progress
 
@@ -29,6 +30,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     c = _container(args.data_dir)
+    c.check()  # a wrong or missing setting stops the server here, naming the variable
     from handlers import api
     from handlers.devserver import local_keys, make_server
 
@@ -53,11 +55,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _json_problem(exc: ValueError) -> str:
+    """What is wrong with a line that is not a JSON object, in words (column, not a Python repr)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON ({exc.msg} at column {exc.colno})"
+    return str(exc)
+
+
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if line.strip():
                 yield number, line
+
+
+def readable_error(err: dict[str, Any]) -> str:
+    """A bulk item's error for a person: `field: problem; …` without the batch's internal `items.<n>.`."""
+    prefix = f"items.{err['index']}"
+    fields = {
+        path.removeprefix(prefix).lstrip("."): message for path, message in (err.get("fields") or {}).items()
+    }
+    named = "; ".join(f"{path}: {message}" if path else message for path, message in fields.items())
+    return named or str(err["error"])
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -78,7 +97,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         indexed += report.indexed
         stale += report.skipped_stale
         for err in report.errors:
-            bad.append(f"line {batch[err['index']][0]}: {err['error']} {err['fields'] or ''}".strip())
+            bad.append(f"line {batch[err['index']][0]}: {readable_error(err)}")
         batch.clear()
 
     with tqdm(total=total, unit="entity", disable=args.quiet) as bar:
@@ -86,10 +105,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             try:
                 obj = json.loads(line)
                 if not isinstance(obj, dict):
-                    raise ValueError("not a JSON object")
+                    raise ValueError("not a JSON object (each line must be one entity object)")
                 batch.append((number, obj))
             except ValueError as exc:
-                bad.append(f"line {number}: invalid JSON ({exc})")
+                bad.append(f"line {number}: {_json_problem(exc)}")
             if len(batch) >= INGEST_BATCH:
                 flush()
             bar.update(1)
@@ -170,21 +189,19 @@ def cmd_eval_cycle(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     """The argument parser (subcommands register here)."""
     p = argparse.ArgumentParser(prog="quarry", description="Hybrid search and RAG context assembly")
-    p.add_argument(
-        "--data-dir", default=None, help="local data directory (default QUARRY_DATA_DIR or ./.quarry)"
-    )
+    p.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the local API")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=3000)
-    s.add_argument("--data-dir", default=None)
+    s.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     s.set_defaults(func=cmd_serve)
     i = sub.add_parser("ingest", help="index a JSONL file")
     i.add_argument("file")
     i.add_argument("--type", required=True, help="entity type of every line")
     i.add_argument("--tenant", default="dev")
     i.add_argument("--quiet", action="store_true")
-    i.add_argument("--data-dir", default=None)
+    i.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     i.set_defaults(func=cmd_ingest)
     q = sub.add_parser("search", help="search from the shell")
     q.add_argument("query")
@@ -193,7 +210,7 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--strategy", default="auto", choices=["auto", "keyword", "semantic", "hybrid"])
     q.add_argument("--entities", default=None, help="comma-separated entity types")
     q.add_argument("--json", action="store_true")
-    q.add_argument("--data-dir", default=None)
+    q.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     q.set_defaults(func=cmd_search)
     e = sub.add_parser("eval", help="measure retrieval quality on a BEIR-format dataset")
     e.add_argument("--dataset", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/")
@@ -205,11 +222,11 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--cache-dir", default=None, help="embedding cache (default <data dir>/embeddings)")
     e.add_argument("--tune", action="store_true", help="also grid-search the fusion setting on these queries")
     e.add_argument("--quiet", action="store_true")
-    e.add_argument("--data-dir", default=None)
+    e.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     e.set_defaults(func=cmd_eval)
     lc = sub.add_parser("eval-cycle", help="run the context learning cycle (what the nightly Lambda does)")
     lc.add_argument("--tenant", default=None, help="only this tenant (default: every tenant)")
-    lc.add_argument("--data-dir", default=None)
+    lc.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     lc.set_defaults(func=cmd_eval_cycle)
     cli_governance.register(sub)  # validate, load-corpus, retrieve, schema
     cli_mcp.register(sub)  # mcp
@@ -217,14 +234,27 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+# Third-party progress bars and chatter that would interleave with our own tqdm bar on stderr.
+QUIET_THIRD_PARTY = {
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `quarry` console script."""
+    import os
+
+    for name, value in QUIET_THIRD_PARTY.items():
+        os.environ.setdefault(name, value)
     args = parser().parse_args(argv)
     try:
         return int(args.func(args))
     except QuarryError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
-        for path, message in getattr(exc, "fields", {}).items():
+        named = getattr(exc, "fields", None) or getattr(exc, "variables", None) or {}
+        for path, message in named.items():
             print(f"  {path}: {message}", file=sys.stderr)
         return 2
 

@@ -13,6 +13,10 @@ from core.errors import InvalidInputError
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"  # committed copies of the published schemas
 
 
+# Sub-command copies of the top-level --data-dir: SUPPRESS keeps the top-level value when absent here.
+DATA_DIR_HELP = "local data directory (default QUARRY_DATA_DIR or ./.quarry)"
+
+
 def _read_json(path: str) -> Any:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
@@ -113,7 +117,7 @@ def register(sub: Any) -> None:
     lc.add_argument("file")
     lc.add_argument("--tenant", default="dev")
     lc.add_argument("--quiet", action="store_true")
-    lc.add_argument("--data-dir", default=None)
+    lc.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     lc.set_defaults(func=cmd_load_corpus)
     r = sub.add_parser("retrieve", help="governed retrieval for a role")
     r.add_argument("role_id")
@@ -123,7 +127,7 @@ def register(sub: Any) -> None:
     r.add_argument("--lexical-only", action="store_true")
     r.add_argument("--tenant", default="dev")
     r.add_argument("--json", action="store_true")
-    r.add_argument("--data-dir", default=None)
+    r.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     r.set_defaults(func=cmd_retrieve)
     s = sub.add_parser("schema", help="print a JSON Schema (role_overlay | retrieval_bundle)")
     s.add_argument("name", nargs="?", default="role_overlay", choices=["role_overlay", "retrieval_bundle"])

@@ -10,6 +10,7 @@ from typing import Any
 
 from core.errors import InvalidInputError
 from handlers.auth import Principal
+from handlers.cli_governance import DATA_DIR_HELP
 
 MCP_KEY_VARIABLE = "QUARRY_MCP_KEY"
 
@@ -73,5 +74,5 @@ def register(sub: Any) -> None:
     )
     m.add_argument("--host", default="127.0.0.1")
     m.add_argument("--port", type=int, default=3001)
-    m.add_argument("--data-dir", default=None)
+    m.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     m.set_defaults(func=cmd_mcp)

@@ -10,6 +10,7 @@ from typing import Any
 
 from core.cache_key import generation_key
 from core.errors import InvalidInputError
+from handlers.cli_governance import DATA_DIR_HELP
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
@@ -53,5 +54,5 @@ def register(sub: Any) -> None:
         default=30.0,
         help="wait this long after the swap, then re-embed chunks written meanwhile (default 30)",
     )
-    r.add_argument("--data-dir", default=None)
+    r.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     r.set_defaults(func=cmd_reindex)

@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 )
 
 from core.errors import (
+    ConfigurationError,
     ConflictError,
     ForbiddenError,
     InvalidInputError,
@@ -35,7 +36,9 @@ STATUS: tuple[tuple[type[QuarryError], int], ...] = (
     (NotFoundError, 404),
     (ConflictError, 409),
     (UnavailableError, 503),
+    (ConfigurationError, 500),
 )
+CONFIGURATION_MESSAGE = "the server is misconfigured; the operator will find the setting named in its log"
 _MESSAGES = {
     "missing": "is required",
     "extra_forbidden": "is not a known field",
@@ -104,6 +107,8 @@ def register(app: APIGatewayHttpResolver) -> None:
 
     @app.exception_handler(QuarryError)
     def _quarry(exc: QuarryError) -> Response:
+        if isinstance(exc, ConfigurationError):
+            return configuration_response(exc)
         status = next((s for cls, s in STATUS if isinstance(exc, cls)), 500)
         if status >= 500:
             return server_fault(exc)
@@ -141,6 +146,24 @@ def server_fault(exc: QuarryError) -> Response:
         return error_response(503, exc.code, exc.public_message, None, headers)
     logger.error("backend refused a request", extra={"code": exc.code, "detail": exc.message})
     return error_response(500, "internal", "internal error; it has been logged")
+
+
+def configuration_response(exc: ConfigurationError) -> Response:
+    """A logged 500: a wrong setting is the deployment's fault, never the caller's (no 400)."""
+    logger.error("configuration error", extra={"detail": exc.message, "variables": exc.variables})
+    return error_response(500, exc.code, CONFIGURATION_MESSAGE)
+
+
+def configuration_failure(exc: ConfigurationError) -> dict[str, Any]:
+    """`configuration_response` as a raw Lambda proxy result (for failures before the resolver runs)."""
+    logger.error("configuration error", extra={"detail": exc.message, "variables": exc.variables})
+    body = {"error": {"code": exc.code, "message": CONFIGURATION_MESSAGE, "fields": {}}}
+    return {
+        "statusCode": 500,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(body),
+        "isBase64Encoded": False,
+    }
 
 
 def allowed_methods(app: APIGatewayHttpResolver, path: str) -> list[str]:

@@ -49,7 +49,13 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from core.errors import ForbiddenError, InvalidInputError, NotFoundError, StaleVersionError
+from core.errors import (
+    ForbiddenError,
+    InvalidInputError,
+    NotFoundError,
+    StaleVersionError,
+    VersionSchemeError,
+)
 from core.models import WriteOutcome
 from core.service.indexing import IndexingService
 from handlers._observability import logger, metrics, tracer
@@ -162,7 +168,7 @@ def _process(message_id: str | None, parse: Callable[[], tuple[EntityChange, flo
             extra={"message_id": message_id, "error": exc.message},
         )
         raise
-    except InvalidInputError as exc:
+    except (InvalidInputError, VersionSchemeError) as exc:  # fails the same way on every delivery
         metrics.add_metric(name=MALFORMED_METRIC, unit=MetricUnit.Count, value=1)
         logger.warning(
             "malformed entity change: it fails on every delivery and ends in the dead-letter queue",

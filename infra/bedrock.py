@@ -5,6 +5,12 @@ low-level clients are thread-safe) and returned in input order. Throttling and t
 retried here with capped exponential backoff and full jitter; the default client disables botocore's own
 retries so the two never multiply. Every botocore error leaves this module as a core error, converted in
 `_translate`.
+
+Time budget: one `embed` call, retries and backoff included, ends within `budget_seconds` (default
+DEFAULT_BUDGET_SECONDS, QUARRY_BEDROCK_BUDGET_SECONDS), well below the API function's 29 s timeout. An
+attempt starts only when a whole attempt (connect + read timeout) still fits before the deadline, and a
+backoff never sleeps past it; a hanging Bedrock therefore costs at most the budget, after which the
+call is UnavailableError and search degrades to keyword in time.
 """
 
 from __future__ import annotations
@@ -45,8 +51,11 @@ BACKOFF_BASE_SECONDS = 0.2
 BACKOFF_CAP_SECONDS = 2.0
 # Socket timeouts of the default client: a Titan v2 call answers in tens of milliseconds; seconds mean
 # the service is in trouble and the caller should degrade (search falls back to keyword).
-CONNECT_TIMEOUT_SECONDS = 2.0
-READ_TIMEOUT_SECONDS = 10.0
+CONNECT_TIMEOUT_SECONDS = 1.0
+READ_TIMEOUT_SECONDS = 3.0
+# The whole `embed` call, retries included: room for two hanging attempts (2 × (1 + 3) s) and still
+# 21 s of the API function's 29 s timeout (template.yaml) for the keyword search it degrades to.
+DEFAULT_BUDGET_SECONDS = 8.0
 # Seconds a caller should wait once the retries are spent (the API's Retry-After): a few backoff windows,
 # matching core.errors.UnavailableError's default.
 RETRY_AFTER_SECONDS = 5
@@ -100,17 +109,26 @@ def _unit(values: Any, dimension: int) -> Vector:
     return vector / np.float32(norm)
 
 
-def default_client(region: str | None = None) -> Any:
+def attempt_timeouts(budget_seconds: float) -> tuple[float, float]:
+    """(connect, read) socket timeouts for a budget: the defaults, shrunk so one attempt fits in half of it."""
+    connect = min(CONNECT_TIMEOUT_SECONDS, budget_seconds / 4)
+    return connect, min(READ_TIMEOUT_SECONDS, budget_seconds / 2 - connect)
+
+
+def default_client(
+    region: str | None = None, budget_seconds: float = DEFAULT_BUDGET_SECONDS, **client_args: Any
+) -> Any:
     """A `bedrock-runtime` client with short timeouts and botocore retries off (retries happen here)."""
     import boto3
     from botocore.config import Config
 
+    connect, read = attempt_timeouts(budget_seconds)
     config = Config(
-        connect_timeout=CONNECT_TIMEOUT_SECONDS,
-        read_timeout=READ_TIMEOUT_SECONDS,
+        connect_timeout=connect,
+        read_timeout=read,
         retries={"total_max_attempts": 1, "mode": "standard"},
     )
-    return boto3.client("bedrock-runtime", region_name=region, config=config)
+    return boto3.client("bedrock-runtime", region_name=region, config=config, **client_args)
 
 
 class BedrockEmbedder:
@@ -126,12 +144,17 @@ class BedrockEmbedder:
         max_workers: int = DEFAULT_MAX_WORKERS,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         sleep: Callable[[float], None] = time.sleep,
+        budget_seconds: float = DEFAULT_BUDGET_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if dimensions not in TITAN_V2_DIMENSIONS:
             raise ValueError(f"Titan v2 dimensions must be one of {TITAN_V2_DIMENSIONS}, got {dimensions}")
-        if max_workers < 1 or max_attempts < 1:
-            raise ValueError("max_workers and max_attempts must be at least 1")
-        self._client = client if client is not None else default_client(region)
+        if max_workers < 1 or max_attempts < 1 or budget_seconds <= 0:
+            raise ValueError("max_workers and max_attempts must be at least 1, budget_seconds positive")
+        self._client = client if client is not None else default_client(region, budget_seconds)
+        self._budget = budget_seconds
+        self._attempt_seconds = sum(attempt_timeouts(budget_seconds))
+        self._clock = clock
         self._model_id = model_id
         self._dimensions = dimensions
         self._max_workers = max_workers
@@ -154,18 +177,27 @@ class BedrockEmbedder:
             if not text.strip():
                 raise InvalidInputError("cannot embed blank text", {f"texts[{index}]": "must not be blank"})
         workers = min(self._max_workers, len(texts))
+        deadline = self._clock() + self._budget
         if workers <= 1:
-            return [self._embed_one(index, text) for index, text in enumerate(texts)]
+            return [self._embed_one(index, text, deadline) for index, text in enumerate(texts)]
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bedrock-embed") as pool:
-            futures = [pool.submit(self._embed_one, i, text) for i, text in enumerate(texts)]
+            futures = [pool.submit(self._embed_one, i, text, deadline) for i, text in enumerate(texts)]
             return _gather(futures)
+
+    def _out_of_time(self, deadline: float) -> UnavailableError | None:
+        """An UnavailableError when another whole attempt would not end before the deadline."""
+        if self._clock() + self._attempt_seconds <= deadline:
+            return None
+        return UnavailableError(
+            BACKEND, f"no answer within the {self._budget:g} s budget", retry_after=RETRY_AFTER_SECONDS
+        )
 
     def embed_query(self, texts: Sequence[str]) -> list[Vector]:
         """Titan embeds queries and passages alike."""
         return self.embed(texts)
 
-    def _embed_one(self, index: int, text: str) -> Vector:
-        """Embed one text, retrying transient failures with capped, jittered exponential backoff."""
+    def _embed_one(self, index: int, text: str, deadline: float) -> Vector:
+        """Embed one text, retrying transient failures with capped, jittered backoff, within the deadline."""
         body = json.dumps(
             {"inputText": text[:MAX_INPUT_CHARS], "dimensions": self._dimensions, "normalize": True}
         )
@@ -178,10 +210,13 @@ class BedrockEmbedder:
                     raise
                 if attempt >= self._max_attempts or not _retryable(exc):
                     raise _translate(exc, index) from exc
-                delay = _backoff(attempt)
+                delay = min(_backoff(attempt), max(0.0, deadline - self._clock()))
                 log.warning("bedrock attempt %d failed (%s); retrying in %.2fs", attempt, exc, delay)
-            self._sleep(delay)
-            attempt += 1
+                self._sleep(delay)
+                attempt += 1
+                late = self._out_of_time(deadline)
+                if late is not None:
+                    raise late from exc
 
     def _invoke(self, body: str) -> Vector:
         """One InvokeModel call and its parsed, checked embedding."""

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from core.errors import InvalidInputError
+from core.errors import ConfigurationError, InvalidInputError
 from core.service.search import DEFAULT_ALPHA
 
 ENV_PREFIX = "QUARRY_"
@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     bedrock_model_id: str = "amazon.titan-embed-text-v2:0"
     bedrock_dimensions: int = 1024
     bedrock_region: str | None = None
+    # The whole embedding call, retries included, must end well before the API function's 29 s timeout
+    # so a hanging Bedrock degrades search to keyword in time (infra/bedrock.py).
+    bedrock_budget_seconds: float = Field(default=8.0, gt=0.0, le=20.0)
 
     # Context assembly (DESIGN.md §4). Explicit file links are read only under QUARRY_LINKS_ROOT (unset:
     # file links are refused); QUARRY_TRIPLES_FILE is a JSONL file of knowledge-graph facts (unset: no
@@ -172,13 +175,32 @@ class Settings(BaseSettings):
         return self.data_dir / "quarry.db"
 
 
+def missing_settings(settings: Settings) -> dict[str, str]:
+    """Settings required by the chosen adapters but not given: {QUARRY_VARIABLE: what is wrong}."""
+    problems: dict[str, str] = {}
+    if settings.index_kind == "opensearch" and not settings.opensearch_url:
+        problems[ENV_PREFIX + "OPENSEARCH_URL"] = (
+            "is required when the index is OpenSearch (QUARRY_INDEX=opensearch, the default of QUARRY_BACKEND=aws)"
+        )
+    return problems
+
+
+def configuration_error(problems: dict[str, str]) -> ConfigurationError:
+    """One ConfigurationError naming every variable that is wrong."""
+    detail = "; ".join(f"{k}: {v}" for k, v in problems.items())
+    return ConfigurationError(f"invalid configuration: {detail}", problems)
+
+
 def load_settings(**overrides: Any) -> Settings:
-    """Settings from the environment; errors name the QUARRY_* variable that is wrong."""
+    """Settings from the environment; a wrong or missing one is a ConfigurationError naming the variable."""
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
     except ValidationError as exc:
         problems = {
             ENV_PREFIX + str(err["loc"][0]).upper(): err["msg"] for err in exc.errors() if err.get("loc")
         }
-        detail = "; ".join(f"{k}: {v}" for k, v in problems.items())
-        raise InvalidInputError(f"invalid configuration: {detail}", problems) from exc
+        raise configuration_error(problems) from exc
+    missing = missing_settings(settings)
+    if missing:
+        raise configuration_error(missing)
+    return settings

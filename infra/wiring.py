@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from core.entities import EntityTypeRegistry
-from core.errors import InvalidInputError
+from core.errors import ConfigurationError, InvalidInputError
 from core.fusion import FusionMethod
 from core.ports import Cache, Embedder, SearchIndex, StateStore, TripleStore
 from core.service.catalog import CatalogService
@@ -23,7 +23,7 @@ from core.service.lifecycle import LifecycleService
 from core.service.retrieval import RetrievalService
 from core.service.search import SearchService, SearchSettings
 from infra.clock import SystemClock
-from infra.settings import Settings, load_settings
+from infra.settings import Settings, configuration_error, load_settings, missing_settings
 
 
 class Container:
@@ -33,6 +33,13 @@ class Container:
         self.settings = settings
         self.clock = SystemClock()
 
+    def check(self) -> None:
+        """Build what configuration alone decides (no network): a wrong setting fails here, at start."""
+        missing = missing_settings(self.settings)
+        if missing:
+            raise configuration_error(missing)
+        assert self.registry is not None and self.context_settings is not None
+
     @cached_property
     def registry(self) -> EntityTypeRegistry:
         path = self.settings.entity_types_file
@@ -41,11 +48,17 @@ class Container:
         try:
             config = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
-            raise InvalidInputError(
+            raise ConfigurationError(
                 f"invalid configuration: QUARRY_ENTITY_TYPES_FILE: {exc}",
                 {"QUARRY_ENTITY_TYPES_FILE": str(exc)},
             ) from exc
-        return EntityTypeRegistry.with_config(config)
+        try:
+            return EntityTypeRegistry.with_config(config)
+        except InvalidInputError as exc:
+            raise ConfigurationError(
+                f"invalid configuration: QUARRY_ENTITY_TYPES_FILE: {exc.message}",
+                {"QUARRY_ENTITY_TYPES_FILE": exc.message},
+            ) from exc
 
     @cached_property
     def index(self) -> SearchIndex:
@@ -64,7 +77,10 @@ class Container:
 
             s = self.settings
             return BedrockEmbedder(
-                model_id=s.bedrock_model_id, dimensions=s.bedrock_dimensions, region=s.bedrock_region
+                model_id=s.bedrock_model_id,
+                dimensions=s.bedrock_dimensions,
+                region=s.bedrock_region,
+                budget_seconds=s.bedrock_budget_seconds,
             )
         from infra.local.embedder import LocalEmbedder
 

@@ -9,11 +9,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from core.chunking import build_chunks
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError
 from core.governance.requests import CorpusDocument, CorpusError, CorpusReport
 from core.governance.validation import error_fields
-from core.service.indexing import IndexingService, build_chunks
+from core.service.indexing import IndexingService
 from core.service.retrieval import DOCUMENT_TYPE
 
 CORPUS_BATCH = 64  # documents per bulk write (one embedding call each): as the CLI's INGEST_BATCH

@@ -1,27 +1,40 @@
 """Indexing use cases (DESIGN.md §2): create/replace, partial update, delete and bulk — versioned, so
-retries and re-deliveries are harmless and an older write never overwrites a newer one."""
+retries and re-deliveries are harmless and an older write never overwrites a newer one.
+
+Ordering: a delete always leaves a versioned tombstone (even for an entity never seen, when the delete
+carries a version), and a delete wins a tie with a write of the same version, so the newest operation
+wins whatever order they arrive in. Versions of the two kinds (sequence numbers, times in ms) never mix
+on one entity (core/versioning.py).
+
+Search-cache invalidation: the tenant's generation (a counter in the Cache) is bumped before a write
+reaches the index and again after it. A cache that cannot be bumped before makes the write a 503 with
+nothing applied; one that cannot be bumped after makes it a 503 too, and the retry (a duplicate, which
+bumps again) finishes the invalidation — a write is never acknowledged while a cached result could
+still show what it replaced.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.cache_key import generation_key, settling_key
-from core.chunking import chunk_text
+from core.chunking import build_chunks
 from core.entities import EntityType, EntityTypeRegistry
 from core.errors import InvalidInputError, NotFoundError, QuarryError, UnavailableError
 from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
 from core.ports import Cache, Clock, Embedder, SearchIndex
-from core.scoring import iso_timestamp, parse_timestamp
-from core.text import flatten, index_text
+from core.scoring import iso_timestamp
+from core.text import flatten
 from core.validation import validate_body, validate_id
+from core.versioning import check_scheme, delete_version, is_clock_version, refused, write_version
+
+_log = logging.getLogger(__name__)
 
 MAX_TEXT_CHARS = 1_000_000  # per field; a larger body is refused by the HTTP size limit long before
-MS = 1000.0
-# A chunked entity (a corpus document) may bring its own chunks under this field (POST /corpus).
-PREMADE_CHUNKS_FIELD = "chunks"
 # How long after a write searches stay uncached, in refresh intervals: a refresh under load can take longer
 # than its interval (a judgement call; OpenSearch's default interval is 1 s).
 SETTLE_INTERVALS = 2.0
@@ -49,6 +62,9 @@ class _Draft:
     prior: StoredEntity | None
 
 
+_Valid = tuple[int, EntityType, EntityKey, dict[str, Any]]  # (position, type, key, body) of a bulk item
+
+
 @dataclass(slots=True)
 class BulkReport:
     """Counts and per-item errors of a bulk write (`index` is the item's position in the request)."""
@@ -58,42 +74,16 @@ class BulkReport:
     errors: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _version(body: Mapping[str, Any], now: float) -> int:
-    """The write's version: explicit `version`, else `updated_at` in ms, else arrival time in ms."""
-    if body.get("version") is not None:
-        return int(body["version"])
-    stamp = parse_timestamp(body["updated_at"]) if body.get("updated_at") else None
-    return int((stamp if stamp is not None else now) * MS)
-
-
-def _tiers(etype: EntityType, body: Mapping[str, Any]) -> dict[int, list[str]]:
-    tiers: dict[int, list[str]] = {3: [], 2: [], 1: []}
-    for spec in etype.fields:
-        text = flatten(body.get(spec.name))
-        if text:
-            tiers[spec.boost].append(text)
-    return tiers
-
-
-def premade_chunks(etype: EntityType, body: Mapping[str, Any]) -> list[str] | None:
-    """A chunked type's own `chunks` (non-empty strings), used as they are instead of chunking its text."""
-    given = body.get(PREMADE_CHUNKS_FIELD) if etype.chunked else None
-    if not isinstance(given, list):
-        return None
-    pieces = [text for text in (flatten(c).strip() for c in given) if text]
-    return pieces or None
-
-
-def build_chunks(etype: EntityType, body: Mapping[str, Any]) -> list[tuple[tuple[str, str, str], str]]:
-    """(tiers, plain text) per chunk: chunked types use their pre-made `chunks` or split their boost-1 text."""
-    tiers = _tiers(etype, body)
-    top, mid, low = (" ".join(tiers[b]) for b in (3, 2, 1))
-    pieces = premade_chunks(etype, body) or (chunk_text(low) if etype.chunked and low else [low])
-    out = []
-    for piece in pieces or [""]:
-        plain = " ".join(p for p in (top, mid, piece) if p)
-        out.append(((index_text([top]), index_text([mid]), index_text([piece])), plain))
-    return out
+def _bulk_error(position: int, entity_id: Any, exc: QuarryError) -> dict[str, Any]:
+    """One bulk item's error: its position, id, message and the bad fields under `items.<position>`."""
+    fields = getattr(exc, "fields", {})
+    return {
+        "index": position,
+        "entity_id": entity_id if isinstance(entity_id, str) else None,
+        "error": exc.message,
+        "code": exc.code,
+        "fields": {f"items.{position}.{k}".rstrip("."): v for k, v in fields.items()},
+    }
 
 
 class IndexingService:
@@ -160,14 +150,21 @@ class IndexingService:
             ),
         )
 
-    def _changed(self, tenant_id: str) -> None:
-        """Invalidate the tenant's cached searches. When the index shows writes only after a refresh, mark
-        the tenant as settling first, so a search in between (which may still see the old document) is
-        not cached under the new generation."""
-        delay = float(getattr(self._index, "visibility_delay_seconds", 0.0))
-        if delay > 0 and self._clock is not None:
-            self._cache.set(settling_key(tenant_id), True, delay * SETTLE_INTERVALS, self._clock.now())
-        self._cache.incr(generation_key(tenant_id))
+    def _bump(self, tenant_id: str, when: str) -> None:
+        """Move the tenant's cache generation on; a cache that cannot is a 503 (see the module docstring).
+        After a write, when the index shows writes only after a refresh, the tenant is first marked as
+        settling, so a search in between (which may still see the old document) is not cached under the
+        new generation."""
+        try:
+            delay = float(getattr(self._index, "visibility_delay_seconds", 0.0))
+            if when == "after" and delay > 0 and self._clock is not None:
+                self._cache.set(settling_key(tenant_id), True, delay * SETTLE_INTERVALS, self._clock.now())
+            self._cache.incr(generation_key(tenant_id))
+        except Exception as exc:
+            _log.warning("search cache generation not bumped %s a write: %s", when, exc)
+            if isinstance(exc, UnavailableError):
+                raise
+            raise UnavailableError("cache", f"cannot invalidate cached searches: {exc}") from exc
 
     def put(self, tenant_id: str, entity_type: str, entity_id: str, body: Any, now: float) -> WriteResult:
         """Create or replace an entity (embeds its text)."""
@@ -175,17 +172,29 @@ class IndexingService:
         validate_id(entity_id)
         clean = validate_body(etype, body, self._max_text)
         key = EntityKey(etype.name, entity_id)
-        version = _version(clean, now)
+        version = write_version(clean, now)
         prior = self._index.get(tenant_id, [key]).get(key)
-        if prior is not None and version <= prior.version:
-            outcome = WriteOutcome.STALE if version < prior.version else WriteOutcome.DUPLICATE
-            return WriteResult(key, version, outcome, False, prior.version)
+        if prior is not None:
+            check_scheme(key, prior.version, version)
+        early = refused(prior, version)
+        if early is not None:
+            return self._unchanged(tenant_id, key, version, early, prior)
         draft = _Draft(etype, key, clean, version, prior)
-        outcome = self._index.upsert(self._records(tenant_id, [draft], now)[0])
-        if outcome is WriteOutcome.APPLIED:
-            self._changed(tenant_id)
+        record = self._records(tenant_id, [draft], now)[0]
+        self._bump(tenant_id, "before")
+        outcome = self._index.upsert(record)
+        self._bump(tenant_id, "after")
         stored = prior.version if prior is not None else None
         return WriteResult(key, version, outcome, outcome is WriteOutcome.APPLIED, stored)
+
+    def _unchanged(
+        self, tenant_id: str, key: EntityKey, version: int, outcome: WriteOutcome, prior: StoredEntity | None
+    ) -> WriteResult:
+        """A write the stored state already covers; a duplicate bumps the generation (a retry after a
+        cache failure finishes the invalidation its first attempt could not)."""
+        if outcome is WriteOutcome.DUPLICATE:
+            self._bump(tenant_id, "after")
+        return WriteResult(key, version, outcome, False, prior.version if prior is not None else None)
 
     def patch(
         self, tenant_id: str, entity_type: str, entity_id: str, changes: Any, now: float
@@ -196,16 +205,21 @@ class IndexingService:
         clean = validate_body(etype, changes, self._max_text, partial=True)
         key = EntityKey(etype.name, entity_id)
         prior = self._index.get(tenant_id, [key]).get(key)
-        version = _version(clean, now)
-        if prior is not None and prior.deleted and version <= prior.version:
-            return WriteResult(
-                key, version, WriteOutcome.STALE, False, prior.version
-            )  # older than the delete
-        if prior is None or prior.deleted:
+        version = write_version(clean, now)
+        if prior is None:
             raise NotFoundError(etype.name, entity_id)
-        if version <= prior.version:
-            outcome = WriteOutcome.STALE if version < prior.version else WriteOutcome.DUPLICATE
-            return WriteResult(key, version, outcome, False, prior.version)
+        if prior.deleted:
+            if refused(prior, version) is WriteOutcome.STALE and is_clock_version(
+                version
+            ) == is_clock_version(prior.version):
+                return WriteResult(
+                    key, version, WriteOutcome.STALE, False, prior.version
+                )  # older than the delete
+            raise NotFoundError(etype.name, entity_id)
+        check_scheme(key, prior.version, version)
+        early = refused(prior, version)
+        if early is not None:
+            return self._unchanged(tenant_id, key, version, early, prior)
         merged = {k: v for k, v in {**prior.body, **clean}.items() if v is not None}
         merged.pop("version", None)
         searchable = etype.searchable_names | {etype.title_field} | ({"chunks"} if etype.chunked else set())
@@ -222,6 +236,7 @@ class IndexingService:
                 prior.owner,
                 prior.namespace,
             )
+            self._bump(tenant_id, "before")
             outcome = self._index.update_metadata(
                 tenant_id, key, version, merged, metadata, updated, place if moved else None
             )
@@ -230,32 +245,44 @@ class IndexingService:
             merged.setdefault("created_at", prior.created_at)
             if "updated_at" not in clean:
                 merged.pop("updated_at", None)
-            draft = _Draft(etype, key, merged, version, prior)
-            outcome = self._index.upsert(self._records(tenant_id, [draft], now)[0])
+            record = self._records(tenant_id, [_Draft(etype, key, merged, version, prior)], now)[0]
+            self._bump(tenant_id, "before")
+            outcome = self._index.upsert(record)
             reembedded = outcome is WriteOutcome.APPLIED
-        if outcome is WriteOutcome.APPLIED:
-            self._changed(tenant_id)
+        self._bump(tenant_id, "after")
         return WriteResult(key, version, outcome, reembedded, prior.version)
 
     def delete(
         self, tenant_id: str, entity_type: str, entity_id: str, version: int | None, now: float
     ) -> WriteResult:
-        """Remove an entity from lexical and vector retrieval; unknown ids are 404."""
+        """Remove an entity from lexical and vector retrieval, leaving a versioned tombstone.
+
+        An entity that is unknown (or already deleted) is a 404 — but a delete that carries a version newer
+        than what is stored still leaves its tombstone, so an older write arriving later is refused. A
+        delete at the stored version deletes (a delete wins a tie).
+        """
         etype = self._registry.get(entity_type)
         validate_id(entity_id)
         key = EntityKey(etype.name, entity_id)
         prior = self._index.get(tenant_id, [key]).get(key)
-        if prior is None:
-            # delete before create (redelivery, reordering): leave a versioned tombstone so the older
-            # create, arriving later, loses; the answer is still "not found"
-            self._index.delete(tenant_id, key, version if version is not None else int(now * MS))
+        if prior is None or prior.deleted:
+            if prior is not None:
+                self._bump(tenant_id, "after")  # a retry finishes what a failed bump left undone
+            if version is not None and (prior is None or version > prior.version):
+                if prior is not None:
+                    check_scheme(key, prior.version, version)
+                self._bump(tenant_id, "before")
+                self._index.delete(tenant_id, key, version)
+                self._bump(tenant_id, "after")
             raise NotFoundError(etype.name, entity_id)
-        if prior.deleted:
-            raise NotFoundError(etype.name, entity_id)
-        effective = version if version is not None else max(prior.version + 1, int(now * MS))
+        effective = delete_version(version, prior.version, now)
+        assert effective is not None  # a stored entity always yields a version
+        check_scheme(key, prior.version, effective)
+        if effective < prior.version:
+            return WriteResult(key, effective, WriteOutcome.STALE, False, prior.version)
+        self._bump(tenant_id, "before")
         outcome = self._index.delete(tenant_id, key, effective)
-        if outcome is WriteOutcome.APPLIED:
-            self._changed(tenant_id)
+        self._bump(tenant_id, "after")
         return WriteResult(key, effective, outcome, False, prior.version)
 
     def _draft(self, item: Any) -> tuple[EntityType, EntityKey, dict[str, Any]]:
@@ -270,13 +297,9 @@ class IndexingService:
         body = {k: v for k, v in item.items() if k not in ("type", "id")}
         return etype, EntityKey(etype.name, item["id"]), validate_body(etype, body, self._max_text)
 
-    def bulk(self, tenant_id: str, items: Sequence[Any], now: float) -> BulkReport:
-        """Index many entities; one bad item is reported with its position and never blocks the others.
-
-        A backend outage (UnavailableError) fails the whole request, so the caller retries all of it.
-        """
-        report = BulkReport()
-        valid: list[tuple[int, EntityType, EntityKey, dict[str, Any]]] = []
+    def _valid_items(self, items: Sequence[Any], report: BulkReport) -> list[_Valid]:
+        """The items that validate; each other one becomes an error naming its position."""
+        valid: list[_Valid] = []
         for position, item in enumerate(items):
             try:
                 valid.append((position, *self._draft(item)))
@@ -284,30 +307,47 @@ class IndexingService:
                 raise
             except QuarryError as exc:
                 entity_id = item.get("id") if isinstance(item, Mapping) else None
-                fields = getattr(exc, "fields", {})
-                report.errors.append(
-                    {
-                        "index": position,
-                        "entity_id": entity_id if isinstance(entity_id, str) else None,
-                        "error": exc.message,
-                        "fields": {f"items.{position}.{k}".rstrip("."): v for k, v in fields.items()},
-                    }
-                )
+                report.errors.append(_bulk_error(position, entity_id, exc))
+        return valid
+
+    def _bulk_drafts(
+        self, tenant_id: str, valid: Sequence[_Valid], report: BulkReport, now: float
+    ) -> list[_Draft]:
+        """Drafts for the items newer than stored; stale, duplicate and mixed-version items are reported."""
         stored = self._index.get(tenant_id, [key for _, _, key, _ in valid])
         drafts: list[_Draft] = []
-        for _, etype, key, body in valid:
-            version, prior = _version(body, now), stored.get(key)
-            if prior is not None and version < prior.version:
+        for position, etype, key, body in valid:
+            version, prior = write_version(body, now), stored.get(key)
+            try:
+                if prior is not None:
+                    check_scheme(key, prior.version, version)
+            except QuarryError as exc:
+                report.errors.append(_bulk_error(position, key.entity_id, exc))
+                continue
+            early = refused(prior, version)
+            if early is WriteOutcome.STALE:
                 report.skipped_stale += 1
-            elif prior is not None and version == prior.version:
+            elif early is WriteOutcome.DUPLICATE:
                 report.indexed += 1  # a re-delivery: already indexed, harmless
             else:
                 drafts.append(_Draft(etype, key, body, version, prior))
-        for outcome in self._index.upsert_many(self._records(tenant_id, drafts, now)):
+        return drafts
+
+    def bulk(self, tenant_id: str, items: Sequence[Any], now: float) -> BulkReport:
+        """Index many entities; one bad item is reported with its position and never blocks the others.
+
+        A backend outage (UnavailableError) fails the whole request, so the caller retries all of it.
+        """
+        report = BulkReport()
+        valid = self._valid_items(items, report)
+        if not valid:
+            return report
+        records = self._records(tenant_id, self._bulk_drafts(tenant_id, valid, report, now), now)
+        self._bump(tenant_id, "before")
+        for outcome in self._index.upsert_many(records) if records else []:
             if outcome is WriteOutcome.STALE:
                 report.skipped_stale += 1
             else:
                 report.indexed += 1
-        if drafts:
-            self._changed(tenant_id)
+        self._bump(tenant_id, "after")
         return report

@@ -1,11 +1,18 @@
 """The search use case (DESIGN.md §3): parse → choose strategy → embed → retrieve → fuse → fallback →
-snippet → respond, with a per-tenant generation-keyed cache in front."""
+snippet → respond, with a per-tenant generation-keyed cache in front.
+
+The cache fails open: when it cannot be read or written, the search is answered from the index with
+`query_info.cache = "bypass"`, the failure is logged and counted (`SearchService.cache_failures`), and
+nothing is cached for that request. (Writes are where a cache outage must stop things: see indexing.)
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cache_key, settling_key
 from core.entities import EntityTypeRegistry
@@ -24,6 +31,8 @@ from core.schemas import (
 )
 from core.search_paging import PAGING_DEPTH, SearchPage
 from core.snippet import build_snippet
+
+_log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 1000  # a query, not a document; longer is refused with 400 (configurable)
 CANDIDATE_DEPTH_FACTOR = 2  # DESIGN.md §3 step 4: retrieve at least 2 × limit from each retriever
@@ -115,6 +124,18 @@ class SearchService:
         self._registry = registry
         self.settings = settings or SearchSettings()
         self._clock = clock
+        self._failures_lock = threading.Lock()
+        self.cache_failures = 0  # cache reads/writes that failed and were bypassed (fail open)
+
+    def _cached(self, what: str, call: Callable[[], Any]) -> tuple[bool, Any]:
+        """(True, result) of a cache call, or (False, None) when the cache failed: logged and counted."""
+        try:
+            return True, call()
+        except Exception as exc:  # any cache fault: the index still answers
+            with self._failures_lock:
+                self.cache_failures += 1
+            _log.warning("search cache %s failed; answering without it: %s", what, exc)
+            return False, None
 
     def _check_limits(self, request: SearchRequest) -> None:
         errors: dict[str, str] = {}
@@ -171,7 +192,13 @@ class SearchService:
         types = self._entity_types(request, parsed)
         filters = self._filters(types, request.filters)
         plan = plan_strategy(request.strategy, parsed.shape, self.settings)
-        generation = self._cache.counter(generation_key(tenant_id))
+        ok, generation = self._cached(
+            "generation read", lambda: self._cache.counter(generation_key(tenant_id))
+        )
+        if not ok:
+            if request.cursor is not None:  # a cursor is only as good as the generation it is checked against
+                raise UnavailableError("cache", "the index generation behind search cursors cannot be read")
+            return self._answer(tenant_id, request, parsed, types, filters, plan, started, "bypass", None)
         key = search_cache_key(
             tenant_id,
             request.query,
@@ -184,22 +211,51 @@ class SearchService:
         )
         page = SearchPage.first(tenant_id, request, types, generation)
         if request.cursor is not None:
-            page = page.resume(request.cursor)
-            response = self._execute(tenant_id, request, parsed, types, filters, plan, page)
-            response.query_info.cache = "bypass"
-            response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
-            return response
-        cached = self._cache.get(key, self._clock.now())
+            return self._answer(
+                tenant_id,
+                request,
+                parsed,
+                types,
+                filters,
+                plan,
+                started,
+                "bypass",
+                page.resume(request.cursor),
+            )
+        ok, cached = self._cached("read", lambda: self._cache.get(key, self._clock.now()))
         if cached is not None:
             response = SearchResponse.model_validate(cached)
             response.query_info.cache = "hit"
             response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
             return response
-        response = self._execute(tenant_id, request, parsed, types, filters, plan, page)
-        if not response.query_info.degraded and not self._settling(tenant_id):
-            self._cache.set(
-                key, response.model_dump(mode="json"), self.settings.cache_ttl_seconds, self._clock.now()
+        answered: Literal["miss", "bypass"] = "miss" if ok else "bypass"
+        response = self._answer(tenant_id, request, parsed, types, filters, plan, started, answered, page)
+        if ok and not response.query_info.degraded and not self._settling(tenant_id):
+            value = response.model_dump(mode="json")
+            stored, _ = self._cached(
+                "write",
+                lambda: self._cache.set(key, value, self.settings.cache_ttl_seconds, self._clock.now()),
             )
+            if not stored:
+                response.query_info.cache = "bypass"
+        return response
+
+    def _answer(
+        self,
+        tenant_id: str,
+        request: SearchRequest,
+        parsed: ParsedQuery,
+        types: tuple[str, ...],
+        filters: Filters,
+        plan: Plan,
+        started: float,
+        cache: Literal["miss", "bypass"],
+        page: SearchPage | None,
+    ) -> SearchResponse:
+        """Run the search against the index (no cache), marked with how the cache was involved; without a
+        page (the generation is unknown) no cursor is issued."""
+        response = self._execute(tenant_id, request, parsed, types, filters, plan, page)
+        response.query_info.cache = cache
         response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
         return response
 
@@ -208,7 +264,10 @@ class SearchService:
         index whose writes are visible on return costs no lookup."""
         if not getattr(self._index, "visibility_delay_seconds", 0.0):
             return False
-        return self._cache.get(settling_key(tenant_id), self._clock.now()) is not None
+        ok, marker = self._cached(
+            "settling read", lambda: self._cache.get(settling_key(tenant_id), self._clock.now())
+        )
+        return not ok or marker is not None  # unknown: do not cache what may be stale
 
     def _execute(
         self,
@@ -218,7 +277,7 @@ class SearchService:
         types: tuple[str, ...],
         filters: Filters,
         plan: Plan,
-        page: SearchPage,
+        page: SearchPage | None,
     ) -> SearchResponse:
         degraded_reason: str | None = None
         embedding = None
@@ -231,8 +290,12 @@ class SearchService:
         lexical = LexicalQuery(parsed.terms, parsed.phrases) if plan.lexical else None
         depth = retrieval_depth(request.limit, plan, self.settings)
         fused, fallback = self._retrieve(tenant_id, lexical, embedding, filters, depth, plan, bool(types))
-        page.check_strategy(plan.strategy)
         window, total, next_cursor = fused[: request.limit], len(fused), None
+        if page is None:
+            return self._response(
+                request, parsed, types, plan, window, total, None, fallback, degraded_reason
+            )
+        page.check_strategy(plan.strategy)
         if len(fused) > request.limit:
             next_cursor = page.cursor(plan.strategy, 0)
         if not page.is_first:
@@ -247,6 +310,22 @@ class SearchService:
             total = len(shown) + len(rest)
             following = page.offset + request.limit
             next_cursor = page.cursor(plan.strategy, following) if following < len(rest) else None
+        return self._response(
+            request, parsed, types, plan, window, total, next_cursor, fallback, degraded_reason
+        )
+
+    def _response(
+        self,
+        request: SearchRequest,
+        parsed: ParsedQuery,
+        types: tuple[str, ...],
+        plan: Plan,
+        window: Sequence[Fused],
+        total: int,
+        next_cursor: str | None,
+        fallback: str | None,
+        degraded_reason: str | None,
+    ) -> SearchResponse:
         results = [self._result(f, parsed, plan, request.explain, fallback) for f in window]
         return SearchResponse(
             results=results,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
+from core.errors import InvalidInputError
 from handlers.auth import JwtPolicy, Principal, principal_from_event
 from infra.settings import Settings
 from infra.wiring import Container, container
@@ -36,3 +39,13 @@ def services() -> Container:
 def request_id(router: Router) -> str | None:
     """API Gateway's request id, logged with what the request did."""
     return router.current_event.request_context.request_id
+
+
+def path_value(raw: str, name: str) -> str:
+    """A path parameter percent-decoded (`caf%C3%A9` → `café`); 400 naming it when not valid UTF-8."""
+    try:
+        return unquote(raw, errors="strict")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"path parameter {name} is not valid percent-encoded UTF-8", {name: "is not valid UTF-8"}
+        ) from exc

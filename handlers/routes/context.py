@@ -25,7 +25,7 @@ from core.context.schemas import (
 )
 from handlers._observability import logger, metrics
 from handlers.routes.common import caller as principal
-from handlers.routes.common import request_id, services
+from handlers.routes.common import path_value, request_id, services
 
 router = Router()
 TRACE_HEADERS = ("x-amzn-trace-id", "traceparent", "x-request-id")
@@ -124,6 +124,7 @@ def callers() -> CallersResponse:
 )
 def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest, Body()]) -> WeightOut:
     who = principal(router, "admin")
+    caller, source = path_value(caller, "caller"), path_value(source, "source")
     row = services().learning.set_weight(who.tenant_id, caller, source, request)
     logger.info(
         "manual weight",

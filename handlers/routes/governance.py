@@ -16,7 +16,7 @@ from core.scoring import iso_timestamp
 from core.service.corpus import corpus_documents, load_corpus
 from core.service.golden import run_golden_sets, tune_overlay
 from handlers._observability import logger, metrics
-from handlers.routes.common import caller, services
+from handlers.routes.common import caller, path_value, services
 
 router = Router()
 
@@ -43,6 +43,7 @@ def retrieve(request: Annotated[RetrieveRequest, Body()]) -> dict[str, Any]:
 
 @router.put("/overlays/<role_id>", summary="Create or replace a role overlay", tags=["governance"])
 def put_overlay(role_id: str, body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
+    role_id = path_value(role_id, "role_id")
     principal = caller(router, "write")
     overlay = services().retrieval.put_overlay(principal.tenant_id, role_id, body)
     logger.info("overlay put", extra={"tenant": principal.tenant_id, "role": role_id})
@@ -51,12 +52,14 @@ def put_overlay(role_id: str, body: Annotated[dict[str, Any], Body()]) -> dict[s
 
 @router.get("/overlays/<role_id>", summary="A role overlay", tags=["governance"])
 def get_overlay(role_id: str) -> dict[str, Any]:
+    role_id = path_value(role_id, "role_id")
     principal = caller(router, "read")
     return services().retrieval.get_overlay(principal.tenant_id, role_id).model_dump(mode="json")
 
 
 @router.delete("/overlays/<role_id>", summary="Delete a role overlay", tags=["governance"])
 def delete_overlay(role_id: str) -> dict[str, Any]:
+    role_id = path_value(role_id, "role_id")
     principal = caller(router, "write")
     services().retrieval.delete_overlay(principal.tenant_id, role_id)
     logger.info("overlay deleted", extra={"tenant": principal.tenant_id, "role": role_id})
@@ -65,6 +68,7 @@ def delete_overlay(role_id: str) -> dict[str, Any]:
 
 @router.post("/overlays/<role_id>/eval", summary="Run and store an overlay's golden set", tags=["governance"])
 def eval_overlay(role_id: str) -> dict[str, Any]:
+    role_id = path_value(role_id, "role_id")
     principal = caller(router, "admin")
     c = services()
     c.retrieval.get_overlay(principal.tenant_id, role_id)  # 404 before anything runs
@@ -87,6 +91,7 @@ def eval_overlay(role_id: str) -> dict[str, Any]:
     tags=["governance"],
 )
 def tune_overlay_fusion(role_id: str) -> dict[str, Any]:
+    role_id = path_value(role_id, "role_id")
     principal = caller(router, "admin")
     return tune_overlay(services().retrieval, principal.tenant_id, role_id).to_json()
 

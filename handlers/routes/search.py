@@ -22,6 +22,8 @@ def search(request: Annotated[SearchRequest, Body()]) -> Annotated[SearchRespons
     info = response.query_info
     metrics.add_metric(name="SearchLatency", unit=MetricUnit.Milliseconds, value=response.took_ms)
     metrics.add_metric(name="SearchCacheHit", unit=MetricUnit.Count, value=int(info.cache == "hit"))
+    if info.cache == "bypass":  # the cache failed and the index answered alone (fail open)
+        metrics.add_metric(name="SearchCacheBypass", unit=MetricUnit.Count, value=1)
     logger.info(
         "search",
         extra={

@@ -249,22 +249,29 @@ class SqliteIndex(SqliteCatalog):
         )
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
-        """Drop chunks and FTS rows; keep a tombstone with the version so older writes lose (also for an
-        entity never indexed, when a version is given: NOT_FOUND, with the tombstone left behind)."""
+        """Drop chunks and FTS rows and keep a tombstone with the version, so older writes lose.
+
+        Unknown entity: a tombstone alone when a version is given (NOT_FOUND without one). A live entity
+        at exactly `version` is deleted (a delete wins a tie); an existing tombstone only moves forward.
+        """
         with self._tx() as conn:
-            stored = self._stored_version(conn, tenant_id, key)
-            if stored is None:
-                if version is not None:  # delete before create: a tombstone, so the older create loses
-                    conn.execute(
-                        "INSERT INTO idx_entities (tenant_id, entity_type, entity_id, version, deleted, source, "
-                        "title, body, metadata) VALUES (?,?,?,?,1,'','','{}','{}')",
-                        (tenant_id, key.entity_type, key.entity_id, version),
-                    )
-                return WriteOutcome.NOT_FOUND
+            row = conn.execute(
+                "SELECT version, deleted FROM idx_entities WHERE tenant_id=? AND entity_type=? AND entity_id=?",
+                (tenant_id, key.entity_type, key.entity_id),
+            ).fetchone()
+            if row is None:
+                if version is None:
+                    return WriteOutcome.NOT_FOUND
+                conn.execute(  # delete before create: a tombstone, so the older create loses
+                    "INSERT INTO idx_entities (tenant_id, entity_type, entity_id, version, deleted, source, "
+                    "title, body, metadata) VALUES (?,?,?,?,1,'','','{}','{}')",
+                    (tenant_id, key.entity_type, key.entity_id, version),
+                )
+                return WriteOutcome.APPLIED
+            stored, deleted = int(row[0]), bool(row[1])
             effective = stored + 1 if version is None else version
-            refused = self._outcome(stored, effective)
-            if refused is not None:
-                return refused
+            if effective < stored or (deleted and effective == stored):
+                return WriteOutcome.STALE if effective < stored else WriteOutcome.DUPLICATE
             self._drop_chunks(conn, tenant_id, key)
             conn.execute(
                 "UPDATE idx_entities SET deleted=1, version=?, body='{}', metadata='{}', title='' "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.errors import InvalidInputError
+from core.errors import ConfigurationError
 from infra.opensearch.client import RetryPolicy, build_client
 from infra.opensearch.index import OpenSearchIndex
 
@@ -18,7 +18,7 @@ def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearch
     """The adapter from settings (`QUARRY_OPENSEARCH_*`); a missing URL fails naming the variable."""
     if client is None:
         if not settings.opensearch_url:
-            raise InvalidInputError(
+            raise ConfigurationError(
                 "invalid configuration: QUARRY_OPENSEARCH_URL is required when the index is OpenSearch",
                 {"QUARRY_OPENSEARCH_URL": "is required when QUARRY_INDEX=opensearch"},
             )

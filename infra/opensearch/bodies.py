@@ -45,24 +45,30 @@ def clamp(k: int) -> int:
 # -- writes ------------------------------------------------------------------------------------------
 
 
-def index_action(alias: str, doc_id: str, version: int) -> dict[str, Any]:
-    """The bulk action line that writes a whole document at an external version, through the alias."""
+def index_action(alias: str, doc_id: str, version: int, version_type: str = "external") -> dict[str, Any]:
+    """The bulk action line that writes a whole document at an external version, through the alias.
+
+    `external` needs a version above the stored one; `external_gte` (a delete's tombstone over the live
+    document of the same version: a delete wins a tie) accepts an equal one.
+    """
     return {
         "index": {
             "_index": alias,
             "_id": doc_id,
             "version": version,
-            "version_type": "external",
+            "version_type": version_type,
             "require_alias": True,
         }
     }
 
 
-def bulk_lines(alias: str, writes: Sequence[tuple[str, int, dict[str, Any]]]) -> list[dict[str, Any]]:
+def bulk_lines(
+    alias: str, writes: Sequence[tuple[str, int, dict[str, Any]]], version_type: str = "external"
+) -> list[dict[str, Any]]:
     """(doc id, version, source) triples as action/source line pairs for `_bulk`."""
     lines: list[dict[str, Any]] = []
     for doc_id, version, source in writes:
-        lines.append(index_action(alias, doc_id, version))
+        lines.append(index_action(alias, doc_id, version, version_type))
         lines.append(source)
     return lines
 

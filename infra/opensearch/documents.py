@@ -133,6 +133,14 @@ def tombstone(stored: Mapping[str, Any], version: int) -> dict[str, Any]:
     return doc
 
 
+def new_tombstone(tenant_id: str, key: EntityKey, version: int) -> dict[str, Any]:
+    """The tombstone of an entity never stored: identity and version only (a versioned delete came first)."""
+    return tombstone(
+        {m.TENANT: tenant_id, m.ENTITY_TYPE: key.entity_type, m.ENTITY_ID: key.entity_id, m.SOURCE: ""},
+        version,
+    )
+
+
 def stored_entity(source: Mapping[str, Any]) -> StoredEntity:
     """A document's `_source` as a StoredEntity (chunks are never part of it)."""
     return StoredEntity(

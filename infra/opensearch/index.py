@@ -132,13 +132,15 @@ class OpenSearchIndex(OpenSearchCatalog):
             self._sleep(self._retry.delay(attempt, self._jitter()))
         return results
 
-    def _bulk(self, writes: Sequence[tuple[str, int, dict[str, Any]]]) -> list[ItemResult]:
+    def _bulk(
+        self, writes: Sequence[tuple[str, int, dict[str, Any]]], version_type: str = "external"
+    ) -> list[ItemResult]:
         if not self._ready:
             self.ensure_index()
         params = {} if self._refresh is False else {"refresh": self._refresh}
 
         def send(positions: list[int]) -> list[ItemResult]:
-            lines = bodies.bulk_lines(self._alias, [writes[p] for p in positions])
+            lines = bodies.bulk_lines(self._alias, [writes[p] for p in positions], version_type)
             with translated():
                 response = self._client.bulk(body=lines, **params)
             return responses.bulk_items(response, len(positions))
@@ -209,9 +211,14 @@ class OpenSearchIndex(OpenSearchCatalog):
         return self.upsert_many([record])[0]
 
     def _versioned_write(
-        self, tenant_id: str, key: EntityKey, version: int, source: dict[str, Any]
+        self,
+        tenant_id: str,
+        key: EntityKey,
+        version: int,
+        source: dict[str, Any],
+        version_type: str = "external",
     ) -> WriteOutcome:
-        item = self._bulk([(documents.doc_id(tenant_id, key), version, source)])[0]
+        item = self._bulk([(documents.doc_id(tenant_id, key), version, source)], version_type)[0]
         return responses.write_outcome(item, version)
 
     def update_metadata(
@@ -236,19 +243,26 @@ class OpenSearchIndex(OpenSearchCatalog):
         return self._versioned_write(tenant_id, key, version, source)
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
-        """Replace the entity by a tombstone at `version` (stored + 1 when None); unknown → NOT_FOUND."""
+        """Replace the entity by a tombstone at `version` (stored + 1 when None); see SearchIndex.delete.
+
+        Unknown with a version: a tombstone alone. A live document at exactly `version` is replaced with
+        `external_gte` (a delete wins a tie); everything else uses strict external versioning.
+        """
         stored = self._stored_doc(tenant_id, key, with_chunks=False)
         if stored is None:
-            if version is not None:  # delete before create: a tombstone, so the older create loses
-                tomb = documents.tombstone(documents.identity(tenant_id, key), version)
-                self._versioned_write(tenant_id, key, version, tomb)
-            return WriteOutcome.NOT_FOUND
+            if version is None:
+                return WriteOutcome.NOT_FOUND
+            return self._versioned_write(
+                tenant_id, key, version, documents.new_tombstone(tenant_id, key, version)
+            )
         current = int(stored[mapping.VERSION])
         effective = current + 1 if version is None else version
-        refused = responses.refused(current, effective)
+        tie = effective == current and not stored.get(mapping.DELETED)
+        refused = None if tie else responses.refused(current, effective)
         if refused is not None:
             return refused
-        return self._versioned_write(tenant_id, key, effective, documents.tombstone(stored, effective))
+        source = documents.tombstone(stored, effective)
+        return self._versioned_write(tenant_id, key, effective, source, "external_gte" if tie else "external")
 
     # -- reads ------------------------------------------------------------------------------------------
 

@@ -142,6 +142,8 @@ class FakeOpenSearch:
         stored = self.docs.get(doc_id)
         if spec.get("version_type") == "external" and stored is not None and stored[0] >= given:
             return conflict_item(concrete, doc_id, stored[0], given)
+        if spec.get("version_type") == "external_gte" and stored is not None and stored[0] > given:
+            return conflict_item(concrete, doc_id, stored[0], given)
         self.docs[doc_id] = (given, json.loads(json.dumps(source)))
         return {
             "index": {

@@ -108,15 +108,27 @@ class SearchIndexContract:
         assert index.upsert(record("t", "memory", "a", "reborn note", version=3)) is WriteOutcome.APPLIED
         assert lex(index, "t", "reborn") == ["a"]
 
-    def test_delete_of_an_absent_entity_leaves_a_versioned_tombstone(self, index: Any) -> None:
-        key = EntityKey("memory", "late")
-        assert index.delete("t", key, 5) is WriteOutcome.NOT_FOUND
-        assert (
-            index.upsert(record("t", "memory", "late", "resurrected note", version=3)) is WriteOutcome.STALE
-        )
-        assert lex(index, "t", "resurrected") == []
-        assert index.upsert(record("t", "memory", "late", "newer note", version=6)) is WriteOutcome.APPLIED
-        assert lex(index, "t", "newer") == ["late"]
+    def test_a_versioned_delete_of_an_unknown_entity_leaves_a_tombstone_older_writes_cannot_pass(
+        self, index: Any
+    ) -> None:
+        key = EntityKey("memory", "a")
+        assert index.delete("t", key, None) is WriteOutcome.NOT_FOUND  # no version: nothing to remember
+        assert index.delete("t", key, 3) is WriteOutcome.APPLIED
+        assert index.upsert(record("t", "memory", "a", "late two", version=2)) is WriteOutcome.STALE
+        assert index.upsert(record("t", "memory", "a", "late three", version=3)) is WriteOutcome.DUPLICATE
+        assert index.delete("t", key, 10) is WriteOutcome.APPLIED  # a newer delete moves the tombstone on
+        assert index.delete("t", key, 5) is WriteOutcome.STALE
+        assert index.upsert(record("t", "memory", "a", "late seven", version=7)) is WriteOutcome.STALE
+        assert lex(index, "t", "late") == [] and index.get("t", [key])[key].deleted
+        assert index.get("t", [key])[key].version == 10
+
+    def test_a_delete_at_the_stored_version_deletes(self, index: Any) -> None:
+        key = EntityKey("memory", "a")
+        index.upsert(record("t", "memory", "a", "tied note", version=4, vec=unit(1, 0)))
+        assert index.delete("t", key, 4) is WriteOutcome.APPLIED
+        assert lex(index, "t", "tied") == [] and vec(index, "t", unit(1, 0)) == []
+        assert index.get("t", [key])[key].deleted
+        assert index.upsert(record("t", "memory", "a", "tied note", version=4)) is not WriteOutcome.APPLIED
 
     def test_metadata_update_moves_source_owner_and_namespace(self, index: Any) -> None:
         index.upsert(

@@ -275,3 +275,89 @@ def test_settings_choose_the_bedrock_embedder_and_its_size(tmp_path: Any) -> Non
     embedder = Container(settings).embedder
     assert isinstance(embedder, BedrockEmbedder)
     assert (embedder.model_id, embedder.dimension) == (TITAN_V2_MODEL_ID, 512)
+
+
+class HangingServer:
+    """A loopback TCP server that accepts connections and never answers (a hanging Bedrock endpoint)."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.accepted: list[Any] = []
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.accepted:
+            conn.close()
+
+
+@pytest.fixture
+def hanging() -> Any:
+    server = HangingServer()
+    yield server
+    server.close()
+
+
+def hanging_embedder(server: HangingServer, budget: float) -> BedrockEmbedder:
+    from infra.bedrock import default_client
+
+    client = default_client(
+        REGION,
+        budget,
+        endpoint_url=server.url,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    return BedrockEmbedder(client, budget_seconds=budget)
+
+
+def test_a_hanging_bedrock_costs_at_most_the_time_budget(hanging: HangingServer) -> None:
+    """Real botocore over a socket that never answers: the call ends within its budget, as an outage."""
+    budget = 1.2
+    embedder = hanging_embedder(hanging, budget)
+    started = time.monotonic()
+    with pytest.raises(UnavailableError):
+        embedder.embed(["where is the login bug"])
+    elapsed = time.monotonic() - started
+    assert elapsed <= budget + 0.5, elapsed
+    assert len(hanging.accepted) >= 1  # it really tried
+
+
+def test_the_default_budget_fits_the_api_functions_timeout() -> None:
+    from infra.bedrock import DEFAULT_BUDGET_SECONDS, attempt_timeouts
+    from tests.infra.test_template import sam_template
+
+    connect, read = attempt_timeouts(DEFAULT_BUDGET_SECONDS)
+    assert 2 * (connect + read) <= DEFAULT_BUDGET_SECONDS  # two whole attempts fit
+    assert sam_template()["Globals"]["Function"]["Timeout"] / 2 >= DEFAULT_BUDGET_SECONDS
+
+
+def test_search_degrades_to_keyword_in_time_when_bedrock_hangs(tmp_path: Any, hanging: HangingServer) -> None:
+    from infra.wiring import set_container
+    from tests.conftest import api_event, invoke, make_container
+
+    budget = 1.2
+    c = make_container(tmp_path / "data", hanging_embedder(hanging, budget))
+    set_container(c)
+    try:
+        started = time.monotonic()
+        status, body = invoke(api_event("search", body={"query": "where is the login bug"}))
+        elapsed = time.monotonic() - started
+    finally:
+        set_container(None)
+    assert status == 200 and body["query_info"]["degraded"] and body["query_info"]["strategy"] == "keyword"
+    assert elapsed <= budget + 1.0, elapsed

@@ -112,8 +112,9 @@ def test_delete_leaves_a_versioned_tombstone_that_older_writes_cannot_pass(
     assert index.delete("t", KEY, None) is WriteOutcome.NOT_FOUND  # no version: nothing to order by
     assert server.docs == {}
     index.upsert(record("t", "memory", "a", "note", version=1, owner="o", metadata={"k": "v"}))
-    assert index.delete("t", KEY, 1) is WriteOutcome.DUPLICATE
+    assert index.delete("t", KEY, 0) is WriteOutcome.STALE
     assert index.delete("t", KEY, 3) is WriteOutcome.APPLIED
+    assert index.delete("t", KEY, 3) is WriteOutcome.DUPLICATE
     tomb = index.get("t", [KEY])[KEY]
     assert (
         tomb.deleted and tomb.version == 3 and tomb.owner == "o" and tomb.metadata == {} and tomb.title == ""
@@ -151,9 +152,9 @@ def test_metadata_updates_keep_text_and_vectors(server: FakeOpenSearch, index: O
 def test_tenants_never_see_each_other(server: FakeOpenSearch, index: OpenSearchIndex) -> None:
     index.upsert(record("t1", "memory", "a", "secret"))
     assert index.get("t2", [KEY]) == {}
-    assert index.delete("t2", KEY, 9) is WriteOutcome.NOT_FOUND
     assert index.update_metadata("t2", KEY, 9, {}, {}, "x") is WriteOutcome.NOT_FOUND
-    assert index.get("t1", [KEY])[KEY].tenant_id == "t1"
+    assert index.delete("t2", KEY, 9) is WriteOutcome.APPLIED  # t2's own tombstone, nothing of t1's
+    assert index.get("t1", [KEY])[KEY].tenant_id == "t1" and not index.get("t1", [KEY])[KEY].deleted
 
 
 def test_document_ids_never_collide_across_tenants_and_keys() -> None:
@@ -245,7 +246,7 @@ def test_a_query_vector_of_another_dimension_finds_nothing(
 def test_a_delete_before_the_create_leaves_a_tombstone_the_create_cannot_pass(
     server: FakeOpenSearch, index: OpenSearchIndex
 ) -> None:
-    assert index.delete("t", KEY, 5) is WriteOutcome.NOT_FOUND
+    assert index.delete("t", KEY, 5) is WriteOutcome.APPLIED  # the tombstone alone is written
     assert stored(server)["deleted"] is True and server.docs[documents.doc_id("t", KEY)][0] == 5
     assert index.upsert(record("t", "memory", "a", "resurrected", version=3)) is WriteOutcome.STALE
     assert index.get("t", [KEY])[KEY].deleted

@@ -10,12 +10,12 @@ import pytest
 from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
 
-from core.errors import ConflictError, InvalidInputError, UnavailableError
+from core.errors import ConfigurationError, ConflictError, InvalidInputError, UnavailableError
 from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
 from infra.opensearch import OpenSearchIndex, RetryPolicy, build_client, build_index
 from infra.opensearch.client import BACKOFF_CAP, backoff_transport_class
 from infra.opensearch.errors import translate, translated
-from infra.settings import load_settings
+from infra.settings import Settings, load_settings
 from tests.adapters.opensearch_fakes import (
     FakeConnection,
     FakeOpenSearch,
@@ -301,10 +301,13 @@ def test_a_plain_url_uses_basic_auth_from_its_userinfo_and_no_signing() -> None:
 
 
 def test_build_index_names_the_missing_url_variable() -> None:
-    settings = load_settings(index="opensearch")
-    with pytest.raises(InvalidInputError) as raised:
+    with pytest.raises(ConfigurationError) as raised:
+        load_settings(index="opensearch")
+    assert "QUARRY_OPENSEARCH_URL" in raised.value.variables
+    settings = Settings(index="opensearch")  # built around load_settings' check
+    with pytest.raises(ConfigurationError) as raised:
         build_index(settings, DIM)
-    assert "QUARRY_OPENSEARCH_URL" in raised.value.fields
+    assert "QUARRY_OPENSEARCH_URL" in raised.value.variables
     built = build_index(
         load_settings(opensearch_url="http://localhost:9200", opensearch_refresh="wait_for"), DIM
     )

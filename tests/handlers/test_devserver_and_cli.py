@@ -90,7 +90,7 @@ def test_cli_ingest_reports_bad_lines_by_number_and_search_finds_the_rest(
     assert code == 1
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary == {"file": str(data), "lines": 4, "indexed": 2, "skipped_stale": 0, "errors": 2}
-    assert "line 2: invalid JSON" in err and "line 3:" in err and "title" in err
+    assert "line 2: not valid JSON" in err and "line 3:" in err and "title" in err
     assert main(["search", "offsite venue", "--tenant", "dev", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)["results"]
     assert results[0]["entity_id"] == "c"

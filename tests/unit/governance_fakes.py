@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from core.chunking import build_chunks
 from core.entities import EntityTypeRegistry
 from core.governance.requests import CorpusDocument
 from core.governance.terms import stem
 from core.models import Candidate, EntityKey, Filters, LexicalQuery, Retrieval, Vector
 from core.scoring import parse_timestamp
-from core.service.indexing import build_chunks
 from core.service.retrieval import RetrievalService
 from core.state import EvalRecord
 from core.text import tokens

@@ -4,6 +4,7 @@ refused and never read); knowledge-graph entity extraction and `[GRAPH]` lines."
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from infra import links as links_module
 from infra.links import FileLinkReader
 
 TYPES = {"task", "memory", "document"}
+RACE_READS = 3000  # the issue saw 93 escapes in 10,557 reads of the check-then-open reader
 
 
 @pytest.fixture
@@ -31,14 +33,18 @@ def tree(tmp_path: Path) -> dict[str, Path]:
 
 
 @pytest.fixture
-def opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every path the reader opens (to prove a refused path is never read)."""
+def opened(monkeypatch: pytest.MonkeyPatch, tree: dict[str, Path]) -> list[str]:
+    """Every file outside the root the reader manages to open (to prove a refused path is never read)."""
     seen: list[str] = []
     real_open = os.open
+    secret = os.stat(tree["secret"])
 
-    def spy(path: Any, flags: int, *args: Any) -> int:
-        seen.append(str(path))
-        return real_open(path, flags, *args)
+    def spy(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        fd = real_open(path, flags, *args, **kwargs)
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) == (secret.st_dev, secret.st_ino):
+            seen.append(str(path))
+        return fd
 
     monkeypatch.setattr(links_module.os, "open", spy)
     return seen
@@ -96,6 +102,76 @@ def test_the_reader_refuses_absolute_and_climbing_paths_itself(
 def test_a_symlink_that_stays_inside_the_root_is_followed(tree: dict[str, Path]) -> None:
     (tree["root"] / "latest.md").symlink_to(tree["root"] / "notes" / "plan.md")
     assert FileLinkReader(tree["root"]).read("latest.md", 100) == "The plan: ship the limiter."
+
+
+def test_a_relative_symlink_that_climbs_but_stays_inside_is_followed(tree: dict[str, Path]) -> None:
+    (tree["root"] / "other").mkdir()
+    (tree["root"] / "other" / "plan.md").symlink_to("../notes/plan.md")
+    assert FileLinkReader(tree["root"]).read("other/plan.md", 100) == "The plan: ship the limiter."
+
+
+def test_a_relative_symlink_climbing_out_is_refused(tree: dict[str, Path], opened: list[str]) -> None:
+    (tree["root"] / "notes" / "up.md").symlink_to("../../secret.txt")
+    with pytest.raises(InvalidInputError, match="outside the links root"):
+        FileLinkReader(tree["root"]).read("notes/up.md", 100)
+    assert opened == []
+
+
+def test_a_symlink_loop_is_a_400_not_a_500(tree: dict[str, Path]) -> None:
+    (tree["root"] / "a").symlink_to("b")
+    (tree["root"] / "b").symlink_to("a")
+    (tree["root"] / "self").symlink_to("self/x")
+    reader = FileLinkReader(tree["root"])
+    for path in ("a", "a/x.md", "self"):
+        with pytest.raises(InvalidInputError, match="symlink loop"):
+            reader.read(path, 100)
+
+
+def test_a_file_with_other_hard_links_is_refused(tree: dict[str, Path], opened: list[str]) -> None:
+    os.link(tree["secret"], tree["root"] / "notes" / "hard.md")
+    with pytest.raises(InvalidInputError, match="hard links"):
+        FileLinkReader(tree["root"]).read("notes/hard.md", 100)
+
+
+def test_swapping_a_directory_for_a_symlink_mid_request_never_escapes(tmp_path: Path) -> None:
+    """A bounded race: one thread flips `root/d` between a directory and a symlink to a directory outside
+    with the same file names, while reads of `d/f.txt` run. Not one read may return the outside text."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "f.txt").write_text("OUTSIDE")
+    inner = tmp_path / "inner"  # the real directory, renamed in and out of place
+    inner.mkdir()
+    (inner / "f.txt").write_text("inside")
+    link = tmp_path / "link"
+    link.symlink_to(outside, target_is_directory=True)
+    target = root / "d"
+    os.rename(inner, target)
+    stop = threading.Event()
+
+    def flip() -> None:
+        while not stop.is_set():
+            os.rename(target, inner)  # the directory leaves…
+            os.rename(link, target)  # …a symlink to outside takes its place
+            os.rename(target, link)
+            os.rename(inner, target)
+
+    flipper = threading.Thread(target=flip)
+    flipper.start()
+    reader = FileLinkReader(root)
+    answers: dict[str, int] = {}
+    try:
+        for _ in range(RACE_READS):
+            try:
+                got = reader.read("d/f.txt", 100)
+            except InvalidInputError:
+                got = "refused"
+            answers[str(got)] = answers.get(str(got), 0) + 1
+    finally:
+        stop.set()
+        flipper.join()
+    assert "OUTSIDE" not in answers, answers
+    assert answers.get("inside", 0) > 0, answers  # the race really ran both ways
 
 
 def test_directories_and_fifos_are_refused_without_blocking(tree: dict[str, Path]) -> None:
