@@ -166,3 +166,18 @@ def test_a_token_bound_to_a_caller_reads_only_its_history_and_cannot_export(loca
     event = api_event("tenant_export", query={}, scopes=["read"])
     event["requestContext"]["authorizer"]["lambda"]["caller"] = "agent-a"
     assert invoke(event)[0] == 403
+
+
+def test_with_the_cache_down_pages_are_not_guessed(local: Any) -> None:
+    from tests.handlers.test_cache_outage import FlakyCache
+
+    flaky = FlakyCache()
+    local.__dict__["cache"] = flaky
+    bulk(CORPUS[:20])
+    request = {"query": "harbor", "limit": 5, "strategy": "keyword"}
+    _, first = search(request)
+    flaky.down.add("counter")  # the generation a cursor is checked against cannot be read
+    status, body = search({**request, "cursor": first["next_cursor"]})
+    assert status == 503 and body["error"]["code"] == "unavailable"
+    status, body = search(request)  # the first page still answers, without a cursor it could not honour
+    assert status == 200 and len(body["results"]) == 5 and body["next_cursor"] is None
