@@ -71,7 +71,7 @@ class LifecycleService:
                 following = {"kind": "next", "cursor": encode_cursor(EXPORT_KIND, tenant_id, resume)}
                 lines.append(json.dumps(following, separators=(",", ":")))
                 return "\n".join(lines) + "\n"
-        lines.append(json.dumps({"kind": "end"}))
+        lines.append(json.dumps({"kind": "end"}, separators=(",", ":")))
         return "\n".join(lines) + "\n"
 
     def _records(
