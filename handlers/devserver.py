@@ -1,23 +1,40 @@
-"""The local dev server: HTTP requests → API Gateway HTTP API v2 events → the same Lambda handler, as
+"""The local server: HTTP requests → API Gateway HTTP API v2 events → the same Lambda handler, as
 `sam local start-api` would do, with bearer keys from QUARRY_API_KEYS checked here (the authorizer's job
-in AWS) and injected as the Lambda authorizer context."""
+in AWS) and injected as the Lambda authorizer context.
+
+Concurrency (DESIGN.md §9). Powertools keeps the current event, Lambda context and route on the
+resolver *class* (`BaseRouter.current_event`), i.e. per process: two requests resolved at once in one
+process can swap tenants. So each process runs the handler on ONE engine thread, one request at a time
+(`Engine`), while connection threads only read and write sockets; parallelism comes from worker
+processes (`serve_workers`) that share the listening socket and the SQLite WAL file. Each engine admits
+one running request plus a small queue; beyond that a request is answered 503 with Retry-After at once.
+"""
 
 from __future__ import annotations
 
 import base64
-import json
+import logging
 import secrets
+import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from handlers.devserver_http import ExpectContinue, read_body, refuse, shed
+
 PUBLIC_PATHS = frozenset({"/health"})
 ALL_SCOPES = ["read", "write", "admin"]
 DEV_TENANT = "dev"
+DEFAULT_QUEUE = 32  # requests waiting per worker: ~32 × a few ms of work, so a queued request waits < 1 s
+RETRY_AFTER_SECONDS = 1  # an overloaded engine drains its queue in about this long
+IDLE_TIMEOUT_SECONDS = 30  # a keep-alive connection with no request for this long is closed
+MAX_CONNECTIONS = 256  # open connections per worker, a thread each: bounds threads against slow clients
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -88,65 +105,167 @@ def build_event(
     }
 
 
-def make_server(
-    host: str, port: int, keys: Mapping[str, Any], handler: Handler, max_body_bytes: int
-) -> ThreadingHTTPServer:
-    """A threaded HTTP server that authenticates and forwards every request to `handler`."""
+class Engine:
+    """Runs the handler on one thread, one request at a time, admitting at most 1 + `queue` requests."""
 
-    class Forwarder(BaseHTTPRequestHandler):
-        server_version = "quarry-dev"
+    def __init__(self, handler: Handler, queue: int = DEFAULT_QUEUE) -> None:
+        self._handler = handler
+        self._slots = threading.BoundedSemaphore(1 + queue)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quarry-engine")
 
-        def log_message(self, fmt: str, *args: Any) -> None:  # quiet: the handler logs as JSON
-            return
-
-        def _reply(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
-            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-            self.send_response(status)
-            for name, value in (headers or {"content-type": "application/json"}).items():
-                self.send_header(name, value)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _error(self, status: int, code: str, message: str, fields: Mapping[str, str]) -> None:
-            self._reply(status, {"error": {"code": code, "message": message, "fields": dict(fields)}})
-
-        def _handle(self) -> None:
-            path = urlsplit(self.path).path
-            authorizer = None
-            if path not in PUBLIC_PATHS:
-                auth = self.headers.get("authorization", "")
-                token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
-                if token not in keys:
-                    self._error(
-                        401,
-                        "unauthorized",
-                        "missing or unknown bearer token",
-                        {"authorization": "must be 'Bearer <key>' with a key from QUARRY_API_KEYS"},
-                    )
-                    return
-                authorizer = keys[token]
-            length = int(self.headers.get("content-length") or 0)
-            if length > max_body_bytes:
-                self._error(
-                    413,
-                    "payload_too_large",
-                    f"request body exceeds {max_body_bytes} bytes",
-                    {"body": f"must be at most {max_body_bytes} bytes"},
-                )
-                self.close_connection = True
-                return
-            body = self.rfile.read(length) if length else b""
-            event = build_event(self.command, self.path, dict(self.headers.items()), body, authorizer)
+    def run(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """The handler's result, or None at once when the engine is full (the caller answers 503)."""
+        if not self._slots.acquire(blocking=False):
+            return None
+        try:
             context = FakeLambdaContext(aws_request_id=event["requestContext"]["requestId"])
-            result = handler(event, context)
-            raw = result.get("body") or ""
-            data = base64.b64decode(raw) if result.get("isBase64Encoded") else raw.encode()
-            headers = {
-                k: v for k, v in (result.get("headers") or {}).items() if k.lower() != "content-length"
-            }
-            self._reply(int(result.get("statusCode", 200)), data, headers)
+            return self._thread.submit(self._handler, event, context).result()
+        finally:
+            self._slots.release()
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+    def close(self) -> None:
+        self._thread.shutdown(wait=True)
 
-    return ThreadingHTTPServer((host, port), Forwarder)
+
+class QuarryHTTPServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with an Engine; it can also serve a socket bound by a parent process."""
+
+    daemon_threads = True
+    request_queue_size = 128  # the kernel's accept backlog
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        forwarder: type[BaseHTTPRequestHandler],
+        engine: Engine,
+        sock: socket.socket | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+    ) -> None:
+        self.engine = engine
+        self.max_connections = max_connections
+        self._open = 0
+        self._open_lock = threading.Lock()
+        super().__init__(address, forwarder, bind_and_activate=sock is None)
+        if sock is not None:
+            self.socket.close()
+            self.socket = sock
+            self.server_address = sock.getsockname()[:2]
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread per connection, up to `max_connections`; beyond, a 503 at once and close."""
+        with self._open_lock:
+            admitted = self._open < self.max_connections
+            self._open += admitted
+        if admitted:
+            super().process_request(request, client_address)
+        else:
+            shed(request, RETRY_AFTER_SECONDS)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._open_lock:
+                self._open -= 1
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.engine.close()
+
+
+class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
+    """One connection: authenticate, read the body, hand the event to the engine, write the answer."""
+
+    server_version = "quarry-local"
+    protocol_version = "HTTP/1.1"  # keep-alive, so load generators reuse connections
+    timeout = IDLE_TIMEOUT_SECONDS
+    server: QuarryHTTPServer
+    keys: Mapping[str, Any] = {}
+    max_body_bytes: int = 0
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet: the handler logs as JSON
+        return
+
+    def __getattr__(self, name: str) -> Any:
+        # Every method (OPTIONS, HEAD, TRACE, PROPFIND…) reaches the API, which answers a JSON 405 with
+        # Allow, instead of http.server's HTML 501.
+        if name.startswith("do_"):
+            return self._handle
+        raise AttributeError(name)
+
+    def reply(self, status: int, data: bytes, headers: Mapping[str, str], close: bool = False) -> None:
+        """Write one response (no body for HEAD, as HTTP requires)."""
+        self.send_response(status)
+        for name, value in headers.items():
+            if name.lower() not in ("content-length", "connection"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        try:
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+        except OSError:  # the client went away (timed out, reset): nothing left to tell it
+            self.close_connection = True
+
+    def _principal(self) -> Mapping[str, Any] | None | bool:
+        """The authorizer context for the bearer key; None on a public path; False when refused."""
+        if urlsplit(self.path).path in PUBLIC_PATHS:
+            return None
+        auth = self.headers.get("authorization", "")
+        token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+        grant: Mapping[str, Any] | None = self.keys.get(token)
+        return grant if grant is not None else False
+
+    def _handle(self) -> None:
+        body = read_body(self, self.max_body_bytes)
+        if body is None:
+            return  # read_body answered (400, 411 or 413)
+        principal = self._principal()
+        if principal is False:
+            refuse(
+                self,
+                401,
+                "unauthorized",
+                "missing or unknown bearer token",
+                {"authorization": "must be 'Bearer <key>' with a key from QUARRY_API_KEYS"},
+            )
+            return
+        event = build_event(self.command, self.path, dict(self.headers.items()), body, principal or None)
+        try:
+            result = self.server.engine.run(event)
+        except Exception:  # the handler answers its own errors; this is a fault of the server itself
+            logging.getLogger(__name__).exception("local server: the handler raised")
+            refuse(self, 500, "internal", "internal error; it has been logged", {})
+            return
+        if result is None:
+            refuse(
+                self,
+                503,
+                "overloaded",
+                "the server is at capacity; retry shortly",
+                {},
+                {"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+            return
+        raw = result.get("body") or ""
+        data = base64.b64decode(raw) if result.get("isBase64Encoded") else raw.encode()
+        self.reply(int(result.get("statusCode", 200)), data, result.get("headers") or {})
+
+
+def make_server(
+    host: str,
+    port: int,
+    keys: Mapping[str, Any],
+    handler: Handler,
+    max_body_bytes: int,
+    *,
+    queue: int = DEFAULT_QUEUE,
+    sock: socket.socket | None = None,
+    max_connections: int = MAX_CONNECTIONS,
+) -> QuarryHTTPServer:
+    """A server that authenticates and forwards every request to `handler` through one Engine."""
+    forwarder = type("Forwarder", (_Forwarder,), {"keys": dict(keys), "max_body_bytes": max_body_bytes})
+    return QuarryHTTPServer((host, port), forwarder, Engine(handler, queue), sock, max_connections)

@@ -170,24 +170,3 @@ def allowed_methods(app: APIGatewayHttpResolver, path: str) -> list[str]:
     """Methods registered for a path (to tell 405 from 404)."""
     routes = app._static_routes + app._dynamic_routes  # noqa: SLF001 - Powertools keeps no public list
     return sorted({r.method for r in routes if r.rule.match(path)})
-
-
-def refuse_oversized(event: Mapping[str, Any], limit: int) -> dict[str, Any] | None:
-    """A ready 413 response when the body is over `limit` bytes (checked before anything parses it)."""
-    body = event.get("body") or ""
-    size = len(body) * 3 // 4 if event.get("isBase64Encoded") else len(body.encode("utf-8"))
-    if size <= limit:
-        return None
-    payload = {
-        "error": {
-            "code": "payload_too_large",
-            "message": f"request body exceeds {limit} bytes",
-            "fields": {"body": f"must be at most {limit} bytes"},
-        }
-    }
-    return {
-        "statusCode": 413,
-        "headers": {"Content-Type": "application/json"},
-        "body": json.dumps(payload),
-        "isBase64Encoded": False,
-    }

@@ -15,6 +15,10 @@ MAX_NAME_CHARS = 128  # caller and namespace names: identifiers, not prose
 MAX_USED_IDS = 1000  # feedback can name at most this many ids (an assembly returns far fewer)
 MAX_LOG_PAGE = 100  # GET /context/log returns at most this many rows per page
 DEFAULT_LOG_PAGE = 20
+# GET /context/weights pages: a row is ~150 bytes of JSON, so 1,000 rows stay far below Lambda's 6 MB
+# response limit (a tenant with 38k rows answered 5.2 MB in one piece before paging; issue 10).
+DEFAULT_WEIGHTS_PAGE = 200
+MAX_WEIGHTS_PAGE = 1000
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
 
 
@@ -100,9 +104,11 @@ class WeightOut(BaseModel):
 
 
 class WeightsResponse(BaseModel):
-    """GET /context/weights: stored rows; unlisted caller/source pairs use `*`, then the defaults."""
+    """GET /context/weights: a page of stored rows by caller then source (pass `next_cursor` back as
+    `cursor` for the next page); unlisted caller/source pairs use `*`, then the defaults."""
 
     weights: list[WeightOut]
+    next_cursor: str | None = None
     sources: list[str]
     default_weight: float
     default_token_share: float

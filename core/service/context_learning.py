@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from core.context.budget import DEFAULT_WEIGHT, NULL_NAMESPACE_BUDGET, default_share, resolve_weights
 from core.context.learning import EVAL_BATCH_SIZE, CallerLearning, learn
 from core.context.schemas import (
+    DEFAULT_WEIGHTS_PAGE,
     MAX_LOG_PAGE,
+    MAX_WEIGHTS_PAGE,
     BudgetAdjustmentOut,
     BudgetOut,
     BudgetsResponse,
@@ -23,6 +25,7 @@ from core.context.schemas import (
     WeightsResponse,
 )
 from core.context.sources import SourceSpec
+from core.cursor import decode_position, encode_position
 from core.errors import InvalidInputError
 from core.ports import Clock, StateStore
 from core.scoring import iso_timestamp
@@ -78,10 +81,21 @@ class LearningService:
 
     # reads
 
-    def weights(self, tenant_id: str) -> WeightsResponse:
-        """Stored weight rows, the configured sources and the defaults unlisted pairs fall back to."""
+    def weights(
+        self, tenant_id: str, limit: int = DEFAULT_WEIGHTS_PAGE, cursor: str | None = None
+    ) -> WeightsResponse:
+        """A page of stored weight rows (by caller, source), the configured sources and the defaults."""
+        if not 1 <= limit <= MAX_WEIGHTS_PAGE:
+            raise InvalidInputError("invalid limit", {"limit": f"must be between 1 and {MAX_WEIGHTS_PAGE}"})
+        after = decode_position(cursor) if cursor is not None else None
+        rows = [
+            w for w in self._state.list_weights(tenant_id) if after is None or (w.caller, w.source) > after
+        ]
+        page = rows[:limit]
+        more = len(rows) > limit
         return WeightsResponse(
-            weights=[_weight_out(w) for w in self._state.list_weights(tenant_id)],
+            weights=[_weight_out(w) for w in page],
+            next_cursor=encode_position((page[-1].caller, page[-1].source)) if more else None,
             sources=list(self._sources),
             default_weight=DEFAULT_WEIGHT,
             default_token_share=round(default_share(len(self._sources)), 6),

@@ -26,6 +26,7 @@ from core.chunking import build_chunks
 from core.entities import EntityType, EntityTypeRegistry
 from core.errors import InvalidInputError, NotFoundError, QuarryError, UnavailableError
 from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
+from core.payload import lone_surrogates
 from core.ports import Cache, Clock, Embedder, SearchIndex
 from core.scoring import iso_timestamp
 from core.text import flatten
@@ -288,6 +289,9 @@ class IndexingService:
     def _draft(self, item: Any) -> tuple[EntityType, EntityKey, dict[str, Any]]:
         if not isinstance(item, Mapping):
             raise InvalidInputError("item must be an object", {"": "must be an object"})
+        broken = lone_surrogates(dict(item))
+        if broken:
+            raise InvalidInputError("item is not valid Unicode: " + ", ".join(sorted(broken)), broken)
         if not isinstance(item.get("type"), str):
             raise InvalidInputError("missing type", {"type": "is required"})
         if not isinstance(item.get("id"), str):

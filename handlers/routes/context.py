@@ -10,7 +10,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from core.context.schemas import (
     DEFAULT_LOG_PAGE,
+    DEFAULT_WEIGHTS_PAGE,
     MAX_LOG_PAGE,
+    MAX_WEIGHTS_PAGE,
     AssembleRequest,
     AssembleResponse,
     BudgetsResponse,
@@ -87,9 +89,12 @@ def feedback(request: Annotated[FeedbackRequest, Body()]) -> FeedbackResponse:
     return response
 
 
-@router.get("/context/weights", summary="Source weights and token shares", tags=["context"])
-def weights() -> WeightsResponse:
-    return services().learning.weights(principal(router, "read").tenant_id)
+@router.get("/context/weights", summary="Source weights and token shares, paged", tags=["context"])
+def weights(
+    limit: Annotated[int, Query(ge=1, le=MAX_WEIGHTS_PAGE)] = DEFAULT_WEIGHTS_PAGE,
+    cursor: Annotated[str | None, Query(max_length=1024)] = None,
+) -> WeightsResponse:
+    return services().learning.weights(principal(router, "read").tenant_id, limit, cursor)
 
 
 @router.get("/context/budgets", summary="Caller token budgets", tags=["context"])

@@ -1,0 +1,142 @@
+"""HTTP framing for the local server: read a request body (Content-Length or chunked) within the size
+limit, and refuse a request with the JSON error body — an oversized body is read and thrown away before
+the 413 is sent, so the client sees the 413 rather than a connection reset."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import time
+from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+DRAIN_LIMIT = 64 * 1024 * 1024  # read and discard at most this much of a refused body (then just close)
+DRAIN_SECONDS = 5.0  # and for at most this long
+CHUNK = 65536
+
+
+def refuse(
+    conn: Any,
+    status: int,
+    code: str,
+    message: str,
+    fields: Mapping[str, str],
+    headers: Mapping[str, str] | None = None,
+    close: bool = False,
+) -> None:
+    """Answer with the `{error: {code, message, fields}}` body every Quarry error uses."""
+    data = json.dumps({"error": {"code": code, "message": message, "fields": dict(fields)}}).encode()
+    conn.reply(status, data, {"Content-Type": "application/json", **(headers or {})}, close=close)
+
+
+def _drain(conn: BaseHTTPRequestHandler, remaining: int | None) -> None:
+    """Read and discard up to `remaining` bytes (or until EOF) within the drain limits."""
+    deadline = time.monotonic() + DRAIN_SECONDS
+    budget = DRAIN_LIMIT if remaining is None else min(remaining, DRAIN_LIMIT)
+    try:
+        conn.connection.settimeout(1.0)
+        while budget > 0 and time.monotonic() < deadline:
+            data = conn.rfile.read1(min(CHUNK, budget))  # type: ignore[attr-defined]
+            if not data:
+                return
+            budget -= len(data)
+    except OSError:
+        return
+
+
+def _too_large(conn: BaseHTTPRequestHandler, limit: int, remaining: int | None) -> None:
+    if conn.headers.get("expect", "").lower() != "100-continue":  # else the client never sent it
+        _drain(conn, remaining)
+    refuse(
+        conn,
+        413,
+        "payload_too_large",
+        f"request body exceeds {limit} bytes",
+        {"body": f"must be at most {limit} bytes"},
+        close=True,
+    )
+
+
+def _chunked(conn: BaseHTTPRequestHandler, limit: int) -> bytes | None:
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        line = conn.rfile.readline(1024).split(b";", 1)[0].strip()
+        try:
+            length = int(line, 16)
+        except ValueError:
+            refuse(
+                conn, 400, "invalid_input", "malformed chunked body", {"body": "bad chunk size"}, close=True
+            )
+            return None
+        if length == 0:
+            while conn.rfile.readline(1024).strip():  # trailers
+                pass
+            return b"".join(parts)
+        size += length
+        if size > limit:
+            _too_large(conn, limit, None)
+            return None
+        parts.append(conn.rfile.read(length))
+        conn.rfile.readline(8)  # the CRLF after each chunk
+
+
+def read_body(conn: BaseHTTPRequestHandler, limit: int) -> bytes | None:
+    """The request body, or None after answering 400/413 for a body that cannot or may not be read."""
+    if "chunked" in conn.headers.get("transfer-encoding", "").lower():
+        return _chunked(conn, limit)
+    raw = conn.headers.get("content-length")
+    if raw is None:
+        return b""
+    if not raw.strip().isdigit():
+        refuse(
+            conn,
+            400,
+            "invalid_input",
+            "invalid Content-Length header",
+            {"content-length": "must be a non-negative integer"},
+            close=True,
+        )
+        return None
+    length = int(raw)
+    if length > limit:
+        _too_large(conn, limit, length)
+        return None
+    return conn.rfile.read(length) if length else b""
+
+
+class ExpectContinue:
+    """Mixin: answer `Expect: 100-continue` with 100 only when the announced body fits the limit."""
+
+    max_body_bytes: int
+    headers: Any
+
+    def handle_expect_100(self) -> bool:
+        raw = self.headers.get("content-length", "")
+        if raw.strip().isdigit() and int(raw) > self.max_body_bytes:
+            return True  # no 100: the client waits, gets the 413, and need not send the body
+        return bool(BaseHTTPRequestHandler.handle_expect_100(self))  # type: ignore[arg-type]
+
+
+SHED_READ_SECONDS = 0.01  # how long a shed connection's request may take to arrive before the 503
+
+
+def shed(conn: socket.socket, retry_after: int) -> None:
+    """Answer a connection the server has no room for: 503 + Retry-After, then close (on the accepting
+    thread, so it must stay quick)."""
+    body = json.dumps(
+        {"error": {"code": "overloaded", "message": "the server is at capacity; retry shortly", "fields": {}}}
+    ).encode()
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        f"Retry-After: {retry_after}\r\nConnection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    with contextlib.suppress(OSError):
+        conn.settimeout(SHED_READ_SECONDS)
+        with contextlib.suppress(OSError):
+            conn.recv(CHUNK)  # take the request off the socket, so closing does not reset the answer
+        conn.sendall(head.encode() + body)
+        conn.shutdown(socket.SHUT_WR)
+    conn.close()
