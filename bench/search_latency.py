@@ -1,10 +1,12 @@
-"""Search latency through the HTTP API Lambda handler on 10,000 entities (the embedded backend).
+"""Search latency through the HTTP API Lambda handler on 10,000 entities (the embedded backend, or with
+`--index opensearch` a fresh index on the cluster at QUARRY_OPENSEARCH_URL, e.g. `make opensearch-up`).
 
 Reports P50 / P99 per strategy (keyword, semantic = vector, hybrid, auto) including the query embedding,
 next to the seed targets (nexus §7), plus the cache hit ratio on a Zipf-distributed stream of popular
 queries. Corpus embeddings are cached on disk (`.quarry/embeddings`), so only the first run embeds them.
 
     .venv/bin/python bench/search_latency.py [--entities 10000] [--queries 300] [--json FILE]
+    QUARRY_OPENSEARCH_URL=http://127.0.0.1:9200 .venv/bin/python bench/search_latency.py --index opensearch
 """
 
 from __future__ import annotations
@@ -87,6 +89,35 @@ def cache_ratio(handler: Any, stream: list[str], n: int) -> float:
     return hits / n
 
 
+def index_settings(kind: str) -> dict[str, Any]:
+    """Settings for the index under test: the local SQLite one, or a fresh OpenSearch index."""
+    if kind == "sqlite":
+        return {}
+    if not os.environ.get("QUARRY_OPENSEARCH_URL"):
+        raise SystemExit("--index opensearch needs QUARRY_OPENSEARCH_URL (make opensearch-up prints it)")
+    return {"index": "opensearch", "opensearch_index_prefix": f"quarry-bench-{random.randrange(16**8):08x}"}
+
+
+@contextlib.contextmanager
+def fresh_index(backend: dict[str, Any], dimension: int) -> Any:
+    """Delete the benchmark's OpenSearch index afterwards (nothing to do for SQLite: a temp dir)."""
+    try:
+        yield
+    finally:
+        if backend:
+            from infra.opensearch import build_index
+            from infra.settings import load_settings
+
+            build_index(load_settings(**backend), dimension).drop()
+
+
+def refresh(container: Any) -> None:
+    """Make every ingested document searchable before timing (OpenSearch refreshes once a second)."""
+    index = container.index
+    if hasattr(index, "alias"):
+        index._client.indices.refresh(index=index.alias)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -94,8 +125,11 @@ def main() -> int:
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--cache-dir", default=".quarry/embeddings")
-    parser.add_argument("--json", default="bench/results/search_latency.json")
+    parser.add_argument("--json", default=None, help="default bench/results/search_latency[_opensearch].json")
+    parser.add_argument("--index", choices=["sqlite", "opensearch"], default="sqlite")
     args = parser.parse_args()
+    suffix = "" if args.index == "sqlite" else f"_{args.index}"
+    args.json = args.json or f"bench/results/search_latency{suffix}.json"
 
     from handlers import api
     from infra.embedding_cache import CachingEmbedder
@@ -104,11 +138,13 @@ def main() -> int:
     from infra.wiring import Container, set_container
 
     model = LocalEmbedder()
-    with tempfile.TemporaryDirectory() as data:
-        container = Container(load_settings(data_dir=data, cache_ttl_seconds=0, cache="memory"))
+    backend = index_settings(args.index)
+    with tempfile.TemporaryDirectory() as data, fresh_index(backend, model.dimension):
+        container = Container(load_settings(data_dir=data, cache_ttl_seconds=0, cache="memory", **backend))
         container.__dict__["embedder"] = CachingEmbedder(model, args.cache_dir, progress=False)
         set_container(container)
         ingest_s = ingest(api.lambda_handler, args.entities)
+        refresh(container)
         # Queries are embedded by the model itself, every time: their cost is part of the latency.
         for name in ("embedder", "search", "indexing"):
             container.__dict__.pop(name, None)
@@ -117,7 +153,7 @@ def main() -> int:
         results = {
             s: measure(api.lambda_handler, s, stream) for s in ("keyword", "semantic", "hybrid", "auto")
         }
-        cached = Container(load_settings(data_dir=data, cache="memory"))
+        cached = Container(load_settings(data_dir=data, cache="memory", **backend))
         cached.__dict__["embedder"] = model
         set_container(cached)
         ratio = cache_ratio(api.lambda_handler, queries(60, seed=3), 1000)
@@ -136,6 +172,7 @@ def main() -> int:
         f"{ratio:.0%} (target > 60%) · sequential throughput (hybrid): {1000 / results['hybrid']['mean']:.0f}/s"
     )
     out = {
+        "index": args.index,
         "entities": args.entities,
         "queries": args.queries,
         "ingest_seconds": ingest_s,

@@ -180,21 +180,24 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     """Measure retrieval quality on a BEIR folder: nDCG@10, Recall@100, MRR@10 per strategy."""
     from infra.embedding_cache import CachingEmbedder
-    from infra.evaluation import format_table, plot_report, run_eval
+    from infra.evaluation import eval_index, format_table, plot_report, run_eval
 
     c = _container(args.data_dir)
     cache_dir = Path(args.cache_dir) if args.cache_dir else c.settings.data_dir / "embeddings"
-    report = run_eval(
-        args.dataset,
-        CachingEmbedder(c.embedder, cache_dir, progress=not args.quiet),
-        split=args.split,
-        strategies=[s.strip() for s in args.strategies.split(",") if s.strip()],
-        default=c.search_settings,
-        work_dir=args.work_dir,
-        registry=c.registry,
-        progress=not args.quiet,
-        tune=args.tune,
-    )
+    kind = args.index or c.settings.index_kind
+    with eval_index(c.settings, c.embedder.dimension, kind) as index:
+        report = run_eval(
+            args.dataset,
+            CachingEmbedder(c.embedder, cache_dir, progress=not args.quiet),
+            split=args.split,
+            strategies=[s.strip() for s in args.strategies.split(",") if s.strip()],
+            default=c.search_settings,
+            work_dir=args.work_dir,
+            registry=c.registry,
+            progress=not args.quiet,
+            tune=args.tune,
+            index=index,
+        )
     print(format_table(report))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -255,6 +258,13 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--work-dir", default=None, help="where the fresh index goes (default: a temp dir)")
     e.add_argument("--cache-dir", default=None, help="embedding cache (default <data dir>/embeddings)")
     e.add_argument("--tune", action="store_true", help="also grid-search the fusion setting on these queries")
+    e.add_argument(
+        "--index",
+        choices=["sqlite", "opensearch"],
+        default=None,
+        help="where the fresh evaluation index goes (default QUARRY_INDEX; opensearch: QUARRY_OPENSEARCH_URL, "
+        "a temporary index beside the alias, deleted afterwards)",
+    )
     e.add_argument("--quiet", action="store_true")
     e.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     e.set_defaults(func=cmd_eval)

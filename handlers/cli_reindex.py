@@ -28,7 +28,10 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     folder = Path(args.model_dir).resolve()
     if not folder.is_dir():
         raise InvalidInputError(f"no model folder at {folder}", {"--model-dir": "must be a directory"})
-    embedder = LocalEmbedder(folder, threads=c.settings.embedder_threads)
+    s = c.settings
+    embedder = LocalEmbedder(
+        folder, threads=s.embedder_threads, runtime=s.embedder_runtime, cache_dir=s.embedder_cache_dir
+    )
     reindexer = SqliteReindexer(c.settings.sqlite_path, c.registry)
 
     def invalidate() -> None:

@@ -16,7 +16,9 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError
 from core.evaluation import Metrics, Run, evaluate
 from core.fusion import CONVEX_ALPHA, RRF_K, FusionMethod
-from core.ports import Embedder
+from core.ports import Embedder, SearchIndex
 from core.schemas import SearchRequest
 from core.service.indexing import IndexingService
 from core.service.search import SearchService, SearchSettings
@@ -182,6 +184,36 @@ def _ordered(strategies: Sequence[str]) -> list[str]:
     return [*chosen, DEFAULT_STRATEGY]
 
 
+def _fresh_sqlite_index(work_dir: Path) -> SearchIndex:
+    from infra.local.sqlite_index import SqliteIndex
+
+    path = Path(work_dir) / INDEX_FILE
+    for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        stale.unlink(missing_ok=True)  # a fresh index every run
+    return SqliteIndex(path)
+
+
+@contextmanager
+def eval_index(settings: Any, dimension: int, kind: str) -> Iterator[SearchIndex | None]:
+    """A fresh, empty OpenSearch index for one evaluation (deleted afterwards), or None for the local one.
+
+    It lives beside the production alias on the configured cluster (`<prefix>-eval-<random>`), refreshed
+    after every bulk so the queries see every document.
+    """
+    if kind != "opensearch":
+        yield None
+        return
+    from infra.opensearch import build_index
+
+    prefix = f"{settings.opensearch_index_prefix}-eval-{uuid.uuid4().hex[:8]}"
+    scoped = settings.model_copy(update={"opensearch_index_prefix": prefix, "opensearch_refresh": "true"})
+    index = build_index(scoped, dimension)
+    try:
+        yield index
+    finally:
+        index.drop()
+
+
 def evaluate_dataset(
     data: BeirDataset,
     embedder: Embedder,
@@ -191,21 +223,19 @@ def evaluate_dataset(
     registry: EntityTypeRegistry | None = None,
     progress: bool = True,
     tune: bool = False,
+    index: SearchIndex | None = None,
 ) -> EvalReport:
-    """Ingest `data` into a fresh index under `work_dir` and score every strategy on its test queries.
+    """Ingest `data` into a fresh index (SQLite under `work_dir` unless an empty `index` is given) and score
+    every strategy on its test queries.
 
     With `tune`, also grid-search the fusion setting on these queries (core.tuning) and report it.
     """
     from infra.local.cache import MemoryCache
-    from infra.local.sqlite_index import SqliteIndex
 
     settings = default or SearchSettings()
     types = registry or EntityTypeRegistry()
     clock = SystemClock()
-    path = Path(work_dir) / INDEX_FILE
-    for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-        stale.unlink(missing_ok=True)  # a fresh index every run
-    index = SqliteIndex(path)
+    index = index if index is not None else _fresh_sqlite_index(work_dir)
     indexing = IndexingService(index, embedder, types, MemoryCache())
     ingested = ingest(data, indexing, clock.now(), progress)
 
@@ -282,13 +312,16 @@ def run_eval(
     registry: EntityTypeRegistry | None = None,
     progress: bool = True,
     tune: bool = False,
+    index: SearchIndex | None = None,
 ) -> EvalReport:
-    """Load a BEIR folder and evaluate it (in `work_dir`, else a temporary directory removed afterwards)."""
+    """Load a BEIR folder and evaluate it (in `work_dir`, else a temporary directory removed afterwards),
+    on `index` (fresh and empty) when given, else a fresh SQLite index."""
     from infra.beir import load_beir
 
     data = load_beir(dataset_dir, split)
+    args = (strategies, default, registry, progress, tune, index)
     if work_dir is not None:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
-        return evaluate_dataset(data, embedder, Path(work_dir), strategies, default, registry, progress, tune)
+        return evaluate_dataset(data, embedder, Path(work_dir), *args)
     with tempfile.TemporaryDirectory(prefix="quarry-eval-") as tmp:
-        return evaluate_dataset(data, embedder, Path(tmp), strategies, default, registry, progress, tune)
+        return evaluate_dataset(data, embedder, Path(tmp), *args)

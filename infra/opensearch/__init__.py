@@ -35,4 +35,5 @@ def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearch
         prefix=settings.opensearch_index_prefix,
         refresh=_REFRESH[settings.opensearch_refresh],
         retry=RetryPolicy(max_retries=settings.opensearch_max_retries),
+        max_bulk_bytes=settings.opensearch_max_bulk_bytes,
     )

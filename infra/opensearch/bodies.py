@@ -1,11 +1,15 @@
 """Every request body the OpenSearch adapter sends, as plain dicts (no client, no I/O), so each one can be
 validated against the official API specification without a cluster.
 
-- Writes are bulk `index` actions with `version_type: external`: OpenSearch itself refuses a version
-  that is not newer than the stored one (409), so a stale write loses even when two writers race.
-  Deletes are tombstone documents written the same way; a real `delete` would forget its version after
-  `index.gc_deletes` (60 s) and let a delayed older write resurrect the entity. `update` actions are not
-  used because the update API cannot carry an external version.
+- Writes are compare-and-set: the adapter reads the stored document's version with its `_seq_no` and
+  `_primary_term`, decides (a version not newer than the stored one is stale or a duplicate), and writes
+  with a bulk `create` (no document yet) or an `index` action with `if_seq_no`/`if_primary_term`.
+  OpenSearch refuses the write (409) when anything wrote the document since the read, and the adapter
+  reads again: a stale write loses even when writers race, and a metadata update (read, modify, write)
+  is always built on the latest document. External versioning cannot do the latter: OpenSearch refuses
+  `if_seq_no` together with a version ("compare and write operations can not use versioning").
+  Deletes are tombstone documents written the same way; a real `delete` would forget the entity's
+  version after `index.gc_deletes` (60 s) and let a delayed older write resurrect it.
 - Queries never embed user text in query syntax: terms and phrases go into `multi_match.query`, which is
   analysed as plain text (no `query_string`). The tenant and every filter sit inside the query (a bool
   `filter` for BM25, the k-NN `filter` for vectors: efficient filtering, never a post-filter).
@@ -17,12 +21,13 @@ validated against the official API specification without a cluster.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from core.models import Filters, LexicalQuery, MatchMode, Vector
 from infra.opensearch import mapping as m
-from infra.opensearch.documents import keyword
+from infra.opensearch.documents import keyword, metadata_term
 
 MAX_WINDOW = 10_000  # OpenSearch `index.max_result_window` default; also the k-NN plugin's maximum k
 INNER_HITS_NAME = "best_chunk"
@@ -45,37 +50,59 @@ def clamp(k: int) -> int:
 # -- writes ------------------------------------------------------------------------------------------
 
 
-def index_action(alias: str, doc_id: str, version: int, version_type: str = "external") -> dict[str, Any]:
-    """The bulk action line that writes a whole document at an external version, through the alias.
+SeqNo = tuple[int, int]  # (_seq_no, _primary_term) of the document as read
 
-    `external` needs a version above the stored one; `external_gte` (a delete's tombstone over the live
-    document of the same version: a delete wins a tie) accepts an equal one.
-    """
-    return {
-        "index": {
-            "_index": alias,
-            "_id": doc_id,
-            "version": version,
-            "version_type": version_type,
-            "require_alias": True,
-        }
-    }
+
+def write_action(alias: str, doc_id: str, seq: SeqNo | None) -> dict[str, Any]:
+    """The bulk action line that writes a whole document through the alias, only if it is unchanged since
+    it was read (`seq`), or only if it does not exist yet (`seq` None: a `create`)."""
+    meta: dict[str, Any] = {"_index": alias, "_id": doc_id, "require_alias": True}
+    if seq is None:
+        return {"create": meta}
+    return {"index": {**meta, "if_seq_no": seq[0], "if_primary_term": seq[1]}}
 
 
 def bulk_lines(
-    alias: str, writes: Sequence[tuple[str, int, dict[str, Any]]], version_type: str = "external"
+    alias: str, writes: Sequence[tuple[str, SeqNo | None, dict[str, Any]]]
 ) -> list[dict[str, Any]]:
-    """(doc id, version, source) triples as action/source line pairs for `_bulk`."""
+    """(doc id, seq, source) triples as action/source line pairs for `_bulk`."""
     lines: list[dict[str, Any]] = []
-    for doc_id, version, source in writes:
-        lines.append(index_action(alias, doc_id, version, version_type))
+    for doc_id, seq, source in writes:
+        lines.append(write_action(alias, doc_id, seq))
         lines.append(source)
     return lines
 
 
-def mget_body(doc_ids: Sequence[str], with_chunks: bool = False) -> dict[str, Any]:
-    """`_mget` for entity documents; without their chunks unless asked (the embeddings are large)."""
+def write_bytes(alias: str, doc_id: str, seq: SeqNo | None, source: dict[str, Any]) -> int:
+    """An upper bound of the bytes one write adds to a `_bulk` body (two NDJSON lines)."""
+    lines = (write_action(alias, doc_id, seq), source)
+    return sum(len(json.dumps(line, separators=(",", ":"))) + 1 for line in lines)
+
+
+def byte_batches(sizes: Sequence[int], limit: int) -> list[list[int]]:
+    """Positions grouped in order so each group's total stays within `limit` (a larger one goes alone)."""
+    batches: list[list[int]] = []
+    total = limit + 1
+    for position, size in enumerate(sizes):
+        if total + size > limit:
+            batches.append([])
+            total = 0
+        batches[-1].append(position)
+        total += size
+    return batches
+
+
+VERSION_FIELDS = (m.TENANT, m.VERSION, m.DELETED)
+
+
+def mget_body(
+    doc_ids: Sequence[str], with_chunks: bool = False, version_only: bool = False
+) -> dict[str, Any]:
+    """`_mget` for entity documents: without their chunks unless asked (the embeddings are large), or only
+    what a whole-document write decides on (tenant, version, deleted)."""
     source: Any = True if with_chunks else {"excludes": [m.CHUNKS]}
+    if version_only:
+        source = {"includes": list(VERSION_FIELDS)}
     return {"docs": [{"_id": i, "_source": source} for i in doc_ids]}
 
 
@@ -103,7 +130,7 @@ def filter_clauses(tenant_id: str, filters: Filters) -> list[dict[str, Any]]:
     if filters.owners:
         clauses.append(_terms(m.OWNER, filters.owners))
     for key, values in sorted(filters.metadata.items()):
-        clauses.append(_terms(f"{m.METADATA}.{key}", values))
+        clauses.append({"terms": {m.METADATA: [metadata_term(key, v) for v in values]}})
     return clauses
 
 
@@ -136,8 +163,12 @@ def term_clause(term: str, mode: MatchMode) -> dict[str, Any]:
     elif mode is MatchMode.FUZZY:
         spec = {"type": "most_fields", "fields": _fields(plain=True), "fuzziness": FUZZINESS}
     else:
-        # most_fields sums the tiers' BM25 (boost × score), like FTS5's weighted bm25 over columns.
-        spec = {"type": "most_fields", "fields": _fields(plain=False)}
+        # cross_fields scores the term once over the three tiers as if they were one field (blended
+        # document frequency, the best boosted tier), which is closer to FTS5's bm25 over weighted
+        # columns (one saturation per row) than most_fields' sum of per-tier BM25 scores. Measured on
+        # SciFact (keyword nDCG@10): most_fields 0.617, cross_fields 0.680, FTS5 0.695.
+        # (Fuzzy matching above cannot use cross_fields: OpenSearch refuses fuzziness there.)
+        spec = {"type": "cross_fields", "fields": _fields(plain=False)}
     return {"multi_match": {"query": term, **spec}}
 
 

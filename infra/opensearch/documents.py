@@ -1,8 +1,9 @@
 """Entity records as OpenSearch documents (`_source`), and back.
 
-Metadata is stored twice: `metadata_raw` keeps the values as given (returned to callers), `metadata`
-holds them as keywords for filtering, so a field that is a number in one entity and a string in another
-never causes a mapping conflict. Filters normalise their values the same way (`keyword`).
+Metadata is stored twice: `metadata_raw` keeps the values as given (returned to callers, not indexed),
+`metadata_terms` holds one `key=value` keyword per value for filtering. One field for every key means
+no mapping growth and no conflicts (a number here and a string there, `a` beside `a.b`). Filters build
+their terms the same way (`metadata_term`).
 """
 
 from __future__ import annotations
@@ -43,16 +44,17 @@ def keyword(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def metadata_keywords(metadata: Mapping[str, Any]) -> dict[str, str | list[str]]:
-    """The filter copy of metadata: lists keep their elements (any element matches), None is dropped."""
-    out: dict[str, str | list[str]] = {}
+def metadata_term(key: str, value: Any) -> str:
+    """One `key=value` filter term; `%` and `=` in the key are escaped so no two pairs collide."""
+    return f"{key.replace('%', '%25').replace('=', '%3D')}={keyword(value)}"
+
+
+def metadata_terms(metadata: Mapping[str, Any]) -> list[str]:
+    """The filter copy of metadata: a term per value, lists per element (any matches), None dropped."""
+    out: list[str] = []
     for key, value in metadata.items():
-        if value is None:
-            continue
-        if isinstance(value, (list, tuple)):
-            out[key] = [keyword(v) for v in value if v is not None]
-        else:
-            out[key] = keyword(value)
+        values = value if isinstance(value, (list, tuple)) else [value]
+        out.extend(metadata_term(key, v) for v in values if v is not None)
     return out
 
 
@@ -81,7 +83,7 @@ def entity_source(record: EntityRecord) -> dict[str, Any]:
         "title": record.title,
         "content_hash": record.content_hash,
         "body": dict(record.body),
-        m.METADATA: metadata_keywords(record.metadata),
+        m.METADATA: metadata_terms(record.metadata),
         m.METADATA_RAW: dict(record.metadata),
         m.CHUNKS: [_chunk(c) for c in record.chunks],
     }
@@ -101,7 +103,7 @@ def with_metadata(
         {
             m.VERSION: version,
             "body": dict(body),
-            m.METADATA: metadata_keywords(metadata),
+            m.METADATA: metadata_terms(metadata),
             m.METADATA_RAW: dict(metadata),
             "updated_at": updated_at,
         }
@@ -125,7 +127,7 @@ def tombstone(stored: Mapping[str, Any], version: int) -> dict[str, Any]:
             m.DELETED: True,
             "title": "",
             "body": {},
-            m.METADATA: {},
+            m.METADATA: [],
             m.METADATA_RAW: {},
             m.CHUNKS: [],
         }

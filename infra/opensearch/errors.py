@@ -2,7 +2,8 @@
 
 - opensearch-py exceptions (`translate`): connection failures and timeouts, and HTTP 429/5xx, become
   `UnavailableError("opensearch")` (→ 503 with Retry-After upstream); 400s (a mapping problem, e.g. a
-  vector of the wrong dimension) become `InvalidInputError`; 409s `ConflictError`; auth failures are our
+  vector of the wrong dimension) and 413s (a request above the domain's size cap) become
+  `InvalidInputError`; 409s `ConflictError`; auth failures are our
   own misconfiguration, so they are `UnavailableError` too (the caller can do nothing about them).
 - Errors reported inside a 200 response (a `_bulk` item, an `_msearch` item) go through the same
   `classify`, so both paths agree.
@@ -30,6 +31,8 @@ def classify(status: int, error_type: str | None, reason: str) -> QuarryError:
         return UnavailableError(BACKEND, detail, THROTTLED_RETRY_AFTER)
     if status == 400:
         return InvalidInputError(f"OpenSearch rejected the request: {detail}", {BACKEND: detail})
+    if status == 413:
+        return InvalidInputError(f"too large for OpenSearch: {detail}", {BACKEND: detail})
     if status == 409:
         return ConflictError(f"OpenSearch refused a conflicting write: {detail}")
     return UnavailableError(BACKEND, detail, UNAVAILABLE_RETRY_AFTER)

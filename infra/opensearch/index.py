@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from core.errors import InvalidInputError
+from core.errors import InvalidInputError, PayloadTooLargeError, QuarryError, UnavailableError
 from core.models import (
     Candidate,
     EntityKey,
@@ -31,22 +31,40 @@ from infra.opensearch import bodies, documents, mapping, responses
 from infra.opensearch.catalog import OpenSearchCatalog
 from infra.opensearch.client import RetryPolicy
 from infra.opensearch.errors import (
+    BACKEND,
     INDEX_MISSING,
     RETRYABLE_STATUSES,
+    UNAVAILABLE_RETRY_AFTER,
     classify,
     error_parts,
     translated,
 )
+from infra.opensearch.lifecycle import IndexLifecycle
 from infra.opensearch.responses import ItemResult
 
 _log = logging.getLogger(__name__)
 Refresh = bool | str  # False (default), True, or "wait_for" (tests, the local dev server)
-_RESOURCE_EXISTS = "resource_already_exists_exception"
+# Bytes per `_bulk` request. Amazon OpenSearch Service refuses requests above 10 MiB on small instance
+# types (100 MiB on larger ones) with a 413, and recommends bulk requests of 5–15 MiB: 5 MiB stays
+# below every cap with room to spare. QUARRY_OPENSEARCH_MAX_BULK_BYTES changes it.
+DEFAULT_MAX_BULK_BYTES = 5 * 1024 * 1024
 REFRESH_INTERVAL_SECONDS = 1.0  # OpenSearch's default index.refresh_interval (the mapping keeps it)
 
 
-class OpenSearchIndex(OpenSearchCatalog):
-    """SearchIndex over OpenSearch: one document per entity, chunks nested, versions external."""
+Write = tuple[str, bodies.SeqNo | None, dict[str, Any]]  # doc id, the read's (seq_no, term) or None, source
+# What a write makes of the stored document (None: none yet): the new `_source`, or the outcome without
+# writing (stale, duplicate, not found).
+Build = Callable[[Mapping[str, Any] | None], "dict[str, Any] | WriteOutcome"]
+CAS_ROUNDS = 16  # read-decide-write rounds per write before giving up under contention (each loses only
+# to a write that landed in between, so a round that fails means another writer made progress)
+
+
+class _TooLarge(Exception):
+    """A `_bulk` request the cluster refused as too large (HTTP 413)."""
+
+
+class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
+    """SearchIndex over OpenSearch: one document per entity, chunks nested, writes compare-and-set."""
 
     def __init__(
         self,
@@ -58,6 +76,7 @@ class OpenSearchIndex(OpenSearchCatalog):
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
         auto_create: bool = True,
+        max_bulk_bytes: int = DEFAULT_MAX_BULK_BYTES,
     ) -> None:
         self._client = client
         self._dimension = dimension
@@ -68,6 +87,7 @@ class OpenSearchIndex(OpenSearchCatalog):
         self._sleep = sleep
         self._jitter = jitter
         self._ready = not auto_create
+        self._max_bulk_bytes = max_bulk_bytes
 
     @property
     def visibility_delay_seconds(self) -> float:
@@ -78,38 +98,6 @@ class OpenSearchIndex(OpenSearchCatalog):
     def alias(self) -> str:
         """The alias every read and write goes through."""
         return self._alias
-
-    # -- index lifecycle --------------------------------------------------------------------------------
-
-    def ensure_index(self) -> bool:
-        """Create the template, the first index and its alias when missing; True when it created them."""
-        indices = self._client.indices
-        with translated():
-            indices.put_index_template(
-                name=mapping.template_name(self._prefix),
-                body=mapping.template_body(self._prefix, self._dimension),
-            )
-            if indices.exists_alias(name=self._alias):
-                self._ready = True
-                return False
-        created = self._create_first_index()
-        self._ready = True
-        return created
-
-    def _create_first_index(self) -> bool:
-        from opensearchpy.exceptions import RequestError
-
-        with translated():
-            try:
-                self._client.indices.create(
-                    index=mapping.index_name(self._prefix),
-                    body=mapping.create_index_body(self._prefix, self._dimension),
-                )
-            except RequestError as exc:
-                if error_parts(exc.info)[0] == _RESOURCE_EXISTS:
-                    return False  # another container won the race: same index, same alias
-                raise
-        return True
 
     # -- retried calls ----------------------------------------------------------------------------------
 
@@ -132,23 +120,52 @@ class OpenSearchIndex(OpenSearchCatalog):
             self._sleep(self._retry.delay(attempt, self._jitter()))
         return results
 
-    def _bulk(
-        self, writes: Sequence[tuple[str, int, dict[str, Any]]], version_type: str = "external"
-    ) -> list[ItemResult]:
+    def _bulk(self, writes: Sequence[Write]) -> list[ItemResult]:
+        """Write in as many `_bulk` requests as the byte limit needs; one result per write, in order."""
         if not self._ready:
             self.ensure_index()
+        sizes = [bodies.write_bytes(self._alias, *w) for w in writes]
+        results: list[ItemResult] = []
+        for batch in bodies.byte_batches(sizes, self._max_bulk_bytes):
+            results.extend(self._bulk_halving([writes[p] for p in batch]))
+        return results
+
+    def _bulk_halving(self, writes: Sequence[Write]) -> list[ItemResult]:
+        """One `_bulk`; refused as too large (413: the domain's cap is below our limit), halves, down to
+        one entity, which is then the caller's error (413), never an outage."""
+        try:
+            return self._bulk_request(writes)
+        except _TooLarge as exc:
+            if len(writes) == 1:
+                raise PayloadTooLargeError(
+                    f"entity {writes[0][0]} is too large for the OpenSearch request size limit: {exc}",
+                    self._max_bulk_bytes,
+                ) from exc
+            half = len(writes) // 2
+            return self._bulk_halving(writes[:half]) + self._bulk_halving(writes[half:])
+
+    def _bulk_request(self, writes: Sequence[Write]) -> list[ItemResult]:
+        from opensearchpy.exceptions import TransportError
+
         params = {} if self._refresh is False else {"refresh": self._refresh}
 
         def send(positions: list[int]) -> list[ItemResult]:
-            lines = bodies.bulk_lines(self._alias, [writes[p] for p in positions], version_type)
+            lines = bodies.bulk_lines(self._alias, [writes[p] for p in positions])
             with translated():
-                response = self._client.bulk(body=lines, **params)
+                try:
+                    response = self._client.bulk(body=lines, **params)
+                except TransportError as exc:
+                    if exc.status_code == 413:
+                        raise _TooLarge(str(exc.error)) from exc
+                    raise
             return responses.bulk_items(response, len(positions))
 
         return self._with_item_retries(len(writes), send, lambda item: item.status)
 
-    def _msearch(self, searches: Sequence[dict[str, Any]]) -> list[Mapping[str, Any] | None]:
-        """Run searches in one `_msearch`; None for a search whose index does not exist yet."""
+    def _msearch(self, searches: Sequence[dict[str, Any]]) -> list[Mapping[str, Any] | QuarryError | None]:
+        """Run searches in one `_msearch`: per search its result, None when the index does not exist yet,
+        or the error that search alone failed with (after retries)."""
+        self._ensure_for_reads()
 
         def send(positions: list[int]) -> list[Mapping[str, Any]]:
             lines = bodies.msearch_lines(self._alias, [searches[p] for p in positions])
@@ -160,13 +177,13 @@ class OpenSearchIndex(OpenSearchCatalog):
         return [self._search_result(item) for item in items]
 
     @staticmethod
-    def _search_result(item: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    def _search_result(item: Mapping[str, Any]) -> Mapping[str, Any] | QuarryError | None:
         if "error" not in item:
             return item
         error_type, reason = error_parts(item)
         if error_type == INDEX_MISSING:
             return None  # nothing was ever indexed: an empty result, not an outage
-        raise classify(int(item.get("status", 500)), error_type, reason)
+        return classify(int(item.get("status", 500)), error_type, reason)
 
     def _fetch(self, doc_ids: Sequence[str], with_chunks: bool = False) -> list[Mapping[str, Any]]:
         from opensearchpy.exceptions import NotFoundError
@@ -180,10 +197,49 @@ class OpenSearchIndex(OpenSearchCatalog):
                 raise
         return responses.mget_sources(response)
 
-    def _stored_doc(self, tenant_id: str, key: EntityKey, with_chunks: bool) -> Mapping[str, Any] | None:
-        found = self._fetch([documents.doc_id(tenant_id, key)], with_chunks)
-        doc = found[0] if found else None
-        return doc if doc is not None and doc.get(mapping.TENANT) == tenant_id else None
+    def _fetch_for_write(self, doc_ids: Sequence[str], read: str) -> dict[str, responses.StoredDoc]:
+        """The stored documents among `doc_ids` (`read`: "version", "entity" or "all" of each), with
+        `_seq_no`/`_primary_term`; `_mget` is real time, so it sees every write, refreshed or not."""
+        if not self._ready:
+            self.ensure_index()
+        body = bodies.mget_body(doc_ids, with_chunks=read == "all", version_only=read == "version")
+        with translated():
+            response = self._client.mget(body=body, index=self._alias)
+        return responses.mget_docs(response)
+
+    def _cas(self, jobs: Sequence[tuple[str, Build]], read: str = "version") -> list[WriteOutcome]:
+        """Compare-and-set writes: read each document, let its `Build` decide, write only if unchanged
+        since the read; a write that lost to another in between is decided again on the new document."""
+        if not jobs:
+            return []
+        outcomes: list[WriteOutcome | None] = [None] * len(jobs)
+        pending = list(range(len(jobs)))
+        for _ in range(CAS_ROUNDS):
+            stored = self._fetch_for_write([jobs[p][0] for p in pending], read)
+            writes: list[Write] = []
+            positions: list[int] = []
+            for p in pending:
+                doc_id, build = jobs[p]
+                found = stored.get(doc_id)
+                decided = build(found.source if found else None)
+                if isinstance(decided, WriteOutcome):
+                    outcomes[p] = decided
+                    continue
+                writes.append((doc_id, found.seq if found else None, decided))
+                positions.append(p)
+            pending = []
+            for p, item in zip(positions, self._bulk(writes) if writes else [], strict=True):
+                if item.ok:
+                    outcomes[p] = WriteOutcome.APPLIED
+                elif item.conflict:
+                    pending.append(p)  # written since our read: decide again
+                else:
+                    raise classify(item.status, item.error_type, item.reason)
+            if not pending:
+                return [o for o in outcomes if o is not None]
+        raise UnavailableError(
+            BACKEND, f"{len(pending)} writes kept losing to concurrent writes", UNAVAILABLE_RETRY_AFTER
+        )
 
     # -- writes -----------------------------------------------------------------------------------------
 
@@ -197,29 +253,14 @@ class OpenSearchIndex(OpenSearchCatalog):
                 )
 
     def upsert_many(self, records: Sequence[EntityRecord]) -> list[WriteOutcome]:
-        """Upsert many entity versions in one `_bulk`; one outcome per record, in order."""
+        """Upsert many entity versions (one `_mget` and one `_bulk` per round); one outcome per record."""
         for record in records:
             self._check_dimension(record)
-        writes = [
-            (documents.doc_id(r.tenant_id, r.key), r.version, documents.entity_source(r)) for r in records
-        ]
-        items = self._bulk(writes) if writes else []
-        return [responses.write_outcome(item, r.version) for item, r in zip(items, records, strict=True)]
+        return self._cas([(documents.doc_id(r.tenant_id, r.key), _replace_with(r)) for r in records])
 
     def upsert(self, record: EntityRecord) -> WriteOutcome:
-        """Store a whole entity version; OpenSearch's external versioning refuses anything not newer."""
+        """Store a whole entity version, unless the stored one is as new or newer."""
         return self.upsert_many([record])[0]
-
-    def _versioned_write(
-        self,
-        tenant_id: str,
-        key: EntityKey,
-        version: int,
-        source: dict[str, Any],
-        version_type: str = "external",
-    ) -> WriteOutcome:
-        item = self._bulk([(documents.doc_id(tenant_id, key), version, source)], version_type)[0]
-        return responses.write_outcome(item, version)
 
     def update_metadata(
         self,
@@ -231,38 +272,39 @@ class OpenSearchIndex(OpenSearchCatalog):
         updated_at: str,
         placement: Placement | None = None,
     ) -> WriteOutcome:
-        """Rewrite the stored document with new body/metadata (and placement) at `version`; text and
-        vectors kept."""
-        stored = self._stored_doc(tenant_id, key, with_chunks=True)
-        if stored is None or stored.get(mapping.DELETED):
-            return WriteOutcome.NOT_FOUND
-        refused = responses.refused(int(stored[mapping.VERSION]), version)
-        if refused is not None:
-            return refused
-        source = documents.with_metadata(stored, version, body, metadata, updated_at, placement)
-        return self._versioned_write(tenant_id, key, version, source)
+        """Rewrite the stored document with new body/metadata (and placement) at `version`, text and vectors
+        kept, built on the document as it is when written (a write landing after the read: read again)."""
+
+        def build(stored: Mapping[str, Any] | None) -> dict[str, Any] | WriteOutcome:
+            if not _owned(stored, tenant_id) or stored.get(mapping.DELETED):  # type: ignore[union-attr]
+                return WriteOutcome.NOT_FOUND
+            assert stored is not None
+            refused = responses.refused(int(stored[mapping.VERSION]), version)
+            return refused or documents.with_metadata(stored, version, body, metadata, updated_at, placement)
+
+        return self._cas([(documents.doc_id(tenant_id, key), build)], read="all")[0]
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         """Replace the entity by a tombstone at `version` (stored + 1 when None); see SearchIndex.delete.
 
-        Unknown with a version: a tombstone alone. A live document at exactly `version` is replaced with
-        `external_gte` (a delete wins a tie); everything else uses strict external versioning.
+        Unknown with a version: a tombstone alone (an older write arriving later is refused). A live
+        document at exactly `version` is replaced (a delete wins a tie).
         """
-        stored = self._stored_doc(tenant_id, key, with_chunks=False)
-        if stored is None:
-            if version is None:
-                return WriteOutcome.NOT_FOUND
-            return self._versioned_write(
-                tenant_id, key, version, documents.new_tombstone(tenant_id, key, version)
-            )
-        current = int(stored[mapping.VERSION])
-        effective = current + 1 if version is None else version
-        tie = effective == current and not stored.get(mapping.DELETED)
-        refused = None if tie else responses.refused(current, effective)
-        if refused is not None:
-            return refused
-        source = documents.tombstone(stored, effective)
-        return self._versioned_write(tenant_id, key, effective, source, "external_gte" if tie else "external")
+
+        def build(stored: Mapping[str, Any] | None) -> dict[str, Any] | WriteOutcome:
+            if not _owned(stored, tenant_id):
+                if version is None:
+                    return WriteOutcome.NOT_FOUND
+                return documents.new_tombstone(tenant_id, key, version)
+            assert stored is not None
+            current = int(stored[mapping.VERSION])
+            effective = current + 1 if version is None else version
+            if effective == current and not stored.get(mapping.DELETED):
+                return documents.tombstone(stored, effective)  # a delete wins a tie
+            refused = responses.refused(current, effective)
+            return refused or documents.tombstone(stored, effective)
+
+        return self._cas([(documents.doc_id(tenant_id, key), build)], read="entity")[0]
 
     # -- reads ------------------------------------------------------------------------------------------
 
@@ -305,14 +347,38 @@ class OpenSearchIndex(OpenSearchCatalog):
         searches: list[tuple[str, dict[str, Any]]] = []
         if query is not None and not query.empty and k > 0:
             searches.append(("lexical", bodies.lexical_body(tenant_id, query, filters, k)))
-        if embedding is not None and k > 0 and self._matches_dimension(embedding):
+        if embedding is not None and k > 0 and self._matches_dimension(embedding) and any(embedding):
             searches.append(("vector", bodies.vector_body(tenant_id, embedding, filters, k)))
         if not searches:
             return Retrieval()
         results = self._msearch([body for _, body in searches])
+        failed = [r for r in results if isinstance(r, QuarryError)]
+        if failed and len(failed) == len(results):
+            raise failed[0]
         lists: dict[str, tuple[Candidate, ...]] = {"lexical": (), "vector": ()}
         for (kind, _), result in zip(searches, results, strict=True):
+            if isinstance(result, QuarryError):
+                # One list failing (e.g. a zero query vector, which cosinesimil refuses) leaves the other.
+                _log.warning("%s search failed, returning the other list only: %s", kind, result)
+                continue
             convert = responses.bm25 if kind == "lexical" else responses.cosine
             found = responses.candidates(result, k, tenant_id, convert) if result is not None else []
             lists[kind] = tuple(found)
         return Retrieval(lexical=lists["lexical"], vector=lists["vector"])
+
+
+def _owned(stored: Mapping[str, Any] | None, tenant_id: str) -> bool:
+    return stored is not None and stored.get(mapping.TENANT) == tenant_id
+
+
+def _replace_with(record: EntityRecord) -> Build:
+    """A whole new version replaces the stored document unless that one is as new or newer."""
+
+    def build(stored: Mapping[str, Any] | None) -> dict[str, Any] | WriteOutcome:
+        if stored is not None:
+            refused = responses.refused(int(stored[mapping.VERSION]), record.version)
+            if refused is not None:
+                return refused
+        return documents.entity_source(record)
+
+    return build

@@ -1,9 +1,9 @@
 """The OpenSearch index layout: field names, the mapping, the index template and the alias.
 
 One document per entity; its chunks are `nested` objects, each with three english-analysed text tiers
-(boost 3, 2, 1) and a `knn_vector`. One document per entity makes the entity's version the document's
-external version, so a new version replaces every chunk atomically (no stale chunk stays searchable)
-and a stale write is refused by OpenSearch itself, even under races.
+(boost 3, 2, 1) and a `knn_vector`. One document per entity means a new version replaces every chunk
+atomically (no stale chunk stays searchable), and every write is one conditional write of that document
+(compare-and-set on its `_seq_no`, see `bodies`), so a stale write loses even under races.
 
 k-NN engine: Lucene HNSW with `cosinesimil`. Lucene supports efficient (in-graph) filtering since
 OpenSearch 2.4 and nested fields with a filter on parent fields, and it accepts `cosinesimil` on every
@@ -25,7 +25,7 @@ DELETED = "deleted"
 SOURCE = "source"
 OWNER = "owner"
 NAMESPACE = "namespace"
-METADATA = "metadata"  # filter copy: every value a keyword (see documents.keyword)
+METADATA = "metadata_terms"  # filter copy: one `key=value` keyword per value (see documents.metadata_terms)
 METADATA_RAW = "metadata_raw"  # the values as given, returned to callers
 CHUNKS = "chunks"
 CHUNK_NO = f"{CHUNKS}.chunk_no"
@@ -53,7 +53,9 @@ SPACE_TYPE = "cosinesimil"
 # HNSW graph parameters: OpenSearch's defaults (k-NN docs, "Supported methods": m 16, ef_construction 100).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
-METADATA_KEYWORD_MAX = 1024  # longer metadata values are stored but not indexed (Lucene term limit is 32 KB)
+METADATA_KEYWORD_MAX = (
+    2048  # longer `key=value` terms are stored but not indexed (Lucene term limit is 32 KB)
+)
 TEMPLATE_PRIORITY = 100  # above the default 0 so our template wins over catch-all templates
 FIRST_GENERATION = 1
 
@@ -106,17 +108,14 @@ def chunk_properties(dimension: int) -> dict[str, Any]:
 
 
 def mappings(dimension: int) -> dict[str, Any]:
-    """The type mapping: strict at the top, metadata values mapped as keywords whatever their JSON type."""
+    """The type mapping: strict, a fixed set of fields whatever the tenants' metadata keys.
+
+    Metadata is filtered through ONE keyword field of `key=value` terms, so no tenant's keys become
+    fields: none can exhaust `index.mapping.total_fields.limit` (1,000) nor block another's key
+    (`a` as a keyword would refuse `a.b` as an object).
+    """
     return {
         "dynamic": "strict",
-        "dynamic_templates": [
-            {
-                "metadata_as_keywords": {
-                    "path_match": f"{METADATA}.*",
-                    "mapping": {"type": "keyword", "ignore_above": METADATA_KEYWORD_MAX},
-                }
-            }
-        ],
         "properties": {
             TENANT: _keyword(),
             ENTITY_TYPE: _keyword(),
@@ -131,32 +130,62 @@ def mappings(dimension: int) -> dict[str, Any]:
             "title": _stored_only("text"),
             "content_hash": _stored_only("keyword"),
             "body": {"type": "object", "enabled": False},
-            METADATA: {"type": "object", "dynamic": True},
+            METADATA: {"type": "keyword", "ignore_above": METADATA_KEYWORD_MAX},
             METADATA_RAW: {"type": "object", "enabled": False},
             CHUNKS: {"type": "nested", "properties": chunk_properties(dimension)},
         },
     }
 
 
-def settings() -> dict[str, Any]:
-    """Index settings: k-NN on (required by the k-NN plugin for knn_vector fields)."""
-    return {"index": {"knn": True}}
+def settings(derived_source_setting: bool = False) -> dict[str, Any]:
+    """Index settings: k-NN on (required by the k-NN plugin for knn_vector fields).
+
+    From OpenSearch 3.0 the k-NN plugin's derived source (`index.knn.derived_source.enabled`) is on by
+    default: vectors leave `_source` and are rebuilt on read. A metadata update reads the stored document
+    and writes it back whole, so it is pinned off where the setting exists (2.x refuses it as unknown).
+    """
+    index: dict[str, Any] = {"knn": True}
+    if derived_source_setting:
+        index["knn.derived_source.enabled"] = False
+    return {"index": index}
 
 
-def template_body(prefix: str, dimension: int) -> dict[str, Any]:
+def has_derived_source_setting(version_number: str) -> bool:
+    """True for OpenSearch versions whose k-NN plugin knows `index.knn.derived_source.enabled` (3.x on)."""
+    major = version_number.split(".", 1)[0]
+    return major.isdigit() and int(major) >= 3
+
+
+def template_body(prefix: str, dimension: int, derived_source_setting: bool = False) -> dict[str, Any]:
     """PUT _index_template/<prefix>-template: settings and mappings for every `<prefix>-v*` index."""
     return {
         "index_patterns": [f"{prefix}-v*"],
         "priority": TEMPLATE_PRIORITY,
-        "template": {"settings": settings(), "mappings": mappings(dimension)},
+        "template": {"settings": settings(derived_source_setting), "mappings": mappings(dimension)},
         "_meta": {"managed_by": "quarry", "dimension": dimension},
     }
 
 
-def create_index_body(prefix: str, dimension: int) -> dict[str, Any]:
+def create_index_body(prefix: str, dimension: int, derived_source_setting: bool = False) -> dict[str, Any]:
     """PUT <prefix>-v1: the same settings and mappings (explicit, so no template is needed) and the alias."""
     return {
-        "settings": settings(),
+        "settings": settings(derived_source_setting),
         "mappings": mappings(dimension),
         "aliases": {prefix: {"is_write_index": True}},
     }
+
+
+def layout_problem(live_mappings: dict[str, Any], dimension: int) -> str | None:
+    """Why an existing index (its GET `_mapping` entry) cannot take this adapter's documents, or None.
+
+    A changed embedding model (another dimension) or an index from an older layout would otherwise fail
+    every write with a 400 and every vector search: both need a new index generation and a reindex.
+    """
+    properties = (live_mappings.get("mappings") or {}).get("properties") or {}
+    chunk = ((properties.get(CHUNKS) or {}).get("properties") or {}).get("embedding") or {}
+    live = chunk.get("dimension")
+    if live != dimension:
+        return f"its vectors have {live} dimensions, the embedder makes {dimension}"
+    if (properties.get(METADATA) or {}).get("type") != "keyword":
+        return f"it predates the `{METADATA}` field (an older index layout)"
+    return None

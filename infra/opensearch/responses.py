@@ -11,7 +11,7 @@ from core.errors import UnavailableError
 from core.models import Candidate, EntityKey, WriteOutcome
 from infra.opensearch import mapping as m
 from infra.opensearch.bodies import INNER_HITS_NAME
-from infra.opensearch.errors import BACKEND, classify
+from infra.opensearch.errors import BACKEND
 
 # "[id]: version conflict, current version [12] is higher or equal to the one provided [10]"
 # (OpenSearch VersionType.EXTERNAL.explainConflictForWrites).
@@ -156,18 +156,23 @@ def refused(stored: int, given: int) -> WriteOutcome | None:
     return WriteOutcome.STALE if given < stored else WriteOutcome.DUPLICATE
 
 
-def write_outcome(item: ItemResult, given: int) -> WriteOutcome:
-    """What a bulk `index` action with an external version did."""
-    if item.ok:
-        return WriteOutcome.APPLIED
-    if item.conflict:
-        # OpenSearch refused the version; the reason names the stored one. An unparseable reason is
-        # still a refusal: report it as stale (never applied either way).
-        stored = item.stored_version
-        return WriteOutcome.DUPLICATE if stored == given else WriteOutcome.STALE
-    raise classify(item.status, item.error_type, item.reason)
-
-
 def mget_sources(response: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """`_source` of every document an `_mget` found."""
     return [d["_source"] for d in response.get("docs") or [] if d.get("found") and d.get("_source")]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDoc:
+    """A document as read for a compare-and-set write: its `_source` and `(_seq_no, _primary_term)`."""
+
+    source: Mapping[str, Any]
+    seq: tuple[int, int]
+
+
+def mget_docs(response: Mapping[str, Any]) -> dict[str, StoredDoc]:
+    """Every document an `_mget` found, by `_id`, with what a conditional write needs."""
+    return {
+        str(d["_id"]): StoredDoc(d.get("_source") or {}, (int(d["_seq_no"]), int(d["_primary_term"])))
+        for d in response.get("docs") or []
+        if d.get("found")
+    }

@@ -1,9 +1,9 @@
 """Test doubles for the OpenSearch *server* (never for the adapter under test).
 
 - `FakeOpenSearch`: an in-memory stand-in for the cluster's document APIs that the adapter's write path
-  depends on, following OpenSearch's documented behaviour: `_bulk` index actions with external
-  versioning (a version not greater than the stored one is refused with a 409 whose reason names the
-  stored version), `require_alias`, realtime `_mget`, the index template/alias calls. `_msearch`
+  depends on, following OpenSearch's documented behaviour: `_bulk` `create` actions (409 when the
+  document exists) and `index` actions with `if_seq_no`/`if_primary_term` (409 when the document changed
+  since), `require_alias`, realtime `_mget` with each document's `_seq_no`, the index template/alias calls. `_msearch`
   answers from a queue of canned responses (search ranking is OpenSearch's job; the live suite covers it).
   Every response it returns validates against the specification's response schemas (tested).
 - `FakeConnection`: an opensearch-py `Connection` that plays a script of failures and answers, so the
@@ -25,11 +25,11 @@ def _shards() -> dict[str, int]:
     return {"total": 2, "successful": 1, "failed": 0}
 
 
-def conflict_item(alias_index: str, doc_id: str, stored: int, given: int) -> dict[str, Any]:
-    """A bulk item refused by external versioning, as OpenSearch reports it."""
-    reason = f"[{doc_id}]: version conflict, current version [{stored}] is higher or equal to the one provided [{given}]"
+def conflict_item(alias_index: str, doc_id: str, reason: str, action: str = "index") -> dict[str, Any]:
+    """A bulk item refused by a failed condition (document exists / changed since read), as OpenSearch
+    reports it."""
     return {
-        "index": {
+        action: {
             "_index": alias_index,
             "_id": doc_id,
             "status": 409,
@@ -44,10 +44,10 @@ def conflict_item(alias_index: str, doc_id: str, stored: int, given: int) -> dic
     }
 
 
-def throttled_item(alias_index: str, doc_id: str) -> dict[str, Any]:
+def throttled_item(alias_index: str, doc_id: str, action: str = "index") -> dict[str, Any]:
     """A bulk item rejected because the write queue was full."""
     return {
-        "index": {
+        action: {
             "_index": alias_index,
             "_id": doc_id,
             "status": 429,
@@ -87,6 +87,11 @@ class _FakeIndices:
         self._server.log.append(("exists_alias", name, None, params))
         return name in self._server.aliases
 
+    def get_mapping(self, *, index: str, **params: Any) -> dict[str, Any]:
+        self._server.log.append(("get_mapping", index, None, params))
+        name = self._server.aliases[index]
+        return {name: {"mappings": copy.deepcopy(self._server.concrete[name]["mappings"])}}
+
     def create(self, *, index: str, body: dict[str, Any], **params: Any) -> dict[str, Any]:
         self._server.log.append(("create", index, body, params))
         if index in self._server.concrete:
@@ -108,7 +113,9 @@ class FakeOpenSearch:
     """See the module docstring. `docs` maps `_id` → (version, source) of the one index behind the alias."""
 
     def __init__(self) -> None:
-        self.docs: dict[str, tuple[int, dict[str, Any]]] = {}
+        self.docs: dict[str, tuple[int, dict[str, Any]]] = {}  # _id → (_version, _source)
+        self.seq_nos: dict[str, tuple[int, int]] = {}  # _id → (_seq_no, _primary_term)
+        self.next_seq_no = -1  # the shard's last sequence number: the first write gets 0
         self.templates: dict[str, Any] = {}
         self.concrete: dict[str, Any] = {}  # index name → the body it was created with
         self.aliases: dict[str, str] = {}
@@ -117,6 +124,12 @@ class FakeOpenSearch:
         self.bulk_interceptor: Callable[[int, dict[str, Any]], dict[str, Any] | None] | None = None
         self.indices = _FakeIndices(self)
 
+    version_number = "2.19.1"
+
+    def info(self, **params: Any) -> dict[str, Any]:
+        self.log.append(("info", None, None, params))
+        return {"version": {"number": self.version_number, "distribution": "opensearch"}}
+
     def calls(self, api: str) -> list[tuple[str, Any, Any, dict[str, Any]]]:
         """The logged calls to one API."""
         return [c for c in self.log if c[0] == api]
@@ -124,11 +137,11 @@ class FakeOpenSearch:
     # -- documents ---------------------------------------------------------------------------------------
 
     def _write(self, action: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
-        spec = action["index"]
-        alias, doc_id, given = spec["_index"], spec["_id"], int(spec["version"])
+        (kind, spec), *_ = action.items()
+        alias, doc_id = spec["_index"], spec["_id"]
         if spec.get("require_alias") and alias not in self.aliases:
             return {
-                "index": {
+                kind: {
                     "_index": alias,
                     "_id": doc_id,
                     "status": 404,
@@ -140,19 +153,29 @@ class FakeOpenSearch:
             }
         concrete = self.aliases.get(alias, alias)
         stored = self.docs.get(doc_id)
-        if spec.get("version_type") == "external" and stored is not None and stored[0] >= given:
-            return conflict_item(concrete, doc_id, stored[0], given)
-        if spec.get("version_type") == "external_gte" and stored is not None and stored[0] > given:
-            return conflict_item(concrete, doc_id, stored[0], given)
-        self.docs[doc_id] = (given, json.loads(json.dumps(source)))
+        if kind == "create" and stored is not None:
+            reason = f"[{doc_id}]: version conflict, document already exists (current version [{stored[0]}])"
+            return conflict_item(concrete, doc_id, reason, "create")
+        if "if_seq_no" in spec:
+            current = self.seq_nos.get(doc_id)
+            if current is None or current != (spec["if_seq_no"], spec["if_primary_term"]):
+                reason = (
+                    f"[{doc_id}]: version conflict, required seqNo [{spec['if_seq_no']}], primary term "
+                    f"[{spec['if_primary_term']}]. current document has seqNo [{(current or (-1, 0))[0]}]"
+                )
+                return conflict_item(concrete, doc_id, reason)
+        version = (stored[0] + 1) if stored else 1
+        self.next_seq_no += 1
+        self.docs[doc_id] = (version, json.loads(json.dumps(source)))
+        self.seq_nos[doc_id] = (self.next_seq_no, 1)
         return {
-            "index": {
+            kind: {
                 "_index": concrete,
                 "_id": doc_id,
-                "_version": given,
+                "_version": version,
                 "result": "updated" if stored else "created",
                 "_shards": _shards(),
-                "_seq_no": len(self.log),
+                "_seq_no": self.next_seq_no,
                 "_primary_term": 1,
                 "status": 200 if stored else 201,
             }
@@ -185,7 +208,12 @@ class FakeOpenSearch:
                 if isinstance(spec.get("_source"), dict):
                     for field in spec["_source"].get("excludes", []):
                         source.pop(field, None)
-                entry.update({"_version": found[0], "_seq_no": 0, "_primary_term": 1, "_source": source})
+                    if "includes" in spec["_source"]:
+                        source = {k: v for k, v in source.items() if k in spec["_source"]["includes"]}
+                seq_no, term = self.seq_nos[spec["_id"]]
+                entry.update(
+                    {"_version": found[0], "_seq_no": seq_no, "_primary_term": term, "_source": source}
+                )
             docs.append(entry)
         return {"docs": docs}
 

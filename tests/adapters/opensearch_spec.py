@@ -21,6 +21,7 @@ open schemas). The test suite re-checks the 119 without aggregations (those take
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
@@ -32,7 +33,10 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SPEC_ROOT = REPO_ROOT.parent / "shared" / "opensearch-api-spec"
+# QUARRY_OPENSEARCH_SPEC points elsewhere (e.g. from a git worktree, whose parent has no shared/).
+SPEC_ROOT = Path(
+    os.environ.get("QUARRY_OPENSEARCH_SPEC") or REPO_ROOT.parent / "shared" / "opensearch-api-spec"
+)
 SPEC_MISSING_REASON = (
     f"the OpenSearch API specification is not at {SPEC_ROOT} (CI clones shared/ beside main)"
 )

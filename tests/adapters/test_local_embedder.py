@@ -1,5 +1,7 @@
-"""The NumPy embedder against sentence-transformers' own vectors, and its behaviour as a port adapter:
-lazy loading, batching, other BERT folders (CLS pooling, query prefix), broken model files."""
+"""The local embedder against sentence-transformers' own vectors, and its behaviour as a port adapter:
+lazy loading, batching, other BERT folders (CLS pooling, query prefix), broken model files. Each exact
+runtime (the NumPy reference and the fp32 ONNX graph) is held to the same strict bar; the int8 graph and
+the graph cache are tested in test_onnx_embedder.py."""
 
 from __future__ import annotations
 
@@ -26,6 +28,24 @@ EQUALITY_BAR = 0.99999  # cosine to sentence-transformers' vector (shared/embedd
 STRICT_BAR = 0.999999
 
 pytestmark = pytest.mark.embedder
+EXACT_RUNTIMES = ["numpy", "onnx"]
+
+
+@pytest.fixture(scope="module", params=EXACT_RUNTIMES)
+def exact_embedder(request: pytest.FixtureRequest) -> LocalEmbedder:
+    """MiniLM on each exact runtime (the ONNX graph is cached in the user cache, built once)."""
+    if request.param != "numpy":
+        pytest.importorskip("onnxruntime")
+    embedder = LocalEmbedder(runtime=request.param)
+    embedder.warm()
+    return embedder
+
+
+@pytest.fixture(params=EXACT_RUNTIMES)
+def runtime(request: pytest.FixtureRequest) -> str:
+    if request.param != "numpy":
+        pytest.importorskip("onnxruntime")
+    return str(request.param)
 
 
 def reference() -> list[dict[str, Any]]:
@@ -38,10 +58,10 @@ def cosines(vectors: list[np.ndarray], rows: list[dict[str, Any]]) -> np.ndarray
     return np.einsum("ij,ij->i", np.asarray(vectors, dtype=np.float64), ref)
 
 
-def test_reproduces_every_reference_vector_in_one_batch(real_embedder: Any) -> None:
+def test_reproduces_every_reference_vector_in_one_batch(exact_embedder: LocalEmbedder) -> None:
     rows = reference()
     assert len(rows) == 52
-    vectors = real_embedder.embed([r["text"] for r in rows])
+    vectors = exact_embedder.embed([r["text"] for r in rows])
     sims = cosines(vectors, rows)
     worst = int(np.argmin(sims))
     assert sims.min() >= EQUALITY_BAR, f"{rows[worst]['text'][:60]!r}: cosine {sims[worst]:.7f}"
@@ -50,9 +70,9 @@ def test_reproduces_every_reference_vector_in_one_batch(real_embedder: Any) -> N
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_reproduces_reference_vectors_one_text_at_a_time(real_embedder: Any) -> None:
+def test_reproduces_reference_vectors_one_text_at_a_time(exact_embedder: LocalEmbedder) -> None:
     rows = reference()[::5]  # batching must not change a vector: padding is masked out
-    sims = cosines([real_embedder.embed([r["text"]])[0] for r in rows], rows)
+    sims = cosines([exact_embedder.embed([r["text"]])[0] for r in rows], rows)
     assert sims.min() >= STRICT_BAR
 
 
@@ -63,16 +83,16 @@ def test_the_bar_catches_the_tanh_gelu(real_embedder: Any, monkeypatch: pytest.M
         x[...] = 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
         return x
 
-    fresh = LocalEmbedder()
+    fresh = LocalEmbedder(runtime="numpy")
     monkeypatch.setattr(bert, "gelu", tanh_gelu)
     rows = reference()
     sims = cosines(fresh.embed([r["text"] for r in rows]), rows)
     assert sims.min() < STRICT_BAR
 
 
-def test_long_texts_are_truncated_at_256_word_pieces(real_embedder: Any) -> None:
+def test_long_texts_are_truncated_at_256_word_pieces(exact_embedder: LocalEmbedder) -> None:
     base = "the estrogen receptor binds chromatin " * 60  # ~300 word pieces
-    assert np.allclose(real_embedder.embed([base])[0], real_embedder.embed([base + " extra " * 50])[0])
+    assert np.allclose(exact_embedder.embed([base])[0], exact_embedder.embed([base + " extra " * 50])[0])
 
 
 def test_blank_and_empty_inputs() -> None:
@@ -149,9 +169,9 @@ def tiny_bert(path: Path, *, cls_pooling: bool, hidden: int = 32) -> Path:
     return path
 
 
-def test_any_bert_folder_with_cls_pooling_and_a_query_prefix(tmp_path: Path) -> None:
+def test_any_bert_folder_with_cls_pooling_and_a_query_prefix(tmp_path: Path, runtime: Any) -> None:
     folder = tiny_bert(tmp_path / "tiny", cls_pooling=True)
-    embedder = LocalEmbedder(folder, query_prefix="query: ")
+    embedder = LocalEmbedder(folder, query_prefix="query: ", runtime=runtime, cache_dir=tmp_path / "cache")
     assert embedder.dimension == 32
     assert embedder.model_id == "local:tiny"
     assert embedder.describe()["pooling"] == "cls"
@@ -172,8 +192,9 @@ def test_any_bert_folder_with_cls_pooling_and_a_query_prefix(tmp_path: Path) -> 
     assert not np.allclose(embedder.embed_query(["rate limiter"])[0], passage)
 
 
-def test_mean_pooling_ignores_padding_in_mixed_batches(tmp_path: Path) -> None:
-    embedder = LocalEmbedder(tiny_bert(tmp_path / "tiny", cls_pooling=False))
+def test_mean_pooling_ignores_padding_in_mixed_batches(tmp_path: Path, runtime: Any) -> None:
+    folder = tiny_bert(tmp_path / "tiny", cls_pooling=False)
+    embedder = LocalEmbedder(folder, runtime=runtime, cache_dir=tmp_path / "cache")
     texts = ["a", "a much longer text about rate limiting and login throttling", "b c"]
     batch = embedder.embed(texts)
     for text, vector in zip(texts, batch, strict=True):
@@ -198,7 +219,9 @@ def copy_model(tmp_path: Path) -> Path:
         ("garbage-config", "config.json"),
     ],
 )
-def test_a_broken_model_folder_is_unavailable_not_a_crash(tmp_path: Path, damage: str, expected: str) -> None:
+def test_a_broken_model_folder_is_unavailable_not_a_crash(
+    tmp_path: Path, damage: str, expected: str, runtime: Any
+) -> None:
     folder = copy_model(tmp_path)
     if damage == "truncate-weights":
         data = (folder / "model.safetensors").read_bytes()
@@ -209,7 +232,7 @@ def test_a_broken_model_folder_is_unavailable_not_a_crash(tmp_path: Path, damage
         (folder / "model.safetensors").unlink()
     else:
         (folder / "config.json").write_text("[]")
-    embedder = LocalEmbedder(folder)
+    embedder = LocalEmbedder(folder, runtime=runtime, cache_dir=tmp_path / "cache")
     with pytest.raises(UnavailableError) as caught:
         embedder.embed(["hello"])
     assert expected in str(caught.value.message) or "model folder" in str(caught.value.message)

@@ -1,5 +1,5 @@
-"""OpenSearchIndex's own decisions, against FakeOpenSearch (a model of the server's documented external
-versioning, alias and mget behaviour): version outcomes, tombstones, metadata rewrites, the index
+"""OpenSearchIndex's own decisions, against FakeOpenSearch (a model of the server's documented conditional
+writes, alias and mget behaviour): version outcomes, tombstones, metadata rewrites, the index
 lifecycle, and that retrieval is one `_msearch` whose answers become candidates."""
 
 from __future__ import annotations
@@ -49,6 +49,17 @@ def test_the_first_write_creates_template_index_and_alias_once(
     assert all(call[3] == {"refresh": "wait_for"} for call in server.calls("bulk"))
 
 
+@pytest.mark.parametrize(("version", "pinned"), [("2.19.1", False), ("3.1.0", True)])
+def test_knn_derived_source_is_pinned_off_where_it_exists(version: str, pinned: bool) -> None:
+    server = FakeOpenSearch()
+    server.version_number = version
+    OpenSearchIndex(server, dimension=DIM).ensure_index()
+    created = server.concrete["quarry-v1"]["settings"]["index"]
+    template = server.templates["quarry-template"]["template"]["settings"]["index"]
+    assert ("knn.derived_source.enabled" in created) is pinned and created == template
+    assert created.get("knn.derived_source.enabled", False) is False
+
+
 def test_ensure_index_leaves_an_existing_alias_alone_and_tolerates_a_lost_race(
     server: FakeOpenSearch,
 ) -> None:
@@ -94,6 +105,7 @@ def test_upsert_many_reports_each_record_in_one_bulk(server: FakeOpenSearch, ind
     )
     assert outcomes == [WriteOutcome.STALE, WriteOutcome.APPLIED, WriteOutcome.DUPLICATE]
     assert len(server.calls("bulk")) == 2 and index.upsert_many([]) == []
+    assert len(server.calls("mget")) == 2  # nothing to write: nothing read either
 
 
 def test_a_vector_of_the_wrong_dimension_is_refused_before_sending(
@@ -140,7 +152,7 @@ def test_metadata_updates_keep_text_and_vectors(server: FakeOpenSearch, index: O
     assert outcome is WriteOutcome.APPLIED
     doc = stored(server)
     assert doc["chunks"] == before and doc["version"] == 2 and doc["updated_at"] == "2026-11-02"
-    assert doc["metadata"] == {"status": "done", "n": "3"} and doc["metadata_raw"] == {
+    assert doc["metadata_terms"] == ["status=done", "n=3"] and doc["metadata_raw"] == {
         "status": "done",
         "n": 3,
     }
@@ -247,7 +259,7 @@ def test_a_delete_before_the_create_leaves_a_tombstone_the_create_cannot_pass(
     server: FakeOpenSearch, index: OpenSearchIndex
 ) -> None:
     assert index.delete("t", KEY, 5) is WriteOutcome.APPLIED  # the tombstone alone is written
-    assert stored(server)["deleted"] is True and server.docs[documents.doc_id("t", KEY)][0] == 5
+    assert stored(server)["deleted"] is True and stored(server)["version"] == 5
     assert index.upsert(record("t", "memory", "a", "resurrected", version=3)) is WriteOutcome.STALE
     assert index.get("t", [KEY])[KEY].deleted
 

@@ -199,7 +199,8 @@ def test_throttled_bulk_items_are_resent_alone_after_a_backoff() -> None:
     def throttle_second_once(position: int, action: dict[str, Any]) -> dict[str, Any] | None:
         if position == 1 and not rejected:
             rejected.append(position)
-            return throttled_item("quarry-v1", action["index"]["_id"])
+            (kind, meta), *_ = action.items()
+            return throttled_item("quarry-v1", meta["_id"], kind)
         return None
 
     server.bulk_interceptor = throttle_second_once
@@ -208,12 +209,26 @@ def test_throttled_bulk_items_are_resent_alone_after_a_backoff() -> None:
     assert index.upsert_many(records) == [WriteOutcome.APPLIED, WriteOutcome.APPLIED]
     first, second = server.calls("bulk")
     assert len(first[2]) == 4 and len(second[2]) == 2  # only the throttled action went again
-    assert second[2][0]["index"]["_id"].endswith(":b") and sleeps == pytest.approx([0.1])
+    assert second[2][0]["create"]["_id"].endswith(":b") and sleeps == pytest.approx([0.1])
+
+
+def test_writes_that_keep_losing_to_concurrent_writers_end_as_unavailable() -> None:
+    from infra.opensearch.index import CAS_ROUNDS
+    from tests.adapters.opensearch_fakes import conflict_item
+
+    server = FakeOpenSearch()
+    server.bulk_interceptor = lambda _, action: conflict_item(
+        "quarry-v1", action["create"]["_id"], "exists", "create"
+    )
+    index, _ = adapter(server)
+    with pytest.raises(UnavailableError):
+        index.upsert(record("t", "memory", "a", "one"))
+    assert len(server.calls("bulk")) == len(server.calls("mget")) == CAS_ROUNDS  # read, decide, write
 
 
 def test_bulk_items_still_throttled_after_the_retries_fail_as_unavailable() -> None:
     server = FakeOpenSearch()
-    server.bulk_interceptor = lambda _, action: throttled_item("quarry-v1", action["index"]["_id"])
+    server.bulk_interceptor = lambda _, action: throttled_item("quarry-v1", action["create"]["_id"], "create")
     index, sleeps = adapter(server, max_retries=2)
     with pytest.raises(UnavailableError) as raised:
         index.upsert(record("t", "memory", "a", "one"))
@@ -300,7 +315,15 @@ def test_a_plain_url_uses_basic_auth_from_its_userinfo_and_no_signing() -> None:
     assert _connection(build_client("http://localhost:9200")).session.auth is None
 
 
-def test_build_index_names_the_missing_url_variable() -> None:
+def test_serverless_is_refused_at_start_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUARRY_OPENSEARCH_SERVICE", "aoss")
+    with pytest.raises(ConfigurationError) as raised:
+        load_settings(index="opensearch", opensearch_url="https://x.aoss.amazonaws.com")
+    assert "custom document ids" in raised.value.variables["QUARRY_OPENSEARCH_SERVICE"]
+
+
+def test_build_index_names_the_missing_url_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("QUARRY_OPENSEARCH_URL", raising=False)  # set by `make test` for the live suite
     with pytest.raises(ConfigurationError) as raised:
         load_settings(index="opensearch")
     assert "QUARRY_OPENSEARCH_URL" in raised.value.variables

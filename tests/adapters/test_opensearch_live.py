@@ -1,8 +1,9 @@
 """OpenSearchIndex against a real cluster: the shared SearchIndex contract plus what only a live cluster
-can show (one round trip, raw cosine scores, external versioning under concurrent writers, the template
+can show (one round trip, raw cosine scores, conditional writes under concurrent writers, the template
 covering a new index generation).
 
-Skipped unless QUARRY_OPENSEARCH_URL is set. Examples:
+`make test` starts a local node for them. Skipped unless QUARRY_OPENSEARCH_URL is set (a failure instead
+when QUARRY_REQUIRE_OPENSEARCH=1, as in CI). Examples:
 
     # a local cluster (security plugin disabled, or credentials in the URL)
     QUARRY_OPENSEARCH_URL=http://localhost:9200 .venv/bin/pytest -m live tests/adapters/test_opensearch_live.py
@@ -10,69 +11,41 @@ Skipped unless QUARRY_OPENSEARCH_URL is set. Examples:
     QUARRY_OPENSEARCH_URL=https://search-xyz.eu-west-1.es.amazonaws.com QUARRY_OPENSEARCH_REGION=eu-west-1 \\
         .venv/bin/pytest -m live tests/adapters/test_opensearch_live.py
 
-Every test works in its own index (`quarry-test-<random>-v1` behind alias `quarry-test-<random>`) and
-deletes it, and its template, afterwards.
+Every test works in its own index (tests/adapters/opensearch_live_support.py), deleted afterwards.
 """
 
 from __future__ import annotations
 
-import os
 import random
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
+from core.errors import ConfigurationError, PayloadTooLargeError
 from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
-from infra.opensearch import OpenSearchIndex, build_client, mapping
-from infra.settings import load_settings
-from tests.adapters.search_index_contract import DIM, SearchIndexContract, lex, record, unit, vec
+from infra.opensearch import OpenSearchIndex, bodies, mapping
+from tests.adapters.opensearch_live_support import fresh_live_index, live_client
+from tests.adapters.search_index_contract import DIM, lex, record, unit, vec
 
-pytestmark = [
-    pytest.mark.live,
-    pytest.mark.skipif(
-        not os.environ.get("QUARRY_OPENSEARCH_URL"),
-        reason="QUARRY_OPENSEARCH_URL is not set (no live cluster)",
-    ),
-]
+pytestmark = [pytest.mark.live]
 CONCURRENT_VERSIONS = 24  # versions of one entity written at once by the race test
 WRITER_THREADS = 8
 
 
 @pytest.fixture(scope="module")
-def client() -> Any:
-    settings = load_settings()
-    return build_client(
-        str(settings.opensearch_url),
-        region=settings.opensearch_region,
-        service=settings.opensearch_service,
-        timeout=settings.opensearch_timeout,
-        max_retries=settings.opensearch_max_retries,
-    )
+def client(opensearch_url: str) -> Any:
+    return live_client(opensearch_url)
 
 
 @pytest.fixture
 def live_index(client: Any) -> Iterator[OpenSearchIndex]:
-    prefix = f"quarry-test-{uuid.uuid4().hex[:10]}"
-    index = OpenSearchIndex(client, dimension=DIM, prefix=prefix, refresh="wait_for")
-    index.ensure_index()
-    try:
+    """A fresh index (the SearchIndex contract itself runs in test_search_index_contract.py)."""
+    with fresh_live_index(client, DIM) as index:
         yield index
-    finally:
-        for generation in (1, 2):  # by name: wildcard deletes may be refused (destructive_requires_name)
-            client.indices.delete(index=mapping.index_name(prefix, generation), ignore=404)
-        client.indices.delete_index_template(name=mapping.template_name(prefix), ignore=404)
-
-
-class TestOpenSearchIndexContract(SearchIndexContract):
-    """The same contract SqliteIndex passes."""
-
-    @pytest.fixture
-    def index(self, live_index: OpenSearchIndex) -> OpenSearchIndex:
-        return live_index
 
 
 class _CountingTransport:
@@ -153,3 +126,147 @@ def test_the_template_covers_the_next_index_generation(live_index: OpenSearchInd
     embedding = mappings["properties"]["chunks"]["properties"]["embedding"]
     assert embedding["type"] == "knn_vector" and embedding["dimension"] == DIM
     assert OpenSearchIndex(client, dimension=DIM, prefix=live_index.alias).ensure_index() is False
+
+
+# -- what a real cluster breaks (issue 9) -------------------------------------------------------------
+
+METADATA_FLOOD_KEYS = 5_000  # distinct metadata keys across tenants: 5× the default field limit (1,000)
+FLOOD_TENANTS = 5
+
+
+def test_a_metadata_key_flood_neither_fails_writes_nor_leaks_across_tenants(
+    live_index: OpenSearchIndex,
+) -> None:
+    per_tenant = METADATA_FLOOD_KEYS // FLOOD_TENANTS
+    for t in range(FLOOD_TENANTS):
+        records = [
+            record(
+                f"t{t}", "task", f"e{i}", "flood text", metadata={f"key_{t}_{i}": f"v{i}", "shared": f"t{t}"}
+            )
+            for i in range(per_tenant)
+        ]
+        assert set(live_index.upsert_many(records)) == {WriteOutcome.APPLIED}
+    only = Filters(metadata={"key_3_7": ("v7",)})
+    assert lex(live_index, "t3", "flood", filters=only) == ["e7"]
+    assert lex(live_index, "t2", "flood", filters=only) == []  # the same key and value, another tenant
+    assert (
+        len(lex(live_index, "t1", "flood", filters=Filters(metadata={"shared": ("t1",)}), k=2000))
+        == per_tenant
+    )
+
+
+def test_a_metadata_key_and_its_dotted_child_both_index_and_filter(live_index: OpenSearchIndex) -> None:
+    assert live_index.upsert(record("t1", "task", "a", "dotted", metadata={"a": "x"})) is WriteOutcome.APPLIED
+    assert (
+        live_index.upsert(record("t2", "task", "b", "dotted", metadata={"a.b": "y"})) is WriteOutcome.APPLIED
+    )
+    assert (
+        live_index.upsert(record("t2", "task", "c", "dotted", metadata={"a": {"b": "y"}}))
+        is WriteOutcome.APPLIED
+    )
+    assert lex(live_index, "t1", "dotted", filters=Filters(metadata={"a": ("x",)})) == ["a"]
+    assert lex(live_index, "t2", "dotted", filters=Filters(metadata={"a.b": ("y",)})) == ["b"]
+    assert lex(live_index, "t1", "dotted", filters=Filters(metadata={"a.b": ("y",)})) == []
+    got = live_index.get("t2", [EntityKey("task", "c")])[EntityKey("task", "c")]
+    assert got.metadata == {"a": {"b": "y"}}
+
+
+NODE_REQUEST_CAP = 10 * 1024 * 1024  # http.max_content_length of the test node (scripts/opensearch.sh)
+
+
+def _big(eid: str, size: int, version: int = 1) -> Any:
+    big = record("t", "document", eid, f"big document {eid}", version=version)
+    return replace(big, body={"content": "x" * size})
+
+
+def test_a_bulk_above_the_request_size_cap_is_split_not_refused(
+    live_index: OpenSearchIndex, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = [_big(f"d{i}", 1024 * 1024) for i in range(14)]  # ~14 MiB in one call
+    counter = _CountingTransport(client, monkeypatch)
+    assert live_index.upsert_many(records) == [WriteOutcome.APPLIED] * len(records)
+    bulks = [r for r in counter.requests if r[1] == "/_bulk"]
+    assert len(bulks) >= 2
+    assert len(lex(live_index, "t", "big", k=50)) == len(records)
+
+
+def test_an_entity_above_the_request_size_cap_is_the_callers_error(live_index: OpenSearchIndex) -> None:
+    with pytest.raises(PayloadTooLargeError):
+        live_index.upsert(_big("huge", NODE_REQUEST_CAP + 1024))
+    assert live_index.upsert(_big("small", 1024)) is WriteOutcome.APPLIED
+
+
+def test_a_limit_above_the_domains_cap_halves_refused_bulks(live_index: OpenSearchIndex, client: Any) -> None:
+    generous = OpenSearchIndex(
+        client, dimension=DIM, prefix=live_index.alias, refresh=True, max_bulk_bytes=64 * 1024 * 1024
+    )
+    records = [_big(f"d{i}", 1024 * 1024) for i in range(14)]
+    assert generous.upsert_many(records) == [WriteOutcome.APPLIED] * len(records)
+    assert len(lex(live_index, "t", "big", k=50)) == len(records)
+
+
+def test_a_cold_start_on_an_existing_index_reads_its_mapping_and_leaves_the_template(
+    live_index: OpenSearchIndex, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = _CountingTransport(client, monkeypatch)
+    assert OpenSearchIndex(client, dimension=DIM, prefix=live_index.alias).ensure_index() is False
+    assert [m for m, _ in counter.requests] == ["HEAD", "GET"]  # alias exists, its mapping: nothing written
+
+
+def test_an_embedder_of_another_dimension_is_refused_as_a_configuration_error(
+    live_index: OpenSearchIndex, client: Any
+) -> None:
+    live_index.upsert(record("t", "memory", "a", "eight dimensions"))
+    wider = OpenSearchIndex(client, dimension=DIM * 2, prefix=live_index.alias, refresh=True)
+    wide = record("t", "memory", "b", "sixteen dimensions", vec=np.ones(DIM * 2, dtype=np.float32) / 4)
+    with pytest.raises(ConfigurationError) as raised:
+        wider.upsert(wide)
+    assert f"{DIM} dimensions" in str(raised.value) and f"{DIM * 2}" in str(raised.value)
+    with pytest.raises(ConfigurationError):
+        wider.retrieve(
+            "t", LexicalQuery(("dimensions",)), np.ones(DIM * 2, dtype=np.float32) / 4, Filters(), 5
+        )
+
+
+def test_one_search_the_cluster_refuses_fails_only_its_own_list(
+    live_index: OpenSearchIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    live_index.upsert(record("t", "memory", "a", "zero vectors are refused by cosine"))
+    original = bodies.vector_body
+
+    def zeroed(tenant_id: str, embedding: Any, filters: Filters, k: int) -> dict[str, Any]:
+        return original(tenant_id, np.zeros(DIM, dtype=np.float32), filters, k)  # cosinesimil: a 400
+
+    monkeypatch.setattr(bodies, "vector_body", zeroed)
+    got = live_index.retrieve("t", LexicalQuery(("cosine",)), unit(1, 0), Filters(), 5)
+    assert [c.key.entity_id for c in got.lexical] == ["a"] and got.vector == ()
+
+
+def test_a_zero_query_vector_alone_finds_nothing_rather_than_failing(live_index: OpenSearchIndex) -> None:
+    live_index.upsert(record("t", "memory", "a", "zero vectors are refused by cosine"))
+    assert live_index.vector("t", np.zeros(DIM, dtype=np.float32), Filters(), 5) == []
+
+
+def test_a_metadata_update_never_overwrites_a_write_that_landed_after_its_read(
+    live_index: OpenSearchIndex, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PUT v2 lands between the metadata update's read of v1 and its write of v3: v3 keeps v2's text."""
+    key = EntityKey("task", "a")
+    live_index.upsert(record("t", "task", "a", "first text", version=1, metadata={"status": "open"}))
+    other = OpenSearchIndex(client, dimension=DIM, prefix=live_index.alias, refresh=True)
+    original = client.mget
+    raced: list[bool] = []
+
+    def read_then_race(*args: Any, **kwargs: Any) -> Any:
+        found = original(*args, **kwargs)
+        if not raced:  # the update's read is done; another writer lands before its write
+            raced.append(True)
+            assert other.upsert(record("t", "task", "a", "second text", version=2)) is WriteOutcome.APPLIED
+        return found
+
+    monkeypatch.setattr(client, "mget", read_then_race)
+    outcome = live_index.update_metadata("t", key, 3, {"content": "x"}, {"status": "done"}, "2026-11-03")
+    assert raced and outcome is WriteOutcome.APPLIED
+    assert lex(live_index, "t", "second") == ["a"] and lex(live_index, "t", "first") == []
+    stored = live_index.get("t", [key])[key]
+    assert stored.version == 3 and stored.metadata == {"status": "done"}

@@ -90,24 +90,29 @@ def write_lines() -> list[dict[str, Any]]:
     doc_id = documents.doc_id("t", rec.key)
     rewrite = documents.with_metadata(source, 8, {"content": "text"}, {"status": "done"}, "2026-11-02")
     tomb = documents.tombstone(source, 9)
-    return bodies.bulk_lines("quarry", [(doc_id, 7, source), (doc_id, 8, rewrite), (doc_id, 9, tomb)])
+    return bodies.bulk_lines(
+        "quarry", [(doc_id, None, source), (doc_id, (0, 1), rewrite), (doc_id, (1, 1), tomb)]
+    )
 
 
-def test_bulk_writes_validate_and_all_carry_external_versions() -> None:
+def test_bulk_writes_validate_and_are_all_conditional() -> None:
     lines = write_lines()
     assert_valid(spec.request_body_uri("_core", "bulk", "application/x-ndjson"), lines)
     actions = lines[0::2]
     for action in actions:
         assert_valid(spec.schema_uri("_core.bulk", "OperationContainer"), action)
-        assert set(action) == {"index"}  # no update/delete actions: they cannot carry an external version
-        assert action["index"]["version_type"] == "external" and action["index"]["require_alias"] is True
-    assert [a["index"]["version"] for a in actions] == [7, 8, 9]
+        (meta,) = action.values()
+        assert meta["require_alias"] is True and "version" not in meta
+    # A new document only if none exists; a rewrite only if the document is unchanged since it was read.
+    assert list(actions[0]) == ["create"]
+    assert [(a["index"]["if_seq_no"], a["index"]["if_primary_term"]) for a in actions[1:]] == [(0, 1), (1, 1)]
 
 
 def test_mget_body_validates() -> None:
     ids = [documents.doc_id("t", EntityKey("task", str(i))) for i in range(3)]
-    for with_chunks in (False, True):
-        assert_valid(spec.request_body_uri("_core", "mget"), bodies.mget_body(ids, with_chunks))
+    for with_chunks, version_only in ((False, False), (True, False), (False, True)):
+        body = bodies.mget_body(ids, with_chunks, version_only)
+        assert_valid(spec.request_body_uri("_core", "mget"), body)
 
 
 # -- searches ------------------------------------------------------------------------------------------------
@@ -158,7 +163,7 @@ def _mutate(body: dict[str, Any], change: Callable[[dict[str, Any]], None]) -> d
 VECTOR = bodies.vector_body("t", unit(1, 0), ALL_FILTERS, 10)
 LEXICAL = bodies.lexical_body("t", LexicalQuery(("a",)), ALL_FILTERS, 10)
 TEMPLATE = mapping.template_body("quarry", 8)
-ACTION = bodies.index_action("quarry", "id", 3)
+ACTION = bodies.write_action("quarry", "id", (3, 1))
 MALFORMED = {
     "knn vector as a string": (body_schema(), lambda b: knn_of(b).update(vector="0.1,0.2")),
     "knn k as a string": (body_schema(), lambda b: knn_of(b).update(k="ten")),
@@ -184,7 +189,7 @@ MALFORMED_TEMPLATE = {
     ),
 }
 MALFORMED_ACTION = {
-    "unknown version_type": lambda b: b["index"].update(version_type="externall"),
+    "if_seq_no as text": lambda b: b["index"].update(if_seq_no="three"),
     "two operations in one line": lambda b: b.update(delete={"_id": "x"}),
 }
 
@@ -274,10 +279,10 @@ def test_fake_server_responses_validate_against_the_response_schemas() -> None:
     extra = {
         "took": 1,
         "errors": True,
-        "items": [conflict_item("quarry-v1", "x", 9, 8), throttled_item("quarry-v1", "y")],
+        "items": [conflict_item("quarry-v1", "x", "[x]: version conflict"), throttled_item("quarry-v1", "y")],
     }
     assert_valid(spec.response_uri("_core", "bulk@200"), extra)
-    mget = server.mget(body=bodies.mget_body([lines[0]["index"]["_id"], "missing"]), index="quarry")
+    mget = server.mget(body=bodies.mget_body([lines[0]["create"]["_id"], "missing"]), index="quarry")
     assert_valid(spec.response_uri("_core", "mget@200"), mget)
     hit = {"_index": "quarry-v1", "_id": "x", "_score": 1.5, "_source": {"entity_type": "task"}}
     msearch = {

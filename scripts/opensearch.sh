@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# A single-node OpenSearch 2.19 with the k-NN plugin on 127.0.0.1, for the live test suite and local runs.
+#
+#   scripts/opensearch.sh up     install (first time, cached) and start the node; print its URL
+#   scripts/opensearch.sh down   stop the node started by `up` (by its PID)
+#   scripts/opensearch.sh url    print the URL of the running node (exit 1 if none)
+#
+# Everything comes from Maven Central through `mvn dependency:copy` (the integ-test distribution,
+# the k-NN plugin zip, and the lang-painless / analysis-common jars rebuilt as modules, which the
+# integ-test distribution lacks). Cached under .cache/opensearch/ (ignored by git).
+# The k-NN zip carries no native libraries: every vector field must use `"engine": "lucene"`.
+#
+# Settings (environment): OPENSEARCH_PORT (default: 9200 if free, else a free port),
+# OPENSEARCH_HEAP (default 1g), OPENSEARCH_CACHE (default .cache/opensearch),
+# OPENSEARCH_WAIT (seconds to wait for green/yellow, default 120), OPENSEARCH_USER (when run as root,
+# the system user the node runs as; default quarry-opensearch — OpenSearch refuses to run as root).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+CACHE="${OPENSEARCH_CACHE:-$ROOT/.cache/opensearch}"
+OS_VERSION=2.19.1
+KNN_VERSION=2.19.1.0
+HEAP="${OPENSEARCH_HEAP:-1g}"
+WAIT="${OPENSEARCH_WAIT:-120}"
+RUN_USER="${OPENSEARCH_USER:-quarry-opensearch}"
+DL="$CACHE/downloads"
+HOME_DIR="$CACHE/opensearch-$OS_VERSION"
+STAMP="$HOME_DIR/.quarry-installed"
+RUN="$CACHE/run"
+PIDFILE="$RUN/opensearch.pid"
+URLFILE="$RUN/url"
+LOG="$RUN/console.log"
+
+ARTIFACTS=(
+  "org.opensearch.distribution.integ-test-zip:opensearch:$OS_VERSION:zip"
+  "org.opensearch.plugin:opensearch-knn:$KNN_VERSION:zip"
+  "org.opensearch.plugin:analysis-common:$OS_VERSION:jar"
+  "org.opensearch.plugin:lang-painless:$OS_VERSION:jar"
+  "org.opensearch.plugin:opensearch-scripting-painless-spi:$OS_VERSION:jar"
+  "org.antlr:antlr4-runtime:4.13.1:jar"
+  "org.ow2.asm:asm:9.7:jar"
+  "org.ow2.asm:asm-util:9.7:jar"
+  "org.ow2.asm:asm-tree:9.7:jar"
+  "org.ow2.asm:asm-commons:9.7:jar"
+  "org.ow2.asm:asm-analysis:9.7:jar"
+)
+
+say() { echo "opensearch: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+java_home() {
+  if [[ -n "${OPENSEARCH_JAVA_HOME:-}" ]]; then echo "$OPENSEARCH_JAVA_HOME"; return; fi
+  if [[ -n "${JAVA_HOME:-}" ]]; then echo "$JAVA_HOME"; return; fi
+  command -v java >/dev/null || die "java not found: install a Java 17 JDK (OpenSearch 2.19 needs Java 11–17+)"
+  dirname "$(dirname "$(readlink -f "$(command -v java)")")"
+}
+
+download() {
+  mkdir -p "$DL"
+  command -v mvn >/dev/null || die "mvn not found: install Maven (the node's artifacts come from Maven Central)"
+  local spec g a v p file
+  for spec in "${ARTIFACTS[@]}"; do
+    IFS=: read -r g a v p <<<"$spec"
+    file="$DL/$a-$v.$p"
+    [[ -s "$file" ]] && continue
+    say "downloading $spec"
+    mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy \
+      -Dartifact="$spec" -DoutputDirectory="$DL" -Dmdep.overWriteIfNewer=true >&2 \
+      || die "Maven Central did not serve $spec"
+  done
+}
+
+descriptor() { # name classname extended-plugins description
+  cat <<EOF
+description=$4 (rebuilt from its Maven jar by scripts/opensearch.sh)
+version=$OS_VERSION
+name=$1
+classname=$2
+java.version=11
+opensearch.version=$OS_VERSION
+extended.plugins=$3
+has.native.controller=false
+EOF
+}
+
+install_node() {
+  [[ -f "$STAMP" ]] && return
+  download
+  say "installing OpenSearch $OS_VERSION into $HOME_DIR"
+  rm -rf "$HOME_DIR" "$CACHE/unpack"
+  mkdir -p "$CACHE/unpack"
+  unzip -q "$DL/opensearch-$OS_VERSION.zip" -d "$CACHE/unpack"
+  mv "$CACHE/unpack/opensearch-$OS_VERSION" "$HOME_DIR"
+  rmdir "$CACHE/unpack"
+
+  local painless="$HOME_DIR/modules/lang-painless" common="$HOME_DIR/modules/analysis-common"
+  mkdir -p "$painless" "$common"
+  cp "$DL"/lang-painless-$OS_VERSION.jar "$DL"/opensearch-scripting-painless-spi-$OS_VERSION.jar \
+    "$DL"/antlr4-runtime-4.13.1.jar "$DL"/asm*-9.7.jar "$painless/"
+  descriptor lang-painless org.opensearch.painless.PainlessPlugin "" "Painless scripting" \
+    >"$painless/plugin-descriptor.properties"
+  cat >"$painless/plugin-security.policy" <<'EOF'
+grant {
+  permission java.lang.RuntimePermission "createClassLoader";
+  permission java.lang.RuntimePermission "getClassLoader";
+};
+EOF
+  cp "$DL/analysis-common-$OS_VERSION.jar" "$common/"
+  descriptor analysis-common org.opensearch.analysis.common.CommonAnalysisPlugin lang-painless \
+    "Common analysis" >"$common/plugin-descriptor.properties"
+
+  OPENSEARCH_JAVA_HOME="$(java_home)" "$HOME_DIR/bin/opensearch-plugin" install --batch \
+    "file://$DL/opensearch-knn-$KNN_VERSION.zip" >"$CACHE/plugin-install.log" 2>&1 \
+    || { cat "$CACHE/plugin-install.log" >&2; die "the k-NN plugin did not install"; }
+  touch "$STAMP"
+}
+
+running_pid() {
+  [[ -f "$PIDFILE" ]] || return 1
+  local pid
+  pid="$(cat "$PIDFILE" 2>/dev/null || true)"
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && { echo "$pid"; return 0; }
+  return 1
+}
+
+port_free() {
+  python3 - "$1" <<'EOF'
+import socket, sys
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+EOF
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+health() { curl -fsS --max-time 2 "$1/_cluster/health" 2>/dev/null || true; }
+
+up() {
+  local pid
+  if pid="$(running_pid)"; then
+    cat "$URLFILE"
+    return
+  fi
+  local t0=$SECONDS
+  install_node
+  local port="${OPENSEARCH_PORT:-}"
+  if [[ -z "$port" ]]; then
+    if port_free 9200; then port=9200; else port="$(free_port)"; fi
+  else
+    port_free "$port" || die "port $port on 127.0.0.1 is taken (set OPENSEARCH_PORT to another one)"
+  fi
+  local transport
+  transport="$(free_port)"
+  mkdir -p "$CACHE/data" "$CACHE/logs" "$RUN"
+  cat >"$HOME_DIR/config/opensearch.yml" <<EOF
+cluster.name: quarry-local
+node.name: quarry-local-1
+network.host: 127.0.0.1
+http.port: $port
+transport.port: $transport
+discovery.type: single-node
+path.data: $CACHE/data
+path.logs: $CACHE/logs
+action.auto_create_index: true
+# The request size cap of Amazon OpenSearch Service's small instance types (100 MiB on larger ones),
+# so the live tests see the same 413 a production domain can answer.
+http.max_content_length: 10mb
+EOF
+  local url="http://127.0.0.1:$port"
+  local env_vars=(OPENSEARCH_JAVA_HOME="$(java_home)" OPENSEARCH_JAVA_OPTS="-Xms$HEAP -Xmx$HEAP")
+  rm -f "$PIDFILE"
+  if [[ "$(id -u)" == 0 ]]; then
+    id -u "$RUN_USER" >/dev/null 2>&1 || useradd -r -M -s /usr/sbin/nologin "$RUN_USER"
+    chown -R "$RUN_USER" "$HOME_DIR" "$CACHE/data" "$CACHE/logs" "$RUN"
+    # The node's user must be able to reach the cache through every parent folder.
+    runuser -u "$RUN_USER" -- test -x "$HOME_DIR/bin/opensearch" \
+      || die "user $RUN_USER cannot reach $HOME_DIR (set OPENSEARCH_CACHE to a folder it can read)"
+    runuser -u "$RUN_USER" -- env "${env_vars[@]}" "$HOME_DIR/bin/opensearch" -d -p "$PIDFILE" >"$LOG" 2>&1 \
+      || { tail -20 "$LOG" >&2; die "the node did not start (log: $LOG)"; }
+  else
+    env "${env_vars[@]}" "$HOME_DIR/bin/opensearch" -d -p "$PIDFILE" >"$LOG" 2>&1 \
+      || { tail -20 "$LOG" >&2; die "the node did not start (log: $LOG)"; }
+  fi
+  local deadline=$((SECONDS + WAIT)) status=""
+  while ((SECONDS < deadline)); do
+    status="$(health "$url")"
+    if [[ "$status" == *'"status":"green"'* || "$status" == *'"status":"yellow"'* ]]; then
+      echo "$url" >"$URLFILE"
+      say "up at $url in $((SECONDS - t0)) s (pid $(cat "$PIDFILE"))"
+      echo "$url"
+      return
+    fi
+    if [[ -f "$PIDFILE" ]] && ! running_pid >/dev/null; then break; fi
+    sleep 1
+  done
+  tail -30 "$CACHE/logs/quarry-local.log" >&2 2>/dev/null || tail -30 "$LOG" >&2
+  down
+  die "the node was not green/yellow within ${WAIT}s (logs: $CACHE/logs)"
+}
+
+down() {
+  local pid
+  if ! pid="$(running_pid)"; then
+    rm -f "$PIDFILE" "$URLFILE"
+    say "not running"
+    return
+  fi
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 60); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    say "pid $pid did not stop in 30 s: kill -9"
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$PIDFILE" "$URLFILE"
+  say "stopped (pid $pid)"
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  url) running_pid >/dev/null && cat "$URLFILE" ;;
+  install) install_node ;;
+  *) die "usage: $0 up|down|url|install" ;;
+esac

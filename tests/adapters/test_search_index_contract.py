@@ -1,0 +1,27 @@
+"""The SearchIndex contract on every adapter: SqliteIndex (local) and OpenSearchIndex on the live node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.local.sqlite_index import SqliteIndex
+from tests.adapters.opensearch_live_support import fresh_live_index, live_client
+from tests.adapters.search_index_contract import DIM, SearchIndexContract
+
+
+@pytest.fixture(params=["sqlite", pytest.param("opensearch", marks=pytest.mark.live)])
+def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    if request.param == "sqlite":
+        yield SqliteIndex(tmp_path / "index.db")
+        return
+    client = live_client(request.getfixturevalue("opensearch_url"))
+    with fresh_live_index(client, DIM) as live:
+        yield live
+
+
+class TestSearchIndexContract(SearchIndexContract):
+    """Every test of the contract, once per adapter."""
