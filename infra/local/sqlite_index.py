@@ -1,12 +1,16 @@
 """SqliteIndex: the embedded SearchIndex — one SQLite file (WAL) with the entities, an FTS5 index (BM25
 with per-tier column weights, porter + unicode61 tokenizer) and the embeddings; exact cosine k-NN in NumPy
-over the tenant's vectors, cached in memory and reloaded when the tenant's generation changes."""
+over the tenant's vectors, held in memory-mapped files that follow writes (vector_store.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import sqlite3
+import tempfile
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +38,7 @@ from infra.local.sqlite_catalog import SqliteCatalog
 from infra.local.sqlite_connect import open_sqlite
 from infra.local.sqlite_sql import (
     CANDIDATE_SELECT,
+    CHANGE_LOG,
     ENTITY_COLUMNS,
     JOIN,
     SCHEMA,
@@ -42,33 +47,44 @@ from infra.local.sqlite_sql import (
     filter_sql,
     stored,
 )
-from infra.local.vectors import TenantVectors, load_vectors
+from infra.local.vector_store import VectorStores
+from infra.local.vectors import VectorSnapshot
 
 BM25_WEIGHTS = (0.0, 3.0, 2.0, 1.0)  # scope column (weight 0), then the boost tiers title^3, strong^2, body^1
 CHUNK_ROWS_PER_ENTITY = 3  # fetch this many chunk rows per wanted entity before collapsing to entities
 MAX_FUZZY_EXPANSIONS = 8  # vocabulary terms one fuzzy term may expand to
+ANN_PROBE = 24  # lists scored per approximate search (measured in bench/scale.py: recall@100 vs speed)
+VECTOR_ATTEMPTS = 3  # rankings retried when a concurrent write replaced a picked chunk
 SQL_BATCH = 400  # stay well under SQLite's bound-parameter limit
 
 
 class SqliteIndex(SqliteCatalog):
     """The embedded SearchIndex (see module docstring). Thread-safe: one connection per thread."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, ann_min_chunks: int = 0, ann_probe: int = ANN_PROBE) -> None:
+        """`ann_min_chunks`: tenants with at least this many chunks get an approximate vector index (0:
+        never); `ann_probe`: how many of its lists a search scores (more: better recall, slower)."""
         self._path = str(path)
+        self._ann_probe = ann_probe
         if self._path != ":memory:":
             Path(self._path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self._vectors: dict[str, TenantVectors] = {}
-        self._vectors_lock = threading.Lock()
         try:
-            self._conn().executescript(SCHEMA)
+            self._conn().executescript(SCHEMA + CHANGE_LOG)
             fts = self._conn().execute("SELECT sql FROM sqlite_master WHERE name = 'idx_fts'").fetchone()
+            db_id = self._conn().execute("SELECT value FROM idx_meta WHERE key = 'db_id'").fetchone()[0]
         except sqlite3.OperationalError as exc:
             raise UnavailableError("sqlite", f"cannot open {self._path}: {exc}") from exc
         if "scope" not in fts[0]:
             raise UnavailableError(
                 "sqlite", f"{self._path} was built by an older Quarry; delete it and re-ingest"
             )
+        if self._path == ":memory:":
+            folder = Path(tempfile.mkdtemp(prefix="quarry-vectors-"))
+            weakref.finalize(self, _remove_tree, folder)
+        else:
+            folder = Path(self._path + ".vectors")
+        self._vectors = VectorStores(folder, str(db_id), ann_min_chunks)
         self._ensure_listing_index()
 
     def _conn(self) -> sqlite3.Connection:
@@ -91,6 +107,21 @@ class SqliteIndex(SqliteCatalog):
             conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             raise UnavailableError("sqlite", str(exc)) from exc
+        self._follow_writes()
+
+    def _follow_writes(self) -> None:
+        """Bring this process's loaded vector stores up to the write just committed (so the next search
+        finds them current). Best effort: the write is committed; a failure here is retried by the search."""
+        tenants = self._vectors.loaded()[:SQL_BATCH]
+        if not tenants:
+            return
+        with contextlib.suppress(sqlite3.Error, OSError, UnavailableError):
+            marks = ",".join("?" * len(tenants))
+            rows = self._read(
+                f"SELECT tenant_id, gen FROM idx_generation WHERE tenant_id IN ({marks})", tenants
+            )
+            for tenant_id, gen in rows:
+                self._vectors.tenant(tenant_id).snapshot(self._conn(), int(gen))
 
     def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         try:
@@ -351,23 +382,23 @@ class SqliteIndex(SqliteCatalog):
             expansions[term] = [t for _, _, t in best]
         return expansions
 
-    def _tenant_vectors(self, tenant_id: str) -> TenantVectors:
+    def _tenant_vectors(self, tenant_id: str) -> VectorSnapshot:
         row = self._read("SELECT gen FROM idx_generation WHERE tenant_id = ?", (tenant_id,))
         generation = int(row[0][0]) if row else 0
-        with self._vectors_lock:
-            cached = self._vectors.get(tenant_id)
-            if cached is not None and cached.generation == generation:
-                return cached
-        loaded = load_vectors(self._conn(), tenant_id, generation)
-        with self._vectors_lock:
-            self._vectors[tenant_id] = loaded
-        return loaded
+        try:
+            return self._vectors.tenant(tenant_id).snapshot(self._conn(), generation)
+        except sqlite3.OperationalError as exc:
+            raise UnavailableError("sqlite", str(exc)) from exc
+        except OSError as exc:  # the vector files beside the database: disk full, permissions
+            raise UnavailableError("vectors", f"vector files unusable: {exc}") from exc
 
-    def vector(self, tenant_id: str, embedding: Vector, filters: Filters, k: int) -> list[Candidate]:
-        """Exact cosine k-NN over the tenant's chunk vectors, filters applied before ranking."""
+    def vector(
+        self, tenant_id: str, embedding: Vector, filters: Filters, k: int, exact: bool = False
+    ) -> list[Candidate]:
+        """Cosine k-NN over the tenant's chunk vectors, filters applied before ranking: exact, or through the
+        approximate index for a tenant past `ann_min_chunks` (unless `exact`)."""
         if k <= 0:
             return []
-        vectors = self._tenant_vectors(tenant_id)
         allowed = None
         if filters.metadata:
             where, params = filter_sql(filters)
@@ -378,8 +409,35 @@ class SqliteIndex(SqliteCatalog):
                     [tenant_id, *params],
                 )
             ]
-        picked = vectors.top(np.asarray(embedding, np.float32), filters, allowed, k, CHUNK_ROWS_PER_ENTITY)
-        return self._candidates(tenant_id, picked, k)
+        query = np.asarray(embedding, np.float32)
+        probe = 0 if exact else self._ann_probe
+        for _ in range(VECTOR_ATTEMPTS):
+            # A write committed after the snapshot was taken may have replaced a picked chunk: then take
+            # the newer snapshot and rank again, so the answer is neither stale nor short.
+            picked = self._tenant_vectors(tenant_id).top(
+                query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe
+            )
+            found = self._chunk_candidates(tenant_id, picked)
+            if len(found) == len(picked):
+                return found
+        # Writes keep landing in between: rank once more with writers held off for these few ms.
+        with self._tx():
+            picked = self._tenant_vectors(tenant_id).top(
+                query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe
+            )
+            return self._chunk_candidates(tenant_id, picked)
+
+    def _chunk_candidates(self, tenant_id: str, picked: list[tuple[int, float]]) -> list[Candidate]:
+        """Candidates for (chunk id, score) pairs already one per entity: one read, by primary key."""
+        if not picked:
+            return []
+        marks = ",".join("?" * len(picked))
+        rows = self._read(
+            f"{CANDIDATE_SELECT} WHERE c.id IN ({marks}) AND +c.tenant_id = ? AND e.deleted = 0",
+            [*(chunk_id for chunk_id, _ in picked), tenant_id],
+        )
+        by_id = {row[0]: row for row in rows}
+        return [candidate(by_id[i], score) for i, score in picked if i in by_id]
 
     def _candidates(self, tenant_id: str, picked: list[tuple[int, float]], k: int) -> list[Candidate]:
         """Candidates for (chunk id, score) pairs, best first, one per entity (the tenant re-checked).
@@ -419,3 +477,7 @@ class SqliteIndex(SqliteCatalog):
         lexical = self.lexical(tenant_id, query, filters, k) if query is not None else []
         vector = self.vector(tenant_id, embedding, filters, k) if embedding is not None else []
         return Retrieval(lexical=tuple(lexical), vector=tuple(vector))
+
+
+def _remove_tree(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)

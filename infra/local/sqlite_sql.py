@@ -17,7 +17,7 @@ CREATE TABLE IF NOT EXISTS idx_entities (
     PRIMARY KEY (tenant_id, entity_type, entity_id)
 );
 CREATE TABLE IF NOT EXISTS idx_chunks (
-    id INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL, entity_type TEXT NOT NULL, entity_id TEXT NOT NULL,
+    id INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL, entity_type TEXT NOT NULL, entity_id TEXT NOT NULL,
     chunk_no INTEGER NOT NULL, text TEXT NOT NULL, embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS idx_chunks_entity ON idx_chunks (tenant_id, entity_type, entity_id);
@@ -26,6 +26,28 @@ CREATE VIRTUAL TABLE IF NOT EXISTS idx_fts USING fts5 (
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS idx_vocab USING fts5vocab (idx_fts, 'row');
 CREATE TABLE IF NOT EXISTS idx_generation (tenant_id TEXT PRIMARY KEY, gen INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS idx_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO idx_meta VALUES ('db_id', lower(hex(randomblob(16))));
+"""
+
+# The change log the derived vector store follows (vector_store.py): one row per chunk inserted or deleted
+# and per chunk of an entity whose filterable fields changed. Triggers, so no write path can forget it.
+CHANGE_LOG = """
+CREATE TABLE IF NOT EXISTS idx_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL, chunk_id INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_changes_tenant ON idx_changes (tenant_id, seq);
+CREATE TRIGGER IF NOT EXISTS idx_chunk_added AFTER INSERT ON idx_chunks BEGIN
+    INSERT INTO idx_changes (tenant_id, chunk_id) VALUES (new.tenant_id, new.id);
+END;
+CREATE TRIGGER IF NOT EXISTS idx_chunk_dropped AFTER DELETE ON idx_chunks BEGIN
+    INSERT INTO idx_changes (tenant_id, chunk_id) VALUES (old.tenant_id, old.id);
+END;
+CREATE TRIGGER IF NOT EXISTS idx_entity_moved
+AFTER UPDATE OF source, owner, namespace, deleted, entity_type ON idx_entities BEGIN
+    INSERT INTO idx_changes (tenant_id, chunk_id) SELECT tenant_id, id FROM idx_chunks
+    WHERE tenant_id = new.tenant_id AND entity_type = new.entity_type AND entity_id = new.entity_id;
+END;
 """
 
 ENTITY_COLUMNS = (
@@ -136,5 +158,5 @@ def candidate(row: Sequence[Any], score: float) -> Candidate:
         namespace=row[7],
         created_at=row[8] or "",
         updated_at=row[9] or "",
-        metadata=json.loads(row[11] or "{}"),
+        metadata=json.loads(row[11]) if row[11] and row[11] != "{}" else {},
     )

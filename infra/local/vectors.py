@@ -1,52 +1,114 @@
-"""In-memory matrix of one tenant's chunk embeddings for exact cosine k-NN with NumPy."""
+"""Exact cosine k-NN over one tenant's chunk vectors, read from memory-mapped columns (vector_store.py).
+
+Filters never copy the matrix: type/source/owner/namespace are integer codes in arrays aligned with the
+rows, a filter is a boolean mask over them, and scores are computed either for every row (the mask then
+drops the rest) or, for a selective filter, only for the selected rows in bounded blocks.
+"""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from core.models import Filters
+from infra.local.ivf import Ivf
+
+CODED = ("type", "source", "owner", "namespace")  # the filterable columns kept as int32 codes
+SELECTIVE = 0.3  # below this share of rows selected, score only those rows (gathered in blocks)
+GATHER_BLOCK = 8192  # rows gathered per block: bounds the temporary copy (12 MB at 384 dims)
 
 
 @dataclass(frozen=True, slots=True)
-class TenantVectors:
-    """A tenant's live chunk vectors at one index generation, with the columns filters need."""
+class VectorSnapshot:
+    """A tenant's rows as of one index generation: views over the shared columns, never copies.
+
+    Rows past `count` do not exist yet; rows with `live == 0` are tombstones (deleted or replaced chunks)
+    awaiting compaction. Chunk ids are ascending, so `ids` is sorted.
+    """
 
     generation: int
-    ids: npt.NDArray[np.int64]
-    entity_keys: npt.NDArray[np.object_]
-    types: npt.NDArray[np.object_]
-    sources: npt.NDArray[np.object_]
-    owners: npt.NDArray[np.object_]
-    namespaces: npt.NDArray[np.object_]
     matrix: npt.NDArray[np.float32]
+    ids: npt.NDArray[np.int64]
+    entity: npt.NDArray[np.int64]  # the entity row each chunk belongs to: one result per entity
+    live: npt.NDArray[np.uint8]
+    codes: Mapping[str, npt.NDArray[np.int32]]
+    lookup: Mapping[str, Mapping[str | None, int]]
+    dead: int
+    ivf: Ivf | None = None  # the approximate index over this epoch's rows, when the tenant is large
 
-    def _mask(self, filters: Filters, allowed: Sequence[int] | None) -> npt.NDArray[np.bool_] | None:
+    @property
+    def count(self) -> int:
+        return int(self.ids.shape[0])
+
+    def _mask(self, filters: Filters, allowed: Sequence[int] | None) -> npt.NDArray[np.bool_] | None | bool:
+        """The selected rows; None = every row; False = no row can match."""
         mask: npt.NDArray[np.bool_] | None = None
 
         def narrow(part: npt.NDArray[np.bool_]) -> None:
             nonlocal mask
             mask = part if mask is None else (mask & part)
 
-        if filters.entity_types:
-            narrow(np.isin(self.types, list(filters.entity_types)))
-        if filters.sources:
-            narrow(np.isin(self.sources, list(filters.sources)))
-        if filters.namespaces:
-            narrow(np.isin(self.namespaces, list(filters.namespaces)))
-        if filters.owner is not None:
-            narrow(self.owners == filters.owner)
-        if filters.owners:
-            narrow(np.isin(self.owners, list(filters.owners)))
+        def codes_of(column: str, values: Sequence[str | None]) -> list[int]:
+            known = self.lookup[column]
+            return [known[v] for v in values if v in known]
+
+        wanted = (
+            ("type", filters.entity_types),
+            ("source", filters.sources),
+            ("namespace", filters.namespaces),
+            ("owner", () if filters.owner is None else (filters.owner,)),
+            ("owner", filters.owners),
+        )
+        for column, values in wanted:
+            if not values:
+                continue
+            codes = codes_of(column, values)
+            if not codes:
+                return False
+            col = self.codes[column]
+            narrow(col == codes[0] if len(codes) == 1 else np.isin(col, np.asarray(codes, np.int32)))
         if filters.exclude_owner is not None:
-            narrow(self.owners != filters.exclude_owner)
+            excluded = codes_of("owner", (filters.exclude_owner,))
+            if excluded:
+                narrow(self.codes["owner"] != excluded[0])
         if allowed is not None:
             narrow(np.isin(self.ids, np.asarray(allowed, dtype=np.int64)))
+        if self.dead:
+            narrow(self.live.view(np.bool_))
         return mask
+
+    def _score(self, rows: npt.NDArray[np.int64], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Scores of the given rows, gathered in bounded blocks (never a copy of the whole matrix)."""
+        scores = np.empty(rows.size, dtype=np.float32)
+        for b in range(0, rows.size, GATHER_BLOCK):
+            scores[b : b + GATHER_BLOCK] = self.matrix[rows[b : b + GATHER_BLOCK]] @ query
+        return scores
+
+    def _pick(
+        self,
+        scores: npt.NDArray[np.float32],
+        rows: npt.NDArray[np.int64] | None,
+        valid: int,
+        k: int,
+        deep: int,
+    ) -> list[tuple[int, float]]:
+        """The best chunk of each of the k best entities among scored rows (rows None = every row)."""
+        want = min(valid, deep)
+        while True:
+            part = np.argpartition(-scores, want - 1)[:want] if want < scores.size else np.arange(scores.size)
+            part = part[np.isfinite(scores[part])]
+            picked = part if rows is None else rows[part]
+            order = np.lexsort((self.ids[picked], -scores[part]))
+            part, picked = part[order], picked[order]
+            _, first = np.unique(self.entity[picked], return_index=True)
+            if first.size >= k or want >= valid:
+                break
+            want = min(valid, want * 4)  # many chunks of the same entities: look deeper
+        best = np.sort(first)[:k]
+        return list(zip(self.ids[picked[best]].tolist(), scores[part[best]].tolist(), strict=True))
 
     def top(
         self,
@@ -55,49 +117,36 @@ class TenantVectors:
         allowed: Sequence[int] | None,
         k: int,
         rows_per_entity: int,
+        probe: int = 0,
     ) -> list[tuple[int, float]]:
-        """(chunk id, cosine) of the best chunks, enough to yield k distinct entities, best first."""
-        if self.matrix.shape[0] == 0 or query.shape[0] != self.matrix.shape[1]:
+        """(chunk id, cosine) of the best chunk of each of the k best entities, best first.
+
+        With `probe` > 0 and an approximate index, only the `probe` nearest lists (and the rows appended
+        since training) are scored; if that yields fewer than k entities, the exact ranking answers.
+        """
+        n = self.count
+        if n == 0 or query.shape[0] != self.matrix.shape[1]:
             return []
         mask = self._mask(filters, allowed)
-        rows = np.arange(self.matrix.shape[0]) if mask is None else np.flatnonzero(mask)
-        if rows.size == 0:
+        if mask is False:
             return []
-        # Without a mask, multiply the matrix in place: fancy indexing would copy all of it (15 MB at 10k).
-        scores = self.matrix @ query if mask is None else self.matrix[rows] @ query
-        want = min(rows.size, k * rows_per_entity)
-        part = np.argpartition(-scores, want - 1)[:want] if want < rows.size else np.arange(rows.size)
-        order = part[np.lexsort((self.ids[rows[part]], -scores[part]))]
-        return [(int(self.ids[rows[i]]), float(scores[i])) for i in order]
-
-
-def load_vectors(conn: sqlite3.Connection, tenant_id: str, generation: int) -> TenantVectors:
-    """Read every live chunk vector of a tenant into one float32 matrix."""
-    rows = conn.execute(
-        "SELECT c.id, c.entity_type, c.entity_id, e.source, e.owner, e.namespace, c.embedding "
-        "FROM idx_chunks c JOIN idx_entities e ON e.tenant_id = c.tenant_id "
-        "AND e.entity_type = c.entity_type AND e.entity_id = c.entity_id "
-        "WHERE c.tenant_id = ? AND e.deleted = 0 AND c.embedding IS NOT NULL ORDER BY c.id",
-        (tenant_id,),
-    ).fetchall()
-    blobs = [r[6] for r in rows]
-    dim = len(blobs[0]) // 4 if blobs else 0
-    matrix = (
-        np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim)
-        if blobs
-        else (np.zeros((0, 0), dtype=np.float32))
-    )
-
-    def column(i: int) -> npt.NDArray[np.object_]:
-        return np.array([r[i] for r in rows], dtype=object)
-
-    return TenantVectors(
-        generation=generation,
-        ids=np.array([r[0] for r in rows], dtype=np.int64),
-        entity_keys=np.array([f"{r[1]}:{r[2]}" for r in rows], dtype=object),
-        types=column(1),
-        sources=column(3),
-        owners=column(4),
-        namespaces=column(5),
-        matrix=matrix,
-    )
+        assert not isinstance(mask, bool)
+        if probe > 0 and self.ivf is not None:
+            rows = self.ivf.candidates(query, probe, n)
+            if mask is not None:
+                rows = rows[mask[rows]]
+            if rows.size >= k:
+                found = self._pick(self._score(rows, query), rows, rows.size, k, k * rows_per_entity)
+                if len(found) >= k:
+                    return found
+        if mask is None:
+            return self._pick(self.matrix @ query, None, n, k, k * rows_per_entity)
+        valid = int(np.count_nonzero(mask))
+        if valid == 0:
+            return []
+        if valid >= SELECTIVE * n:
+            scores = self.matrix @ query
+            scores[~mask] = -np.inf
+            return self._pick(scores, None, valid, k, k * rows_per_entity)
+        rows = np.flatnonzero(mask)
+        return self._pick(self._score(rows, query), rows, valid, k, k * rows_per_entity)

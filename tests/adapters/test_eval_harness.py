@@ -89,8 +89,18 @@ def test_unknown_strategy_is_refused(tmp_path: Path) -> None:
         run_eval(TINY, FakeBagOfWordsEmbedder(), strategies=["bm42"], work_dir=tmp_path, progress=False)
 
 
-def test_plot_is_a_png(tmp_path: Path) -> None:
+def test_plot_is_a_png_or_names_the_missing_bench_tools(tmp_path: Path) -> None:
+    """With the bench extra a PNG; without it (`make setup` alone) a clear error naming how to get it."""
+    import importlib.util
+
+    from core.errors import ConfigurationError
+
     report = run_eval(TINY, FakeBagOfWordsEmbedder(), work_dir=tmp_path, progress=False)
+    if importlib.util.find_spec("matplotlib") is None:
+        with pytest.raises(ConfigurationError, match="make setup-bench"):
+            plot_report(report, tmp_path / "chart.png")
+        assert not (tmp_path / "chart.png").exists()
+        return
     plot_report(report, tmp_path / "chart.png")
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -1,0 +1,320 @@
+"""The embedded backend as the corpus grows: 10k, 100k, 1M chunks through the SearchIndex port.
+
+One chunk per entity, 60 words drawn from SciFact's corpus word frequencies, 384-dim unit vectors drawn
+around 2,000 cluster centres (random vectors have no neighbourhoods; real embeddings do), SciFact's
+queries for keyword search (narrow) and its most frequent words alone (broad), top 100. Reports ingest
+rate, resident memory, vector P50/P99 exact and approximate, recall@100 of approximate vs exact, the
+NumPy bound on the same vectors, a type filter, keyword P50/P99, hybrid P50 through SearchService (query
+embedding excluded: a fixed vector per query), and the first search after a write.
+
+    make bench-scale, or: .venv/bin/python bench/scale.py --sizes 10000 100000 [--work /tmp/quarry-scale] [--json FILE]
+
+Indexes are kept under --work per size and reused when already built (delete them to re-ingest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import summary  # noqa: E402
+from core.entities import EntityTypeRegistry  # noqa: E402
+from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery  # noqa: E402
+from core.query import parse_query  # noqa: E402
+from infra.local.sqlite_index import ANN_PROBE  # noqa: E402
+
+SCIFACT = Path("/work/shared/datasets/scifact")
+DIM, WORDS, CENTRES, K = 384, 60, 2000, 100
+TYPES = ("memory", "document", "task")  # task: 10% of entities, the filter measured
+BATCH = 1000
+PROBES = (8, 24, 64)
+ANN_MIN_DEFAULT = 200_000  # QUARRY_ANN_MIN_CHUNKS' default
+
+
+def vocabulary() -> tuple[list[str], np.ndarray]:
+    counts: Counter[str] = Counter()
+    with (SCIFACT / "corpus.jsonl").open() as fh:
+        for line in fh:
+            doc = json.loads(line)
+            counts.update(re.findall(r"[a-z][a-z0-9-]+", (doc["title"] + " " + doc["text"]).lower()))
+    words = [w for w, _ in counts.most_common()]
+    freq = np.array([counts[w] for w in words], dtype=np.float64)
+    return words, freq / freq.sum()
+
+
+def query_texts() -> list[str]:
+    with (SCIFACT / "queries.jsonl").open() as fh:
+        return [json.loads(line)["text"] for line in fh]
+
+
+class Space:
+    """Clustered unit vectors: entity i and query j draw from the same centres."""
+
+    def __init__(self, seed: int = 5) -> None:
+        rng = np.random.default_rng(seed)
+        self.centres = rng.standard_normal((CENTRES, DIM)).astype(np.float32)
+
+    def vectors(self, seed: int, n: int) -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        v = self.centres[rng.integers(0, CENTRES, n)] + 0.9 * rng.standard_normal((n, DIM)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def records(start: int, n: int, words: list[str], p: np.ndarray, space: Space) -> list[EntityRecord]:
+    rng = np.random.default_rng(start + 1)
+    drawn = rng.choice(len(words), size=(n, WORDS), p=p)
+    vecs = space.vectors(start + 2, n)
+    out = []
+    for j in range(n):
+        i = start + j
+        text = " ".join(words[w] for w in drawn[j])
+        title = " ".join(words[w] for w in drawn[j][:8])
+        etype = "task" if i % 10 == 0 else TYPES[i % 2]
+        out.append(
+            EntityRecord(
+                tenant_id="bench",
+                key=EntityKey(etype, f"e{i}"),
+                version=1,
+                source="memory",
+                owner=f"agent{i % 5}",
+                namespace=None,
+                created_at="2026-11-01T00:00:00Z",
+                updated_at="2026-11-01T00:00:00Z",
+                title=title,
+                body={"content": text},
+                metadata={},
+                content_hash=str(i),
+                chunks=(Chunk(0, (title, "", text), text, vecs[j]),),
+            )
+        )
+    return out
+
+
+def rss_mb() -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, path in (("rss", "/proc/self/status"), ("pss", "/proc/self/smaps_rollup")):
+        for line in Path(path).read_text().splitlines():
+            key = "VmRSS:" if name == "rss" else "Pss:"
+            if line.startswith(key):
+                out[f"{name}_mb"] = round(int(line.split()[1]) / 1024, 1)
+    return out
+
+
+def stage(name: str) -> None:
+    print(f"  {time.strftime('%H:%M:%S')} {name}", file=sys.stderr, flush=True)
+
+
+def timed(fn: Any, items: list[Any]) -> list[float]:
+    out = []
+    for item in items:
+        t = time.perf_counter()
+        fn(item)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+WORKER = """
+import sys, json, numpy as np
+from pathlib import Path
+from core.models import Filters
+from infra.local.sqlite_index import SqliteIndex
+index = SqliteIndex(sys.argv[1])
+for q in np.load(sys.argv[2]):
+    index.vector("bench", q, Filters(), 100, exact=True)
+for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+    if line.startswith(("Pss:", "Rss:")):
+        print(line.split()[0], int(line.split()[1]) / 1024)
+"""
+
+
+def workers_pss(path: str, queries: np.ndarray) -> dict[str, float]:
+    """Two processes over the same index, as the server's workers: their summed proportional memory."""
+    qfile = Path(path + ".queries.npy")
+    np.save(qfile, queries)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, path, str(qfile)], stdout=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(2)
+    ]
+    out: dict[str, float] = {"pss_mb": 0.0, "rss_mb": 0.0}
+    for proc in procs:
+        text, _ = proc.communicate(timeout=3600)
+        for line in text.splitlines():
+            key, value = line.split()
+            out[f"{key[:-1].lower()}_mb"] += round(float(value), 1)
+    qfile.unlink()
+    return out
+
+
+def build(index: Any, n: int, words: list[str], p: np.ndarray, space: Space) -> dict[str, float]:
+    have = len(index.lexical("bench", LexicalQuery(("the",)), Filters(), 1))
+    if have:
+        return {}
+    started, pure = time.perf_counter(), 0.0
+    for start in range(0, n, BATCH):
+        batch = records(start, min(BATCH, n - start), words, p, space)
+        t = time.perf_counter()
+        index.upsert_many(batch)
+        pure += time.perf_counter() - t
+        if start and start % (BATCH * 100) == 0:
+            print(f"  {start} ingested, {start / pure:.0f}/s", file=sys.stderr, flush=True)
+    return {"ingest_per_s": round(n / pure, 1), "ingest_wall_s": round(time.perf_counter() - started, 1)}
+
+
+def lexical_queries(registry: EntityTypeRegistry, words: list[str]) -> dict[str, list[LexicalQuery]]:
+    narrow = []
+    for text in query_texts()[:300]:
+        parsed = parse_query(text, registry)
+        narrow.append(LexicalQuery(tuple(parsed.terms), tuple(parsed.phrases)))
+    common = [w for w in words[:400] if len(w) > 4][:100]  # frequent content words: millions of matches
+    broad = [LexicalQuery((w,)) for w in common]
+    return {"narrow": [q for q in narrow if not q.empty], "broad": broad}
+
+
+def measure(index: Any, n: int, space: Space, words: list[str], queries: int) -> dict[str, Any]:
+    from core.schemas import SearchRequest
+    from core.service.search import SearchService
+    from infra.clock import SystemClock
+
+    res: dict[str, Any] = {}
+    qv = space.vectors(99, queries)
+    t = time.perf_counter()
+    index.vector("bench", qv[0], Filters(), K, exact=True)  # the store built or caught up: not a search
+    res["vector_store_open_s"] = round(time.perf_counter() - t, 2)
+    exact = [index.vector("bench", q, Filters(), K, exact=True) for q in qv]
+    stage("vector: exact, NumPy bound, type filter")
+    res["vector_exact"] = summary(
+        timed(lambda q: index.vector("bench", q, Filters(), K, exact=True), list(qv))
+    )
+    snap = index._tenant_vectors("bench")
+    matrix = snap.matrix  # the same pages the index scores (mapped, resident after the first search)
+    res["numpy_bound"] = summary(timed(lambda q: np.argpartition(-(matrix @ q), K)[:K], list(qv)))
+    tasks = Filters(entity_types=("task",))
+    res["vector_type_filter"] = summary(
+        timed(lambda q: index.vector("bench", q, tasks, K, exact=True), list(qv))
+    )
+    res["raw_vector_mb"] = round(matrix.nbytes / 2**20, 1)
+    stage("two workers")
+    res["two_workers"] = workers_pss(index._path, qv[:20])
+    t = time.perf_counter()
+    while index._tenant_vectors("bench").ivf is None:  # training runs in the background
+        time.sleep(0.5)
+    res["ann_train_s"] = round(time.perf_counter() - t, 1)
+    stage("approximate")
+    for probe in PROBES:
+        index._ann_probe = probe
+        approx = [index.vector("bench", q, Filters(), K) for q in qv]
+        hits = [
+            len({c.key for c in a} & {c.key for c in e}) / max(1, len(e))
+            for a, e in zip(approx, exact, strict=True)
+        ]
+        res[f"vector_approx_probe{probe}"] = summary(
+            timed(lambda q: index.vector("bench", q, Filters(), K), list(qv))
+        )
+        res[f"vector_approx_probe{probe}"]["recall_at_100"] = round(float(np.mean(hits)), 4)
+    index._ann_probe = ANN_PROBE if n >= ANN_MIN_DEFAULT else 0  # what a default server would do
+    stage("keyword")
+    registry = EntityTypeRegistry()
+    for name, qs in lexical_queries(registry, words).items():
+        res[f"keyword_{name}"] = summary(
+            timed(lambda q: index.lexical("bench", q, Filters(), K), qs[:queries])
+        )
+
+    texts = query_texts()[:queries]
+    vectors = dict(zip(texts, qv, strict=False))
+
+    class FixedEmbedder:
+        dimension, model_id = DIM, "fixed"
+
+        def embed(self, xs: list[str]) -> list[np.ndarray]:
+            return [vectors.get(x, qv[0]) for x in xs]
+
+        embed_query = embed
+
+    class NoCache:
+        def get(self, key: str, now: float) -> None:
+            return None
+
+        def set(self, *args: Any) -> None: ...
+
+        def incr(self, key: str) -> int:
+            return 0
+
+        def counter(self, key: str) -> int:
+            return 0
+
+    service = SearchService(index, FixedEmbedder(), NoCache(), registry, SystemClock())  # type: ignore[arg-type]
+    hybrid = lambda t: service.search("bench", SearchRequest(query=t, strategy="hybrid", limit=20))  # noqa: E731
+    stage("hybrid")
+    res["hybrid_service_top20"] = summary(timed(hybrid, texts))
+
+    stage("first search after a write")
+    after: list[float] = []
+    # Compared with searches measured in turn (same machine load) for queries never searched before, as
+    # the written vector is: both read SQLite pages no earlier search touched.
+    warm: list[float] = []
+    fresh = space.vectors(12345, 20)
+    exact = index._ann_probe == 0
+    for i in range(20):
+        t = time.perf_counter()
+        index.vector("bench", fresh[i], Filters(), K, exact=exact)
+        warm.append((time.perf_counter() - t) * 1000)
+        rec = records(n + 10_000_000 + i, 1, words, np.full(len(words), 1 / len(words)), space)[0]
+        rec = dataclasses.replace(rec, version=time.time_ns())  # the index may be reused: always newer
+        index.upsert(rec)
+        t = time.perf_counter()
+        found = index.vector("bench", rec.chunks[0].embedding, Filters(), K, exact=exact)
+        after.append((time.perf_counter() - t) * 1000)
+        assert found[0].key == rec.key, "a fresh write must be found at once"
+        index.delete("bench", rec.key, None)
+    res["unseen_query_vector_search_beside_writes"] = summary(warm)
+    res["first_vector_search_after_write"] = summary(after)
+    res["memory"] = rss_mb()
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--work", default="/tmp/quarry-scale")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--json")
+    ap.add_argument(
+        "--build-only", action="store_true", help="ingest (or reuse) the indexes, measure nothing"
+    )
+    args = ap.parse_args()
+    from infra.local.sqlite_index import SqliteIndex
+
+    words, p = vocabulary()
+    space = Space()
+    report: dict[str, Any] = {"machine": f"{os.cpu_count()} cores, shared with other agents (busy)"}
+    for n in args.sizes:
+        index = SqliteIndex(Path(args.work) / f"scale-{n}.db", ann_min_chunks=1)
+        print(f"{n} chunks", file=sys.stderr, flush=True)
+        row = build(index, n, words, p, space)
+        if args.build_only:
+            continue
+        row |= measure(index, n, space, words, args.queries)
+        report[str(n)] = row
+        print(json.dumps({n: row}, indent=1), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
