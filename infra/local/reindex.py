@@ -15,6 +15,8 @@ then switch vectors and model in one transaction (DESIGN.md §9, issue 13).
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +29,7 @@ import numpy as np
 from core.entities import EntityTypeRegistry
 from core.ports import Embedder
 from infra.local.sqlite_connect import open_sqlite
+from infra.local.vector_files import ColumnFiles
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS idx_reindex (chunk_id INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
@@ -76,6 +79,7 @@ class SqliteReindexer:
     """The shadow/swap/settle steps on one data file (see module docstring)."""
 
     def __init__(self, path: str | Path, registry: EntityTypeRegistry) -> None:
+        self._path = path
         self._conn = open_sqlite(path)
         self._conn.executescript(SCHEMA)
         self._registry = registry
@@ -149,6 +153,20 @@ class SqliteReindexer:
             count += len(rows)
             after_id = pairs[-1][0]
 
+    def invalidate_vector_stores(self) -> int:
+        """Make every process rebuild its memory-mapped vectors from the swapped ones: each tenant's
+        `meta.json` is replaced by one no reader accepts (a changed file they notice, then a full build
+        at the new dimension). How many stores."""
+        folder = Path(str(self._path) + ".vectors")
+        count = 0
+        for store in sorted(p for p in folder.glob("*") if (p / "meta.json").exists()):
+            with ColumnFiles(store, "").lock():
+                tmp = store / f"meta.reindex.{os.getpid()}.tmp"
+                tmp.write_text(json.dumps({"format": -1, "reason": "reindexed"}))
+                os.replace(tmp, store / "meta.json")
+            count += 1
+        return count
+
     def tenants(self) -> list[str]:
         """Every tenant with a generation (whose cached searches a swap must invalidate)."""
         return [r[0] for r in self._conn.execute("SELECT tenant_id FROM idx_generation ORDER BY tenant_id")]
@@ -174,6 +192,7 @@ def reindex(
         swapped, top = reindexer.try_swap(model_dir, embedder, clock())
         if not swapped:
             chunks += reindexer.shadow(embedder)
+    reindexer.invalidate_vector_stores()
     if on_swap is not None:
         on_swap()
     sleep(settle_seconds)

@@ -22,7 +22,7 @@ KEY_BATCH = 200  # (type, id) pairs per query: 400 bound parameters, under SQLit
 class _IndexParts(Protocol):
     """What the mixin needs from SqliteIndex."""
 
-    _vectors: dict[str, Any]
+    _vectors: Any
 
     def _conn(self) -> sqlite3.Connection: ...
 
@@ -115,8 +115,9 @@ class SqliteCatalog:
             tx.execute("DELETE FROM idx_chunks WHERE tenant_id = ?", (tenant_id,))
             tx.execute("DELETE FROM idx_entities WHERE tenant_id = ?", (tenant_id,))
             tx.execute("DELETE FROM idx_generation WHERE tenant_id = ?", (tenant_id,))
+            tx.execute("DELETE FROM idx_changes WHERE tenant_id = ?", (tenant_id,))
             tx.execute("INSERT INTO idx_fts (idx_fts) VALUES ('optimize')")
-        self._vectors.pop(tenant_id, None)
+        self._vectors.drop(tenant_id)
         # Free space still holds bytes of rows that writes before the erase replaced or deleted without
         # secure_delete (old chunk rows, merged FTS segments): rebuild the file so none of it survives.
         conn.execute("VACUUM")
