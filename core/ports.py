@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from core.catalog import EmbeddingStatus, EntityPosition
 from core.context.graph import Triple
+from core.jobs import Job
 from core.models import (
     Candidate,
     EntityKey,
@@ -18,6 +19,7 @@ from core.models import (
     LexicalQuery,
     Placement,
     Retrieval,
+    RetrievalSpec,
     StoredEntity,
     Vector,
     WriteOutcome,
@@ -118,6 +120,18 @@ class SearchIndex(Protocol):
 
     def purge_tenant(self, tenant_id: str) -> int:
         """Erase every entity, tombstone, chunk, vector and keyword row of the tenant; how many entities."""
+        ...
+
+    def chunk_vectors(
+        self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
+    ) -> dict[tuple[EntityKey, int], Vector]:
+        """The stored embeddings of these (entity, chunk_no) pairs, in one round trip; missing ones are left
+        out (for MMR over retrieved candidates: nothing is embedded again)."""
+        ...
+
+    def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
+        """`retrieve` for every spec, in order, in ONE round trip where the backend allows (OpenSearch: one
+        `_msearch` for all the lexical and vector queries); UnavailableError fails them all."""
         ...
 
 
@@ -256,4 +270,25 @@ class TripleStore(Protocol):
 
     def triples(self, tenant_id: str, entities: Sequence[str], per_entity: int) -> list[Triple]:
         """Up to `per_entity` facts whose subject or object names each entity (case-insensitive), best first."""
+        ...
+
+
+class JobQueue(Protocol):
+    """Where write-job parts wait for the indexing consumer (SQS in AWS; a background thread locally)."""
+
+    def send(self, messages: Sequence[dict[str, Any]]) -> None:
+        """Enqueue every message, or raise UnavailableError (then the caller gets 503 and nothing is queued
+        that it was told about)."""
+        ...
+
+
+class JobStore(Protocol):
+    """Write jobs and the report of each processed part — per tenant."""
+
+    def create_job(self, job: Job) -> None: ...
+
+    def get_job(self, tenant_id: str, job_id: str) -> Job | None: ...
+
+    def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
+        """Store one part's report; recording a part twice (a queue re-delivery) keeps one report."""
         ...

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from core.entities import EntityTypeRegistry
-from core.text import STOPWORDS, is_identifier, tokens
+from core.text import CJK_CHAR, STOPWORDS, is_identifier, tokens
 
 MAX_TERMS = 20  # seed gateway-shared-search-utils: buildFts5Query caps at 20 terms
 MAX_PHRASES = 5  # phrases are ANDed: more than a handful only empties the result
@@ -68,6 +68,9 @@ class ParsedQuery:
     entity_prefix: str | None
     shape: QueryShape
     truncated: bool
+    # How often each term occurs in the query (aligned with `terms`): BM25 weighs a term the query
+    # repeats that many times (Lucene and bm25s do; long questions repeat their key words).
+    weights: tuple[int, ...] = ()
 
     def describe(self) -> str:
         """A readable rendering of the parse for `query_info.parsed_query`."""
@@ -86,15 +89,20 @@ def _shape(text: str) -> QueryShape:
     return QueryShape.PLAIN
 
 
-def _terms(text: str) -> tuple[list[str], bool]:
-    """Unique tokens in order, stop words dropped unless nothing else is left, capped at MAX_TERMS."""
-    seen: dict[str, None] = {}
+def _is_noise(term: str) -> bool:
+    """A stop word, or one Latin letter or digit (the `e` and `g` of "e.g."); a CJK character is a word."""
+    return term in STOPWORDS or (len(term) == 1 and not CJK_CHAR.match(term))
+
+
+def _terms(text: str, max_terms: int) -> tuple[dict[str, int], bool]:
+    """Tokens in order with their counts, noise dropped unless nothing else is left, capped at max_terms."""
+    counts: dict[str, int] = {}
     for tok in tokens(text):
-        seen.setdefault(tok, None)
-    all_terms = list(seen)
-    content = [t for t in all_terms if t not in STOPWORDS]
-    chosen = content or all_terms
-    return chosen[:MAX_TERMS], len(chosen) > MAX_TERMS
+        counts[tok] = counts.get(tok, 0) + 1
+    content = {t: n for t, n in counts.items() if not _is_noise(t)}
+    chosen = content or counts
+    kept = dict(list(chosen.items())[:max_terms])
+    return kept, len(chosen) > max_terms
 
 
 def _split_prefix(text: str, registry: EntityTypeRegistry) -> tuple[str | None, str]:
@@ -109,8 +117,9 @@ def _split_prefix(text: str, registry: EntityTypeRegistry) -> tuple[str | None, 
     return None, text
 
 
-def parse_query(query: str, registry: EntityTypeRegistry) -> ParsedQuery:
-    """Parse a raw query string into terms, phrases, an optional entity prefix and its shape."""
+def parse_query(query: str, registry: EntityTypeRegistry, max_terms: int = MAX_TERMS) -> ParsedQuery:
+    """Parse a raw query string into terms (with their counts), phrases, an optional entity prefix and its
+    shape. `max_terms` is the search box's cap (the seed's 20); evaluation of long queries lifts it."""
     entity_prefix, rest = _split_prefix(query, registry)
     phrases: list[str] = []
     for raw in _PHRASE.findall(rest):
@@ -118,17 +127,18 @@ def parse_query(query: str, registry: EntityTypeRegistry) -> ParsedQuery:
         if len(words) > 1:
             phrases.append(" ".join(words))
     unquoted = _PHRASE.sub(" ", rest).replace('"', " ")
-    terms, truncated = _terms(unquoted)
+    counts, truncated = _terms(unquoted, max_terms)
     # A single-word "phrase" is just a term.
     for raw in _PHRASE.findall(rest):
         words = tokens(raw)
-        if len(words) == 1 and words[0] not in terms and len(terms) < MAX_TERMS:
-            terms.append(words[0])
+        if len(words) == 1 and words[0] not in counts and len(counts) < max_terms:
+            counts[words[0]] = 1
     text = " ".join(rest.replace('"', " ").split())
     return ParsedQuery(
         original=query,
         text=text,
-        terms=tuple(terms),
+        terms=tuple(counts),
+        weights=tuple(counts.values()),
         phrases=tuple(phrases[:MAX_PHRASES]),
         entity_prefix=entity_prefix,
         shape=_shape(rest),

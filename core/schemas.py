@@ -8,17 +8,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
+
+from core.base_model import QuarryModel
 
 Scalar = str | int | float | bool
 FilterValue = Scalar | list[Scalar]
 Strategy = Literal["auto", "keyword", "semantic", "hybrid"]
 MAX_LIMIT = 100  # DESIGN.md §3: limit ≤ 100
 DEFAULT_LIMIT = 20  # DESIGN.md §3: default 20
-MAX_BULK_ITEMS = 500  # issue 2: POST /entities takes at most 500 items
+MAX_BULK_ITEMS = 10_000  # core/jobs.py MAX_JOB_ITEMS: above the synchronous size a bulk becomes a job
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(QuarryModel):
     """POST /search."""
 
     model_config = ConfigDict(extra="forbid")
@@ -55,14 +57,14 @@ class SearchRequest(BaseModel):
         return value
 
 
-class RetrieverExplanation(BaseModel):
+class RetrieverExplanation(QuarryModel):
     """One retriever's view of a result."""
 
     rank: int | None
     score: float | None
 
 
-class Explanation(BaseModel):
+class Explanation(QuarryModel):
     """Why a result scored what it did."""
 
     fusion: str
@@ -74,7 +76,7 @@ class Explanation(BaseModel):
     fallback: str | None = None
 
 
-class SearchResult(BaseModel):
+class SearchResult(QuarryModel):
     """One hit."""
 
     entity_type: str
@@ -86,7 +88,7 @@ class SearchResult(BaseModel):
     explanation: Explanation | None = None
 
 
-class QueryInfo(BaseModel):
+class QueryInfo(QuarryModel):
     """How the query was understood and served."""
 
     original_query: str
@@ -101,7 +103,7 @@ class QueryInfo(BaseModel):
     query_shape: Literal["question", "identifier", "plain"] = "plain"
 
 
-class SearchResponse(BaseModel):
+class SearchResponse(QuarryModel):
     """POST /search response."""
 
     results: list[SearchResult]
@@ -113,7 +115,7 @@ class SearchResponse(BaseModel):
     )
 
 
-class BulkItem(BaseModel):
+class BulkItem(QuarryModel):
     """One entity in POST /entities: its type and id plus its fields."""
 
     model_config = ConfigDict(extra="allow")
@@ -122,7 +124,7 @@ class BulkItem(BaseModel):
     id: str = Field(min_length=1, max_length=256)
 
 
-class BulkRequest(BaseModel):
+class BulkRequest(QuarryModel):
     """POST /entities."""
 
     model_config = ConfigDict(extra="forbid")
@@ -134,7 +136,7 @@ class BulkRequest(BaseModel):
     )
 
 
-class BulkError(BaseModel):
+class BulkError(QuarryModel):
     """Why one bulk item was not indexed."""
 
     index: int
@@ -144,7 +146,7 @@ class BulkError(BaseModel):
     fields: dict[str, str] = Field(default_factory=dict)
 
 
-class BulkResponse(BaseModel):
+class BulkResponse(QuarryModel):
     """POST /entities response."""
 
     indexed: int
@@ -152,7 +154,7 @@ class BulkResponse(BaseModel):
     errors: list[BulkError]
 
 
-class WriteResponse(BaseModel):
+class WriteResponse(QuarryModel):
     """PUT / PATCH / DELETE /entities/{type}/{id} response."""
 
     entity_type: str

@@ -61,6 +61,20 @@ def validate_id(entity_id: str, path: str = "id") -> None:
         raise InvalidInputError("invalid entity id", {path: ID_RULE})
 
 
+def _has_text(value: Any) -> bool:
+    """A non-blank string, or a list holding one."""
+    if isinstance(value, str):
+        return bool(value.strip())
+    return isinstance(value, list) and any(_has_text(v) for v in value)
+
+
+def _untitled_document(etype: EntityType, body: Mapping[str, Any]) -> bool:
+    """A chunked type (a document) may come without a title when it has text or chunks: a title is not
+    needed to be found, and many corpora (BEIR's among them) have none."""
+    body_fields = [f.name for f in etype.fields if f.boost == 1] + ["chunks"]
+    return etype.chunked and any(_has_text(body.get(f)) for f in body_fields)
+
+
 def validate_body(
     etype: EntityType, body: Any, max_text_chars: int, partial: bool = False, path: str = ""
 ) -> dict[str, Any]:
@@ -82,8 +96,7 @@ def validate_body(
                 errors[path + name] = "must be a string, number, boolean or a list of them"
     _check_common(body, errors, path)
     errors.update(lone_surrogates(dict(body), path.rstrip(".")))
-    title = body.get(etype.title_field)
-    if not partial and (not isinstance(title, str) or not title.strip()):
+    if not partial and not _has_text(body.get(etype.title_field)) and not _untitled_document(etype, body):
         errors.setdefault(path + etype.title_field, f"is required for a {etype.name}")
     if partial and not body:
         errors[path.rstrip(".") or "body"] = "must change at least one field"

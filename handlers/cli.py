@@ -198,7 +198,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
             tune=args.tune,
             index=index,
         )
+    failures = report.failures
+    if failures and not args.allow_errors:
+        print(
+            f"quarry eval: {len(failures)} failure(s); no figures reported (they would be wrong):",
+            file=sys.stderr,
+        )
+        for line in failures[:20]:
+            print(f"  {line}", file=sys.stderr)
+        if len(failures) > 20:
+            print(f"  … and {len(failures) - 20} more", file=sys.stderr)
+        print("  (--allow-errors reports the figures anyway, with these counts)", file=sys.stderr)
+        return 1
     print(format_table(report))
+    if failures:
+        docs = len(report.ingest.errors)
+        queries = {k: len(v) for k, v in report.query_errors.items()}
+        print(
+            f"WITH ERRORS (--allow-errors): {docs} document(s) not indexed; failed queries per strategy: {queries}"
+        )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report.to_json(), indent=2) + "\n")
@@ -258,6 +276,11 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--work-dir", default=None, help="where the fresh index goes (default: a temp dir)")
     e.add_argument("--cache-dir", default=None, help="embedding cache (default <data dir>/embeddings)")
     e.add_argument("--tune", action="store_true", help="also grid-search the fusion setting on these queries")
+    e.add_argument(
+        "--allow-errors",
+        action="store_true",
+        help="report figures even when documents or queries failed (the counts are printed beside them)",
+    )
     e.add_argument(
         "--index",
         choices=["sqlite", "opensearch"],

@@ -1,70 +1,105 @@
-"""The nightly Lambda (EventBridge schedule): runs the context learning cycle for every tenant and caller
-with enough new feedback (DESIGN.md §4), then every stored overlay's golden set (DESIGN.md §6), stores
-the figures and emits both as metrics.
+"""The nightly Lambda: the context learning cycle (DESIGN.md §4) and every stored overlay's golden set
+(DESIGN.md §6), as one task per tenant (learning) and per overlay (golden set) — core/service/nightly.py.
 
-The scheduled event carries nothing the cycle needs; an event whose `detail` names a `tenant_id` limits
-the run to that tenant (handy for a manual `sam local invoke`). Running it twice is harmless: the cycle
-marks the assemblies it learned from, so a second run finds nothing pending. A state-store outage raises,
-so Lambda's retry and the errors alarm take over.
+- The EventBridge schedule invokes it with nothing the cycle needs: it plans tonight's tasks and, with a
+  queue configured (QUARRY_EVAL_QUEUE_URL, as the stack sets), sends one message per task; an event whose
+  `detail` names a `tenant_id` limits the plan to that tenant (handy for a manual `sam local invoke`).
+- The eval-tasks queue invokes it with one task per record (batch size 1): that task runs, its figures
+  are stored and emitted as metrics; a failing task is reported in `batchItemFailures`, retried by SQS and
+  parked in the DLQ after 5 receives, without touching the others.
+- Without a queue (locally), the scheduled run executes every task itself, one after another.
+
+Running a task twice is harmless: the learning cycle marks the assemblies it learned from, and a golden
+set's record is simply stored again.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from core.scoring import iso_timestamp
-from core.service.golden import run_golden_sets
+from core.service.nightly import NightlyTask, plan_nightly
 from handlers._observability import logger, metrics, tracer
-from infra.wiring import Container, container
+from infra.wiring import container
+
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
-def _golden_sets(c: Container, tenant: str | None) -> list[dict[str, Any]]:
-    """Run and store every stored overlay's golden set (one tenant's when `tenant` is given)."""
-    owners = c.state.overlay_owners()
-    by_tenant: dict[str, list[str]] = {}
-    for owner, role_id in owners:
-        if tenant is None or owner == tenant:
-            by_tenant.setdefault(owner, []).append(role_id)
-    results: list[dict[str, Any]] = []
+def run_task(task: NightlyTask) -> dict[str, Any]:
+    """Run one task and emit its figures; the report is what the task changed or measured."""
+    c = container()
+    if task.kind == "learning":
+        report = c.learning.run(task.tenant_id)
+        for name, value in (("LearningCallers", report.callers), ("LearningAssemblies", report.assemblies),
+                            ("LearningWeightChanges", report.weights_count),
+                            ("LearningBudgetChanges", report.budgets_count),
+                            ("LearningSkipped", len(report.skipped))):  # fmt: skip
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+        logger.info("learning cycle", extra={"tenant": task.tenant_id, **report.model_dump(mode="json")})
+        return {"tenant": task.tenant_id, **report.model_dump(mode="json")}
+    from core.service.golden import run_golden_sets
+
     at = iso_timestamp(c.clock.now())
-    for owner, roles in sorted(by_tenant.items()):
-        for report in run_golden_sets(owner, roles, c.retrieval, c.state, at):
-            for strategy, figures in report.strategies.items():
-                metrics.add_metric(
-                    name=f"GoldenNdcg10_{strategy}", unit=MetricUnit.NoUnit, value=figures.ndcg_at_10
-                )
-            results.append({"tenant": owner, **report.to_json()})
-    return results
+    reports = run_golden_sets(task.tenant_id, [task.role_id or ""], c.retrieval, c.state, at)
+    for report in reports:
+        for strategy, figures in report.strategies.items():
+            metrics.add_metric(
+                name=f"GoldenNdcg10_{strategy}", unit=MetricUnit.NoUnit, value=figures.ndcg_at_10
+            )
+    logger.info("golden set", extra={"tenant": task.tenant_id, "role": task.role_id, "scored": len(reports)})
+    return {
+        "tenant": task.tenant_id,
+        "golden_sets": [{"tenant": task.tenant_id, **r.to_json()} for r in reports],
+    }
+
+
+def record_handler(record: SQSRecord) -> str:
+    """One queued task; any exception makes it a `batchItemFailures` entry."""
+    run_task(NightlyTask.from_message(json.loads(record.body)))
+    return "done"
+
+
+def _tenant_of(event: Any) -> str | None:
+    detail = event.get("detail") if isinstance(event, dict) else None
+    tenant = detail.get("tenant_id") if isinstance(detail, dict) else None
+    return tenant if isinstance(tenant, str) and tenant else None
+
+
+def run_inline(tasks: list[NightlyTask]) -> dict[str, Any]:
+    """Every task in this invocation (no queue): the learning totals and the golden sets, as one report."""
+    totals = {"callers": 0, "assemblies": 0, "weights_count": 0, "budgets_count": 0}
+    out: dict[str, Any] = {
+        "weight_adjustments": [],
+        "budget_adjustments": [],
+        "skipped": [],
+        "golden_sets": [],
+    }
+    for task in tasks:
+        result = run_task(task)
+        for key in totals:
+            totals[key] += int(result.get(key, 0))
+        for key in ("weight_adjustments", "budget_adjustments", "skipped", "golden_sets"):
+            out[key] += result.get(key, [])
+    return {**totals, **out}
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)  # tenant data never in X-Ray
 @metrics.log_metrics(raise_on_empty_metrics=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    detail = event.get("detail") if isinstance(event, dict) else None
-    tenant = detail.get("tenant_id") if isinstance(detail, dict) else None
-    tenant = tenant if isinstance(tenant, str) and tenant else None
     c = container()
-    report = c.learning.run(tenant)
-    metrics.add_metric(name="LearningCallers", unit=MetricUnit.Count, value=report.callers)
-    metrics.add_metric(name="LearningAssemblies", unit=MetricUnit.Count, value=report.assemblies)
-    metrics.add_metric(name="LearningWeightChanges", unit=MetricUnit.Count, value=report.weights_count)
-    metrics.add_metric(name="LearningBudgetChanges", unit=MetricUnit.Count, value=report.budgets_count)
-    metrics.add_metric(name="LearningSkipped", unit=MetricUnit.Count, value=len(report.skipped))
-    logger.info(
-        "learning cycle",
-        extra={
-            "tenant": tenant,
-            "callers": report.callers,
-            "assemblies": report.assemblies,
-            "weight_changes": report.weights_count,
-            "budget_changes": report.budgets_count,
-            "skipped": report.skipped,
-        },
-    )
-    golden = _golden_sets(c, tenant)
-    logger.info("golden sets", extra={"tenant": tenant, "overlays": len(golden)})
-    return {**report.model_dump(mode="json"), "golden_sets": golden}
+    if isinstance(event, dict) and "Records" in event:
+        return dict(process_partial_response(event, record_handler, processor, context))
+    tasks = plan_nightly(c.state, _tenant_of(event))
+    if c.settings.eval_queue_url:
+        c.eval_queue.send([t.to_message() for t in tasks])
+        metrics.add_metric(name="NightlyTasksQueued", unit=MetricUnit.Count, value=len(tasks))
+        logger.info("nightly tasks queued", extra={"tasks": len(tasks)})
+        return {"queued": len(tasks)}
+    return run_inline(tasks)

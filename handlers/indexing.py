@@ -59,6 +59,8 @@ from core.errors import (
 from core.models import WriteOutcome
 from core.service.indexing import IndexingService
 from handlers._observability import logger, metrics, tracer
+from handlers.tenant_metrics import TenantMetric
+from handlers.tenant_metrics import count as tenant_metric
 from infra import wiring
 
 MS_PER_SECOND = 1000.0
@@ -130,6 +132,10 @@ def parse_change(payload: Any, sender: str | None = None) -> tuple[EntityChange,
     return change, when
 
 
+def _tenant_metrics_on() -> bool:
+    return wiring.container().settings.tenant_metrics
+
+
 def _service() -> IndexingService:
     """The indexing service of this container (built on first use, then reused while warm)."""
     return wiring.container().indexing
@@ -180,6 +186,8 @@ def _process(message_id: str | None, parse: Callable[[], tuple[EntityChange, flo
         logger.exception("entity change failed; it will be delivered again", extra={"message_id": message_id})
         raise
     metrics.add_metric(name=OUTCOME_METRICS[outcome], unit=MetricUnit.Count, value=1)
+    if outcome is WriteOutcome.APPLIED:
+        tenant_metric(TenantMetric.WRITES, change.tenant_id, 1, _tenant_metrics_on())
     log = logger.info if outcome in (WriteOutcome.APPLIED, WriteOutcome.DUPLICATE) else logger.warning
     log(
         "entity change %s",
@@ -206,8 +214,38 @@ def _parse_record(record: SQSRecord) -> tuple[EntityChange, float]:
     return change, when or (int(sent) / MS_PER_SECOND if sent else time.time())
 
 
+def _is_job_part(record: SQSRecord) -> bool:
+    """Whether the record comes from the jobs queue (only the API function may send there; a producer's
+    event shaped like a job part arrives on the entity queue and is parsed, and refused, as an event)."""
+    arn = wiring.container().settings.jobs_queue_arn
+    return bool(arn) and record.event_source_arn == arn
+
+
+def process_job_part(record: SQSRecord) -> str:
+    """One part of a bulk or corpus job: index its items and record the part's report."""
+    try:
+        message = json.loads(record.body)
+        report = wiring.container().jobs.process(message)
+    except Exception:
+        metrics.add_metric(name=FAILED_METRIC, unit=MetricUnit.Count, value=1)
+        logger.exception(
+            "job part failed; it will be delivered again", extra={"message_id": record.message_id}
+        )
+        raise
+    metrics.add_metric(name="JobItemsIndexed", unit=MetricUnit.Count, value=report.indexed)
+    tenant_metric(TenantMetric.WRITES, message["job"]["tenant_id"], report.indexed, _tenant_metrics_on())
+    logger.info(
+        "job part done",
+        extra={"message_id": record.message_id, "job": message["job"], "indexed": report.indexed,
+               "errors": len(report.errors)},
+    )  # fmt: skip
+    return "done"
+
+
 def record_handler(record: SQSRecord) -> str:
     """One SQS record; any exception makes it a `batchItemFailures` entry."""
+    if _is_job_part(record):
+        return process_job_part(record)
     return _process(record.message_id, lambda: _parse_record(record))
 
 

@@ -14,6 +14,7 @@ nothing. Strategies:
 from __future__ import annotations
 
 import dataclasses
+import re
 import tempfile
 import time
 import uuid
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from core.entities import EntityTypeRegistry
-from core.errors import ConfigurationError, InvalidInputError
+from core.errors import ConfigurationError, InvalidInputError, QuarryError
 from core.evaluation import Metrics, Run, evaluate
 from core.fusion import CONVEX_ALPHA, RRF_K, FusionMethod
 from core.ports import Embedder, SearchIndex
@@ -42,6 +43,8 @@ INDEX_BATCH = 128  # documents per IndexingService.bulk call (one embedding call
 DEFAULT_STRATEGY = "auto"  # SearchRequest.strategy's default: what POST /search does unasked
 ALL_STRATEGIES = ("keyword", "semantic", "rrf", "convex", DEFAULT_STRATEGY)
 INDEX_FILE = "index.sqlite"
+EVAL_MAX_QUERY_CHARS = 1_000_000  # no search-box limit: a BEIR query is as long as it is
+EVAL_MAX_TERMS = 1024  # likewise (each distinct term is one OR branch of the lexical query)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,9 @@ class IngestReport:
     documents: int = 0
     indexed: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
+    # documents with no text at all (Cranfield has two): nothing to index, no retriever can find them;
+    # skipped and counted, not failures
+    empty: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -87,6 +93,16 @@ class EvalReport:
     ingest: IngestReport
     search_seconds: dict[str, float] = field(default_factory=dict)
     tuning: TuningResult | None = None
+    # query id → what went wrong, per strategy: a failed query would score 0 and bend every figure
+    query_errors: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def failures(self) -> list[str]:
+        """What failed, in words (empty when every document was indexed and every query answered)."""
+        out = [f"document {e.get('entity_id', e.get('index'))}: {_problem(e)}" for e in self.ingest.errors]
+        for strategy, errors in self.query_errors.items():
+            out.extend(f"query {qid} ({strategy}): {message}" for qid, message in errors.items())
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """`{"dataset", "queries", "default", "strategies": {name: {ndcg_at_10, recall_at_100, mrr_at_10}}}`."""
@@ -100,9 +116,11 @@ class EvalReport:
                 "documents": self.ingest.documents,
                 "indexed": self.ingest.indexed,
                 "errors": len(self.ingest.errors),
+                "empty": len(self.ingest.empty),
                 "seconds": round(self.ingest.seconds, 1),
             },
             "search_seconds": {k: round(v, 2) for k, v in self.search_seconds.items()},
+            "query_errors": {k: len(v) for k, v in self.query_errors.items() if v},
             **({"tuning": _tuning_json(self.tuning)} if self.tuning else {}),
         }
 
@@ -130,24 +148,51 @@ def ingest(data: BeirDataset, indexing: IndexingService, now: float, progress: b
     with _progress(len(data.corpus), f"indexing {data.name}", progress) as bar:
         for start in range(0, len(data.corpus), INDEX_BATCH):
             batch = data.corpus[start : start + INDEX_BATCH]
-            result = indexing.bulk(EVAL_TENANT, [document_entity(d) for d in batch], now)
+            report.empty.extend(d.doc_id for d in batch if not (d.title.strip() or d.text.strip()))
+            kept = [d for d in batch if d.title.strip() or d.text.strip()]
+            result = indexing.bulk(EVAL_TENANT, [document_entity(d) for d in kept], now)
             report.indexed += result.indexed
             for err in result.errors:
-                report.errors.append({**err, "index": start + int(err["index"])})
+                report.errors.append({**err, "entity_id": kept[int(err["index"])].doc_id})
             bar.update(len(batch))
     report.seconds = time.perf_counter() - started
     return report
 
 
-def run_queries(service: SearchService, data: BeirDataset, strategy: str, limit: int = SEARCH_LIMIT) -> Run:
-    """Every test query through the search service: query id → entity ids, best first."""
+_ITEM_PATH = re.compile(r"^items[.][0-9]+[.]")  # the bulk request's path of a field: not the reader's concern
+
+
+def _problem(error: dict[str, Any]) -> str:
+    """An ingest error in words: each bad field and what is wrong with it."""
+    fields = error.get("fields") or {}
+    if fields:
+        return "; ".join(f"{_ITEM_PATH.sub('', k)}: {v}" for k, v in fields.items())
+    return str(error.get("error"))
+
+
+def run_queries(
+    service: SearchService,
+    data: BeirDataset,
+    strategy: str,
+    limit: int = SEARCH_LIMIT,
+    errors: dict[str, str] | None = None,
+) -> Run:
+    """Every test query through the search service: query id → entity ids, best first. A query the
+    service refuses or fails is recorded in `errors` (and ranks nothing) instead of ending the run."""
     run: dict[str, list[str]] = {}
     for qid, text in data.queries.items():
         if not text.strip():
             run[qid] = []
             continue
         request = SearchRequest(query=text, limit=limit, strategy=strategy)  # type: ignore[arg-type]
-        response = service.search(EVAL_TENANT, request)
+        try:
+            response = service.search(EVAL_TENANT, request)
+        except QuarryError as exc:
+            if errors is None:
+                raise
+            errors[qid] = exc.message
+            run[qid] = []
+            continue
         run[qid] = [r.entity_id for r in response.results]
     return run
 
@@ -160,6 +205,7 @@ def evaluate_strategies(
     make_service: ServiceFactory,
     strategies: Sequence[str],
     default: SearchSettings,
+    query_errors: dict[str, dict[str, str]] | None = None,
 ) -> tuple[dict[str, Metrics], dict[str, float]]:
     """Metrics and wall time per strategy; each strategy gets its own service (and result cache)."""
     specs = strategy_specs(default)
@@ -172,7 +218,8 @@ def evaluate_strategies(
     for name in strategies:
         spec = specs[name]
         started = time.perf_counter()
-        run = run_queries(make_service(spec.settings), data, spec.request_strategy)
+        failed = query_errors.setdefault(name, {}) if query_errors is not None else None
+        run = run_queries(make_service(spec.settings), data, spec.request_strategy, errors=failed)
         seconds[name] = time.perf_counter() - started
         metrics[name] = evaluate(run, data.qrels)
     return metrics, seconds
@@ -232,7 +279,11 @@ def evaluate_dataset(
     """
     from infra.local.cache import MemoryCache
 
-    settings = default or SearchSettings()
+    # The evaluation is for long queries too: the search box's limits (1,000 characters, 20 terms) would
+    # cut them, so they are lifted here; everything else is the deployment's setting.
+    settings = dataclasses.replace(
+        default or SearchSettings(), max_query_chars=EVAL_MAX_QUERY_CHARS, max_terms=EVAL_MAX_TERMS
+    )
     types = registry or EntityTypeRegistry()
     clock = SystemClock()
     index = index if index is not None else _fresh_sqlite_index(work_dir)
@@ -242,7 +293,8 @@ def evaluate_dataset(
     def make_service(s: SearchSettings) -> SearchService:
         return SearchService(index, embedder, MemoryCache(), types, clock, s)
 
-    metrics, seconds = evaluate_strategies(data, make_service, _ordered(strategies), settings)
+    query_errors: dict[str, dict[str, str]] = {}
+    metrics, seconds = evaluate_strategies(data, make_service, _ordered(strategies), settings, query_errors)
     tuner = FusionTuningService(index, embedder, types, settings)
     return EvalReport(
         dataset=data.name,
@@ -252,6 +304,7 @@ def evaluate_dataset(
         strategies=metrics,
         ingest=ingested,
         search_seconds=seconds,
+        query_errors={k: v for k, v in query_errors.items() if v},
         tuning=tuner.tune(EVAL_TENANT, data.queries, data.qrels) if tune else None,
     )
 
@@ -260,7 +313,8 @@ def format_table(report: EvalReport) -> str:
     """A plain-text table: one row per strategy, the default marked."""
     lines = [
         f"{report.dataset} ({report.split}): {report.queries} queries, "
-        f"{report.ingest.indexed}/{report.ingest.documents} documents indexed",
+        f"{report.ingest.indexed}/{report.ingest.documents} documents indexed"
+        + (f" ({len(report.ingest.empty)} empty, skipped)" if report.ingest.empty else ""),
         f"{'strategy':<12} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8}",
     ]
     for name, m in report.strategies.items():

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.errors import ConfigurationError, InvalidInputError
@@ -59,6 +59,18 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=DEFAULT_BODY_LIMIT, ge=1024)
     max_batch_items: int = Field(default=500, ge=1, le=500)
     cache_ttl_seconds: float = Field(default=300.0, ge=0.0)
+    # Write jobs (issue 11): a bulk or corpus request estimated above this many chunks (one embedding
+    # each) is accepted as 202 with a job id and indexed by the indexing consumer from the jobs queue.
+    # 200: Titan embeds one text per call (~30-50 ms), so 200 chunks take ~6-10 s inside the API's 29 s.
+    # Parts hold at most as many chunks, within the consumer's 60 s. No queue URL: the local server runs
+    # jobs in a background thread. The ARN tells the consumer which SQS records are job parts.
+    async_min_chunks: int = Field(default=200, ge=1, le=10_000)
+    jobs_queue_url: str | None = None
+    jobs_queue_arn: str | None = None
+    # The nightly cycle's tasks (one per tenant, one per overlay) go to this queue; unset: run inline.
+    eval_queue_url: str | None = None
+    # Per-tenant metrics (searches, writes, assemblies, cache hits, degraded answers; handlers/tenant_metrics.py)
+    tenant_metrics: bool = True
 
     # OpenSearch (QUARRY_INDEX=opensearch): SigV4-signed when a region is set, else basic auth from the URL.
     opensearch_url: str | None = None
@@ -145,6 +157,19 @@ class Settings(BaseSettings):
             parse_sources(value)
         except InvalidInputError as exc:
             raise ValueError("; ".join(f"{k}: {v}" for k, v in exc.fields.items())) from exc
+        return value
+
+    @field_validator("opensearch_max_retries")
+    @classmethod
+    def _opensearch_time_budget(cls, value: int, info: ValidationInfo) -> int:
+        from infra.opensearch.client import OPENSEARCH_TIME_BUDGET
+
+        timeout = float(info.data.get("opensearch_timeout", 5.0))
+        if timeout * (value + 1) > OPENSEARCH_TIME_BUDGET:
+            raise ValueError(
+                f"with QUARRY_OPENSEARCH_TIMEOUT={timeout:g}, {value} retries may take {timeout * (value + 1):g} s: "
+                f"timeout x (retries + 1) must stay within {OPENSEARCH_TIME_BUDGET:g} s (the API answers in 29 s)"
+            )
         return value
 
     @field_validator("jwt_tenant_claim")

@@ -9,21 +9,25 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.entities import EntityTypeRegistry
 from core.errors import ConfigurationError, InvalidInputError
-from core.fusion import FusionMethod
-from core.ports import Cache, Embedder, SearchIndex, StateStore, TripleStore
-from core.service.catalog import CatalogService
-from core.service.context import ContextService, ContextSettings
-from core.service.context_learning import LearningService
-from core.service.indexing import IndexingService
-from core.service.lifecycle import LifecycleService
-from core.service.retrieval import RetrievalService
-from core.service.search import SearchService, SearchSettings
 from infra.clock import SystemClock
-from infra.settings import Settings, configuration_error, load_settings, missing_settings
+
+# Services and settings are imported where they are first built, not here: a handler's cold start pays
+# only for the services its first request uses (tests/infra/test_cold_start.py, bench/cold_start.py).
+if TYPE_CHECKING:
+    from core.ports import Cache, Embedder, JobQueue, JobStore, SearchIndex, StateStore, TripleStore
+    from core.service.catalog import CatalogService
+    from core.service.context import ContextService, ContextSettings
+    from core.service.context_learning import LearningService
+    from core.service.indexing import IndexingService
+    from core.service.jobs import JobService
+    from core.service.lifecycle import LifecycleService
+    from core.service.retrieval import RetrievalService
+    from core.service.search import SearchService, SearchSettings
+    from infra.settings import Settings
 
 
 class Container:
@@ -35,6 +39,8 @@ class Container:
 
     def check(self) -> None:
         """Build what configuration alone decides (no network): a wrong setting fails here, at start."""
+        from infra.settings import configuration_error, missing_settings
+
         missing = missing_settings(self.settings)
         if missing:
             raise configuration_error(missing)
@@ -141,6 +147,9 @@ class Container:
     @cached_property
     def search_settings(self) -> SearchSettings:
         """The deployment's search behaviour (also what `quarry eval` reports as the default)."""
+        from core.fusion import FusionMethod
+        from core.service.search import SearchSettings
+
         s = self.settings
         return SearchSettings(
             fusion=FusionMethod(s.fusion),
@@ -153,32 +162,43 @@ class Container:
 
     @cached_property
     def search(self) -> SearchService:
+        from core.service.search import SearchService
+
         return SearchService(
             self.index, self.embedder, self.cache, self.registry, self.clock, self.search_settings
         )
 
     @cached_property
     def indexing(self) -> IndexingService:
+        from core.service.indexing import IndexingService
+
         return IndexingService(self.index, self.embedder, self.registry, self.cache, clock=self.clock)
 
     @cached_property
     def catalog(self) -> CatalogService:
         """Reads of stored entities, weight history and eval records (DESIGN.md §9)."""
+        from core.service.catalog import CatalogService
+
         return CatalogService(self.index, self.state, self.registry)
 
     @cached_property
     def lifecycle(self) -> LifecycleService:
         """Export and erase of a tenant (DESIGN.md §9)."""
+        from core.service.lifecycle import LifecycleService
+
         return LifecycleService(self.index, self.state, self.cache)
 
     @cached_property
     def retrieval(self) -> RetrievalService:
         """Governed retrieval and overlays (DESIGN.md §5); the embedder is only called when not lexical_only."""
+        from core.service.retrieval import RetrievalService
+
         return RetrievalService(self.index, self.state, self.clock, self.embedder)
 
     @cached_property
     def context_settings(self) -> ContextSettings:
         from core.context.sources import parse_sources
+        from core.service.context import ContextSettings
 
         s = self.settings
         return ContextSettings(
@@ -203,6 +223,7 @@ class Container:
 
     @cached_property
     def context(self) -> ContextService:
+        from core.service.context import ContextService
         from infra.links import FileLinkReader
 
         root = self.settings.links_root
@@ -220,7 +241,45 @@ class Container:
         )
 
     @cached_property
+    def job_queue(self) -> JobQueue:
+        if self.settings.jobs_queue_url:
+            from infra.jobs import SqsJobQueue
+
+            return SqsJobQueue(self.settings.jobs_queue_url)
+        from infra.jobs import ThreadJobQueue
+
+        return ThreadJobQueue(lambda message: self.jobs.process(message))
+
+    @cached_property
+    def eval_queue(self) -> JobQueue:
+        """Where the nightly run sends its tasks (QUARRY_EVAL_QUEUE_URL)."""
+        from infra.jobs import SqsJobQueue
+
+        return SqsJobQueue(self.settings.eval_queue_url or "")
+
+    @cached_property
+    def job_store(self) -> JobStore:
+        if self.settings.state_kind == "dynamodb":
+            from infra.dynamodb.jobs import DynamoJobStore
+
+            self.state  # noqa: B018  the state store creates the table when it may
+            return DynamoJobStore(self.settings.state_table)
+        from infra.jobs import SqliteJobStore
+
+        return SqliteJobStore(self.settings.sqlite_path)
+
+    @cached_property
+    def jobs(self) -> JobService:
+        """Bulk and corpus writes too big for one API call (issue 11)."""
+        from core.service.jobs import JobService, JobSettings
+
+        settings = JobSettings(async_min_chunks=self.settings.async_min_chunks)
+        return JobService(self.job_store, self.job_queue, self.indexing, self.registry, self.clock, settings)
+
+    @cached_property
     def learning(self) -> LearningService:
+        from core.service.context_learning import LearningService
+
         cs = self.context_settings
         return LearningService(self.state, self.clock, cs.sources, cs.default_budget)
 
@@ -231,6 +290,8 @@ _container: Container | None = None
 
 def container(**overrides: Any) -> Container:
     """The process-wide container (built from the environment on first call)."""
+    from infra.settings import load_settings
+
     global _container
     with _lock:
         if _container is None or overrides:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import ConfigDict, Field, StringConstraints, field_validator
 
+from core.base_model import QuarryModel
 from core.context.budget import MAX_TOKEN_BUDGET
 from core.context.learning import TOKEN_SHARE_MAX, WEIGHT_MAX
 from core.context.links import MAX_LINKS
@@ -22,7 +23,7 @@ MAX_WEIGHTS_PAGE = 1000
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
 
 
-class AssembleRequest(BaseModel):
+class AssembleRequest(QuarryModel):
     """POST /context/assemble."""
 
     model_config = ConfigDict(extra="forbid")
@@ -52,7 +53,7 @@ class AssembleRequest(BaseModel):
         return value
 
 
-class ContextSource(BaseModel):
+class ContextSource(QuarryModel):
     """One item in the block."""
 
     id: str
@@ -63,7 +64,7 @@ class ContextSource(BaseModel):
     truncated: bool = False
 
 
-class AssembleResponse(BaseModel):
+class AssembleResponse(QuarryModel):
     """POST /context/assemble response."""
 
     assembly_id: str | None
@@ -75,7 +76,7 @@ class AssembleResponse(BaseModel):
     warnings: list[str]
 
 
-class FeedbackRequest(BaseModel):
+class FeedbackRequest(QuarryModel):
     """POST /context/feedback."""
 
     model_config = ConfigDict(extra="forbid")
@@ -85,7 +86,7 @@ class FeedbackRequest(BaseModel):
     tokens_used: int | None = Field(default=None, ge=0)
 
 
-class FeedbackResponse(BaseModel):
+class FeedbackResponse(QuarryModel):
     """What the feedback recorded; ids the assembly never returned are listed and not recorded."""
 
     success: bool
@@ -94,7 +95,7 @@ class FeedbackResponse(BaseModel):
     ignored_ids: list[str]
 
 
-class WeightOut(BaseModel):
+class WeightOut(QuarryModel):
     caller: str
     source: str
     weight: float
@@ -103,7 +104,7 @@ class WeightOut(BaseModel):
     updated_at: str
 
 
-class WeightsResponse(BaseModel):
+class WeightsResponse(QuarryModel):
     """GET /context/weights: a page of stored rows by caller then source (pass `next_cursor` back as
     `cursor` for the next page); unlisted caller/source pairs use `*`, then the defaults."""
 
@@ -114,7 +115,7 @@ class WeightsResponse(BaseModel):
     default_token_share: float
 
 
-class BudgetOut(BaseModel):
+class BudgetOut(QuarryModel):
     caller: str
     budget: int
     min_budget: int
@@ -122,7 +123,7 @@ class BudgetOut(BaseModel):
     updated_at: str
 
 
-class BudgetsResponse(BaseModel):
+class BudgetsResponse(QuarryModel):
     """GET /context/budgets."""
 
     budgets: list[BudgetOut]
@@ -130,14 +131,14 @@ class BudgetsResponse(BaseModel):
     default_budget: int
 
 
-class LogSource(BaseModel):
+class LogSource(QuarryModel):
     id: str
     source: str
     score: float
     tokens: int
 
 
-class LogEntryOut(BaseModel):
+class LogEntryOut(QuarryModel):
     assembly_id: str
     caller: str
     namespace: str | None
@@ -155,20 +156,20 @@ class LogEntryOut(BaseModel):
     processed: bool
 
 
-class LogResponse(BaseModel):
+class LogResponse(QuarryModel):
     """GET /context/log: newest first; pass `next_cursor` back as `cursor` for the next page."""
 
     data: list[LogEntryOut]
     next_cursor: str | None
 
 
-class CallersResponse(BaseModel):
+class CallersResponse(QuarryModel):
     """GET /context/log/callers."""
 
     data: list[str]
 
 
-class ManualWeightRequest(BaseModel):
+class ManualWeightRequest(QuarryModel):
     """PUT /context/weights/{caller}/{source}: pin a weight and/or share; `manual: false` releases it."""
 
     model_config = ConfigDict(extra="forbid")
@@ -178,7 +179,7 @@ class ManualWeightRequest(BaseModel):
     manual: bool = True
 
 
-class WeightAdjustmentOut(BaseModel):
+class WeightAdjustmentOut(QuarryModel):
     tenant_id: str
     caller: str
     source: str
@@ -189,7 +190,7 @@ class WeightAdjustmentOut(BaseModel):
     effectiveness: float
 
 
-class BudgetAdjustmentOut(BaseModel):
+class BudgetAdjustmentOut(QuarryModel):
     tenant_id: str
     caller: str
     old_budget: int
@@ -197,7 +198,7 @@ class BudgetAdjustmentOut(BaseModel):
     reason: str
 
 
-class EvalResponse(BaseModel):
+class EvalResponse(QuarryModel):
     """POST /context/eval (and the nightly run): what the learning cycle changed."""
 
     callers: int

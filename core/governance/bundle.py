@@ -10,8 +10,9 @@ from __future__ import annotations
 import enum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 
+from core.base_model import QuarryModel
 from core.governance.overlay import SCHEMA_VERSION
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
@@ -45,7 +46,7 @@ class RejectReason(enum.StrEnum):
     OVER_LIMIT = "over_limit"
 
 
-class _Model(BaseModel):
+class _Model(QuarryModel):
     model_config = ConfigDict(extra="forbid")
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
+
+from core.base_model import QuarryModel
 
 SCHEMA_VERSION: Literal["1.0"] = "1.0"  # seed: RetrievalBundle.version "1.0"; overlays share it
 ROLE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"  # a key in URLs and state stores
@@ -34,7 +36,7 @@ TrustLevel = Literal["high", "medium", "low"]
 FusionName = Literal["convex", "rrf"]
 
 
-class _Strict(BaseModel):
+class _Strict(QuarryModel):
     model_config = ConfigDict(extra="forbid")
 
 

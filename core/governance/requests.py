@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
+from core.base_model import QuarryModel
 from core.governance.overlay import MAX_TEXT_CHARS, ROLE_ID_PATTERN, RoleOverlay, SourceName
 
 MAX_CORPUS_DOCUMENTS = 500  # one request; larger corpora go through `quarry load-corpus` in batches
@@ -15,7 +16,7 @@ MAX_CHUNK_CHARS = 20_000  # a pre-made chunk is a passage (~300 tokens is ~1200 
 RoleId = Annotated[str, StringConstraints(pattern=ROLE_ID_PATTERN)]
 
 
-class RetrieveRequest(BaseModel):
+class RetrieveRequest(QuarryModel):
     """POST /retrieve: a task for a role, governed by the given overlay or the one stored for the role."""
 
     model_config = ConfigDict(extra="forbid")
@@ -37,7 +38,7 @@ class RetrieveRequest(BaseModel):
         return self
 
 
-class CorpusChunk(BaseModel):
+class CorpusChunk(QuarryModel):
     """A pre-made chunk given as an object."""
 
     model_config = ConfigDict(extra="allow")
@@ -45,7 +46,7 @@ class CorpusChunk(BaseModel):
     text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CHUNK_CHARS)]
 
 
-class CorpusDocument(BaseModel):
+class CorpusDocument(QuarryModel):
     """One corpus document: `text` (chunked by Quarry) or `chunks` (used as they are); extra fields kept."""
 
     model_config = ConfigDict(extra="allow")
@@ -83,7 +84,7 @@ class CorpusDocument(BaseModel):
         return {"type": "document", **body}
 
 
-class CorpusRequest(BaseModel):
+class CorpusRequest(QuarryModel):
     """POST /corpus: `{documents: [...]}`; each document is checked on its own (see CorpusReport.errors)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -91,7 +92,7 @@ class CorpusRequest(BaseModel):
     documents: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_CORPUS_DOCUMENTS)
 
 
-class CorpusError(BaseModel):
+class CorpusError(QuarryModel):
     """Why one document was not ingested."""
 
     index: int
@@ -100,7 +101,7 @@ class CorpusError(BaseModel):
     fields: dict[str, str] = Field(default_factory=dict)
 
 
-class CorpusReport(BaseModel):
+class CorpusReport(QuarryModel):
     """What loading a corpus did."""
 
     documents_ingested: int

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from core.governance.bundle import RejectReason
 from core.governance.screening import Rejection, Scored
@@ -28,7 +26,13 @@ from core.models import Vector
 NEAR_DUPLICATE_COSINE = 0.95
 NEAR_DUPLICATE_JACCARD = 0.8
 
-Matrix = npt.NDArray[np.float64]
+if TYPE_CHECKING:  # numpy loads with the first similarity matrix, not when a handler imports this
+    import numpy as np
+    import numpy.typing as npt
+
+    Matrix = npt.NDArray[np.float64]
+else:
+    Matrix = Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +46,8 @@ class Similarity:
 
 def cosine_similarity(vectors: Sequence[Vector]) -> Similarity:
     """Pairwise cosine of the pool's embeddings (rows are L2-normalised again, to be safe)."""
+    import numpy as np
+
     if not vectors:
         return Similarity(np.zeros((0, 0)), "cosine", NEAR_DUPLICATE_COSINE)
     m = np.asarray(np.stack(vectors), dtype=np.float64)
@@ -52,6 +58,8 @@ def cosine_similarity(vectors: Sequence[Vector]) -> Similarity:
 
 def jaccard_similarity(pool: Sequence[Scored]) -> Similarity:
     """Pairwise Jaccard similarity of the pool's term stems."""
+    import numpy as np
+
     n = len(pool)
     m = np.eye(n)
     for i in range(n):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from core.context.budget import (
@@ -49,6 +49,12 @@ MS = 1000.0
 TOKENS_PER_CANDIDATE = 50
 MIN_DEPTH, MAX_DEPTH = 20, 100
 NO_TRIPLE_STORE = "knowledge-graph enrichment skipped: no triple store is configured (QUARRY_TRIPLES_FILE)"
+
+
+def is_degraded(warnings: Sequence[str]) -> bool:
+    """Whether an assembly answered with less than it could: a source, a retriever or the graph was
+    unavailable (a configuration note such as NO_TRIPLE_STORE is not an outage)."""
+    return any("skipped" in w and w != NO_TRIPLE_STORE for w in warnings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +154,7 @@ class ContextService:
     def _gather(self, tenant_id: str, request: AssembleRequest, prep: _Prepared, now: float) -> Gathered:
         """Embed the query, then fan out to every source (and the graph) in parallel."""
         parsed = parse_query(request.query, self._registry)
-        lexical = LexicalQuery(parsed.terms, parsed.phrases)
+        lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights)
         embedding = self._embed(parsed.text, prep.warnings)
         with_graph = prep.graph_allowance > 0 and self._triples is not None
         if prep.graph_allowance > 0 and self._triples is None:

@@ -16,7 +16,7 @@ from core.context.scoring import ContextItem, score_source
 from core.context.sources import EXPLICIT_LINK_SOURCE, SourceSpec, union_filters
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
-from core.models import Filters, LexicalQuery, Retrieval, Vector
+from core.models import Filters, LexicalQuery, Retrieval, RetrievalSpec, Vector
 from core.ports import LinkReader, SearchIndex, TripleStore
 from core.scoring import CHARS_PER_TOKEN
 from core.text import flatten
@@ -155,36 +155,16 @@ class Fanout:
         self._map = map_fn
         self._triples = triples
 
-    def _source(
-        self,
-        tenant_id: str,
-        task: SourceTask,
-        query: tuple[LexicalQuery | None, Vector | None],
-        depth: int,
-        scoring: Mapping[str, Any],
-    ) -> list[ContextItem] | UnavailableError:
-        """One source's scored items."""
+    def _retrieve_all(self, tenant_id: str, specs: list[RetrievalSpec]) -> list[Retrieval] | UnavailableError:
+        """Every source's retrieval (and the expansion's) in one index round trip."""
         try:
-            got = self._index.retrieve(tenant_id, query[0], query[1], task.filters, depth)
+            return self._index.retrieve_many(tenant_id, specs)
         except UnavailableError as exc:
             return exc
-        return score_source(task.spec.name, got, task.weight, **scoring)
 
-    def _expand(
-        self,
-        tenant_id: str,
-        plan: Plan,
-        filters: Filters,
-        query: tuple[LexicalQuery | None, Vector | None],
-        depth: int,
-        scoring: Mapping[str, Any],
-    ) -> list[ContextItem] | UnavailableError:
+    @staticmethod
+    def _expanded(plan: Plan, got: Retrieval, scoring: Mapping[str, Any]) -> list[ContextItem]:
         """Other namespaces' hits, split per source and scored at the cross-namespace discount."""
-        k = depth * len(plan.tasks)
-        try:
-            got = self._index.retrieve(tenant_id, query[0], query[1], filters, k)
-        except UnavailableError as exc:
-            return exc
         items: list[ContextItem] = []
         for task in plan.tasks:
             mine = Retrieval(
@@ -222,12 +202,12 @@ class Fanout:
         scoring: Mapping[str, Any],
         graph_query: str | None,
     ) -> Gathered:
-        """Retrieve and score every source, the expansion and the graph facts, in parallel."""
-        jobs: list[Callable[[], Any]] = [
-            partial(self._source, tenant_id, t, query, depth, scoring) for t in plan.tasks
-        ]
+        """Retrieve every source and the expansion in ONE index call (`retrieve_many`: one `_msearch` on
+        OpenSearch), the graph facts alongside it, then score each source."""
+        specs = [RetrievalSpec(query[0], query[1], t.filters, depth) for t in plan.tasks]
         if plan.expansion is not None:
-            jobs.append(partial(self._expand, tenant_id, plan, plan.expansion, query, depth, scoring))
+            specs.append(RetrievalSpec(query[0], query[1], plan.expansion, depth * len(plan.tasks)))
+        jobs: list[Callable[[], Any]] = [partial(self._retrieve_all, tenant_id, specs)] if specs else []
         if graph_query is not None:
             jobs.append(partial(self._graph, tenant_id, graph_query, scoring["now"]))
         results = list(self._map(_call, jobs))
@@ -238,10 +218,17 @@ class Fanout:
                 out.warnings.append(f"knowledge-graph enrichment skipped: {facts.message}")
             else:
                 out.graph = facts
+        got = results[0] if specs else []
         if plan.expansion is not None:
-            _take(out, results.pop(), "cross-namespace expansion")
-        for task, result in zip(plan.tasks, results, strict=True):
-            out.failed_sources += not _take(out, result, f"source '{task.spec.name}'")
+            expanded = got if isinstance(got, UnavailableError) else self._expanded(plan, got[-1], scoring)
+            _take(out, expanded, "cross-namespace expansion")
+        for n, task in enumerate(plan.tasks):
+            scored = (
+                got
+                if isinstance(got, UnavailableError)
+                else score_source(task.spec.name, got[n], task.weight, **scoring)
+            )
+            out.failed_sources += not _take(out, scored, f"source '{task.spec.name}'")
         return out
 
 

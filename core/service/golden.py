@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import InvalidInputError, QuarryError, UnavailableError
+from core.errors import QuarryError
 from core.evaluation import Metrics, evaluate
 from core.governance.overlay import RoleOverlay
 from core.governance.requests import RetrieveRequest
 from core.ports import StateStore
-from core.service.retrieval import RetrievalService, Strategy
+from core.service.retrieval import RetrievalService, Reuse, Strategy
 from core.state import EvalRecord
 
 GOLDEN_STRATEGIES: tuple[Strategy, ...] = ("keyword", "semantic", "rrf", "convex")  # DESIGN.md §6
@@ -58,8 +58,10 @@ def run_golden_set(
     tenant_id: str,
     overlay: RoleOverlay,
     strategies: Sequence[Strategy] = GOLDEN_STRATEGIES,
+    reuse: Reuse | None = None,
 ) -> GoldenReport:
-    """Score the overlay's golden set per strategy (a strategy that cannot run is reported as skipped)."""
+    """Score the overlay's golden set per strategy (a strategy that cannot run is reported as skipped);
+    `reuse` lets repeated runs over the same queries share their retrievals (overlay tuning)."""
     golden = overlay.eval_profile.golden_set
     qrels = {q.id: dict.fromkeys(q.expected_ids, RELEVANT) for q in golden}
     report = GoldenReport(
@@ -77,7 +79,7 @@ def run_golden_set(
                 overlay=overlay,
                 context_summary=q.context_summary,
             )
-            bundle = retrieval.retrieve(tenant_id, request, strategy=strategy)
+            bundle = retrieval.retrieve(tenant_id, request, strategy=strategy, reuse=reuse)
             if bundle.query.mode == "lexical_degraded":
                 report.skipped[strategy] = bundle.diagnostics.degraded_reason or "embedder unavailable"
                 break
@@ -114,68 +116,3 @@ def run_golden_sets(
         state.put_eval(tenant_id, EvalRecord(name=name, at=at, metrics=report.to_json()))
         reports.append(report)
     return reports
-
-
-TUNING_ALPHAS = tuple(round(0.1 * i, 1) for i in range(11))  # convex α grid, 0.0 … 1.0 (step 0.1)
-
-
-@dataclass(frozen=True, slots=True)
-class OverlayTuning:
-    """The overlay's fusion setting before and after tuning on its golden set, with the scores."""
-
-    role_id: str
-    current: dict[str, Any]
-    current_ndcg_at_10: float
-    best: dict[str, Any]
-    best_ndcg_at_10: float
-    adopted: dict[str, Any]
-    changed: bool
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready report."""
-        return {
-            "role_id": self.role_id,
-            "current": self.current,
-            "current_ndcg_at_10": self.current_ndcg_at_10,
-            "best": self.best,
-            "best_ndcg_at_10": self.best_ndcg_at_10,
-            "adopted": self.adopted,
-            "changed": self.changed,
-        }
-
-
-def _with_fusion(overlay: RoleOverlay, fusion: str, alpha: float) -> RoleOverlay:
-    policy = overlay.retrieval_policy.model_copy(update={"fusion": fusion, "semantic_weight": alpha})
-    return overlay.model_copy(update={"retrieval_policy": policy})
-
-
-def _golden_ndcg(retrieval: RetrievalService, tenant_id: str, overlay: RoleOverlay) -> float:
-    fusion = overlay.retrieval_policy.fusion
-    report = run_golden_set(retrieval, tenant_id, overlay, (fusion,))
-    if fusion not in report.strategies:
-        raise UnavailableError("embedder", report.skipped.get(fusion, "semantic retrieval unavailable"))
-    return report.strategies[fusion].ndcg_at_10
-
-
-def tune_overlay(retrieval: RetrievalService, tenant_id: str, role_id: str) -> OverlayTuning:
-    """Grid-search the overlay's fusion (rrf, or convex α 0…1) on its golden set; adopt and store the best
-    setting only when it scores strictly above the current one, so tuning never lowers the golden score."""
-    overlay = retrieval.get_overlay(tenant_id, role_id)
-    if not overlay.eval_profile.golden_set:
-        raise InvalidInputError("the overlay has no golden set", {"eval_profile.golden_set": "is empty"})
-    policy = overlay.retrieval_policy
-    current = {"fusion": policy.fusion, "semantic_weight": policy.semantic_weight}
-    current_score = _golden_ndcg(retrieval, tenant_id, overlay)
-    grid = [("rrf", policy.semantic_weight)] + [("convex", a) for a in TUNING_ALPHAS]
-    scored = [(_golden_ndcg(retrieval, tenant_id, _with_fusion(overlay, f, a)), f, a) for f, a in grid]
-    best_score, best_fusion, best_alpha = max(
-        scored, key=lambda s: (s[0], s[1] == policy.fusion, -abs(s[2] - 0.5))
-    )
-    best = {"fusion": best_fusion, "semantic_weight": best_alpha}
-    changed = best_score > current_score and best != current
-    if changed:
-        tuned = _with_fusion(overlay, best_fusion, best_alpha)
-        retrieval.put_overlay(tenant_id, role_id, tuned.model_dump(mode="json"))
-    return OverlayTuning(
-        role_id, current, current_score, best, best_score, best if changed else current, changed
-    )

@@ -111,7 +111,7 @@ class IndexingService:
         built = [build_chunks(d.etype, d.body) for d in drafts]
         titles = [flatten(d.body.get(d.etype.title_field)).strip() for d in drafts]
         inputs = [
-            f"{title}. {plain}" if d.etype.chunked else plain
+            f"{title}. {plain}" if d.etype.chunked and title else plain
             for d, title, chunks in zip(drafts, titles, built, strict=True)
             for _, plain in chunks
         ]

@@ -11,9 +11,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
-
-import numpy as np
 
 from core.errors import NotFoundError, UnavailableError
 from core.governance.assembly import AssemblyInput, assemble_bundle
@@ -30,7 +29,7 @@ from core.governance.selection import (
     select_mmr,
 )
 from core.governance.validation import parse_overlay
-from core.models import Filters, Retrieval, Vector
+from core.models import EntityKey, Filters, Retrieval, Vector
 from core.ports import Clock, Embedder, SearchIndex, StateStore
 
 DOCUMENT_TYPE = "document"  # the corpus lives in the built-in chunked `document` type (DESIGN.md §2)
@@ -38,11 +37,22 @@ MIN_DEPTH = 40  # candidates per retriever, at least: as core.service.search.MIN
 DEPTH_FACTOR = 4  # × max_chunks: room for forbidden, below-score and duplicate candidates to drop out
 MMR_POOL_FACTOR = 3  # MMR looks at the best 3 × max_chunks kept candidates (the rest cannot win)
 MS = 1000.0
-# Chunk vectors for MMR are re-embedded (the SearchIndex port does not return stored vectors); a warm
-# process remembers this many (384-dim float32: ~3 MiB), so retrievals over one corpus mostly hit.
+# Query vectors (a role's mission, a context summary) a warm process remembers per tenant (384-dim
+# float32: ~3 MiB). Chunk vectors for MMR come from the index (SearchIndex.chunk_vectors), never embedded
+# again; only a chunk stored without one (indexed while the embedder was down) is embedded here.
 MEMO_VECTORS = 2048
 
 Strategy = Literal["keyword", "semantic", "rrf", "convex"]
+
+
+@dataclass(slots=True)
+class Reuse:
+    """What repeated retrievals of the same queries may share within one job (overlay tuning): each
+    query's candidate lists and the chunk vectors already read, so re-ranking them under another fusion
+    setting costs no index round trip."""
+
+    retrievals: dict[tuple[object, ...], Retrieval] = field(default_factory=dict)
+    vectors: dict[tuple[EntityKey, int], Vector] = field(default_factory=dict)
 
 
 class RetrievalService:
@@ -85,9 +95,14 @@ class RetrievalService:
     # -- retrieval ------------------------------------------------------------------------------------
 
     def retrieve(
-        self, tenant_id: str, request: RetrieveRequest, strategy: Strategy | None = None
+        self,
+        tenant_id: str,
+        request: RetrieveRequest,
+        strategy: Strategy | None = None,
+        reuse: Reuse | None = None,
     ) -> RetrievalBundle:
-        """Run the governed pipeline; `strategy` overrides the policy's retrievers/fusion (golden sets)."""
+        """Run the governed pipeline; `strategy` overrides the policy's retrievers/fusion (golden sets);
+        `reuse` shares retrievals of the same query across calls (one tuning job)."""
         clock = _Stopwatch(self._clock.monotonic)
         now = self._clock.now()
         overlay = request.overlay or self.find_overlay(tenant_id, request.role_id)
@@ -100,11 +115,16 @@ class RetrievalService:
         # embedding and retrieval are timed together: a separate embed lap would tell how warm the memo was
         embedding, mode, degraded = self._embed_query(tenant_id, built, wanted)
         depth = max(MIN_DEPTH, DEPTH_FACTOR * policy.max_chunks)
-        got = self._retrieve(tenant_id, built, embedding, mode, depth)
+        key = (built.lexical, tuple(built.semantic_parts), mode, depth)  # what the index is asked
+        got = reuse.retrievals.get(key) if reuse is not None else None
+        if got is None:
+            got = self._retrieve(tenant_id, built, embedding, mode, depth)
+            if reuse is not None:
+                reuse.retrievals[key] = got
         clock.lap("retrieve")
         screened = screen(got.lexical, got.vector, built, policy, sources, mode, now)
         clock.lap("screen")
-        selection, sim_degraded = self._select(tenant_id, screened.kept, policy, mode)
+        selection, sim_degraded = self._select(tenant_id, screened.kept, policy, mode, reuse or Reuse())
         clock.lap("select")
         clock.total()
         return assemble_bundle(
@@ -139,6 +159,8 @@ class RetrievalService:
             )
         except UnavailableError as exc:
             return None, "lexical_degraded", exc.public_message
+        import numpy as np  # here, not at import: a handler's cold start never pays for it
+
         weights = np.asarray([w for _, _, w in built.semantic_parts], dtype=np.float32)
         combined = (np.stack(vectors).astype(np.float32) * weights[:, None]).sum(axis=0)
         norm = float(np.linalg.norm(combined))
@@ -154,12 +176,12 @@ class RetrievalService:
         return self._index.retrieve(tenant_id, lexical, embedding, filters, depth)
 
     def _select(
-        self, tenant_id: str, kept: Sequence[Scored], policy: RetrievalPolicy, mode: Mode
+        self, tenant_id: str, kept: Sequence[Scored], policy: RetrievalPolicy, mode: Mode, reuse: Reuse
     ) -> tuple[Selection, str | None]:
         """MMR over the best MMR_POOL_FACTOR × max_chunks kept candidates; the rest are over the limit."""
         pool_size = MMR_POOL_FACTOR * policy.max_chunks
         pool, overflow = kept[:pool_size], kept[pool_size:]
-        similarity, degraded = self._similarity(tenant_id, pool, mode)
+        similarity, degraded = self._similarity(tenant_id, pool, mode, reuse.vectors)
         selection = select_mmr(pool, similarity, policy.max_chunks, policy.diversity)
         beyond = tuple(
             Rejection(s, RejectReason.OVER_LIMIT, f"ranked {pool_size + i + 1}, beyond the diversity pool")
@@ -168,17 +190,25 @@ class RetrievalService:
         return Selection(selection.chosen, selection.rejected + beyond), degraded
 
     def _similarity(
-        self, tenant_id: str, pool: Sequence[Scored], mode: Mode
+        self, tenant_id: str, pool: Sequence[Scored], mode: Mode, known: dict[tuple[EntityKey, int], Vector]
     ) -> tuple[Similarity, str | None]:
         """Cosine of the pool's chunk embeddings when vectors are in use, else term-stem Jaccard."""
         if mode in _LEXICAL or self._embedder is None or not pool:
             return jaccard_similarity(pool), None
-        # The same input the indexer embeds for a chunked document, so a caching embedder answers it.
-        texts = [f"{s.candidate.title}. {s.candidate.text}" for s in pool]
+        refs = [(s.candidate.key, s.candidate.chunk_no) for s in pool]
         try:
-            return cosine_similarity(self._memo.embed(tenant_id, self._embedder, texts)), None
+            unread = [ref for ref in refs if ref not in known]
+            known.update(self._index.chunk_vectors(tenant_id, unread) if unread else {})
+            stored = known
+            missing = [s for s, ref in zip(pool, refs, strict=True) if ref not in stored]
+            # The same input the indexer embeds for a chunked document.
+            texts = [f"{s.candidate.title}. {s.candidate.text}" for s in missing]
+            made = self._memo.embed(tenant_id, self._embedder, texts) if texts else []
         except UnavailableError as exc:
             return jaccard_similarity(pool), f"diversity fell back to term overlap: {exc.public_message}"
+        fresh = iter(made)
+        vectors = [stored[ref] if ref in stored else next(fresh) for ref in refs]
+        return cosine_similarity(vectors), None
 
 
 _LEXICAL: tuple[Mode, ...] = ("lexical_only", "lexical_degraded")

@@ -20,7 +20,7 @@ from core.errors import InvalidInputError, UnavailableError
 from core.fusion import RRF_K, Fused, FusionMethod, fuse
 from core.models import Candidate, Filters, LexicalQuery, MatchMode, Retrieval, Scalar
 from core.ports import Cache, Clock, Embedder, SearchIndex
-from core.query import ParsedQuery, QueryShape, parse_query
+from core.query import MAX_TERMS, ParsedQuery, QueryShape, parse_query
 from core.schemas import (
     Explanation,
     QueryInfo,
@@ -63,6 +63,7 @@ class SearchSettings:
     alpha: float = DEFAULT_ALPHA
     rrf_k: int = RRF_K
     max_query_chars: int = MAX_QUERY_CHARS
+    max_terms: int = MAX_TERMS  # the search box's cap (seed gateway-shared-search-utils); eval lifts it
     max_limit: int = 100
     cache_ttl_seconds: float = SEARCH_CACHE_TTL_SECONDS
     min_depth: int = MIN_FUSION_DEPTH
@@ -188,7 +189,7 @@ class SearchService:
         """Run one search for `tenant_id`; never returns another tenant's entities."""
         started = self._clock.monotonic()
         self._check_limits(request)
-        parsed = parse_query(request.query, self._registry)
+        parsed = parse_query(request.query, self._registry, self.settings.max_terms)
         types = self._entity_types(request, parsed)
         filters = self._filters(types, request.filters)
         plan = plan_strategy(request.strategy, parsed.shape, self.settings)
@@ -287,7 +288,7 @@ class SearchService:
             except UnavailableError as exc:
                 degraded_reason = exc.public_message
                 plan = Plan("keyword", True, False, 0.0)
-        lexical = LexicalQuery(parsed.terms, parsed.phrases) if plan.lexical else None
+        lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights) if plan.lexical else None
         depth = retrieval_depth(request.limit, plan, self.settings)
         fused, fallback = self._retrieve(tenant_id, lexical, embedding, filters, depth, plan, bool(types))
         window, total, next_cursor = fused[: request.limit], len(fused), None

@@ -1,17 +1,25 @@
-"""Fusion tuning use case (issue 5): retrieve each golden query's candidate lists once, exactly as
-POST /search would, then let `core.tuning` score every fusion setting on them."""
+"""Fusion tuning use cases, both retrieve-once: search fusion (issue 5: each golden query's candidate
+lists retrieved once, exactly as POST /search would, then `core.tuning` scores every fusion setting on
+them) and an overlay's fusion for governed retrieval (`tune_overlay`: each golden query retrieved once,
+then re-ranked under every setting of the grid)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from core.entities import EntityTypeRegistry
+from core.errors import InvalidInputError, UnavailableError
 from core.evaluation import Qrels
 from core.fusion import FusionMethod
+from core.governance.overlay import RoleOverlay
 from core.models import Filters, LexicalQuery
 from core.ports import Embedder, SearchIndex
 from core.query import parse_query
+from core.service.golden import run_golden_set
+from core.service.retrieval import RetrievalService, Reuse
 from core.service.search import SearchSettings, plan_strategy, retrieval_depth, strong_vector_hits
 from core.tuning import PLAIN_RRF_ALPHA, FusionSetting, QueryLists, TuningResult, tune_fusion
 
@@ -56,14 +64,15 @@ class FusionTuningService:
         if vector_floor is not None:
             settings = dataclasses.replace(settings, min_vector_similarity=vector_floor)
         base = self._settings.alpha if self._settings.fusion is FusionMethod.CONVEX else PLAIN_RRF_ALPHA
-        parsed = {qid: parse_query(text, self._registry) for qid, text in queries.items() if text.strip()}
+        max_terms = self._settings.max_terms
+        parsed = {qid: parse_query(t, self._registry, max_terms) for qid, t in queries.items() if t.strip()}
         ids = list(parsed)
         vectors = self._embedder.embed_query([parsed[q].text for q in ids]) if ids else []
         out: dict[str, QueryLists] = {}
         for qid, vector in zip(ids, vectors, strict=True):
             query = parsed[qid]
             types = (query.entity_prefix,) if query.entity_prefix else self._types
-            lexical = LexicalQuery(query.terms, query.phrases)
+            lexical = LexicalQuery(query.terms, query.phrases, weights=query.weights)
             plan = plan_strategy(strategy, query.shape, settings)
             depth = retrieval_depth(TUNING_LIMIT, plan, settings)
             got = self._index.retrieve(
@@ -77,3 +86,72 @@ class FusionTuningService:
         """The best fusion setting for the golden set, adopted only if it beats the current one."""
         runs = self.lists(tenant_id, {q: queries[q] for q in qrels if q in queries})
         return tune_fusion(runs, qrels, current_setting(self._settings))
+
+
+TUNING_ALPHAS = tuple(round(0.1 * i, 1) for i in range(11))  # convex α grid, 0.0 … 1.0 (step 0.1)
+
+
+@dataclass(frozen=True, slots=True)
+class OverlayTuning:
+    """The overlay's fusion setting before and after tuning on its golden set, with the scores."""
+
+    role_id: str
+    current: dict[str, Any]
+    current_ndcg_at_10: float
+    best: dict[str, Any]
+    best_ndcg_at_10: float
+    adopted: dict[str, Any]
+    changed: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready report."""
+        return {
+            "role_id": self.role_id,
+            "current": self.current,
+            "current_ndcg_at_10": self.current_ndcg_at_10,
+            "best": self.best,
+            "best_ndcg_at_10": self.best_ndcg_at_10,
+            "adopted": self.adopted,
+            "changed": self.changed,
+        }
+
+
+def _with_fusion(overlay: RoleOverlay, fusion: str, alpha: float) -> RoleOverlay:
+    policy = overlay.retrieval_policy.model_copy(update={"fusion": fusion, "semantic_weight": alpha})
+    return overlay.model_copy(update={"retrieval_policy": policy})
+
+
+def _golden_ndcg(retrieval: RetrievalService, tenant_id: str, overlay: RoleOverlay, reuse: Reuse) -> float:
+    fusion = overlay.retrieval_policy.fusion
+    report = run_golden_set(retrieval, tenant_id, overlay, (fusion,), reuse)
+    if fusion not in report.strategies:
+        raise UnavailableError("embedder", report.skipped.get(fusion, "semantic retrieval unavailable"))
+    return report.strategies[fusion].ndcg_at_10
+
+
+def tune_overlay(retrieval: RetrievalService, tenant_id: str, role_id: str) -> OverlayTuning:
+    """Grid-search the overlay's fusion (rrf, or convex α 0…1) on its golden set; adopt and store the best
+    setting only when it scores strictly above the current one, so tuning never lowers the golden score.
+
+    Each golden query is retrieved ONCE (and its chunk vectors read once): every setting re-ranks those
+    same candidate lists (`Reuse`), as FusionTuningService does for search."""
+    overlay = retrieval.get_overlay(tenant_id, role_id)
+    if not overlay.eval_profile.golden_set:
+        raise InvalidInputError("the overlay has no golden set", {"eval_profile.golden_set": "is empty"})
+    policy = overlay.retrieval_policy
+    current = {"fusion": policy.fusion, "semantic_weight": policy.semantic_weight}
+    reuse = Reuse()
+    current_score = _golden_ndcg(retrieval, tenant_id, overlay, reuse)
+    grid = [("rrf", policy.semantic_weight)] + [("convex", a) for a in TUNING_ALPHAS]
+    scored = [(_golden_ndcg(retrieval, tenant_id, _with_fusion(overlay, f, a), reuse), f, a) for f, a in grid]
+    best_score, best_fusion, best_alpha = max(
+        scored, key=lambda s: (s[0], s[1] == policy.fusion, -abs(s[2] - 0.5))
+    )
+    best = {"fusion": best_fusion, "semantic_weight": best_alpha}
+    changed = best_score > current_score and best != current
+    if changed:
+        tuned = _with_fusion(overlay, best_fusion, best_alpha)
+        retrieval.put_overlay(tenant_id, role_id, tuned.model_dump(mode="json"))
+    return OverlayTuning(
+        role_id, current, current_score, best, best_score, best if changed else current, changed
+    )

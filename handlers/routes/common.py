@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler import Response, content_types
 
 from core.errors import InvalidInputError
 from handlers.auth import JwtPolicy, Principal, principal_from_event
-from infra.settings import Settings
-from infra.wiring import Container, container
+from infra.wiring import container
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.api_gateway import Router
+
+    from core.jobs import Job
+    from infra.settings import Settings
+    from infra.wiring import Container
 
 
 def _policy(settings: Settings) -> JwtPolicy:
@@ -39,6 +46,20 @@ def services() -> Container:
 def request_id(router: Router) -> str | None:
     """API Gateway's request id, logged with what the request did."""
     return router.current_event.request_context.request_id
+
+
+def accepted(job: Job) -> Response[dict[str, Any]]:
+    """202 Accepted for a write job, pointing at its status route."""
+    from handlers._observability import logger
+
+    logger.info("job accepted", extra={"tenant": job.tenant_id, "job": job.job_id, "kind": job.kind,
+                                       "items": job.items, "chunks": job.chunks, "parts": job.parts})  # fmt: skip
+    return Response(
+        status_code=202,
+        content_type=content_types.APPLICATION_JSON,
+        body=job.to_json(),
+        headers={"Location": f"/jobs/{job.job_id}"},
+    )
 
 
 def path_value(raw: str, name: str) -> str:

@@ -28,6 +28,7 @@ from core.context.schemas import (
 from handlers._observability import logger, metrics
 from handlers.routes.common import caller as principal
 from handlers.routes.common import path_value, request_id, services
+from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
 TRACE_HEADERS = ("x-amzn-trace-id", "traceparent", "x-request-id")
@@ -53,6 +54,12 @@ def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
     )
     metrics.add_metric(name="AssemblyTokens", unit=MetricUnit.Count, value=response.total_tokens)
     metrics.add_metric(name="AssemblyWarnings", unit=MetricUnit.Count, value=len(response.warnings))
+    on = services().settings.tenant_metrics
+    count(TenantMetric.ASSEMBLIES, who.tenant_id, enabled=on)
+    from core.service.context import is_degraded  # loaded already: services().context built it
+
+    degraded = is_degraded(response.warnings)
+    count(TenantMetric.DEGRADED_ANSWERS, who.tenant_id, int(degraded), enabled=on)
     logger.info(
         "context assembled",
         extra={

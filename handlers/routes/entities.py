@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from core.errors import PayloadTooLargeError, StaleVersionError
+from core.errors import StaleVersionError
 from core.models import WriteOutcome
 from core.schemas import BulkRequest, BulkResponse, WriteResponse
-from core.service.indexing import WriteResult
 from handlers._observability import logger
-from handlers.routes.common import caller, path_value, services
+from handlers.routes.common import accepted, caller, path_value, services
+from handlers.tenant_metrics import TenantMetric, count
+
+if TYPE_CHECKING:
+    from core.service.indexing import WriteResult
 
 router = Router()
 
 
 def _written(action: str, tenant_id: str, result: WriteResult) -> WriteResponse:
     """Log one write and shape its response; a stale write is a 409 naming the stored version."""
+    applied = int(result.outcome is WriteOutcome.APPLIED)
+    count(TenantMetric.WRITES, tenant_id, applied, services().settings.tenant_metrics)
     logger.info(
         f"entity {action}",
         extra={
@@ -65,15 +71,19 @@ def delete_entity(
     return _written("delete", tenant, c.indexing.delete(tenant, entity_type, eid, version, c.clock.now()))
 
 
-@router.post("/entities", summary="Index up to 500 entities", tags=["entities"])
-def bulk(request: Annotated[BulkRequest, Body()]) -> BulkResponse:
+@router.post(
+    "/entities",
+    summary="Index entities: small requests at once (200), larger ones as a job (202, GET /jobs/{id})",
+    tags=["entities"],
+)
+def bulk(request: Annotated[BulkRequest, Body()]) -> Response[dict[str, Any]]:
     principal = caller(router, "write")
     c = services()
-    if len(request.items) > c.settings.max_batch_items:
-        raise PayloadTooLargeError(
-            f"at most {c.settings.max_batch_items} items per request", c.settings.max_body_bytes
-        )
+    costs = c.jobs.costs("bulk", request.items)
+    if c.jobs.is_large(costs) or len(request.items) > c.settings.max_batch_items:
+        return accepted(c.jobs.submit(principal.tenant_id, "bulk", request.items, costs))
     report = c.indexing.bulk(principal.tenant_id, request.items, c.clock.now())
+    count(TenantMetric.WRITES, principal.tenant_id, report.indexed, c.settings.tenant_metrics)
     logger.info(
         "bulk",
         extra={
@@ -83,9 +93,10 @@ def bulk(request: Annotated[BulkRequest, Body()]) -> BulkResponse:
             "errors": len(report.errors),
         },
     )
-    return BulkResponse.model_validate(
+    done = BulkResponse.model_validate(
         {"indexed": report.indexed, "skipped_stale": report.skipped_stale, "errors": report.errors}
     )
+    return Response(200, content_types.APPLICATION_JSON, done.model_dump(mode="json"))
 
 
 written = _written  # the MCP server's entity tools shape their answers with the same helper

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
@@ -12,11 +13,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 from core.errors import PayloadTooLargeError
 from core.governance.requests import MAX_CORPUS_DOCUMENTS, RetrieveRequest
 from core.governance.validation import json_schema
+from core.jobs import MAX_JOB_ITEMS
 from core.scoring import iso_timestamp
-from core.service.corpus import corpus_documents, load_corpus
-from core.service.golden import run_golden_sets, tune_overlay
 from handlers._observability import logger, metrics
-from handlers.routes.common import caller, path_value, services
+from handlers.routes.common import accepted, caller, path_value, services
+from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
 
@@ -27,6 +28,10 @@ def retrieve(request: Annotated[RetrieveRequest, Body()]) -> dict[str, Any]:
     bundle = services().retrieval.retrieve(principal.tenant_id, request)
     metrics.add_metric(
         name="RetrieveLatency", unit=MetricUnit.Milliseconds, value=bundle.diagnostics.timings_ms["total"]
+    )
+    degraded = bundle.query.mode == "lexical_degraded" or bundle.diagnostics.degraded_reason is not None
+    count(
+        TenantMetric.DEGRADED_ANSWERS, principal.tenant_id, int(degraded), services().settings.tenant_metrics
     )
     logger.info(
         "retrieve",
@@ -68,6 +73,8 @@ def delete_overlay(role_id: str) -> dict[str, Any]:
 
 @router.post("/overlays/<role_id>/eval", summary="Run and store an overlay's golden set", tags=["governance"])
 def eval_overlay(role_id: str) -> dict[str, Any]:
+    from core.service.golden import run_golden_sets  # the evaluation code loads with its first use
+
     role_id = path_value(role_id, "role_id")
     principal = caller(router, "admin")
     c = services()
@@ -91,6 +98,8 @@ def eval_overlay(role_id: str) -> dict[str, Any]:
     tags=["governance"],
 )
 def tune_overlay_fusion(role_id: str) -> dict[str, Any]:
+    from core.service.tuning import tune_overlay
+
     role_id = path_value(role_id, "role_id")
     principal = caller(router, "admin")
     return tune_overlay(services().retrieval, principal.tenant_id, role_id).to_json()
@@ -102,15 +111,24 @@ def schema(name: str) -> dict[str, Any]:
     return json_schema(name)
 
 
-@router.post("/corpus", summary="Load documents (text or pre-made chunks) for retrieval", tags=["governance"])
-def corpus(body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
+@router.post(
+    "/corpus",
+    summary="Load documents for retrieval: small loads at once, larger ones as a job (202)",
+    tags=["governance"],
+)
+def corpus(body: Annotated[dict[str, Any], Body()]) -> Response[dict[str, Any]]:
+    from core.service.corpus import corpus_documents, load_corpus
+
     principal = caller(router, "write")
     c = services()
     documents = corpus_documents(body)
-    if len(documents) > MAX_CORPUS_DOCUMENTS:
+    if len(documents) > MAX_JOB_ITEMS:
         raise PayloadTooLargeError(
-            f"at most {MAX_CORPUS_DOCUMENTS} documents per request", c.settings.max_body_bytes
+            f"at most {MAX_JOB_ITEMS} documents per request", c.settings.max_body_bytes
         )
+    costs = c.jobs.costs("corpus", documents)
+    if c.jobs.is_large(costs) or len(documents) > MAX_CORPUS_DOCUMENTS:
+        return accepted(c.jobs.submit(principal.tenant_id, "corpus", documents, costs))
     report = load_corpus(c.indexing, c.registry, principal.tenant_id, documents, c.clock.now())
     logger.info(
         "corpus",
@@ -121,4 +139,4 @@ def corpus(body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
             "errors": len(report.errors),
         },
     )
-    return report.model_dump(mode="json")
+    return Response(200, content_types.APPLICATION_JSON, report.model_dump(mode="json"))

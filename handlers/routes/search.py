@@ -11,6 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from core.schemas import SearchRequest, SearchResponse
 from handlers._observability import logger, metrics
 from handlers.routes.common import caller, services
+from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
 
@@ -22,6 +23,10 @@ def search(request: Annotated[SearchRequest, Body()]) -> Annotated[SearchRespons
     info = response.query_info
     metrics.add_metric(name="SearchLatency", unit=MetricUnit.Milliseconds, value=response.took_ms)
     metrics.add_metric(name="SearchCacheHit", unit=MetricUnit.Count, value=int(info.cache == "hit"))
+    on = services().settings.tenant_metrics
+    count(TenantMetric.SEARCHES, principal.tenant_id, enabled=on)
+    count(TenantMetric.SEARCH_CACHE_HITS, principal.tenant_id, int(info.cache == "hit"), enabled=on)
+    count(TenantMetric.DEGRADED_ANSWERS, principal.tenant_id, int(bool(info.degraded)), enabled=on)
     if info.cache == "bypass":  # the cache failed and the index answered alone (fail open)
         metrics.add_metric(name="SearchCacheBypass", unit=MetricUnit.Count, value=1)
     logger.info(

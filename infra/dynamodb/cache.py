@@ -17,7 +17,7 @@ from typing import Any
 
 from core.cache_key import generation_key
 from infra.dynamodb.errors import dynamodb_errors
-from infra.dynamodb.state_items import N, S
+from infra.dynamodb.state_items import decode, encode
 from infra.dynamodb.tables import TTL_ATTRIBUTE, cache_table_spec, default_client, ensure_table
 
 
@@ -35,20 +35,23 @@ class DynamoCache:
     def get(self, key: str, now: float) -> Any | None:
         """The live value under `key`, or None (expired entries are never returned)."""
         with dynamodb_errors():
-            item = self._client.get_item(TableName=self._table, Key={"pk": S(f"V#{key}")}).get("Item")
-        if item is None or float(item["expires_exact"]["N"]) <= now:
+            item = self._client.get_item(TableName=self._table, Key=encode({"pk": f"V#{key}"})).get("Item")
+        values = decode(item) if item is not None else None
+        if values is None or float(values["expires_exact"]) <= now:
             return None
-        return json.loads(item["value"]["S"])
+        return json.loads(values["value"])
 
     def set(self, key: str, value: Any, ttl_seconds: float, now: float) -> None:
         """Store `value` until `now + ttl_seconds`, replacing any previous value."""
         expires = now + ttl_seconds
-        item = {
-            "pk": S(f"V#{key}"),
-            "value": S(json.dumps(value, separators=(",", ":"))),
-            "expires_exact": N(float(expires)),
-            TTL_ATTRIBUTE: N(math.ceil(expires)),
-        }
+        item = encode(
+            {
+                "pk": f"V#{key}",
+                "value": json.dumps(value, separators=(",", ":")),
+                "expires_exact": float(expires),
+                TTL_ATTRIBUTE: math.ceil(expires),
+            }
+        )
         with dynamodb_errors():
             self._client.put_item(TableName=self._table, Item=item)
 
@@ -57,21 +60,21 @@ class DynamoCache:
         with dynamodb_errors():
             answer = self._client.update_item(
                 TableName=self._table,
-                Key={"pk": S(f"C#{key}")},
+                Key=encode({"pk": f"C#{key}"}),
                 UpdateExpression="ADD #c :one",
                 ExpressionAttributeNames={"#c": "count"},
-                ExpressionAttributeValues={":one": N(1)},
+                ExpressionAttributeValues=encode({":one": 1}),
                 ReturnValues="UPDATED_NEW",
             )
-        return int(answer["Attributes"]["count"]["N"])
+        return int(decode(answer["Attributes"])["count"])
 
     def counter(self, key: str) -> int:
         """The counter's value, 0 when absent."""
         with dynamodb_errors():
             item = self._client.get_item(
-                TableName=self._table, Key={"pk": S(f"C#{key}")}, ConsistentRead=True
+                TableName=self._table, Key=encode({"pk": f"C#{key}"}), ConsistentRead=True
             ).get("Item")
-        return 0 if item is None else int(item["count"]["N"])
+        return 0 if item is None else int(decode(item)["count"])
 
     def purge_tenant(self, tenant_id: str) -> int:
         """Make the tenant's cached searches unreachable by bumping its generation; 0 items deleted.

@@ -27,6 +27,7 @@ holds at most 100 writes, so one update is bounded (core.state.MAX_LEARNING_ROWS
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -84,20 +85,20 @@ class DynamoStateStore:
     def _prefixed(self, pk: str, prefix: str) -> Iterator[it.Item]:
         return self._query(
             KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-            ExpressionAttributeValues={":pk": it.S(pk), ":prefix": it.S(prefix)},
+            ExpressionAttributeValues=it.encode({":pk": pk, ":prefix": prefix}),
         )
 
     def _newest(self, pk: str, attribute: str, value: str | None, limit: int) -> list[it.Item]:
         """Up to `limit` items of a time-ordered partition, newest first, optionally where attribute = value."""
         params: dict[str, Any] = {
             "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": it.S(pk)},
+            "ExpressionAttributeValues": it.encode({":pk": pk}),
             "ScanIndexForward": False,
         }
         if value is not None:
             params["FilterExpression"] = "#a = :v"
             params["ExpressionAttributeNames"] = {"#a": attribute}
-            params["ExpressionAttributeValues"][":v"] = it.S(value)
+            params["ExpressionAttributeValues"] |= it.encode({":v": value})
         else:
             params["Limit"] = max(limit, 1)
         items: list[it.Item] = []
@@ -159,7 +160,7 @@ class DynamoStateStore:
     def _get(self, pk: str, sk: str) -> it.Item | None:
         with dynamodb_errors():
             answer = self._client.get_item(
-                TableName=self._table, Key={"pk": it.S(pk), "sk": it.S(sk)}, ConsistentRead=True
+                TableName=self._table, Key=it.encode({"pk": pk, "sk": sk}), ConsistentRead=True
             )
         item: it.Item | None = answer.get("Item")
         return item
@@ -170,8 +171,8 @@ class DynamoStateStore:
         """Register the caller, then append the assembly (ConflictError when the id is taken)."""
         known = (entry.tenant_id, entry.caller)
         if known not in self._known_callers:
-            registry = {"pk": it.S(it.tenant_pk(entry.tenant_id)), "sk": it.S(f"C#{it.esc(entry.caller)}")}
-            self._put(registry | {"caller": it.S(entry.caller)})
+            registry = {"pk": it.tenant_pk(entry.tenant_id), "sk": f"C#{it.esc(entry.caller)}"}
+            self._put(it.encode(registry | {"caller": entry.caller}))
             self._known_callers.add(known)
         self._log.append(entry)
 
@@ -193,7 +194,7 @@ class DynamoStateStore:
 
     def list_callers(self, tenant_id: str) -> list[str]:
         """Distinct callers that ever logged an assembly for the tenant, sorted."""
-        return sorted(i["caller"]["S"] for i in self._prefixed(it.tenant_pk(tenant_id), "C#"))
+        return sorted(it.decode(i)["caller"] for i in self._prefixed(it.tenant_pk(tenant_id), "C#"))
 
     def pending_callers(self, min_rows: int) -> list[tuple[str, str]]:
         """(tenant, caller) pairs with at least `min_rows` unprocessed assemblies that have feedback."""
@@ -248,12 +249,12 @@ class DynamoStateStore:
         self._put(it.json_item(it.tenant_pk(tenant_id), f"O#{it.esc(role_id)}", overlay, role_id=role_id))
         # A registry partition lists every tenant's overlays for the nightly run without a Scan.
         registry = {
-            "pk": it.S(OVERLAY_REGISTRY_PK),
-            "sk": it.S(f"{it.esc(tenant_id)}#{it.esc(role_id)}"),
-            "tenant": it.S(tenant_id),
-            "role_id": it.S(role_id),
+            "pk": OVERLAY_REGISTRY_PK,
+            "sk": f"{it.esc(tenant_id)}#{it.esc(role_id)}",
+            "tenant": tenant_id,
+            "role_id": role_id,
         }
-        self._put(registry)
+        self._put(it.encode(registry))
 
     def get_overlay(self, tenant_id: str, role_id: str) -> Mapping[str, Any] | None:
         """The tenant's overlay for the role, or None."""
@@ -262,8 +263,8 @@ class DynamoStateStore:
 
     def delete_overlay(self, tenant_id: str, role_id: str) -> bool:
         """Remove the overlay; False when the tenant had none for the role."""
-        key = {"pk": it.S(it.tenant_pk(tenant_id)), "sk": it.S(f"O#{it.esc(role_id)}")}
-        registry = {"pk": it.S(OVERLAY_REGISTRY_PK), "sk": it.S(f"{it.esc(tenant_id)}#{it.esc(role_id)}")}
+        key = it.encode({"pk": it.tenant_pk(tenant_id), "sk": f"O#{it.esc(role_id)}"})
+        registry = it.encode({"pk": OVERLAY_REGISTRY_PK, "sk": f"{it.esc(tenant_id)}#{it.esc(role_id)}"})
         with dynamodb_errors():
             answer = self._client.delete_item(TableName=self._table, Key=key, ReturnValues="ALL_OLD")
             self._client.delete_item(TableName=self._table, Key=registry)
@@ -272,14 +273,15 @@ class DynamoStateStore:
     def list_overlays(self, tenant_id: str) -> list[str]:
         """The tenant's overlay role ids, sorted."""
         items = self._prefixed(it.tenant_pk(tenant_id), "O#")
-        return sorted(i["role_id"]["S"] for i in items if "role_id" in i)
+        return sorted(it.decode(i)["role_id"] for i in items if "role_id" in i)
 
     def overlay_owners(self) -> list[tuple[str, str]]:
         """Every (tenant, role_id) with a stored overlay, sorted."""
         items = self._query(
-            KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": it.S(OVERLAY_REGISTRY_PK)}
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues=it.encode({":pk": OVERLAY_REGISTRY_PK}),
         )
-        return sorted((i["tenant"]["S"], i["role_id"]["S"]) for i in items)
+        return sorted((v["tenant"], v["role_id"]) for v in map(it.decode, items))
 
     def put_eval(self, tenant_id: str, record: EvalRecord) -> None:
         """Append one evaluation record."""
@@ -289,7 +291,10 @@ class DynamoStateStore:
     def list_evals(self, tenant_id: str, name: str | None, limit: int) -> list[EvalRecord]:
         """Evaluation records, newest first, optionally for one golden set."""
         items = self._newest(it.eval_pk(tenant_id), "name", name, limit)
-        return [EvalRecord(name=i["name"]["S"], at=i["at"]["S"], metrics=it.json_body(i)) for i in items]
+        return [
+            EvalRecord(name=v["name"], at=v["at"], metrics=json.loads(v["body"]))
+            for v in map(it.decode, items)
+        ]
 
     def purge_tenant(self, tenant_id: str) -> int:
         """Erase every item of the tenant (configuration, history, evals, assemblies, registry rows)."""

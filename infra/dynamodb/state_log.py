@@ -54,7 +54,7 @@ class AssemblyLog:
         """Write a new row (ConflictError when the id is already logged for the tenant)."""
         expires_at = None if self._retention is None else math.ceil(self._clock() + self._retention)
         item = it.assembly_item(entry, expires_at)
-        item["pending_key"] = it.S(it.pending_pk(entry.tenant_id, entry.caller))
+        item |= it.encode({"pending_key": it.pending_pk(entry.tenant_id, entry.caller)})
         with dynamodb_errors():
             try:
                 self._client.put_item(
@@ -78,16 +78,16 @@ class AssemblyLog:
         self, tenant_id: str, assembly_id: str, used_ids: Sequence[str], tokens_used: int | None, at: str
     ) -> bool:
         """Attach feedback to a live row; an unprocessed row joins the `pending` index."""
-        values = {":u": it.S(dump_ids(used_ids) or "[]"), ":at": it.S(at), ":now": it.N(self._clock())}
+        values: dict[str, Any] = {":u": dump_ids(used_ids) or "[]", ":at": at, ":now": self._clock()}
         update = "SET used_ids = :u, feedback_at = :at"
         if tokens_used is None:
             tail = " REMOVE tokens_used"
         else:
             update += ", tokens_used = :t"
-            values[":t"] = it.N(int(tokens_used))
+            values[":t"] = int(tokens_used)
             tail = ""
         pending = ", pending_pk = pending_key, pending_sk = log_sk"
-        unprocessed = {":f": {"BOOL": False}}
+        unprocessed = {":f": False}
         if self._update(
             tenant_id, assembly_id, update + pending + tail, f"{LIVE} AND #p = :f", values | unprocessed
         ):
@@ -95,7 +95,9 @@ class AssemblyLog:
         # Already processed: keep the feedback, but never queue the row for learning again.
         return self._update(tenant_id, assembly_id, update + tail, LIVE, values)
 
-    def _update(self, tenant_id: str, assembly_id: str, update: str, condition: str, values: it.Item) -> bool:
+    def _update(
+        self, tenant_id: str, assembly_id: str, update: str, condition: str, values: dict[str, Any]
+    ) -> bool:
         """One conditional UpdateItem; False when the condition does not hold."""
         with dynamodb_errors():
             try:
@@ -104,7 +106,7 @@ class AssemblyLog:
                     Key=it.assembly_key(tenant_id, assembly_id),
                     UpdateExpression=update,
                     ConditionExpression=condition,
-                    ExpressionAttributeValues=values,
+                    ExpressionAttributeValues=it.encode(values),
                     **({"ExpressionAttributeNames": {"#p": "processed"}} if "#p" in condition else {}),
                 )
             except ClientError as exc:
@@ -118,14 +120,14 @@ class AssemblyLog:
     ) -> LogPage:
         """Newest-first page of live rows after `cursor` (a keyset position on `log_sk`)."""
         if caller is None:
-            index, hash_value = LOG_INDEX, it.S(it.log_pk(tenant_id))
+            index, hash_value = LOG_INDEX, it.log_pk(tenant_id)
         else:
-            index, hash_value = LOG_BY_CALLER_INDEX, it.S(it.caller_log_pk(tenant_id, caller))
+            index, hash_value = LOG_BY_CALLER_INDEX, it.caller_log_pk(tenant_id, caller)
         key = "#h = :h"
         values: dict[str, Any] = {":h": hash_value}
         if cursor is not None:
             key += " AND log_sk < :c"
-            values[":c"] = it.S(it.log_sk(*decode_log_cursor(cursor)))
+            values[":c"] = it.log_sk(*decode_log_cursor(cursor))
         params: dict[str, Any] = {
             "TableName": self._table,
             "IndexName": index,
@@ -137,9 +139,9 @@ class AssemblyLog:
         if namespace is not None:
             params["FilterExpression"] = "#ns = :ns"
             params["ExpressionAttributeNames"]["#ns"] = "namespace"
-            values[":ns"] = it.S(namespace)
+            values[":ns"] = namespace
             params["Limit"] = max(params["Limit"], FILTERED_PAGE_ITEMS)
-        params["ExpressionAttributeValues"] = values
+        params["ExpressionAttributeValues"] = it.encode(values)
         rows = self._live(pages(self._client.query, params), max(limit, 0) + 1) if limit > 0 else []
         if len(rows) <= limit:
             return LogPage(entries=tuple(rows), next_cursor=None)
@@ -166,7 +168,7 @@ class AssemblyLog:
             "TableName": self._table,
             "IndexName": PENDING_INDEX,
             "KeyConditionExpression": "pending_pk = :p",
-            "ExpressionAttributeValues": {":p": it.S(it.pending_pk(tenant_id, caller))},
+            "ExpressionAttributeValues": it.encode({":p": it.pending_pk(tenant_id, caller)}),
             "Limit": limit,
         }
         return self._live(pages(self._client.query, params), limit)
@@ -179,7 +181,9 @@ class AssemblyLog:
             "ProjectionExpression": "pending_pk, expires_at",
         }
         now = self._clock()
-        counts = Counter(i["pending_pk"]["S"] for i in pages(self._client.scan, params) if it.is_live(i, now))
+        counts = Counter(
+            it.decode(i)["pending_pk"] for i in pages(self._client.scan, params) if it.is_live(i, now)
+        )
         return sorted(it.parse_pending_pk(pk) for pk, count in counts.items() if count >= min_rows)
 
     def mark_processed_action(self, tenant_id: str, assembly_id: str) -> dict[str, Any]:
@@ -191,6 +195,6 @@ class AssemblyLog:
                 "UpdateExpression": "SET #p = :t REMOVE pending_pk, pending_sk",
                 "ConditionExpression": "#p = :f",
                 "ExpressionAttributeNames": {"#p": "processed"},
-                "ExpressionAttributeValues": {":t": {"BOOL": True}, ":f": {"BOOL": False}},
+                "ExpressionAttributeValues": it.encode({":t": True, ":f": False}),
             }
         }

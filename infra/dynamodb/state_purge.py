@@ -17,17 +17,17 @@ def tenant_keys(query: Query, tenant_id: str, registry_pk: str) -> list[dict[str
     """The (pk, sk) of every state item of the tenant."""
     keys: list[dict[str, Any]] = []
     for pk in (it.tenant_pk(tenant_id), it.history_pk(tenant_id), it.eval_pk(tenant_id)):
-        items = query(KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": it.S(pk)})
+        items = query(KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": {"S": pk}})
         keys.extend({"pk": i["pk"], "sk": i["sk"]} for i in items)
     logged = query(
         IndexName=LOG_INDEX,
         KeyConditionExpression="log_pk = :pk",
-        ExpressionAttributeValues={":pk": it.S(it.log_pk(tenant_id))},
+        ExpressionAttributeValues={":pk": {"S": it.log_pk(tenant_id)}},
     )
     keys.extend({"pk": i["pk"], "sk": i["sk"]} for i in logged)
     registered = query(
         KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-        ExpressionAttributeValues={":pk": it.S(registry_pk), ":prefix": it.S(f"{it.esc(tenant_id)}#")},
+        ExpressionAttributeValues={":pk": {"S": registry_pk}, ":prefix": {"S": f"{it.esc(tenant_id)}#"}},
     )
     keys.extend(
         {"pk": i["pk"], "sk": i["sk"]} for i in registered if i.get("tenant", {}).get("S") == tenant_id

@@ -7,6 +7,8 @@ import hashlib
 
 from core.models import Filters, LexicalQuery, MatchMode
 
+MAX_TERM_WEIGHT = 8  # a word typed 50 times is not 50 times as important (bounds the MATCH expression)
+
 
 def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
@@ -15,13 +17,15 @@ def _quote(text: str) -> str:
 def fts5_expression(query: LexicalQuery, expansions: dict[str, list[str]] | None = None) -> str:
     """The MATCH expression: phrases ANDed, terms ORed (BM25 ranks by how many match and how rare)."""
     terms: list[str] = []
-    for term in query.terms:
+    for i, term in enumerate(query.terms):
         if query.mode is MatchMode.PREFIX:
             terms.append(_quote(term) + "*")
         elif query.mode is MatchMode.FUZZY:
             terms.extend(_quote(t) for t in (expansions or {}).get(term, []))
         else:
-            terms.append(_quote(term))
+            # FTS5's bm25() sums over the query's phrases, so a term repeated n times weighs n times:
+            # the query-term frequency of Lucene's and bm25s' BM25.
+            terms.extend([_quote(term)] * min(query.weight(i), MAX_TERM_WEIGHT))
     phrases = [_quote(p) for p in query.phrases]
     parts = list(phrases)
     if terms:

@@ -28,6 +28,7 @@ from core.models import (
     MatchMode,
     Placement,
     Retrieval,
+    RetrievalSpec,
     StoredEntity,
     Vector,
     WriteOutcome,
@@ -477,6 +478,26 @@ class SqliteIndex(SqliteCatalog):
         lexical = self.lexical(tenant_id, query, filters, k) if query is not None else []
         vector = self.vector(tenant_id, embedding, filters, k) if embedding is not None else []
         return Retrieval(lexical=tuple(lexical), vector=tuple(vector))
+
+    def chunk_vectors(
+        self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
+    ) -> dict[tuple[EntityKey, int], Vector]:
+        """Stored chunk embeddings from idx_chunks (one query)."""
+        wanted = sorted(set(chunks))
+        if not wanted:
+            return {}
+        rows = " OR ".join(["(entity_type=? AND entity_id=? AND chunk_no=?)"] * len(wanted))
+        args = [v for key, no in wanted for v in (key.entity_type, key.entity_id, no)]
+        found = self._conn().execute(
+            f"SELECT entity_type, entity_id, chunk_no, embedding FROM idx_chunks "
+            f"WHERE tenant_id=? AND embedding IS NOT NULL AND ({rows})",
+            [tenant_id, *args],
+        )
+        return {(EntityKey(t, i), int(no)): np.frombuffer(blob, dtype=np.float32) for t, i, no, blob in found}
+
+    def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
+        """Each spec in turn (locally there is no round trip to save)."""
+        return [self.retrieve(tenant_id, s.query, s.embedding, s.filters, s.k) for s in specs]
 
 
 def _remove_tree(folder: Path) -> None:

@@ -177,13 +177,25 @@ def phrase_clause(phrase: str) -> dict[str, Any]:
     return {"multi_match": {"query": phrase, "type": "phrase", "fields": _fields(plain=False)}}
 
 
+MAX_TERM_WEIGHT = 8  # as the SQLite index: query-term frequency, bounded
+
+
+def _weighted(clause: dict[str, Any], weight: int) -> dict[str, Any]:
+    """A term clause boosted by its query-term frequency (BM25's query side, as Lucene scores a repeat)."""
+    if weight > 1:
+        clause["multi_match"]["boost"] = min(weight, MAX_TERM_WEIGHT)
+    return clause
+
+
 def text_query(query: LexicalQuery) -> dict[str, Any]:
     """Phrases all required, terms ORed (at least one must match), scored per chunk."""
     inner: dict[str, Any] = {}
     if query.phrases:
         inner["must"] = [phrase_clause(p) for p in query.phrases]
     if query.terms:
-        inner["should"] = [term_clause(t, query.mode) for t in query.terms]
+        inner["should"] = [
+            _weighted(term_clause(t, query.mode), query.weight(i)) for i, t in enumerate(query.terms)
+        ]
         inner["minimum_should_match"] = 1
     return {"bool": inner}
 

@@ -23,6 +23,7 @@ from core.models import (
     LexicalQuery,
     Placement,
     Retrieval,
+    RetrievalSpec,
     StoredEntity,
     Vector,
     WriteOutcome,
@@ -317,6 +318,25 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         entities = (documents.stored_entity(s) for s in found if s.get(mapping.TENANT) == tenant_id)
         return {e.key: e for e in entities}
 
+    def chunk_vectors(
+        self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
+    ) -> dict[tuple[EntityKey, int], Vector]:
+        """Stored chunk embeddings, from one `_mget` of the entities with their chunks."""
+        import numpy as np
+
+        keys = sorted({key for key, _ in chunks})
+        wanted = set(chunks)
+        out: dict[tuple[EntityKey, int], Vector] = {}
+        for doc in self._fetch([documents.doc_id(tenant_id, k) for k in keys], with_chunks=True):
+            if doc.get(mapping.TENANT) != tenant_id:
+                continue
+            key = EntityKey(str(doc.get(mapping.ENTITY_TYPE)), str(doc.get(mapping.ENTITY_ID)))
+            for chunk in doc.get(mapping.CHUNKS) or []:
+                ref = (key, int(chunk.get("chunk_no", -1)))
+                if ref in wanted and chunk.get("embedding") is not None:
+                    out[ref] = np.asarray(chunk["embedding"], dtype=np.float32)
+        return out
+
     def _matches_dimension(self, embedding: Vector) -> bool:
         """A query vector of another dimension finds nothing (as in the local index), and is logged."""
         if len(embedding) == self._dimension:
@@ -343,28 +363,37 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         k: int,
     ) -> Retrieval:
         """The lexical and the vector list in ONE `_msearch` round trip."""
-        k = bodies.clamp(k)
-        searches: list[tuple[str, dict[str, Any]]] = []
-        if query is not None and not query.empty and k > 0:
-            searches.append(("lexical", bodies.lexical_body(tenant_id, query, filters, k)))
-        if embedding is not None and k > 0 and self._matches_dimension(embedding) and any(embedding):
-            searches.append(("vector", bodies.vector_body(tenant_id, embedding, filters, k)))
-        if not searches:
-            return Retrieval()
-        results = self._msearch([body for _, body in searches])
-        failed = [r for r in results if isinstance(r, QuarryError)]
-        if failed and len(failed) == len(results):
-            raise failed[0]
-        lists: dict[str, tuple[Candidate, ...]] = {"lexical": (), "vector": ()}
-        for (kind, _), result in zip(searches, results, strict=True):
-            if isinstance(result, QuarryError):
-                # One list failing (e.g. a zero query vector, which cosinesimil refuses) leaves the other.
-                _log.warning("%s search failed, returning the other list only: %s", kind, result)
-                continue
-            convert = responses.bm25 if kind == "lexical" else responses.cosine
-            found = responses.candidates(result, k, tenant_id, convert) if result is not None else []
-            lists[kind] = tuple(found)
-        return Retrieval(lexical=lists["lexical"], vector=lists["vector"])
+        return self.retrieve_many(tenant_id, [RetrievalSpec(query, embedding, filters, k)])[0]
+
+    def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
+        """Every spec's lexical and vector list in ONE `_msearch` round trip (a context assembly's sources).
+
+        One search the cluster refuses (a zero query vector, which cosinesimil rejects) empties only its
+        own list; only when every search fails is the failure raised."""
+        searches: list[tuple[int, str, int, dict[str, Any]]] = []
+        for n, spec in enumerate(specs):
+            k = bodies.clamp(spec.k)
+            if spec.query is not None and not spec.query.empty and k > 0:
+                searches.append(
+                    (n, "lexical", k, bodies.lexical_body(tenant_id, spec.query, spec.filters, k))
+                )
+            vector = spec.embedding
+            if vector is not None and k > 0 and self._matches_dimension(vector) and any(vector):
+                searches.append((n, "vector", k, bodies.vector_body(tenant_id, vector, spec.filters, k)))
+        lists: list[dict[str, tuple[Candidate, ...]]] = [{"lexical": (), "vector": ()} for _ in specs]
+        if searches:
+            results = self._msearch([body for *_, body in searches])
+            failed = [r for r in results if isinstance(r, QuarryError)]
+            if failed and len(failed) == len(results):
+                raise failed[0]
+            for (n, kind, k, _), result in zip(searches, results, strict=True):
+                if isinstance(result, QuarryError):
+                    _log.warning("%s search failed, returning the other lists only: %s", kind, result)
+                    continue
+                convert = responses.bm25 if kind == "lexical" else responses.cosine
+                found = responses.candidates(result, k, tenant_id, convert) if result is not None else []
+                lists[n][kind] = tuple(found)
+        return [Retrieval(lexical=got["lexical"], vector=got["vector"]) for got in lists]
 
 
 def _owned(stored: Mapping[str, Any] | None, tenant_id: str) -> bool:

@@ -15,6 +15,7 @@ from core.models import (
     LexicalQuery,
     MatchMode,
     Placement,
+    RetrievalSpec,
     WriteOutcome,
 )
 
@@ -84,6 +85,26 @@ class SearchIndexContract:
         got = index.retrieve("t", LexicalQuery(("grocery",)), unit(0, 1), Filters(), 5)
         assert [c.key.entity_id for c in got.lexical] == ["b"] and got.vector[0].key.entity_id == "b"
 
+    def test_retrieve_many_answers_each_spec_in_order(self, index: Any) -> None:
+        index.upsert(record("t", "memory", "a", "rate limiter caps requests", vec=unit(1, 0)))
+        index.upsert(record("t", "vault", "b", "grocery list milk", vec=unit(0, 1), source="vault"))
+        specs = [
+            RetrievalSpec(LexicalQuery(("grocery",)), unit(0, 1), Filters(), 5),
+            RetrievalSpec(LexicalQuery(("limiter",)), None, Filters(sources=("memory",)), 5),
+            RetrievalSpec(None, unit(1, 0), Filters(sources=("vault",)), 5),
+        ]
+        got = index.retrieve_many("t", specs)
+        assert [[c.key.entity_id for c in r.lexical] for r in got] == [["b"], ["a"], []]
+        assert [[c.key.entity_id for c in r.vector][:1] for r in got] == [["b"], [], ["b"]]
+
+    def test_chunk_vectors_are_the_stored_embeddings(self, index: Any) -> None:
+        index.upsert(record("t", "document", "d", "x", chunks=["first part", "second part"]))
+        d = EntityKey("document", "d")
+        got = index.chunk_vectors("t", [(d, 0), (d, 1), (d, 7), (EntityKey("memory", "nope"), 0)])
+        assert set(got) == {(d, 0), (d, 1)}
+        assert np.allclose(got[(d, 1)], unit(1, 2), atol=1e-6)
+        assert index.chunk_vectors("other", [(d, 0)]) == {}
+
     def test_tenants_are_isolated(self, index: Any) -> None:
         index.upsert(record("t1", "memory", "a", "secret plans", vec=unit(1, 0)))
         assert lex(index, "t2", "secret") == [] and vec(index, "t2", unit(1, 0)) == []
@@ -150,6 +171,19 @@ class SearchIndexContract:
             assert vec(index, "t", unit(1, 0), filters) == expected, filters
         stored = index.get("t", [key])[key]
         assert (stored.source, stored.owner, stored.namespace) == ("hr-restricted", "bob", "hr")
+
+    def test_a_term_the_query_repeats_weighs_more(self, index: Any) -> None:
+        """Query-term frequency (BM25's query side, as Lucene and bm25s score it)."""
+        index.upsert(record("t", "memory", "a", "granite quarry alpha notes"))
+        index.upsert(record("t", "memory", "b", "granite quarry beta notes"))
+        index.upsert(record("t", "memory", "c", "limestone cave gamma notes"))
+
+        def ranked(weights: tuple[int, int]) -> list[str]:
+            query = LexicalQuery(("alpha", "beta"), weights=weights)
+            return [h.key.entity_id for h in index.lexical("t", query, Filters(), 10)]
+
+        assert ranked((3, 1))[0] == "a"
+        assert ranked((1, 3))[0] == "b"
 
     def test_metadata_update_keeps_text_and_vectors(self, index: Any) -> None:
         index.upsert(record("t", "task", "a", "fix login", metadata={"status": "open"}, vec=unit(1, 0)))

@@ -13,7 +13,7 @@ from opensearchpy import exceptions as os_errors
 from core.errors import ConfigurationError, ConflictError, InvalidInputError, UnavailableError
 from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
 from infra.opensearch import OpenSearchIndex, RetryPolicy, build_client, build_index
-from infra.opensearch.client import BACKOFF_CAP, backoff_transport_class
+from infra.opensearch.client import BACKOFF_CAP
 from infra.opensearch.errors import translate, translated
 from infra.settings import Settings, load_settings
 from tests.adapters.opensearch_fakes import (
@@ -29,23 +29,20 @@ KEY = EntityKey("memory", "a")
 REFUSED = os_errors.ConnectionError("N/A", "connection refused", OSError("refused"))
 
 
-def scripted(
-    script: list[Any], max_retries: int = 3, unit_draw: float = 1.0
-) -> tuple[Any, list[Any], list[float]]:
-    """A real OpenSearch client over FakeConnection; returns (client, attempts, sleeps)."""
+def scripted(script: list[Any], max_retries: int = 3) -> tuple[Any, list[Any], list[float]]:
+    """A real OpenSearch client over FakeConnection, retrying as build_client configures opensearch-py's
+    own Transport; returns (client, attempts, sleeps) — the transport never sleeps between attempts."""
     attempts: list[Any] = []
-    sleeps: list[float] = []
     client = OpenSearch(
         hosts=["http://localhost:9200"],
         connection_class=FakeConnection,
-        transport_class=backoff_transport_class(),
         max_retries=max_retries,
-        retry_sleep=sleeps.append,
-        retry_random=lambda: unit_draw,
+        retry_on_status=(429, 502, 503, 504),
+        retry_on_timeout=True,
         script=script,
         attempts=attempts,
     )
-    return client, attempts, sleeps
+    return client, attempts, []
 
 
 def mget_found(entity: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -63,14 +60,13 @@ def stored_source() -> dict[str, Any]:
 # -- whole requests: retried in the transport -----------------------------------------------------------
 
 
-def test_connection_errors_are_retried_with_exponential_backoff_then_reported_unavailable() -> None:
-    client, attempts, sleeps = scripted([REFUSED] * 10, max_retries=3)
+def test_connection_errors_are_retried_then_reported_unavailable() -> None:
+    client, attempts, _ = scripted([REFUSED] * 10, max_retries=3)
     index = OpenSearchIndex(client, dimension=DIM)
     with pytest.raises(UnavailableError) as raised:
         index.get("t", [KEY])
     assert raised.value.backend == "opensearch" and "cannot connect" in raised.value.message
     assert len(attempts) == 4  # one try + max_retries
-    assert sleeps == pytest.approx([0.1, 0.2, 0.4])
 
 
 def test_throttling_and_gateway_errors_are_retried_until_an_answer_arrives() -> None:
@@ -79,9 +75,9 @@ def test_throttling_and_gateway_errors_are_retried_until_an_answer_arrives() -> 
         (503, {"error": "unavailable"}),
         mget_found(stored_source()),
     ]
-    client, attempts, sleeps = scripted(script)
+    client, attempts, _ = scripted(script)
     found = OpenSearchIndex(client, dimension=DIM).get("t", [KEY])
-    assert found[KEY].version == 3 and len(attempts) == 3 and len(sleeps) == 2
+    assert found[KEY].version == 3 and len(attempts) == 3
 
 
 def test_timeouts_are_retried_and_reported_as_unavailable() -> None:
@@ -126,17 +122,14 @@ def test_a_rejected_document_names_the_problem() -> None:
     assert reason in raised.value.fields["opensearch"]
 
 
-def test_backoff_doubles_is_capped_and_jitter_stays_within_half_to_full() -> None:
+def test_item_backoff_doubles_is_capped_and_jitter_stays_within_half_to_full() -> None:
+    """RetryPolicy paces the throttled items of a 200 _bulk/_msearch answer (the transport cannot)."""
     policy = RetryPolicy(max_retries=8)
     ceilings = [policy.delay(a, 1.0) for a in range(8)]
     assert ceilings == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0, 2.0])
     for attempt, ceiling in enumerate(ceilings):
         assert policy.delay(attempt, 0.0) == pytest.approx(ceiling / 2)
         assert ceiling / 2 <= policy.delay(attempt, 0.37) <= ceiling <= BACKOFF_CAP
-    client, attempts, sleeps = scripted([REFUSED] * 10, max_retries=6, unit_draw=0.0)
-    with pytest.raises(UnavailableError):
-        OpenSearchIndex(client, dimension=DIM).get("t", [KEY])
-    assert len(attempts) == 7 and sleeps == pytest.approx([0.05, 0.1, 0.2, 0.4, 0.8, 1.0])
 
 
 def test_zero_retries_means_one_attempt() -> None:
@@ -296,7 +289,9 @@ def test_sigv4_signs_for_managed_opensearch_and_serverless(monkeypatch: pytest.M
         connection = _connection(client)
         signed = connection.session.auth(requests.Request("POST", f"{url}/_msearch", data=b"{}\n").prepare())
         assert f"AKIDEXAMPLE/{_today()}/eu-west-1/{service}/aws4_request" in signed.headers["Authorization"]
-        assert connection.timeout == 3.0 and client.transport.retry_policy.max_retries == 4
+        transport = client.transport
+        assert connection.timeout == 3.0 and transport.max_retries == 4 and transport.retry_on_timeout
+        assert set(transport.retry_on_status) == {429, 502, 503, 504}
     with pytest.raises(ValueError, match="service"):
         build_client("https://x", region="eu-west-1", service="s3")
 
@@ -335,3 +330,16 @@ def test_build_index_names_the_missing_url_variable(monkeypatch: pytest.MonkeyPa
         load_settings(opensearch_url="http://localhost:9200", opensearch_refresh="wait_for"), DIM
     )
     assert built.alias == "quarry"
+
+
+def test_the_retry_settings_stay_within_the_time_budget() -> None:
+    from infra.opensearch.client import OPENSEARCH_TIME_BUDGET
+    from infra.settings import load_settings
+
+    settings = load_settings()
+    assert settings.opensearch_timeout * (settings.opensearch_max_retries + 1) <= OPENSEARCH_TIME_BUDGET < 29
+    from core.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError) as refused:
+        load_settings(opensearch_timeout=10.0, opensearch_max_retries=3)
+    assert "QUARRY_OPENSEARCH_MAX_RETRIES" in refused.value.variables

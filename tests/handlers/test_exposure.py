@@ -101,7 +101,7 @@ class FailingIndex:
         self._inner, self._error = inner, error
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("lexical", "vector", "retrieve"):
+        if name in ("lexical", "vector", "retrieve", "retrieve_many"):
 
             def fail(*args: Any, **kwargs: Any) -> Any:
                 raise self._error

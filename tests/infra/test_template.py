@@ -128,19 +128,25 @@ def test_functions_run_on_aws_adapters_with_known_settings() -> None:
     assert unknown == [], f"template sets variables infra/settings.py does not define: {unknown}"
 
 
-def test_the_indexing_queue_reports_partial_failures_and_has_a_dlq() -> None:
-    [mapping] = resources("AWS::Lambda::EventSourceMapping").values()
-    props = mapping["Properties"]
-    assert ref_target(props["FunctionName"]) == "IndexingConsumerFunction"
-    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    queue = resources()[ref_target(props["EventSourceArn"])]
-    redrive = queue["Properties"]["RedrivePolicy"]
-    dlq = resources()[ref_target(redrive["deadLetterTargetArn"])]
-    assert dlq["Type"] == "AWS::SQS::Queue"
-    assert 1 <= redrive["maxReceiveCount"] <= 10
-    # AWS: the visibility timeout should be at least six times the consumer's timeout
-    timeout = resources()["IndexingConsumerFunction"]["Properties"]["Timeout"]
-    assert queue["Properties"]["VisibilityTimeout"] >= 6 * timeout
+def test_the_indexing_queues_report_partial_failures_and_have_a_dlq() -> None:
+    """Both queues the consumer reads: entity changes, and the parts of write jobs (one per invocation)."""
+    mappings = list(resources("AWS::Lambda::EventSourceMapping").values())
+    queues = {ref_target(m["Properties"]["EventSourceArn"]): m["Properties"] for m in mappings}
+    assert set(queues) == {"EntityChangesQueue", "WriteJobsQueue", "EvalTasksQueue"}
+    assert queues["WriteJobsQueue"]["BatchSize"] == 1 and queues["EvalTasksQueue"]["BatchSize"] == 1
+    consumers = {"EvalTasksQueue": "NightlyEvalFunction"}
+    for name, props in queues.items():
+        function = consumers.get(name, "IndexingConsumerFunction")
+        assert ref_target(props["FunctionName"]) == function
+        assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+        queue = resources()[name]
+        redrive = queue["Properties"]["RedrivePolicy"]
+        dlq = resources()[ref_target(redrive["deadLetterTargetArn"])]
+        assert dlq["Type"] == "AWS::SQS::Queue"
+        assert 1 <= redrive["maxReceiveCount"] <= 10
+        # AWS: the visibility timeout should be at least six times the consumer's timeout
+        timeout = resources()[function]["Properties"]["Timeout"]
+        assert queue["Properties"]["VisibilityTimeout"] >= 6 * timeout
 
 
 def test_tables_match_the_adapters_and_have_ttl_pitr_and_encryption() -> None:
@@ -172,12 +178,14 @@ def test_each_function_has_its_own_role_and_no_wildcard_action() -> None:
 def test_permissions_follow_what_each_function_does() -> None:
     api, consumer, nightly = (granted(f) for f in FUNCTIONS)
     queue_actions = {"sqs:ReceiveMessage", "sqs:DeleteMessage"}
-    assert queue_actions <= consumer and not queue_actions & (api | nightly)
+    assert queue_actions <= consumer and not queue_actions & api
+    # the nightly function reads only its own task queue (test_each_function_holds_only_the_actions_it_calls)
+    assert queue_actions <= nightly
     # only the writers may change the index (writes and deletes are _bulk POSTs); the nightly eval only searches
     assert "es:ESHttpPut" in api & consumer
     assert "es:ESHttpDelete" not in api | consumer | nightly and "es:ESHttpPut" not in nightly
     assert "_bulk" not in json.dumps(role_statements("NightlyEvalFunction"))
-    # the consumer touches the cache only to bump a tenant's generation, never the state table
+    # the consumer touches the cache only to bump a tenant's generation
     consumer_tables = {
         ref_target(r)
         for s in role_statements("IndexingConsumerFunction")
@@ -190,7 +198,9 @@ def test_permissions_follow_what_each_function_does() -> None:
         for statement in role_statements(function):
             if "dynamodb:Scan" in actions(statement):
                 assert statement["Resource"] == {"Fn::Sub": "${StateTable.Arn}/index/pending"}
-    assert not any("StateTable" in json.dumps(s) for s in role_statements("IndexingConsumerFunction"))
+    # ... and the state table only to record a write job's progress, on job items (T#<tenant>#J#<job>)
+    state = [s for s in role_statements("IndexingConsumerFunction") if "StateTable" in json.dumps(s)]
+    assert [(s["Sid"], actions(s)) for s in state] == [("JobProgress", ["dynamodb:UpdateItem"])]
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
@@ -257,9 +267,12 @@ def test_an_existing_opensearch_endpoint_skips_the_domain() -> None:
     }
 
 
-def test_lambda_requirements_are_the_runtime_dependencies_without_torch() -> None:
+def test_lambda_requirements_pin_the_runtime_dependencies_without_torch() -> None:
     def names(lines: list[str]) -> set[str]:
-        return {re.split(r"[\[<>=!~ ;]", line.strip(), maxsplit=1)[0].lower() for line in lines}
+        return {
+            re.sub(r"[-_.]+", "-", re.split(r"[\[<>=!~ ;]", line.strip(), maxsplit=1)[0]).lower()
+            for line in lines
+        }
 
     wanted = [
         line
@@ -267,10 +280,18 @@ def test_lambda_requirements_are_the_runtime_dependencies_without_torch() -> Non
         if line.strip() and not line.startswith("#")
     ]
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert names(wanted) == names(project["dependencies"])
+    assert names(project["dependencies"]) <= names(wanted)
+    assert all("==" in line for line in wanted)
     assert not names(wanted) & set(TORCH_STACK)
-    samconfig = tomllib.loads((ROOT / "samconfig.toml").read_text())
-    assert samconfig["default"]["build"]["parameters"]["manifest"] == "requirements-lambda.txt"
+
+
+def test_every_function_builds_the_lean_artifact_with_the_root_makefile() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    for name, function in sam_template()["Resources"].items():
+        if function["Type"] == "AWS::Serverless::Function":
+            assert function["Metadata"] == {"BuildMethod": "makefile"}, name
+            assert re.search(rf"^LAMBDA_FUNCTIONS :=[^\n]*(\\\n[^\n]*)*\b{name}\b", makefile, re.M), name
+    assert sam_template()["Globals"]["Function"]["CodeUri"] == "."
 
 
 def test_the_embedder_parameter_picks_bedrock_or_the_local_model_layer() -> None:
@@ -335,6 +356,7 @@ ROUTE_SCOPES = {
     ("delete", "/overlays/{role_id}"): "write",
     ("post", "/overlays/{role_id}/eval"): "admin",
     ("post", "/overlays/{role_id}/tune"): "admin",
+    ("get", "/jobs/{job_id}"): "read",
     ("get", "/schemas/{name}"): "read",
     ("post", "/corpus"): "write",
     ("get", "/entities/{entity_type}/{entity_id}"): "read",
@@ -402,8 +424,15 @@ def test_the_bus_rule_and_queue_admit_only_named_producers() -> None:
 
 
 # What each function calls, by table / domain path (infra/dynamodb, infra/opensearch): nothing more.
+CONSUMER_QUEUE_ACTIONS = (
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:GetQueueAttributes",
+)
 ALLOWED = {
     "ApiFunction": {
+        "WriteJobsQueue": {"sqs:SendMessage"},  # parts of large bulk and corpus requests
         "StateTable": {
             "dynamodb:GetItem",
             "dynamodb:PutItem",
@@ -428,6 +457,9 @@ ALLOWED = {
     },
     "IndexingConsumerFunction": {
         "CacheTable": {"dynamodb:UpdateItem", "dynamodb:PutItem"},
+        "StateTable": {"dynamodb:UpdateItem"},  # a job part's report, on job items only
+        "EntityChangesQueue": set(CONSUMER_QUEUE_ACTIONS),
+        "WriteJobsQueue": set(CONSUMER_QUEUE_ACTIONS),
         "es": {
             ("es:ESHttpPost", "/_bulk"),
             ("es:ESHttpPost", "/quarry/_mget"),
@@ -452,6 +484,8 @@ ALLOWED = {
             ("es:ESHttpHead", "/_alias/quarry"),
             ("es:ESHttpGet", "/quarry/_mapping"),
         },
+        # the scheduled run queues one task per tenant and overlay; each task invokes the function
+        "EvalTasksQueue": {"sqs:SendMessage", *CONSUMER_QUEUE_ACTIONS},
     },
 }
 
@@ -476,6 +510,9 @@ def granted_by_target(function: str) -> dict[str, set[Any]]:
                         else resource["Fn::Sub"][2:].split(".")[0]
                     )
                     found.setdefault(table, set()).add(action)
+            elif service == "sqs":
+                for resource in _resources_of(statement):
+                    found.setdefault(ref_target(resource), set()).add(action)
             elif service == "es":
                 for resource in _resources_of(statement):
                     path = resource["Fn::Sub"][0].split("domain/${D}")[1]
@@ -488,11 +525,23 @@ def test_each_function_holds_only_the_actions_it_calls(function: str) -> None:
     assert granted_by_target(function) == ALLOWED[function]
 
 
-def test_the_consumer_touches_only_generation_and_settling_cache_items() -> None:
+def test_the_consumer_touches_only_generation_and_settling_cache_items_and_job_items() -> None:
     for statement in role_statements("IndexingConsumerFunction"):
         if any(a.startswith("dynamodb:") for a in actions(statement)):
             keys = statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
-            assert keys in (["C#gen:*"], ["V#settling:*"])
+            assert keys in (["C#gen:*"], ["V#settling:*"], ["T#*#J#*"])
+
+
+def test_the_job_items_pattern_matches_the_job_keys_and_no_other_state_item() -> None:
+    import fnmatch
+
+    from infra.dynamodb import state_items as it
+    from infra.dynamodb.jobs import job_key
+
+    assert fnmatch.fnmatchcase(job_key("acme#x", "j1")["pk"], "T#*#J#*")
+    others = [it.tenant_pk("acme"), it.history_pk("acme"), it.eval_pk("acme"), it.log_pk("acme")]
+    others.append(it.assembly_key("acme", "a-1")["pk"]["S"])
+    assert not [k for k in others if fnmatch.fnmatchcase(k, "T#*#J#*")]
 
 
 def test_the_consumer_policy_covers_exactly_the_items_its_writes_touch(
@@ -520,3 +569,19 @@ def test_the_consumer_policy_covers_exactly_the_items_its_writes_touch(
         keys = [i["pk"]["S"] for i in client.scan(TableName="cache-t")["Items"]]
     covered = sorted(k for k in keys if any(fnmatch.fnmatchcase(k, p) for p in patterns))
     assert covered == ["C#gen:acme", "V#settling:acme"]  # and never a cached search result
+
+
+def test_one_dashboard_charts_each_tenant_metric_the_functions_and_the_dead_letter_queues() -> None:
+    from handlers.tenant_metrics import TENANT_DIMENSION, TenantMetric
+
+    [dashboard] = resources("AWS::CloudWatch::Dashboard").values()
+    body, variables = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
+    names = set(re.findall(r"\$\{([^}]+)\}", body))
+    assert names <= {"AWS::Region", *variables, *sam_template()["Resources"]}, names
+    widgets = json.loads(re.sub(r"\$\{[^}]+\}", "x", body))["widgets"]
+    text = json.dumps(widgets)
+    for metric in TenantMetric:
+        assert f'{{Quarry,service,{TENANT_DIMENSION}}} MetricName=\\"{metric.value}\\"' in text, metric
+    for function in FUNCTIONS:
+        assert "${" + function + "}" in body
+    assert {ref_target(v) for v in variables.values()} == {"EntityChangesDLQ", "WriteJobsDLQ", "EvalTasksDLQ"}

@@ -60,6 +60,7 @@ class FakeIndex:
                 self.chunks.append((candidate, [stem(t) for t in tokens(plain)]))
         self.vectors = np.stack(embedder.embed([f"{c.title}. {c.text}" for c, _ in self.chunks]))
         self.calls = 0
+        self.vector_reads = 0
 
     def _best_per_entity(self, scored: list[tuple[float, int]], k: int) -> list[Candidate]:
         out: dict[EntityKey, Candidate] = {}
@@ -92,6 +93,14 @@ class FakeIndex:
         lexical = self._lexical(query, k) if query is not None else []
         vector = self._vector(embedding, k) if embedding is not None else []
         return Retrieval(lexical=tuple(lexical), vector=tuple(vector))
+
+    def chunk_vectors(
+        self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
+    ) -> dict[tuple[EntityKey, int], Vector]:
+        """The stored vectors, as an index returns them (no embedding)."""
+        self.vector_reads += 1
+        position = {(c.key, c.chunk_no): i for i, (c, _) in enumerate(self.chunks)}
+        return {ref: self.vectors[position[ref]] for ref in chunks if ref in position}
 
 
 class FakeStateStore:

@@ -74,3 +74,24 @@ def test_run_golden_sets_stores_one_record_per_role_with_a_golden_set() -> None:
     )
     assert set(record.metrics["strategies"]) == set(GOLDEN_STRATEGIES)
     assert record.metrics["strategies"]["convex"]["ndcg_at_10"] == reports[0].strategies["convex"].ndcg_at_10
+
+
+def test_tuning_an_overlay_retrieves_each_golden_query_once() -> None:
+    """12 fusion settings are scored, yet the index answers each golden query once (one retrieve-once
+    tuner); the result equals running each setting from scratch."""
+    from core.service.tuning import TUNING_ALPHAS, tune_overlay
+
+    svc = service()
+    svc.put_overlay("acme", "dba", golden_overlay().model_dump(mode="json"))
+    index = svc._index  # type: ignore[attr-defined]
+    index.calls = index.vector_reads = 0
+    tuning = tune_overlay(svc, "acme", "dba")
+    assert index.calls == len(GOLDEN["golden_set"])
+    assert index.vector_reads <= len(GOLDEN["golden_set"]) * 2  # the pools' vectors, each read once
+    assert len(TUNING_ALPHAS) + 2 == 13  # the current setting, rrf and 11 convex α
+    fresh = service()
+    fresh.put_overlay("acme", "dba", golden_overlay().model_dump(mode="json"))
+    best = golden_overlay(retrieval_policy=tuning.best)
+    assert run_golden_set(fresh, "acme", best, (tuning.best["fusion"],)).strategies[
+        tuning.best["fusion"]
+    ].ndcg_at_10 == pytest.approx(tuning.best_ndcg_at_10)

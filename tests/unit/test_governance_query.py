@@ -88,3 +88,15 @@ def test_the_bundle_traces_how_the_query_was_built() -> None:
     assert trace.penalised_terms == ["forum"] and trace.anti_goals == ["marketing copy"]
     assert [p.role for p in trace.semantic_parts] == ["task", "context_summary", "mission"]
     assert trace.mode == "hybrid" and trace.fusion == "convex"
+
+
+def test_diversity_uses_the_stored_chunk_vectors_and_embeds_only_the_query() -> None:
+    """MMR compares the candidates' stored embeddings (one index read); no chunk is embedded again."""
+    svc = service()
+    embedder = svc._embedder  # type: ignore[attr-defined]  the fake that embedded the fixture corpus
+    embedder.texts.clear()
+    request = RetrieveRequest.model_validate({"role_id": "dba", "task_text": "rotate database credentials"})
+    bundle = svc.retrieve("acme", request)
+    assert bundle.selected and bundle.query.mode not in ("lexical_only", "lexical_degraded")
+    assert embedder.texts == ["rotate database credentials"]  # the query, never a candidate chunk
+    assert svc._index.vector_reads == 1  # type: ignore[attr-defined]

@@ -82,3 +82,25 @@ def test_no_query_syntax_survives_into_terms(raw: str) -> None:
 @pytest.mark.parametrize("query", ["dose of 1/2000 units", "Arp2/3 complex activation", "TCR/CD8 signalling"])
 def test_a_single_slash_is_prose_not_a_path(query: str) -> None:
     assert parse_query(query, REGISTRY).shape is QueryShape.PLAIN
+
+
+def test_repeated_words_keep_their_count_and_single_letters_are_noise() -> None:
+    parsed = parse_query("rate limiter: the rate of e.g. login rate limiting", EntityTypeRegistry())
+    assert dict(zip(parsed.terms, parsed.weights, strict=True)) == {
+        "rate": 3,
+        "limiter": 1,
+        "login": 1,
+        "limiting": 1,
+    }
+    assert parse_query("x", EntityTypeRegistry()).terms == ("x",)  # nothing else: kept, not emptied
+    assert parse_query("维 生素 c", EntityTypeRegistry()).terms[:2] == (
+        "维",
+        "生",
+    )  # CJK characters are words
+
+
+def test_the_term_cap_is_the_search_boxs_and_can_be_lifted() -> None:
+    words = " ".join(f"word{i}" for i in range(60))
+    assert len(parse_query(words, EntityTypeRegistry()).terms) == MAX_TERMS
+    lifted = parse_query(words, EntityTypeRegistry(), max_terms=1000)
+    assert len(lifted.terms) == 60 and not lifted.truncated

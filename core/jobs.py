@@ -1,0 +1,147 @@
+"""Write jobs: bulk and corpus requests too big for one API invocation, split into parts that the
+indexing consumer processes from a queue (issue 11). Pure values and functions; the service that submits
+and processes them is core/service/jobs.py.
+
+A request is sized in chunks, not items: what costs time is one embedding per chunk (Titan embeds one
+text per call), and one corpus document can hold hundreds of chunks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from core.chunking import CHUNK_OVERLAP_TOKENS, CHUNK_TOKENS
+from core.entities import EntityTypeRegistry
+from core.errors import QuarryError
+from core.scoring import CHARS_PER_TOKEN
+
+JobKind = Literal["bulk", "corpus"]
+JobStatus = Literal["queued", "running", "done"]
+MAX_JOB_ITEMS = 10_000  # items (or corpus documents) per request: 20x the synchronous 500 (a judgement call)
+MAX_REPORTED_ERRORS = 100  # a status answer lists the first errors and counts the rest
+# Errors kept per part: 10,000 items make ~50 parts; 20 errors of ~200 bytes each keep a job's item far
+# below DynamoDB's 400 KB.
+MAX_ERRORS_PER_PART = 20
+# Chunk text window (core/chunking.py) minus its overlap: how much new text each further chunk covers.
+_CHUNK_STRIDE_CHARS = (CHUNK_TOKENS - CHUNK_OVERLAP_TOKENS) * CHARS_PER_TOKEN
+
+
+@dataclass(frozen=True, slots=True)
+class JobPart:
+    """One queue message of a job: the items from `offset` on (positions in the request)."""
+
+    job_id: str
+    tenant_id: str
+    kind: JobKind
+    part: int
+    offset: int
+    items: tuple[Any, ...]
+
+    def to_message(self) -> dict[str, Any]:
+        return {
+            "job": {"id": self.job_id, "tenant_id": self.tenant_id, "kind": self.kind, "part": self.part},
+            "offset": self.offset,
+            "items": list(self.items),
+        }
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, Any]) -> JobPart:
+        job = message["job"]
+        return cls(job["id"], job["tenant_id"], job["kind"], int(job["part"]), int(message["offset"]),
+                   tuple(message["items"]))  # fmt: skip
+
+
+@dataclass(slots=True)
+class PartReport:
+    """What one part did: counts, and errors with their positions in the whole request."""
+
+    indexed: int = 0
+    skipped_stale: int = 0
+    chunks: int = 0
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """What the job store keeps: the counts and the part's first errors (a DynamoDB item holds 400 KB
+        for all parts together)."""
+        return {"indexed": self.indexed, "skipped_stale": self.skipped_stale, "chunks": self.chunks,
+                "errors": self.errors[:MAX_ERRORS_PER_PART], "errors_total": len(self.errors)}  # fmt: skip
+
+
+@dataclass(slots=True)
+class Job:
+    """A submitted job and the reports of the parts processed so far (at most one per part)."""
+
+    job_id: str
+    tenant_id: str
+    kind: JobKind
+    items: int
+    chunks: int
+    parts: int
+    created_at: str
+    updated_at: str
+    reports: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def status(self) -> JobStatus:
+        if len(self.reports) >= self.parts:
+            return "done"
+        return "running" if self.reports else "queued"
+
+    def to_json(self) -> dict[str, Any]:
+        """The GET /jobs/{id} answer."""
+        reports = [self.reports[p] for p in sorted(self.reports)]
+        errors = sorted((e for r in reports for e in r.get("errors", [])), key=lambda e: e.get("index", 0))
+        indexed_key = "documents_ingested" if self.kind == "corpus" else "indexed"
+        return {
+            "job_id": self.job_id,
+            "kind": self.kind,
+            "status": self.status,
+            "items": self.items,
+            "chunks": self.chunks,
+            "parts": self.parts,
+            "parts_done": len(self.reports),
+            indexed_key: sum(int(r.get("indexed", 0)) for r in reports),
+            "skipped_stale": sum(int(r.get("skipped_stale", 0)) for r in reports),
+            "errors": errors[:MAX_REPORTED_ERRORS],
+            "errors_total": sum(int(r.get("errors_total", len(r.get("errors", [])))) for r in reports),
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+
+def estimate_chunks(registry: EntityTypeRegistry, kind: JobKind, item: Any) -> int:
+    """How many chunks (embeddings) an item will cost: 1, or a chunked type's pre-made or split chunks."""
+    if not isinstance(item, Mapping):
+        return 1
+    if kind == "bulk":
+        try:
+            chunked = registry.get(str(item.get("type"))).chunked
+        except QuarryError:
+            return 1  # an unknown type is reported as an error when processed
+        if not chunked:
+            return 1
+    premade = item.get("chunks")
+    if isinstance(premade, list) and premade:
+        return len(premade)
+    text = sum(len(v) for v in item.values() if isinstance(v, str))
+    return max(1, math.ceil(text / _CHUNK_STRIDE_CHARS))
+
+
+def split_parts(
+    items: Sequence[Any], costs: Sequence[int], max_chunks: int, max_bytes: int
+) -> Iterator[tuple[int, list[Any]]]:
+    """(offset, items) parts, each within `max_chunks` chunks and `max_bytes` of JSON (an item above
+    either bound travels alone)."""
+    start, chunks, size = 0, 0, 0
+    for i, (item, cost) in enumerate(zip(items, costs, strict=True)):
+        item_bytes = len(json.dumps(item, separators=(",", ":"), default=str)) + 1
+        if i > start and (chunks + cost > max_chunks or size + item_bytes > max_bytes):
+            yield start, list(items[start:i])
+            start, chunks, size = i, 0, 0
+        chunks, size = chunks + cost, size + item_bytes
+    if start < len(items):
+        yield start, list(items[start:])

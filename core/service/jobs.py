@@ -1,0 +1,114 @@
+"""Write jobs (issue 11): a bulk or corpus request above `async_min_chunks` is accepted (202) with a job
+id, split into parts the indexing consumer processes from a queue, and answered later by GET /jobs/{id}.
+
+submit → JobStore.create_job + JobQueue.send(parts) ; consumer → process(part) → JobStore.record_part.
+A re-delivered part re-runs the same versioned writes (duplicates, no re-embedding) and overwrites its
+own report, so counts never double.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.entities import EntityTypeRegistry
+from core.errors import NotFoundError
+from core.jobs import Job, JobKind, JobPart, PartReport, estimate_chunks, split_parts
+from core.ports import Clock, JobQueue, JobStore
+from core.scoring import iso_timestamp
+from core.service.indexing import IndexingService
+
+# SQS takes 256 KB per message; the rest is the envelope's headroom (attributes, JSON escaping).
+DEFAULT_PART_BYTES = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class JobSettings:
+    """When a write becomes a job and how big its parts are (chunks bound the consumer's time)."""
+
+    async_min_chunks: int
+    part_bytes: int = DEFAULT_PART_BYTES
+
+
+class JobService:
+    """Submit write jobs, process their parts, and report their status."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        queue: JobQueue,
+        indexing: IndexingService,
+        registry: EntityTypeRegistry,
+        clock: Clock,
+        settings: JobSettings,
+        new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+    ) -> None:
+        self._store, self._queue, self._indexing = store, queue, indexing
+        self._registry, self._clock, self._settings, self._new_id = registry, clock, settings, new_id
+
+    def costs(self, kind: JobKind, items: Sequence[Any]) -> list[int]:
+        """Estimated chunks per item."""
+        return [estimate_chunks(self._registry, kind, item) for item in items]
+
+    def is_large(self, costs: Sequence[int]) -> bool:
+        """Whether a request of these costs runs as a job rather than inside the API call."""
+        return sum(costs) > self._settings.async_min_chunks
+
+    def submit(self, tenant_id: str, kind: JobKind, items: Sequence[Any], costs: Sequence[int]) -> Job:
+        """Store the job and enqueue its parts; UnavailableError when the queue cannot take them."""
+        at = iso_timestamp(self._clock.now())
+        job_id = self._new_id()
+        parts = list(split_parts(items, costs, self._settings.async_min_chunks, self._settings.part_bytes))
+        job = Job(job_id, tenant_id, kind, len(items), sum(costs), len(parts), at, at)
+        self._store.create_job(job)
+        messages = [
+            JobPart(job_id, tenant_id, kind, n, offset, tuple(chunk)).to_message()
+            for n, (offset, chunk) in enumerate(parts)
+        ]
+        self._queue.send(messages)
+        return job
+
+    def status(self, tenant_id: str, job_id: str) -> Job:
+        """The tenant's job (404 for an unknown id or another tenant's job)."""
+        job = self._store.get_job(tenant_id, job_id)
+        if job is None:
+            raise NotFoundError("job", job_id)
+        return job
+
+    def process(self, message: Mapping[str, Any]) -> PartReport:
+        """Index one part (bulk items or corpus documents) and record its report."""
+        part = JobPart.from_message(message)
+        now = self._clock.now()
+        if part.kind == "corpus":
+            report = self._corpus(part, now)
+        else:
+            bulk = self._indexing.bulk(part.tenant_id, list(part.items), now)
+            report = PartReport(
+                bulk.indexed, bulk.skipped_stale, 0, [_shift(e, part.offset) for e in bulk.errors]
+            )
+        self._store.record_part(part.tenant_id, part.job_id, part.part, report.to_json(), iso_timestamp(now))
+        return report
+
+    def _corpus(self, part: JobPart, now: float) -> PartReport:
+        from core.service.corpus import load_corpus
+
+        corpus = load_corpus(self._indexing, self._registry, part.tenant_id, list(part.items), now)
+        errors = [_shift(e.model_dump(mode="json"), part.offset) for e in corpus.errors]
+        return PartReport(corpus.documents_ingested, 0, corpus.chunks_ingested, errors)
+
+
+def _shift(error: Mapping[str, Any], offset: int) -> dict[str, Any]:
+    """An item error with its position in the whole request rather than in its part."""
+    shifted = dict(error)
+    position = int(shifted.get("index", 0))
+    shifted["index"] = position + offset
+    if isinstance(shifted.get("fields"), Mapping):
+        shifted["fields"] = {_renumber(k, position, offset): v for k, v in shifted["fields"].items()}
+    return shifted
+
+
+def _renumber(path: str, position: int, offset: int) -> str:
+    head, _, rest = path.partition(f".{position}")
+    return f"{head}.{position + offset}{rest}" if rest or path.endswith(f".{position}") else path

@@ -1,0 +1,115 @@
+"""Job queues: `SqsJobQueue` (AWS: the indexing consumer reads the parts) and `ThreadJobQueue` (local: no
+queue, so the server processes parts in one background thread, in order) — and the local job store."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from core.errors import UnavailableError
+from core.jobs import Job
+from infra.local.sqlite_connect import open_sqlite
+
+# SQS: short timeouts and botocore's standard retry mode, 3 attempts: a send stays within a few seconds,
+# far under the API function's 29 s (the caller gets 503 and retries the whole request).
+SQS_CONNECT_TIMEOUT_SECONDS = 2
+SQS_READ_TIMEOUT_SECONDS = 5
+SQS_MAX_ATTEMPTS = 3
+
+
+def default_sqs_client() -> Any:
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        connect_timeout=SQS_CONNECT_TIMEOUT_SECONDS,
+        read_timeout=SQS_READ_TIMEOUT_SECONDS,
+        retries={"mode": "standard", "total_max_attempts": SQS_MAX_ATTEMPTS},
+    )
+    return boto3.client("sqs", config=config)
+
+
+class SqsJobQueue:
+    """JobQueue on an SQS queue: one message per part (parts are sized below SQS's 256 KB)."""
+
+    def __init__(self, queue_url: str, client: Any | None = None) -> None:
+        self._url, self._client = queue_url, client or default_sqs_client()
+
+    def send(self, messages: Sequence[dict[str, Any]]) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            for message in messages:
+                self._client.send_message(QueueUrl=self._url, MessageBody=json.dumps(message))
+        except (BotoCoreError, ClientError) as exc:
+            raise UnavailableError("sqs", f"the job queue refused the job: {type(exc).__name__}") from exc
+
+
+class ThreadJobQueue:
+    """JobQueue without a queue (the local server): parts run one at a time in a background thread."""
+
+    def __init__(self, process: Callable[[dict[str, Any]], Any]) -> None:
+        self._process = process
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobs")
+
+    def send(self, messages: Sequence[dict[str, Any]]) -> None:
+        for message in messages:
+            self._executor.submit(self._process, message)
+
+    def drain(self) -> None:
+        """Wait for every part sent so far (tests, and the server's shutdown)."""
+        self._executor.submit(lambda: None).result()
+
+
+class SqliteJobStore:
+    """JobStore in the local SQLite file (a job's parts update one row under SQLite's write lock)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._conn = open_sqlite(path)
+        self._lock = threading.Lock()
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS jobs (tenant_id TEXT NOT NULL, job_id TEXT NOT NULL, "
+            "job TEXT NOT NULL, PRIMARY KEY (tenant_id, job_id))"
+        )
+
+    def create_job(self, job: Job) -> None:
+        with self._lock:
+            self._conn.execute("INSERT INTO jobs VALUES (?, ?, ?)", (job.tenant_id, job.job_id, _dump(job)))
+
+    def get_job(self, tenant_id: str, job_id: str) -> Job | None:
+        row = self._conn.execute(
+            "SELECT job FROM jobs WHERE tenant_id = ? AND job_id = ?", (tenant_id, job_id)
+        ).fetchone()
+        return _load(row[0]) if row else None
+
+    def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                job = self.get_job(tenant_id, job_id)
+                if job is not None:
+                    job.reports[part], job.updated_at = report, at
+                    self._conn.execute(
+                        "UPDATE jobs SET job = ? WHERE tenant_id = ? AND job_id = ?",
+                        (_dump(job), tenant_id, job_id),
+                    )
+                self._conn.execute("COMMIT")
+            except sqlite3.Error:
+                self._conn.execute("ROLLBACK")
+                raise
+
+
+def _dump(job: Job) -> str:
+    return json.dumps({**{s: getattr(job, s) for s in Job.__slots__ if s != "reports"},
+                       "reports": {str(p): r for p, r in job.reports.items()}})  # fmt: skip
+
+
+def _load(text: str) -> Job:
+    raw = json.loads(text)
+    raw["reports"] = {int(p): r for p, r in raw.get("reports", {}).items()}
+    return Job(**raw)

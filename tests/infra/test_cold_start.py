@@ -1,0 +1,85 @@
+"""Cold start: importing a Lambda handler with the AWS backend settings loads only what its first request
+cannot do without — no numpy, no OpenSearch client, no AWS SDK, no X-Ray SDK while tracing is off, no
+model runtime, no evaluation harness. Each import runs in a fresh interpreter, as Lambda's init does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+AWS_SETTINGS = {
+    "QUARRY_BACKEND": "aws",
+    "QUARRY_INDEX": "opensearch",
+    "QUARRY_STATE": "dynamodb",
+    "QUARRY_CACHE": "dynamodb",
+    "QUARRY_EMBEDDER": "bedrock",
+    "QUARRY_OPENSEARCH_URL": "http://127.0.0.1:9",
+    "QUARRY_STATE_TABLE": "quarry-state",
+    "QUARRY_CACHE_TABLE": "quarry-cache",
+    "QUARRY_DYNAMODB_CREATE_TABLES": "false",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "POWERTOOLS_SERVICE_NAME": "quarry",
+    "POWERTOOLS_METRICS_NAMESPACE": "Quarry",
+}
+# Loaded on first use by the adapter or code path that needs it, never by importing a handler.
+NEVER_AT_IMPORT = (
+    "numpy",  # vectors: the embedder and the index adapters load it
+    "opensearchpy",
+    "boto3",
+    "botocore.client",  # Powertools' user-agent hook imports botocore's package (8 ms), never a client
+    "botocore.session",
+    "aws_xray_sdk",  # only when tracing is on (in Lambda, with Tracing: Active)
+    "tokenizers",
+    "safetensors",
+    "sqlite3",
+    "tqdm",
+    "jsonschema",
+    "infra.local.embedder",
+    "infra.bedrock",
+    "infra.evaluation",
+    "infra.beir",
+    "infra.embedding_cache",
+    "handlers.cli",
+    "handlers.devserver",
+)
+HANDLERS = ("handlers.api", "handlers.indexing", "handlers.eval", "handlers.pretoken")
+PROBE = """
+import json, sys
+import {module}
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def imported_by(module: str, **env: str) -> set[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("QUARRY_", "POWERTOOLS_", "AWS_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(module=module)],
+        env={**clean, **AWS_SETTINGS, **env, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(json.loads(done.stdout))
+
+
+def loaded(modules: set[str], name: str) -> bool:
+    return name in modules or any(m.startswith(name + ".") for m in modules)
+
+
+@pytest.mark.parametrize("module", HANDLERS)
+def test_importing_a_handler_loads_nothing_its_first_request_can_load_later(module: str) -> None:
+    modules = imported_by(module)
+    assert [name for name in NEVER_AT_IMPORT if loaded(modules, name)] == []
+
+
+def test_with_tracing_on_the_xray_sdk_is_loaded_at_import() -> None:
+    """In Lambda (LAMBDA_TASK_ROOT set, tracing not disabled) the tracer patches botocore at init."""
+    modules = imported_by("handlers.api", LAMBDA_TASK_ROOT=str(ROOT), AWS_LAMBDA_FUNCTION_NAME="quarry-api")
+    assert loaded(modules, "aws_xray_sdk")
