@@ -25,7 +25,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --no-deps $(NODEPS)
-	$(BIN)/pip install --quiet -e '.[local,graph,dev]'
+	$(BIN)/pip install --quiet -e '.[local,graph,dev,mcp]'
 	@if $(BIN)/pip list 2>/dev/null | grep -qiE '^(torch|sentence-transformers|transformers) '; then \
 		echo "torch or transformers found in $(VENV): Quarry must not need them" >&2; exit 1; fi
 	touch $(STAMP)
@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml Makefile
 setup-bench: $(BENCH_STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[local,graph,dev,bench]'
+	$(BIN)/pip install --quiet -e '.[local,graph,dev,mcp,bench]'
 	touch $(BENCH_STAMP)
 
 serve: setup

@@ -43,4 +43,20 @@ def search_cache_key(
         "g": generation,
     }
     payload = json.dumps(normalised, sort_keys=True, separators=(",", ":"), default=str)
-    return f"search:{tenant_id}:" + hashlib.sha256(payload.encode()).hexdigest()
+    return search_key_prefix(tenant_id) + hashlib.sha256(payload.encode()).hexdigest()
+
+
+SEARCH_KEY_HASH_CHARS = 64  # search keys end in a sha256 hex digest
+
+
+def search_key_prefix(tenant_id: str) -> str:
+    """What every cached search of the tenant starts with."""
+    return f"search:{tenant_id}:"
+
+
+def is_tenant_cache_key(key: str, tenant_id: str) -> bool:
+    """True for the tenant's own search entries, settling marker and generation counter (not a tenant whose id extends it)."""
+    if key in (generation_key(tenant_id), settling_key(tenant_id)):
+        return True
+    prefix = search_key_prefix(tenant_id)
+    return key.startswith(prefix) and len(key) == len(prefix) + SEARCH_KEY_HASH_CHARS

@@ -8,7 +8,8 @@ QuarryError
 ├── NotFoundError            kind, key                         → 404 (also for another tenant's object)
 ├── ConflictError            a write that cannot apply          → 409
 │   ├── StaleVersionError    stored_version, given_version     (reported, never applied)
-│   └── VersionSchemeError   stored_version, given_version     (explicit and clock versions mixed)
+│   ├── VersionSchemeError   stored_version, given_version     (explicit and clock versions mixed)
+│   └── CursorExpiredError   a page cursor of an older index generation
 ├── UnavailableError         backend, retry_after seconds      → 503 with Retry-After
 └── ConfigurationError       variables: {VAR: problem}          → 500, logged (the server's fault)
 """
@@ -108,6 +109,18 @@ class VersionSchemeError(ConflictError):
         self.stored_version = stored_version
         self.given_version = given_version
         self.fields = {"version": message}
+
+
+class CursorExpiredError(ConflictError):
+    """A paging cursor issued before the tenant's index changed: start again from the first page."""
+
+    code = "cursor_expired"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the tenant's index changed since this cursor was issued; search again without a cursor"
+        )
+        self.fields = {"cursor": "was issued for an older index generation"}
 
 
 class UnavailableError(QuarryError):

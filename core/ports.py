@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from core.catalog import EmbeddingStatus, EntityPosition
 from core.context.graph import Triple
 from core.jobs import Job
 from core.models import (
@@ -106,6 +107,21 @@ class SearchIndex(Protocol):
         """Both lists in one round trip where the backend allows (OpenSearch `_msearch`)."""
         ...
 
+    def list_entities(
+        self, tenant_id: str, entity_type: str | None, limit: int, after: EntityPosition | None
+    ) -> list[StoredEntity]:
+        """Live entities (no tombstones), newest first by (created_at, entity_type, entity_id) descending,
+        strictly after `after`; at most `limit`."""
+        ...
+
+    def embedding_status(self, tenant_id: str, keys: Sequence[EntityKey]) -> dict[EntityKey, EmbeddingStatus]:
+        """Chunk and embedded-chunk counts of the live entities among `keys`."""
+        ...
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Erase every entity, tombstone, chunk, vector and keyword row of the tenant; how many entities."""
+        ...
+
     def chunk_vectors(
         self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
     ) -> dict[tuple[EntityKey, int], Vector]:
@@ -152,6 +168,11 @@ class Cache(Protocol):
 
     def counter(self, key: str) -> int:
         """The counter's value, 0 when absent."""
+        ...
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Drop the tenant's cached entries and counters (keys `search:<tenant>:…`, `gen:<tenant>`); an
+        adapter that cannot list keys bumps the generation instead, and the entries expire by TTL."""
         ...
 
 
@@ -226,6 +247,10 @@ class StateStore(Protocol):
     def put_eval(self, tenant_id: str, record: EvalRecord) -> None: ...
 
     def list_evals(self, tenant_id: str, name: str | None, limit: int) -> list[EvalRecord]: ...
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Erase every weight, budget, history, log, overlay and eval row of the tenant; rows removed."""
+        ...
 
 
 class LinkReader(Protocol):

@@ -35,6 +35,12 @@ class SearchRequest(QuarryModel):
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, strict=False)
     strategy: Strategy = "auto"
     explain: bool = False
+    cursor: str | None = Field(
+        default=None,
+        max_length=1024,
+        description="`next_cursor` of the previous page; send the same query, entities, filters, "
+        "strategy and limit. Answers 409 `cursor_expired` when the tenant's index changed in between.",
+    )
 
     @field_validator("query")
     @classmethod
@@ -104,6 +110,9 @@ class SearchResponse(QuarryModel):
     total: int
     query_info: QueryInfo
     took_ms: float
+    next_cursor: str | None = Field(
+        default=None, description="Pass back as `cursor` for the next page; null on the last page"
+    )
 
 
 class BulkItem(QuarryModel):

@@ -13,7 +13,7 @@ from core.errors import ConfigurationError, InvalidInputError
 from handlers import errors, gate
 from handlers._observability import logger, metrics, tracer
 from handlers.openapi import document as openapi_document
-from handlers.routes import context, entities, governance, jobs, search
+from handlers.routes import catalog, context, entities, governance, jobs, lifecycle, search
 from handlers.routes.common import caller, services
 
 VERSION = "0.1.0"
@@ -27,6 +27,8 @@ app.include_router(entities.router)
 app.include_router(context.router)
 app.include_router(governance.router)
 app.include_router(jobs.router)
+app.include_router(catalog.router)
+app.include_router(lifecycle.router)
 
 
 @app.get("/health", summary="Liveness (no token needed)", tags=["meta"])

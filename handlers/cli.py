@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import QuarryError
-from handlers import cli_governance
+from handlers import cli_governance, cli_mcp, cli_reindex
 from handlers.cli_governance import DATA_DIR_HELP
 
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -296,6 +296,8 @@ def parser() -> argparse.ArgumentParser:
     lc.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     lc.set_defaults(func=cmd_eval_cycle)
     cli_governance.register(sub)  # validate, load-corpus, retrieve, schema
+    cli_mcp.register(sub)  # mcp
+    cli_reindex.register(sub)  # reindex
     return p
 
 

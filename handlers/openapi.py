@@ -110,11 +110,21 @@ def _errors_of(method: str, path: str, op: dict[str, Any]) -> list[str]:
         codes += ["401", "403", "503"]
     if "{" in path or path in REFERS_TO_STORED:
         codes.append("404")
-    if path.startswith("/entities/"):
+    if path.startswith("/entities/") or path == "/search":  # stale version; expired search cursor
         codes.append("409")
     if "requestBody" in op:
         codes += ["413", "415"]
     return sorted(codes)
+
+
+def _ndjson_export(paths: dict[str, Any]) -> None:
+    """GET /tenant/export answers NDJSON, one `{kind, data}` object per line (core.service.lifecycle)."""
+    op = paths.get("/tenant/export", {}).get("get")
+    if op is not None:
+        op.setdefault("responses", {})["200"] = {
+            "description": "NDJSON: `{kind, data}` per line; the last line is `{kind: next, cursor}` or `{kind: end}`",
+            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+        }
 
 
 def _type_bodies(paths: dict[str, Any]) -> None:
@@ -157,6 +167,7 @@ def document(generated: dict[str, Any], registry: EntityTypeRegistry) -> dict[st
     }
     doc["security"] = [{"bearer": []}]
     _type_bodies(doc["paths"])
+    _ndjson_export(doc["paths"])
     for path, ops in doc["paths"].items():
         for method, op in ops.items():
             responses = op.setdefault("responses", {})

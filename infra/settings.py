@@ -37,6 +37,7 @@ class Settings(BaseSettings):
     ann_probe: int = Field(default=24, ge=1, le=4096)
 
     api_keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    mcp_key: str | None = None  # `quarry mcp` over stdio acts as this QUARRY_API_KEYS entry
 
     # JWT authorizer (README, Authentication): only `<jwt_resource_server>/<scope>` counts; the tenant comes
     # from `jwt_tenant_claim` (added server-side, e.g. by handlers/pretoken.py) or from the app client id

@@ -8,6 +8,7 @@ import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.entities import EntityTypeRegistry
@@ -18,10 +19,12 @@ from infra.clock import SystemClock
 # only for the services its first request uses (tests/infra/test_cold_start.py, bench/cold_start.py).
 if TYPE_CHECKING:
     from core.ports import Cache, Embedder, JobQueue, JobStore, SearchIndex, StateStore, TripleStore
+    from core.service.catalog import CatalogService
     from core.service.context import ContextService, ContextSettings
     from core.service.context_learning import LearningService
     from core.service.indexing import IndexingService
     from core.service.jobs import JobService
+    from core.service.lifecycle import LifecycleService
     from core.service.retrieval import RetrievalService
     from core.service.search import SearchService, SearchSettings
     from infra.settings import Settings
@@ -92,13 +95,28 @@ class Container:
         from infra.local.embedder import LocalEmbedder
 
         s = self.settings
-        return LocalEmbedder(
+        configured = LocalEmbedder(
             s.embedder_model_dir,
             pooling=s.embedder_pooling,
             query_prefix=s.embedder_query_prefix,
             threads=s.embedder_threads,
             runtime=s.embedder_runtime,
             cache_dir=s.embedder_cache_dir,
+        )
+        if self.settings.index_kind == "opensearch":
+            return configured
+        # The data file remembers the model `quarry reindex` switched it to; follow it.
+        from infra.switching_embedder import ActiveModel, SwitchingEmbedder
+
+        return SwitchingEmbedder(
+            configured,
+            lambda folder: LocalEmbedder(
+                Path(folder),
+                threads=s.embedder_threads,
+                runtime=s.embedder_runtime,
+                cache_dir=s.embedder_cache_dir,
+            ),
+            ActiveModel(s.sqlite_path),
         )
 
     @cached_property
@@ -155,6 +173,20 @@ class Container:
         from core.service.indexing import IndexingService
 
         return IndexingService(self.index, self.embedder, self.registry, self.cache, clock=self.clock)
+
+    @cached_property
+    def catalog(self) -> CatalogService:
+        """Reads of stored entities, weight history and eval records (DESIGN.md §9)."""
+        from core.service.catalog import CatalogService
+
+        return CatalogService(self.index, self.state, self.registry)
+
+    @cached_property
+    def lifecycle(self) -> LifecycleService:
+        """Export and erase of a tenant (DESIGN.md §9)."""
+        from core.service.lifecycle import LifecycleService
+
+        return LifecycleService(self.index, self.state, self.cache)
 
     @cached_property
     def retrieval(self) -> RetrievalService:

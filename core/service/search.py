@@ -29,6 +29,7 @@ from core.schemas import (
     SearchResponse,
     SearchResult,
 )
+from core.search_paging import PAGING_DEPTH, SearchPage
 from core.snippet import build_snippet
 
 _log = logging.getLogger(__name__)
@@ -196,7 +197,9 @@ class SearchService:
             "generation read", lambda: self._cache.counter(generation_key(tenant_id))
         )
         if not ok:
-            return self._answer(tenant_id, request, parsed, types, filters, plan, started, "bypass")
+            if request.cursor is not None:  # a cursor is only as good as the generation it is checked against
+                raise UnavailableError("cache", "the index generation behind search cursors cannot be read")
+            return self._answer(tenant_id, request, parsed, types, filters, plan, started, "bypass", None)
         key = search_cache_key(
             tenant_id,
             request.query,
@@ -207,14 +210,27 @@ class SearchService:
             generation,
             request.explain,
         )
+        page = SearchPage.first(tenant_id, request, types, generation)
+        if request.cursor is not None:
+            return self._answer(
+                tenant_id,
+                request,
+                parsed,
+                types,
+                filters,
+                plan,
+                started,
+                "bypass",
+                page.resume(request.cursor),
+            )
         ok, cached = self._cached("read", lambda: self._cache.get(key, self._clock.now()))
         if cached is not None:
             response = SearchResponse.model_validate(cached)
             response.query_info.cache = "hit"
             response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
             return response
-        answered = "miss" if ok else "bypass"
-        response = self._answer(tenant_id, request, parsed, types, filters, plan, started, answered)
+        answered: Literal["miss", "bypass"] = "miss" if ok else "bypass"
+        response = self._answer(tenant_id, request, parsed, types, filters, plan, started, answered, page)
         if ok and not response.query_info.degraded and not self._settling(tenant_id):
             value = response.model_dump(mode="json")
             stored, _ = self._cached(
@@ -235,9 +251,11 @@ class SearchService:
         plan: Plan,
         started: float,
         cache: Literal["miss", "bypass"],
+        page: SearchPage | None,
     ) -> SearchResponse:
-        """Run the search against the index (no cache), marked with how the cache was involved."""
-        response = self._execute(tenant_id, request, parsed, types, filters, plan)
+        """Run the search against the index (no cache), marked with how the cache was involved; without a
+        page (the generation is unknown) no cursor is issued."""
+        response = self._execute(tenant_id, request, parsed, types, filters, plan, page)
         response.query_info.cache = cache
         response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
         return response
@@ -260,6 +278,7 @@ class SearchService:
         types: tuple[str, ...],
         filters: Filters,
         plan: Plan,
+        page: SearchPage | None,
     ) -> SearchResponse:
         degraded_reason: str | None = None
         embedding = None
@@ -272,10 +291,47 @@ class SearchService:
         lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights) if plan.lexical else None
         depth = retrieval_depth(request.limit, plan, self.settings)
         fused, fallback = self._retrieve(tenant_id, lexical, embedding, filters, depth, plan, bool(types))
-        results = [self._result(f, parsed, plan, request.explain, fallback) for f in fused[: request.limit]]
+        window, total, next_cursor = fused[: request.limit], len(fused), None
+        if page is None:
+            return self._response(
+                request, parsed, types, plan, window, total, None, fallback, degraded_reason
+            )
+        page.check_strategy(plan.strategy)
+        if len(fused) > request.limit:
+            next_cursor = page.cursor(plan.strategy, 0)
+        if not page.is_first:
+            # Pages after the first rank at the paging depth, leaving out what the first page showed
+            # (recomputed: same generation, same inputs, same ranking), so each entity comes once.
+            shown = {f.candidate.key for f in window}
+            deep, fallback = self._retrieve(
+                tenant_id, lexical, embedding, filters, PAGING_DEPTH, plan, bool(types)
+            )
+            rest = [f for f in deep if f.candidate.key not in shown]
+            window = rest[page.offset : page.offset + request.limit]
+            total = len(shown) + len(rest)
+            following = page.offset + request.limit
+            next_cursor = page.cursor(plan.strategy, following) if following < len(rest) else None
+        return self._response(
+            request, parsed, types, plan, window, total, next_cursor, fallback, degraded_reason
+        )
+
+    def _response(
+        self,
+        request: SearchRequest,
+        parsed: ParsedQuery,
+        types: tuple[str, ...],
+        plan: Plan,
+        window: Sequence[Fused],
+        total: int,
+        next_cursor: str | None,
+        fallback: str | None,
+        degraded_reason: str | None,
+    ) -> SearchResponse:
+        results = [self._result(f, parsed, plan, request.explain, fallback) for f in window]
         return SearchResponse(
             results=results,
-            total=len(fused),
+            next_cursor=next_cursor,
+            total=total,
             query_info=QueryInfo(
                 original_query=request.query,
                 parsed_query=parsed.describe(),

@@ -15,6 +15,7 @@ import json
 import math
 from typing import Any
 
+from core.cache_key import generation_key
 from infra.dynamodb.errors import dynamodb_errors
 from infra.dynamodb.state_items import decode, encode
 from infra.dynamodb.tables import TTL_ATTRIBUTE, cache_table_spec, default_client, ensure_table
@@ -74,3 +75,13 @@ class DynamoCache:
                 TableName=self._table, Key=encode({"pk": f"C#{key}"}), ConsistentRead=True
             ).get("Item")
         return 0 if item is None else int(decode(item)["count"])
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Make the tenant's cached searches unreachable by bumping its generation; 0 items deleted.
+
+        A hash-keyed table cannot list one tenant's items without a Scan, which no function may run on a
+        whole table (template.yaml); the entries expire by their TTL (5 minutes, then DynamoDB's sweeper).
+        The counter stays: dropping it would let a later generation meet a still-live entry again.
+        """
+        self.incr(generation_key(tenant_id))
+        return 0

@@ -48,6 +48,7 @@ from core.state import (
 from infra.dynamodb import state_items as it
 from infra.dynamodb.errors import cancellation_codes, dynamodb_errors, error_code
 from infra.dynamodb.state_log import AssemblyLog, pages
+from infra.dynamodb.state_purge import delete_keys, tenant_keys
 from infra.dynamodb.tables import default_client, ensure_table, state_table_spec
 
 # DynamoDB's TransactWriteItems limit (AWS DynamoDB developer guide, "Transactions": 100 actions).
@@ -294,3 +295,9 @@ class DynamoStateStore:
             EvalRecord(name=v["name"], at=v["at"], metrics=json.loads(v["body"]))
             for v in map(it.decode, items)
         ]
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Erase every item of the tenant (configuration, history, evals, assemblies, registry rows)."""
+        keys = tenant_keys(self._query, tenant_id, OVERLAY_REGISTRY_PK)
+        self._known_callers = {pair for pair in self._known_callers if pair[0] != tenant_id}
+        return delete_keys(self._client, self._table, keys)

@@ -18,6 +18,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from core.cache_key import (
+    SEARCH_KEY_HASH_CHARS,
+    generation_key,
+    is_tenant_cache_key,
+    search_key_prefix,
+    settling_key,
+)
 from core.errors import UnavailableError
 from infra.local.sqlite_connect import open_sqlite
 
@@ -100,6 +107,21 @@ class SqliteCache:
             row = conn.execute("SELECT value FROM cache_counters WHERE key = ?", (key,)).fetchone()
         return 0 if row is None else int(row[0])
 
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Drop the tenant's cached searches and generation counter (content zeroed, WAL truncated)."""
+        prefix = search_key_prefix(tenant_id)
+        with self._guard() as conn:
+            conn.execute("PRAGMA secure_delete = ON")
+            removed = conn.execute(
+                "DELETE FROM cache_entries WHERE (substr(key, 1, ?) = ? AND length(key) = ?) OR key = ?",
+                (len(prefix), prefix, len(prefix) + SEARCH_KEY_HASH_CHARS, settling_key(tenant_id)),
+            ).rowcount
+            removed += conn.execute(
+                "DELETE FROM cache_counters WHERE key = ?", (generation_key(tenant_id),)
+            ).rowcount
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return int(removed)
+
 
 class MemoryCache:
     """An in-process TTL cache bounded to `max_entries` values, evicting the least recently used."""
@@ -149,3 +171,14 @@ class MemoryCache:
         """The counter's value, 0 when absent."""
         with self._lock:
             return self._counters.get(key, 0)
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Drop the tenant's cached searches and generation counter."""
+        with self._lock:
+            entries = [k for k in self._entries if is_tenant_cache_key(k, tenant_id)]
+            counters = [k for k in self._counters if is_tenant_cache_key(k, tenant_id)]
+            for k in entries:
+                del self._entries[k]
+            for k in counters:
+                del self._counters[k]
+        return len(entries) + len(counters)

@@ -35,6 +35,7 @@ from core.models import (
 )
 from core.text import edit_distance, fuzzy_budget, light_stem
 from infra.local.fts import fts5_expression, is_scope_token, scope_text, scoped_expression
+from infra.local.sqlite_catalog import SqliteCatalog
 from infra.local.sqlite_connect import open_sqlite
 from infra.local.sqlite_sql import (
     CANDIDATE_SELECT,
@@ -58,7 +59,7 @@ VECTOR_ATTEMPTS = 3  # rankings retried when a concurrent write replaced a picke
 SQL_BATCH = 400  # stay well under SQLite's bound-parameter limit
 
 
-class SqliteIndex:
+class SqliteIndex(SqliteCatalog):
     """The embedded SearchIndex (see module docstring). Thread-safe: one connection per thread."""
 
     def __init__(self, path: str | Path, ann_min_chunks: int = 0, ann_probe: int = ANN_PROBE) -> None:
@@ -85,6 +86,7 @@ class SqliteIndex:
         else:
             folder = Path(self._path + ".vectors")
         self._vectors = VectorStores(folder, str(db_id), ann_min_chunks)
+        self._ensure_listing_index()
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

@@ -259,3 +259,16 @@ class SqliteStateStore:
             EvalRecord(name=r["name"], at=r["at"], metrics=schema.load_json(r["metrics"]))
             for r in self._rows(sql, (*params, max(limit, 0)))
         ]
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Erase every row of the tenant; deleted content is zeroed and the WAL truncated afterwards."""
+        with self._guard() as conn:
+            conn.execute("PRAGMA secure_delete = ON")  # per connection: zero what is deleted
+        with self._transaction() as conn:
+            removed = sum(
+                conn.execute(f"DELETE FROM {table} WHERE tenant_id = ?", (tenant_id,)).rowcount
+                for table in schema.TENANT_TABLES
+            )
+        with self._guard() as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return removed

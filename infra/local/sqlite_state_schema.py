@@ -54,6 +54,16 @@ CREATE TABLE IF NOT EXISTS state_evals (
 CREATE INDEX IF NOT EXISTS state_evals_by_time ON state_evals (tenant_id, at, seq);
 """
 
+# Every table holding tenant rows (DELETE /tenant erases the tenant from each).
+TENANT_TABLES = (
+    "state_weights",
+    "state_budgets",
+    "state_weight_history",
+    "state_assembly_log",
+    "state_overlays",
+    "state_evals",
+)
+
 SELECT_WEIGHTS = (
     "SELECT caller, source, weight, token_share, manual, updated_at FROM state_weights WHERE tenant_id = ?"
 )

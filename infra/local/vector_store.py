@@ -17,6 +17,7 @@ reader (or a process killed mid-update) never sees a half-written row as live.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import sqlite3
 import threading
 from dataclasses import asdict
@@ -321,15 +322,27 @@ class VectorStores:
         self._stores: dict[str, TenantStore] = {}
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _name(tenant_id: str) -> str:
+        return hashlib.sha256(tenant_id.encode("utf-8")).hexdigest()[:24]
+
     def tenant(self, tenant_id: str) -> TenantStore:
         with self._lock:
             store = self._stores.get(tenant_id)
             if store is None:
-                name = hashlib.sha256(tenant_id.encode("utf-8")).hexdigest()[:24]
-                store = TenantStore(self._folder / name, tenant_id, self._db_id, self._ann_min)
+                store = TenantStore(
+                    self._folder / self._name(tenant_id), tenant_id, self._db_id, self._ann_min
+                )
                 self._stores[tenant_id] = store
             return store
 
     def loaded(self) -> list[str]:
         with self._lock:
             return list(self._stores)
+
+    def drop(self, tenant_id: str) -> None:
+        """Forget a tenant and delete its files (DELETE /tenant); processes still mapping them keep their
+        pages, whose rows no longer join any chunk, until they let go."""
+        with self._lock:
+            self._stores.pop(tenant_id, None)
+        shutil.rmtree(self._folder / self._name(tenant_id), ignore_errors=True)

@@ -29,6 +29,7 @@ from core.models import (
     WriteOutcome,
 )
 from infra.opensearch import bodies, documents, mapping, responses
+from infra.opensearch.catalog import OpenSearchCatalog
 from infra.opensearch.client import RetryPolicy
 from infra.opensearch.errors import (
     BACKEND,
@@ -63,7 +64,7 @@ class _TooLarge(Exception):
     """A `_bulk` request the cluster refused as too large (HTTP 413)."""
 
 
-class OpenSearchIndex(IndexLifecycle):
+class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
     """SearchIndex over OpenSearch: one document per entity, chunks nested, writes compare-and-set."""
 
     def __init__(

@@ -217,6 +217,67 @@ class FakeOpenSearch:
             docs.append(entry)
         return {"docs": docs}
 
+    def _matching(self, query: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """Documents matching a `term` query or a bool of `term` filters (what the catalog sends)."""
+        terms = [c["term"] for c in query.get("bool", {}).get("filter", [])] or [query["term"]]
+        return [
+            (doc_id, source)
+            for doc_id, (_, source) in self.docs.items()
+            if all(source.get(field) == value for t in terms for field, value in t.items())
+        ]
+
+    def search(self, *, index: str, body: dict[str, Any], **params: Any) -> dict[str, Any]:
+        """A sorted search: term filters, `sort` on keyword fields (desc), `search_after`, `size`."""
+        self.log.append(("search", index, copy.deepcopy(body), params))
+        if index not in self.aliases:
+            info = {"error": {"type": "index_not_found_exception", "reason": f"no such index [{index}]"}}
+            raise NotFoundError(404, "index_not_found_exception", info)
+        fields = [next(iter(spec)) for spec in body.get("sort", [])]
+        rows = sorted(
+            ([str(src.get(f) or "") for f in fields], doc_id, src)
+            for doc_id, src in self._matching(body["query"])
+        )
+        rows.reverse()
+        after = body.get("search_after")
+        if after is not None:
+            rows = [r for r in rows if r[0] < list(after)]
+        hits = []
+        for values, doc_id, src in rows[: body.get("size", 10)]:
+            source = copy.deepcopy(src)
+            for field in body.get("_source", {}).get("excludes", []):
+                source.pop(field, None)
+            hits.append(
+                {
+                    "_index": self.aliases[index],
+                    "_id": doc_id,
+                    "_score": None,
+                    "_source": source,
+                    "sort": values,
+                }
+            )
+        return search_response(hits)
+
+    def delete_by_query(self, *, index: str, body: dict[str, Any], **params: Any) -> dict[str, Any]:
+        """Delete every matching document; answers like OpenSearch's `_delete_by_query`."""
+        self.log.append(("delete_by_query", index, copy.deepcopy(body), params))
+        doomed = [doc_id for doc_id, _ in self._matching(body["query"])]
+        for doc_id in doomed:
+            del self.docs[doc_id]
+        return {
+            "took": 5,
+            "timed_out": False,
+            "total": len(doomed),
+            "deleted": len(doomed),
+            "batches": 1,
+            "version_conflicts": 0,
+            "noops": 0,
+            "retries": {"bulk": 0, "search": 0},
+            "throttled_millis": 0,
+            "requests_per_second": -1.0,
+            "throttled_until_millis": 0,
+            "failures": [],
+        }
+
     def msearch(self, *, body: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
         self.log.append(("msearch", None, copy.deepcopy(body), params))
         answer = self.msearch_responses.pop(0)

@@ -359,6 +359,13 @@ ROUTE_SCOPES = {
     ("get", "/jobs/{job_id}"): "read",
     ("get", "/schemas/{name}"): "read",
     ("post", "/corpus"): "write",
+    ("get", "/entities/{entity_type}/{entity_id}"): "read",
+    ("get", "/entities"): "read",
+    ("get", "/context/weights/history"): "read",
+    ("get", "/evals"): "read",
+    ("get", "/overlays/{role_id}/evals"): "read",
+    ("get", "/tenant/export"): "read",
+    ("delete", "/tenant"): "admin",
 }
 
 
@@ -439,6 +446,8 @@ ALLOWED = {
             ("es:ESHttpPost", "/_bulk"),
             ("es:ESHttpPost", "/_msearch"),
             ("es:ESHttpPost", "/quarry/_mget"),
+            ("es:ESHttpPost", "/quarry/_search"),
+            ("es:ESHttpPost", "/quarry/_delete_by_query"),
             ("es:ESHttpPut", "/_index_template/quarry-template"),
             ("es:ESHttpPut", "/quarry-v*"),
             ("es:ESHttpHead", "/_alias/quarry"),

@@ -1,0 +1,155 @@
+"""Reading back what a tenant stored: listing positions, embedding status, and opaque paging cursors.
+
+A cursor is base64url JSON naming what it pages (`kind`), a fingerprint of the tenant (so a cursor
+from another tenant, or a hand-made one, is refused with a 400 instead of paging something else) and
+the position. It carries no data of its own: forging one can only move within the caller's tenant.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from core.errors import InvalidInputError
+
+DEFAULT_ENTITY_PAGE = 50  # GET /entities default page size (like the log's page)
+MAX_ENTITY_PAGE = 500  # one page stays well under the 6 MB Lambda response limit at ~10 KB per entity
+DEFAULT_READ_ROWS = 100  # weight history and eval rows per read
+MAX_READ_ROWS = 1000
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class EntityPosition:
+    """Where a listing stands: entities are listed by (created_at, entity_type, entity_id), descending."""
+
+    created_at: str
+    entity_type: str
+    entity_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingStatus:
+    """How many chunks an entity has in the index and how many of them carry an embedding."""
+
+    chunks: int
+    embedded: int
+
+    @property
+    def is_embedded(self) -> bool:
+        """True when every chunk has a vector (an entity with no chunks is not embedded)."""
+        return self.chunks > 0 and self.embedded == self.chunks
+
+
+def tenant_mark(tenant_id: str) -> str:
+    """A short fingerprint of the tenant, so a cursor is only accepted by the tenant it was issued to."""
+    return hashlib.sha256(tenant_id.encode()).hexdigest()[:16]
+
+
+def encode_cursor(kind: str, tenant_id: str, position: dict[str, Any]) -> str:
+    """An opaque cursor for `position` (JSON-serialisable) of a `kind` listing, bound to the tenant."""
+    payload = {"k": kind, "t": tenant_mark(tenant_id), "p": position}
+    raw = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(kind: str, tenant_id: str, cursor: str) -> dict[str, Any]:
+    """The position inside `cursor`; InvalidInputError naming `cursor` when it is not one of ours."""
+    bad = InvalidInputError(
+        "invalid cursor", {"cursor": "is not a cursor this listing issued to this tenant"}
+    )
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        payload = json.loads(raw)
+    except (binascii.Error, ValueError) as exc:
+        raise bad from exc
+    if (
+        not isinstance(payload, dict)
+        or payload.get("k") != kind
+        or payload.get("t") != tenant_mark(tenant_id)
+    ):
+        raise bad
+    position = payload.get("p")
+    if not isinstance(position, dict):
+        raise bad
+    return position
+
+
+def entity_cursor(tenant_id: str, entity_type: str | None, last: EntityPosition) -> str:
+    """The cursor continuing an entity listing after `last` (bound to the type filter too)."""
+    position = {"y": entity_type, "c": last.created_at, "e": last.entity_type, "i": last.entity_id}
+    return encode_cursor("entities", tenant_id, position)
+
+
+def entity_position(tenant_id: str, entity_type: str | None, cursor: str) -> EntityPosition:
+    """The position an entity cursor continues after; refused when issued for another type filter."""
+    p = decode_cursor("entities", tenant_id, cursor)
+    fields = (p.get("c"), p.get("e"), p.get("i"))
+    if p.get("y") != entity_type or not all(isinstance(f, str) for f in fields):
+        raise InvalidInputError(
+            "invalid cursor", {"cursor": "was issued for another listing (type filter differs)"}
+        )
+    return EntityPosition(str(fields[0]), str(fields[1]), str(fields[2]))
+
+
+class EntityOut(BaseModel):
+    """GET /entities/{type}/{id}: the stored entity, its version, and whether its chunks are embedded."""
+
+    entity_type: str
+    entity_id: str
+    version: int
+    source: str
+    owner: str | None
+    namespace: str | None
+    created_at: str
+    updated_at: str
+    title: str
+    fields: dict[str, Any] = Field(description="The entity's fields as stored")
+    metadata: dict[str, Any]
+    embedded: bool = Field(description="True when every indexed chunk carries an embedding")
+    chunks: int = Field(description="Indexed chunks (long documents are split)")
+
+
+class EntityPage(BaseModel):
+    """GET /entities: newest first; pass `next_cursor` back as `cursor` for the next page."""
+
+    data: list[EntityOut]
+    next_cursor: str | None
+
+
+class WeightChangeOut(BaseModel):
+    """One weight history row."""
+
+    caller: str
+    source: str
+    old_weight: float
+    new_weight: float
+    old_share: float
+    new_share: float
+    reason: str
+    at: str
+
+
+class WeightHistoryResponse(BaseModel):
+    """GET /context/weights/history: newest first."""
+
+    data: list[WeightChangeOut]
+
+
+class EvalOut(BaseModel):
+    """One stored golden-set evaluation."""
+
+    name: str
+    at: str
+    metrics: dict[str, Any]
+
+
+class EvalsResponse(BaseModel):
+    """GET /evals: newest first."""
+
+    data: list[EvalOut]

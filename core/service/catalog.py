@@ -1,0 +1,104 @@
+"""Reading back what a tenant stored (DESIGN.md §9): one entity, the entity listing, weight history and
+stored golden-set evaluations. Only coordinates the ports; the tenant is always the caller's."""
+
+from __future__ import annotations
+
+from core.catalog import (
+    EntityOut,
+    EntityPage,
+    EntityPosition,
+    EvalOut,
+    EvalsResponse,
+    WeightChangeOut,
+    WeightHistoryResponse,
+    entity_cursor,
+    entity_position,
+)
+from core.entities import EntityTypeRegistry
+from core.errors import NotFoundError
+from core.models import EntityKey, StoredEntity
+from core.ports import SearchIndex, StateStore
+
+
+def entity_out(entity: StoredEntity, chunks: int, embedded: int) -> EntityOut:
+    """The API shape of a stored entity."""
+    return EntityOut(
+        entity_type=entity.key.entity_type,
+        entity_id=entity.key.entity_id,
+        version=entity.version,
+        source=entity.source,
+        owner=entity.owner,
+        namespace=entity.namespace,
+        created_at=entity.created_at,
+        updated_at=entity.updated_at,
+        title=entity.title,
+        fields=dict(entity.body),
+        metadata=dict(entity.metadata),
+        embedded=chunks > 0 and embedded == chunks,
+        chunks=chunks,
+    )
+
+
+class CatalogService:
+    """Reads of stored entities and stored-but-hidden state, for one tenant at a time."""
+
+    def __init__(self, index: SearchIndex, state: StateStore, registry: EntityTypeRegistry) -> None:
+        self._index = index
+        self._state = state
+        self._registry = registry
+
+    def get(self, tenant_id: str, entity_type: str, entity_id: str) -> EntityOut:
+        """One live entity; 404 when absent, deleted, or another tenant's (indistinguishably)."""
+        self._registry.get(entity_type, path="type")
+        key = EntityKey(entity_type, entity_id)
+        entity = self._index.get(tenant_id, [key]).get(key)
+        if entity is None or entity.deleted:
+            raise NotFoundError("entity", str(key))
+        status = self._index.embedding_status(tenant_id, [key]).get(key)
+        return entity_out(entity, status.chunks if status else 0, status.embedded if status else 0)
+
+    def list(self, tenant_id: str, entity_type: str | None, limit: int, cursor: str | None) -> EntityPage:
+        """Live entities newest first (by created_at, then type and id), `limit` per page.
+
+        Keyset paging: a cursor names the last entity returned, so writes between pages never shift a
+        page; every entity that exists throughout the paging and is not re-created appears exactly once.
+        """
+        if entity_type is not None:
+            self._registry.get(entity_type, path="type")
+        after = entity_position(tenant_id, entity_type, cursor) if cursor else None
+        entities = self._index.list_entities(tenant_id, entity_type, limit, after)
+        status = self._index.embedding_status(tenant_id, [e.key for e in entities])
+        data = []
+        for e in entities:
+            s = status.get(e.key)
+            data.append(entity_out(e, s.chunks if s else 0, s.embedded if s else 0))
+        next_cursor = None
+        if len(entities) == limit:
+            last = entities[-1]
+            position = EntityPosition(last.created_at, last.key.entity_type, last.key.entity_id)
+            next_cursor = entity_cursor(tenant_id, entity_type, position)
+        return EntityPage(data=data, next_cursor=next_cursor)
+
+    def weight_history(self, tenant_id: str, caller: str | None, limit: int) -> WeightHistoryResponse:
+        """What learning (or an operator) changed, newest first."""
+        rows = self._state.list_history(tenant_id, caller, limit)
+        return WeightHistoryResponse(
+            data=[
+                WeightChangeOut(
+                    caller=r.caller,
+                    source=r.source,
+                    old_weight=r.old_weight,
+                    new_weight=r.new_weight,
+                    old_share=r.old_share,
+                    new_share=r.new_share,
+                    reason=r.reason,
+                    at=r.at,
+                )
+                for r in rows
+            ]
+        )
+
+    def evals(self, tenant_id: str, name: str | None, limit: int) -> EvalsResponse:
+        """Stored golden-set evaluation figures, newest first, optionally of one set (an overlay's role)."""
+        rows = self._state.list_evals(tenant_id, name, limit)
+        return EvalsResponse(data=[EvalOut(name=r.name, at=r.at, metrics=dict(r.metrics)) for r in rows])

@@ -1,0 +1,125 @@
+"""The read-back and erase half of `SqliteIndex`: listing a tenant's entities newest first, their embedding
+status, and purging a tenant so that nothing of it is left in the file (DESIGN.md §9, issue 13)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from core.catalog import EmbeddingStatus, EntityPosition
+from core.models import EntityKey, StoredEntity
+from infra.local.sqlite_sql import ENTITY_COLUMNS, stored
+
+LISTING_INDEX = (
+    "CREATE INDEX IF NOT EXISTS idx_entities_newest "
+    "ON idx_entities (tenant_id, created_at, entity_type, entity_id)"
+)
+KEY_BATCH = 200  # (type, id) pairs per query: 400 bound parameters, under SQLite's limit
+
+
+class _IndexParts(Protocol):
+    """What the mixin needs from SqliteIndex."""
+
+    _vectors: Any
+
+    def _conn(self) -> sqlite3.Connection: ...
+
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]: ...
+
+
+def _key_pairs(keys: Sequence[EntityKey]) -> Iterator[tuple[str, list[str]]]:
+    unique = sorted(set(keys))
+    for i in range(0, len(unique), KEY_BATCH):
+        batch = unique[i : i + KEY_BATCH]
+        params: list[str] = []
+        for k in batch:
+            params.extend((k.entity_type, k.entity_id))
+        yield ",".join("(?,?)" for _ in batch), params
+
+
+def secure_delete(conn: sqlite3.Connection) -> None:
+    """Make this connection overwrite deleted content with zeros (an erased tenant is not in free pages)."""
+    conn.execute("PRAGMA secure_delete = ON")
+
+
+def checkpoint(conn: sqlite3.Connection) -> None:
+    """Fold the WAL into the main file and truncate it, so older page images of erased rows go too."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+class SqliteCatalog:
+    """Mixin of SqliteIndex: `list_entities`, `embedding_status`, `purge_tenant`."""
+
+    def _ensure_listing_index(self: _IndexParts) -> None:
+        self._conn().execute(LISTING_INDEX)
+
+    def list_entities(
+        self: _IndexParts, tenant_id: str, entity_type: str | None, limit: int, after: EntityPosition | None
+    ) -> list[StoredEntity]:
+        """Live entities newest first by (created_at, entity_type, entity_id) descending, after `after`."""
+        if limit <= 0:
+            return []
+        where = ["e.tenant_id = ?", "e.deleted = 0"]
+        params: list[Any] = [tenant_id]
+        if entity_type is not None:
+            where.append("e.entity_type = ?")
+            params.append(entity_type)
+        if after is not None:
+            where.append("(COALESCE(e.created_at, ''), e.entity_type, e.entity_id) < (?, ?, ?)")
+            params.extend((after.created_at, after.entity_type, after.entity_id))
+        rows = self._read(
+            f"SELECT {ENTITY_COLUMNS} FROM idx_entities e WHERE {' AND '.join(where)} "
+            "ORDER BY COALESCE(e.created_at, '') DESC, e.entity_type DESC, e.entity_id DESC LIMIT ?",
+            [*params, limit],
+        )
+        return [stored(row) for row in rows]
+
+    def embedding_status(
+        self: _IndexParts, tenant_id: str, keys: Sequence[EntityKey]
+    ) -> dict[EntityKey, EmbeddingStatus]:
+        """Chunk and embedded-chunk counts of the live entities among `keys`."""
+        found: dict[EntityKey, EmbeddingStatus] = {}
+        for pairs, params in _key_pairs(keys):
+            rows = self._read(
+                "SELECT c.entity_type, c.entity_id, count(*), count(c.embedding) FROM idx_chunks c "
+                f"WHERE c.tenant_id = ? AND (c.entity_type, c.entity_id) IN (VALUES {pairs}) "
+                "GROUP BY c.entity_type, c.entity_id",
+                [tenant_id, *params],
+            )
+            for etype, eid, chunks, embedded in rows:
+                found[EntityKey(etype, eid)] = EmbeddingStatus(int(chunks), int(embedded))
+        return found
+
+    def purge_tenant(self: _IndexParts, tenant_id: str) -> int:
+        """Erase the tenant's entities, tombstones, chunks, vectors, keyword rows and generation.
+
+        The keyword index is merged afterwards (FTS5 keeps deleted terms in old segments until a merge),
+        deleted content is zeroed (`secure_delete`), the file is rebuilt (`VACUUM`: the cost of an erase
+        grows with the whole file, an admin operation's price for leaving no bytes behind) and the WAL is
+        checkpointed and truncated.
+        """
+        conn = self._conn()
+        secure_delete(conn)
+        with self._tx() as tx:
+            count = tx.execute(
+                "SELECT count(*) FROM idx_entities WHERE tenant_id = ?", (tenant_id,)
+            ).fetchone()[0]
+            tx.execute(
+                "DELETE FROM idx_fts WHERE rowid IN (SELECT id FROM idx_chunks WHERE tenant_id = ?)",
+                (tenant_id,),
+            )
+            tx.execute("DELETE FROM idx_chunks WHERE tenant_id = ?", (tenant_id,))
+            tx.execute("DELETE FROM idx_entities WHERE tenant_id = ?", (tenant_id,))
+            tx.execute("DELETE FROM idx_generation WHERE tenant_id = ?", (tenant_id,))
+            tx.execute("DELETE FROM idx_changes WHERE tenant_id = ?", (tenant_id,))
+            tx.execute("INSERT INTO idx_fts (idx_fts) VALUES ('optimize')")
+        self._vectors.drop(tenant_id)
+        # Free space still holds bytes of rows that writes before the erase replaced or deleted without
+        # secure_delete (old chunk rows, merged FTS segments): rebuild the file so none of it survives.
+        conn.execute("VACUUM")
+        checkpoint(conn)
+        return int(count)

@@ -1,0 +1,114 @@
+"""The read-back and erase half of `OpenSearchIndex`: listing a tenant's entities newest first (sorted
+search with `search_after` on keyword fields), their embedding status (`_mget` with chunks) and purging a
+tenant (`_delete_by_query`, refreshed, so a search right after sees nothing of it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from core.catalog import EmbeddingStatus, EntityPosition
+from core.models import EntityKey, StoredEntity
+from infra.opensearch import documents
+from infra.opensearch import mapping as m
+from infra.opensearch.errors import INDEX_MISSING, error_parts, translated
+
+LISTING_SORT = ("created_at", m.ENTITY_TYPE, m.ENTITY_ID)  # all keyword fields: exact string order
+
+
+def listing_body(
+    tenant_id: str, entity_type: str | None, limit: int, after: EntityPosition | None
+) -> dict[str, Any]:
+    """A sorted search for live entities newest first, continuing after `after` (keyset)."""
+    clauses: list[dict[str, Any]] = [
+        {"term": {m.TENANT: tenant_id}},
+        {"term": {m.DELETED: False}},
+    ]
+    if entity_type is not None:
+        clauses.append({"term": {m.ENTITY_TYPE: entity_type}})
+    body: dict[str, Any] = {
+        "size": limit,
+        "track_total_hits": False,
+        "_source": {"excludes": [m.CHUNKS]},
+        "query": {"bool": {"filter": clauses}},
+        "sort": [{field: {"order": "desc", "missing": "_last"}} for field in LISTING_SORT],
+    }
+    if after is not None:
+        body["search_after"] = [after.created_at, after.entity_type, after.entity_id]
+    return body
+
+
+def purge_body(tenant_id: str) -> dict[str, Any]:
+    """`_delete_by_query` for every document (entities and tombstones) of the tenant."""
+    return {"query": {"term": {m.TENANT: tenant_id}}}
+
+
+def chunk_status(source: Mapping[str, Any]) -> EmbeddingStatus:
+    """Chunk and embedded-chunk counts of a document fetched with its chunks."""
+    chunks = list(source.get(m.CHUNKS) or [])
+    return EmbeddingStatus(len(chunks), sum(1 for c in chunks if c.get("embedding") is not None))
+
+
+class _IndexParts(Protocol):
+    _client: Any
+    _alias: str
+    _refresh: Any
+
+    def _fetch(self, doc_ids: Sequence[str], with_chunks: bool = False) -> list[Mapping[str, Any]]: ...
+
+
+class OpenSearchCatalog:
+    """Mixin of OpenSearchIndex: `list_entities`, `embedding_status`, `purge_tenant`."""
+
+    def list_entities(
+        self: _IndexParts, tenant_id: str, entity_type: str | None, limit: int, after: EntityPosition | None
+    ) -> list[StoredEntity]:
+        """Live entities newest first by (created_at, entity_type, entity_id) descending, after `after`."""
+        from opensearchpy.exceptions import NotFoundError
+
+        if limit <= 0:
+            return []
+        with translated():
+            try:
+                response = self._client.search(
+                    index=self._alias, body=listing_body(tenant_id, entity_type, limit, after)
+                )
+            except NotFoundError as exc:
+                if error_parts(exc.info)[0] == INDEX_MISSING:
+                    return []
+                raise
+        hits = response.get("hits", {}).get("hits", [])
+        found = (documents.stored_entity(h["_source"]) for h in hits)
+        return [e for e in found if e.tenant_id == tenant_id and not e.deleted]
+
+    def embedding_status(
+        self: _IndexParts, tenant_id: str, keys: Sequence[EntityKey]
+    ) -> dict[EntityKey, EmbeddingStatus]:
+        """Chunk and embedded-chunk counts of the live entities among `keys`."""
+        unique = sorted(set(keys))
+        if not unique:
+            return {}
+        found = self._fetch([documents.doc_id(tenant_id, k) for k in unique], with_chunks=True)
+        out: dict[EntityKey, EmbeddingStatus] = {}
+        for source in found:
+            if source.get(m.TENANT) == tenant_id and not source.get(m.DELETED):
+                entity = documents.stored_entity(source)
+                out[entity.key] = chunk_status(source)
+        return out
+
+    def purge_tenant(self: _IndexParts, tenant_id: str) -> int:
+        """Delete every document of the tenant (tombstones too) and refresh, so searches see it gone."""
+        from opensearchpy.exceptions import NotFoundError
+
+        with translated():
+            try:
+                response = self._client.delete_by_query(
+                    index=self._alias,
+                    body=purge_body(tenant_id),
+                    params={"refresh": "true", "conflicts": "proceed"},
+                )
+            except NotFoundError as exc:
+                if error_parts(exc.info)[0] == INDEX_MISSING:
+                    return 0
+                raise
+        return int(response.get("deleted", 0))
