@@ -1,24 +1,27 @@
-// Entities: browse (through search: the API has no listing), read one, delete it (write scope only, with
-// a second click to confirm; the server refuses a key without the scope in any case).
+// Entities: browse (GET /entities newest first, paged; or find them by search), read one
+// (GET /entities/{type}/{id}), delete it (write scope only, a second click confirms; the server refuses a
+// key without the scope in any case).
 import { api, enc } from "./api.js";
-import { $, clear, el, fmt, snippetNodes } from "./dom.js";
+import { $, chip, clear, el } from "./dom.js";
 import { session } from "./session.js";
 
-function deleteButton(result, status, item) {
+let cursor = null;
+
+function deleteButton(entity, status, item) {
   const button = el("button", { type: "button", class: "danger", "data-testid": "delete" }, "Delete");
   let armed = false;
   button.addEventListener("click", async () => {
     if (!armed) {
       armed = true;
       button.classList.add("armed");
-      button.textContent = `Confirm: delete ${result.entity_type}:${result.entity_id}`;
+      button.textContent = `Confirm: delete ${entity.entity_type}:${entity.entity_id}`;
       return;
     }
     try {
-      await api("DELETE", `/entities/${enc(result.entity_type)}/${enc(result.entity_id)}`);
+      await api("DELETE", `/entities/${enc(entity.entity_type)}/${enc(entity.entity_id)}`);
       status("");
       item.remove();
-      clear($("entities-detail")).append(el("p", {}, `deleted ${result.entity_type}:${result.entity_id}`));
+      clear($("entities-detail")).append(el("p", {}, `deleted ${entity.entity_type}:${entity.entity_id}`));
     } catch (err) {
       status(err.message);
     }
@@ -26,39 +29,65 @@ function deleteButton(result, status, item) {
   return button;
 }
 
-function detail(result, status, item) {
+async function read(entity, status, item) {
   const out = clear($("entities-detail"));
-  out.append(el("div", { class: "card" },
-    el("div", { class: "result-title" }, result.title || "(untitled)"),
-    el("div", { class: "result-id" }, `${result.entity_type}:${result.entity_id} · score ${fmt(result.score)}`),
-    el("div", { class: "snippet" }, snippetNodes(result.snippet)),
-    el("h3", {}, "metadata"), el("pre", { class: "block" }, JSON.stringify(result.metadata, null, 2)),
-    session.can("write") ? deleteButton(result, status, item) : el("p", { class: "muted" }, "read-only key: no changes offered")));
+  try {
+    const e = await api("GET", `/entities/${enc(entity.entity_type)}/${enc(entity.entity_id)}`);
+    status("");
+    out.append(el("div", { class: "card" },
+      el("div", { class: "result-title" }, e.title || "(untitled)"),
+      el("div", { class: "result-id" }, `${e.entity_type}:${e.entity_id} · version ${e.version} · source ${e.source}`,
+        e.namespace ? ` · namespace ${e.namespace}` : "", e.owner ? ` · owner ${e.owner}` : ""),
+      el("div", {}, chip(e.embedded ? "embedded" : "not embedded yet", e.embedded ? "ok" : "warn"),
+        chip(`created ${e.created_at}`), chip(`updated ${e.updated_at}`)),
+      el("h3", {}, "fields"), el("pre", { class: "block" }, JSON.stringify(e.fields, null, 2)),
+      el("h3", {}, "metadata"), el("pre", { class: "block" }, JSON.stringify(e.metadata, null, 2)),
+      session.can("write") ? deleteButton(e, status, item) : el("p", { class: "muted" }, "read-only key: no changes offered")));
+  } catch (err) {
+    status(err.message);
+  }
+}
+
+function listItem(entity, status) {
+  const item = el("li", { "data-key": `${entity.entity_type}:${entity.entity_id}` },
+    el("b", {}, entity.title || "(untitled)"), " ", el("span", { class: "result-id" }, `${entity.entity_type}:${entity.entity_id}`));
+  item.addEventListener("click", () => {
+    for (const other of $("entities-list").children) other.classList.remove("selected");
+    item.classList.add("selected");
+    read(entity, status, item);
+  });
+  return item;
+}
+
+async function browse(status, more) {
+  const query = $("entities-query").value.trim();
+  const type = $("entities-type").value.trim();
+  const list = more ? $("entities-list") : clear($("entities-list"));
+  if (!more) clear($("entities-detail"));
+  let found;
+  if (query) {
+    const body = { query, limit: 100 };
+    if (type) body.entities = [type];
+    found = (await api("POST", "/search", body)).results;
+    cursor = null;
+  } else {
+    const params = new URLSearchParams({ limit: "50" });
+    if (type) params.set("type", type);
+    if (more && cursor) params.set("cursor", cursor);
+    const page = await api("GET", `/entities?${params}`);
+    found = page.data;
+    cursor = page.next_cursor;
+  }
+  status("");
+  list.append(...found.map((entity) => listItem(entity, status)));
+  if (!list.children.length) list.append(el("li", { class: "muted" }, "nothing found"));
+  $("entities-more").classList.toggle("hidden", !cursor);
 }
 
 export function setup(status) {
-  $("entities-form").addEventListener("submit", async (event) => {
+  $("entities-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    const body = { query: $("entities-query").value, limit: 100 };
-    if ($("entities-type").value) body.entities = [$("entities-type").value];
-    try {
-      const response = await api("POST", "/search", body);
-      status("");
-      const list = clear($("entities-list"));
-      clear($("entities-detail"));
-      for (const result of response.results) {
-        const item = el("li", { "data-key": `${result.entity_type}:${result.entity_id}` },
-          el("b", {}, result.title || "(untitled)"), " ", el("span", { class: "result-id" }, `${result.entity_type}:${result.entity_id}`));
-        item.addEventListener("click", () => {
-          for (const other of list.children) other.classList.remove("selected");
-          item.classList.add("selected");
-          detail(result, status, item);
-        });
-        list.append(item);
-      }
-      if (!response.results.length) list.append(el("li", { class: "muted" }, "nothing found"));
-    } catch (err) {
-      status(err.message);
-    }
+    browse(status, false).catch((err) => status(err.message));
   });
+  $("entities-more").addEventListener("click", () => browse(status, true).catch((err) => status(err.message)));
 }

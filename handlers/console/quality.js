@@ -30,7 +30,8 @@ export function renderRuns(role, runs) {
 
 async function show(status) {
   const role = $("quality-role").value;
-  renderRuns(role, (await api("GET", `/overlays/${enc(role)}/evals?limit=60`)).runs);
+  const stored = await api("GET", `/overlays/${enc(role)}/evals?limit=60`);
+  renderRuns(role, stored.data.map((row) => ({ ...row.metrics, at: row.at })));
   status("");
 }
 

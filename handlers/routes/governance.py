@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 
 from core.errors import PayloadTooLargeError
@@ -20,8 +20,6 @@ from handlers.routes.common import accepted, caller, path_value, services
 from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
-DEFAULT_EVAL_RUNS = 30
-MAX_EVAL_RUNS = 365
 
 
 @router.post("/retrieve", summary="Governed retrieval for a role: a RetrievalBundle", tags=["governance"])
@@ -92,18 +90,6 @@ def eval_overlay(role_id: str) -> dict[str, Any]:
             "message": "the overlay has no golden set",
         }
     return reports[0].to_json()
-
-
-@router.get("/overlays/<role_id>/evals", summary="The overlay's stored golden-set runs", tags=["governance"])
-def list_overlay_evals(
-    role_id: str, limit: Annotated[int, Query(ge=1, le=MAX_EVAL_RUNS)] = DEFAULT_EVAL_RUNS
-) -> dict[str, Any]:
-    from core.service.golden import EVAL_NAME_PREFIX  # the evaluation code loads with its first use
-
-    role_id = path_value(role_id, "role_id")
-    principal = caller(router, "read")
-    records = services().state.list_evals(principal.tenant_id, EVAL_NAME_PREFIX + role_id, limit)
-    return {"role_id": role_id, "runs": [{"at": r.at, **dict(r.metrics)} for r in records]}
 
 
 @router.post(

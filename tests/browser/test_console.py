@@ -182,16 +182,17 @@ def test_a_read_only_key_sees_no_delete_control_and_the_server_refuses_one(brows
     wait_for(browser, "#entities-detail .card")
     assert browser.find_elements("css selector", "[data-testid=delete]") == []
     assert "read-only key" in find(browser, "#entities-detail").text
+    assert "warm the search cache after deploys" in find(browser, "#entities-detail").text  # its fields
     status, body = call(url, "DELETE", "/entities/task/t-cache", key=READ_KEY)
     assert status == 403 and body["error"]["code"] == "forbidden"
     assert call(url, "POST", "/search", {"query": "cache warm"}, key=READ_KEY)[1]["results"]
 
 
-def test_a_full_key_deletes_after_confirming(browser: Any, url: str) -> None:
+def test_a_full_key_browses_newest_first_and_deletes_after_confirming(browser: Any, url: str) -> None:
     use_key(browser, url, FULL_KEY)
     tab(browser, "entities")
-    fill(browser, "#entities-query", "export")
-    find(browser, "#entities-form button[type=submit]").click()
+    fill(browser, "#entities-type", "task")
+    find(browser, "#entities-form button[type=submit]").click()  # no query: GET /entities, newest first
     wait_for(browser, "#entities-list > li[data-key='task:t-rate']")[0].click()
     button = wait_for(browser, "[data-testid=delete]")[0]
     button.click()

@@ -236,21 +236,3 @@ def test_tuning_adopts_a_fusion_setting_only_when_it_improves_the_golden_set(app
     status, second = invoke(api_event("eval_overlay", path="/overlays/dba/tune"))
     assert status == 200 and second["changed"] is False
     assert invoke(api_event("eval_overlay", path="/overlays/nobody/tune"))[0] == 404
-
-
-def test_stored_golden_set_runs_are_listed_newest_first_for_readers_of_the_tenant(app: Container) -> None:
-    invoke(api_event("put_overlay"))
-    path = "/overlays/dba/evals"
-    assert invoke(api_event("get_overlay", path=path, scopes=["read"]))[1] == {"role_id": "dba", "runs": []}
-    first = invoke(api_event("eval_overlay"))[1]
-    second = invoke(api_event("eval_overlay"))[1]
-    status, body = invoke(api_event("get_overlay", path=path, scopes=["read"]))
-    assert status == 200 and len(body["runs"]) == 2
-    assert body["runs"][0]["strategies"] == second["strategies"] == first["strategies"]
-    assert body["runs"][0]["at"] >= body["runs"][1]["at"]
-    assert (
-        invoke(api_event("get_overlay", path=path, query={"limit": "1"}))[1]["runs"][:1] == body["runs"][:1]
-    )
-    assert len(invoke(api_event("get_overlay", path=path, query={"limit": "1"}))[1]["runs"]) == 1
-    assert invoke(api_event("get_overlay", path=path, query={"limit": "0"}))[0] == 400
-    assert invoke(api_event("get_overlay", path=path, tenant="globex"))[1]["runs"] == []
