@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.browser.driver import require_browser, start_browser
-from tests.browser.seed import FULL_KEY, demo_server
+from tests.browser.seed import FULL_KEY, call, demo_server
 
 
 def _fill(driver: Any, css: str, text: str) -> None:
@@ -59,6 +59,11 @@ def _views(driver: Any, url: str, out: Path) -> None:
         _fill(driver, "#context-query", query)
         click("#context-form button[type=submit]")
         _wait(driver, "[data-testid=budget-bar] div")
+        time.sleep(0.3)
+        click("#context-out input[type=checkbox]")  # feedback: the first item was used
+        click("#context-out .bar-form button")
+        _wait(driver, "#context-out .chip.ok")
+    call(url, "POST", "/context/eval", {})  # learn from the feedback now (nightly otherwise)
     click("#context-learning")
     _wait(driver, "#context-learn svg path")
     shot("context")

@@ -62,10 +62,11 @@ export function renderAssembly(response, status) {
 export async function renderLearning(caller, status) {
   const out = clear($("context-learn"));
   try {
-    const [log, weights, budgets] = await Promise.all([
+    const [log, weights, budgets, history] = await Promise.all([
       api("GET", `/context/log?caller=${enc(caller)}&limit=100`),
       api("GET", "/context/weights?limit=1000"),
       api("GET", "/context/budgets"),
+      api("GET", `/context/weights/history?caller=${enc(caller)}&limit=500`),
     ]);
     status("");
     const entries = log.data.slice().reverse(); // oldest first
@@ -75,6 +76,14 @@ export async function renderLearning(caller, status) {
       { name: "tokens used", points: entries.filter((e) => e.tokens_used !== null).map((e) => [entries.indexOf(e), e.tokens_used]) },
     ];
     out.append(el("h3", {}, `assemblies of ${caller} (oldest → newest)`), lineChart(series, { yLabel: "tokens" }));
+    const bySource = new Map();
+    for (const change of history.data.slice().reverse()) {
+      const points = bySource.get(change.source) || [[Date.parse(change.at) - 1, change.old_weight]];
+      points.push([Date.parse(change.at), change.new_weight]);
+      bySource.set(change.source, points);
+    }
+    out.append(el("h3", {}, `source weights of ${caller} over time (${history.data.length} changes)`),
+      lineChart([...bySource].map(([name, points]) => ({ name, points })), { yLabel: "weight" }));
     const rows = weights.weights.filter((w) => w.caller === caller || w.caller === "*");
     const table = el("table", {}, el("tr", {}, ...["caller", "source", "weight", "", "token share", "", "manual", "updated"].map((h) => el("th", {}, h))));
     for (const w of rows) table.append(el("tr", {}, el("td", {}, w.caller), el("td", {}, w.source),

@@ -337,6 +337,7 @@ def quarry_scope(scope: str) -> dict[str, str]:
 
 ROUTE_SCOPES = {
     ("get", "/openapi.json"): "read",
+    ("get", "/whoami"): "read",
     ("post", "/search"): "read",
     ("put", "/entities/{entity_type}/{entity_id}"): "write",
     ("patch", "/entities/{entity_type}/{entity_id}"): "write",
