@@ -140,7 +140,12 @@ def main() -> int:
     model = LocalEmbedder()
     backend = index_settings(args.index)
     with tempfile.TemporaryDirectory() as data, fresh_index(backend, model.dimension):
-        container = Container(load_settings(data_dir=data, cache_ttl_seconds=0, cache="memory", **backend))
+        # bulks of 500 stay synchronous here (the bench measures search, not the write-job path)
+        container = Container(
+            load_settings(
+                data_dir=data, cache_ttl_seconds=0, cache="memory", async_min_chunks=10_000, **backend
+            )
+        )
         container.__dict__["embedder"] = CachingEmbedder(model, args.cache_dir, progress=False)
         set_container(container)
         ingest_s = ingest(api.lambda_handler, args.entities)

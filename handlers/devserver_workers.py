@@ -108,14 +108,22 @@ class Supervisor:
         deadline = time.monotonic() + STOP_GRACE_SECONDS
         while self.pids and time.monotonic() < deadline:
             for pid in list(self.pids):
-                done, _ = os.waitpid(pid, os.WNOHANG)
-                if done:
+                if _reaped(pid, os.WNOHANG):
                     self.pids.discard(pid)
             time.sleep(0.05)
         for pid in list(self.pids):
             _signal(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            _reaped(pid, 0)
             self.pids.discard(pid)
+
+
+def _reaped(pid: int, flags: int) -> bool:
+    """Whether `pid` has exited and been collected; a watcher thread may have collected it first."""
+    try:
+        done, _ = os.waitpid(pid, flags)
+    except ChildProcessError:
+        return True
+    return done != 0
 
 
 def _signal(pid: int, signum: int) -> None:

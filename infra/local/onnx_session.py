@@ -62,6 +62,9 @@ class OnnxEncoder:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        # No busy-waiting after a call: onnxruntime's workers otherwise spin for a while and starve the
+        # index work that follows an embedding (the k-NN matvec, FTS5) on a 2-core machine.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3  # errors only: the optimiser's notes are not the user's business
         self.path = path
         self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
