@@ -412,6 +412,11 @@ class SqliteIndex(SqliteCatalog):
             ]
         query = np.asarray(embedding, np.float32)
         probe = 0 if exact else self._ann_probe
+        snap = self._tenant_vectors(tenant_id)
+        if snap.count and snap.matrix.shape[1] != query.shape[0]:
+            # The query comes from another model than the vectors in memory: a reindex swapped the stored
+            # vectors (a change the log does not carry), and a stale store must never answer with nothing.
+            self._vectors.tenant(tenant_id).rebuild(self._conn())
         for _ in range(VECTOR_ATTEMPTS):
             # A write committed after the snapshot was taken may have replaced a picked chunk: then take
             # the newer snapshot and rank again, so the answer is neither stale nor short.

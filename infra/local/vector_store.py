@@ -88,6 +88,15 @@ class TenantStore:
             self._maybe_train(meta)
             return self._snapshot
 
+    def rebuild(self, conn: sqlite3.Connection) -> VectorSnapshot:
+        """Build from SQLite now, whatever the files say: the stored vectors changed dimension (another
+        model swapped in by `quarry reindex`), which the change log does not record."""
+        with self._lock:
+            with self._files.lock():
+                meta = self._catch_up(conn, None)
+            self._snapshot = self._publish(meta)
+            return self._snapshot
+
     def _publish(self, meta: Meta) -> VectorSnapshot:
         maps = self._files.map(meta)
         n = meta.count
