@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -14,23 +13,15 @@ from typing import Any
 
 import pytest
 
-from handlers import api
 from handlers.console_static import console_file
-from handlers.devserver import make_server
 from tests.conftest import api_event, invoke
+from tests.handlers.serving import serving
 
 
 @pytest.fixture
 def server(local: Any) -> Iterator[str]:
-    httpd = make_server("127.0.0.1", 0, {"k": {"tenant": "t", "scopes": ["read"]}}, api.lambda_handler, 4096)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    with serving({"k": {"tenant": "t", "scopes": ["read"]}}, 4096) as url:
+        yield url
 
 
 def get(url: str, key: str | None = None) -> tuple[int, dict[str, str], bytes]:

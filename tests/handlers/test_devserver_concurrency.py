@@ -21,6 +21,7 @@ from handlers import api
 from handlers.devserver import make_server
 from handlers.devserver_workers import Supervisor, listen
 from tests.conftest import FakeEmbedder, make_container
+from tests.handlers.serving import serving
 
 KEYS = {
     "key-one": {"tenant": "t1", "scopes": ["read", "write", "admin"]},
@@ -126,15 +127,8 @@ def assert_every_answer_was_for_its_caller(port: int, db: Path) -> None:
 
 @pytest.fixture
 def one_process(local: Any) -> Iterator[int]:
-    httpd = make_server("127.0.0.1", 0, KEYS, api.lambda_handler, 1 << 20)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield int(httpd.server_address[1])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
+    with serving(KEYS, 1 << 20) as url:
+        yield int(url.rsplit(":", 1)[1])
 
 
 def test_one_process_never_answers_for_the_wrong_tenant(one_process: int, local: Any) -> None:

@@ -4,7 +4,6 @@ the context feedback → learning flow works through HTTP, and the state really 
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,9 +12,8 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from handlers import api
-from handlers.devserver import make_server
 from tests.conftest import FakeEmbedder, make_container
+from tests.handlers.serving import serving
 from tests.handlers.test_devserver_and_cli import call
 
 KEY = "qk_test_dynamo"
@@ -54,15 +52,8 @@ def url(moto_endpoint: str, tmp_path: Path) -> Iterator[str]:
     container = make_container(tmp_path, FakeEmbedder(), state="dynamodb", cache="dynamodb")
     set_container(container)
     keys = {KEY: {"tenant": "acme", "scopes": ["read", "write", "admin"]}}
-    httpd = make_server("127.0.0.1", 0, keys, api.lambda_handler, 1_048_576)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    with serving(keys, 1_048_576) as url:
+        yield url
         set_container(None)
 
 

@@ -7,15 +7,13 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from handlers import api
-from handlers.devserver import make_server
 from tests.conftest import api_event, invoke
+from tests.handlers.serving import serving
 
 KEY = "contract-key"
 LIMIT = 1 << 20
@@ -23,21 +21,8 @@ LIMIT = 1 << 20
 
 @pytest.fixture
 def port(local: Any) -> Iterator[int]:
-    httpd = make_server(
-        "127.0.0.1",
-        0,
-        {KEY: {"tenant": "acme", "scopes": ["read", "write", "admin"]}},
-        api.lambda_handler,
-        LIMIT,
-    )
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield int(httpd.server_address[1])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
+    with serving({KEY: {"tenant": "acme", "scopes": ["read", "write", "admin"]}}, LIMIT) as url:
+        yield int(url.rsplit(":", 1)[1])
 
 
 def request(

@@ -5,7 +5,6 @@ response has a documented status, content type, headers and body schema."""
 from __future__ import annotations
 
 import json
-import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,9 +21,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from handlers import api
-from handlers.devserver import make_server
 from tests.conftest import FakeEmbedder, make_container
+from tests.handlers.serving import serving
 
 KEY = "fuzz-key"
 KEYS = {KEY: {"tenant": "fuzz", "scopes": ["read", "write", "admin"]}}
@@ -43,15 +41,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from infra.wiring import set_container
 
     set_container(make_container(Path(tmp_path_factory.mktemp("fuzz")) / "data", FakeEmbedder()))
-    httpd = make_server("127.0.0.1", 0, KEYS, api.lambda_handler, 1 << 20)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
+    with serving(KEYS, 1 << 20) as url:
+        yield url
         set_container(None)
 
 
