@@ -48,7 +48,23 @@ def cached_graph_path(model_dir: Path, pooling: Pooling, variant: Variant, cache
         f"{GRAPH_VERSION}|{variant}|{pooling}|{weights}|{stat.st_size}|{stat.st_mtime_ns}|".encode()
         + (model_dir / "config.json").read_bytes()
     ).hexdigest()[:16]
-    return cache_dir / f"{model_dir.resolve().name}-{variant}-{pooling}-{key}.onnx"
+    return cache_dir / f"{_graph_prefix(model_dir, pooling, variant)}{key}.onnx"
+
+
+def _graph_prefix(model_dir: Path, pooling: Pooling, variant: Variant) -> str:
+    """The part of a cached graph's name that names the folder (by path) and the variant, not the state."""
+    folder = model_dir.resolve()
+    where = hashlib.sha256(str(folder).encode()).hexdigest()[:8]
+    return f"{folder.name}-{where}-{variant}-{pooling}-"
+
+
+def _prune_stale(model_dir: Path, pooling: Pooling, variant: Variant, keep: Path) -> None:
+    """Remove the graphs this folder's earlier weights, config or graph versions left in the cache (90 MB
+    each for MiniLM): a reinstalled or upgraded model otherwise leaves one more behind every time."""
+    for stale in keep.parent.glob(f"{_graph_prefix(model_dir, pooling, variant)}*.onnx"):
+        if stale != keep:
+            stale.unlink(missing_ok=True)
+            stale.with_suffix(".lock").unlink(missing_ok=True)
 
 
 class OnnxEncoder:
@@ -106,6 +122,7 @@ def open_encoder(
             )
         log.info("building the %s graph of %s into %s", variant, model_dir, target)
         write_graph(model_dir, pooling, variant, target)
+        _prune_stale(model_dir, pooling, variant, keep=target)
         return OnnxEncoder(target, threads)
 
 

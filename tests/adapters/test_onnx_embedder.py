@@ -120,13 +120,18 @@ def test_a_corrupt_cached_graph_is_rebuilt_not_fatal(tmp_path: Path) -> None:
 def test_changed_weights_get_a_new_graph(tmp_path: Path) -> None:
     folder = tiny_bert(tmp_path / "tiny", cls_pooling=False)
     old = LocalEmbedder(folder, runtime="onnx", cache_dir=tmp_path / "cache").embed(["rate limiter"])[0]
+    [old_graph] = graphs(tmp_path / "cache")
     (folder / "model.safetensors").unlink()
     tiny_bert(tmp_path / "other", cls_pooling=False, hidden=48)
     for name in ("model.safetensors", "config.json"):
         (folder / name).write_bytes((tmp_path / "other" / name).read_bytes())
     new = LocalEmbedder(folder, runtime="onnx", cache_dir=tmp_path / "cache").embed(["rate limiter"])[0]
     assert new.shape == (48,) and old.shape == (32,)
-    assert len(graphs(tmp_path / "cache")) == 2
+    # the stale graph is removed (the cache does not grow by a graph per reinstall); another folder's stays
+    [new_graph] = graphs(tmp_path / "cache")
+    assert new_graph != old_graph
+    LocalEmbedder(tmp_path / "other", runtime="onnx", cache_dir=tmp_path / "cache").warm()
+    assert new_graph in graphs(tmp_path / "cache") and len(graphs(tmp_path / "cache")) == 2
 
 
 def test_two_processes_building_at_once_both_get_the_graph(tmp_path: Path) -> None:

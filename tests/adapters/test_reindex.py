@@ -153,7 +153,13 @@ def test_the_cli_reindexes_a_data_file_to_a_model_folder(tmp_path: Path) -> None
     notes.write_text(
         "\n".join(json.dumps({"id": f"n{i}", "content": f"harbor crane note {i}"}) for i in range(5))
     )
-    env = {"PYTHONPATH": str(ROOT), "QUARRY_DATA_DIR": str(tmp_path / "data"), "PATH": "/usr/bin:/bin"}
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "QUARRY_DATA_DIR": str(tmp_path / "data"),
+        "PATH": "/usr/bin:/bin",
+        # the copy's graph (90 MB, keyed by this temporary path) stays in the test's folder, not ~/.cache
+        "QUARRY_EMBEDDER_CACHE_DIR": str(tmp_path / "onnx-cache"),
+    }
     quarry = [sys.executable, "-m", "handlers.cli"]
     run = dict(env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     subprocess.run([*quarry, "ingest", str(notes), "--type", "memory", "--quiet"], check=True, **run)
