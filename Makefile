@@ -18,7 +18,7 @@ LAMBDA_FUNCTIONS := ApiFunction IndexingConsumerFunction NightlyEvalFunction Pre
 ARTIFACTS_DIR ?= .aws-sam/artifact
 
 .PHONY: lambda-artifact lock-lambda $(addprefix build-,$(LAMBDA_FUNCTIONS))
-.PHONY: setup setup-bench serve test opensearch-up opensearch-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale eval clean
+.PHONY: setup setup-bench serve test opensearch-up opensearch-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale bench-peers eval clean
 
 setup: $(STAMP)
 
@@ -72,6 +72,13 @@ bench-load: setup-bench
 bench-scale: setup-bench
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python bench/scale.py --sizes 10000 100000 1000000 --json bench/results/scale-run.json
 	$(BIN)/python bench/keyword_engines.py --size 1000000
+
+# Keyword search over loopback HTTP: Quarry's local server beside the OpenSearch node (`up` starts it if
+# it is not running, else prints its URL; never stopped here) on SciFact; figures in bench/results/peers.json.
+EMBED_CACHE ?= .quarry/embeddings
+bench-peers: setup-bench
+	$(BIN)/python bench/peers.py --opensearch "$$(scripts/opensearch.sh up | tail -n 1)" \
+		--cache-dir $(EMBED_CACHE) --json bench/results/peers.json
 
 bench: bench-embedder bench-search bench-assembly bench-load
 
