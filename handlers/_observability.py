@@ -12,6 +12,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 from aws_lambda_powertools.tracing.tracer import Tracer
 
 SERVICE = "quarry"
@@ -58,6 +60,36 @@ def build_tracer() -> Tracer | UntracedTracer:
     return Tracer(service=SERVICE)
 
 
+class QuietEMFProvider(AmazonCloudWatchEMFProvider):
+    """Powertools' EMF provider that keeps nothing while metrics are off (POWERTOOLS_METRICS_DISABLED, as
+    `quarry serve` sets). Powertools 3 only skips the print at flush: it keeps every value and prints them
+    anyway at each 100th, so the local server wrote a growing JSON line to stdout every 100 searches."""
+
+    def add_metric(self, name: str, unit: Any, value: float, resolution: Any = 60) -> None:
+        if not is_metrics_disabled():
+            super().add_metric(name=name, unit=unit, value=value, resolution=resolution)
+
+    def flush_metrics(self, raise_on_empty_metrics: bool = False) -> None:
+        if not is_metrics_disabled():
+            super().flush_metrics(raise_on_empty_metrics=raise_on_empty_metrics)
+
+
+def build_metrics() -> Metrics:
+    """The function-wide Metrics (Powertools' shared sets) over the quiet provider."""
+    return Metrics(
+        namespace=NAMESPACE,
+        service=SERVICE,
+        provider=QuietEMFProvider(
+            namespace=NAMESPACE,
+            service=SERVICE,
+            metric_set=Metrics._metrics,
+            dimension_set=Metrics._dimensions,
+            metadata_set=Metrics._metadata,
+            default_dimensions=Metrics._default_dimensions,
+        ),
+    )
+
+
 logger = Logger(service=SERVICE)
 tracer = build_tracer()
-metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+metrics = build_metrics()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from handlers._observability import NAMESPACE, SERVICE
 
@@ -29,8 +30,9 @@ class TenantMetric(enum.StrEnum):
 
 
 def count(metric: TenantMetric, tenant_id: str, value: float = 1, enabled: bool = True) -> None:
-    """Emit `value` of `metric` for `tenant_id` (one EMF line, at once)."""
-    if not enabled or value == 0:
+    """Emit `value` of `metric` for `tenant_id` (one EMF line, at once); nothing while metrics are off
+    (Powertools' `single_metric` prints even then)."""
+    if not enabled or value == 0 or is_metrics_disabled():
         return
     with single_metric(
         name=metric.value,

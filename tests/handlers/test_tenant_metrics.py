@@ -59,3 +59,21 @@ def test_a_degraded_search_is_counted(local: Any, capsys: pytest.CaptureFixture[
     status, body = invoke(api_event("search", body={"query": "how does the limiter work?"}))
     assert status == 200 and body["query_info"]["degraded"]
     assert emitted(capsys.readouterr().out)[(TenantMetric.DEGRADED_ANSWERS, "acme")] == 1
+
+
+def test_with_metrics_disabled_searches_print_no_metrics(
+    local: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `quarry serve` turns metrics off: before, each search printed a tenant EMF line and every 100th a
+    # line holding the last 100 latencies (Powertools kept them while "disabled").
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    assert invoke(api_event("put_entity", body={"content": "rate limiter notes"}))[0] in (200, 201)
+    for i in range(120):
+        assert invoke(api_event("search", body={"query": f"limiter {i}"}))[0] == 200
+    assert '"_aws"' not in capsys.readouterr().out
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    assert invoke(api_event("search", body={"query": "limiter"}))[0] == 200
+    out = capsys.readouterr().out
+    assert emitted(out)[(TenantMetric.SEARCHES, "acme")] == 1  # on again: counted, nothing kept from before
+    latencies = [json.loads(line)["SearchLatency"] for line in out.splitlines() if "SearchLatency" in line]
+    assert len(latencies) == 1 and len(latencies[0]) == 1  # this search's latency alone
