@@ -223,7 +223,11 @@ class SearchService:
                 "bypass",
                 page.resume(request.cursor),
             )
-        ok, cached = self._cached("read", lambda: self._cache.get(key, self._clock.now()))
+        # A TTL of 0 turns the cache off: nothing is read (no entry can still be fresh) or written.
+        caching = self.settings.cache_ttl_seconds > 0
+        ok, cached = (
+            self._cached("read", lambda: self._cache.get(key, self._clock.now())) if caching else (True, None)
+        )
         if cached is not None:
             response = SearchResponse.model_validate(cached)
             response.query_info.cache = "hit"
@@ -231,7 +235,7 @@ class SearchService:
             return response
         answered: Literal["miss", "bypass"] = "miss" if ok else "bypass"
         response = self._answer(tenant_id, request, parsed, types, filters, plan, started, answered, page)
-        if ok and not response.query_info.degraded and not self._settling(tenant_id):
+        if caching and ok and not response.query_info.degraded and not self._settling(tenant_id):
             value = response.model_dump(mode="json")
             stored, _ = self._cached(
                 "write",
