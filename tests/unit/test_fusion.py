@@ -70,3 +70,24 @@ def test_rrf_is_monotonic_in_rank(n: int) -> None:
     lexical = [cand(f"d{i}", float(n - i)) for i in range(n)]
     fused = fuse_rrf(lexical, [])
     assert [f.candidate.key.entity_id for f in fused] == [f"d{i}" for i in range(n)]
+
+
+# one list only (a keyword or a semantic search), duplicates included: fuse's one-list path gives exactly
+# what the two-list formulas give (scores, ranks, raw scores, order), for both methods and any α
+one_list = st.lists(
+    st.tuples(st.integers(0, 12), st.floats(min_value=-1.0, max_value=100.0, allow_nan=False)), max_size=20
+)
+
+
+@given(one_list, st.booleans(), st.sampled_from(list(FusionMethod)), st.floats(min_value=0, max_value=1))
+def test_one_list_fusion_equals_the_two_list_formulas(
+    hits: list[tuple[int, float]], lexical_side: bool, method: FusionMethod, alpha: float
+) -> None:
+    cands = [cand(f"d{i}", s) for i, s in hits]
+    lexical, vector = (cands, []) if lexical_side else ([], cands)
+    general = (
+        fuse_rrf(lexical, vector, k=60, alpha=alpha)
+        if method is FusionMethod.RRF
+        else fuse_convex(lexical, vector, alpha=alpha)
+    )
+    assert fuse(method, lexical, vector, alpha, 60) == general
