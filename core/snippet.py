@@ -49,20 +49,39 @@ def _highlighter(terms: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
 
 
-@functools.lru_cache(maxsize=256)
-def _ascii_highlighter(terms: tuple[str, ...]) -> re.Pattern[str] | None:
-    """The same matches as `_highlighter` for ASCII text, found in the text lower-cased, or None when a
-    term is not ASCII (then case folding is more than lower-casing).
+try:  # the characters IGNORECASE equates beyond lower-casing (ſ with s, ı with i, ς with σ…): Python 3.11+
+    from re._casefix import _EXTRA_CASES as CASE_FIXES
+except ImportError:  # pragma: no cover - another Python: every text takes the general pattern
+    CASE_FIXES = None
 
-    Case-sensitive, and each alternative starts with its literal stem (the word-start look-behind follows
-    it, over the stem and the character before), so the regex engine skips to where a stem's first
-    character stands instead of trying every position: 1.6× faster on SciFact's abstracts.
-    """
-    if not all(t.isascii() for t in terms):
+
+@functools.lru_cache(maxsize=256)
+def _lowercase_highlighter(terms: tuple[str, ...]) -> tuple[re.Pattern[str], str] | None:
+    """`_highlighter`'s pattern without IGNORECASE, for text lower-cased, and the characters whose presence
+    in the lower-cased text would make it match differently (IGNORECASE equates them with a stem's); None
+    when no such pattern exists. Case-sensitive matching runs 1.2-1.6× faster and compiles no slower."""
+    if CASE_FIXES is None:
         return None
+    cjk = [re.escape(t) for t in sorted(set(terms), key=len, reverse=True) if CJK_CHAR.fullmatch(t)]
     words = _word_patterns(terms)
-    alternatives = [f"{stem}(?<![^\\W_]{stem}){tail}" for stem, tail in words]
-    return re.compile("|".join(alternatives)) if alternatives else None
+    literal = "".join(_stem(t.lower()) for t in terms if not CJK_CHAR.fullmatch(t))
+    if not words and not cjk or any(ch.lower() != ch for ch in literal):
+        return None
+    others = "".join(chr(x) for ch in set(literal) for x in CASE_FIXES.get(ord(ch), ()))
+    alternatives = cjk + ([r"(?<![^\W_])(?:" + "|".join(s + t for s, t in words) + ")"] if words else [])
+    return re.compile("|".join(alternatives)), others
+
+
+def _pattern_for(text: str, terms: tuple[str, ...]) -> tuple[re.Pattern[str] | None, str]:
+    """The pattern to search and the text to search it in: the lower-cased text with the case-sensitive
+    pattern when that matches exactly what IGNORECASE would (same length, no specially folded character),
+    else the text itself with the general pattern."""
+    fast = _lowercase_highlighter(terms)
+    if fast is not None:
+        lowered = text.lower()
+        if len(lowered) == len(text) and not any(ch in lowered for ch in fast[1]):
+            return fast[0], lowered
+    return _highlighter(terms), text
 
 
 SEARCH_SLACK = 60  # characters past the window still scanned, so a word crossing its end is not cut
@@ -73,9 +92,7 @@ def build_snippet(text: str, terms: Sequence[str], max_chars: int = SNIPPET_CHAR
 
     Only the first match is searched for in the whole text; highlights are found inside the window.
     """
-    key = tuple(terms)
-    fast = _ascii_highlighter(key) if text.isascii() else None
-    pattern, haystack = (fast, text.lower()) if fast is not None else (_highlighter(key), text)
+    pattern, haystack = _pattern_for(text, tuple(terms))
     first = pattern.search(haystack) if pattern is not None else None
     start = 0
     if first is not None and first.start() > max_chars // 3:

@@ -1,12 +1,14 @@
-"""Snippets: ASCII text takes a faster highlighter (the text lower-cased, literal-first alternatives) that
-must mark exactly what the general one marks; other text keeps the general one."""
+"""Snippets: text is highlighted on its lower-cased copy by a case-sensitive pattern (faster than IGNORECASE)
+whenever that marks exactly what the general, IGNORECASE pattern marks; other text keeps the general one."""
 
 from __future__ import annotations
+
+import re
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.snippet import _ascii_highlighter, _highlighter, build_snippet
+from core.snippet import _highlighter, _pattern_for, build_snippet
 
 
 def test_ascii_text_is_highlighted_whatever_its_case_at_word_starts_only() -> None:
@@ -33,14 +35,24 @@ def test_a_term_beyond_ascii_matches_its_upper_case() -> None:
     )
 
 
-ascii_text = st.text(alphabet="abcdeginostABCDEGINOST_0 -.,'", max_size=120)
-ascii_terms = st.lists(
-    st.sampled_from(["a", "be", "cat", "dead", "sting", "aed", "i", "_", "0", "ing"]), min_size=1
+# ASCII and the characters where lower-casing and IGNORECASE part ways (ſ ~ s, ı ~ i, İ lower-cases to two
+# characters, final Σ lower-cases to ς, µ ~ μ), in text and in terms
+text_chars = "abcdeginostuABCDEGINOSTU_0 -.,'ſıİΣσςµμÉé"
+some_text = st.text(alphabet=text_chars, max_size=120)
+some_terms = st.lists(
+    st.sampled_from(["a", "be", "cat", "dead", "sting", "aed", "i", "0", "ing", "sigσ", "μg", "ſs", "été"]),
+    min_size=1,
 )
 
 
-@given(ascii_text, ascii_terms)
-def test_the_ascii_highlighter_marks_what_the_general_one_marks(text: str, terms: list[str]) -> None:
-    fast, general = _ascii_highlighter(tuple(terms)), _highlighter(tuple(terms))
-    assert fast is not None and general is not None
-    assert [m.span() for m in fast.finditer(text.lower())] == [m.span() for m in general.finditer(text)]
+@given(some_text, some_terms)
+def test_the_chosen_highlighter_marks_what_the_general_one_marks(text: str, terms: list[str]) -> None:
+    pattern, haystack = _pattern_for(text, tuple(terms))
+    general = _highlighter(tuple(terms))
+    assert pattern is not None and general is not None and len(haystack) == len(text)
+    assert [m.span() for m in pattern.finditer(haystack)] == [m.span() for m in general.finditer(text)]
+
+
+def test_plain_text_takes_the_case_sensitive_pattern() -> None:
+    pattern, haystack = _pattern_for("Rate LIMITS", ("limit",))
+    assert haystack == "rate limits" and pattern is not None and not pattern.flags & re.IGNORECASE
