@@ -57,6 +57,10 @@ MAX_FUZZY_EXPANSIONS = 8  # vocabulary terms one fuzzy term may expand to
 ANN_PROBE = 24  # lists scored per approximate search (measured in bench/scale.py: recall@100 vs speed)
 VECTOR_ATTEMPTS = 3  # rankings retried when a concurrent write replaced a picked chunk
 SQL_BATCH = 400  # stay well under SQLite's bound-parameter limit
+# Searches read the database through a memory map of up to this many bytes instead of a read() per page
+# into each connection's 2 MB page cache: worker processes share the OS's one copy of the pages, and a
+# top-100 keyword search on SciFact took 12-15% less CPU (measured beside bench/peers.py). Writes still go through the WAL.
+READ_MMAP_BYTES = 256 * 1024 * 1024
 
 
 class SqliteIndex(SqliteCatalog):
@@ -92,6 +96,7 @@ class SqliteIndex(SqliteCatalog):
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = open_sqlite(self._path)
+            conn.execute(f"PRAGMA mmap_size = {READ_MMAP_BYTES}")
             self._local.conn = conn
         return conn
 

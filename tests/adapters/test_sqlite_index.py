@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 from core.models import Filters, LexicalQuery
-from infra.local.sqlite_index import SqliteIndex
+from infra.local.sqlite_index import READ_MMAP_BYTES, SqliteIndex
 from tests.adapters.search_index_contract import record, unit
 
 
@@ -51,3 +51,9 @@ def test_query_text_cannot_inject_fts_syntax(tmp_path: Path) -> None:
     index.upsert(record("t", "memory", "a", 'quote " and star * and NEAR(x y)'))
     for term in ['"', "*", "NEAR(", "a OR b", "-x", "col:val"]:
         index.lexical("t", LexicalQuery((term,)), Filters(), 5)  # must not raise
+
+
+def test_search_connections_read_through_a_memory_map(tmp_path: Path) -> None:
+    # pages shared by every worker process through the OS instead of copied into each connection's cache
+    index = SqliteIndex(tmp_path / "quarry.db")
+    assert index._conn().execute("PRAGMA mmap_size").fetchone()[0] == READ_MMAP_BYTES
