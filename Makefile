@@ -25,13 +25,13 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --no-deps $(NODEPS)
-	$(BIN)/pip install --quiet -e '.[local,graph,dev,mcp]'
+	$(BIN)/pip install --quiet -e '.[local,dev,mcp]'
 	touch $(STAMP)
 
 setup-bench: $(BENCH_STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[local,graph,dev,mcp,bench]'
+	$(BIN)/pip install --quiet -e '.[local,dev,mcp,bench]'
 	touch $(BENCH_STAMP)
 
 serve: setup
