@@ -32,7 +32,13 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     embedder = LocalEmbedder(
         folder, threads=s.embedder_threads, runtime=s.embedder_runtime, cache_dir=s.embedder_cache_dir
     )
-    reindexer = SqliteReindexer(c.settings.sqlite_path, c.registry)
+    reindexer = SqliteReindexer(c.settings.sqlite_path, c.registry, tenant=args.tenant)
+    if not reindexer.has_tenant():
+        reindexer.close()
+        raise InvalidInputError(
+            f"tenant {args.tenant!r} has nothing indexed in {c.settings.sqlite_path}",
+            {"--tenant": "must name a tenant with indexed entities"},
+        )
 
     def invalidate() -> None:
         for tenant in reindexer.tenants():
@@ -51,6 +57,11 @@ def register(sub: Any) -> None:
     """Add the `reindex` subcommand."""
     r = sub.add_parser("reindex", help="re-embed every entity with another model folder (no downtime)")
     r.add_argument("--model-dir", required=True, help="a BERT-family sentence-transformers folder")
+    r.add_argument(
+        "--tenant",
+        default=None,
+        help="re-embed only this tenant (embedded backend; other tenants keep their model)",
+    )
     r.add_argument(
         "--settle-seconds",
         type=float,
