@@ -176,3 +176,13 @@ def mget_docs(response: Mapping[str, Any]) -> dict[str, StoredDoc]:
         for d in response.get("docs") or []
         if d.get("found")
     }
+
+
+def hit_indices(items: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The concrete indices that answered an `_msearch` (each hit's `_index`)."""
+    return {
+        str(hit["_index"])
+        for item in items
+        for hit in ((item.get("hits") or {}).get("hits") or [])
+        if hit.get("_index")
+    }
