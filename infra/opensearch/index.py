@@ -195,14 +195,19 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
             self.recheck_model()  # answered by another generation: a reindex swapped the alias
         return [self._search_result(item) for item in items]
 
-    @staticmethod
-    def _search_result(item: Mapping[str, Any]) -> Mapping[str, Any] | QuarryError | None:
+    def _search_result(self, item: Mapping[str, Any]) -> Mapping[str, Any] | QuarryError | None:
         if "error" not in item:
             return item
         error_type, reason = error_parts(item)
         if error_type == INDEX_MISSING:
             return None  # nothing was ever indexed: an empty result, not an outage
-        return classify(int(item.get("status", 500)), error_type, reason)
+        status = int(item.get("status", 500))
+        if status == 400 and responses.is_dimension_error(item.get("error")):
+            # A query vector of the model a reindex just swapped out: no vector hits, and the next call
+            # reads the new generation's model (SearchService then embeds again with it).
+            self.recheck_model()
+            return None
+        return classify(status, error_type, reason)
 
     def _fetch(self, doc_ids: Sequence[str], with_chunks: bool = False) -> list[Mapping[str, Any]]:
         from opensearchpy.exceptions import NotFoundError
@@ -266,7 +271,7 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         """A refused write; one refused for its vector dimension was embedded with the model of the
         generation a reindex just swapped out: a 503 to retry (this process follows the new model by
         then), never the caller's 400."""
-        if item.status == 400 and "dimension" in item.reason.lower():
+        if item.status == 400 and item.dimension_mismatch:
             self.recheck_model()
             return UnavailableError(
                 BACKEND, f"the index was reindexed with another embedding model: {item.reason}", 1
