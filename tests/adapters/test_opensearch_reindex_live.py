@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from core.errors import UnavailableError
@@ -23,7 +24,8 @@ from core.models import EntityKey
 from core.schemas import SearchRequest
 from core.service.indexing import IndexingService
 from infra.opensearch import mapping
-from infra.reindexing import reindex_store
+from infra.opensearch.reindex import OpenSearchReindexer
+from infra.reindexing import reindex_opensearch, reindex_store
 from infra.switching_embedder import SwitchingEmbedder
 from infra.wiring import Container
 from tests.adapters.opensearch_live_support import live_client
@@ -176,6 +178,13 @@ def test_reindex_builds_a_new_generation_and_swaps_it_in_with_searches_answering
     assert not client.indices.exists(index=f"{prefix}-v2")
     assert c.embedder.dimension == 16
     every_entity_is_found_semantically(c)
+    # A process starting now (the container as wiring builds it, configured with the 64-dimension model)
+    # embeds with the model the live generation names, and its index checks vectors of that dimension.
+    cold = Container(c.settings)
+    cold.__dict__["configured_embedder"] = FakeEmbedder(64)
+    cold.__dict__["load_embedder"] = c.load_embedder
+    assert cold.embedder.dimension == 16 and cold.embedder.for_tenant("acme") is loads[tiny]  # type: ignore[attr-defined]
+    assert "m-4" in semantic_ids(cold, "beta", content(4))
 
 
 def test_a_write_embedded_with_the_swapped_out_model_is_a_503_to_retry_and_a_tenant_run_is_refused(
@@ -206,3 +215,87 @@ def test_a_second_run_while_the_next_generation_exists_is_refused(
         reindex_store(c, small, settle_seconds=0)
     assert sorted(live_client(opensearch_url).indices.get_alias(name=prefix)) == [f"{prefix}-v1"]
     assert "m-3" in semantic_ids(c, "acme", content(3))
+
+
+class SaltedEmbedder(FakeEmbedder):
+    """Another model of the same dimension: other vectors for the same text."""
+
+    def embed(self, texts: Any) -> Any:
+        return super().embed([f"salted {t}" for t in texts])
+
+
+def test_settle_brings_late_writes_over_and_re_embeds_writes_of_the_old_model(
+    tmp_path: Path, opensearch_url: str, prefix: str, models: dict[str, Path]
+) -> None:
+    """Same dimension, another model: nothing refuses a vector of the old model, so the settle pass must
+    re-embed what a process still on it wrote after the swap, and copy what landed on the old generation
+    after the last catch-up (a bulk that resolved the alias just before the swap)."""
+    small = str(models["small-32"].resolve())
+    new = SaltedEmbedder(64)
+    c = stack(tmp_path, opensearch_url, prefix, {small: new})
+    client = live_client(opensearch_url)
+    index: Any = c.index
+    stale_process = IndexingService(c.index, FakeEmbedder(64), c.registry, c.cache)
+    late_id = "acme:memory:m-2"
+
+    def after_swap(tenants: list[str]) -> None:
+        stale_process.put("acme", "memory", "stale", {"content": "lighthouse keeper evening report"}, 1.0)
+        old = client.get(index=f"{prefix}-v1", id=late_id)["_source"]
+        client.index(index=f"{prefix}-v1", id=late_id, body={**old, "version": 7}, refresh=True)
+
+    reindexer = OpenSearchReindexer(index.client, prefix, c.registry, new, small)
+    report = reindex_opensearch(reindexer, settle_seconds=0, on_swap=after_swap)
+    assert report.settled == 2
+    wanted = [(EntityKey("memory", "stale"), 0), (EntityKey("memory", "m-2"), 0)]
+    stored = c.index.chunk_vectors("acme", wanted)
+    assert np.allclose(stored[wanted[0]], new.embed(["lighthouse keeper evening report"])[0], atol=1e-6)
+    assert np.allclose(stored[wanted[1]], new.embed([content(2)])[0], atol=1e-6)
+    assert c.index.get("acme", [EntityKey("memory", "m-2")])[EntityKey("memory", "m-2")].version == 7
+    assert not client.indices.exists(index=f"{prefix}-v1")
+
+
+@pytest.mark.embedder
+@pytest.mark.slow
+def test_the_cli_reindexes_the_opensearch_index_to_a_model_folder(
+    tmp_path: Path, opensearch_url: str, prefix: str
+) -> None:
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from infra.local.embedder import default_model_dir
+    from tests.conftest import ROOT
+
+    folder = tmp_path / "minilm-copy"  # another folder holding a model (here: a copy of the default)
+    shutil.copytree(default_model_dir(), folder)
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text(
+        "\n".join(json.dumps({"id": f"n{i}", "content": f"harbor crane note {i}"}) for i in range(5))
+    )
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "PATH": "/usr/bin:/bin",
+        "QUARRY_DATA_DIR": str(tmp_path / "data"),
+        "QUARRY_INDEX": "opensearch",
+        "QUARRY_OPENSEARCH_URL": opensearch_url,
+        "QUARRY_OPENSEARCH_INDEX_PREFIX": prefix,
+        "QUARRY_OPENSEARCH_REFRESH": "true",
+        # the copy's graph (90 MB, keyed by this temporary path) stays in the test's folder, not ~/.cache
+        "QUARRY_EMBEDDER_CACHE_DIR": str(tmp_path / "onnx-cache"),
+    }
+    quarry = [sys.executable, "-m", "handlers.cli"]
+    run = dict(env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    subprocess.run([*quarry, "ingest", str(notes), "--type", "memory", "--quiet"], check=True, **run)
+    done = subprocess.run([*quarry, "reindex", "--model-dir", str(folder), "--settle-seconds", "0"], **run)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["new_index"] == f"{prefix}-v2" and report["documents"] == 5
+    assert report["model_id"] == "local:minilm-copy" and report["dimension"] == 384
+    for i in range(5):  # a new process: its query embedder is the generation's model, read from `_meta`
+        found = subprocess.run(
+            [*quarry, "search", f"crane note {i}", "--json", "--strategy", "semantic"], **run
+        )
+        assert json.loads(found.stdout)["results"][0]["entity_id"] == f"n{i}"
+    refused = subprocess.run([*quarry, "reindex", "--model-dir", str(folder), "--tenant", "dev"], **run)
+    assert refused.returncode == 2 and "every tenant shares one index" in refused.stderr
