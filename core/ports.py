@@ -166,7 +166,7 @@ def tenant_embedder(embedder: Embedder, tenant_id: str) -> Embedder:
     per tenant (TenantEmbedders), else `embedder` itself. Resolve once per call, then embed and read
     `model_id` from the result, so both name the same model even if a reindex switches it meanwhile."""
     pick = getattr(embedder, "for_tenant", None)
-    return embedder if pick is None else pick(tenant_id)  # type: ignore[no-any-return]
+    return embedder if pick is None else pick(tenant_id)
 
 
 class Cache(Protocol):
