@@ -124,6 +124,8 @@ class OpenSearchReindexer:
         """Copy every document of the old generation, re-embedded; (documents, chunks)."""
         from opensearchpy import helpers
 
+        with translated():
+            self._client.indices.refresh(index=self.old)  # the scroll then sees every acknowledged write
         hits = helpers.scan(
             self._client,
             index=self.old,
