@@ -57,8 +57,9 @@ class StrategySpec:
 
 def strategy_specs(default: SearchSettings) -> dict[str, StrategySpec]:
     """The reported strategies; rrf and convex are the seeds' plain formulas, auto is the deployment's."""
-    plain_rrf = dataclasses.replace(default, fusion=FusionMethod.RRF, alpha=0.5, rrf_k=RRF_K)
-    plain_convex = dataclasses.replace(default, fusion=FusionMethod.CONVEX, alpha=CONVEX_ALPHA)
+    naive = dataclasses.replace(default, feedback_docs=0)  # the seeds' formulas alone, no feedback
+    plain_rrf = dataclasses.replace(naive, fusion=FusionMethod.RRF, alpha=0.5, rrf_k=RRF_K)
+    plain_convex = dataclasses.replace(naive, fusion=FusionMethod.CONVEX, alpha=CONVEX_ALPHA)
     return {
         "keyword": StrategySpec("keyword", default),
         "semantic": StrategySpec("semantic", default),
