@@ -88,6 +88,9 @@ class Settings(BaseSettings):
     opensearch_refresh: Literal["false", "true", "wait_for"] = "false"
     # Bytes per _bulk request (infra/opensearch/index.py): below the domain's request size cap.
     opensearch_max_bulk_bytes: int = Field(default=5 * 1024 * 1024, ge=65_536, le=100 * 1024 * 1024)
+    # Seconds between a process's reads of which model built the generation behind the alias: a
+    # `quarry reindex` swap is followed within this (infra/opensearch/lifecycle.py).
+    opensearch_model_check_seconds: float = Field(default=5.0, ge=0.0, le=300.0)
 
     # DynamoDB (QUARRY_STATE / QUARRY_CACHE = dynamodb). boto3 reads AWS_ENDPOINT_URL_DYNAMODB by itself;
     # it is read here only to decide whether to create missing tables (a local endpoint such as
@@ -123,7 +126,7 @@ class Settings(BaseSettings):
     bedrock_region: str | None = None
     # The whole embedding call, retries included, must end well before the API function's 29 s timeout
     # so a hanging Bedrock degrades search to keyword in time (infra/bedrock.py).
-    bedrock_budget_seconds: float = Field(default=8.0, gt=0.0, le=20.0)
+    bedrock_budget_seconds: float = Field(default=10.0, gt=0.0, le=20.0)
 
     # Context assembly (DESIGN.md §4). Explicit file links are read only under QUARRY_LINKS_ROOT (unset:
     # file links are refused); QUARRY_TRIPLES_FILE is a JSONL file of knowledge-graph facts (unset: no
