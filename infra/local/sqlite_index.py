@@ -491,12 +491,14 @@ class SqliteIndex(SqliteCatalog):
         wanted = sorted(set(chunks))
         if not wanted:
             return {}
-        rows = " OR ".join(["(entity_type=? AND entity_id=? AND chunk_no=?)"] * len(wanted))
-        args = [v for key, no in wanted for v in (key.entity_type, key.entity_id, no)]
+        # The tenant inside each alternative: SQLite then looks each one up through idx_chunks_entity
+        # (with it outside the OR it scanned every chunk of the tenant: ~80 ms for 2 chunks of 10k).
+        rows = " OR ".join(["(tenant_id=? AND entity_type=? AND entity_id=? AND chunk_no=?)"] * len(wanted))
+        args = [v for key, no in wanted for v in (tenant_id, key.entity_type, key.entity_id, no)]
         found = self._conn().execute(
             f"SELECT entity_type, entity_id, chunk_no, embedding FROM idx_chunks "
-            f"WHERE tenant_id=? AND embedding IS NOT NULL AND ({rows})",
-            [tenant_id, *args],
+            f"WHERE embedding IS NOT NULL AND ({rows})",
+            args,
         )
         return {(EntityKey(t, i), int(no)): np.frombuffer(blob, dtype=np.float32) for t, i, no, blob in found}
 

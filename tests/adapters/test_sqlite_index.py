@@ -51,3 +51,25 @@ def test_query_text_cannot_inject_fts_syntax(tmp_path: Path) -> None:
     index.upsert(record("t", "memory", "a", 'quote " and star * and NEAR(x y)'))
     for term in ['"', "*", "NEAR(", "a OR b", "-x", "col:val"]:
         index.lexical("t", LexicalQuery((term,)), Filters(), 5)  # must not raise
+
+
+def test_reading_a_few_chunk_vectors_does_not_scan_the_tenant(tmp_path: Path) -> None:
+    # Vector feedback reads the top results' stored vectors on every hybrid search: the read must look
+    # them up, not walk every chunk of the tenant (it did: ~80 ms for 2 chunks of a 10k-entity tenant).
+    from core.models import EntityKey
+
+    index = SqliteIndex(tmp_path / "i.db")
+    index.upsert_many([record("t", "memory", f"m{i}", f"note {i}", vec=unit(1, i)) for i in range(400)])
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    conn = index._conn()
+    conn.set_progress_handler(count, 1)
+    got = index.chunk_vectors("t", [(EntityKey("memory", "m7"), 0), (EntityKey("memory", "m300"), 0)])
+    conn.set_progress_handler(None, 1)
+    assert set(got) == {(EntityKey("memory", "m7"), 0), (EntityKey("memory", "m300"), 0)}
+    assert steps < 400, f"{steps} VM steps for 2 chunks of a 400-entity tenant: a scan"
