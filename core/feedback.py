@@ -66,7 +66,9 @@ def feedback_search(
     if not chunks:
         return None
     stored = index.chunk_vectors(tenant_id, chunks)
-    found = [stored[c] for c in chunks if c in stored]
+    # Only vectors of the query's model: during a reindex to another model the stored ones may not be.
+    dimension = np.shape(query)[-1]
+    found = [stored[c] for c in chunks if c in stored and np.shape(stored[c])[-1] == dimension]
     if not found:
         return None
     return index.vector(tenant_id, rocchio(query, found, weight), filters, depth)

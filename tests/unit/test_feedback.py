@@ -42,3 +42,31 @@ def test_feedback_reads_the_top_results_vector_matched_chunk() -> None:
         (EntityKey("memory", "lex"), 2),
     ]
     assert feedback_chunks(fused, vector, 0) == []
+
+
+class _Index:
+    """Just the two reads feedback makes: stored chunk vectors (here of another model) and a k-NN."""
+
+    def __init__(self, stored: dict) -> None:
+        self.stored = stored
+        self.searched: list[np.ndarray] = []
+
+    def chunk_vectors(self, tenant_id: str, chunks: list) -> dict:
+        return {c: self.stored[c] for c in chunks if c in self.stored}
+
+    def vector(self, tenant_id: str, embedding: np.ndarray, filters: object, k: int) -> list:
+        self.searched.append(embedding)
+        return []
+
+
+def test_stored_vectors_of_another_model_are_not_used_as_feedback() -> None:
+    # Mid-reindex the stored vectors may be the old model's (another dimension): no feedback, no error.
+    from core.feedback import feedback_search
+    from core.models import Filters
+
+    lexical = [cand("a", 3.0)]
+    fused = fuse_convex(lexical, [], alpha=0.5)
+    index = _Index({(EntityKey("memory", "a"), 0): np.ones(8, np.float32)})
+    query = np.array([1.0, 0.0, 0.0, 0.0], np.float32)
+    assert feedback_search(index, "t", query, fused, [], Filters(), 10) is None  # type: ignore[arg-type]
+    assert index.searched == []
