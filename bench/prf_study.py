@@ -248,7 +248,7 @@ def rm3_lists(
     return out, (time.perf_counter() - started) * 1000 / max(1, len(runs))
 
 
-def study(data, index, embedder, with_rm3: bool) -> dict[str, object]:
+def study(data, index, embedder, with_rm3: bool, with_rocchio: bool = True) -> dict[str, object]:
     """Every variant's mean nDCG@10 on one split."""
     registry = EntityTypeRegistry()
     settings = SearchSettings(max_terms=EVAL_MAX_TERMS, feedback_docs=0)
@@ -272,7 +272,7 @@ def study(data, index, embedder, with_rm3: bool) -> dict[str, object]:
     vectors = dict(zip(ids, embedder.embed_query(texts), strict=True))
     filters = Filters(entity_types=registry.names())
     cost: dict[str, float] = {}
-    for docs in (1, 2, 3):
+    for docs in (1, 2, 3) if with_rocchio else ():
         for weight in (0.5, 1.0, 2.0):
             vec, ms = rocchio_lists(index, EVAL_TENANT, runs, vectors, docs, weight, 0.8, filters)
             cost[f"rocchio k={docs} b={weight}"] = ms
@@ -301,11 +301,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--reuse", action="store_true")
     parser.add_argument("--rm3", action="store_true", help="also the keyword-leg expansion (slow)")
+    parser.add_argument("--rm3-only", action="store_true", help="the keyword-leg expansion without Rocchio")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     work = args.work_dir or REPO / ".quarry" / "eval" / args.dataset.resolve().name
     data, index, embedder = build_index(args.dataset, args.split, work, args.cache_dir, args.reuse)
-    result = study(data, index, embedder, args.rm3)
+    result = study(data, index, embedder, args.rm3 or args.rm3_only, not args.rm3_only)
     print(f"{data.name} ({args.split}, {len(data.qrels)} queries)")
     for name, value in result["rows"].items():  # type: ignore[union-attr]
         print(f"{name:<48} {value:.4f}")
