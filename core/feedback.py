@@ -27,7 +27,7 @@ def feedback_chunks(
     fused: Sequence[Fused], vector: Sequence[Candidate], docs: int
 ) -> list[tuple[EntityKey, int]]:
     """(entity, chunk) of the top `docs` fused results: the vector-matched chunk where there is one."""
-    matched = {}
+    matched: dict[EntityKey, int] = {}
     for cand in vector:
         matched.setdefault(cand.key, cand.chunk_no)
     out = []
@@ -39,14 +39,15 @@ def feedback_chunks(
 
 def rocchio(query: Vector, feedback: Sequence[Vector], weight: float = FEEDBACK_WEIGHT) -> Vector:
     """The query moved toward the mean of `feedback`, unit length (cosine search); unchanged without any."""
-    q = np.asarray(query, dtype=np.float32)
+    q: Vector = np.asarray(query, dtype=np.float32)
     if not feedback or weight == 0:
         return q
     moved = q + np.float32(weight) * np.mean(np.stack([np.asarray(v, np.float32) for v in feedback]), axis=0)
     norm = float(np.linalg.norm(moved))
     if norm == 0.0:
         return q
-    return (moved / norm).astype(np.float32)
+    unit: Vector = (moved / norm).astype(np.float32)
+    return unit
 
 
 def feedback_search(
