@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from core.models import (
     WriteOutcome,
 )
 from core.text import edit_distance, fuzzy_budget, light_stem
+from infra.local.keyword_index import KeywordIndex, unregister
 from infra.local.fts import fts5_expression, is_scope_token, scope_text, scoped_expression
 from infra.local.sqlite_catalog import SqliteCatalog
 from infra.local.sqlite_connect import open_sqlite
@@ -62,9 +63,17 @@ SQL_BATCH = 400  # stay well under SQLite's bound-parameter limit
 class SqliteIndex(SqliteCatalog):
     """The embedded SearchIndex (see module docstring). Thread-safe: one connection per thread."""
 
-    def __init__(self, path: str | Path, ann_min_chunks: int = 0, ann_probe: int = ANN_PROBE) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        ann_min_chunks: int = 0,
+        ann_probe: int = ANN_PROBE,
+        keyword_engine: Literal["fts5", "tantivy"] = "fts5",
+    ) -> None:
         """`ann_min_chunks`: tenants with at least this many chunks get an approximate vector index (0:
-        never); `ann_probe`: how many of its lists a search scores (more: better recall, slower)."""
+        never); `ann_probe`: how many of its lists a search scores (more: better recall, slower);
+        `keyword_engine`: who ranks keyword searches, FTS5 or the tantivy index that follows the writes
+        (keyword_index.py; FTS5 is written either way, for fuzzy vocabulary and switching back)."""
         self._path = str(path)
         self._ann_probe = ann_probe
         if self._path != ":memory:":
@@ -86,6 +95,13 @@ class SqliteIndex(SqliteCatalog):
         else:
             folder = Path(self._path + ".vectors")
         self._vectors = VectorStores(folder, str(db_id), ann_min_chunks)
+        self._keywords: KeywordIndex | None = None
+        if keyword_engine == "tantivy":
+            self._keywords = KeywordIndex(
+                folder.with_name(folder.name.removesuffix(".vectors") + ".tantivy"), str(db_id)
+            )
+        else:
+            unregister(self._conn())
         self._ensure_listing_index()
 
     def _conn(self) -> sqlite3.Connection:
@@ -111,8 +127,12 @@ class SqliteIndex(SqliteCatalog):
         self._follow_writes()
 
     def _follow_writes(self) -> None:
-        """Bring this process's loaded vector stores up to the write just committed (so the next search
-        finds them current). Best effort: the write is committed; a failure here is retried by the search."""
+        """Bring this process's loaded vector stores and the keyword index up to the write just committed
+        (so the next search finds them current). Best effort: the write is committed; a failure here is
+        retried by the search."""
+        if self._keywords is not None:
+            with contextlib.suppress(sqlite3.Error, OSError, ValueError):
+                self._keywords.catch_up(self._conn())
         tenants = self._vectors.loaded()[:SQL_BATCH]
         if not tenants:
             return
@@ -343,9 +363,17 @@ class SqliteIndex(SqliteCatalog):
         expression = fts5_expression(query, expansions)
         if not expression:
             return []
+        wanted = k * CHUNK_ROWS_PER_ENTITY
+        if self._keywords is not None:
+            try:
+                ranked = self._keywords.search(self._conn(), tenant_id, query, filters, expansions, wanted)
+            except sqlite3.OperationalError as exc:
+                raise UnavailableError("sqlite", str(exc)) from exc
+            except (OSError, ValueError) as exc:  # the index files beside the database
+                raise UnavailableError("keywords", f"keyword index unusable: {exc}") from exc
+            return self._candidates(tenant_id, ranked, k)
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
         scoped = scoped_expression(expression, tenant_id, filters)
-        wanted = k * CHUNK_ROWS_PER_ENTITY
         if filters.metadata:
             where, params = filter_sql(filters)
             rows = self._read(

@@ -312,7 +312,12 @@ class TenantStore:
             return
         conn.execute("PRAGMA busy_timeout = 0")  # never wait for a writer here: the next catch-up prunes
         try:
-            conn.execute("DELETE FROM idx_changes WHERE tenant_id = ? AND seq <= ?", (self._tenant, meta.seq))
+            # Never past the position the keyword index still needs (keyword_index.py registers it).
+            conn.execute(
+                "DELETE FROM idx_changes WHERE tenant_id = ? AND seq <= min(?, coalesce("
+                "(SELECT CAST(value AS INTEGER) FROM idx_meta WHERE key = 'keyword_seq'), ?))",
+                (self._tenant, meta.seq, meta.seq),
+            )
         except sqlite3.OperationalError:
             return
         finally:
