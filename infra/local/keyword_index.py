@@ -32,7 +32,15 @@ from tantivy import Query
 
 from core.models import Filters, LexicalQuery
 from infra.local.fts import scope_token
-from infra.local.tantivy_query import ANALYZER, TEXT_FIELDS, QueryBuilder, analyzer, metadata_tokens, schema
+from infra.local.tantivy_query import (
+    ANALYZER,
+    TEXT,
+    TIER_REPEATS,
+    QueryBuilder,
+    analyzer,
+    metadata_tokens,
+    schema,
+)
 
 FORMAT = 1  # bump when the documents' fields change: older indexes are rebuilt, never misread
 FLOOR_KEY = "keyword_seq"
@@ -196,9 +204,9 @@ class KeywordIndex:
                 scope += metadata_tokens(json.loads(metadata or "{}"))
                 for token in scope:
                     doc.add_text("scope", token)
-                for (field, _), text in zip(TEXT_FIELDS, tiers, strict=True):
-                    if text:
-                        doc.add_text(field, text)
+                for repeats, text in zip(TIER_REPEATS, tiers, strict=True):
+                    for _ in range(repeats if text else 0):
+                        doc.add_text(TEXT, text)
                 writer.add_document(doc)
 
     def purge(self, tenant_id: str) -> None:

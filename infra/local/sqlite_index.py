@@ -34,8 +34,8 @@ from core.models import (
     WriteOutcome,
 )
 from core.text import edit_distance, fuzzy_budget, light_stem
-from infra.local.keyword_index import KeywordIndex, unregister
 from infra.local.fts import fts5_expression, is_scope_token, scope_text, scoped_expression
+from infra.local.keyword_index import KeywordIndex, unregister
 from infra.local.sqlite_catalog import SqliteCatalog
 from infra.local.sqlite_connect import open_sqlite
 from infra.local.sqlite_sql import (
