@@ -94,7 +94,11 @@ def main() -> int:
     data = load_beir(folder, "test")
     words = [len(t.split()) for t in data.queries.values()]
     report = run_eval(
-        folder, _ConstantEmbedder(), strategies=["keyword"], progress=False, keyword_engine=args.keyword_engine
+        folder,
+        _ConstantEmbedder(),
+        strategies=["keyword"],
+        progress=False,
+        keyword_engine=args.keyword_engine,
     )
     if report.failures:
         print("failures:", report.failures[:5], file=sys.stderr)

@@ -46,6 +46,7 @@ FORMAT = 1  # bump when the documents' fields change: older indexes are rebuilt,
 FLOOR_KEY = "keyword_seq"
 WRITER_HEAP = 64_000_000
 ROWS = 2000
+FOLLOW_IDLE_S = 2.0  # the background follower waits this long for more writes before it ends
 _ROW_SELECT = (
     "SELECT c.id, c.tenant_id, c.entity_type, e.source, e.owner, e.namespace, e.metadata, f.b3, f.b2, f.b1 "
     "FROM idx_chunks c JOIN idx_entities e ON e.tenant_id = c.tenant_id AND e.entity_type = c.entity_type "
@@ -72,6 +73,9 @@ class KeywordIndex:
         self._index: tantivy.Index | None = None
         self._seq = -1  # log position the open index reflects (-1: not open)
         self._mtime = 0  # state.json's mtime when this process last read or wrote it
+        self._wake = threading.Event()
+        self._follower: threading.Thread | None = None
+        self._follower_lock = threading.Lock()
 
     # -- files ------------------------------------------------------------------------------------------
 
@@ -113,6 +117,29 @@ class KeywordIndex:
             return True
 
     # -- following the log ------------------------------------------------------------------------------
+
+    def follow_soon(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        """Catch up in the background, soon: a write is acknowledged once SQLite commits, without waiting
+        for tantivy's commit (tens of ms of fsyncs); a search that comes before it is done waits for it."""
+        self._wake.set()
+        with self._follower_lock:
+            if self._follower is None or not self._follower.is_alive():
+                self._follower = threading.Thread(
+                    target=self._follow, args=(connect,), daemon=True, name="quarry-keywords"
+                )
+                self._follower.start()
+
+    def _follow(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        while True:
+            with self._follower_lock:
+                if not self._wake.is_set():
+                    self._follower = None
+                    return
+                self._wake.clear()
+            # Best effort: the writes are committed in SQLite, and the next search catches up itself.
+            with contextlib.suppress(sqlite3.Error, OSError, ValueError):
+                self.catch_up(connect())
+            self._wake.wait(FOLLOW_IDLE_S)
 
     def catch_up(self, conn: sqlite3.Connection) -> tantivy.Index:
         """The index, reflecting at least every change committed in SQLite before this call."""

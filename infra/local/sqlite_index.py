@@ -127,12 +127,11 @@ class SqliteIndex(SqliteCatalog):
         self._follow_writes()
 
     def _follow_writes(self) -> None:
-        """Bring this process's loaded vector stores and the keyword index up to the write just committed
-        (so the next search finds them current). Best effort: the write is committed; a failure here is
-        retried by the search."""
+        """Bring this process's loaded vector stores up to the write just committed (so the next search
+        finds them current), and the keyword index in the background. Best effort: the write is committed;
+        a failure here is retried by the search."""
         if self._keywords is not None:
-            with contextlib.suppress(sqlite3.Error, OSError, ValueError):
-                self._keywords.catch_up(self._conn())
+            self._keywords.follow_soon(self._conn)
         tenants = self._vectors.loaded()[:SQL_BATCH]
         if not tenants:
             return
