@@ -239,6 +239,8 @@ class KeywordIndex:
     def purge(self, tenant_id: str) -> None:
         """Delete a tenant's documents now (its log entries are erased with it, so replay cannot)."""
         with self._lock, self._writer_lock():
+            if self._state() is None:
+                return  # no usable index: the next catch-up rebuilds it from SQLite, without the tenant
             index = self._index if self._index is not None else self._open()
             token = scope_token("tenant", tenant_id)
             scope = Query.term_query(self._schema, "scope", token, index_option="basic")
