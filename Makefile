@@ -22,16 +22,22 @@ ARTIFACTS_DIR ?= .aws-sam/artifact
 
 setup: $(STAMP)
 
+# The venv stays lean: no setuptools (Python 3.11's venv adds it; nothing here imports it, and the editable
+# install builds in pip's isolated environment), and --no-compile: Python writes the bytecode of what is
+# imported on first import, instead of pip compiling every module of every package (200 MB, most of it for
+# modules never imported: sympy's physics, moto's hundreds of services, botocore's every client).
+PIP := $(BIN)/pip install --quiet --no-compile
+
 $(STAMP): pyproject.toml Makefile
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --no-deps $(NODEPS)
-	$(BIN)/pip install --quiet -e '.[local,graph,dev,mcp]'
+	test -x $(BIN)/python || { $(PYTHON) -m venv $(VENV) && $(BIN)/pip uninstall --quiet --yes setuptools; }
+	$(PIP) --no-deps $(NODEPS)
+	$(PIP) -e '.[local,dev,mcp]'
 	touch $(STAMP)
 
 setup-bench: $(BENCH_STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[local,graph,dev,mcp,bench]'
+	$(PIP) -e '.[local,dev,mcp,bench]'
 	touch $(BENCH_STAMP)
 
 serve: setup

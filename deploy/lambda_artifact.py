@@ -48,7 +48,7 @@ LOCK_HEADER = """\
 # regenerates it from pyproject.toml's [project] dependencies for python3.12 on arm64). The build installs
 # it with --no-deps, so this list is exactly what ships (deploy/lambda_artifact.py). No dev tools, no tqdm
 # (CLI progress bars), no evaluation harness; the local embedder's packages come in a layer
-# (layers/local-embedder). tests/infra/test_artifact.py checks it is closed, minimal and torch-free.
+# (layers/local-embedder). tests/infra/test_artifact.py checks it is closed, minimal and free of deep-learning frameworks.
 """
 
 

@@ -2,25 +2,26 @@
 
 Titan v2 embeds one text per call, so a list is embedded with bounded concurrency (a thread pool; boto3
 low-level clients are thread-safe) and returned in input order. Throttling and transient outages are
-retried here with capped exponential backoff and full jitter; the default client disables botocore's own
-retries so the two never multiply. Every botocore error leaves this module as a core error, converted in
-`_translate`.
+retried by botocore's standard retry mode (exponential backoff with full jitter; ThrottlingException,
+ModelNotReadyException, 500/502/503/504 and connection errors), never by a loop of ours. Every botocore
+error leaves this module as a core error, converted in `_translate`.
 
-Time budget: one `embed` call, retries and backoff included, ends within `budget_seconds` (default
-DEFAULT_BUDGET_SECONDS, QUARRY_BEDROCK_BUDGET_SECONDS), well below the API function's 29 s timeout. An
-attempt starts only when a whole attempt (connect + read timeout) still fits before the deadline, and a
-backoff never sleeps past it; a hanging Bedrock therefore costs at most the budget, after which the
-call is UnavailableError and search degrades to keyword in time.
+Time budget: one `embed` call ends within `budget_seconds` (default DEFAULT_BUDGET_SECONDS,
+QUARRY_BEDROCK_BUDGET_SECONDS), well below the API function's 29 s timeout. The default client is sized
+for it: as many attempts (at most DEFAULT_MAX_ATTEMPTS) as fit with botocore's worst-case backoff, and
+socket timeouts that make the whole retry chain fit the budget (`retry_plan`). The call also waits for its
+texts no longer than the budget, so a hanging Bedrock costs at most the budget, after which the call is
+UnavailableError and search degrades to keyword in time.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import random
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import numpy as np
@@ -43,43 +44,25 @@ MAX_INPUT_CHARS = 50_000
 # requests-per-minute quota (embedding models are throttled by RPM, same page) while keeping a batch of
 # ~10 chunks close to one round trip. A judgement call, not a measurement.
 DEFAULT_MAX_WORKERS = 8
-# Attempts per text and the backoff between them: 4 attempts with delays capped at 0.2, 0.4, 0.8 s
-# (full jitter, "Exponential Backoff And Jitter", AWS Architecture Blog 2015) keep the worst case under
-# ~1.5 s of sleeping, well inside an API Lambda's timeout.
-DEFAULT_MAX_ATTEMPTS = 4
-BACKOFF_BASE_SECONDS = 0.2
-BACKOFF_CAP_SECONDS = 2.0
+# Attempts per text (botocore's `total_max_attempts`): standard mode waits rand(0, 1) · 2^i s after a
+# throttled attempt i (botocore.retries.standard.ExponentialBackoff, 1 s base for throttling, 50 ms for
+# other transient errors), so 3 attempts sleep at most 1 + 2 = 3 s.
+DEFAULT_MAX_ATTEMPTS = 3
+BOTOCORE_THROTTLING_BASE_SECONDS = 1.0
+BOTOCORE_MAX_BACKOFF_SECONDS = 20.0
+MIN_ATTEMPT_SECONDS = 1.0  # an attempt shorter than this is not worth making: fewer attempts instead
 # Socket timeouts of the default client: a Titan v2 call answers in tens of milliseconds; seconds mean
 # the service is in trouble and the caller should degrade (search falls back to keyword).
 CONNECT_TIMEOUT_SECONDS = 1.0
 READ_TIMEOUT_SECONDS = 3.0
-# The whole `embed` call, retries included: room for two hanging attempts (2 × (1 + 3) s) and still
-# 21 s of the API function's 29 s timeout (template.yaml) for the keyword search it degrades to.
-DEFAULT_BUDGET_SECONDS = 8.0
+# The whole `embed` call, retries included: three attempts of 2.3 s and 3 s of backoff, and still 19 s of
+# the API function's 29 s timeout (template.yaml) for the keyword search it degrades to.
+DEFAULT_BUDGET_SECONDS = 10.0
 # Seconds a caller should wait once the retries are spent (the API's Retry-After): a few backoff windows,
 # matching core.errors.UnavailableError's default.
 RETRY_AFTER_SECONDS = 5
 
-# Bedrock error codes worth another attempt: capacity and cold-model conditions that pass on their own.
-RETRYABLE_CODES = frozenset(
-    {
-        "ThrottlingException",
-        "ServiceUnavailableException",
-        "ModelNotReadyException",
-        "ModelTimeoutException",
-        "InternalServerException",
-    }
-)
 INVALID_INPUT_CODES = frozenset({"ValidationException"})
-
-
-def _retryable(exc: Exception) -> bool:
-    """True for a Bedrock capacity error or a network failure (a new attempt may well succeed)."""
-    from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
-
-    if isinstance(exc, ClientError):
-        return exc.response.get("Error", {}).get("Code") in RETRYABLE_CODES
-    return isinstance(exc, (ConnectionError, HTTPClientError))
 
 
 def _translate(exc: Exception, index: int) -> QuarryError:
@@ -109,24 +92,41 @@ def _unit(values: Any, dimension: int) -> Vector:
     return vector / np.float32(norm)
 
 
-def attempt_timeouts(budget_seconds: float) -> tuple[float, float]:
-    """(connect, read) socket timeouts for a budget: the defaults, shrunk so one attempt fits in half of it."""
-    connect = min(CONNECT_TIMEOUT_SECONDS, budget_seconds / 4)
-    return connect, min(READ_TIMEOUT_SECONDS, budget_seconds / 2 - connect)
+def worst_backoff(attempts: int) -> float:
+    """The longest botocore's standard mode can sleep between `attempts` throttled attempts."""
+    return sum(
+        min(BOTOCORE_THROTTLING_BASE_SECONDS * 2**i, BOTOCORE_MAX_BACKOFF_SECONDS)
+        for i in range(attempts - 1)
+    )
+
+
+def retry_plan(budget_seconds: float, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> tuple[int, float, float]:
+    """(attempts, connect, read) so that every attempt timing out plus the worst backoff fits the budget:
+    the most attempts (up to `max_attempts`) that leave each at least MIN_ATTEMPT_SECONDS, and socket
+    timeouts no longer than the defaults."""
+    attempts = max(1, max_attempts)
+    while attempts > 1 and (budget_seconds - worst_backoff(attempts)) / attempts < MIN_ATTEMPT_SECONDS:
+        attempts -= 1
+    per_attempt = (budget_seconds - worst_backoff(attempts)) / attempts
+    connect = min(CONNECT_TIMEOUT_SECONDS, per_attempt / 4)
+    return attempts, connect, min(READ_TIMEOUT_SECONDS, per_attempt - connect)
 
 
 def default_client(
-    region: str | None = None, budget_seconds: float = DEFAULT_BUDGET_SECONDS, **client_args: Any
+    region: str | None = None,
+    budget_seconds: float = DEFAULT_BUDGET_SECONDS,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    **client_args: Any,
 ) -> Any:
-    """A `bedrock-runtime` client with short timeouts and botocore retries off (retries happen here)."""
+    """A `bedrock-runtime` client whose retries (botocore's standard mode) and timeouts fit the budget."""
     import boto3
     from botocore.config import Config
 
-    connect, read = attempt_timeouts(budget_seconds)
+    attempts, connect, read = retry_plan(budget_seconds, max_attempts)
     config = Config(
         connect_timeout=connect,
         read_timeout=read,
-        retries={"total_max_attempts": 1, "mode": "standard"},
+        retries={"mode": "standard", "total_max_attempts": attempts},
     )
     return boto3.client("bedrock-runtime", region_name=region, config=config, **client_args)
 
@@ -143,7 +143,6 @@ class BedrockEmbedder:
         region: str | None = None,
         max_workers: int = DEFAULT_MAX_WORKERS,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-        sleep: Callable[[float], None] = time.sleep,
         budget_seconds: float = DEFAULT_BUDGET_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -151,15 +150,15 @@ class BedrockEmbedder:
             raise ValueError(f"Titan v2 dimensions must be one of {TITAN_V2_DIMENSIONS}, got {dimensions}")
         if max_workers < 1 or max_attempts < 1 or budget_seconds <= 0:
             raise ValueError("max_workers and max_attempts must be at least 1, budget_seconds positive")
-        self._client = client if client is not None else default_client(region, budget_seconds)
+        if client is None:
+            client = default_client(region, budget_seconds, max_attempts)
+        self._client = client
         self._budget = budget_seconds
-        self._attempt_seconds = sum(attempt_timeouts(budget_seconds))
+        self._attempt_seconds = sum(retry_plan(budget_seconds, max_attempts)[1:])
         self._clock = clock
         self._model_id = model_id
         self._dimensions = dimensions
         self._max_workers = max_workers
-        self._max_attempts = max_attempts
-        self._sleep = sleep
 
     @property
     def dimension(self) -> int:
@@ -176,18 +175,23 @@ class BedrockEmbedder:
         for index, text in enumerate(texts):
             if not text.strip():
                 raise InvalidInputError("cannot embed blank text", {f"texts[{index}]": "must not be blank"})
-        workers = min(self._max_workers, len(texts))
+        if not texts:
+            return []
         deadline = self._clock() + self._budget
-        if workers <= 1:
-            return [self._embed_one(index, text, deadline) for index, text in enumerate(texts)]
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bedrock-embed") as pool:
+        pool = ThreadPoolExecutor(
+            max_workers=min(self._max_workers, len(texts)), thread_name_prefix="bedrock-embed"
+        )
+        try:
             futures = [pool.submit(self._embed_one, i, text, deadline) for i, text in enumerate(texts)]
-            return _gather(futures)
+            try:
+                return [f.result(timeout=max(0.0, deadline - self._clock())) for f in futures]
+            except FutureTimeout:
+                raise self._late() from None
+        finally:
+            # texts not started are dropped; one still in botocore's hands ends within its own retry plan
+            pool.shutdown(wait=False, cancel_futures=True)
 
-    def _out_of_time(self, deadline: float) -> UnavailableError | None:
-        """An UnavailableError when another whole attempt would not end before the deadline."""
-        if self._clock() + self._attempt_seconds <= deadline:
-            return None
+    def _late(self) -> UnavailableError:
         return UnavailableError(
             BACKEND, f"no answer within the {self._budget:g} s budget", retry_after=RETRY_AFTER_SECONDS
         )
@@ -197,26 +201,19 @@ class BedrockEmbedder:
         return self.embed(texts)
 
     def _embed_one(self, index: int, text: str, deadline: float) -> Vector:
-        """Embed one text, retrying transient failures with capped, jittered backoff, within the deadline."""
+        """Embed one text (botocore retries what is transient), unless less than half an attempt's time is
+        left before the deadline (a text queued behind slow ones would only time out)."""
+        if self._clock() + self._attempt_seconds / 2 > deadline:
+            raise self._late()
         body = json.dumps(
             {"inputText": text[:MAX_INPUT_CHARS], "dimensions": self._dimensions, "normalize": True}
         )
-        attempt = 1
-        while True:
-            try:
-                return self._invoke(body)
-            except Exception as exc:
-                if not _is_botocore_error(exc):
-                    raise
-                if attempt >= self._max_attempts or not _retryable(exc):
-                    raise _translate(exc, index) from exc
-                delay = min(_backoff(attempt), max(0.0, deadline - self._clock()))
-                log.warning("bedrock attempt %d failed (%s); retrying in %.2fs", attempt, exc, delay)
-                self._sleep(delay)
-                attempt += 1
-                late = self._out_of_time(deadline)
-                if late is not None:
-                    raise late from exc
+        try:
+            return self._invoke(body)
+        except Exception as exc:
+            if not _is_botocore_error(exc):
+                raise
+            raise _translate(exc, index) from exc
 
     def _invoke(self, body: str) -> Vector:
         """One InvokeModel call and its parsed, checked embedding."""
@@ -231,23 +228,8 @@ class BedrockEmbedder:
         return _unit(embedding, self._dimensions)
 
 
-def _backoff(attempt: int) -> float:
-    """Full-jitter delay before attempt `attempt + 1`: uniform in [0, min(cap, base·2^(attempt-1))]."""
-    return random.uniform(0.0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)))
-
-
 def _is_botocore_error(exc: Exception) -> bool:
     """True for exceptions raised by botocore (client errors, connection and parsing failures)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     return isinstance(exc, (BotoCoreError, ClientError))
-
-
-def _gather(futures: list[Future[Vector]]) -> list[Vector]:
-    """Results in submission order; on the first failure cancel what has not started and re-raise."""
-    try:
-        return [future.result() for future in futures]
-    except BaseException:
-        for future in futures:
-            future.cancel()
-        raise

@@ -120,7 +120,7 @@ class Settings(BaseSettings):
     bedrock_region: str | None = None
     # The whole embedding call, retries included, must end well before the API function's 29 s timeout
     # so a hanging Bedrock degrades search to keyword in time (infra/bedrock.py).
-    bedrock_budget_seconds: float = Field(default=8.0, gt=0.0, le=20.0)
+    bedrock_budget_seconds: float = Field(default=10.0, gt=0.0, le=20.0)
 
     # Context assembly (DESIGN.md §4). Explicit file links are read only under QUARRY_LINKS_ROOT (unset:
     # file links are refused); QUARRY_TRIPLES_FILE is a JSONL file of knowledge-graph facts (unset: no

@@ -10,8 +10,7 @@ first `embed`. A missing or corrupt model raises UnavailableError, so search deg
 Runtimes (`QUARRY_EMBEDDER_RUNTIME`): `numpy` is the reference forward pass (`bert.py`); `onnx` runs the
 same encoder as an ONNX graph in onnxruntime (fp32: the same vectors to cosine ≥ 0.999999, about three
 times faster); `onnx-int8` quantises its projections to int8 (faster still, not the same vectors: cosine
-≥ 0.98 to the reference). Unset: `onnx` when onnxruntime is installed (and the graph is prebuilt, cached
-or buildable with the `onnx` package), else `numpy`.
+≥ 0.98 to the reference). Unset: `onnx` when onnxruntime is installed, else `numpy`.
 """
 
 from __future__ import annotations

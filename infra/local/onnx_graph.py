@@ -10,8 +10,10 @@ LayerNorm), so at session start it fuses them into its own BiasGelu and SkipLaye
 Inputs: `input_ids` int64 (batch, tokens), `attention_mask` float32 (batch, tokens) of 0/1.
 Output: `embeddings` float32 (batch, hidden), unit length — what `LocalEmbedder.embed` returns.
 
-Building needs the `onnx` package (and int8 `onnxruntime.quantization`); running needs only onnxruntime.
-`python -m infra.local.onnx_graph MODEL_DIR OUT_DIR` prebuilds the graphs (the Lambda layer does).
+The int8 graph quantises the weight projections here (per output column, symmetric) and runs them as
+onnxruntime's `DynamicQuantizeMatMul` (activations quantised per call). Building writes the ONNX protobuf
+with `onnx_proto` (protobuf alone, which onnxruntime brings): neither building nor running needs the `onnx`
+package. `python -m infra.local.onnx_graph MODEL_DIR OUT_DIR` prebuilds the graphs (the Lambda layer does).
 """
 
 from __future__ import annotations
@@ -24,22 +26,22 @@ from typing import Any, Literal
 
 import numpy as np
 
+from infra.local import onnx_proto
 from infra.local.bert import BertConfig, BertEncoder
 
-GRAPH_VERSION = "2"  # bump when the graph's construction changes: cached graphs of another version rebuild
+GRAPH_VERSION = "3"  # bump when the graph's construction changes: cached graphs of another version rebuild
 OPSET = 17
 Variant = Literal["fp32", "int8"]
 Pooling = Literal["mean", "cls"]
 
 
-def build_fp32(model_dir: Path, pooling: Pooling, fused_attention: bool = True) -> Any:
-    """The fp32 graph (an onnx.ModelProto) of a model folder; ValueError for an unsupported config.
+def build(model_dir: Path, pooling: Pooling, variant: Variant = "fp32") -> Any:
+    """The graph (an ONNX ModelProto) of a model folder; ValueError for an unsupported config.
 
-    `fused_attention`: each layer's self-attention as onnxruntime's own `Attention` kernel (contrib domain
+    fp32: each layer's self-attention is onnxruntime's own `Attention` kernel (contrib domain
     `com.microsoft`: the fused Q/K/V projection, scaled masked softmax and context in one op; SciFact
-    abstracts 48/s instead of 43/s on 2 threads, worst cosine to the unfused graph 0.9999991). Off: the
-    standard-op form, which the int8 build quantises projection by projection."""
-    from onnx import TensorProto, helper
+    abstracts 48/s instead of 43/s on 2 threads, worst cosine to the standard-op form 0.9999991).
+    int8: attention in standard ops, every weight projection but the feed-forward down projection int8."""
     from safetensors.numpy import load_file
 
     config = BertConfig.from_file(model_dir / "config.json")
@@ -50,6 +52,7 @@ def build_fp32(model_dir: Path, pooling: Pooling, fused_attention: bool = True) 
     except Exception as exc:  # the Rust parser's errors do not name the file
         raise ValueError(f"model.safetensors: {type(exc).__name__}: {exc}") from exc
     enc = BertEncoder(config, weights)
+    fused_attention, quantized = variant == "fp32", variant == "int8"
     g = _Builder()
     h, heads = config.hidden_size, config.num_heads
     width = h // heads
@@ -76,7 +79,7 @@ def build_fp32(model_dir: Path, pooling: Pooling, fused_attention: bool = True) 
         epsilon=eps,
     )
     if fused_attention:  # Attention takes the raw 0/1 (batch, tokens) mask and masks padding keys itself
-        mask_index = g.op("Cast", mask, to=TensorProto.INT32)
+        mask_index = g.op("Cast", mask, to=onnx_proto.INT32)
     else:  # padding keys get the most negative float32, as bert.py and Hugging Face do: (1 − mask)·min
         mask4 = g.op("Unsqueeze", mask, g.const("axes12", [1, 2]))
         fmin = g.scalar("fmin", np.finfo(np.float32).min)
@@ -87,6 +90,18 @@ def build_fp32(model_dir: Path, pooling: Pooling, fused_attention: bool = True) 
         p = f"l{i}."
 
         def dense(inp: str, w: np.ndarray, b: np.ndarray, name: str, p: str = p) -> str:
+            if quantized and name != "down":
+                scale, q = _quantize_columns(w)
+                return g.op(
+                    "DynamicQuantizeMatMul",
+                    inp,
+                    g.const(p + name + ".wq", q),
+                    g.const(p + name + ".scale", scale),
+                    g.const(p + name + ".zero", np.zeros_like(q[0])),
+                    g.const(p + name + ".b", b),
+                    domain="com.microsoft",
+                    node=p + name,
+                )
             product = g.op("MatMul", inp, g.const(p + name + ".w", w), node=p + name)
             return g.op("Add", product, g.const(p + name + ".b", b))
 
@@ -153,23 +168,24 @@ def build_fp32(model_dir: Path, pooling: Pooling, fused_attention: bool = True) 
     norm = g.op("Max", g.op("ReduceL2", pooled, axes=[1], keepdims=1), g.scalar("eps12", 1e-12))
     g.op("Div", pooled, norm, out="embeddings")
 
-    graph = helper.make_graph(
+    return onnx_proto.model(
         g.nodes,
-        "quarry-bert",
-        [
-            helper.make_tensor_value_info(ids, TensorProto.INT64, ["batch", "tokens"]),
-            helper.make_tensor_value_info(mask, TensorProto.FLOAT, ["batch", "tokens"]),
-        ],
-        [helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, ["batch", h])],
         g.initializers,
+        inputs=[
+            onnx_proto.value_info(ids, onnx_proto.INT64, ["batch", "tokens"]),
+            onnx_proto.value_info(mask, onnx_proto.FLOAT, ["batch", "tokens"]),
+        ],
+        outputs=[onnx_proto.value_info("embeddings", onnx_proto.FLOAT, ["batch", h])],
+        opsets={"": OPSET, "com.microsoft": 1},
+        props={"quarry_graph_version": GRAPH_VERSION, "pooling": pooling, "variant": variant},
     )
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)],
-        producer_name="quarry",
-    )
-    helper.set_model_props(model, {"quarry_graph_version": GRAPH_VERSION, "pooling": pooling})
-    return model
+
+
+def _quantize_columns(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 per output column: (scale per column, int8 weights), w ≈ q · scale."""
+    scale = np.abs(w).max(axis=0) / 127.0
+    scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
+    return scale, np.clip(np.rint(w / scale), -127, 127).astype(np.int8)
 
 
 class _Builder:
@@ -181,23 +197,26 @@ class _Builder:
         self._n = 0
 
     def op(
-        self, op_type: str, *inputs: str, out: str | None = None, node: str | None = None, **attrs: Any
+        self,
+        op_type: str,
+        *inputs: str,
+        out: str | None = None,
+        node: str | None = None,
+        domain: str = "",
+        **attrs: Any,
     ) -> str:
-        from onnx import helper
-
         self._n += 1
         name = out or f"{op_type.lower()}_{self._n}"
         self.nodes.append(
-            helper.make_node(op_type, list(inputs), [name], name=node or f"n{self._n}", **attrs)
+            onnx_proto.node(op_type, inputs, [name], name=node or f"n{self._n}", domain=domain, **attrs)
         )
         return name
 
     def const(self, name: str, value: Any) -> str:
-        from onnx import numpy_helper
-
         array = np.asarray(value)
-        array = array.astype(np.int64 if array.dtype.kind in "iu" else np.float32)
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        if array.dtype != np.int8:
+            array = array.astype(np.int64 if array.dtype.kind in "iu" else np.float32)
+        self.initializers.append(onnx_proto.tensor(name, array))
         return name
 
     def scalar(self, name: str, value: float) -> str:
@@ -207,41 +226,16 @@ class _Builder:
 def write_graph(model_dir: Path, pooling: Pooling, variant: Variant, target: Path) -> None:
     """Build `variant` into `target` atomically: a temporary file in the same folder, then a rename, so a
     reader (or a second builder) only ever sees a whole graph."""
-    import onnx
-
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as scratch:
-        fp32 = Path(scratch) / "fp32.onnx"
-        onnx.save_model(build_fp32(model_dir, pooling, fused_attention=variant == "fp32"), str(fp32))
-        built = fp32
-        if variant == "int8":
-            built = Path(scratch) / "int8.onnx"
-            _quantize(fp32, built)
-        os.replace(built, target)
-
-
-def _quantize(source: Path, target: Path) -> None:
-    """Dynamic int8 (weights per output channel, activations per tensor and batch) of the weight
-    projections, except each feed-forward block's down projection: its input, the GELU output, has the
-    widest range, and quantising it too costs most of the accuracy (worst reference cosine 0.983 instead
-    of 0.990, measured). Attention scores and the embedding tables stay fp32."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    down = [n.name for n in onnx.load(str(source)).graph.node if n.name.endswith(".down")]
-    quantize_dynamic(
-        str(source),
-        str(target),
-        op_types_to_quantize=["MatMul"],
-        per_channel=True,
-        weight_type=QuantType.QInt8,
-        nodes_to_exclude=down,
-        extra_options={"MatMulConstBOnly": True},
-    )
-    model = onnx.load(str(target))
-    props = {p.key: p.value for p in model.metadata_props}
-    onnx.helper.set_model_props(model, {**props, "quarry_graph_version": GRAPH_VERSION})
-    onnx.save_model(model, str(target))
+    data = build(model_dir, pooling, variant).SerializeToString()
+    handle, scratch = tempfile.mkstemp(dir=target.parent, prefix=".build-", suffix=".onnx")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(scratch, target)
+    except BaseException:
+        Path(scratch).unlink(missing_ok=True)
+        raise
 
 
 def prebuilt_name(variant: Variant, pooling: Pooling) -> str:

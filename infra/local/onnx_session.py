@@ -1,7 +1,7 @@
 """The ONNX runtimes of the local embedder: where the graph comes from, and the onnxruntime session.
 
 A graph is looked for first inside the model folder (`onnx/quarry-<variant>-<pooling>.onnx`, shipped
-prebuilt by the Lambda layer so Lambda never needs the `onnx` package), then in the cache folder
+prebuilt by the Lambda layer so Lambda never builds one), then in the cache folder
 (`QUARRY_EMBEDDER_CACHE_DIR`, default `~/.cache/quarry/onnx`), under a name keyed by the graph version,
 variant, pooling, the weights file's path, size and mtime and `config.json`'s bytes: changed weights get a
 new graph, and only the first load of a model pays the build (a few seconds). Builds are atomic (temporary
@@ -115,11 +115,6 @@ def open_encoder(
                 return OnnxEncoder(target, threads)
             except Exception as exc:
                 log.warning("rebuilding the cached graph %s: %s", target, exc)
-        if importlib.util.find_spec("onnx") is None:
-            raise ModuleNotFoundError(
-                f"building the ONNX graph needs the onnx package (pip install onnx), or a prebuilt graph "
-                f"at {prebuilt}"
-            )
         log.info("building the %s graph of %s into %s", variant, model_dir, target)
         write_graph(model_dir, pooling, variant, target)
         _prune_stale(model_dir, pooling, variant, keep=target)

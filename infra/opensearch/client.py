@@ -4,8 +4,8 @@ errors, timeouts and 429/502/503/504 (`retry_on_status`, `retry_on_timeout`); an
 
 Total time budget: a request takes at most timeout × (max_retries + 1) seconds; the settings refuse a
 combination above OPENSEARCH_TIME_BUDGET (infra/settings.py), which stays under the API function's 29 s.
-`RetryPolicy` paces what the transport cannot see: the throttled items inside a 200 `_bulk`/`_msearch`
-answer (infra/opensearch/index.py).
+`RetryPolicy` paces what the transport cannot see, the throttled items inside a 200 `_bulk`/`_msearch`
+answer, through libraries too: opensearch-py's `helpers.streaming_bulk` and tenacity (infra/opensearch/index.py).
 """
 
 from __future__ import annotations
@@ -28,16 +28,12 @@ BACKOFF_CAP = 2.0  # seconds: the longest single wait
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """How many times to retry and how long to wait: min(cap, base · 2^attempt), equal jitter."""
+    """How many times the throttled items of a 200 answer are resent, and the backoff: base · 2^attempt
+    seconds, at most `cap` (streaming_bulk waits exactly that; tenacity a uniform draw below it)."""
 
     max_retries: int = DEFAULT_MAX_RETRIES
     base: float = BACKOFF_BASE
     cap: float = BACKOFF_CAP
-
-    def delay(self, attempt: int, unit: float) -> float:
-        """Seconds to wait before retry `attempt` (0-based); `unit` is a uniform draw from [0, 1)."""
-        ceiling = min(self.cap, self.base * (2**attempt))
-        return ceiling / 2 + unit * ceiling / 2
 
 
 def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:

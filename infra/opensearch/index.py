@@ -1,15 +1,15 @@
 """OpenSearchIndex: the production SearchIndex (BM25 + k-NN in one OpenSearch index behind an alias).
 
 The adapter only sequences calls: bodies come from `bodies`/`mapping`/`documents`, responses are read by
-`responses`, failures are translated by `errors`. Whole-request retries live in the client's transport
-(`client.BackoffTransport`); what retries here are the parts of a 200 response that were throttled
-(`_bulk` or `_msearch` items with 429/5xx), with the same backoff policy.
+`responses`, failures are translated by `errors`. Retries come from libraries, paced by one RetryPolicy:
+whole requests by opensearch-py's Transport (`client.build_client`), throttled `_bulk` items by
+opensearch-py's `helpers.streaming_bulk`, throttled or failed `_msearch` items by tenacity (opensearch-py
+has no helper for those).
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -56,8 +56,16 @@ Write = tuple[str, bodies.SeqNo | None, dict[str, Any]]  # doc id, the read's (s
 # What a write makes of the stored document (None: none yet): the new `_source`, or the outcome without
 # writing (stale, duplicate, not found).
 Build = Callable[[Mapping[str, Any] | None], "dict[str, Any] | WriteOutcome"]
+# No new `_msearch` attempt for throttled items after this long (each attempt is itself bounded by the
+# Transport's budget; these only add round trips to a search that was answered).
+ITEM_RETRY_BUDGET_SECONDS = 2.0
 CAS_ROUNDS = 16  # read-decide-write rounds per write before giving up under contention (each loses only
 # to a write that landed in between, so a round that fails means another writer made progress)
+
+
+def _as_bulk_pair(pair: tuple[dict[str, Any], dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """streaming_bulk's expand_action_callback: our actions are already (action line, source line)."""
+    return pair
 
 
 class _TooLarge(Exception):
@@ -75,7 +83,6 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         refresh: Refresh = False,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
-        jitter: Callable[[], float] = random.random,
         auto_create: bool = True,
         max_bulk_bytes: int = DEFAULT_MAX_BULK_BYTES,
     ) -> None:
@@ -85,8 +92,7 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         self._alias = prefix
         self._refresh = refresh
         self._retry = retry or RetryPolicy()
-        self._sleep = sleep
-        self._jitter = jitter
+        self._sleep = sleep  # tenacity's waits between `_msearch` attempts (tests record them)
         self._ready = not auto_create
         self._max_bulk_bytes = max_bulk_bytes
 
@@ -101,25 +107,6 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         return self._alias
 
     # -- retried calls ----------------------------------------------------------------------------------
-
-    def _with_item_retries(
-        self,
-        count: int,
-        send: Callable[[list[int]], list[Any]],
-        status: Callable[[Any], int],
-    ) -> list[Any]:
-        """Send items `0..count-1`; resend only those answered 429/5xx, with backoff, a bounded number of times."""
-        results: list[Any] = [None] * count
-        pending = list(range(count))
-        for attempt in range(self._retry.max_retries + 1):
-            answered = send(pending)
-            for position, result in zip(pending, answered, strict=True):
-                results[position] = result
-            pending = [p for p in pending if status(results[p]) in RETRYABLE_STATUSES]
-            if not pending or attempt == self._retry.max_retries:
-                break
-            self._sleep(self._retry.delay(attempt, self._jitter()))
-        return results
 
     def _bulk(self, writes: Sequence[Write]) -> list[ItemResult]:
         """Write in as many `_bulk` requests as the byte limit needs; one result per write, in order."""
@@ -146,35 +133,74 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
             return self._bulk_halving(writes[:half]) + self._bulk_halving(writes[half:])
 
     def _bulk_request(self, writes: Sequence[Write]) -> list[ItemResult]:
+        """One `_bulk` through opensearch-py's `streaming_bulk`, which resends only the items answered 429
+        (after RetryPolicy's backoff, doubling up to its cap); one ItemResult per write, in order."""
         from opensearchpy.exceptions import TransportError
+        from opensearchpy.helpers import streaming_bulk
 
         params = {} if self._refresh is False else {"refresh": self._refresh}
-
-        def send(positions: list[int]) -> list[ItemResult]:
-            lines = bodies.bulk_lines(self._alias, [writes[p] for p in positions])
-            with translated():
-                try:
-                    response = self._client.bulk(body=lines, **params)
-                except TransportError as exc:
-                    if exc.status_code == 413:
-                        raise _TooLarge(str(exc.error)) from exc
-                    raise
-            return responses.bulk_items(response, len(positions))
-
-        return self._with_item_retries(len(writes), send, lambda item: item.status)
+        pairs = [(bodies.write_action(self._alias, doc_id, seq), source) for doc_id, seq, source in writes]
+        # streaming_bulk yields resent items after the others: match answers to writes by document id
+        answers: dict[str, list[Mapping[str, Any]]] = {}
+        with translated():
+            try:
+                for _, item in streaming_bulk(
+                    self._client,
+                    pairs,
+                    chunk_size=len(pairs),
+                    max_chunk_bytes=max(
+                        self._max_bulk_bytes, sum(bodies.write_bytes(self._alias, *w) for w in writes)
+                    ),
+                    expand_action_callback=_as_bulk_pair,
+                    raise_on_error=False,
+                    max_retries=self._retry.max_retries,
+                    initial_backoff=self._retry.base,  # type: ignore[arg-type]  # seconds, typed as int
+                    max_backoff=self._retry.cap,  # type: ignore[arg-type]
+                    **params,
+                ):
+                    (_, body), *_ = item.items()
+                    answers.setdefault(str(body.get("_id")), []).append(item)
+            except TransportError as exc:
+                if exc.status_code == 413:
+                    raise _TooLarge(str(exc.error)) from exc
+                raise
+        ordered = [answers[doc_id].pop(0) for doc_id, *_ in writes if answers.get(doc_id)]
+        return responses.bulk_items({"items": ordered}, len(writes))
 
     def _msearch(self, searches: Sequence[dict[str, Any]]) -> list[Mapping[str, Any] | QuarryError | None]:
         """Run searches in one `_msearch`: per search its result, None when the index does not exist yet,
-        or the error that search alone failed with (after retries)."""
-        self._ensure_for_reads()
+        or the error that search alone failed with. Searches answered 429/5xx inside the 200 response are
+        run again alone (tenacity: RetryPolicy's attempts, full-jitter exponential waits, a time budget)."""
+        from tenacity import (
+            Retrying,
+            retry_if_result,
+            stop_after_attempt,
+            stop_after_delay,
+            wait_random_exponential,
+        )
 
-        def send(positions: list[int]) -> list[Mapping[str, Any]]:
-            lines = bodies.msearch_lines(self._alias, [searches[p] for p in positions])
+        self._ensure_for_reads()
+        items: list[Mapping[str, Any]] = [{} for _ in searches]
+        pending = list(range(len(searches)))
+
+        def attempt() -> list[int]:
+            nonlocal pending
+            lines = bodies.msearch_lines(self._alias, [searches[p] for p in pending])
             with translated():
                 response = self._client.msearch(body=lines)
-            return responses.msearch_items(response, len(positions))
+            for p, item in zip(pending, responses.msearch_items(response, len(pending)), strict=True):
+                items[p] = item
+            pending = [p for p in pending if int(items[p].get("status", 200)) in RETRYABLE_STATUSES]
+            return pending
 
-        items = self._with_item_retries(len(searches), send, lambda item: int(item.get("status", 200)))
+        Retrying(
+            stop=stop_after_attempt(self._retry.max_retries + 1)
+            | stop_after_delay(ITEM_RETRY_BUDGET_SECONDS),
+            wait=wait_random_exponential(multiplier=self._retry.base, max=self._retry.cap),
+            retry=retry_if_result(bool),  # some searches still throttled; an exception is not retried here
+            retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+            sleep=self._sleep,
+        )(attempt)
         return [self._search_result(item) for item in items]
 
     @staticmethod

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import copy
 import json
+import types
 from collections.abc import Callable
 from typing import Any
 
 from opensearchpy import Connection
+from opensearchpy.serializer import JSONSerializer
 from opensearchpy.exceptions import NotFoundError, RequestError
 
 
@@ -123,6 +125,8 @@ class FakeOpenSearch:
         self.msearch_responses: list[dict[str, Any] | Callable[[list[dict[str, Any]]], dict[str, Any]]] = []
         self.bulk_interceptor: Callable[[int, dict[str, Any]], dict[str, Any] | None] | None = None
         self.indices = _FakeIndices(self)
+        # what opensearch-py's helpers read from a client: its transport's serializer
+        self.transport = types.SimpleNamespace(serializer=JSONSerializer())
 
     version_number = "2.19.1"
 
@@ -181,7 +185,9 @@ class FakeOpenSearch:
             }
         }
 
-    def bulk(self, *, body: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
+    def bulk(self, body: list[dict[str, Any]] | str, **params: Any) -> dict[str, Any]:
+        if isinstance(body, str):  # NDJSON, as opensearch-py's helpers.streaming_bulk sends it
+            body = [json.loads(line) for line in body.splitlines() if line.strip()]
         self.log.append(("bulk", None, copy.deepcopy(body), params))
         items = []
         for n in range(0, len(body), 2):

@@ -1,5 +1,6 @@
 """BedrockEmbedder against a real botocore `bedrock-runtime` client: requests checked with Stubber, and a
-loopback-free transport (a `before-send` hook answering like Titan v2) for the concurrent batch path."""
+loopback-free transport (a `before-send` hook answering like Titan v2, or failing as scripted) under
+botocore's own retry loop (standard mode, the embedder's default client) for retries and batches."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import threading
 import time
 from typing import Any
 
-import boto3
 import numpy as np
 import pytest
 import urllib3
@@ -19,7 +19,7 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from core.errors import InvalidInputError, UnavailableError
-from infra.bedrock import MAX_INPUT_CHARS, TITAN_V2_MODEL_ID, BedrockEmbedder
+from infra.bedrock import MAX_INPUT_CHARS, TITAN_V2_MODEL_ID, BedrockEmbedder, default_client
 
 REGION = "us-east-1"
 
@@ -37,14 +37,10 @@ class JsonBody:
         return f"JsonBody({self.expected!r})"
 
 
-def make_client() -> Any:
-    """A real bedrock-runtime client with throwaway credentials; it never reaches the network in tests."""
-    return boto3.client(
-        "bedrock-runtime",
-        region_name=REGION,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+def make_client(**plan: Any) -> Any:
+    """The embedder's default client (botocore standard-mode retries sized to the budget) with throwaway
+    credentials; it never reaches the network in tests."""
+    return default_client(REGION, aws_access_key_id="testing", aws_secret_access_key="testing", **plan)
 
 
 def titan_body(embedding: list[float]) -> StreamingBody:
@@ -72,10 +68,6 @@ def ok(stub: Stubber, text: str, embedding: list[float], dimensions: int) -> Non
     )
 
 
-def failing(stub: Stubber, code: str, status: int) -> None:
-    stub.add_client_error("invoke_model", service_error_code=code, http_status_code=status)
-
-
 def almost_unit(dimensions: int, hot: int) -> list[float]:
     """What Titan returns with normalize=true: unit length up to float rounding, a few significant axes."""
     vector = np.full(dimensions, 0.01)
@@ -89,13 +81,20 @@ def client() -> Any:
 
 
 @pytest.fixture
-def sleeps() -> list[float]:
-    return []
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """botocore's backoff waits (botocore.endpoint sleeps between attempts), recorded instead of slept."""
+    import types
+
+    import botocore.endpoint
+
+    waits: list[float] = []
+    monkeypatch.setattr(botocore.endpoint, "time", types.SimpleNamespace(sleep=waits.append))
+    return waits
 
 
 def test_request_shape_and_response_become_float32_unit_vectors(client: Any, sleeps: list[float]) -> None:
     # Given an embedder configured for 256 dimensions
-    embedder = BedrockEmbedder(client, dimensions=256, sleep=sleeps.append)
+    embedder = BedrockEmbedder(client, dimensions=256)
     with Stubber(client) as stub:
         ok(stub, "fix the login bug", almost_unit(256, hot=7), 256)
         # When one text is embedded
@@ -121,58 +120,75 @@ def test_default_dimension_is_1024_and_other_sizes_are_rejected(client: Any) -> 
         BedrockEmbedder(client, dimensions=384)
 
 
-def test_throttling_then_success_is_retried_with_backoff(client: Any, sleeps: list[float]) -> None:
-    embedder = BedrockEmbedder(client, dimensions=512, sleep=sleeps.append)
-    with Stubber(client) as stub:
-        failing(stub, "ThrottlingException", 429)
-        failing(stub, "ModelNotReadyException", 429)
-        failing(stub, "ServiceUnavailableException", 503)
-        ok(stub, "retry me", almost_unit(512, hot=3), 512)
-        [vector] = embedder.embed(["retry me"])
-        stub.assert_no_pending_responses()
-    assert int(np.argmax(vector)) == 3
-    # three waits, each within its capped exponential window (0.2, 0.4, 0.8 s)
-    assert len(sleeps) == 3
-    assert all(0.0 <= delay <= 0.2 * 2**i for i, delay in enumerate(sleeps))
+def scripted(client: Any, failures: list[tuple[int, str]], dimensions: int = 256) -> TitanTransport:
+    """Answer InvokeModel through `client`'s own retry loop: the scripted failures first, then Titan."""
+    transport = TitanTransport(dimensions, failures=failures)
+    client.meta.events.register("before-send.bedrock-runtime.InvokeModel", transport)
+    return transport
+
+
+@pytest.mark.parametrize(
+    ("failures", "longest_waits"),
+    [
+        ([(429, "ThrottlingException"), (429, "ThrottlingException")], [1.0, 2.0]),  # throttling: 1 s base
+        ([(429, "ModelNotReadyException"), (503, "ServiceUnavailableException")], [0.05, 0.1]),
+        ([(500, "InternalServerException"), (502, "")], [0.05, 0.1]),
+    ],
+)
+def test_transient_failures_are_retried_by_botocore_with_jittered_backoff(
+    client: Any, sleeps: list[float], failures: list[tuple[int, str]], longest_waits: list[float]
+) -> None:
+    transport = scripted(client, failures, dimensions=512)
+    [vector] = BedrockEmbedder(client, dimensions=512).embed(["retry me 3"])
+    assert int(np.argmax(vector)) == 3 and transport.calls == 3
+    # two waits, each within botocore's standard-mode window for its kind of failure
+    assert len(sleeps) == 2 and all(0.0 <= w <= top for w, top in zip(sleeps, longest_waits, strict=True))
 
 
 def test_persistent_throttling_becomes_unavailable_after_bounded_attempts(
     client: Any, sleeps: list[float]
 ) -> None:
-    embedder = BedrockEmbedder(client, dimensions=256, max_attempts=3, sleep=sleeps.append)
-    with Stubber(client) as stub:
-        for _ in range(3):
-            failing(stub, "ThrottlingException", 429)
-        with pytest.raises(UnavailableError) as caught:
-            embedder.embed(["busy"])
-        stub.assert_no_pending_responses()
+    transport = scripted(client, [(429, "ThrottlingException")] * 5)
+    with pytest.raises(UnavailableError) as caught:
+        BedrockEmbedder(client, dimensions=256).embed(["busy 1"])
+    assert transport.calls == 3 and len(sleeps) == 2  # the default budget buys three attempts
     assert caught.value.backend == "bedrock"
     assert "ThrottlingException" in caught.value.message
     assert caught.value.retry_after > 0
-    assert len(sleeps) == 2
 
 
-@pytest.mark.parametrize("code", ["AccessDeniedException", "ResourceNotFoundException"])
+def test_a_short_budget_buys_fewer_attempts() -> None:
+    from infra.bedrock import DEFAULT_BUDGET_SECONDS, retry_plan, worst_backoff
+
+    for budget in (1.2, 3.0, 5.0, DEFAULT_BUDGET_SECONDS, 20.0):
+        attempts, connect, read = retry_plan(budget)
+        # every attempt timing out and botocore's longest waits still end within the budget
+        assert attempts * (connect + read) + worst_backoff(attempts) <= budget + 1e-9
+    assert retry_plan(1.2)[0] == 1 and retry_plan(DEFAULT_BUDGET_SECONDS)[0] == 3
+    client = make_client(budget_seconds=1.2)
+    assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 1}
+
+
+@pytest.mark.parametrize(
+    ("code", "status"), [("AccessDeniedException", 403), ("ResourceNotFoundException", 404)]
+)
 def test_configuration_errors_are_unavailable_without_retry(
-    client: Any, sleeps: list[float], code: str
+    client: Any, sleeps: list[float], code: str, status: int
 ) -> None:
-    embedder = BedrockEmbedder(client, dimensions=256, sleep=sleeps.append)
-    with Stubber(client) as stub:
-        failing(stub, code, 403)
-        with pytest.raises(UnavailableError, match=code):
-            embedder.embed(["anything"])
-        stub.assert_no_pending_responses()
-    assert sleeps == []
+    transport = scripted(client, [(status, code)])
+    with pytest.raises(UnavailableError, match=code):
+        BedrockEmbedder(client, dimensions=256).embed(["anything 1"])
+    assert transport.calls == 1 and sleeps == []
 
 
 def test_validation_error_is_invalid_input_naming_the_text(client: Any, sleeps: list[float]) -> None:
-    embedder = BedrockEmbedder(client, dimensions=256, sleep=sleeps.append)
-    with Stubber(client) as stub:
-        failing(stub, "ValidationException", 400)
-        with pytest.raises(InvalidInputError) as caught:
-            embedder.embed(["too strange"])
-    assert list(caught.value.fields) == ["texts[0]"]
-    assert sleeps == []
+    transport = scripted(client, [(400, "ValidationException")])
+    with pytest.raises(InvalidInputError) as caught:
+        BedrockEmbedder(client, dimensions=256).embed(["too strange 2"])
+    assert (
+        list(caught.value.fields) == ["texts[0]"] and "scripted ValidationException" in caught.value.message
+    )
+    assert transport.calls == 1 and sleeps == []
 
 
 def test_blank_text_is_rejected_before_any_call(client: Any) -> None:
@@ -208,12 +224,20 @@ def test_malformed_embedding_is_unavailable(client: Any, embedding: Any, reason:
 
 
 class TitanTransport:
-    """Answers InvokeModel at `before-send` like Titan v2 (hot axis = the number ending the text)."""
+    """Answers InvokeModel at `before-send` like Titan v2 (hot axis = the number ending the text); first
+    fails with the scripted (status, error code) answers, and always fails for the text `fail_on`."""
 
-    def __init__(self, dimensions: int, latency: float = 0.0, fail_on: str | None = None) -> None:
+    def __init__(
+        self,
+        dimensions: int,
+        latency: float = 0.0,
+        fail_on: str | None = None,
+        failures: list[tuple[int, str]] | None = None,
+    ) -> None:
         self.dimensions = dimensions
         self.latency = latency
         self.fail_on = fail_on
+        self.failures = list(failures or [])
         self.in_flight = 0
         self.peak = 0
         self.calls = 0
@@ -229,6 +253,14 @@ class TitanTransport:
             time.sleep(self.latency)
             if text == self.fail_on:
                 raise EndpointConnectionError(endpoint_url=request.url)
+            with self._lock:
+                failure = self.failures.pop(0) if self.failures else None
+            if failure is not None:
+                status, code = failure
+                body = json.dumps({"message": f"scripted {code or status}"}).encode()
+                headers = {"Content-Type": "application/json", "x-amzn-ErrorType": code}
+                raw = urllib3.HTTPResponse(body=io.BytesIO(body), preload_content=False)
+                return AWSResponse(request.url, status, headers, raw)
             payload = json.dumps({"embedding": almost_unit(self.dimensions, hot=int(text.split()[-1]))})
             raw = urllib3.HTTPResponse(body=io.BytesIO(payload.encode()), preload_content=False)
             return AWSResponse(request.url, 200, {"Content-Type": "application/json"}, raw)
@@ -251,13 +283,14 @@ def test_batch_runs_concurrently_bounded_and_keeps_input_order(client: Any) -> N
     assert transport.calls == 24
 
 
-def test_network_failure_in_a_batch_is_retried_then_unavailable(client: Any, sleeps: list[float]) -> None:
+def test_network_failure_in_a_batch_is_retried_then_unavailable(sleeps: list[float]) -> None:
+    client = make_client(max_attempts=2)
     transport = TitanTransport(dimensions=256, fail_on="chunk 2")
     client.meta.events.register("before-send.bedrock-runtime.InvokeModel", transport)
-    embedder = BedrockEmbedder(client, dimensions=256, max_workers=2, max_attempts=2, sleep=sleeps.append)
+    embedder = BedrockEmbedder(client, dimensions=256, max_workers=2)
     with pytest.raises(UnavailableError, match="EndpointConnectionError"):
         embedder.embed([f"chunk {i}" for i in range(4)])
-    assert len(sleeps) == 1
+    assert len(sleeps) >= 1 and transport.calls >= 3  # chunk 2 went twice (botocore's retry)
 
 
 def test_empty_list_makes_no_call(client: Any) -> None:
@@ -338,11 +371,11 @@ def test_a_hanging_bedrock_costs_at_most_the_time_budget(hanging: HangingServer)
 
 
 def test_the_default_budget_fits_the_api_functions_timeout() -> None:
-    from infra.bedrock import DEFAULT_BUDGET_SECONDS, attempt_timeouts
+    from infra.bedrock import DEFAULT_BUDGET_SECONDS, retry_plan, worst_backoff
     from tests.infra.test_template import sam_template
 
-    connect, read = attempt_timeouts(DEFAULT_BUDGET_SECONDS)
-    assert 2 * (connect + read) <= DEFAULT_BUDGET_SECONDS  # two whole attempts fit
+    attempts, connect, read = retry_plan(DEFAULT_BUDGET_SECONDS)
+    assert attempts * (connect + read) + worst_backoff(attempts) <= DEFAULT_BUDGET_SECONDS
     assert sam_template()["Globals"]["Function"]["Timeout"] / 2 >= DEFAULT_BUDGET_SECONDS
 
 

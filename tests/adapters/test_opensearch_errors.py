@@ -13,7 +13,6 @@ from opensearchpy import exceptions as os_errors
 from core.errors import ConfigurationError, ConflictError, InvalidInputError, UnavailableError
 from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
 from infra.opensearch import OpenSearchIndex, RetryPolicy, build_client, build_index
-from infra.opensearch.client import BACKOFF_CAP
 from infra.opensearch.errors import translate, translated
 from infra.settings import Settings, load_settings
 from tests.adapters.opensearch_fakes import (
@@ -122,16 +121,6 @@ def test_a_rejected_document_names_the_problem() -> None:
     assert reason in raised.value.fields["opensearch"]
 
 
-def test_item_backoff_doubles_is_capped_and_jitter_stays_within_half_to_full() -> None:
-    """RetryPolicy paces the throttled items of a 200 _bulk/_msearch answer (the transport cannot)."""
-    policy = RetryPolicy(max_retries=8)
-    ceilings = [policy.delay(a, 1.0) for a in range(8)]
-    assert ceilings == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0, 2.0])
-    for attempt, ceiling in enumerate(ceilings):
-        assert policy.delay(attempt, 0.0) == pytest.approx(ceiling / 2)
-        assert ceiling / 2 <= policy.delay(attempt, 0.37) <= ceiling <= BACKOFF_CAP
-
-
 def test_zero_retries_means_one_attempt() -> None:
     client, attempts, sleeps = scripted([REFUSED] * 3, max_retries=0)
     with pytest.raises(UnavailableError):
@@ -170,22 +159,31 @@ def test_throttled_requests_ask_callers_to_come_back_sooner() -> None:
     assert translate(os_errors.TransportError(429, "x", {})).retry_after < translate(REFUSED).retry_after
 
 
-# -- parts of a 200 response: retried by the adapter -----------------------------------------------------
+# -- parts of a 200 response: resent by streaming_bulk (_bulk) and tenacity (_msearch) -------------------
 
 
 def adapter(server: FakeOpenSearch, max_retries: int = 2) -> tuple[OpenSearchIndex, list[float]]:
+    """The adapter with tenacity's waits between `_msearch` attempts recorded instead of slept."""
     sleeps: list[float] = []
     index = OpenSearchIndex(
-        server,
-        dimension=DIM,
-        retry=RetryPolicy(max_retries=max_retries),
-        sleep=sleeps.append,
-        jitter=lambda: 1.0,
+        server, dimension=DIM, retry=RetryPolicy(max_retries=max_retries), sleep=sleeps.append
     )
     return index, sleeps
 
 
-def test_throttled_bulk_items_are_resent_alone_after_a_backoff() -> None:
+@pytest.fixture
+def bulk_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """opensearch-py's streaming_bulk waits (time.sleep in opensearchpy.helpers.actions), recorded."""
+    import types
+
+    from opensearchpy.helpers import actions
+
+    waits: list[float] = []
+    monkeypatch.setattr(actions, "time", types.SimpleNamespace(sleep=waits.append))
+    return waits
+
+
+def test_throttled_bulk_items_are_resent_alone_after_a_backoff(bulk_sleeps: list[float]) -> None:
     server = FakeOpenSearch()
     rejected: list[int] = []
 
@@ -197,12 +195,13 @@ def test_throttled_bulk_items_are_resent_alone_after_a_backoff() -> None:
         return None
 
     server.bulk_interceptor = throttle_second_once
-    index, sleeps = adapter(server)
+    index, _ = adapter(server)
     records = [record("t", "memory", "a", "one"), record("t", "memory", "b", "two")]
     assert index.upsert_many(records) == [WriteOutcome.APPLIED, WriteOutcome.APPLIED]
     first, second = server.calls("bulk")
     assert len(first[2]) == 4 and len(second[2]) == 2  # only the throttled action went again
-    assert second[2][0]["create"]["_id"].endswith(":b") and sleeps == pytest.approx([0.1])
+    assert second[2][0]["create"]["_id"].endswith(":b") and bulk_sleeps == pytest.approx([0.1])
+    assert {d["entity_id"] for _, d in server.docs.values()} == {"a", "b"}
 
 
 def test_writes_that_keep_losing_to_concurrent_writers_end_as_unavailable() -> None:
@@ -219,13 +218,38 @@ def test_writes_that_keep_losing_to_concurrent_writers_end_as_unavailable() -> N
     assert len(server.calls("bulk")) == len(server.calls("mget")) == CAS_ROUNDS  # read, decide, write
 
 
-def test_bulk_items_still_throttled_after_the_retries_fail_as_unavailable() -> None:
+def test_bulk_items_still_throttled_after_the_retries_fail_as_unavailable(bulk_sleeps: list[float]) -> None:
     server = FakeOpenSearch()
     server.bulk_interceptor = lambda _, action: throttled_item("quarry-v1", action["create"]["_id"], "create")
-    index, sleeps = adapter(server, max_retries=2)
+    index, _ = adapter(server, max_retries=2)
     with pytest.raises(UnavailableError) as raised:
         index.upsert(record("t", "memory", "a", "one"))
-    assert len(server.calls("bulk")) == 3 and len(sleeps) == 2 and raised.value.retry_after == 1
+    assert len(server.calls("bulk")) == 3 and raised.value.retry_after == 1
+    assert bulk_sleeps == pytest.approx([0.1, 0.2])  # RetryPolicy's base, doubled
+
+
+def test_answers_match_their_writes_when_a_resent_item_comes_back_last(bulk_sleeps: list[float]) -> None:
+    """streaming_bulk yields resent items after the others: each write still gets its own answer."""
+    server = FakeOpenSearch()
+    throttled: list[str] = []
+
+    def throttle_first_once(position: int, action: dict[str, Any]) -> dict[str, Any] | None:
+        (kind, meta), *_ = action.items()
+        if position == 0 and not throttled:
+            throttled.append(meta["_id"])
+            return throttled_item("quarry-v1", meta["_id"], kind)
+        if meta["_id"].endswith(":c"):
+            return conflict_item("quarry-v1", meta["_id"], "exists", kind)  # c always loses to a writer
+        return None
+
+    from tests.adapters.opensearch_fakes import conflict_item
+
+    server.bulk_interceptor = throttle_first_once
+    index, _ = adapter(server)
+    records = [record("t", "memory", n, n) for n in ("a", "b", "c")]
+    with pytest.raises(UnavailableError):  # c: conflicts on every round → unavailable; a and b applied
+        index.upsert_many(records)
+    assert throttled and {d["entity_id"] for _, d in server.docs.values()} == {"a", "b"}
 
 
 def test_throttled_msearch_items_are_rerun_alone() -> None:
