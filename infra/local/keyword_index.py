@@ -32,6 +32,7 @@ from tantivy import Query
 
 from core.models import Filters, LexicalQuery
 from infra.local.fts import scope_token
+from infra.local.sqlite_sql import KEYWORD_FLOOR
 from infra.local.tantivy_query import (
     ANALYZER,
     TEXT,
@@ -43,7 +44,6 @@ from infra.local.tantivy_query import (
 )
 
 FORMAT = 1  # bump when the documents' fields change: older indexes are rebuilt, never misread
-FLOOR_KEY = "keyword_seq"
 WRITER_HEAP = 64_000_000
 ROWS = 2000
 FOLLOW_IDLE_S = 2.0  # the background follower waits this long for more writes before it ends
@@ -52,12 +52,6 @@ _ROW_SELECT = (
     "FROM idx_chunks c JOIN idx_entities e ON e.tenant_id = c.tenant_id AND e.entity_type = c.entity_type "
     "AND e.entity_id = c.entity_id JOIN idx_fts f ON f.rowid = c.id WHERE e.deleted = 0"
 )
-
-
-def unregister(conn: sqlite3.Connection) -> None:
-    """No keyword index follows this database (the fts5 engine): the log may be pruned freely again."""
-    with contextlib.suppress(sqlite3.OperationalError):
-        conn.execute("DELETE FROM idx_meta WHERE key = ?", (FLOOR_KEY,))
 
 
 class KeywordIndex:
@@ -274,7 +268,7 @@ def _last_seq(conn: sqlite3.Connection) -> int:
 
 
 def _floor(conn: sqlite3.Connection) -> int | None:
-    row = conn.execute("SELECT value FROM idx_meta WHERE key = ?", (FLOOR_KEY,)).fetchone()
+    row = conn.execute("SELECT value FROM idx_meta WHERE key = ?", (KEYWORD_FLOOR,)).fetchone()
     return None if row is None else int(row[0])
 
 
@@ -282,7 +276,7 @@ def _register(conn: sqlite3.Connection, seq: int, strict: bool = False) -> None:
     """Record the log position this index needs kept. Best effort after a catch-up (an older floor only
     prunes less); `strict` before a rebuild, which must not race a prune."""
     try:
-        conn.execute("INSERT OR REPLACE INTO idx_meta (key, value) VALUES (?, ?)", (FLOOR_KEY, str(seq)))
+        conn.execute("INSERT OR REPLACE INTO idx_meta (key, value) VALUES (?, ?)", (KEYWORD_FLOOR, str(seq)))
     except sqlite3.OperationalError:
         if strict:
             raise

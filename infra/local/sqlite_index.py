@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from core.errors import UnavailableError
+from core.errors import ConfigurationError, UnavailableError
 from core.models import (
     Candidate,
     EntityKey,
@@ -35,7 +35,6 @@ from core.models import (
 )
 from core.text import edit_distance, fuzzy_budget, light_stem
 from infra.local.fts import fts5_expression, is_scope_token, scope_text, scoped_expression
-from infra.local.keyword_index import KeywordIndex, unregister
 from infra.local.sqlite_catalog import SqliteCatalog
 from infra.local.sqlite_connect import open_sqlite
 from infra.local.sqlite_sql import (
@@ -43,6 +42,7 @@ from infra.local.sqlite_sql import (
     CHANGE_LOG,
     ENTITY_COLUMNS,
     JOIN,
+    KEYWORD_FLOOR,
     SCHEMA,
     candidate,
     collapse,
@@ -95,13 +95,14 @@ class SqliteIndex(SqliteCatalog):
         else:
             folder = Path(self._path + ".vectors")
         self._vectors = VectorStores(folder, str(db_id), ann_min_chunks)
-        self._keywords: KeywordIndex | None = None
+        self._keywords: Any = None  # keyword_index.KeywordIndex (imported only when chosen)
         if keyword_engine == "tantivy":
-            self._keywords = KeywordIndex(
-                folder.with_name(folder.name.removesuffix(".vectors") + ".tantivy"), str(db_id)
+            self._keywords = _keyword_index(
+                Path(str(folder).removesuffix(".vectors") + ".tantivy"), str(db_id)
             )
-        else:
-            unregister(self._conn())
+        else:  # no keyword index follows this database: the change log may be pruned freely again
+            with contextlib.suppress(sqlite3.OperationalError):
+                self._conn().execute("DELETE FROM idx_meta WHERE key = ?", (KEYWORD_FLOOR,))
         self._ensure_listing_index()
 
     def _conn(self) -> sqlite3.Connection:
@@ -530,6 +531,17 @@ class SqliteIndex(SqliteCatalog):
     def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
         """Each spec in turn (locally there is no round trip to save)."""
         return [self.retrieve(tenant_id, s.query, s.embedding, s.filters, s.k) for s in specs]
+
+
+def _keyword_index(folder: Path, db_id: str) -> Any:
+    try:
+        from infra.local.keyword_index import KeywordIndex
+    except ModuleNotFoundError as exc:
+        raise ConfigurationError(
+            "QUARRY_KEYWORD_ENGINE=tantivy needs the tantivy package (pip install 'quarry[local]')",
+            {"QUARRY_KEYWORD_ENGINE": "tantivy is not installed"},
+        ) from exc
+    return KeywordIndex(folder, db_id)
 
 
 def _remove_tree(folder: Path) -> None:

@@ -56,6 +56,10 @@ WHEN new.metadata IS NOT old.metadata AND new.deleted = 0 BEGIN
 END;
 """
 
+# idx_meta key: the change-log position the tantivy keyword index still needs (keyword_index.py); the
+# vector store never prunes the log past it, and the fts5 engine removes it.
+KEYWORD_FLOOR = "keyword_seq"
+
 ENTITY_COLUMNS = (
     "e.tenant_id, e.entity_type, e.entity_id, e.version, e.deleted, e.source, e.owner, e.namespace, "
     "e.created_at, e.updated_at, e.title, e.body, e.metadata, e.content_hash"

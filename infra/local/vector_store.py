@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from infra.local import ivf
 from infra.local.sqlite_connect import BUSY_TIMEOUT_MS
+from infra.local.sqlite_sql import KEYWORD_FLOOR
 from infra.local.vector_files import COLUMN_TYPES, MIN_CAPACITY, ColumnFiles, Meta
 from infra.local.vectors import CODED, VectorSnapshot
 
@@ -315,8 +316,8 @@ class TenantStore:
             # Never past the position the keyword index still needs (keyword_index.py registers it).
             conn.execute(
                 "DELETE FROM idx_changes WHERE tenant_id = ? AND seq <= min(?, coalesce("
-                "(SELECT CAST(value AS INTEGER) FROM idx_meta WHERE key = 'keyword_seq'), ?))",
-                (self._tenant, meta.seq, meta.seq),
+                "(SELECT CAST(value AS INTEGER) FROM idx_meta WHERE key = ?), ?))",
+                (self._tenant, meta.seq, KEYWORD_FLOOR, meta.seq),
             )
         except sqlite3.OperationalError:
             return

@@ -212,3 +212,21 @@ def test_kill_9_mid_write_loses_no_acknowledged_write(tmp_path: Path) -> None:
         assert lex(index, "t", f"tapir{i}") == ([] if i in deleted else [f"w{i}"]), i
     assert lex(index, "t", "seed") == ["seed"]
     assert unit(1, 0).shape  # the vectors are not this test's concern
+
+
+def test_the_setting_chooses_the_engine_and_a_wrong_value_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.errors import ConfigurationError
+    from infra.settings import load_settings
+    from infra.wiring import Container
+
+    monkeypatch.setenv("QUARRY_KEYWORD_ENGINE", "tantivy")
+    index = Container(load_settings(data_dir=tmp_path)).index
+    index.upsert(record("t", "memory", "a", "the setting works"))
+    assert lex(index, "t", "setting") == ["a"]
+    assert Path(str(index._path) + ".tantivy").is_dir()
+    monkeypatch.setenv("QUARRY_KEYWORD_ENGINE", "lucene")
+    with pytest.raises(ConfigurationError) as raised:
+        load_settings(data_dir=tmp_path)
+    assert "QUARRY_KEYWORD_ENGINE" in raised.value.variables
