@@ -9,8 +9,9 @@ each write, re-reads only the chunks named in the log since then (a changed chun
 its id and added again from its current row, so replaying is harmless). It is rebuilt from SQLite when
 missing, unreadable, of another database or format, or when the log may have been pruned past it.
 
-The log is pruned by the vector store; while this index exists, the position it registered in `idx_meta`
-(`keyword_seq`) bounds that pruning, so the entries it still needs stay. One writer across processes: an
+The log is pruned by the vector store; the position this index registered in `idx_meta` (`keyword_seq`)
+bounds that pruning, so the entries it still needs stay (also while the fts5 engine runs, as long as this
+folder exists: delete it when leaving tantivy for good). One writer across processes: an
 exclusive `flock` around every change; readers reload after a commit (theirs or another process's).
 """
 
@@ -32,6 +33,7 @@ from tantivy import Query
 
 from core.models import Filters, LexicalQuery
 from infra.local.fts import scope_token
+from infra.local.sqlite_connect import BUSY_TIMEOUT_MS
 from infra.local.sqlite_sql import KEYWORD_FLOOR
 from infra.local.tantivy_query import (
     ANALYZER,
@@ -275,11 +277,15 @@ def _floor(conn: sqlite3.Connection) -> int | None:
 def _register(conn: sqlite3.Connection, seq: int, strict: bool = False) -> None:
     """Record the log position this index needs kept. Best effort after a catch-up (an older floor only
     prunes less); `strict` before a rebuild, which must not race a prune."""
+    if not strict:
+        conn.execute("PRAGMA busy_timeout = 0")  # never wait for a writer here: the next catch-up registers
     try:
         conn.execute("INSERT OR REPLACE INTO idx_meta (key, value) VALUES (?, ?)", (KEYWORD_FLOOR, str(seq)))
     except sqlite3.OperationalError:
         if strict:
             raise
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
 def _write(index: tantivy.Index, change: Callable[[tantivy.IndexWriter], object]) -> None:

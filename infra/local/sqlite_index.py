@@ -96,11 +96,10 @@ class SqliteIndex(SqliteCatalog):
             folder = Path(self._path + ".vectors")
         self._vectors = VectorStores(folder, str(db_id), ann_min_chunks)
         self._keywords: Any = None  # keyword_index.KeywordIndex (imported only when chosen)
+        keywords = Path(str(folder).removesuffix(".vectors") + ".tantivy")
         if keyword_engine == "tantivy":
-            self._keywords = _keyword_index(
-                Path(str(folder).removesuffix(".vectors") + ".tantivy"), str(db_id)
-            )
-        else:  # no keyword index follows this database: the change log may be pruned freely again
+            self._keywords = _keyword_index(keywords, str(db_id))
+        elif not keywords.exists():  # no keyword index follows this database: prune the log freely again
             with contextlib.suppress(sqlite3.OperationalError):
                 self._conn().execute("DELETE FROM idx_meta WHERE key = ?", (KEYWORD_FLOOR,))
         self._ensure_listing_index()

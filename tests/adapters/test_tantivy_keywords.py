@@ -142,7 +142,8 @@ def test_a_missing_or_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> N
     assert len(lex(index, "t", "kiwi", k=50)) == 20
     del index
     if damage == "missing":
-        shutil.rmtree(folder(path))
+        while folder(path).exists():  # tantivy may still be removing merged files in the background
+            shutil.rmtree(folder(path), ignore_errors=True)
     elif damage == "corrupt":
         (folder(path) / "meta.json").write_text("{not json")
     else:
@@ -152,13 +153,30 @@ def test_a_missing_or_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> N
     assert lex(reopened, "t", "number7") == ["m7"]
 
 
-def test_switching_engines_back_and_forth_rebuilds_what_the_log_no_longer_holds(tmp_path: Path) -> None:
+def test_the_fts5_engine_holds_log_pruning_back_while_a_keyword_index_exists(tmp_path: Path) -> None:
     path = tmp_path / "i.db"
-    tantivy_index(path).upsert(record("t", "memory", "a", "first lynx"))
-    fts = SqliteIndex(path)  # fts5: the log may be pruned past the keyword index from now on
+    first = tantivy_index(path)
+    first.upsert(record("t", "memory", "a", "first lynx"))
+    assert lex(first, "t", "lynx") == ["a"]
+    fts = SqliteIndex(path)  # the fts5 engine, e.g. a command run without QUARRY_KEYWORD_ENGINE
     fts.upsert(record("t", "memory", "b", "second lynx"))
     fts.delete("t", EntityKey("memory", "a"), None)
-    fts._conn().execute("DELETE FROM idx_changes")  # as the vector store's pruning would
+    floor = fts._conn().execute("SELECT value FROM idx_meta WHERE key = 'keyword_seq'").fetchone()
+    assert floor is not None  # the vector store's pruning stops there
+    assert lex(tantivy_index(path), "t", "lynx") == ["b"]
+
+
+def test_a_keyword_index_behind_a_pruned_log_is_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "i.db"
+    first = tantivy_index(path)
+    first.upsert(record("t", "memory", "a", "first lynx"))
+    assert lex(first, "t", "lynx") == ["a"]
+    shutil.move(folder(path), tmp_path / "kept")  # the fts5 engine runs with no keyword index in sight
+    fts = SqliteIndex(path)
+    fts.upsert(record("t", "memory", "b", "second lynx"))
+    fts.delete("t", EntityKey("memory", "a"), None)
+    fts._conn().execute("DELETE FROM idx_changes")  # as the vector store's pruning may now do
+    shutil.move(tmp_path / "kept", folder(path))  # an old keyword index comes back
     assert lex(tantivy_index(path), "t", "lynx") == ["b"]
 
 
