@@ -165,8 +165,8 @@ class QueryBuilder:
         ):
             if values:
                 parts.append((Occur.Must, self._any_of(scope_token(kind, v) for v in values)))
-        for key, values in sorted(filters.metadata.items()):
-            tokens = [t for v in values if (t := metadata_token(key, v)) is not None]
+        for key, wanted in sorted(filters.metadata.items()):
+            tokens = [t for v in wanted if (t := metadata_token(key, v)) is not None]
             parts.append((Occur.Must, self._any_of(tokens) if tokens else Query.empty_query()))
         if filters.exclude_owner is not None:
             parts.append((Occur.MustNot, self._any_of([scope_token("owner", filters.exclude_owner)])))
