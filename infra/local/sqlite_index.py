@@ -96,7 +96,7 @@ class SqliteIndex(SqliteCatalog):
             folder = Path(self._path + ".vectors")
         self._vectors = VectorStores(folder, str(db_id), ann_min_chunks)
         self._keywords: Any = None  # keyword_index.KeywordIndex (imported only when chosen)
-        keywords = Path(str(folder).removesuffix(".vectors") + ".tantivy")
+        keywords = folder / "tantivy" if self._path == ":memory:" else Path(self._path + ".tantivy")
         if keyword_engine == "tantivy":
             self._keywords = _keyword_index(keywords, str(db_id))
         elif not keywords.exists():  # no keyword index follows this database: prune the log freely again
