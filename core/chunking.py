@@ -71,3 +71,9 @@ def build_chunks(etype: EntityType, body: Mapping[str, Any]) -> list[tuple[tuple
         plain = " ".join(p for p in (top, mid, piece) if p)
         out.append(((index_text([top]), index_text([mid]), index_text([piece])), plain))
     return out
+
+
+def embedding_input(chunked: bool, title: str, plain: str) -> str:
+    """The text a chunk's vector embeds: `title. text` for chunked types with a title (a document's chunk
+    alone may not say what it is about), else the chunk's plain text. Indexing and reindexing share it."""
+    return f"{title}. {plain}" if chunked and title else plain

@@ -153,6 +153,22 @@ class Embedder(Protocol):
         ...
 
 
+class TenantEmbedders(Protocol):
+    """An Embedder whose model can differ per tenant (the embedded backend after `quarry reindex --tenant`)."""
+
+    def for_tenant(self, tenant_id: str) -> Embedder:
+        """The embedder of the model `tenant_id`'s vectors were built with."""
+        ...
+
+
+def tenant_embedder(embedder: Embedder, tenant_id: str) -> Embedder:
+    """The embedder to use for one tenant's queries and passages: its own model when `embedder` keeps one
+    per tenant (TenantEmbedders), else `embedder` itself. Resolve once per call, then embed and read
+    `model_id` from the result, so both name the same model even if a reindex switches it meanwhile."""
+    pick = getattr(embedder, "for_tenant", None)
+    return embedder if pick is None else pick(tenant_id)
+
+
 class Cache(Protocol):
     """A key-value cache with time-to-live; values are JSON-serialisable."""
 

@@ -1,49 +1,22 @@
-"""`quarry reindex`: re-embed the local data file with another model folder, searches answering throughout."""
+"""`quarry reindex`: re-embed what is stored with another model folder, searches answering throughout
+(the embedded data file, one tenant of it, or the OpenSearch index behind its alias; infra/reindexing.py)."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
-from core.cache_key import generation_key
-from core.errors import InvalidInputError
 from handlers.cli_governance import DATA_DIR_HELP
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    """Shadow-embed every chunk with the new model, swap vectors and model at once, then settle."""
-    from infra.local.embedder import LocalEmbedder
-    from infra.local.reindex import SqliteReindexer, reindex
+    """Switch the configured index (or one tenant) to the model in --model-dir; print what was done."""
+    from infra.reindexing import reindex_store
     from infra.wiring import container
 
     c = container(data_dir=args.data_dir) if args.data_dir else container()
-    if c.settings.index_kind != "sqlite":
-        raise InvalidInputError(
-            "quarry reindex works on the embedded (SQLite) index; on OpenSearch it is not built yet",
-            {"QUARRY_INDEX": "must be sqlite for quarry reindex"},
-        )
-    folder = Path(args.model_dir).resolve()
-    if not folder.is_dir():
-        raise InvalidInputError(f"no model folder at {folder}", {"--model-dir": "must be a directory"})
-    s = c.settings
-    embedder = LocalEmbedder(
-        folder, threads=s.embedder_threads, runtime=s.embedder_runtime, cache_dir=s.embedder_cache_dir
-    )
-    reindexer = SqliteReindexer(c.settings.sqlite_path, c.registry)
-
-    def invalidate() -> None:
-        for tenant in reindexer.tenants():
-            c.cache.incr(generation_key(tenant))  # cached searches and page cursors of the old model
-
-    try:
-        report = reindex(reindexer, embedder, str(folder), args.settle_seconds, on_swap=invalidate)
-        invalidate()
-    finally:
-        reindexer.close()
-    print(json.dumps(dataclasses.asdict(report)))
+    print(json.dumps(reindex_store(c, args.model_dir, args.tenant, args.settle_seconds)))
     return 0
 
 
@@ -52,10 +25,15 @@ def register(sub: Any) -> None:
     r = sub.add_parser("reindex", help="re-embed every entity with another model folder (no downtime)")
     r.add_argument("--model-dir", required=True, help="a BERT-family sentence-transformers folder")
     r.add_argument(
+        "--tenant",
+        default=None,
+        help="re-embed only this tenant (embedded backend; the others keep their model)",
+    )
+    r.add_argument(
         "--settle-seconds",
         type=float,
         default=30.0,
-        help="wait this long after the swap, then re-embed chunks written meanwhile (default 30)",
+        help="wait this long after the swap, then re-embed what was written meanwhile (default 30)",
     )
     r.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     r.set_defaults(func=cmd_reindex)

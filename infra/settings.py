@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     opensearch_refresh: Literal["false", "true", "wait_for"] = "false"
     # Bytes per _bulk request (infra/opensearch/index.py): below the domain's request size cap.
     opensearch_max_bulk_bytes: int = Field(default=5 * 1024 * 1024, ge=65_536, le=100 * 1024 * 1024)
+    # Seconds between a process's reads of which model built the generation behind the alias: a
+    # `quarry reindex` swap is followed within this (infra/opensearch/lifecycle.py).
+    opensearch_model_check_seconds: float = Field(default=5.0, ge=0.0, le=300.0)
 
     # DynamoDB (QUARRY_STATE / QUARRY_CACHE = dynamodb). boto3 reads AWS_ENDPOINT_URL_DYNAMODB by itself;
     # it is read here only to decide whether to create missing tables (a local endpoint such as

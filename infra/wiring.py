@@ -71,7 +71,8 @@ class Container:
         if self.settings.index_kind == "opensearch":
             from infra.opensearch import build_index
 
-            return build_index(self.settings, self.embedder.dimension)
+            # The configured model's dimension; a reindexed generation's own (its `_meta`) wins at start.
+            return build_index(self.settings, self.configured_embedder.dimension)
         from infra.local.sqlite_index import SqliteIndex
 
         return SqliteIndex(
@@ -82,11 +83,12 @@ class Container:
         )
 
     @cached_property
-    def embedder(self) -> Embedder:
-        if self.settings.embedder_kind == "bedrock":
+    def configured_embedder(self) -> Embedder:
+        """The model configuration names (QUARRY_EMBEDDER, QUARRY_EMBEDDER_MODEL_DIR…)."""
+        s = self.settings
+        if s.embedder_kind == "bedrock":
             from infra.bedrock import BedrockEmbedder
 
-            s = self.settings
             return BedrockEmbedder(
                 model_id=s.bedrock_model_id,
                 dimensions=s.bedrock_dimensions,
@@ -95,8 +97,7 @@ class Container:
             )
         from infra.local.embedder import LocalEmbedder
 
-        s = self.settings
-        configured = LocalEmbedder(
+        return LocalEmbedder(
             s.embedder_model_dir,
             pooling=s.embedder_pooling,
             query_prefix=s.embedder_query_prefix,
@@ -104,21 +105,32 @@ class Container:
             runtime=s.embedder_runtime,
             cache_dir=s.embedder_cache_dir,
         )
-        if self.settings.index_kind == "opensearch":
+
+    def load_embedder(self, folder: str | Path) -> Embedder:
+        """A local model folder's embedder (the one `quarry reindex` switched to)."""
+        from infra.local.embedder import LocalEmbedder
+
+        s = self.settings
+        return LocalEmbedder(
+            Path(folder),
+            threads=s.embedder_threads,
+            runtime=s.embedder_runtime,
+            cache_dir=s.embedder_cache_dir,
+        )
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        """The configured model until `quarry reindex` switches to a model folder: then that one (per
+        tenant on the embedded backend; the generation behind the alias on OpenSearch)."""
+        configured = self.configured_embedder
+        if self.settings.embedder_kind == "bedrock":
             return configured
-        # The data file remembers the model `quarry reindex` switched it to; follow it.
         from infra.switching_embedder import ActiveModel, SwitchingEmbedder
 
-        return SwitchingEmbedder(
-            configured,
-            lambda folder: LocalEmbedder(
-                Path(folder),
-                threads=s.embedder_threads,
-                runtime=s.embedder_runtime,
-                cache_dir=s.embedder_cache_dir,
-            ),
-            ActiveModel(s.sqlite_path),
-        )
+        if self.settings.index_kind == "opensearch":
+            index: Any = self.index
+            return SwitchingEmbedder(configured, self.load_embedder, lambda _tenant: index.live_model_dir())
+        return SwitchingEmbedder(configured, self.load_embedder, ActiveModel(self.settings.sqlite_path))
 
     @cached_property
     def cache(self) -> Cache:

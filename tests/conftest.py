@@ -102,6 +102,7 @@ def make_container(data_dir: Path, embedder: Any | None = None, **settings: Any)
     c = Container(load_settings(data_dir=data_dir, **settings))
     if embedder is not None:
         c.__dict__["embedder"] = embedder  # cached_property slot: use this embedder
+        c.__dict__["configured_embedder"] = embedder  # and size the OpenSearch index with it
     return c
 
 

@@ -36,7 +36,7 @@ from core.entities import EntityTypeRegistry
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnavailableError
 from core.fusion import RRF_K
 from core.models import LexicalQuery, Vector
-from core.ports import Clock, Embedder, LinkReader, SearchIndex, StateStore, TripleStore
+from core.ports import Clock, Embedder, LinkReader, SearchIndex, StateStore, TripleStore, tenant_embedder
 from core.query import parse_query
 from core.scoring import TokenCounter, estimate_tokens, iso_timestamp
 from core.service.context_retrieval import Fanout, Gathered, MapFn, load_links, plan_tasks
@@ -123,9 +123,9 @@ class ContextService:
         wild = None if own is not None else self._state.get_budget(tenant_id, WILDCARD_CALLER)
         return resolve_budget(None, own, wild, request.namespace, self.settings.default_budget)
 
-    def _embed(self, text: str, warnings: list[str]) -> Vector | None:
+    def _embed(self, tenant_id: str, text: str, warnings: list[str]) -> Vector | None:
         try:
-            return self._embedder.embed_query([text])[0]
+            return tenant_embedder(self._embedder, tenant_id).embed_query([text])[0]
         except UnavailableError as exc:
             warnings.append(f"semantic retrieval skipped, keyword only: {exc.public_message}")
             return None
@@ -155,7 +155,7 @@ class ContextService:
         """Embed the query, then fan out to every source (and the graph) in parallel."""
         parsed = parse_query(request.query, self._registry)
         lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights)
-        embedding = self._embed(parsed.text, prep.warnings)
+        embedding = self._embed(tenant_id, parsed.text, prep.warnings)
         with_graph = prep.graph_allowance > 0 and self._triples is not None
         if prep.graph_allowance > 0 and self._triples is None:
             prep.warnings.append(NO_TRIPLE_STORE)

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.cache_key import generation_key, settling_key
-from core.chunking import build_chunks
+from core.chunking import build_chunks, embedding_input
 from core.entities import EntityType, EntityTypeRegistry
 from core.errors import InvalidInputError, NotFoundError, QuarryError, UnavailableError
 from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
 from core.payload import lone_surrogates
-from core.ports import Cache, Clock, Embedder, SearchIndex
+from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
 from core.scoring import iso_timestamp
 from core.text import flatten
 from core.validation import validate_body, validate_id
@@ -111,11 +111,12 @@ class IndexingService:
         built = [build_chunks(d.etype, d.body) for d in drafts]
         titles = [flatten(d.body.get(d.etype.title_field)).strip() for d in drafts]
         inputs = [
-            f"{title}. {plain}" if d.etype.chunked and title else plain
+            embedding_input(d.etype.chunked, title, plain)
             for d, title, chunks in zip(drafts, titles, built, strict=True)
             for _, plain in chunks
         ]
-        vectors = iter(self._embedder.embed(inputs) if inputs else [])
+        embedder = tenant_embedder(self._embedder, tenant_id)  # the tenant's model (quarry reindex)
+        vectors = iter(embedder.embed(inputs) if inputs else [])
         return [
             self._record(tenant_id, d, title, chunks, vectors, now)
             for d, title, chunks in zip(drafts, titles, built, strict=True)

@@ -30,7 +30,7 @@ from core.governance.selection import (
 )
 from core.governance.validation import parse_overlay
 from core.models import EntityKey, Filters, Retrieval, Vector
-from core.ports import Clock, Embedder, SearchIndex, StateStore
+from core.ports import Clock, Embedder, SearchIndex, StateStore, tenant_embedder
 
 DOCUMENT_TYPE = "document"  # the corpus lives in the built-in chunked `document` type (DESIGN.md §2)
 MIN_DEPTH = 40  # candidates per retriever, at least: as core.service.search.MIN_CANDIDATE_DEPTH
@@ -139,7 +139,11 @@ class RetrievalService:
                 retrieved={"lexical_hits": len(got.lexical), "vector_hits": len(got.vector)},
                 timings_ms=clock.laps,
                 depth=depth,
-                embedder=self._embedder.model_id if self._embedder and mode not in _LEXICAL else None,
+                embedder=(
+                    tenant_embedder(self._embedder, tenant_id).model_id
+                    if self._embedder and mode not in _LEXICAL
+                    else None
+                ),
                 degraded_reason=degraded or sim_degraded,
             )
         )
@@ -234,6 +238,7 @@ class _VectorMemo:
 
     def embed(self, tenant_id: str, embedder: Embedder, texts: Sequence[str]) -> list[Vector]:
         """Vectors for `texts`, embedding only those this tenant's calls left behind (in one call)."""
+        embedder = tenant_embedder(embedder, tenant_id)
         model = embedder.model_id
         with self._lock:
             known = {

@@ -12,14 +12,14 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cache_key, settling_key
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
 from core.fusion import RRF_K, Fused, FusionMethod, fuse
 from core.models import Candidate, Filters, LexicalQuery, MatchMode, Retrieval, Scalar
-from core.ports import Cache, Clock, Embedder, SearchIndex
+from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
 from core.query import MAX_TERMS, ParsedQuery, QueryShape, parse_query
 from core.schemas import (
     Explanation,
@@ -53,6 +53,7 @@ COMMON_FILTERS = ("source", "owner", "namespace")
 # Vector hits below this cosine are noise for all-MiniLM-L6-v2 (unrelated sentences score ~-0.1..0.15);
 # without a floor every query "matches" the whole tenant. Measured on SciFact/Cranfield in bench/.
 MIN_VECTOR_SIMILARITY = 0.2
+MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +106,15 @@ def retrieval_depth(limit: int, plan: Plan, settings: SearchSettings) -> int:
 def strong_vector_hits(candidates: Sequence[Candidate], settings: SearchSettings) -> list[Candidate]:
     """Vector candidates at or above the similarity floor (weaker ones are noise, see the constant)."""
     return [c for c in candidates if c.score >= settings.min_vector_similarity]
+
+
+class _Retrieved(NamedTuple):
+    plan: Plan
+    lexical: LexicalQuery | None
+    embedding: Any
+    fused: list[Fused]
+    fallback: str | None
+    degraded_reason: str | None
 
 
 class SearchService:
@@ -270,6 +280,30 @@ class SearchService:
         )
         return not ok or marker is not None  # unknown: do not cache what may be stale
 
+    def _embed_and_retrieve(
+        self,
+        tenant_id: str,
+        embedder: Embedder,
+        request: SearchRequest,
+        parsed: ParsedQuery,
+        types: tuple[str, ...],
+        filters: Filters,
+        plan: Plan,
+    ) -> _Retrieved:
+        """Embed the query with `embedder` (keyword only when it is down) and retrieve and fuse."""
+        degraded_reason: str | None = None
+        embedding = None
+        if plan.vector and types:
+            try:
+                embedding = embedder.embed_query([parsed.text])[0]
+            except UnavailableError as exc:
+                degraded_reason = exc.public_message
+                plan = Plan("keyword", True, False, 0.0)
+        lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights) if plan.lexical else None
+        depth = retrieval_depth(request.limit, plan, self.settings)
+        fused, fallback = self._retrieve(tenant_id, lexical, embedding, filters, depth, plan, bool(types))
+        return _Retrieved(plan, lexical, embedding, fused, fallback, degraded_reason)
+
     def _execute(
         self,
         tenant_id: str,
@@ -280,17 +314,14 @@ class SearchService:
         plan: Plan,
         page: SearchPage | None,
     ) -> SearchResponse:
-        degraded_reason: str | None = None
-        embedding = None
-        if plan.vector and types:
-            try:
-                embedding = self._embedder.embed_query([parsed.text])[0]
-            except UnavailableError as exc:
-                degraded_reason = exc.public_message
-                plan = Plan("keyword", True, False, 0.0)
-        lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights) if plan.lexical else None
-        depth = retrieval_depth(request.limit, plan, self.settings)
-        fused, fallback = self._retrieve(tenant_id, lexical, embedding, filters, depth, plan, bool(types))
+        for _ in range(MODEL_SWITCH_ATTEMPTS):
+            embedder = tenant_embedder(self._embedder, tenant_id)
+            got = self._embed_and_retrieve(tenant_id, embedder, request, parsed, types, filters, plan)
+            if got.embedding is None or tenant_embedder(self._embedder, tenant_id) is embedder:
+                break
+            # A reindex switched the tenant's model between embedding and retrieval: the vectors retrieved
+            # against may be the new model's, so embed with it and ask again (once is enough: a swap is atomic).
+        plan, lexical, embedding, fused, fallback, degraded_reason = got
         window, total, next_cursor = fused[: request.limit], len(fused), None
         if page is None:
             return self._response(

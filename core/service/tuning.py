@@ -16,7 +16,7 @@ from core.evaluation import Qrels
 from core.fusion import FusionMethod
 from core.governance.overlay import RoleOverlay
 from core.models import Filters, LexicalQuery
-from core.ports import Embedder, SearchIndex
+from core.ports import Embedder, SearchIndex, tenant_embedder
 from core.query import parse_query
 from core.service.golden import run_golden_set
 from core.service.retrieval import RetrievalService, Reuse
@@ -67,7 +67,8 @@ class FusionTuningService:
         max_terms = self._settings.max_terms
         parsed = {qid: parse_query(t, self._registry, max_terms) for qid, t in queries.items() if t.strip()}
         ids = list(parsed)
-        vectors = self._embedder.embed_query([parsed[q].text for q in ids]) if ids else []
+        embedder = tenant_embedder(self._embedder, tenant_id)
+        vectors = embedder.embed_query([parsed[q].text for q in ids]) if ids else []
         out: dict[str, QueryLists] = {}
         for qid, vector in zip(ids, vectors, strict=True):
             query = parsed[qid]

@@ -338,7 +338,8 @@ class VectorStores:
         self._lock = threading.Lock()
 
     @staticmethod
-    def _name(tenant_id: str) -> str:
+    def store_name(tenant_id: str) -> str:
+        """The folder name of a tenant's store."""
         return hashlib.sha256(tenant_id.encode("utf-8")).hexdigest()[:24]
 
     def tenant(self, tenant_id: str) -> TenantStore:
@@ -346,7 +347,7 @@ class VectorStores:
             store = self._stores.get(tenant_id)
             if store is None:
                 store = TenantStore(
-                    self._folder / self._name(tenant_id), tenant_id, self._db_id, self._ann_min
+                    self._folder / self.store_name(tenant_id), tenant_id, self._db_id, self._ann_min
                 )
                 self._stores[tenant_id] = store
             return store
@@ -360,4 +361,4 @@ class VectorStores:
         pages, whose rows no longer join any chunk, until they let go."""
         with self._lock:
             self._stores.pop(tenant_id, None)
-        shutil.rmtree(self._folder / self._name(tenant_id), ignore_errors=True)
+        shutil.rmtree(self._folder / self.store_name(tenant_id), ignore_errors=True)

@@ -36,4 +36,5 @@ def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearch
         refresh=_REFRESH[settings.opensearch_refresh],
         retry=RetryPolicy(max_retries=settings.opensearch_max_retries),
         max_bulk_bytes=settings.opensearch_max_bulk_bytes,
+        model_check_seconds=settings.opensearch_model_check_seconds,
     )

@@ -10,6 +10,7 @@ has no helper for those).
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -50,6 +51,9 @@ Refresh = bool | str  # False (default), True, or "wait_for" (tests, the local d
 # below every cap with room to spare. QUARRY_OPENSEARCH_MAX_BULK_BYTES changes it.
 DEFAULT_MAX_BULK_BYTES = 5 * 1024 * 1024
 REFRESH_INTERVAL_SECONDS = 1.0  # OpenSearch's default index.refresh_interval (the mapping keeps it)
+# How often a process reads which model built the generation behind the alias (one GET _mapping): a
+# `quarry reindex` swap is followed within this; its settle wait is longer (infra/opensearch/reindex.py).
+DEFAULT_MODEL_CHECK_SECONDS = 5.0
 
 
 Write = tuple[str, bodies.SeqNo | None, dict[str, Any]]  # doc id, the read's (seq_no, term) or None, source
@@ -85,8 +89,15 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         sleep: Callable[[float], None] = time.sleep,
         auto_create: bool = True,
         max_bulk_bytes: int = DEFAULT_MAX_BULK_BYTES,
+        model_check_seconds: float = DEFAULT_MODEL_CHECK_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
+        self._model_dir: str | None = None
+        self._live_index: str | None = None
+        self._model_checked = -math.inf
+        self._model_check_seconds = model_check_seconds
+        self._monotonic = monotonic
         self._dimension = dimension
         self._prefix = prefix
         self._alias = prefix
@@ -100,6 +111,11 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
     def visibility_delay_seconds(self) -> float:
         """0 when writes wait for a refresh; else the index refresh interval (a search may miss a write)."""
         return 0.0 if self._refresh else REFRESH_INTERVAL_SECONDS
+
+    @property
+    def client(self) -> Any:
+        """The opensearch-py client (for `quarry reindex`, which works beside the adapter)."""
+        return self._client
 
     @property
     def alias(self) -> str:
@@ -201,16 +217,23 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
             retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
             sleep=self._sleep,
         )(attempt)
+        if self._live_index is not None and responses.hit_indices(items) - {self._live_index}:
+            self.recheck_model()  # answered by another generation: a reindex swapped the alias
         return [self._search_result(item) for item in items]
 
-    @staticmethod
-    def _search_result(item: Mapping[str, Any]) -> Mapping[str, Any] | QuarryError | None:
+    def _search_result(self, item: Mapping[str, Any]) -> Mapping[str, Any] | QuarryError | None:
         if "error" not in item:
             return item
         error_type, reason = error_parts(item)
         if error_type == INDEX_MISSING:
             return None  # nothing was ever indexed: an empty result, not an outage
-        return classify(int(item.get("status", 500)), error_type, reason)
+        status = int(item.get("status", 500))
+        if status == 400 and responses.is_dimension_error(item.get("error")):
+            # A query vector of the model a reindex just swapped out: no vector hits, and the next call
+            # reads the new generation's model (SearchService then embeds again with it).
+            self.recheck_model()
+            return None
+        return classify(status, error_type, reason)
 
     def _fetch(self, doc_ids: Sequence[str], with_chunks: bool = False) -> list[Mapping[str, Any]]:
         from opensearchpy.exceptions import NotFoundError
@@ -261,7 +284,7 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
                 elif item.conflict:
                     pending.append(p)  # written since our read: decide again
                 else:
-                    raise classify(item.status, item.error_type, item.reason)
+                    raise self._write_error(item)
             if not pending:
                 return [o for o in outcomes if o is not None]
         raise UnavailableError(
@@ -269,6 +292,17 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         )
 
     # -- writes -----------------------------------------------------------------------------------------
+
+    def _write_error(self, item: ItemResult) -> QuarryError:
+        """A refused write; one refused for its vector dimension was embedded with the model of the
+        generation a reindex just swapped out: a 503 to retry (this process follows the new model by
+        then), never the caller's 400."""
+        if item.status == 400 and item.dimension_mismatch:
+            self.recheck_model()
+            return UnavailableError(
+                BACKEND, f"the index was reindexed with another embedding model: {item.reason}", 1
+            )
+        return classify(item.status, item.error_type, item.reason)
 
     def _check_dimension(self, record: EntityRecord) -> None:
         for chunk in record.chunks:
@@ -367,6 +401,7 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         """A query vector of another dimension finds nothing (as in the local index), and is logged."""
         if len(embedding) == self._dimension:
             return True
+        self.recheck_model()  # the query's model may be the one a reindex just swapped in (or out)
         _log.warning(
             "query vector has %d dimensions, the index %d: no vector results", len(embedding), self._dimension
         )

@@ -1,15 +1,21 @@
 """The index lifecycle of OpenSearchIndex: create the template, the first index and its alias on first use,
-check an existing index's layout on a cold start (and write nothing), drop an index (evaluation, tests)."""
+check an existing index's layout on a cold start (and write nothing), drop an index (evaluation, tests),
+and follow a `quarry reindex`: the generation behind the alias records the model that built it (mapping
+`_meta`), which this process adopts (its dimension here, its folder for the SwitchingEmbedder)."""
 
 from __future__ import annotations
 
+import logging
+import math
+from collections.abc import Callable
 from typing import Any
 
-from core.errors import ConfigurationError
+from core.errors import ConfigurationError, QuarryError
 from infra.opensearch import mapping
 from infra.opensearch.errors import error_parts, translated
 
 _RESOURCE_EXISTS = "resource_already_exists_exception"
+_log = logging.getLogger(__name__)
 
 
 class IndexLifecycle:
@@ -20,6 +26,45 @@ class IndexLifecycle:
     _prefix: str
     _dimension: int
     _ready: bool
+    _model_dir: str | None  # the model folder of the live generation (None: the configured model)
+    _live_index: str | None  # the concrete index behind the alias when last checked
+    _model_checked: float  # monotonic time of that check
+    _model_check_seconds: float
+    _monotonic: Callable[[], float]
+
+    def live_model_dir(self) -> str | None:
+        """The model folder the generation behind the alias was built with (None: the configured model),
+        read again at most every `model_check_seconds`; a failed read keeps the last answer."""
+        if self._monotonic() - self._model_checked < self._model_check_seconds:
+            return self._model_dir
+        from opensearchpy.exceptions import NotFoundError
+
+        try:
+            with translated():
+                try:
+                    live = self._client.indices.get_mapping(index=self._alias)
+                except NotFoundError:
+                    live = {}  # nothing indexed yet: the configured model
+        except QuarryError as exc:
+            _log.warning("cannot read the live index's model, keeping %s: %s", self._model_dir, exc)
+            return self._model_dir
+        self._adopt(live)
+        return self._model_dir
+
+    def recheck_model(self) -> None:
+        """Read the live generation's model on the next call (a hit came from another index, or a vector
+        of another dimension was seen: a reindex may have swapped the alias)."""
+        self._model_checked = -math.inf
+
+    def _adopt(self, live: dict[str, Any]) -> None:
+        """Take the dimension and model of the generation behind the alias (one index, as a swap leaves it)."""
+        for name, entry in live.items():
+            model = mapping.index_model(entry)
+            self._live_index = name
+            if model is not None:
+                self._dimension = int(model["dimension"])
+                self._model_dir = model.get("model_dir")
+        self._model_checked = self._monotonic()
 
     def ensure_index(self) -> bool:
         """Check the live index, or create the template, the first index and its alias; True when created.
@@ -57,6 +102,7 @@ class IndexLifecycle:
     def _check_layout(self) -> None:
         with translated():
             live = self._client.indices.get_mapping(index=self._alias)
+        self._adopt(live)  # a reindexed generation names its model: its dimension is the one to check
         for name, entry in live.items():
             problem = mapping.layout_problem(entry, self._dimension)
             if problem is not None:

@@ -58,6 +58,7 @@ METADATA_KEYWORD_MAX = (
 )
 TEMPLATE_PRIORITY = 100  # above the default 0 so our template wins over catch-all templates
 FIRST_GENERATION = 1
+META_KEY = "quarry_model"  # mapping `_meta` key naming the model a reindexed generation was built with
 
 
 def index_name(prefix: str, generation: int = FIRST_GENERATION) -> str:
@@ -166,13 +167,35 @@ def template_body(prefix: str, dimension: int, derived_source_setting: bool = Fa
     }
 
 
-def create_index_body(prefix: str, dimension: int, derived_source_setting: bool = False) -> dict[str, Any]:
-    """PUT <prefix>-v1: the same settings and mappings (explicit, so no template is needed) and the alias."""
-    return {
-        "settings": settings(derived_source_setting),
-        "mappings": mappings(dimension),
-        "aliases": {prefix: {"is_write_index": True}},
-    }
+def create_index_body(
+    prefix: str,
+    dimension: int,
+    derived_source_setting: bool = False,
+    model: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """PUT <prefix>-v1: the same settings and mappings (explicit, so no template is needed) and the alias.
+
+    With `model` (a reindexed generation: `quarry reindex` names the model that built it), the mapping's
+    `_meta` records it and no alias is added: the reindex swaps the alias when the copy is complete."""
+    body: dict[str, Any] = {"settings": settings(derived_source_setting), "mappings": mappings(dimension)}
+    if model is None:
+        body["aliases"] = {prefix: {"is_write_index": True}}
+    else:
+        body["mappings"]["_meta"] = {META_KEY: {**model, "dimension": dimension}}
+    return body
+
+
+def index_model(live_mappings: dict[str, Any]) -> dict[str, Any] | None:
+    """The model a reindexed generation records in its mapping `_meta` (model_dir, model_id, dimension), or
+    None for an index built with the configured model."""
+    meta = ((live_mappings.get("mappings") or {}).get("_meta") or {}).get(META_KEY)
+    return dict(meta) if isinstance(meta, dict) and isinstance(meta.get("dimension"), int) else None
+
+
+def generation_of(prefix: str, name: str) -> int | None:
+    """The generation number of `<prefix>-v<n>`, or None for another name."""
+    head, _, number = name.rpartition("-v")
+    return int(number) if head == prefix and number.isdigit() else None
 
 
 def layout_problem(live_mappings: dict[str, Any], dimension: int) -> str | None:

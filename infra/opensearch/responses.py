@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -109,6 +110,7 @@ class ItemResult:
     error_type: str | None = None
     reason: str = ""
     stored_version: int | None = None
+    dimension_mismatch: bool = False  # refused for a vector of another dimension (see is_dimension_error)
 
     @property
     def ok(self) -> bool:
@@ -138,7 +140,19 @@ def _item_results(items: Sequence[Mapping[str, Any]]) -> Iterator[ItemResult]:
             error_type=error.get("type") if isinstance(error, Mapping) else None,
             reason=reason,
             stored_version=stored_version(reason) if reason else None,
+            dimension_mismatch=is_dimension_error(error),
         )
+
+
+# The k-NN plugin's words for a vector of the wrong dimension, in a write ("Vector dimension mismatch.
+# Expected: 3, Given: 2") or a query ("Query vector has invalid dimension: 2. Dimension should be: 3"),
+# found in the error's `caused_by` or `failed_shards`, not its top-level reason.
+_DIMENSION_ERROR = re.compile(r"vector dimension mismatch|vector has invalid dimension", re.IGNORECASE)
+
+
+def is_dimension_error(error: Any) -> bool:
+    """True when an OpenSearch error body refuses a vector for its dimension."""
+    return bool(error) and _DIMENSION_ERROR.search(json.dumps(error, default=str)) is not None
 
 
 def bulk_items(response: Mapping[str, Any], expected: int) -> list[ItemResult]:
@@ -175,4 +189,14 @@ def mget_docs(response: Mapping[str, Any]) -> dict[str, StoredDoc]:
         str(d["_id"]): StoredDoc(d.get("_source") or {}, (int(d["_seq_no"]), int(d["_primary_term"])))
         for d in response.get("docs") or []
         if d.get("found")
+    }
+
+
+def hit_indices(items: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The concrete indices that answered an `_msearch` (each hit's `_index`)."""
+    return {
+        str(hit["_index"])
+        for item in items
+        for hit in ((item.get("hits") or {}).get("hits") or [])
+        if hit.get("_index")
     }

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from opensearchpy import Connection
-from opensearchpy.serializer import JSONSerializer
 from opensearchpy.exceptions import NotFoundError, RequestError
+from opensearchpy.serializer import JSONSerializer
 
 
 def _shards() -> dict[str, int]:

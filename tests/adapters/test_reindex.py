@@ -171,3 +171,10 @@ def test_the_cli_reindexes_a_data_file_to_a_model_folder(tmp_path: Path) -> None
     assert json.loads(found.stdout)["results"][0]["entity_id"] == "n3"
     bad = subprocess.run([*quarry, "reindex", "--model-dir", str(tmp_path / "nope")], **run)
     assert bad.returncode == 2 and "--model-dir" in bad.stderr
+    one = subprocess.run(
+        [*quarry, "reindex", "--model-dir", str(folder), "--tenant", "dev", "--settle-seconds", "0"], **run
+    )
+    assert one.returncode == 0, one.stderr
+    assert json.loads(one.stdout)["tenant"] == "dev" and json.loads(one.stdout)["chunks"] == 5
+    unknown = subprocess.run([*quarry, "reindex", "--model-dir", str(folder), "--tenant", "nobody"], **run)
+    assert unknown.returncode == 2 and "--tenant" in unknown.stderr and "nothing indexed" in unknown.stderr

@@ -39,6 +39,17 @@ def wait_for(driver: Any, css: str, count: int = 1, timeout: float = 10) -> list
     return list(driver.find_elements(By.CSS_SELECTOR, css))
 
 
+def until_text(driver: Any, css: str, wanted: str, timeout: float = 10) -> None:
+    """Wait until the element's text contains `wanted`; the console re-renders it meanwhile, so an element
+    found a moment ago may be gone (stale) when its text is read: that is "not yet", not a failure."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(
+        driver, timeout, ignored_exceptions=(StaleElementReferenceException, NoSuchElementException)
+    ).until(lambda d: wanted in find(d, css).text)
+
+
 def find(driver: Any, css: str) -> Any:
     from selenium.webdriver.common.by import By
 
@@ -53,9 +64,8 @@ def use_key(driver: Any, base: str, key: str) -> None:
     driver.get(base + "/")
     find(driver, "#key").send_keys(key)
     find(driver, "#key-form button[type=submit]").click()
-    from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, 10).until(lambda d: "tenant demo" in find(d, "#who").text)
+    until_text(driver, "#who", "tenant demo")
 
 
 def fill(driver: Any, css: str, text: str) -> None:
@@ -216,9 +226,7 @@ def test_quality_charts_stored_golden_set_runs_per_strategy(browser: Any, url: s
     wait_for(browser, "#quality-out svg.chart rect", 4, timeout=30)
     find(browser, "#quality-run").click()
     wait_for(browser, "#quality-out .chip", 1)
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    WebDriverWait(browser, 30).until(lambda d: "2 runs" in find(d, "#quality-out .info").text)
+    until_text(browser, "#quality-out .info", "2 runs", timeout=30)
     lines = browser.find_elements("css selector", "#quality-out svg.chart path")
     assert len(lines) == 4  # nDCG@10 over the runs, one line per strategy
     assert "keyword" in find(browser, "#quality-out table").text

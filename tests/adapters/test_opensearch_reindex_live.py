@@ -1,0 +1,301 @@
+"""`quarry reindex` on a live OpenSearch node: a new index generation built with another model behind the
+alias, swapped in while a thread keeps searching; a write landing on the old generation during the copy is
+in the new one; the old generation is gone; a second run makes generation 3; the process's query embedder
+follows the generation's model (recorded in its `_meta`).
+
+The fast tests switch between deterministic fakes of different dimensions (64 → 32 → 16), so a vector of
+the wrong model could not go unnoticed; the slow one runs the service on a copy of the real model folder.
+Skipped without QUARRY_OPENSEARCH_URL (a failure with QUARRY_REQUIRE_OPENSEARCH=1, as in CI).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from core.errors import UnavailableError
+from core.models import EntityKey
+from core.schemas import SearchRequest
+from core.service.indexing import IndexingService
+from infra.opensearch import mapping
+from infra.opensearch.reindex import OpenSearchReindexer
+from infra.reindexing import reindex_opensearch, reindex_store
+from infra.switching_embedder import SwitchingEmbedder
+from infra.wiring import Container
+from tests.adapters.opensearch_live_support import live_client
+from tests.conftest import FakeEmbedder, make_container
+
+pytestmark = [pytest.mark.live]
+TENANTS = ("acme", "beta")
+MEMORIES = 30
+GENERATIONS = (1, 2, 3, 4)  # every name a test may create, deleted by name afterwards
+
+
+class WritesWhileEmbedding(FakeEmbedder):
+    """A new model whose first embedding call (the copy's first page) makes a write land on the old index."""
+
+    def __init__(self, dimension: int, write: Any = None) -> None:
+        super().__init__(dimension)
+        self._write = write
+
+    def embed(self, texts: Any) -> Any:
+        if self._write is not None:
+            write, self._write = self._write, None
+            write()
+        return super().embed(texts)
+
+
+def content(i: int) -> str:
+    return f"harbor crane log {i} cargo ship berth {i % 7} tide{i} pier{i}"
+
+
+@pytest.fixture
+def prefix(opensearch_url: str) -> Iterator[str]:
+    name = f"quarry-test-{uuid.uuid4().hex[:10]}"
+    yield name
+    client = live_client(opensearch_url)
+    for generation in GENERATIONS:  # by name: wildcard deletes may be refused (destructive_requires_name)
+        client.indices.delete(index=mapping.index_name(name, generation), ignore=404)
+    client.indices.delete_index_template(name=mapping.template_name(name), ignore=404)
+
+
+@pytest.fixture
+def models(tmp_path: Path) -> dict[str, Any]:
+    """Model folders (empty: their fakes are what `load_embedder` returns for them)."""
+    folders = {}
+    for name in ("small-32", "tiny-16"):
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+    return folders
+
+
+def stack(tmp_path: Path, opensearch_url: str, prefix: str, loads: dict[str, Any]) -> Container:
+    """A container on the live node (64-dimension fake configured) whose model folders load `loads`."""
+    configured = FakeEmbedder(64)
+    c = make_container(
+        tmp_path / "data",
+        configured,
+        index="opensearch",
+        opensearch_url=opensearch_url,
+        opensearch_index_prefix=prefix,
+        opensearch_refresh="true",
+    )
+    c.__dict__["load_embedder"] = lambda folder: loads[str(Path(folder).resolve())]
+    index: Any = c.index
+    c.__dict__["embedder"] = SwitchingEmbedder(configured, c.load_embedder, lambda _t: index.live_model_dir())
+    for tenant in TENANTS:
+        items = [{"type": "memory", "id": f"m-{i}", "content": content(i)} for i in range(MEMORIES)]
+        items.append({"type": "document", "id": "d-1", "title": "Berth manual", "text": "quay gantry " * 400})
+        report = c.indexing.bulk(tenant, items, 0.0)
+        assert report.indexed == MEMORIES + 1, report.errors
+    return c
+
+
+def semantic_ids(c: Container, tenant: str, query: str) -> list[str]:
+    found = c.search.search(tenant, SearchRequest(query=query, strategy="semantic", limit=10))
+    return [r.entity_id for r in found.results]
+
+
+def every_entity_is_found_semantically(c: Container) -> None:
+    for tenant in TENANTS:
+        for i in range(MEMORIES):
+            assert f"m-{i}" in semantic_ids(c, tenant, content(i)), (tenant, i)
+        assert "d-1" in semantic_ids(c, tenant, "quay gantry")
+
+
+def test_reindex_builds_a_new_generation_and_swaps_it_in_with_searches_answering(
+    tmp_path: Path, opensearch_url: str, prefix: str, models: dict[str, Path]
+) -> None:
+    small = str(models["small-32"].resolve())
+    loads: dict[str, Any] = {}
+    c = stack(tmp_path, opensearch_url, prefix, loads)
+    client = live_client(opensearch_url)
+
+    def write_during_copy() -> None:  # a server write, embedded with the live (old) model
+        c.indexing.put("acme", "memory", "late", {"content": "lighthouse keeper evening report"}, 1.0)
+
+    loads[small] = WritesWhileEmbedding(32, write_during_copy)
+    request = SearchRequest(query="harbor crane cargo", strategy="semantic", limit=10)
+    answers: list[int] = []
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def searching() -> None:
+        for _ in range(10_000):  # bounded: the reindex takes far fewer
+            if stop.is_set():
+                return
+            try:
+                answers.append(
+                    len(
+                        c.search.search(
+                            "beta", request.model_copy(update={"query": f"{request.query} {len(answers)}"})
+                        ).results
+                    )
+                )
+            except BaseException as exc:  # noqa: BLE001 - the test reports any failure
+                failures.append(exc)
+
+    reader = threading.Thread(target=searching)
+    reader.start()
+    try:
+        report = reindex_store(c, small, settle_seconds=0.5)
+    finally:
+        stop.set()
+        reader.join()
+
+    assert failures == [] and len(answers) > 0 and min(answers) > 0, (failures[:3], answers[-5:])
+    assert report["old_index"] == f"{prefix}-v1" and report["new_index"] == f"{prefix}-v2"
+    assert report["dimension"] == 32 and report["documents"] == 2 * (MEMORIES + 1)
+    assert report["caught_up"] >= 1 and sorted(report["tenants"]) == sorted(TENANTS)
+    assert not client.indices.exists(index=f"{prefix}-v1")
+    assert sorted(client.indices.get_alias(name=prefix)) == [f"{prefix}-v2"]
+    live = client.indices.get_mapping(index=prefix)[f"{prefix}-v2"]
+    assert mapping.index_model(live) == {
+        "model_dir": small,
+        "model_id": "fake-hashing",
+        "generation": 2,
+        "dimension": 32,
+    }
+    assert c.embedder.dimension == 32  # the query embedder followed the swap
+    every_entity_is_found_semantically(c)
+    assert semantic_ids(c, "acme", "lighthouse keeper evening report")[0] == "late"  # written during the copy
+    stored = c.index.chunk_vectors(
+        "acme", [(EntityKey("memory", "late"), 0), (EntityKey("memory", "m-1"), 0)]
+    )
+    assert {len(v) for v in stored.values()} == {32}
+
+    # A second run: generation 3, on a third model; generation 2 is deleted in turn.
+    tiny = str(models["tiny-16"].resolve())
+    loads[tiny] = FakeEmbedder(16)
+    again = reindex_store(c, tiny, settle_seconds=0.2)
+    assert again["new_index"] == f"{prefix}-v3" and again["dimension"] == 16
+    assert not client.indices.exists(index=f"{prefix}-v2")
+    assert c.embedder.dimension == 16
+    every_entity_is_found_semantically(c)
+    # A process starting now (the container as wiring builds it, configured with the 64-dimension model)
+    # embeds with the model the live generation names, and its index checks vectors of that dimension.
+    cold = Container(c.settings)
+    cold.__dict__["configured_embedder"] = FakeEmbedder(64)
+    cold.__dict__["load_embedder"] = c.load_embedder
+    assert cold.embedder.dimension == 16 and cold.embedder.for_tenant("acme") is loads[tiny]  # type: ignore[attr-defined]
+    assert "m-4" in semantic_ids(cold, "beta", content(4))
+
+
+def test_a_write_embedded_with_the_swapped_out_model_is_a_503_to_retry_and_a_tenant_run_is_refused(
+    tmp_path: Path, opensearch_url: str, prefix: str, models: dict[str, Path]
+) -> None:
+    small = str(models["small-32"].resolve())
+    c = stack(tmp_path, opensearch_url, prefix, {small: FakeEmbedder(32)})
+    stale_process = IndexingService(c.index, FakeEmbedder(64), c.registry, c.cache)  # has not noticed yet
+    reindex_store(c, small, settle_seconds=0)
+    with pytest.raises(UnavailableError, match="reindexed with another embedding model") as caught:
+        stale_process.put(
+            "acme", "memory", "stale", {"content": "written by a process on the old model"}, 1.0
+        )
+    assert caught.value.retry_after >= 1
+    c.indexing.put("acme", "memory", "stale", {"content": "written by a process on the old model"}, 1.0)
+    assert semantic_ids(c, "acme", "written by a process on the old model")[0] == "stale"
+    with pytest.raises(Exception, match="every tenant shares one index"):
+        reindex_store(c, small, tenant="acme")
+
+
+def test_a_second_run_while_the_next_generation_exists_is_refused(
+    tmp_path: Path, opensearch_url: str, prefix: str, models: dict[str, Path]
+) -> None:
+    small = str(models["small-32"].resolve())
+    c = stack(tmp_path, opensearch_url, prefix, {small: FakeEmbedder(32)})
+    live_client(opensearch_url).indices.create(index=f"{prefix}-v2")  # a run in progress (or crashed)
+    with pytest.raises(Exception, match=f"index {prefix}-v2 exists: another quarry reindex is running"):
+        reindex_store(c, small, settle_seconds=0)
+    assert sorted(live_client(opensearch_url).indices.get_alias(name=prefix)) == [f"{prefix}-v1"]
+    assert "m-3" in semantic_ids(c, "acme", content(3))
+
+
+class SaltedEmbedder(FakeEmbedder):
+    """Another model of the same dimension: other vectors for the same text."""
+
+    def embed(self, texts: Any) -> Any:
+        return super().embed([f"salted {t}" for t in texts])
+
+
+def test_settle_brings_late_writes_over_and_re_embeds_writes_of_the_old_model(
+    tmp_path: Path, opensearch_url: str, prefix: str, models: dict[str, Path]
+) -> None:
+    """Same dimension, another model: nothing refuses a vector of the old model, so the settle pass must
+    re-embed what a process still on it wrote after the swap, and copy what landed on the old generation
+    after the last catch-up (a bulk that resolved the alias just before the swap)."""
+    small = str(models["small-32"].resolve())
+    new = SaltedEmbedder(64)
+    c = stack(tmp_path, opensearch_url, prefix, {small: new})
+    client = live_client(opensearch_url)
+    index: Any = c.index
+    stale_process = IndexingService(c.index, FakeEmbedder(64), c.registry, c.cache)
+    late_id = "acme:memory:m-2"
+
+    def after_swap(tenants: list[str]) -> None:
+        stale_process.put("acme", "memory", "stale", {"content": "lighthouse keeper evening report"}, 1.0)
+        old = client.get(index=f"{prefix}-v1", id=late_id)["_source"]
+        client.index(index=f"{prefix}-v1", id=late_id, body={**old, "version": 7}, refresh=True)
+
+    reindexer = OpenSearchReindexer(index.client, prefix, c.registry, new, small)
+    report = reindex_opensearch(reindexer, settle_seconds=0, on_swap=after_swap)
+    assert report.settled == 2
+    wanted = [(EntityKey("memory", "stale"), 0), (EntityKey("memory", "m-2"), 0)]
+    stored = c.index.chunk_vectors("acme", wanted)
+    assert np.allclose(stored[wanted[0]], new.embed(["lighthouse keeper evening report"])[0], atol=1e-6)
+    assert np.allclose(stored[wanted[1]], new.embed([content(2)])[0], atol=1e-6)
+    assert c.index.get("acme", [EntityKey("memory", "m-2")])[EntityKey("memory", "m-2")].version == 7
+    assert not client.indices.exists(index=f"{prefix}-v1")
+
+
+@pytest.mark.embedder
+@pytest.mark.slow
+def test_the_cli_reindexes_the_opensearch_index_to_a_model_folder(
+    tmp_path: Path, opensearch_url: str, prefix: str
+) -> None:
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from infra.local.embedder import default_model_dir
+    from tests.conftest import ROOT
+
+    folder = tmp_path / "minilm-copy"  # another folder holding a model (here: a copy of the default)
+    shutil.copytree(default_model_dir(), folder)
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text(
+        "\n".join(json.dumps({"id": f"n{i}", "content": f"harbor crane note {i}"}) for i in range(5))
+    )
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "PATH": "/usr/bin:/bin",
+        "QUARRY_DATA_DIR": str(tmp_path / "data"),
+        "QUARRY_INDEX": "opensearch",
+        "QUARRY_OPENSEARCH_URL": opensearch_url,
+        "QUARRY_OPENSEARCH_INDEX_PREFIX": prefix,
+        "QUARRY_OPENSEARCH_REFRESH": "true",
+        # the copy's graph (90 MB, keyed by this temporary path) stays in the test's folder, not ~/.cache
+        "QUARRY_EMBEDDER_CACHE_DIR": str(tmp_path / "onnx-cache"),
+    }
+    quarry = [sys.executable, "-m", "handlers.cli"]
+    run = dict(env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    subprocess.run([*quarry, "ingest", str(notes), "--type", "memory", "--quiet"], check=True, **run)
+    done = subprocess.run([*quarry, "reindex", "--model-dir", str(folder), "--settle-seconds", "0"], **run)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["new_index"] == f"{prefix}-v2" and report["documents"] == 5
+    assert report["model_id"] == "local:minilm-copy" and report["dimension"] == 384
+    for i in range(5):  # a new process: its query embedder is the generation's model, read from `_meta`
+        found = subprocess.run(
+            [*quarry, "search", f"crane note {i}", "--json", "--strategy", "semantic"], **run
+        )
+        assert json.loads(found.stdout)["results"][0]["entity_id"] == f"n{i}"
+    refused = subprocess.run([*quarry, "reindex", "--model-dir", str(folder), "--tenant", "dev"], **run)
+    assert refused.returncode == 2 and "every tenant shares one index" in refused.stderr
