@@ -4,10 +4,13 @@ of every matching row.
 
 SQLite stays the source of truth, as for the vector store (vector_store.py): triggers log every chunk
 insert and delete and every change of an entity's filterable fields in `idx_changes`; the index records the
-log position it reflects (`state.json`, written after tantivy's commit) and, before each search and after
-each write, re-reads only the chunks named in the log since then (a changed chunk's document is deleted by
-its id and added again from its current row, so replaying is harmless). It is rebuilt from SQLite when
-missing, unreadable, of another database or format, or when the log may have been pruned past it.
+log position it reflects and the highest chunk id assigned by then (`state.json`, written after tantivy's
+commit), and re-reads only the chunks named in the log since then (a changed chunk's document is deleted by
+its id and added again from its current row, so replaying is harmless): in a background thread after each
+write, and before a search, unless every pending change is a chunk added or deleted — then the search
+merges FTS5's ranking of the newer chunks instead of waiting for tantivy's commit (`search`). It is
+rebuilt from SQLite when missing, unreadable, of another database or format, or when the log may have been
+pruned past it.
 
 The log is pruned by the vector store; the position this index registered in `idx_meta` (`keyword_seq`)
 bounds that pruning, so the entries it still needs stay (also while the fts5 engine runs, as long as this
@@ -45,7 +48,7 @@ from infra.local.tantivy_query import (
     schema,
 )
 
-FORMAT = 1  # bump when the documents' fields change: older indexes are rebuilt, never misread
+FORMAT = 2  # bump when the documents' fields change: older indexes are rebuilt, never misread
 WRITER_HEAP = 64_000_000
 ROWS = 2000
 FOLLOW_IDLE_S = 2.0  # the background follower waits this long for more writes before it ends
@@ -59,8 +62,10 @@ _ROW_SELECT = (
 class KeywordIndex:
     """One database's tantivy index (see module docstring). Thread-safe."""
 
-    def __init__(self, folder: Path, db_id: str) -> None:
+    def __init__(self, folder: Path, db_id: str, connect: Callable[[], sqlite3.Connection]) -> None:
+        """`connect`: this thread's connection to the database (the background follower uses its own)."""
         self._folder = folder
+        self._connect = connect
         self._db_id = db_id
         self._schema = schema()
         self._analyzer = analyzer()
@@ -68,6 +73,8 @@ class KeywordIndex:
         self._lock = threading.Lock()
         self._index: tantivy.Index | None = None
         self._seq = -1  # log position the open index reflects (-1: not open)
+        self._top = 0  # the highest chunk id SQLite had assigned at that position
+        self._view: tuple[tantivy.Index, int, int] | None = None  # (index, seq, top), replaced as one
         self._mtime = 0  # state.json's mtime when this process last read or wrote it
         self._wake = threading.Event()
         self._follower: threading.Thread | None = None
@@ -93,11 +100,13 @@ class KeywordIndex:
             return None
         if not isinstance(state, dict) or state.get("db_id") != self._db_id or state.get("format") != FORMAT:
             return None
+        if not isinstance(state.get("seq"), int) or not isinstance(state.get("top"), int):
+            return None
         return state
 
-    def _write_state(self, seq: int) -> None:
+    def _write_state(self, seq: int, top: int) -> None:
         tmp = self._folder / f"state.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_text(json.dumps({"db_id": self._db_id, "format": FORMAT, "seq": seq}))
+        tmp.write_text(json.dumps({"db_id": self._db_id, "format": FORMAT, "seq": seq, "top": top}))
         os.replace(tmp, self._folder / "state.json")
         self._mtime = os.stat(self._folder / "state.json").st_mtime_ns
 
@@ -114,18 +123,16 @@ class KeywordIndex:
 
     # -- following the log ------------------------------------------------------------------------------
 
-    def follow_soon(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    def follow_soon(self) -> None:
         """Catch up in the background, soon: a write is acknowledged once SQLite commits, without waiting
-        for tantivy's commit (tens of ms of fsyncs); a search that comes before it is done waits for it."""
+        for tantivy's commit (tens of ms of fsyncs); a search that comes first need not wait (`search`)."""
         self._wake.set()
         with self._follower_lock:
             if self._follower is None or not self._follower.is_alive():
-                self._follower = threading.Thread(
-                    target=self._follow, args=(connect,), daemon=True, name="quarry-keywords"
-                )
+                self._follower = threading.Thread(target=self._follow, daemon=True, name="quarry-keywords")
                 self._follower.start()
 
-    def _follow(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    def _follow(self) -> None:
         while True:
             with self._follower_lock:
                 if not self._wake.is_set():
@@ -134,7 +141,7 @@ class KeywordIndex:
                 self._wake.clear()
             # Best effort: the writes are committed in SQLite, and the next search catches up itself.
             with contextlib.suppress(sqlite3.Error, OSError, ValueError):
-                self.catch_up(connect())
+                self.catch_up(self._connect())
             self._wake.wait(FOLLOW_IDLE_S)
 
     def catch_up(self, conn: sqlite3.Connection) -> tantivy.Index:
@@ -148,7 +155,8 @@ class KeywordIndex:
             if self._index is not None and state is not None and state["seq"] >= last:
                 if state["seq"] != self._seq:
                     self._index.reload()
-                    self._seq = state["seq"]
+                    self._seq, self._top = int(state["seq"]), int(state["top"])
+                    self._view = (self._index, self._seq, self._top)
                 return self._index
             with self._writer_lock():
                 return self._apply(conn)
@@ -163,7 +171,7 @@ class KeywordIndex:
             _register(conn, 0, strict=True)  # hold pruning back while the index is built
             with contextlib.suppress(FileNotFoundError):
                 (self._folder / "state.json").unlink()
-            self._index = None
+            self._index, self._view = None, None
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder.mkdir(parents=True, exist_ok=True)
         try:
@@ -176,8 +184,9 @@ class KeywordIndex:
             conn.execute("BEGIN")  # one read snapshot: the log position and the rows it names
         try:
             last = _last_seq(conn)
+            top = _top_chunk(conn)
             if state is not None and not rebuild and state["seq"] >= last:
-                seq = int(state["seq"])
+                seq, top = int(state["seq"]), int(state["top"])
             else:
                 if rebuild or state is None:
                     _write(index, lambda w: self._add(w, conn.execute(_ROW_SELECT + " ORDER BY c.id")))
@@ -189,10 +198,11 @@ class KeywordIndex:
             if own:
                 conn.execute("COMMIT")
         if state is None or rebuild or seq != state["seq"]:
-            self._write_state(seq)
+            self._write_state(seq, top)
         _register(conn, seq)
         index.reload()
-        self._index, self._seq = index, seq
+        self._index, self._seq, self._top = index, seq, top
+        self._view = (index, seq, top)
         return index
 
     def _replay(self, writer: tantivy.IndexWriter, conn: sqlite3.Connection, since: int, last: int) -> None:
@@ -253,20 +263,73 @@ class KeywordIndex:
         filters: Filters,
         expansions: Mapping[str, Sequence[str]] | None,
         limit: int,
+        newer: Callable[[int, int], list[tuple[int, float]]] | None = None,
     ) -> list[tuple[int, float]]:
-        """(chunk id, BM25 score) best first, at most `limit`, within the tenant and the filters."""
-        searcher = self.catch_up(conn).searcher()
+        """(chunk id, BM25 score) best first, at most `limit` (more when some may be stale), within the
+        tenant and the filters.
+
+        Right after a write the index is usually still committing it (in the background). Rather than
+        wait, when every pending change is a chunk added or deleted (none moved: no placement or metadata
+        change of a chunk the index holds), the answer is the index's as of its last commit — over-fetched
+        by the chunks deleted since, whose rows no longer resolve — merged with `newer(top_chunk, limit)`:
+        the chunks added since, ranked by FTS5 (the same BM25 over the same weighted tiers). Otherwise,
+        or without `newer`, the index catches up first.
+        """
+        extra = self._pending(conn) if newer is not None else None
+        if extra is None:
+            index, top = self.catch_up(conn), None
+        else:
+            index, top = extra[0], extra[1]
+            self.follow_soon()
+        searcher = index.searcher()
         text = self._queries.text_query(query, expansions, searcher)
         if text is None:
             return []
-        hits = searcher.search(self._queries.scoped(text, tenant_id, filters), limit, count=False).hits
+        stale = 0 if extra is None else extra[2]
+        hits = searcher.search(
+            self._queries.scoped(text, tenant_id, filters), limit + stale, count=False
+        ).hits
         ids = searcher.fast_field_values("chunk", [address for _, address in hits])
-        return [(int(i), float(score)) for (score, _), i in zip(hits, ids, strict=True) if i is not None]
+        ranked = [(int(i), float(score)) for (score, _), i in zip(hits, ids, strict=True) if i is not None]
+        if top is not None and newer is not None:
+            best: dict[int, float] = {}
+            for chunk_id, score in sorted(ranked + newer(top, limit), key=lambda hit: -hit[1]):
+                best.setdefault(chunk_id, score)  # a chunk the index committed meanwhile: once
+            ranked = list(best.items())[: limit + stale]
+        return ranked
+
+    def _pending(self, conn: sqlite3.Connection) -> tuple[tantivy.Index, int, int] | None:
+        """(index, top chunk, chunks deleted since) when the open index is behind by additions and
+        deletions only; None when it is current (nothing to merge) or must catch up first."""
+        if self._view is None:
+            return None
+        index, seq, top = self._view
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")
+        try:
+            floor = _floor(conn)
+            if _last_seq(conn) <= seq or floor is None or floor > seq:
+                return None
+            moved, gone = conn.execute(
+                "SELECT count(c.id), count(DISTINCT ch.chunk_id) FROM idx_changes ch "
+                "LEFT JOIN idx_chunks c ON c.id = ch.chunk_id WHERE ch.seq > ? AND ch.chunk_id <= ?",
+                (seq, top),
+            ).fetchone()
+        finally:
+            if own:
+                conn.execute("COMMIT")
+        return None if moved else (index, top, int(gone))
 
 
 def _last_seq(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT max(seq) FROM idx_changes").fetchone()
     return int(row[0]) if row and row[0] is not None else 0
+
+
+def _top_chunk(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'idx_chunks'").fetchone()
+    return int(row[0]) if row else 0
 
 
 def _floor(conn: sqlite3.Connection) -> int | None:

@@ -98,7 +98,7 @@ class SqliteIndex(SqliteCatalog):
         self._keywords: Any = None  # keyword_index.KeywordIndex (imported only when chosen)
         keywords = folder / "tantivy" if self._path == ":memory:" else Path(self._path + ".tantivy")
         if keyword_engine == "tantivy":
-            self._keywords = _keyword_index(keywords, str(db_id))
+            self._keywords = _keyword_index(keywords, str(db_id), self._conn)
         elif not keywords.exists():  # no keyword index follows this database: prune the log freely again
             with contextlib.suppress(sqlite3.OperationalError):
                 self._conn().execute("DELETE FROM idx_meta WHERE key = ?", (KEYWORD_FLOOR,))
@@ -131,7 +131,7 @@ class SqliteIndex(SqliteCatalog):
         finds them current), and the keyword index in the background. Best effort: the write is committed;
         a failure here is retried by the search."""
         if self._keywords is not None:
-            self._keywords.follow_soon(self._conn)
+            self._keywords.follow_soon()
         tenants = self._vectors.loaded()[:SQL_BATCH]
         if not tenants:
             return
@@ -363,16 +363,34 @@ class SqliteIndex(SqliteCatalog):
         if not expression:
             return []
         wanted = k * CHUNK_ROWS_PER_ENTITY
+        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+        scoped = scoped_expression(expression, tenant_id, filters)
+
+        def newer(top_chunk: int, limit: int) -> list[tuple[int, float]]:
+            """FTS5's ranking of the chunks written since the keyword index's last commit."""
+            rows = self._read(
+                f"SELECT rowid, -bm25(idx_fts, {weights}) FROM idx_fts WHERE idx_fts MATCH ? AND rowid > ? "
+                f"ORDER BY bm25(idx_fts, {weights}) LIMIT ?",
+                [scoped, top_chunk, limit],
+            )
+            return [(int(r[0]), float(r[1])) for r in rows]
+
         if self._keywords is not None:
             try:
-                ranked = self._keywords.search(self._conn(), tenant_id, query, filters, expansions, wanted)
+                ranked = self._keywords.search(
+                    self._conn(),
+                    tenant_id,
+                    query,
+                    filters,
+                    expansions,
+                    wanted,
+                    None if filters.metadata else newer,
+                )
             except sqlite3.OperationalError as exc:
                 raise UnavailableError("sqlite", str(exc)) from exc
             except (OSError, ValueError) as exc:  # the index files beside the database
                 raise UnavailableError("keywords", f"keyword index unusable: {exc}") from exc
             return self._candidates(tenant_id, ranked, k)
-        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-        scoped = scoped_expression(expression, tenant_id, filters)
         if filters.metadata:
             where, params = filter_sql(filters)
             rows = self._read(
@@ -532,7 +550,7 @@ class SqliteIndex(SqliteCatalog):
         return [self.retrieve(tenant_id, s.query, s.embedding, s.filters, s.k) for s in specs]
 
 
-def _keyword_index(folder: Path, db_id: str) -> Any:
+def _keyword_index(folder: Path, db_id: str, connect: Any) -> Any:
     try:
         from infra.local.keyword_index import KeywordIndex
     except ModuleNotFoundError as exc:
@@ -540,7 +558,7 @@ def _keyword_index(folder: Path, db_id: str) -> Any:
             "QUARRY_KEYWORD_ENGINE=tantivy needs the tantivy package (pip install 'quarry[local]')",
             {"QUARRY_KEYWORD_ENGINE": "tantivy is not installed"},
         ) from exc
-    return KeywordIndex(folder, db_id)
+    return KeywordIndex(folder, db_id, connect)
 
 
 def _remove_tree(folder: Path) -> None:

@@ -4,11 +4,13 @@ write, a missing or corrupt index is rebuilt, and filters and tenants are applie
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -54,6 +56,37 @@ def test_an_update_that_changes_the_text_is_found_by_the_new_words_only(tmp_path
     assert lex(index, "t", "lighthouse") == []
     assert lex(index, "t", "harbour") == []
     assert lex(index, "t", "cabin") == ["a"]
+
+
+def test_a_search_right_after_a_write_does_not_wait_for_the_index_commit(tmp_path: Path) -> None:
+    """While the keyword index cannot commit (another writer holds its lock), writes made since are
+    answered at once: added chunks ranked by FTS5 beside the index's hits, deleted ones never served."""
+    path = tmp_path / "i.db"
+    index = tantivy_index(path)
+    index.upsert(record("t", "memory", "a", "old walrus"))
+    index.upsert(record("t", "memory", "c", "walrus colony walrus"))
+    assert sorted(lex(index, "t", "walrus")) == ["a", "c"]
+    fd = os.open(str(folder(path)) + ".lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # the index's writer lock: no commit can land now
+    try:
+        found: list[list[str]] = []
+
+        def search() -> None:
+            index.upsert(record("t", "memory", "b", "new walrus"))
+            index.delete("t", EntityKey("memory", "a"), None)
+            found.append(lex(index, "t", "walrus"))
+            found.append(lex(index, "t", "new"))
+
+        worker = threading.Thread(target=search)
+        worker.start()
+        worker.join(timeout=30)
+        assert not worker.is_alive(), "a search waited for the keyword index's commit"
+        assert sorted(found[0]) == ["b", "c"]
+        assert found[1] == ["b"]
+    finally:
+        os.close(fd)
+    time.sleep(0.2)
+    assert sorted(lex(index, "t", "walrus")) == ["b", "c"]
 
 
 def test_two_indexes_over_one_data_dir_see_each_others_writes(tmp_path: Path) -> None:
