@@ -242,16 +242,14 @@ class KeywordIndex:
                         doc.add_text(TEXT, text)
                 writer.add_document(doc)
 
-    def purge(self, tenant_id: str) -> None:
-        """Delete a tenant's documents now (its log entries are erased with it, so replay cannot)."""
+    def purge(self) -> None:
+        """Erase what SQLite no longer holds (a purged tenant): rebuild from SQLite. Deleting documents
+        would only mark them, their terms and text staying in the segments until a merge; like the VACUUM
+        after a purge, the cost grows with the whole index, an admin operation's price for no bytes left."""
         with self._lock, self._writer_lock():
-            if self._state() is None:
-                return  # no usable index: the next catch-up rebuilds it from SQLite, without the tenant
-            index = self._index if self._index is not None else self._open()
-            token = scope_token("tenant", tenant_id)
-            scope = Query.term_query(self._schema, "scope", token, index_option="basic")
-            _write(index, lambda w: w.delete_documents_by_query(scope))
-            index.reload()
+            with contextlib.suppress(FileNotFoundError):
+                (self._folder / "state.json").unlink()
+            self._apply(self._connect())
 
     # -- searching --------------------------------------------------------------------------------------
 

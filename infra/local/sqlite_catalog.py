@@ -120,7 +120,7 @@ class SqliteCatalog:
             tx.execute("INSERT INTO idx_fts (idx_fts) VALUES ('optimize')")
         self._vectors.drop(tenant_id)
         if self._keywords is not None:
-            self._keywords.purge(tenant_id)
+            self._keywords.purge()
         # Free space still holds bytes of rows that writes before the erase replaced or deleted without
         # secure_delete (old chunk rows, merged FTS segments): rebuild the file so none of it survives.
         conn.execute("VACUUM")

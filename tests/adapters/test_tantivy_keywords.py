@@ -217,8 +217,11 @@ def test_purging_a_tenant_empties_its_keyword_documents(tmp_path: Path) -> None:
     index = tantivy_index(tmp_path / "i.db")
     index.upsert(record("gone", "memory", "a", "bison herd"))
     index.upsert(record("kept", "memory", "b", "bison calf"))
+    assert lex(index, "gone", "herd") == ["a"]
     index.purge_tenant("gone")
     assert lex(index, "gone", "bison") == []
+    searcher = index._keywords.catch_up(index._conn()).searcher()
+    assert searcher.doc_freq("text", "herd") == 0  # not merely marked deleted: the term is gone
     assert lex(index, "kept", "bison") == ["b"]
     index.upsert(record("gone", "memory", "c", "new bison"))
     assert lex(index, "gone", "bison") == ["c"]
