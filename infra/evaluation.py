@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
 import tempfile
 import time
 import uuid
@@ -232,13 +233,15 @@ def _ordered(strategies: Sequence[str]) -> list[str]:
     return [*chosen, DEFAULT_STRATEGY]
 
 
-def _fresh_sqlite_index(work_dir: Path) -> SearchIndex:
+def _fresh_sqlite_index(work_dir: Path, keyword_engine: str = "fts5") -> SearchIndex:
     from infra.local.sqlite_index import SqliteIndex
 
     path = Path(work_dir) / INDEX_FILE
     for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         stale.unlink(missing_ok=True)  # a fresh index every run
-    return SqliteIndex(path)
+    for derived in (".vectors", ".tantivy"):
+        shutil.rmtree(path.with_name(path.name + derived), ignore_errors=True)
+    return SqliteIndex(path, keyword_engine="tantivy" if keyword_engine == "tantivy" else "fts5")
 
 
 @contextmanager
@@ -272,6 +275,7 @@ def evaluate_dataset(
     progress: bool = True,
     tune: bool = False,
     index: SearchIndex | None = None,
+    keyword_engine: str = "fts5",
 ) -> EvalReport:
     """Ingest `data` into a fresh index (SQLite under `work_dir` unless an empty `index` is given) and score
     every strategy on its test queries.
@@ -287,7 +291,7 @@ def evaluate_dataset(
     )
     types = registry or EntityTypeRegistry()
     clock = SystemClock()
-    index = index if index is not None else _fresh_sqlite_index(work_dir)
+    index = index if index is not None else _fresh_sqlite_index(work_dir, keyword_engine)
     indexing = IndexingService(index, embedder, types, MemoryCache())
     ingested = ingest(data, indexing, clock.now(), progress)
 
@@ -374,13 +378,15 @@ def run_eval(
     progress: bool = True,
     tune: bool = False,
     index: SearchIndex | None = None,
+    keyword_engine: str = "fts5",
 ) -> EvalReport:
     """Load a BEIR folder and evaluate it (in `work_dir`, else a temporary directory removed afterwards),
-    on `index` (fresh and empty) when given, else a fresh SQLite index."""
+    on `index` (fresh and empty) when given, else a fresh SQLite index ranking keywords with
+    `keyword_engine`."""
     from infra.beir import load_beir
 
     data = load_beir(dataset_dir, split)
-    args = (strategies, default, registry, progress, tune, index)
+    args = (strategies, default, registry, progress, tune, index, keyword_engine)
     if work_dir is not None:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
         return evaluate_dataset(data, embedder, Path(work_dir), *args)

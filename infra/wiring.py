@@ -79,6 +79,7 @@ class Container:
             self.settings.sqlite_path,
             ann_min_chunks=self.settings.ann_min_chunks,
             ann_probe=self.settings.ann_probe,
+            keyword_engine=self.settings.keyword_engine,
         )
 
     @cached_property
