@@ -35,7 +35,11 @@ from core.evaluation import evaluate, ranking_from_scores  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
 from infra.evaluation import run_eval  # noqa: E402
 
-SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact"
+# ../shared beside a clone (or two levels up, beside a worktree's parent folder)
+SCIFACT = next(
+    (p / "shared/datasets/scifact" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared").is_dir()),
+    ROOT.parent / "shared/datasets/scifact",
+)
 SEED = 11
 
 
@@ -81,6 +85,7 @@ def main() -> int:
     )
     parser.add_argument("--out", type=Path, default=ROOT / ".quarry" / "scifact-long")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "long_queries.json")
+    parser.add_argument("--keyword-engine", choices=["fts5", "tantivy"], default="fts5")
     args = parser.parse_args()
     if not SCIFACT.exists():
         print(f"needs {SCIFACT} (the shared datasets)", file=sys.stderr)
@@ -88,7 +93,13 @@ def main() -> int:
     folder = build(args.out)
     data = load_beir(folder, "test")
     words = [len(t.split()) for t in data.queries.values()]
-    report = run_eval(folder, _ConstantEmbedder(), strategies=["keyword"], progress=False)
+    report = run_eval(
+        folder,
+        _ConstantEmbedder(),
+        strategies=["keyword"],
+        progress=False,
+        keyword_engine=args.keyword_engine,
+    )
     if report.failures:
         print("failures:", report.failures[:5], file=sys.stderr)
         return 1

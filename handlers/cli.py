@@ -197,6 +197,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             tune=args.tune,
             index=index,
+            keyword_engine=c.settings.keyword_engine,
         )
     failures = report.failures
     if failures and not args.allow_errors:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
 import tempfile
 import time
 import uuid
@@ -57,8 +58,9 @@ class StrategySpec:
 
 def strategy_specs(default: SearchSettings) -> dict[str, StrategySpec]:
     """The reported strategies; rrf and convex are the seeds' plain formulas, auto is the deployment's."""
-    plain_rrf = dataclasses.replace(default, fusion=FusionMethod.RRF, alpha=0.5, rrf_k=RRF_K)
-    plain_convex = dataclasses.replace(default, fusion=FusionMethod.CONVEX, alpha=CONVEX_ALPHA)
+    naive = dataclasses.replace(default, feedback_docs=0)  # the seeds' formulas alone, no feedback
+    plain_rrf = dataclasses.replace(naive, fusion=FusionMethod.RRF, alpha=0.5, rrf_k=RRF_K)
+    plain_convex = dataclasses.replace(naive, fusion=FusionMethod.CONVEX, alpha=CONVEX_ALPHA)
     return {
         "keyword": StrategySpec("keyword", default),
         "semantic": StrategySpec("semantic", default),
@@ -231,13 +233,15 @@ def _ordered(strategies: Sequence[str]) -> list[str]:
     return [*chosen, DEFAULT_STRATEGY]
 
 
-def _fresh_sqlite_index(work_dir: Path) -> SearchIndex:
+def _fresh_sqlite_index(work_dir: Path, keyword_engine: str = "fts5") -> SearchIndex:
     from infra.local.sqlite_index import SqliteIndex
 
     path = Path(work_dir) / INDEX_FILE
     for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         stale.unlink(missing_ok=True)  # a fresh index every run
-    return SqliteIndex(path)
+    for derived in (".vectors", ".tantivy"):
+        shutil.rmtree(path.with_name(path.name + derived), ignore_errors=True)
+    return SqliteIndex(path, keyword_engine="tantivy" if keyword_engine == "tantivy" else "fts5")
 
 
 @contextmanager
@@ -271,6 +275,7 @@ def evaluate_dataset(
     progress: bool = True,
     tune: bool = False,
     index: SearchIndex | None = None,
+    keyword_engine: str = "fts5",
 ) -> EvalReport:
     """Ingest `data` into a fresh index (SQLite under `work_dir` unless an empty `index` is given) and score
     every strategy on its test queries.
@@ -286,7 +291,7 @@ def evaluate_dataset(
     )
     types = registry or EntityTypeRegistry()
     clock = SystemClock()
-    index = index if index is not None else _fresh_sqlite_index(work_dir)
+    index = index if index is not None else _fresh_sqlite_index(work_dir, keyword_engine)
     indexing = IndexingService(index, embedder, types, MemoryCache())
     ingested = ingest(data, indexing, clock.now(), progress)
 
@@ -373,13 +378,15 @@ def run_eval(
     progress: bool = True,
     tune: bool = False,
     index: SearchIndex | None = None,
+    keyword_engine: str = "fts5",
 ) -> EvalReport:
     """Load a BEIR folder and evaluate it (in `work_dir`, else a temporary directory removed afterwards),
-    on `index` (fresh and empty) when given, else a fresh SQLite index."""
+    on `index` (fresh and empty) when given, else a fresh SQLite index ranking keywords with
+    `keyword_engine`."""
     from infra.beir import load_beir
 
     data = load_beir(dataset_dir, split)
-    args = (strategies, default, registry, progress, tune, index)
+    args = (strategies, default, registry, progress, tune, index, keyword_engine)
     if work_dir is not None:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
         return evaluate_dataset(data, embedder, Path(work_dir), *args)

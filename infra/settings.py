@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.errors import ConfigurationError, InvalidInputError
+from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT
 from core.service.search import DEFAULT_ALPHA
 
 ENV_PREFIX = "QUARRY_"
@@ -35,6 +36,9 @@ class Settings(BaseSettings):
     # Tenants with at least this many chunks get an approximate vector index (IVF); 0 = always exact.
     ann_min_chunks: int = Field(default=200_000, ge=0)
     ann_probe: int = Field(default=24, ge=1, le=4096)
+    # Who ranks keyword searches on the embedded backend: SQLite FTS5, or a tantivy index beside the
+    # database that follows the writes (BM25 with block-max WAND: fast on large tenants).
+    keyword_engine: Literal["fts5", "tantivy"] = "fts5"
 
     api_keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
     mcp_key: str | None = None  # `quarry mcp` over stdio acts as this QUARRY_API_KEYS entry
@@ -54,6 +58,11 @@ class Settings(BaseSettings):
     fusion: Literal["rrf", "convex"] = "convex"
     alpha: float = Field(default=DEFAULT_ALPHA, ge=0.0, le=1.0)
     rrf_k: int = Field(default=60, ge=1, le=1000)
+    # Vector pseudo-relevance feedback on hybrid searches (README, Search quality): the top N fused
+    # results' stored vectors move the query vector and the vector leg runs again. 0 turns it off
+    # (then alpha 0.7 is the measured best).
+    feedback_docs: int = Field(default=FEEDBACK_DOCS, ge=0, le=10)
+    feedback_weight: float = Field(default=FEEDBACK_WEIGHT, ge=0.0, le=5.0)
     max_query_chars: int = Field(default=1000, ge=1, le=100_000)
     max_limit: int = Field(default=100, ge=1, le=100)
     max_body_bytes: int = Field(default=DEFAULT_BODY_LIMIT, ge=1024)

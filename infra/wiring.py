@@ -79,6 +79,7 @@ class Container:
             self.settings.sqlite_path,
             ann_min_chunks=self.settings.ann_min_chunks,
             ann_probe=self.settings.ann_probe,
+            keyword_engine=self.settings.keyword_engine,
         )
 
     @cached_property
@@ -167,6 +168,8 @@ class Container:
             fusion=FusionMethod(s.fusion),
             alpha=s.alpha if s.fusion == "convex" else 0.5,
             rrf_k=s.rrf_k,
+            feedback_docs=s.feedback_docs,
+            feedback_weight=s.feedback_weight,
             max_query_chars=s.max_query_chars,
             max_limit=s.max_limit,
             cache_ttl_seconds=s.cache_ttl_seconds,

@@ -17,6 +17,7 @@ from typing import Any, Literal, NamedTuple
 from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cache_key, settling_key
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
+from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT, feedback_search
 from core.fusion import RRF_K, Fused, FusionMethod, fuse
 from core.models import Candidate, Filters, LexicalQuery, MatchMode, Retrieval, Scalar
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
@@ -42,13 +43,15 @@ CANDIDATE_DEPTH_FACTOR = 2  # DESIGN.md §3 step 4: retrieve at least 2 × limit
 MIN_FUSION_DEPTH = 100
 MIN_SINGLE_DEPTH = 40
 # The default α (vector share) of convex fusion. The seed's 0.6 (thefold) is what the `convex` evaluation
-# strategy keeps; 0.7 maximised nDCG@10 on SciFact's train split (0.7378 vs 0.7352 at 0.6) and holds on
-# Cranfield (bench/results/fusion_study_*.json); tuned on neither test split.
-DEFAULT_ALPHA = 0.7
+# strategy keeps; without feedback 0.7 maximised nDCG@10 on SciFact's train split and Cranfield
+# (bench/results/fusion_study_*.json). With vector feedback (core.feedback) the vector leg is stronger and
+# 0.8 is best on both (bench/prf_study.py); tuned on neither test split.
+DEFAULT_ALPHA = 0.8
+ALPHA_WITHOUT_FEEDBACK = 0.7  # what to set with `feedback_docs = 0`
 # Question-like queries could lean further to the vector side, but measurement says no: on SciFact train
 # and Cranfield any lean ≥ 0.05 lowered nDCG@10 (bench/fusion_study.py). Kept as a named 0.
 SEMANTIC_LEAN = 0.0
-LEXICAL_LEAN = 0.35  # identifier-like queries move α this much toward BM25
+LEXICAL_LEAN = 0.45  # identifier-like queries move α this much toward BM25 (to 0.35, as before feedback)
 COMMON_FILTERS = ("source", "owner", "namespace")
 # Vector hits below this cosine are noise for all-MiniLM-L6-v2 (unrelated sentences score ~-0.1..0.15);
 # without a floor every query "matches" the whole tenant. Measured on SciFact/Cranfield in bench/.
@@ -69,6 +72,10 @@ class SearchSettings:
     cache_ttl_seconds: float = SEARCH_CACHE_TTL_SECONDS
     min_depth: int = MIN_FUSION_DEPTH
     min_vector_similarity: float = MIN_VECTOR_SIMILARITY
+    # Vector pseudo-relevance feedback on fused (hybrid) searches: the top `feedback_docs` fused results'
+    # stored vectors move the query vector (weight `feedback_weight`) and the vector leg runs again.
+    feedback_docs: int = FEEDBACK_DOCS
+    feedback_weight: float = FEEDBACK_WEIGHT
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,6 +405,22 @@ class SearchService:
         got: Retrieval = self._index.retrieve(tenant_id, lex, embedding, filters, depth)
         vector = strong_vector_hits(got.vector, self.settings)
         fused = fuse(self.settings.fusion, got.lexical, vector, plan.alpha, self.settings.rrf_k)
+        if plan.lexical and embedding is not None and self.settings.feedback_docs > 0 and fused:
+            # Vector pseudo-relevance feedback (core.feedback): fuse again with the moved query's hits.
+            again = feedback_search(
+                self._index,
+                tenant_id,
+                embedding,
+                fused,
+                vector,
+                filters,
+                depth,
+                self.settings.feedback_docs,
+                self.settings.feedback_weight,
+            )
+            if again is not None:
+                vector = strong_vector_hits(again, self.settings)
+                fused = fuse(self.settings.fusion, got.lexical, vector, plan.alpha, self.settings.rrf_k)
         if fused or lex is None:
             return fused, None
         # Nothing matched: widen the lexical match before answering nothing (seed nexus §5.2).

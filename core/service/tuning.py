@@ -13,7 +13,8 @@ from typing import Any
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
 from core.evaluation import Qrels
-from core.fusion import FusionMethod
+from core.feedback import feedback_search
+from core.fusion import FusionMethod, fuse
 from core.governance.overlay import RoleOverlay
 from core.models import Filters, LexicalQuery
 from core.ports import Embedder, SearchIndex, tenant_embedder
@@ -58,7 +59,9 @@ class FusionTuningService:
         """Per query: both candidate lists at search depth, and the α lean `strategy` gives it.
 
         Vector hits below `vector_floor` (default: the service's `min_vector_similarity`) are dropped,
-        as SearchService drops them before fusing.
+        as SearchService drops them before fusing. With vector feedback on, the vector list is the one
+        the feedback search returned after the first fusion at the service's α (what POST /search fuses
+        last), so the grid scores each α on it.
         """
         settings = self._settings
         if vector_floor is not None:
@@ -80,6 +83,22 @@ class FusionTuningService:
                 tenant_id, None if lexical.empty else lexical, vector, Filters(entity_types=types), depth
             )
             vector_hits = tuple(strong_vector_hits(got.vector, settings))
+            if plan.lexical and plan.vector and settings.feedback_docs > 0:
+                # The vector list the final fusion sees: the feedback search's (as SearchService does).
+                first = fuse(settings.fusion, got.lexical, vector_hits, plan.alpha, settings.rrf_k)
+                again = feedback_search(
+                    self._index,
+                    tenant_id,
+                    vector,
+                    first,
+                    vector_hits,
+                    Filters(entity_types=types),
+                    depth,
+                    settings.feedback_docs,
+                    settings.feedback_weight,
+                )
+                if again is not None:
+                    vector_hits = tuple(strong_vector_hits(again, settings))
             out[qid] = QueryLists(got.lexical, vector_hits, alpha_shift=plan.alpha - base)
         return out
 

@@ -23,6 +23,7 @@ class _IndexParts(Protocol):
     """What the mixin needs from SqliteIndex."""
 
     _vectors: Any
+    _keywords: Any
 
     def _conn(self) -> sqlite3.Connection: ...
 
@@ -118,6 +119,8 @@ class SqliteCatalog:
             tx.execute("DELETE FROM idx_changes WHERE tenant_id = ?", (tenant_id,))
             tx.execute("INSERT INTO idx_fts (idx_fts) VALUES ('optimize')")
         self._vectors.drop(tenant_id)
+        if self._keywords is not None:
+            self._keywords.purge()
         # Free space still holds bytes of rows that writes before the erase replaced or deleted without
         # secure_delete (old chunk rows, merged FTS segments): rebuild the file so none of it survives.
         conn.execute("VACUUM")

@@ -31,7 +31,8 @@ INSERT OR IGNORE INTO idx_meta VALUES ('db_id', lower(hex(randomblob(16))));
 """
 
 # The change log the derived vector store follows (vector_store.py): one row per chunk inserted or deleted
-# and per chunk of an entity whose filterable fields changed. Triggers, so no write path can forget it.
+# and per chunk of an entity whose filterable fields (metadata included: the keyword index filters on it)
+# changed. Triggers, so no write path can forget it.
 CHANGE_LOG = """
 CREATE TABLE IF NOT EXISTS idx_changes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL, chunk_id INTEGER NOT NULL
@@ -48,7 +49,16 @@ AFTER UPDATE OF source, owner, namespace, deleted, entity_type ON idx_entities B
     INSERT INTO idx_changes (tenant_id, chunk_id) SELECT tenant_id, id FROM idx_chunks
     WHERE tenant_id = new.tenant_id AND entity_type = new.entity_type AND entity_id = new.entity_id;
 END;
+CREATE TRIGGER IF NOT EXISTS idx_entity_labelled AFTER UPDATE OF metadata ON idx_entities
+WHEN new.metadata IS NOT old.metadata AND new.deleted = 0 BEGIN
+    INSERT INTO idx_changes (tenant_id, chunk_id) SELECT tenant_id, id FROM idx_chunks
+    WHERE tenant_id = new.tenant_id AND entity_type = new.entity_type AND entity_id = new.entity_id;
+END;
 """
+
+# idx_meta key: the change-log position the tantivy keyword index still needs (keyword_index.py); the
+# vector store never prunes the log past it, and the fts5 engine removes it.
+KEYWORD_FLOOR = "keyword_seq"
 
 ENTITY_COLUMNS = (
     "e.tenant_id, e.entity_type, e.entity_id, e.version, e.deleted, e.source, e.owner, e.namespace, "

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from infra.local import ivf
 from infra.local.sqlite_connect import BUSY_TIMEOUT_MS
+from infra.local.sqlite_sql import KEYWORD_FLOOR
 from infra.local.vector_files import COLUMN_TYPES, MIN_CAPACITY, ColumnFiles, Meta
 from infra.local.vectors import CODED, VectorSnapshot
 
@@ -312,7 +313,12 @@ class TenantStore:
             return
         conn.execute("PRAGMA busy_timeout = 0")  # never wait for a writer here: the next catch-up prunes
         try:
-            conn.execute("DELETE FROM idx_changes WHERE tenant_id = ? AND seq <= ?", (self._tenant, meta.seq))
+            # Never past the position the keyword index still needs (keyword_index.py registers it).
+            conn.execute(
+                "DELETE FROM idx_changes WHERE tenant_id = ? AND seq <= min(?, coalesce("
+                "(SELECT CAST(value AS INTEGER) FROM idx_meta WHERE key = ?), ?))",
+                (self._tenant, meta.seq, KEYWORD_FLOOR, meta.seq),
+            )
         except sqlite3.OperationalError:
             return
         finally:

@@ -1,4 +1,5 @@
-"""The SearchIndex contract on every adapter: SqliteIndex (local) and OpenSearchIndex on the live node."""
+"""The SearchIndex contract on every adapter: SqliteIndex (local, with either keyword engine) and
+OpenSearchIndex on the live node."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from tests.adapters.opensearch_live_support import fresh_live_index, live_client
 from tests.adapters.search_index_contract import DIM, SearchIndexContract
 
 
-@pytest.fixture(params=["sqlite", pytest.param("opensearch", marks=pytest.mark.live)])
+@pytest.fixture(params=["sqlite", "sqlite-tantivy", pytest.param("opensearch", marks=pytest.mark.live)])
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "sqlite":
-        yield SqliteIndex(tmp_path / "index.db")
+    if request.param.startswith("sqlite"):
+        engine = "tantivy" if request.param == "sqlite-tantivy" else "fts5"
+        yield SqliteIndex(tmp_path / "index.db", keyword_engine=engine)
         return
     client = live_client(request.getfixturevalue("opensearch_url"))
     with fresh_live_index(client, DIM) as live:

@@ -57,3 +57,25 @@ def test_search_connections_read_through_a_memory_map(tmp_path: Path) -> None:
     # pages shared by every worker process through the OS instead of copied into each connection's cache
     index = SqliteIndex(tmp_path / "quarry.db")
     assert index._conn().execute("PRAGMA mmap_size").fetchone()[0] == READ_MMAP_BYTES
+
+
+def test_reading_a_few_chunk_vectors_does_not_scan_the_tenant(tmp_path: Path) -> None:
+    # Vector feedback reads the top results' stored vectors on every hybrid search: the read must look
+    # them up, not walk every chunk of the tenant (it did: ~80 ms for 2 chunks of a 10k-entity tenant).
+    from core.models import EntityKey
+
+    index = SqliteIndex(tmp_path / "i.db")
+    index.upsert_many([record("t", "memory", f"m{i}", f"note {i}", vec=unit(1, i)) for i in range(400)])
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    conn = index._conn()
+    conn.set_progress_handler(count, 1)
+    got = index.chunk_vectors("t", [(EntityKey("memory", "m7"), 0), (EntityKey("memory", "m300"), 0)])
+    conn.set_progress_handler(None, 1)
+    assert set(got) == {(EntityKey("memory", "m7"), 0), (EntityKey("memory", "m300"), 0)}
+    assert steps < 400, f"{steps} VM steps for 2 chunks of a 400-entity tenant: a scan"

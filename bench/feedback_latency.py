@@ -1,0 +1,75 @@
+"""What vector feedback (core.feedback) costs a hybrid search, through the HTTP API handler on 10,000
+entities: the same queries with feedback on (the default) and off, interleaved query by query so that a
+busy machine's load falls on both alike. The cache is bypassed (TTL 0) so every call searches; queries
+are embedded by the model every time, as in bench/search_latency.py.
+
+    .venv/bin/python bench/feedback_latency.py [--entities 10000] [--queries 200] [--cache-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import queries, summary  # noqa: E402
+from bench.search_latency import call, event, ingest  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entities", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--cache-dir", default=".quarry/embeddings")
+    parser.add_argument("--json", default="bench/results/feedback_latency.json")
+    args = parser.parse_args()
+    from handlers.api import lambda_handler
+    from infra.embedding_cache import CachingEmbedder
+    from infra.local.embedder import LocalEmbedder
+    from infra.settings import load_settings
+    from infra.wiring import Container, set_container
+
+    model = LocalEmbedder()
+    with tempfile.TemporaryDirectory() as tmp:
+        # as bench/search_latency.py: synchronous bulks, cached corpus vectors, queries embedded by the model
+        settings = load_settings(data_dir=tmp, cache_ttl_seconds=0, cache="memory", async_min_chunks=10_000)
+        container = Container(settings)
+        container.__dict__["embedder"] = CachingEmbedder(model, args.cache_dir, progress=False)
+        set_container(container)
+        ingest(lambda_handler, args.entities)
+        for name in ("embedder", "search", "indexing"):
+            container.__dict__.pop(name, None)
+        container.__dict__["embedder"] = model
+        service = container.search
+        on = dataclasses.replace(service.settings, cache_ttl_seconds=0.0)
+        off = dataclasses.replace(on, feedback_docs=0, alpha=0.7)
+        stream = queries(args.queries)
+        took: dict[str, list[float]] = {"feedback": [], "no feedback": []}
+        for i, q in enumerate(stream[:10] + stream):
+            for name, settings in (("feedback", on), ("no feedback", off))[:: 1 if i % 2 else -1]:
+                service.settings = settings
+                started = time.perf_counter()
+                body = call(lambda_handler, event("/search", {"query": q, "strategy": "hybrid"}))
+                elapsed = (time.perf_counter() - started) * 1000
+                assert body["query_info"]["cache"] != "hit", body["query_info"]
+                if i >= 10:  # the first ten warm up (model load, vector matrix)
+                    took[name].append(elapsed)
+        set_container(None)
+    out = {name: summary(values) for name, values in took.items()}
+    extra = [a - b for a, b in zip(took["feedback"], took["no feedback"], strict=True)]
+    out["extra per query"] = summary(extra)
+    print(f"hybrid through the handler, {args.entities} entities, {len(stream)} queries (interleaved)")
+    for name, s in out.items():
+        print(f"{name:<16} P50 {s['p50']:7.2f} ms   P99 {s['p99']:7.2f} ms   mean {s['mean']:7.2f} ms")
+    Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

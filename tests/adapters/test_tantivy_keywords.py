@@ -1,0 +1,286 @@
+"""The tantivy keyword engine (QUARRY_KEYWORD_ENGINE=tantivy) follows SQLite: a write is found by the next
+search, a deleted or replaced text never, other processes' writes are seen, kill -9 loses no acknowledged
+write, a missing or corrupt index is rebuilt, and filters and tenants are applied inside the query."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from core.models import EntityKey, Filters, LexicalQuery, MatchMode, Placement
+from infra.local.sqlite_index import SqliteIndex
+from tests.adapters.search_index_contract import lex, record, unit
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tantivy_index(path: Path) -> SqliteIndex:
+    return SqliteIndex(path, keyword_engine="tantivy")
+
+
+def folder(path: Path) -> Path:
+    return Path(str(path) + ".tantivy")
+
+
+def test_a_write_is_found_by_the_next_search(tmp_path: Path) -> None:
+    index = tantivy_index(tmp_path / "i.db")
+    for i in range(5):
+        index.upsert(record("t", "memory", f"m{i}", f"note number {i} about walrus{i}"))
+        assert lex(index, "t", f"walrus{i}") == [f"m{i}"]
+
+
+def test_a_deleted_entity_is_never_served(tmp_path: Path) -> None:
+    index = tantivy_index(tmp_path / "i.db")
+    index.upsert(record("t", "memory", "a", "penguins march"))
+    index.upsert(record("t", "memory", "b", "penguins swim"))
+    assert sorted(lex(index, "t", "penguins")) == ["a", "b"]
+    index.delete("t", EntityKey("memory", "a"), None)
+    assert lex(index, "t", "penguins") == ["b"]
+    assert lex(index, "t", "march") == []
+
+
+def test_an_update_that_changes_the_text_is_found_by_the_new_words_only(tmp_path: Path) -> None:
+    index = tantivy_index(tmp_path / "i.db")
+    index.upsert(record("t", "memory", "a", "old harbour lighthouse", version=1))
+    assert lex(index, "t", "lighthouse") == ["a"]
+    index.upsert(record("t", "memory", "a", "new mountain cabin", version=2))
+    assert lex(index, "t", "lighthouse") == []
+    assert lex(index, "t", "harbour") == []
+    assert lex(index, "t", "cabin") == ["a"]
+
+
+def test_a_search_right_after_a_write_does_not_wait_for_the_index_commit(tmp_path: Path) -> None:
+    """While the keyword index cannot commit (another writer holds its lock), writes made since are
+    answered at once: added chunks ranked by FTS5 beside the index's hits, deleted ones never served."""
+    path = tmp_path / "i.db"
+    index = tantivy_index(path)
+    index.upsert(record("t", "memory", "a", "old walrus"))
+    index.upsert(record("t", "memory", "c", "walrus colony walrus"))
+    assert sorted(lex(index, "t", "walrus")) == ["a", "c"]
+    fd = os.open(str(folder(path)) + ".lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # the index's writer lock: no commit can land now
+    try:
+        found: list[list[str]] = []
+
+        def search() -> None:
+            index.upsert(record("t", "memory", "b", "new walrus"))
+            index.delete("t", EntityKey("memory", "a"), None)
+            found.append(lex(index, "t", "walrus"))
+            found.append(lex(index, "t", "new"))
+
+        worker = threading.Thread(target=search)
+        worker.start()
+        worker.join(timeout=30)
+        assert not worker.is_alive(), "a search waited for the keyword index's commit"
+        assert sorted(found[0]) == ["b", "c"]
+        assert found[1] == ["b"]
+    finally:
+        os.close(fd)
+    time.sleep(0.2)
+    assert sorted(lex(index, "t", "walrus")) == ["b", "c"]
+
+
+def test_two_indexes_over_one_data_dir_see_each_others_writes(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    one, two = tantivy_index(path), tantivy_index(path)
+    one.upsert(record("t", "memory", "a", "quokka island"))
+    assert lex(two, "t", "quokka") == ["a"]
+    two.upsert(record("t", "memory", "a", "wombat burrow", version=2))
+    assert lex(one, "t", "quokka") == []
+    assert lex(one, "t", "wombat") == ["a"]
+    one.delete("t", EntityKey("memory", "a"), None)
+    assert lex(two, "t", "wombat") == []
+
+
+def test_tenant_a_never_sees_tenant_b(tmp_path: Path) -> None:
+    index = tantivy_index(tmp_path / "i.db")
+    index.upsert(record("b", "memory", "secret", "zebra plans"))
+    index.upsert(record("a", "memory", "mine", "giraffe plans"))
+    assert lex(index, "a", "zebra") == []
+    assert lex(index, "a", "plans") == ["mine"]
+    assert lex(index, "b", "plans") == ["secret"]
+
+
+def test_a_selective_filter_still_returns_k(tmp_path: Path) -> None:
+    """Filters are clauses of the query: 40 better-scoring memories do not crowd out 5 tasks."""
+    index = tantivy_index(tmp_path / "i.db")
+    index.upsert_many([record("t", "memory", f"m{i}", "otter otter otter") for i in range(40)])
+    index.upsert_many(
+        [record("t", "task", f"t{i}", f"otter and {i} other long words here") for i in range(5)]
+    )
+    found = lex(index, "t", "otter", filters=Filters(entity_types=("task",)), k=5)
+    assert sorted(found) == [f"t{i}" for i in range(5)]
+
+
+def test_metadata_filters_follow_metadata_updates(tmp_path: Path) -> None:
+    index = tantivy_index(tmp_path / "i.db")
+    index.upsert(record("t", "memory", "a", "heron pond", metadata={"topic": "birds", "tags": ["x", 1]}))
+    index.upsert(record("t", "memory", "b", "heron lake", metadata={"topic": "lakes"}))
+    birds = Filters(metadata={"topic": ("birds",)})
+    assert lex(index, "t", "heron", filters=birds) == ["a"]
+    assert lex(index, "t", "heron", filters=Filters(metadata={"tags": (1,)})) == ["a"]
+    assert lex(index, "t", "heron", filters=Filters(metadata={"tags": (True,)})) == ["a"]  # as SQLite: 1
+    assert lex(index, "t", "heron", filters=Filters(metadata={"tags": ("1",)})) == []
+    index.update_metadata("t", EntityKey("memory", "b"), 2, {}, {"topic": "birds"}, "2026-11-02T00:00:00Z")
+    assert sorted(lex(index, "t", "heron", filters=birds)) == ["a", "b"]
+    index.update_metadata(
+        "t", EntityKey("memory", "a"), 2, {}, {}, "2026-11-02T00:00:00Z", Placement("web", "ann", None)
+    )
+    assert lex(index, "t", "heron", filters=birds) == ["b"]
+    assert lex(index, "t", "heron", filters=Filters(sources=("web",), owner="ann")) == ["a"]
+    assert lex(index, "t", "heron", filters=Filters(exclude_owner="ann")) == ["b"]
+
+
+def test_user_text_is_never_tantivy_query_syntax(tmp_path: Path) -> None:
+    index = tantivy_index(tmp_path / "i.db")
+    index.upsert(record("t", "memory", "a", "the title plain words"))
+    for text in ('title:plain OR "', "plain AND -words", "*:*", "plain^100", "chunk:1", "scope:[a TO z]"):
+        query = LexicalQuery(tuple(text.split()), (text,))
+        index.lexical("t", query, Filters(), 10)  # no error, whatever matches
+    assert lex(index, "t", "*:*") == []
+    assert lex(index, "t", "title:plain") == ["a"]  # a phrase of the two words, not a field restriction
+    assert lex(index, "t", "plain:title") == []
+
+
+def test_phrases_prefixes_and_fuzzy(tmp_path: Path) -> None:
+    index = tantivy_index(tmp_path / "i.db")
+    index.upsert(record("t", "memory", "a", "alpha beta gamma"))
+    index.upsert(record("t", "memory", "b", "beta alpha delta"))
+
+    def phrase(p: str) -> list[str]:
+        return [c.key.entity_id for c in index.lexical("t", LexicalQuery((), (p,)), Filters(), 10)]
+
+    assert phrase("alpha beta") == ["a"]
+    assert phrase("gamma alpha") == []  # the tiers are repeated in one field: no phrase across copies
+    prefix = LexicalQuery(("gam",), (), MatchMode.PREFIX)
+    assert [c.key.entity_id for c in index.lexical("t", prefix, Filters(), 10)] == ["a"]
+    fuzzy = LexicalQuery(("deltta",), (), MatchMode.FUZZY)
+    assert [c.key.entity_id for c in index.lexical("t", fuzzy, Filters(), 10)] == ["b"]
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt", "other database"])
+def test_a_missing_or_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "i.db"
+    index = tantivy_index(path)
+    index.upsert_many([record("t", "memory", f"m{i}", f"kiwi number{i}") for i in range(20)])
+    assert len(lex(index, "t", "kiwi", k=50)) == 20
+    del index
+    if damage == "missing":
+        while folder(path).exists():  # tantivy may still be removing merged files in the background
+            shutil.rmtree(folder(path), ignore_errors=True)
+    elif damage == "corrupt":
+        (folder(path) / "meta.json").write_text("{not json")
+    else:
+        (folder(path) / "state.json").write_text('{"db_id": "another", "format": 1, "seq": 999}')
+    reopened = tantivy_index(path)
+    assert len(lex(reopened, "t", "kiwi", k=50)) == 20
+    assert lex(reopened, "t", "number7") == ["m7"]
+
+
+def test_the_fts5_engine_holds_log_pruning_back_while_a_keyword_index_exists(tmp_path: Path) -> None:
+    path = tmp_path / "i.db"
+    first = tantivy_index(path)
+    first.upsert(record("t", "memory", "a", "first lynx"))
+    assert lex(first, "t", "lynx") == ["a"]
+    fts = SqliteIndex(path)  # the fts5 engine, e.g. a command run without QUARRY_KEYWORD_ENGINE
+    fts.upsert(record("t", "memory", "b", "second lynx"))
+    fts.delete("t", EntityKey("memory", "a"), None)
+    floor = fts._conn().execute("SELECT value FROM idx_meta WHERE key = 'keyword_seq'").fetchone()
+    assert floor is not None  # the vector store's pruning stops there
+    assert lex(tantivy_index(path), "t", "lynx") == ["b"]
+
+
+def test_a_keyword_index_behind_a_pruned_log_is_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "i.db"
+    first = tantivy_index(path)
+    first.upsert(record("t", "memory", "a", "first lynx"))
+    assert lex(first, "t", "lynx") == ["a"]
+    shutil.move(folder(path), tmp_path / "kept")  # the fts5 engine runs with no keyword index in sight
+    fts = SqliteIndex(path)
+    fts.upsert(record("t", "memory", "b", "second lynx"))
+    fts.delete("t", EntityKey("memory", "a"), None)
+    fts._conn().execute("DELETE FROM idx_changes")  # as the vector store's pruning may now do
+    shutil.move(tmp_path / "kept", folder(path))  # an old keyword index comes back
+    assert lex(tantivy_index(path), "t", "lynx") == ["b"]
+
+
+def test_purging_a_tenant_empties_its_keyword_documents(tmp_path: Path) -> None:
+    index = tantivy_index(tmp_path / "i.db")
+    index.upsert(record("gone", "memory", "a", "bison herd"))
+    index.upsert(record("kept", "memory", "b", "bison calf"))
+    assert lex(index, "gone", "herd") == ["a"]
+    index.purge_tenant("gone")
+    assert lex(index, "gone", "bison") == []
+    searcher = index._keywords.catch_up(index._conn()).searcher()
+    assert searcher.doc_freq("text", "herd") == 0  # not merely marked deleted: the term is gone
+    assert lex(index, "kept", "bison") == ["b"]
+    index.upsert(record("gone", "memory", "c", "new bison"))
+    assert lex(index, "gone", "bison") == ["c"]
+
+
+WRITER = """
+import sys
+from infra.local.sqlite_index import SqliteIndex
+from tests.adapters.search_index_contract import record
+from core.models import EntityKey
+index = SqliteIndex(sys.argv[1], keyword_engine="tantivy")
+for i in range(int(sys.argv[2])):
+    index.upsert(record("t", "memory", f"w{i}", f"written tapir{i}"))
+    if i % 3 == 2:
+        index.delete("t", EntityKey("memory", f"w{i - 1}"), None)
+    print(i, flush=True)
+"""
+
+
+def test_kill_9_mid_write_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    path = tmp_path / "crash.db"
+    tantivy_index(path).upsert(record("t", "memory", "seed", "seed"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    acked = -1
+    with subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), "100000"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    ) as proc:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        while acked < 60 and time.monotonic() < deadline:
+            acked = int(proc.stdout.readline())
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert acked >= 60
+    index = tantivy_index(path)
+    deleted = {i - 1 for i in range(acked + 1) if i % 3 == 2}
+    for i in range(acked + 1):
+        assert lex(index, "t", f"tapir{i}") == ([] if i in deleted else [f"w{i}"]), i
+    assert lex(index, "t", "seed") == ["seed"]
+    assert unit(1, 0).shape  # the vectors are not this test's concern
+
+
+def test_the_setting_chooses_the_engine_and_a_wrong_value_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.errors import ConfigurationError
+    from infra.settings import load_settings
+    from infra.wiring import Container
+
+    monkeypatch.setenv("QUARRY_KEYWORD_ENGINE", "tantivy")
+    index = Container(load_settings(data_dir=tmp_path)).index
+    index.upsert(record("t", "memory", "a", "the setting works"))
+    assert lex(index, "t", "setting") == ["a"]
+    assert Path(str(index._path) + ".tantivy").is_dir()
+    monkeypatch.setenv("QUARRY_KEYWORD_ENGINE", "lucene")
+    with pytest.raises(ConfigurationError) as raised:
+        load_settings(data_dir=tmp_path)
+    assert "QUARRY_KEYWORD_ENGINE" in raised.value.variables

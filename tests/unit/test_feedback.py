@@ -1,0 +1,72 @@
+"""Vector pseudo-relevance feedback (core.feedback): Rocchio's formula and which stored chunks it reads."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core.feedback import feedback_chunks, rocchio
+from core.fusion import fuse_convex
+from core.models import Candidate, EntityKey
+
+
+def cand(name: str, score: float, chunk_no: int = 0) -> Candidate:
+    return Candidate(EntityKey("memory", name), score, chunk_no, name, name, "memory", None, None, "", "", {})
+
+
+def test_rocchio_adds_the_weighted_mean_of_the_feedback_and_keeps_unit_length() -> None:
+    q = np.array([1.0, 0.0, 0.0], np.float32)
+    docs = [np.array([0.0, 1.0, 0.0], np.float32), np.array([0.0, 0.0, 1.0], np.float32)]
+    moved = rocchio(q, docs, weight=1.0)
+    expected = np.array([1.0, 0.5, 0.5]) / np.linalg.norm([1.0, 0.5, 0.5])
+    assert np.allclose(moved, expected, atol=1e-6)
+    assert abs(float(np.linalg.norm(moved)) - 1.0) < 1e-6
+    half = rocchio(q, docs[:1], weight=0.5)
+    assert np.allclose(half, np.array([1.0, 0.5, 0.0]) / np.linalg.norm([1.0, 0.5, 0.0]), atol=1e-6)
+
+
+def test_rocchio_without_feedback_or_weight_leaves_the_query_alone() -> None:
+    q = np.array([0.6, 0.8], np.float32)
+    assert np.array_equal(rocchio(q, []), q)
+    assert np.array_equal(rocchio(q, [np.array([1.0, 0.0], np.float32)], weight=0.0), q)
+
+
+def test_feedback_reads_the_top_results_vector_matched_chunk() -> None:
+    # "both" is first (lexical + vector): its vector-matched chunk 3, not the lexical chunk 1, is read;
+    # "lex" has no vector hit, so its lexical chunk 2 is.
+    lexical = [cand("both", 9.0, chunk_no=1), cand("lex", 8.0, chunk_no=2)]
+    vector = [cand("both", 0.9, chunk_no=3), cand("vec", 0.3, chunk_no=4)]
+    fused = fuse_convex(lexical, vector, alpha=0.5)
+    assert [f.candidate.key.entity_id for f in fused[:2]] == ["both", "lex"]
+    assert feedback_chunks(fused, vector, 2) == [
+        (EntityKey("memory", "both"), 3),
+        (EntityKey("memory", "lex"), 2),
+    ]
+    assert feedback_chunks(fused, vector, 0) == []
+
+
+class _Index:
+    """Just the two reads feedback makes: stored chunk vectors (here of another model) and a k-NN."""
+
+    def __init__(self, stored: dict) -> None:
+        self.stored = stored
+        self.searched: list[np.ndarray] = []
+
+    def chunk_vectors(self, tenant_id: str, chunks: list) -> dict:
+        return {c: self.stored[c] for c in chunks if c in self.stored}
+
+    def vector(self, tenant_id: str, embedding: np.ndarray, filters: object, k: int) -> list:
+        self.searched.append(embedding)
+        return []
+
+
+def test_stored_vectors_of_another_model_are_not_used_as_feedback() -> None:
+    # Mid-reindex the stored vectors may be the old model's (another dimension): no feedback, no error.
+    from core.feedback import feedback_search
+    from core.models import Filters
+
+    lexical = [cand("a", 3.0)]
+    fused = fuse_convex(lexical, [], alpha=0.5)
+    index = _Index({(EntityKey("memory", "a"), 0): np.ones(8, np.float32)})
+    query = np.array([1.0, 0.0, 0.0, 0.0], np.float32)
+    assert feedback_search(index, "t", query, fused, [], Filters(), 10) is None  # type: ignore[arg-type]
+    assert index.searched == []
