@@ -15,7 +15,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.errors import ConfigurationError, InvalidInputError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT
-from core.service.search import DEFAULT_ALPHA
 
 ENV_PREFIX = "QUARRY_"
 DEFAULT_BODY_LIMIT = 1_048_576  # 1 MiB: a 500-item bulk of typical entities fits; API Gateway allows 10 MB
@@ -56,11 +55,12 @@ class Settings(BaseSettings):
     producer_tenants: dict[str, list[str]] = Field(default_factory=dict)
 
     fusion: Literal["rrf", "convex"] = "convex"
-    alpha: float = Field(default=DEFAULT_ALPHA, ge=0.0, le=1.0)
+    # None: 0.8 with vector feedback, 0.7 without (each the measured best; core.service.search.default_alpha)
+    alpha: float | None = Field(default=None, ge=0.0, le=1.0)
     rrf_k: int = Field(default=60, ge=1, le=1000)
     # Vector pseudo-relevance feedback on hybrid searches (README, Search quality): the top N fused
     # results' stored vectors move the query vector and the vector leg runs again. 0 turns it off
-    # (then alpha 0.7 is the measured best).
+    # (and the default alpha with it to 0.7, the measured best without feedback).
     feedback_docs: int = Field(default=FEEDBACK_DOCS, ge=0, le=10)
     feedback_weight: float = Field(default=FEEDBACK_WEIGHT, ge=0.0, le=5.0)
     max_query_chars: int = Field(default=1000, ge=1, le=100_000)

@@ -161,12 +161,14 @@ class Container:
     def search_settings(self) -> SearchSettings:
         """The deployment's search behaviour (also what `quarry eval` reports as the default)."""
         from core.fusion import FusionMethod
-        from core.service.search import SearchSettings
+        from core.service.search import SearchSettings, default_alpha
 
         s = self.settings
         return SearchSettings(
             fusion=FusionMethod(s.fusion),
-            alpha=s.alpha if s.fusion == "convex" else 0.5,
+            alpha=(default_alpha(s.feedback_docs) if s.alpha is None else s.alpha)
+            if s.fusion == "convex"
+            else 0.5,
             rrf_k=s.rrf_k,
             feedback_docs=s.feedback_docs,
             feedback_weight=s.feedback_weight,

@@ -47,7 +47,14 @@ MIN_SINGLE_DEPTH = 40
 # (bench/results/fusion_study_*.json). With vector feedback (core.feedback) the vector leg is stronger and
 # 0.8 is best on both (bench/prf_study.py); tuned on neither test split.
 DEFAULT_ALPHA = 0.8
-ALPHA_WITHOUT_FEEDBACK = 0.7  # what to set with `feedback_docs = 0`
+ALPHA_WITHOUT_FEEDBACK = 0.7  # the default with `feedback_docs = 0`
+
+
+def default_alpha(feedback_docs: int) -> float:
+    """The convex α a deployment gets unless it sets one: the measured best with or without feedback."""
+    return DEFAULT_ALPHA if feedback_docs > 0 else ALPHA_WITHOUT_FEEDBACK
+
+
 # Question-like queries could lean further to the vector side, but measurement says no: on SciFact train
 # and Cranfield any lean ≥ 0.05 lowered nDCG@10 (bench/fusion_study.py). Kept as a named 0.
 SEMANTIC_LEAN = 0.0

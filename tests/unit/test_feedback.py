@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from core.feedback import feedback_chunks, rocchio
@@ -70,3 +72,17 @@ def test_stored_vectors_of_another_model_are_not_used_as_feedback() -> None:
     query = np.array([1.0, 0.0, 0.0, 0.0], np.float32)
     assert feedback_search(index, "t", query, fused, [], Filters(), 10) is None  # type: ignore[arg-type]
     assert index.searched == []
+
+
+def test_turning_feedback_off_brings_the_alpha_measured_without_it(tmp_path: Any) -> None:
+    """QUARRY_FEEDBACK_DOCS=0 alone gives α 0.7 (the best without feedback), not feedback's 0.8; an explicit
+    QUARRY_ALPHA always wins."""
+    from infra.settings import load_settings
+    from infra.wiring import Container
+
+    def alpha(**given: Any) -> float:
+        return Container(load_settings(data_dir=tmp_path, **given)).search_settings.alpha
+
+    assert alpha() == 0.8
+    assert alpha(feedback_docs=0) == 0.7
+    assert alpha(feedback_docs=0, alpha=0.65) == 0.65 and alpha(alpha=0.6) == 0.6
