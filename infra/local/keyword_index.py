@@ -27,6 +27,7 @@ import os
 import shutil
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,10 @@ FORMAT = 2  # bump when the documents' fields change: older indexes are rebuilt,
 WRITER_HEAP = 64_000_000
 ROWS = 2000
 FOLLOW_IDLE_S = 2.0  # the background follower waits this long for more writes before it ends
+# The follower lets writes gather this long before it commits them: a bulk ingest (a batch every ~0.2 s)
+# makes one segment per interval, not one per batch. Searches meanwhile merge FTS5's ranking of the pending
+# chunks (`search`), so nothing waits for it.
+FOLLOW_COALESCE_S = 1.0
 _ROW_SELECT = (
     "SELECT c.id, c.tenant_id, c.entity_type, e.source, e.owner, e.namespace, e.metadata, f.b3, f.b2, f.b1 "
     "FROM idx_chunks c JOIN idx_entities e ON e.tenant_id = c.tenant_id AND e.entity_type = c.entity_type "
@@ -139,13 +144,18 @@ class KeywordIndex:
                     self._follower = None
                     return
                 self._wake.clear()
-            # Best effort: the writes are committed in SQLite, and the next search catches up itself.
+            time.sleep(FOLLOW_COALESCE_S)  # let the writes of a burst gather into one commit
+            # Best effort: the writes are committed in SQLite, and the next search catches up itself. The
+            # follower also waits for tantivy's segment merges after its commit: without that, a bulk ingest
+            # left merge threads of every dropped writer running (45 at once, 1.2 GB of unmerged segments at
+            # 300k chunks), and ingest fell from 5,000 to under 1,000 chunks/s.
             with contextlib.suppress(sqlite3.Error, OSError, ValueError):
-                self.catch_up(self._connect())
+                self.catch_up(self._connect(), settle_merges=True)
             self._wake.wait(FOLLOW_IDLE_S)
 
-    def catch_up(self, conn: sqlite3.Connection) -> tantivy.Index:
-        """The index, reflecting at least every change committed in SQLite before this call."""
+    def catch_up(self, conn: sqlite3.Connection, settle_merges: bool = False) -> tantivy.Index:
+        """The index, reflecting at least every change committed in SQLite before this call
+        (`settle_merges`: also wait for the segment merges its commit starts — the background follower)."""
         last = _last_seq(conn)
         index = self._index
         if index is not None and self._seq >= last and not self._state_changed():
@@ -159,9 +169,9 @@ class KeywordIndex:
                     self._view = (self._index, self._seq, self._top)
                 return self._index
             with self._writer_lock():
-                return self._apply(conn)
+                return self._apply(conn, settle_merges)
 
-    def _apply(self, conn: sqlite3.Connection) -> tantivy.Index:
+    def _apply(self, conn: sqlite3.Connection, settle_merges: bool = False) -> tantivy.Index:
         """Under the writer lock: apply the log since the recorded position, or rebuild."""
         state = self._state()
         own = not conn.in_transaction
@@ -189,10 +199,11 @@ class KeywordIndex:
                 seq, top = int(state["seq"]), int(state["top"])
             else:
                 if rebuild or state is None:
-                    _write(index, lambda w: self._add(w, conn.execute(_ROW_SELECT + " ORDER BY c.id")))
+                    add = lambda w: self._add(w, conn.execute(_ROW_SELECT + " ORDER BY c.id"))  # noqa: E731
+                    _write(index, add, settle_merges=True)  # a rebuild: one big commit, merged once
                 else:
                     since = int(state["seq"])
-                    _write(index, lambda w: self._replay(w, conn, since, last))
+                    _write(index, lambda w: self._replay(w, conn, since, last), settle_merges)
                 seq = last
         finally:
             if own:
@@ -349,13 +360,18 @@ def _register(conn: sqlite3.Connection, seq: int, strict: bool = False) -> None:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
-def _write(index: tantivy.Index, change: Callable[[tantivy.IndexWriter], object]) -> None:
+def _write(
+    index: tantivy.Index, change: Callable[[tantivy.IndexWriter], object], settle_merges: bool = False
+) -> None:
     """Run `change` with a writer, committed on success, rolled back on failure, and dropped either way
-    (which releases tantivy's own directory lock, so the next catch-up, here or elsewhere, can write)."""
+    (which releases tantivy's own directory lock, so the next catch-up, here or elsewhere, can write);
+    `settle_merges`: wait for the merges the commit started before dropping the writer."""
     writer = index.writer(heap_size=WRITER_HEAP, num_threads=1)
     try:
         change(writer)
         writer.commit()
+        if settle_merges:
+            writer.wait_merging_threads()  # consumes the writer (and its lock) once the merges are done
     except BaseException:
         writer.rollback()
         raise
