@@ -83,19 +83,7 @@ class CatalogService:
         """What learning (or an operator) changed, newest first."""
         rows = self._state.list_history(tenant_id, caller, limit)
         return WeightHistoryResponse(
-            data=[
-                WeightChangeOut(
-                    caller=r.caller,
-                    source=r.source,
-                    old_weight=r.old_weight,
-                    new_weight=r.new_weight,
-                    old_share=r.old_share,
-                    new_share=r.new_share,
-                    reason=r.reason,
-                    at=r.at,
-                )
-                for r in rows
-            ]
+            data=[WeightChangeOut.model_validate(r, from_attributes=True) for r in rows]
         )
 
     def evals(self, tenant_id: str, name: str | None, limit: int) -> EvalsResponse:

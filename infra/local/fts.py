@@ -52,10 +52,10 @@ def is_scope_token(term: str) -> bool:
     return len(term) > 2 and term[:2] in SCOPE_KINDS.values() and term[2:].isdigit()
 
 
-def scope_text(
+def scope_tokens(
     tenant_id: str, entity_type: str, source: str, owner: str | None, namespace: str | None
-) -> str:
-    """The scope column of one chunk row."""
+) -> list[str]:
+    """The scope tokens of one chunk (FTS5's scope column, tantivy's scope field)."""
     parts = [
         scope_token("tenant", tenant_id),
         scope_token("type", entity_type),
@@ -65,7 +65,14 @@ def scope_text(
         parts.append(scope_token("owner", owner))
     if namespace is not None:
         parts.append(scope_token("namespace", namespace))
-    return " ".join(parts)
+    return parts
+
+
+def scope_text(
+    tenant_id: str, entity_type: str, source: str, owner: str | None, namespace: str | None
+) -> str:
+    """The scope column of one chunk row."""
+    return " ".join(scope_tokens(tenant_id, entity_type, source, owner, namespace))
 
 
 def _any_of(kind: str, values: tuple[str, ...]) -> str:

@@ -36,7 +36,7 @@ import tantivy
 from tantivy import Query
 
 from core.models import Filters, LexicalQuery
-from infra.local.fts import scope_token
+from infra.local.fts import scope_tokens
 from infra.local.sqlite_connect import BUSY_TIMEOUT_MS
 from infra.local.sqlite_sql import KEYWORD_FLOOR
 from infra.local.tantivy_query import (
@@ -236,15 +236,7 @@ class KeywordIndex:
             for chunk_id, tenant, etype, source, owner, namespace, metadata, *tiers in rows:
                 doc = tantivy.Document()
                 doc.add_unsigned("chunk", int(chunk_id))
-                scope = [
-                    scope_token("tenant", tenant),
-                    scope_token("type", etype),
-                    scope_token("source", source),
-                ]
-                if owner is not None:
-                    scope.append(scope_token("owner", owner))
-                if namespace is not None:
-                    scope.append(scope_token("namespace", namespace))
+                scope = scope_tokens(tenant, etype, source, owner, namespace)
                 scope += metadata_tokens(json.loads(metadata or "{}"))
                 for token in scope:
                     doc.add_text("scope", token)

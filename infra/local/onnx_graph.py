@@ -70,14 +70,18 @@ def build(model_dir: Path, pooling: Pooling, variant: Variant = "fp32") -> Any:
         g.const("axis0", [0]),
     )
     x = g.op("Add", x, positions)
-    x = g.op(
-        "LayerNormalization",
-        x,
-        g.const("emb_ln_g", enc._emb_ln[0]),
-        g.const("emb_ln_b", enc._emb_ln[1]),
-        axis=-1,
-        epsilon=eps,
-    )
+
+    def norm(inp: str, gamma: np.ndarray, beta: np.ndarray, name: str) -> str:
+        return g.op(
+            "LayerNormalization",
+            inp,
+            g.const(name + "_g", gamma),
+            g.const(name + "_b", beta),
+            axis=-1,
+            epsilon=eps,
+        )
+
+    x = norm(x, enc._emb_ln[0], enc._emb_ln[1], "emb_ln")
     if fused_attention:  # Attention takes the raw 0/1 (batch, tokens) mask and masks padding keys itself
         mask_index = g.op("Cast", mask, to=onnx_proto.INT32)
     else:  # padding keys get the most negative float32, as bert.py and Hugging Face do: (1 − mask)·min
@@ -129,28 +133,14 @@ def build(model_dir: Path, pooling: Pooling, variant: Variant = "fp32") -> Any:
             merged = g.op("Transpose", g.op("MatMul", probs, v), perm=[0, 2, 1, 3])
             context = g.op("Reshape", merged, merge_heads)
         attended = g.op("Add", dense(context, layer.out_w, layer.out_b, "o"), x)
-        x = g.op(
-            "LayerNormalization",
-            attended,
-            g.const(p + "ln1_g", layer.ln1_g),
-            g.const(p + "ln1_b", layer.ln1_b),
-            axis=-1,
-            epsilon=eps,
-        )
+        x = norm(attended, layer.ln1_g, layer.ln1_b, p + "ln1")
         up = dense(x, layer.up_w, layer.up_b, "up")
         erf = g.op("Erf", g.op("Div", up, g.scalar(p + "sqrt2", np.sqrt(2.0))))
         act = g.op(
             "Mul", g.op("Mul", up, g.op("Add", erf, g.scalar(p + "one", 1.0))), g.scalar(p + "half", 0.5)
         )
         out = g.op("Add", dense(act, layer.down_w, layer.down_b, "down"), x)
-        x = g.op(
-            "LayerNormalization",
-            out,
-            g.const(p + "ln2_g", layer.ln2_g),
-            g.const(p + "ln2_b", layer.ln2_b),
-            axis=-1,
-            epsilon=eps,
-        )
+        x = norm(out, layer.ln2_g, layer.ln2_b, p + "ln2")
 
     if pooling == "cls":
         pooled = g.op(

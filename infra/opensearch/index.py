@@ -63,6 +63,7 @@ Build = Callable[[Mapping[str, Any] | None], "dict[str, Any] | WriteOutcome"]
 # No new `_msearch` attempt for throttled items after this long (each attempt is itself bounded by the
 # Transport's budget; these only add round trips to a search that was answered).
 ITEM_RETRY_BUDGET_SECONDS = 2.0
+_NO_SPLIT = 2**62  # streaming_bulk's own byte limit, set out of reach: one request per call
 CAS_ROUNDS = 16  # read-decide-write rounds per write before giving up under contention (each loses only
 # to a write that landed in between, so a round that fails means another writer made progress)
 
@@ -164,9 +165,7 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
                     self._client,
                     pairs,
                     chunk_size=len(pairs),
-                    max_chunk_bytes=max(
-                        self._max_bulk_bytes, sum(bodies.write_bytes(self._alias, *w) for w in writes)
-                    ),
+                    max_chunk_bytes=_NO_SPLIT,  # `_bulk` already cut the writes into byte batches
                     expand_action_callback=_as_bulk_pair,
                     raise_on_error=False,
                     max_retries=self._retry.max_retries,

@@ -260,42 +260,23 @@ def test_the_cli_reindexes_the_opensearch_index_to_a_model_folder(
     tmp_path: Path, opensearch_url: str, prefix: str
 ) -> None:
     import json
-    import shutil
-    import subprocess
-    import sys
 
-    from infra.local.embedder import default_model_dir
-    from tests.conftest import ROOT
+    from tests.adapters.reindex_cli import ingested_with_a_model_copy
 
-    folder = tmp_path / "minilm-copy"  # another folder holding a model (here: a copy of the default)
-    shutil.copytree(default_model_dir(), folder)
-    notes = tmp_path / "notes.jsonl"
-    notes.write_text(
-        "\n".join(json.dumps({"id": f"n{i}", "content": f"harbor crane note {i}"}) for i in range(5))
+    folder, quarry = ingested_with_a_model_copy(
+        tmp_path,
+        QUARRY_INDEX="opensearch",
+        QUARRY_OPENSEARCH_URL=opensearch_url,
+        QUARRY_OPENSEARCH_INDEX_PREFIX=prefix,
+        QUARRY_OPENSEARCH_REFRESH="true",
     )
-    env = {
-        "PYTHONPATH": str(ROOT),
-        "PATH": "/usr/bin:/bin",
-        "QUARRY_DATA_DIR": str(tmp_path / "data"),
-        "QUARRY_INDEX": "opensearch",
-        "QUARRY_OPENSEARCH_URL": opensearch_url,
-        "QUARRY_OPENSEARCH_INDEX_PREFIX": prefix,
-        "QUARRY_OPENSEARCH_REFRESH": "true",
-        # the copy's graph (90 MB, keyed by this temporary path) stays in the test's folder, not ~/.cache
-        "QUARRY_EMBEDDER_CACHE_DIR": str(tmp_path / "onnx-cache"),
-    }
-    quarry = [sys.executable, "-m", "handlers.cli"]
-    run = dict(env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    subprocess.run([*quarry, "ingest", str(notes), "--type", "memory", "--quiet"], check=True, **run)
-    done = subprocess.run([*quarry, "reindex", "--model-dir", str(folder), "--settle-seconds", "0"], **run)
+    done = quarry("reindex", "--model-dir", str(folder), "--settle-seconds", "0")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["new_index"] == f"{prefix}-v2" and report["documents"] == 5
     assert report["model_id"] == "local:minilm-copy" and report["dimension"] == 384
     for i in range(5):  # a new process: its query embedder is the generation's model, read from `_meta`
-        found = subprocess.run(
-            [*quarry, "search", f"crane note {i}", "--json", "--strategy", "semantic"], **run
-        )
+        found = quarry("search", f"crane note {i}", "--json", "--strategy", "semantic")
         assert json.loads(found.stdout)["results"][0]["entity_id"] == f"n{i}"
-    refused = subprocess.run([*quarry, "reindex", "--model-dir", str(folder), "--tenant", "dev"], **run)
+    refused = quarry("reindex", "--model-dir", str(folder), "--tenant", "dev")
     assert refused.returncode == 2 and "every tenant shares one index" in refused.stderr

@@ -140,41 +140,20 @@ def test_a_write_embedded_with_the_old_model_and_committed_after_the_swap_is_set
 @pytest.mark.slow
 def test_the_cli_reindexes_a_data_file_to_a_model_folder(tmp_path: Path) -> None:
     import json
-    import shutil
-    import subprocess
-    import sys
 
-    from infra.local.embedder import default_model_dir
-    from tests.conftest import ROOT
+    from tests.adapters.reindex_cli import ingested_with_a_model_copy
 
-    folder = tmp_path / "minilm-copy"  # another folder holding a model (here: a copy of the default)
-    shutil.copytree(default_model_dir(), folder)
-    notes = tmp_path / "notes.jsonl"
-    notes.write_text(
-        "\n".join(json.dumps({"id": f"n{i}", "content": f"harbor crane note {i}"}) for i in range(5))
-    )
-    env = {
-        "PYTHONPATH": str(ROOT),
-        "QUARRY_DATA_DIR": str(tmp_path / "data"),
-        "PATH": "/usr/bin:/bin",
-        # the copy's graph (90 MB, keyed by this temporary path) stays in the test's folder, not ~/.cache
-        "QUARRY_EMBEDDER_CACHE_DIR": str(tmp_path / "onnx-cache"),
-    }
-    quarry = [sys.executable, "-m", "handlers.cli"]
-    run = dict(env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    subprocess.run([*quarry, "ingest", str(notes), "--type", "memory", "--quiet"], check=True, **run)
-    done = subprocess.run([*quarry, "reindex", "--model-dir", str(folder), "--settle-seconds", "0"], **run)
+    folder, quarry = ingested_with_a_model_copy(tmp_path)
+    done = quarry("reindex", "--model-dir", str(folder), "--settle-seconds", "0")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["chunks"] == 5 and report["dimension"] == 384 and report["model_id"] == "local:minilm-copy"
-    found = subprocess.run([*quarry, "search", "crane note 3", "--json", "--strategy", "semantic"], **run)
+    found = quarry("search", "crane note 3", "--json", "--strategy", "semantic")
     assert json.loads(found.stdout)["results"][0]["entity_id"] == "n3"
-    bad = subprocess.run([*quarry, "reindex", "--model-dir", str(tmp_path / "nope")], **run)
+    bad = quarry("reindex", "--model-dir", str(tmp_path / "nope"))
     assert bad.returncode == 2 and "--model-dir" in bad.stderr
-    one = subprocess.run(
-        [*quarry, "reindex", "--model-dir", str(folder), "--tenant", "dev", "--settle-seconds", "0"], **run
-    )
+    one = quarry("reindex", "--model-dir", str(folder), "--tenant", "dev", "--settle-seconds", "0")
     assert one.returncode == 0, one.stderr
     assert json.loads(one.stdout)["tenant"] == "dev" and json.loads(one.stdout)["chunks"] == 5
-    unknown = subprocess.run([*quarry, "reindex", "--model-dir", str(folder), "--tenant", "nobody"], **run)
+    unknown = quarry("reindex", "--model-dir", str(folder), "--tenant", "nobody")
     assert unknown.returncode == 2 and "--tenant" in unknown.stderr and "nothing indexed" in unknown.stderr
