@@ -85,7 +85,7 @@ def main() -> int:
     )
     parser.add_argument("--out", type=Path, default=ROOT / ".quarry" / "scifact-long")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "long_queries.json")
-    parser.add_argument("--keyword-engine", choices=["fts5", "tantivy"], default="fts5")
+    parser.add_argument("--keyword-engine", choices=["fts5", "tantivy"], default="tantivy")
     args = parser.parse_args()
     if not SCIFACT.exists():
         print(f"needs {SCIFACT} (the shared datasets)", file=sys.stderr)

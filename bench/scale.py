@@ -342,7 +342,7 @@ def main() -> None:
     ap.add_argument(
         "--build-only", action="store_true", help="ingest (or reuse) the indexes, measure nothing"
     )
-    ap.add_argument("--keyword-engine", choices=["fts5", "tantivy"], default="fts5")
+    ap.add_argument("--keyword-engine", choices=["fts5", "tantivy"], default="tantivy")
     ap.add_argument(
         "--keyword-only",
         action="store_true",

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.entities import EntityTypeRegistry
 from core.errors import ConfigurationError, InvalidInputError, QuarryError
@@ -37,6 +37,9 @@ from core.service.tuning import FusionTuningService
 from core.tuning import TuningResult
 from infra.beir import BeirDataset, document_entity
 from infra.clock import SystemClock
+
+if TYPE_CHECKING:
+    from infra.local.sqlite_index import SqliteIndex
 
 EVAL_TENANT = "eval"
 SEARCH_LIMIT = 100  # Recall@100 needs 100 results; also DESIGN.md §3's maximum limit
@@ -233,7 +236,7 @@ def _ordered(strategies: Sequence[str]) -> list[str]:
     return [*chosen, DEFAULT_STRATEGY]
 
 
-def _fresh_sqlite_index(work_dir: Path, keyword_engine: str = "fts5") -> SearchIndex:
+def _fresh_sqlite_index(work_dir: Path, keyword_engine: str = "tantivy") -> SqliteIndex:
     from infra.local.sqlite_index import SqliteIndex
 
     path = Path(work_dir) / INDEX_FILE
@@ -241,7 +244,7 @@ def _fresh_sqlite_index(work_dir: Path, keyword_engine: str = "fts5") -> SearchI
         stale.unlink(missing_ok=True)  # a fresh index every run
     for derived in (".vectors", ".tantivy"):
         shutil.rmtree(path.with_name(path.name + derived), ignore_errors=True)
-    return SqliteIndex(path, keyword_engine="tantivy" if keyword_engine == "tantivy" else "fts5")
+    return SqliteIndex(path, keyword_engine="fts5" if keyword_engine == "fts5" else "tantivy")
 
 
 @contextmanager
@@ -275,7 +278,7 @@ def evaluate_dataset(
     progress: bool = True,
     tune: bool = False,
     index: SearchIndex | None = None,
-    keyword_engine: str = "fts5",
+    keyword_engine: str = "tantivy",
 ) -> EvalReport:
     """Ingest `data` into a fresh index (SQLite under `work_dir` unless an empty `index` is given) and score
     every strategy on its test queries.
@@ -291,9 +294,13 @@ def evaluate_dataset(
     )
     types = registry or EntityTypeRegistry()
     clock = SystemClock()
-    index = index if index is not None else _fresh_sqlite_index(work_dir, keyword_engine)
+    fresh = None
+    if index is None:
+        index = fresh = _fresh_sqlite_index(work_dir, keyword_engine)
     indexing = IndexingService(index, embedder, types, MemoryCache())
     ingested = ingest(data, indexing, clock.now(), progress)
+    if fresh is not None:
+        fresh.settle()  # rank with the keyword engine alone, not its merge of the newest chunks
 
     def make_service(s: SearchSettings) -> SearchService:
         return SearchService(index, embedder, MemoryCache(), types, clock, s)
@@ -378,7 +385,7 @@ def run_eval(
     progress: bool = True,
     tune: bool = False,
     index: SearchIndex | None = None,
-    keyword_engine: str = "fts5",
+    keyword_engine: str = "tantivy",
 ) -> EvalReport:
     """Load a BEIR folder and evaluate it (in `work_dir`, else a temporary directory removed afterwards),
     on `index` (fresh and empty) when given, else a fresh SQLite index ranking keywords with

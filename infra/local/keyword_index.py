@@ -42,14 +42,14 @@ from infra.local.sqlite_sql import KEYWORD_FLOOR
 from infra.local.tantivy_query import (
     ANALYZER,
     TEXT,
-    TIER_REPEATS,
     QueryBuilder,
     analyzer,
     metadata_tokens,
     schema,
+    tier_text,
 )
 
-FORMAT = 2  # bump when the documents' fields change: older indexes are rebuilt, never misread
+FORMAT = 3  # bump when the documents' fields change: older indexes are rebuilt, never misread
 WRITER_HEAP = 64_000_000
 ROWS = 2000
 FOLLOW_IDLE_S = 2.0  # the background follower waits this long for more writes before it ends
@@ -240,9 +240,9 @@ class KeywordIndex:
                 scope += metadata_tokens(json.loads(metadata or "{}"))
                 for token in scope:
                     doc.add_text("scope", token)
-                for repeats, text in zip(TIER_REPEATS, tiers, strict=True):
-                    for _ in range(repeats if text else 0):
-                        doc.add_text(TEXT, text)
+                text = tier_text(tiers)
+                if text:
+                    doc.add_text(TEXT, text)
                 writer.add_document(doc)
 
     def purge(self) -> None:
@@ -265,9 +265,10 @@ class KeywordIndex:
         expansions: Mapping[str, Sequence[str]] | None,
         limit: int,
         newer: Callable[[int, int], list[tuple[int, float]]] | None = None,
-    ) -> list[tuple[int, float]]:
+    ) -> list[tuple[int, float]] | None:
         """(chunk id, BM25 score) best first, at most `limit` (more when some may be stale), within the
-        tenant and the filters.
+        tenant and the filters; None when the query asks only for stop words, which this index leaves
+        out, or a phrase too long for it (QueryBuilder.needs_fts5): the caller ranks it with FTS5.
 
         Right after a write the index is usually still committing it (in the background). Rather than
         wait, when every pending change is a chunk added or deleted (none moved: no placement or metadata
@@ -276,6 +277,8 @@ class KeywordIndex:
         the chunks added since, ranked by FTS5 (the same BM25 over the same weighted tiers). Otherwise,
         or without `newer`, the index catches up first.
         """
+        if self._queries.needs_fts5(query):
+            return None
         extra = self._pending(conn) if newer is not None else None
         if extra is None:
             index, top = self.catch_up(conn), None

@@ -72,12 +72,13 @@ class SqliteIndex(SqliteCatalog):
         path: str | Path,
         ann_min_chunks: int = 0,
         ann_probe: int = ANN_PROBE,
-        keyword_engine: Literal["fts5", "tantivy"] = "fts5",
+        keyword_engine: Literal["fts5", "tantivy"] = "tantivy",
     ) -> None:
         """`ann_min_chunks`: tenants with at least this many chunks get an approximate vector index (0:
         never); `ann_probe`: how many of its lists a search scores (more: better recall, slower);
-        `keyword_engine`: who ranks keyword searches, FTS5 or the tantivy index that follows the writes
-        (keyword_index.py; FTS5 is written either way, for fuzzy vocabulary and switching back)."""
+        `keyword_engine`: who ranks keyword searches, the tantivy index that follows the writes
+        (keyword_index.py) or FTS5 (written either way: fuzzy vocabulary, the newest chunks before tantivy
+        commits them, queries of stop words only, switching back)."""
         self._path = str(path)
         self._ann_probe = ann_probe
         if self._path != ":memory:":
@@ -130,6 +131,13 @@ class SqliteIndex(SqliteCatalog):
         except sqlite3.OperationalError as exc:
             raise UnavailableError("sqlite", str(exc)) from exc
         self._follow_writes()
+
+    def settle(self) -> None:
+        """Bring the keyword index (tantivy engine) up to every committed write now, instead of letting
+        searches merge FTS5's ranking of the newest chunks meanwhile: an evaluation or a benchmark measures
+        the engine itself. Nothing to do with FTS5, which is written in the same transaction."""
+        if self._keywords is not None:
+            self._keywords.catch_up(self._conn(), settle_merges=True)
 
     def _follow_writes(self) -> None:
         """Bring this process's loaded vector stores up to the write just committed (so the next search
@@ -395,7 +403,8 @@ class SqliteIndex(SqliteCatalog):
                 raise UnavailableError("sqlite", str(exc)) from exc
             except (OSError, ValueError) as exc:  # the index files beside the database
                 raise UnavailableError("keywords", f"keyword index unusable: {exc}") from exc
-            return self._candidates(tenant_id, ranked, k)
+            if ranked is not None:
+                return self._candidates(tenant_id, ranked, k)
         if filters.metadata:
             where, params = filter_sql(filters)
             rows = self._read(

@@ -5,6 +5,7 @@ write, a missing or corrupt index is rebuilt, and filters and tenants are applie
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import shutil
 import signal
@@ -167,6 +168,44 @@ def test_phrases_prefixes_and_fuzzy(tmp_path: Path) -> None:
     assert [c.key.entity_id for c in index.lexical("t", fuzzy, Filters(), 10)] == ["b"]
 
 
+def test_stop_words_are_gaps_in_phrases_and_a_query_of_stop_words_only_is_still_answered(
+    tmp_path: Path,
+) -> None:
+    """The index leaves Lucene's English stop words out (better ranking, shorter lists); a phrase keeps
+    their places, and what asks for nothing but stop words is ranked by FTS5, which keeps every word."""
+    index = tantivy_index(tmp_path / "i.db")
+    index.upsert(record("t", "memory", "a", "the cat in the hat"))
+    index.upsert(record("t", "memory", "b", "a hat for the cat"))
+    index.upsert(record("t", "memory", "c", "to be or not to be"))
+    index.upsert(record("t", "memory", "d", "theory of everything"))
+    index.settle()
+
+    def phrase(p: str) -> list[str]:
+        return [c.key.entity_id for c in index.lexical("t", LexicalQuery((), (p,)), Filters(), 10)]
+
+    assert phrase("cat in the hat") == ["a"]
+    assert phrase("hat cat") == []
+    assert phrase("not to be") == ["c"]
+    assert lex(index, "t", "to be or not to be") == ["c"]
+    assert sorted(lex(index, "t", "the hat")) == ["a", "b"]  # "the" adds nothing, "hat" decides
+    prefix = LexicalQuery(("the",), (), MatchMode.PREFIX)
+    assert [c.key.entity_id for c in index.lexical("t", prefix, Filters(), 10)] == ["d"]
+    words = " ".join(f"w{i}" for i in range(80))  # longer than the gap between copies: FTS5 answers
+    index.upsert(record("t", "memory", "e", words))
+    assert phrase(words) == ["e"]
+    assert phrase(" ".join(f"w{i}" for i in range(40, 80)) + " w0") == []  # end of one copy + next start
+
+
+def test_the_idf_is_fts5s_so_both_engines_share_a_scale() -> None:
+    from infra.local.tantivy_query import fts5_idf_boost
+
+    rare = fts5_idf_boost(1000, 1)
+    assert 0.9 < rare < 1.0  # ln(odds) / ln(1 + odds): nearly 1 for a rare word
+    assert fts5_idf_boost(1000, 600) == pytest.approx(1e-6 / math.log1p(400.5 / 600.5))
+    assert fts5_idf_boost(10, 25) > 0  # deleted documents not merged away yet still count in df
+    assert fts5_idf_boost(0, 0) == 1.0
+
+
 @pytest.mark.parametrize("damage", ["missing", "corrupt", "other database"])
 def test_a_missing_or_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> None:
     path = tmp_path / "i.db"
@@ -191,7 +230,7 @@ def test_the_fts5_engine_holds_log_pruning_back_while_a_keyword_index_exists(tmp
     first = tantivy_index(path)
     first.upsert(record("t", "memory", "a", "first lynx"))
     assert lex(first, "t", "lynx") == ["a"]
-    fts = SqliteIndex(path)  # the fts5 engine, e.g. a command run without QUARRY_KEYWORD_ENGINE
+    fts = SqliteIndex(path, keyword_engine="fts5")  # e.g. a command run with QUARRY_KEYWORD_ENGINE=fts5
     fts.upsert(record("t", "memory", "b", "second lynx"))
     fts.delete("t", EntityKey("memory", "a"), None)
     floor = fts._conn().execute("SELECT value FROM idx_meta WHERE key = 'keyword_seq'").fetchone()
@@ -205,7 +244,7 @@ def test_a_keyword_index_behind_a_pruned_log_is_rebuilt(tmp_path: Path) -> None:
     first.upsert(record("t", "memory", "a", "first lynx"))
     assert lex(first, "t", "lynx") == ["a"]
     shutil.move(folder(path), tmp_path / "kept")  # the fts5 engine runs with no keyword index in sight
-    fts = SqliteIndex(path)
+    fts = SqliteIndex(path, keyword_engine="fts5")
     fts.upsert(record("t", "memory", "b", "second lynx"))
     fts.delete("t", EntityKey("memory", "a"), None)
     fts._conn().execute("DELETE FROM idx_changes")  # as the vector store's pruning may now do
@@ -275,11 +314,16 @@ def test_the_setting_chooses_the_engine_and_a_wrong_value_names_the_variable(
     from infra.settings import load_settings
     from infra.wiring import Container
 
-    monkeypatch.setenv("QUARRY_KEYWORD_ENGINE", "tantivy")
-    index = Container(load_settings(data_dir=tmp_path)).index
+    monkeypatch.delenv("QUARRY_KEYWORD_ENGINE", raising=False)
+    index = Container(load_settings(data_dir=tmp_path / "default")).index
     index.upsert(record("t", "memory", "a", "the setting works"))
     assert lex(index, "t", "setting") == ["a"]
-    assert Path(str(index._path) + ".tantivy").is_dir()
+    assert Path(str(index._path) + ".tantivy").is_dir()  # tantivy is the default
+    monkeypatch.setenv("QUARRY_KEYWORD_ENGINE", "fts5")
+    index = Container(load_settings(data_dir=tmp_path / "fts5")).index
+    index.upsert(record("t", "memory", "a", "the setting works"))
+    assert lex(index, "t", "setting") == ["a"]
+    assert not Path(str(index._path) + ".tantivy").exists()
     monkeypatch.setenv("QUARRY_KEYWORD_ENGINE", "lucene")
     with pytest.raises(ConfigurationError) as raised:
         load_settings(data_dir=tmp_path)
