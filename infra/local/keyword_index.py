@@ -41,15 +41,18 @@ from infra.local.sqlite_connect import BUSY_TIMEOUT_MS
 from infra.local.sqlite_sql import KEYWORD_FLOOR
 from infra.local.tantivy_query import (
     ANALYZER,
+    STOP,
+    STOP_ANALYZER,
     TEXT,
     QueryBuilder,
     analyzer,
     metadata_tokens,
     schema,
-    tier_text,
+    stop_analyzer,
+    tier_texts,
 )
 
-FORMAT = 3  # bump when the documents' fields change: older indexes are rebuilt, never misread
+FORMAT = 4  # bump when the documents' fields change: older indexes are rebuilt, never misread
 WRITER_HEAP = 64_000_000
 ROWS = 2000
 FOLLOW_IDLE_S = 2.0  # the background follower waits this long for more writes before it ends
@@ -118,6 +121,7 @@ class KeywordIndex:
     def _open(self) -> tantivy.Index:
         index = tantivy.Index(self._schema, path=str(self._folder), reuse=True)
         index.register_tokenizer(ANALYZER, self._analyzer)
+        index.register_tokenizer(STOP_ANALYZER, stop_analyzer())
         return index
 
     def _state_changed(self) -> bool:
@@ -240,9 +244,10 @@ class KeywordIndex:
                 scope += metadata_tokens(json.loads(metadata or "{}"))
                 for token in scope:
                     doc.add_text("scope", token)
-                text = tier_text(tiers)
+                text, stop_text = tier_texts(tiers)
                 if text:
                     doc.add_text(TEXT, text)
+                    doc.add_text(STOP, stop_text)
                 writer.add_document(doc)
 
     def purge(self) -> None:
@@ -268,7 +273,7 @@ class KeywordIndex:
     ) -> list[tuple[int, float]] | None:
         """(chunk id, BM25 score) best first, at most `limit` (more when some may be stale), within the
         tenant and the filters; None when the query asks only for stop words, which this index leaves
-        out, or a phrase too long for it (QueryBuilder.needs_fts5): the caller ranks it with FTS5.
+        out (a phrase of them) or a phrase too long for it (QueryBuilder.needs_fts5): the caller ranks it with FTS5.
 
         Right after a write the index is usually still committing it (in the background). Rather than
         wait, when every pending change is a chunk added or deleted (none moved: no placement or metadata

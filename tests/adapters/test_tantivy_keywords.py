@@ -171,8 +171,9 @@ def test_phrases_prefixes_and_fuzzy(tmp_path: Path) -> None:
 def test_stop_words_are_gaps_in_phrases_and_a_query_of_stop_words_only_is_still_answered(
     tmp_path: Path,
 ) -> None:
-    """The index leaves Lucene's English stop words out (better ranking, shorter lists); a phrase keeps
-    their places, and what asks for nothing but stop words is ranked by FTS5, which keeps every word."""
+    """The index leaves Lucene's English stop words out of its text (better ranking, shorter lists); a
+    phrase keeps their places, words that are all stop words are ranked on the stop words' own field, and a
+    phrase of stop words only by FTS5, which keeps every word."""
     index = tantivy_index(tmp_path / "i.db")
     index.upsert(record("t", "memory", "a", "the cat in the hat"))
     index.upsert(record("t", "memory", "b", "a hat for the cat"))
@@ -187,6 +188,8 @@ def test_stop_words_are_gaps_in_phrases_and_a_query_of_stop_words_only_is_still_
     assert phrase("hat cat") == []
     assert phrase("not to be") == ["c"]
     assert lex(index, "t", "to be or not to be") == ["c"]
+    assert sorted(lex(index, "t", "the")) == ["a", "b"]
+    assert lex(index, "t", "of") == ["d"]
     assert sorted(lex(index, "t", "the hat")) == ["a", "b"]  # "the" adds nothing, "hat" decides
     prefix = LexicalQuery(("the",), (), MatchMode.PREFIX)
     assert [c.key.entity_id for c in index.lexical("t", prefix, Filters(), 10)] == ["d"]
