@@ -209,7 +209,7 @@ def test_the_idf_is_fts5s_so_both_engines_share_a_scale() -> None:
     assert fts5_idf_boost(0, 0) == 1.0
 
 
-@pytest.mark.parametrize("damage", ["missing", "corrupt", "other database"])
+@pytest.mark.parametrize("damage", ["missing", "corrupt", "other database", "older format"])
 def test_a_missing_or_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> None:
     path = tmp_path / "i.db"
     index = tantivy_index(path)
@@ -221,8 +221,26 @@ def test_a_missing_or_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> N
             shutil.rmtree(folder(path), ignore_errors=True)
     elif damage == "corrupt":
         (folder(path) / "meta.json").write_text("{not json")
-    else:
+    elif damage == "other database":
         (folder(path) / "state.json").write_text('{"db_id": "another", "format": 1, "seq": 999}')
+    else:  # an index an earlier release wrote: another schema, its state naming the same database
+        import json
+
+        import tantivy
+
+        from infra.local.keyword_index import FORMAT
+
+        state = json.loads((folder(path) / "state.json").read_text())
+        while folder(path).exists():
+            shutil.rmtree(folder(path), ignore_errors=True)
+        folder(path).mkdir()
+        old = tantivy.SchemaBuilder()
+        old.add_text_field("text", tokenizer_name="en_stem", index_option="position")
+        writer = tantivy.Index(old.build(), path=str(folder(path))).writer(15_000_000, 1)
+        writer.add_document(tantivy.Document(text="kiwi from the old schema"))
+        writer.commit()
+        writer.wait_merging_threads()
+        (folder(path) / "state.json").write_text(json.dumps({**state, "format": FORMAT - 1}))
     reopened = tantivy_index(path)
     assert len(lex(reopened, "t", "kiwi", k=50)) == 20
     assert lex(reopened, "t", "number7") == ["m7"]
