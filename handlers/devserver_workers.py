@@ -38,8 +38,14 @@ def default_workers() -> int:
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """The listening socket every worker accepts on."""
-    return socket.create_server((host, port), backlog=BACKLOG)
+    """The listening socket every worker accepts on. Non-blocking: every worker waiting in poll() wakes for
+    a new connection and all but one find nothing to accept — with a blocking socket that one sat in
+    accept() until the next connection, through SIGTERM (Python resumes the call after the handler), and
+    stopping the server waited out the grace period. socketserver skips an accept() that fails; the
+    accepted connections are blocking as usual."""
+    sock = socket.create_server((host, port), backlog=BACKLOG)
+    sock.setblocking(False)
+    return sock
 
 
 def run_worker(sock: socket.socket, start: StartWorker) -> None:
@@ -143,6 +149,8 @@ def serve(sock: socket.socket, workers: int, start: StartWorker) -> None:
     supervisor = Supervisor(sock, workers, start)
 
     def stop(signum: int, frame: FrameType | None) -> None:
+        if supervisor.stopping:
+            return  # a second Ctrl-C or SIGTERM: the stop under way still waits for every worker
         supervisor.stopping = True
         raise _Stop
 
