@@ -35,12 +35,9 @@ from core.entities import EntityTypeRegistry  # noqa: E402
 from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery  # noqa: E402
 from core.query import parse_query  # noqa: E402
 from infra.local.sqlite_index import ANN_PROBE  # noqa: E402
+from infra.local.tantivy_query import STOP_WORDS  # noqa: E402
 
 SCIFACT = Path("/work/shared/datasets/scifact")
-STOP_WORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
-    "they this to was will with".split()
-)  # Lucene's English list, tantivy's Filter.stopword("english")
 STOP_WORD_QUERIES = ("the", "their", "there", "these", "to be or not to be", "this is it", "of the", "and")
 DIM, WORDS, CENTRES, K = 384, 60, 2000, 100
 TYPES = ("memory", "document", "task")  # task: 10% of entities, the filter measured

@@ -205,25 +205,18 @@ class QueryBuilder:
     ) -> Query | None:
         """The ranked part: phrases required, terms ORed (at least one), or None when nothing is left."""
         terms: list[Query] = []
-        stop_words_only = query.mode is MatchMode.EXACT and not any(
-            self._text.analyze(t) for t in query.terms
-        )
+        exact = [self._positioned(t) for t in query.terms] if query.mode is MatchMode.EXACT else []
+        stop_words_only = bool(exact) and not any(exact)  # ranked on the stop words' own field
         for i, term in enumerate(query.terms):
             if query.mode is MatchMode.PREFIX:
                 words = [[(0, t)] for t in self._prefixed(searcher, term)]
-                boost = 1.0
             elif query.mode is MatchMode.FUZZY:
                 words = [self._positioned(t) for t in (expansions or {}).get(term, [])]
-                boost = 1.0
-            elif stop_words_only:  # nothing but stop words: ranked on their own field
-                boost = float(min(query.weight(i), MAX_TERM_WEIGHT))
-                stops = [(0, w) for w in self._stop.analyze(term)]
-                terms.extend(q for w in stops if (q := self._match([w], boost, searcher, STOP)) is not None)
-                continue
             else:
-                words = [self._positioned(term)]
-                boost = float(min(query.weight(i), MAX_TERM_WEIGHT))
-            terms.extend(q for w in words if (q := self._match(w, boost, searcher)) is not None)
+                words = [[(0, w)] for w in self._stop.analyze(term)] if stop_words_only else [exact[i]]
+            boost = float(min(query.weight(i), MAX_TERM_WEIGHT)) if exact else 1.0
+            field = STOP if stop_words_only else TEXT
+            terms.extend(q for w in words if (q := self._match(w, boost, searcher, field)) is not None)
         phrases = [
             q for p in query.phrases if (q := self._match(self._positioned(p), 1.0, searcher)) is not None
         ]

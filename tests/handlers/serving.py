@@ -1,11 +1,19 @@
-"""One helper for tests that talk to the local server over loopback: a one-process server in a thread."""
+"""Helpers for tests that talk to a local server over loopback: a free port, a one-process server in a thread."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (for a server started in another process)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @contextmanager

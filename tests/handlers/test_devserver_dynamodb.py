@@ -3,7 +3,6 @@ the context feedback → learning flow works through HTTP, and the state really 
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,17 +12,11 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from tests.conftest import FakeEmbedder, make_container
-from tests.handlers.serving import serving
+from tests.handlers.serving import free_port, serving
 from tests.handlers.test_devserver_and_cli import call
 
 KEY = "qk_test_dynamo"
 ASSEMBLIES = 12  # above the learning cycle's batch minimum of 10 (seed EVAL_BATCH_SIZE)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 from handlers.mcp_server import Gate, build_server  # noqa: E402
+from tests.handlers.serving import free_port
 
 EXPECTED_TOOLS = {
     "search",
@@ -218,14 +219,6 @@ def test_a_stdio_session_lists_searches_assembles_sends_feedback_and_gets_errors
             await reader(client)
 
     anyio.run(main)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.mark.slow

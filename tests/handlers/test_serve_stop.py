@@ -18,15 +18,10 @@ from pathlib import Path
 import pytest
 
 from handlers.devserver_workers import STOP_GRACE_SECONDS
+from tests.handlers.serving import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 60
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def alive(pid: int) -> bool:
