@@ -49,6 +49,7 @@ class Batch:
     """One invocation of the mapping: the messages it carried, those it reported failed, those deleted."""
 
     message_ids: tuple[str, ...]
+    bodies: tuple[str, ...]
     receive_counts: tuple[int, ...]
     failed: tuple[str, ...]
     deleted: tuple[str, ...]
@@ -164,9 +165,9 @@ class SqsEventSource:
             entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
             self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
         counts = tuple(int(m["Attributes"].get("ApproximateReceiveCount", "0")) for m in messages)
-        batch = Batch(
-            tuple(ids), counts, tuple(sorted(failed)), tuple(m["MessageId"] for m in done), invocation
-        )
+        bodies = tuple(m["Body"] for m in messages)
+        deleted = tuple(m["MessageId"] for m in done)
+        batch = Batch(tuple(ids), bodies, counts, tuple(sorted(failed)), deleted, invocation)
         self.batches.append(batch)
         return batch
 

@@ -74,8 +74,8 @@ for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do
   mount -o remount,bind,ro "$mp" 2>/dev/null || true
 done
 mount -o remount,bind,ro /
-mount -t tmpfs -o size="$EPHEMERAL_MB"m,mode=1777 tmpfs /tmp
 if [ -n "$layers" ]; then mount --bind "$layers" /opt; mount -o remount,bind,ro /opt; fi
+mount -t tmpfs -o size="$EPHEMERAL_MB"m,mode=1777 tmpfs /tmp
 unset EPHEMERAL_MB
 cd "$LAMBDA_TASK_ROOT"
 exec "$@"
@@ -254,6 +254,7 @@ class EmulatedFunction:
         self.lines: list[str] = []
         self._seen = threading.Condition()
         self._proc: subprocess.Popen[bytes] | None = None
+        self._reader: threading.Thread | None = None
         self.url = ""
 
     def runtime_environment(self, runtime_api: str) -> dict[str, str]:
@@ -305,7 +306,8 @@ class EmulatedFunction:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        threading.Thread(target=self._read, args=(self._proc,), daemon=True).start()
+        self._reader = threading.Thread(target=self._read, args=(self._proc,), daemon=True)
+        self._reader.start()
         self.url = f"http://127.0.0.1:{port}/2015-03-31/functions/function/invocations"
         deadline = time.monotonic() + START_SECONDS
         while True:
@@ -392,14 +394,19 @@ class EmulatedFunction:
     def stop(self) -> None:
         """Stop the emulator and its runtime (the emulator stops the runtime on SIGTERM)."""
         proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
+        if proc is None:
             return
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if self._reader is not None:
+            self._reader.join(timeout=STOP_SECONDS)  # it ends at the output's end, once the emulator exited
+        if proc.stdout is not None:
+            proc.stdout.close()
 
     def __enter__(self) -> EmulatedFunction:
         return self.start()

@@ -27,7 +27,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from deploy.event_sources import jwt_authorizer_context
+from deploy.event_sources import Schedule, SqsEventSource, jwt_authorizer_context
 from deploy.lambda_backends import local_environment, moto_server, provision
 from deploy.lambda_emulator import EmulatedFunction, build_artifact, build_layer
 from deploy.lambda_template import Stack, parameter_overrides
@@ -64,6 +64,16 @@ class Deployment:
         )
         self._stop.callback(emulated.stop)
         return emulated
+
+    def event_source(
+        self, mapping_id: str, function: EmulatedFunction, batching_window: float | None = None
+    ) -> SqsEventSource:
+        """The SQS event source mapping `mapping_id` (SAM names it <Function><Event>) driving `function`."""
+        return SqsEventSource(self.stack, mapping_id, function, self.moto_url, batching_window)
+
+    def schedule(self, rule_id: str, function: EmulatedFunction) -> Schedule:
+        """The schedule rule `rule_id` (SAM names it <Function><Event>) targeting `function`."""
+        return Schedule(self.stack, rule_id, function)
 
     def close(self) -> None:
         self._stop.close()
