@@ -32,7 +32,9 @@ KEYS = {
 def gateway(lambda_runtime: None, opensearch_url: str) -> Iterator[str]:
     env = {**os.environ, "QUARRY_OPENSEARCH_URL": opensearch_url, "QUARRY_API_KEYS": json.dumps(KEYS)}
     command = [sys.executable, "-m", "deploy.lambda_local", "serve", "--port", "0"]
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout is not None
         deadline = time.monotonic() + START_SECONDS
@@ -54,10 +56,14 @@ def gateway(lambda_runtime: None, opensearch_url: str) -> Iterator[str]:
                     stream.close()
 
 
-def request(url: str, method: str = "GET", key: str | None = None, body: Any = None) -> tuple[int, Any, dict[str, str]]:
+def request(
+    url: str, method: str = "GET", key: str | None = None, body: Any = None
+) -> tuple[int, Any, dict[str, str]]:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method, headers={**headers, "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url, data=data, method=method, headers={**headers, "Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(req, timeout=60) as answer:
             status, raw, head = answer.status, answer.read(), dict(answer.headers)
@@ -77,7 +83,9 @@ def test_the_keys_identity_reaches_the_function_as_jwt_claims(gateway: str) -> N
 def test_scopes_tenants_and_public_routes_behave_as_behind_api_gateway(gateway: str) -> None:
     status, body, _ = request(f"{gateway}/entities/memory/m-1", "PUT", READER, {"content": "a note"})
     assert status == 403 and "write" in body["error"]["message"], body
-    status, body, _ = request(f"{gateway}/entities/memory/m-1", "PUT", WRITER, {"content": "a lighthouse note"})
+    status, body, _ = request(
+        f"{gateway}/entities/memory/m-1", "PUT", WRITER, {"content": "a lighthouse note"}
+    )
     assert status == 200, body
     status, body, _ = request(f"{gateway}/entities/memory/m-1", key=READER)
     assert status == 200 and body["fields"]["content"] == "a lighthouse note", body

@@ -12,7 +12,13 @@ from deploy.lambda_backends import client
 from deploy.lambda_emulator import EmulatedFunction
 from deploy.lambda_local import Deployment
 from tests.conftest import api_event
-from tests.lambda_runtime.conftest import ASYNC_MIN_CHUNKS, BATCHING_WINDOW_SECONDS, SETTLE_SECONDS, call, eventually
+from tests.lambda_runtime.conftest import (
+    ASYNC_MIN_CHUNKS,
+    BATCHING_WINDOW_SECONDS,
+    SETTLE_SECONDS,
+    call,
+    eventually,
+)
 
 JOB_ITEMS = 3 * ASYNC_MIN_CHUNKS  # one chunk each: three parts on the jobs queue
 LEARNING_ASSEMBLIES = 10  # the learning cycle's batch minimum (core/context/learning.py, EVAL_BATCH_SIZE)
@@ -24,7 +30,8 @@ def put_changes(local: Deployment, details: list[dict[str, Any]]) -> None:
     source = local.stack.parameters["EntityEventSources"][0]
     detail_type = local.stack.parameters["EntityEventDetailType"]
     entries = [
-        {"EventBusName": bus, "Source": source, "DetailType": detail_type, "Detail": json.dumps(d)} for d in details
+        {"EventBusName": bus, "Source": source, "DetailType": detail_type, "Detail": json.dumps(d)}
+        for d in details
     ]
     assert client("events", local.moto_url).put_events(Entries=entries)["FailedEntryCount"] == 0
 
@@ -56,7 +63,9 @@ def test_a_bulk_write_becomes_a_job_the_consumer_indexes_and_search_then_finds_e
     assert all(not b.failed for b in batches) and jobs.waiting() == 0
     assert job()["indexed"] == JOB_ITEMS
     expected = {item["id"] for item in items}
-    assert eventually(lambda: searched(api, tenant, "lighthouse keeper") == expected), "not every item is found"
+    assert eventually(lambda: searched(api, tenant, "lighthouse keeper") == expected), (
+        "not every item is found"
+    )
 
 
 def test_a_malformed_entity_change_alone_returns_then_lands_in_the_dead_letter_queue(
@@ -75,7 +84,9 @@ def test_a_malformed_entity_change_alone_returns_then_lands_in_the_dead_letter_q
     sqs = client("sqs", local.moto_url)
 
     def parked() -> list[dict[str, Any]]:
-        return sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, VisibilityTimeout=0).get("Messages", [])
+        return sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, VisibilityTimeout=0).get(
+            "Messages", []
+        )
 
     batches = changes.run(lambda: changes.waiting() == 0, SETTLE_SECONDS)
     first, *redeliveries = batches

@@ -18,7 +18,7 @@ from tests.lambda_runtime.conftest import call, eventually
 
 CLI_SECONDS = 600  # a fresh clone builds the artifact and the layer first (about a minute here)
 # A probe run as a handler in the same sandbox: where can the function write? errno per path, 0 = written.
-PROBE = '''
+PROBE = """
 import errno, os
 
 def handler(event, context):
@@ -31,7 +31,7 @@ def handler(event, context):
         except OSError as exc:
             out[path] = exc.errno
     return out
-'''
+"""
 
 
 def function_of(event: dict[str, Any]) -> str:
@@ -45,7 +45,9 @@ def function_of(event: dict[str, Any]) -> str:
     return "IndexingConsumerFunction"
 
 
-def test_every_sample_event_gets_an_answer_from_its_function(local: Deployment, api: EmulatedFunction) -> None:
+def test_every_sample_event_gets_an_answer_from_its_function(
+    local: Deployment, api: EmulatedFunction
+) -> None:
     functions = {"ApiFunction": api}
     answered: dict[str, Any] = {}
     for path in sorted(EVENTS.glob("*.json")):
@@ -69,7 +71,9 @@ def test_every_sample_event_gets_an_answer_from_its_function(local: Deployment, 
     assert claims["accessTokenGeneration"]["claimsToAddOrOverride"] == {"tenant": "acme"}
 
 
-def test_make_invoke_prints_the_response_and_the_report_line(lambda_runtime: None, opensearch_url: str) -> None:
+def test_make_invoke_prints_the_response_and_the_report_line(
+    lambda_runtime: None, opensearch_url: str
+) -> None:
     env = {**os.environ, "QUARRY_OPENSEARCH_URL": opensearch_url}
     done = subprocess.run(
         [sys.executable, "-m", "deploy.lambda_local", "invoke", "ApiFunction", "events/search.json"],
@@ -82,7 +86,9 @@ def test_make_invoke_prints_the_response_and_the_report_line(lambda_runtime: Non
     assert done.returncode == 0, done.stderr[-3000:]
     response, report = done.stdout.strip().splitlines()[-2:]
     assert json.loads(response)["statusCode"] == 200
-    assert report.startswith("REPORT RequestId: ") and "Duration: " in report and "Billed Duration: " in report
+    assert (
+        report.startswith("REPORT RequestId: ") and "Duration: " in report and "Billed Duration: " in report
+    )
 
 
 def test_only_tmp_is_writable_and_the_layer_is_read_only_at_opt(local: Deployment, tmp_path: Path) -> None:
@@ -103,7 +109,9 @@ def test_only_tmp_is_writable_and_the_layer_is_read_only_at_opt(local: Deploymen
         "/var": erofs,
         "/tmp": 0,
     }
-    assert not (probe.task_root / ".quarry-probe").exists() and not (layer / "python" / ".quarry-probe").exists()
+    assert (
+        not (probe.task_root / ".quarry-probe").exists() and not (layer / "python" / ".quarry-probe").exists()
+    )
 
 
 def test_semantic_search_runs_on_the_layers_model_not_the_runtimes(

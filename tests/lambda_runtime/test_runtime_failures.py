@@ -42,7 +42,9 @@ def test_a_bad_setting_fails_the_init_naming_the_variable(
         assert error["errorType"] == "ConfigurationError" and variable in error["errorMessage"], error
 
 
-def test_a_hung_search_backend_is_a_503_with_retry_after_before_the_function_times_out(local: Deployment) -> None:
+def test_a_hung_search_backend_is_a_503_with_retry_after_before_the_function_times_out(
+    local: Deployment,
+) -> None:
     with silent_server() as hung:
         api = local.function("ApiFunction", timeout=HUNG_TIMEOUT_SECONDS, QUARRY_OPENSEARCH_URL=hung)
         assert call(api, "GET", "/health", "hung-t")[0] == 200  # the init is done; the clock starts now
@@ -50,7 +52,9 @@ def test_a_hung_search_backend_is_a_503_with_retry_after_before_the_function_tim
             ("POST", "/search", {"query": "lighthouse"}),
             ("PUT", "/entities/memory/m-1", {"content": "lighthouse keeper"}),
         ):
-            event_answer = api.invoke(api_event("search", tenant="hung-t", method=method, path=path, body=body))
+            event_answer = api.invoke(
+                api_event("search", tenant="hung-t", method=method, path=path, body=body)
+            )
             assert not event_answer.timed_out, api.output()[-2000:]
             response = event_answer.payload
             assert response["statusCode"] == 503 and int(response["headers"]["Retry-After"]) > 0, response
@@ -66,7 +70,9 @@ def test_a_write_whose_consumer_was_stopped_at_its_timeout_is_delivered_again_an
         consumer = local.function(
             "IndexingConsumerFunction", timeout=KILLED_TIMEOUT_SECONDS, QUARRY_OPENSEARCH_URL=proxy.url
         )
-        changes = local.event_source("IndexingConsumerFunctionEntityChanges", consumer, BATCHING_WINDOW_SECONDS)
+        changes = local.event_source(
+            "IndexingConsumerFunctionEntityChanges", consumer, BATCHING_WINDOW_SECONDS
+        )
         proxy.stalled.set()
         change = {"op": "upsert", "type": "memory", "id": "m-vault", "tenant_id": tenant, "version": 1,
                   "entity": {"content": "the vault combination changes at midnight"}}  # fmt: skip
@@ -79,7 +85,11 @@ def test_a_write_whose_consumer_was_stopped_at_its_timeout_is_delivered_again_an
     finally:
         proxy.close()
     redelivered = changes.batches[-1]
-    assert redelivered.receive_counts == (2,) and not redelivered.failed and not redelivered.invocation.function_error
+    assert (
+        redelivered.receive_counts == (2,)
+        and not redelivered.failed
+        and not redelivered.invocation.function_error
+    )
     dlq = local.stack.refs["EntityChangesDLQ"]
     sqs = client("sqs", local.moto_url)
     assert "Messages" not in sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, VisibilityTimeout=0)
