@@ -66,8 +66,8 @@ opensearch-down:
 	@scripts/opensearch.sh down
 
 lint: setup
-	$(BIN)/ruff check core infra handlers tests bench
-	$(BIN)/ruff format --check core infra handlers tests bench
+	$(BIN)/ruff check core infra handlers tests bench deploy
+	$(BIN)/ruff format --check core infra handlers tests bench deploy
 
 typecheck: setup
 	$(BIN)/mypy core

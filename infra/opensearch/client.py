@@ -75,7 +75,8 @@ def _deadline_connection() -> Any:
                             timeout: float | None = None, *args: Any, **kwargs: Any) -> Any:  # fmt: skip
             left = deadline.remaining()
             if left is not None:
-                if left <= 0:  # the transport counts this as a timed-out attempt and gives up after its retries
+                # past the deadline: a timed-out attempt at once, so the transport's retries end at once too
+                if left <= 0:
                     raise ConnectionTimeout("TIMEOUT", "no time left before the invocation's deadline", None)
                 timeout = min(timeout or self.timeout, left)
             return super().perform_request(method, url, params, body, timeout, *args, **kwargs)
