@@ -17,7 +17,8 @@ the local-embedder layer at /opt (samconfig.toml's local parameters).
 
     scripts/with-opensearch.sh .venv/bin/python bench/lambda_cold_start.py [--starts 10] [--warm 30]
         [--items 200] [--json bench/results/lambda_cold_start.json]
-    ... --smoke    one start each, two warm runs, 20 items (tests/lambda_runtime/test_cold_start_bench.py)
+    ... --smoke    one start of the API function and of the runtime alone, two warm runs, 20 items
+                   (tests/lambda_runtime/test_cold_start_bench.py)
 """
 
 from __future__ import annotations
@@ -188,6 +189,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
             report["cold"] = {
                 fn: cold(lambda fn=fn: local.function(fn), event, args.starts)
                 for fn, event in first_events().items()
+                if fn in args.functions
             }
             report["cold"]["runtime (a handler doing nothing)"] = cold(
                 lambda: noop(local, Path(tmp)), {}, args.starts
@@ -248,10 +250,11 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=30, help="warm invocations per kind of request")
     parser.add_argument("--items", type=int, default=200, help="synthetic entities indexed for the warm runs")
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--smoke", action="store_true", help="one start each, two warm runs, 20 items")
+    parser.add_argument("--functions", nargs="+", default=list(first_events()), help="whose cold starts")
+    parser.add_argument("--smoke", action="store_true", help="one API cold start, two warm runs, 20 items")
     args = parser.parse_args()
     if args.smoke:
-        args.starts, args.warm, args.items = 1, 2, 20
+        args.starts, args.warm, args.items, args.functions = 1, 2, 20, ["ApiFunction"]
     url = os.environ.get("QUARRY_OPENSEARCH_URL", "")
     if not url:
         sys.exit("QUARRY_OPENSEARCH_URL is not set: run through scripts/with-opensearch.sh")

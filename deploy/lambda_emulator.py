@@ -7,10 +7,11 @@
 - The runtime: the emulator (`aws-lambda-rie`, the program inside every Lambda base image) starts the
   runtime interface client (`python3.12 -m awslambdaric <Handler>`) from an environment holding only
   that client, as /var/runtime does; the function's packages come from the artifact and the layers.
-- The sandbox: a private mount namespace (`unshare --mount`) in which every mounted filesystem is
-  remounted read-only, /tmp is a fresh 512 MB tmpfs (Lambda's default ephemeral storage), and the
-  layers' folder is mounted read-only at /opt, where Lambda extracts layers. Root cannot write to a
-  read-only mount either, so a write outside /tmp fails as it does in Lambda (EROFS).
+- The sandbox: a private mount namespace (`unshare --mount`) laid out as a Lambda execution environment:
+  the code at /var/task, the runtime at /var/runtime, the layers' folder at /opt (where Lambda extracts
+  layers), every mounted filesystem read-only, and /tmp a fresh 512 MB tmpfs (Lambda's default ephemeral
+  storage). Root cannot write to a read-only mount either, so a write outside /tmp fails as it does in
+  Lambda (EROFS).
 - The environment: the template's variables (deploy/lambda_template.py) with the local endpoints
   (deploy/lambda_backends.py), plus the variables Lambda defines for a Python function (AWS Lambda
   Developer Guide, "Defined runtime environment variables").
@@ -64,20 +65,29 @@ REPORT = re.compile(
     r"REPORT RequestId: (?P<id>\S+)\s+(?:Init Duration: (?P<init>[\d.]+) ms\s+)?"
     r"Duration: (?P<duration>[\d.]+) ms\s+Billed Duration: (?P<billed>\d+) ms"
 )
-# In the private mount namespace: every mount read-only but the kernel's own (/proc, /sys, /dev), a fresh
-# /tmp, the layers at /opt; then the emulator. $1 = the layers' folder ("" for none), the rest = the command.
+# Where Lambda puts the code, the runtime and the layers; the sandbox mounts them there.
+TASK_ROOT, RUNTIME_DIR, RIE_DIR = "/var/task", "/var/runtime", "/var/rie"
+# In the private mount namespace: /var becomes a tmpfs holding the code, the runtime environment and the
+# emulator (bound from .cache, which may itself lie under /tmp), the layers go to /opt, every mount but the
+# kernel's own (/proc, /sys, /dev) turns read-only, and /tmp is a fresh tmpfs; then the command runs.
+# $1..$4 = the artifact, the runtime environment, the emulator's folder, the layers ("" for none).
 SANDBOX = r"""
 set -e
-layers="$1"; shift
+task="$1" runtime="$2" rie="$3" layers="$4"; shift 4
+mount -t tmpfs -o size=1m,mode=755 tmpfs /var
+mkdir /var/task /var/runtime /var/rie
+mount --bind "$task" /var/task
+mount --bind "$runtime" /var/runtime
+mount --bind "$rie" /var/rie
+if [ -n "$layers" ]; then mount --bind "$layers" /opt; fi
 for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do
   case "$mp" in /proc|/proc/*|/sys|/sys/*|/dev|/dev/pts|/dev/pts/*|/dev/mqueue) continue ;; esac
   mount -o remount,bind,ro "$mp" 2>/dev/null || true
 done
 mount -o remount,bind,ro /
-if [ -n "$layers" ]; then mount --bind "$layers" /opt; mount -o remount,bind,ro /opt; fi
 mount -t tmpfs -o size="$EPHEMERAL_MB"m,mode=1777 tmpfs /tmp
 unset EPHEMERAL_MB
-cd "$LAMBDA_TASK_ROOT"
+cd /var/task
 exec "$@"
 """
 
@@ -264,9 +274,9 @@ class EmulatedFunction:
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "LANG": "en_US.UTF-8",
             "TZ": ":UTC",
-            "LAMBDA_TASK_ROOT": str(self.task_root),
-            "LAMBDA_RUNTIME_DIR": str(RUNTIME_PYTHON.parent.parent),
-            "PYTHONPATH": ":".join([str(self.task_root), *site]),
+            "LAMBDA_TASK_ROOT": TASK_ROOT,
+            "LAMBDA_RUNTIME_DIR": RUNTIME_DIR,
+            "PYTHONPATH": ":".join([TASK_ROOT, *site]),
             "_HANDLER": self.spec.handler,
             "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
             "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
@@ -294,10 +304,16 @@ class EmulatedFunction:
         sandbox = ["unshare", "--mount", "--propagation", "private"]
         if os.geteuid() != 0:  # an unprivileged user maps itself to root of a user namespace to mount
             sandbox[1:1] = ["--user", "--map-root-user"]
-        rie = [str(RIE), "--log-level", "error", "--runtime-api-address", api]
+        rie = [f"{RIE_DIR}/{RIE.name}", "--log-level", "error", "--runtime-api-address", api]
         rie += ["--runtime-interface-emulator-address", f"127.0.0.1:{port}"]
-        command = [*sandbox, "sh", "-c", SANDBOX, "sandbox", str(self.layers or "")]
-        command += [*rie, str(RUNTIME_PYTHON), "-m", "awslambdaric", self.spec.handler]
+        mounts = [
+            str(self.task_root),
+            str(RUNTIME_PYTHON.parent.parent),
+            str(RIE.parent),
+            str(self.layers or ""),
+        ]
+        command = [*sandbox, "sh", "-c", SANDBOX, "sandbox", *mounts]
+        command += [*rie, f"{RUNTIME_DIR}/bin/python", "-m", "awslambdaric", self.spec.handler]
         self._proc = subprocess.Popen(
             command,
             env=self.runtime_environment(api),

@@ -91,24 +91,20 @@ def test_make_invoke_prints_the_response_and_the_report_line(
     )
 
 
-def test_only_tmp_is_writable_and_the_layer_is_read_only_at_opt(local: Deployment, tmp_path: Path) -> None:
+def test_only_tmp_is_writable_the_code_is_at_var_task_and_the_layer_at_opt(
+    local: Deployment, tmp_path: Path
+) -> None:
     layer = tmp_path / "layer"
     (layer / "python").mkdir(parents=True)
     (layer / "python" / "quarry_probe.py").write_text(PROBE)
     spec = replace(local.stack.function("ApiFunction"), handler="quarry_probe.handler")
     probe = EmulatedFunction(spec, local.function("ApiFunction").task_root, layer, local.environment)
-    task_root = str(probe.task_root)
+    places = ["/var/task", "/var/task/handlers", "/var/runtime", "/opt/python", "/var", "/", "/tmp"]
     with probe:
-        answer = probe.invoke({"paths": [task_root, f"{task_root}/handlers", "/opt/python", "/var", "/tmp"]})
+        answer = probe.invoke({"paths": places})
     assert not answer.function_error, probe.output()
     erofs = 30  # EROFS: a read-only file system, whoever the process runs as
-    assert answer.payload == {
-        task_root: erofs,
-        f"{task_root}/handlers": erofs,
-        "/opt/python": erofs,
-        "/var": erofs,
-        "/tmp": 0,
-    }
+    assert answer.payload == {**dict.fromkeys(places, erofs), "/tmp": 0}
     assert (
         not (probe.task_root / ".quarry-probe").exists() and not (layer / "python" / ".quarry-probe").exists()
     )
