@@ -30,7 +30,7 @@ CACHE = ROOT / ".cache" / "lambda"
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
 # `sam package` replaces the code and layer folders with S3 objects; the translator insists on S3 URIs.
-PACKAGED = {"S3Bucket": "local", "S3Key": "artifact.zip"}
+PACKAGED_URI = "s3://quarry-artifacts/quarry.zip"
 NO_VALUE = object()  # AWS::NoValue: the property is left out
 _SUB = re.compile(r"\$\{([^}!]+)\}")
 
@@ -52,12 +52,9 @@ def _translate(template: dict[str, Any], parameters: Mapping[str, str]) -> dict[
     from samtranslator.translator.translator import Translator
 
     for resource in template["Resources"].values():
-        props = resource.get("Properties", {})
         if resource["Type"] == "AWS::Serverless::LayerVersion":
-            props["ContentUri"] = "s3://{S3Bucket}/{S3Key}".format(**PACKAGED)
-    template.setdefault("Globals", {}).setdefault("Function", {})["CodeUri"] = (
-        "s3://{S3Bucket}/{S3Key}".format(**PACKAGED)
-    )
+            resource["Properties"]["ContentUri"] = PACKAGED_URI
+    template.setdefault("Globals", {}).setdefault("Function", {})["CodeUri"] = PACKAGED_URI
     translator = Translator(None, Parser(), boto_session=boto3.Session(region_name=REGION))
     # Offline: every role is explicit, so no managed-policy name needs looking up in IAM.
     return dict(
@@ -77,7 +74,9 @@ def read_template(path: Path = TEMPLATE) -> dict[str, Any]:
 
 def translated(source: dict[str, Any], parameters: Mapping[str, str]) -> dict[str, Any]:
     """The CloudFormation translation of `source`, cached by content (the translator takes seconds)."""
-    text = json.dumps([source, dict(parameters)], sort_keys=True)
+    from importlib.metadata import version
+
+    text = json.dumps([source, dict(parameters), version("aws-sam-translator")], sort_keys=True)
     cached = CACHE / f"template-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     if cached.exists():
         return dict(json.loads(cached.read_text()))
