@@ -12,8 +12,9 @@ the local-embedder layer at /opt (samconfig.toml's local parameters).
   search, hybrid search and one context assembly, search cache off (QUARRY_CACHE_TTL_SECONDS=0).
 - Peak RSS (VmHWM) of each function's runtime process after its runs: the emulator's "Max Memory Used"
   only repeats the configured size.
-- `quarry serve` (one worker, the embedded backend) on the same items and queries: its hybrid round trip
-  beside the emulated function's.
+- The same hybrid searches through the API handler called in this interpreter, with the function's
+  settings and backends (what the emulator adds), and through `quarry serve` (one worker, the embedded
+  backend) on the same items: its round trip beside the emulated function's.
 
     scripts/with-opensearch.sh .venv/bin/python bench/lambda_cold_start.py [--starts 10] [--warm 30]
         [--items 200] [--json bench/results/lambda_cold_start.json]
@@ -148,6 +149,35 @@ def warm(api: EmulatedFunction, runs: int, stream: list[str]) -> dict[str, Any]:
     return out
 
 
+def in_process_hybrid(local: Deployment, runs: int, stream: list[str]) -> dict[str, float]:
+    """The same hybrid searches through the API handler in this interpreter, with the function's settings
+    and backends: what the emulator adds, beside what the backends cost."""
+    from handlers.devserver import FakeLambdaContext
+    from infra.wiring import set_container
+
+    saved = dict(os.environ)
+    os.environ.update({**local.stack.function("ApiFunction").environment, **local.environment})
+    os.environ.update(
+        POWERTOOLS_TRACE_DISABLED="true", POWERTOOLS_METRICS_DISABLED="true", POWERTOOLS_LOG_LEVEL="WARNING"
+    )
+    set_container(None)
+    try:
+        from handlers import api
+
+        walls = []
+        for i in range(runs + 1):  # the first loads the model
+            event = api_event("POST", "/search", {"query": stream[i % len(stream)], "strategy": "hybrid"})
+            started = time.perf_counter()
+            if api.lambda_handler(event, FakeLambdaContext())["statusCode"] != 200:
+                raise RuntimeError("the in-process search failed")
+            walls.append((time.perf_counter() - started) * 1000)
+    finally:
+        set_container(None)
+        os.environ.clear()
+        os.environ.update(saved)
+    return stats(walls[1:])
+
+
 def serve_hybrid(items: int, runs: int, stream: list[str]) -> dict[str, float]:
     """The same hybrid searches through `quarry serve` (one worker, the embedded backend)."""
     from bench.load import KEY, ingest, start_server
@@ -198,6 +228,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
             seed(api, synthetic_entities(args.items), stream[0])
             report["warm"] = warm(api, args.warm, stream)
             report["warm_peak_rss_mb"] = round(api.peak_rss_mb() or 0.0, 1)
+            report["in_process_hybrid_ms"] = in_process_hybrid(local, args.warm, stream)
         finally:
             _delete_index(url, name)
     report["serve_hybrid_round_trip_ms"] = serve_hybrid(args.items, args.warm, stream)
@@ -239,7 +270,10 @@ def print_report(report: dict[str, Any]) -> None:
     for kind, row in report["warm"].items():
         d, w = row["duration_ms"], row["round_trip_ms"]
         print(f"{kind:38} {d['p50']:>12} / {d['max']:<9} {w['p50']:>12} / {w['max']:<9}")
-    serve = report["serve_hybrid_round_trip_ms"]
+    serve, inproc = report["serve_hybrid_round_trip_ms"], report["in_process_hybrid_ms"]
+    print(
+        f"the API handler in-process on the same backends, hybrid P50/max: {inproc['p50']} / {inproc['max']} ms"
+    )
     print(f"quarry serve hybrid round trip P50/max: {serve['p50']} / {serve['max']} ms; "
           f"emulated / serve: {report['hybrid_vs_serve']}x; API peak RSS {report['warm_peak_rss_mb']} MB")  # fmt: skip
 
