@@ -67,19 +67,23 @@ REPORT = re.compile(
 )
 # Where Lambda puts the code, the runtime and the layers; the sandbox mounts them there.
 TASK_ROOT, RUNTIME_DIR, RIE_DIR = "/var/task", "/var/runtime", "/var/rie"
-# In the private mount namespace: /var becomes a tmpfs holding the code, the runtime environment and the
-# emulator (bound from .cache, which may itself lie under /tmp), the layers go to /opt, every mount but the
-# kernel's own (/proc, /sys, /dev) turns read-only, and /tmp is a fresh tmpfs; then the command runs.
+# In the private mount namespace: the code, the runtime environment, the emulator and the layers are bound
+# to a staging tmpfs (on /dev/shm: it never holds them) while their folders are still reachable — .cache
+# may lie under /var or /tmp, which get replaced — then moved to Lambda's paths in a fresh /var and /opt;
+# every mount but the kernel's own (/proc, /sys, /dev) turns read-only; /tmp becomes a fresh tmpfs.
 # $1..$4 = the artifact, the runtime environment, the emulator's folder, the layers ("" for none).
 SANDBOX = r"""
 set -e
-task="$1" runtime="$2" rie="$3" layers="$4"; shift 4
+mount -t tmpfs -o size=1m tmpfs /dev/shm
+for part in task runtime rie opt; do
+  mkdir /dev/shm/$part
+  [ -n "$1" ] && mount --bind "$1" /dev/shm/$part
+  shift
+done
 mount -t tmpfs -o size=1m,mode=755 tmpfs /var
 mkdir /var/task /var/runtime /var/rie
-mount --bind "$task" /var/task
-mount --bind "$runtime" /var/runtime
-mount --bind "$rie" /var/rie
-if [ -n "$layers" ]; then mount --bind "$layers" /opt; fi
+for part in task runtime rie; do mount --move /dev/shm/$part /var/$part; done
+if mountpoint -q /dev/shm/opt; then mount --move /dev/shm/opt /opt; fi
 for mp in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do
   case "$mp" in /proc|/proc/*|/sys|/sys/*|/dev|/dev/pts|/dev/pts/*|/dev/mqueue) continue ;; esac
   mount -o remount,bind,ro "$mp" 2>/dev/null || true
