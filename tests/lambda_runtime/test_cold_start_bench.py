@@ -34,5 +34,5 @@ def test_the_lambda_cold_start_bench_measures_every_function_warm_requests_and_s
         assert row["peak_rss_mb"] > 0
     assert set(report["warm"]) == {"health", "keyword search", "hybrid search", "assembly"}
     assert report["serve_hybrid_round_trip_ms"]["p50"] > 0 and report["hybrid_vs_serve"] > 0
-    assert report["in_process_hybrid_ms"]["p50"] > 0
+    assert report["hybrid_paired"]["in_process_ms"]["p50"] > 0
     assert "API cold start beyond the runtime's own start" in done.stdout
