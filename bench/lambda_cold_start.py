@@ -18,7 +18,7 @@ the local-embedder layer at /opt (samconfig.toml's local parameters).
   function's.
 
     scripts/with-opensearch.sh .venv/bin/python bench/lambda_cold_start.py [--starts 10] [--warm 30]
-        [--items 200] [--json bench/results/lambda_cold_start.json]
+        [--items 200] [--json bench/results/lambda_cold_start.json] [--env QUARRY_FEEDBACK_DOCS=0]
     ... --smoke    one start of the API function and of the runtime alone, two warm runs, 20 items
                    (tests/lambda_runtime/test_cold_start_bench.py)
 """
@@ -211,6 +211,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     name = f"quarry-bench-{uuid.uuid4().hex[:6]}"
     stream = queries(max(args.warm, 2))
     env = {"QUARRY_OPENSEARCH_INDEX_PREFIX": name, "QUARRY_CACHE_TTL_SECONDS": "0"}
+    env |= dict(pair.split("=", 1) for pair in args.env)
     report: dict[str, Any] = {"load_average": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}
     report |= {"starts": args.starts, "warm_runs": args.warm, "items": args.items}
     with (
@@ -286,6 +287,9 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=30, help="warm invocations per kind of request")
     parser.add_argument("--items", type=int, default=200, help="synthetic entities indexed for the warm runs")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--env", nargs="*", default=[], metavar="K=V", help="function settings, e.g. QUARRY_FEEDBACK_DOCS=0"
+    )
     parser.add_argument("--functions", nargs="+", default=list(first_events()), help="whose cold starts")
     parser.add_argument("--smoke", action="store_true", help="one API cold start, two warm runs, 20 items")
     args = parser.parse_args()
