@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from deploy.lambda_artifact import LOCK, source_files
+from deploy.lambda_backends import free_port
 from deploy.lambda_template import CACHE, ROOT, FunctionSpec, Stack
 
 RIE = CACHE / "go" / "bin" / "aws-lambda-rie"
@@ -173,7 +174,9 @@ def build_layer(stack: Stack, layer_id: str) -> Path:
     resource = stack.source["Resources"][layer_id]
     folder = ROOT / resource["Properties"]["ContentUri"]
     _, machine = lambda_platform()
-    graph = [ROOT / "infra" / "local" / name for name in ("onnx_graph.py", "onnx_proto.py")]
+    graph = [
+        ROOT / "infra" / "local" / name for name in ("onnx_graph.py", "onnx_proto.py", "bert.py")
+    ]  # its builder
     key = _digest([p for p in folder.rglob("*") if p.is_file()] + graph, machine)
 
     def build(target: Path) -> None:
@@ -228,12 +231,6 @@ class Invocation:
         except ValueError:
             return True
         return isinstance(body, dict) and {"errorType", "errorMessage"} <= body.keys()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _children(pid: int) -> list[int]:
@@ -304,7 +301,7 @@ class EmulatedFunction:
         problems = missing()
         if problems:
             raise RuntimeError("; ".join(problems))
-        api, port = f"127.0.0.1:{_free_port()}", _free_port()
+        api, port = f"127.0.0.1:{free_port()}", free_port()
         sandbox = ["unshare", "--mount", "--propagation", "private"]
         if os.geteuid() != 0:  # an unprivileged user maps itself to root of a user namespace to mount
             sandbox[1:1] = ["--user", "--map-root-user"]
