@@ -111,7 +111,7 @@ def missing() -> list[str]:
     if not RIE.exists():
         how = "needs Go 1.22+ (https://go.dev/dl/)" if shutil.which("go") is None else "Go is installed"
         problems.append(f"the Lambda Runtime Interface Emulator is not built ({how}): {SETUP_HINT}")
-    if not RUNTIME_PYTHON.exists():
+    if not (RUNTIME_PYTHON.parent.parent / ".installed").exists():  # written once awslambdaric is in
         problems.append(
             "the Python 3.12 runtime environment (awslambdaric) is not built; it needs Python 3.12 "
             f"(`pyenv install 3.12` or python3.12 on PATH): {SETUP_HINT}"
