@@ -26,7 +26,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from core.scoring import iso_timestamp
 from core.service.nightly import NightlyTask, plan_nightly
 from handlers._observability import logger, metrics, tracer
-from infra.wiring import container
+from infra.wiring import check_settings, container
+
+# The function's init: a wrong or missing setting is the runtime's init error naming the variable.
+check_settings()
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 

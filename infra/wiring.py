@@ -316,6 +316,14 @@ def container(**overrides: Any) -> Container:
         return _container
 
 
+def check_settings() -> None:
+    """Read and validate the settings now, building nothing: a Lambda handler calls it at import (the
+    function's init), so a wrong or missing setting is the runtime's init error naming the variable."""
+    from infra.settings import load_settings
+
+    load_settings()
+
+
 def set_container(value: Container | None) -> None:
     """Install a container (tests, the dev server's --data-dir) or clear it."""
     global _container
