@@ -233,6 +233,7 @@ class SearchService:
             request.limit,
             generation,
             request.explain,
+            repr(self.settings),  # processes with other ranking settings may share the cache
         )
         page = SearchPage.first(tenant_id, request, types, generation)
         if request.cursor is not None:

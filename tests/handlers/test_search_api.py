@@ -158,11 +158,33 @@ def test_tenants_never_see_each_other_including_cached_results(local: Any) -> No
 def test_cache_hits_until_a_write_changes_the_tenant(local: Any) -> None:
     bulk(TASKS)
     assert search("groceries")["query_info"]["cache"] == "miss"
-    assert search("  GROCERIES ")["query_info"]["cache"] == "hit"
+    assert search("groceries")["query_info"]["cache"] == "hit"
     bulk([{"type": "task", "id": "t-more", "title": "More groceries", "version": 1}])
     fresh = search("groceries")
     assert fresh["query_info"]["cache"] == "miss"
     assert "t-more" in ids(fresh)
+
+
+def test_a_query_differing_only_in_case_is_not_served_the_other_ones_cached_answer(local: Any) -> None:
+    # `auto` reads case: checkRateLimit is an identifier (lexical-leaning), checkratelimit a plain word.
+    bulk(
+        [{"type": "memory", "id": "m1", "content": "The checkRateLimit function validates request frequency"}]
+    )
+    camel = search("checkRateLimit")
+    lower = search("checkratelimit")
+    assert lower["query_info"]["cache"] == "miss"
+    assert lower["query_info"]["original_query"] == "checkratelimit"
+    assert (camel["query_info"]["query_shape"], lower["query_info"]["query_shape"]) == ("identifier", "plain")
+    assert (camel["query_info"]["strategy"], lower["query_info"]["strategy"]) == (
+        "hybrid:lexical-leaning",
+        "hybrid",
+    )
+    spaced = search("  checkRateLimit ")
+    assert (spaced["query_info"]["cache"], spaced["query_info"]["original_query"]) == (
+        "miss",
+        "  checkRateLimit ",
+    )
+    assert search("checkRateLimit")["query_info"]["cache"] == "hit"
 
 
 def test_explain_reports_each_retrievers_rank_and_score(local: Any) -> None:
