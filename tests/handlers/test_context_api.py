@@ -130,7 +130,7 @@ def test_sample_event_assembles_a_labelled_block_within_budget(ctx: Any) -> None
         "[MEMORY] memory:m-limiter",
         "[AGENT_MEMORY_OWN] memory:a-own",
         "[AGENT_MEMORY_PEER] memory:a-peer",
-        "[VAULT] document:d-design",
+        "[VAULT_INDEX] document:d-design",
         "[PSYCHIC_CACHE] memory:p-cache",
     ):
         assert label in block

@@ -26,7 +26,7 @@ from infra.local.sqlite_state import SqliteStateStore
 
 TENANT = "acme"
 CALLER = "bot"
-A, B = "memory", "vault"
+A, B = "memory", "vault_index"
 
 
 class FakeClock:
@@ -173,7 +173,7 @@ def test_a_manual_wildcard_row_is_not_overridden_for_a_caller(
     log_batch(state, 0)
     service.run(TENANT)
     assert row(state, B) is None  # no caller row shadows the operator's `*` pin
-    assert row(state, "vault", caller="*").weight == 0.9  # type: ignore[union-attr]
+    assert row(state, B, caller="*").weight == 0.9  # type: ignore[union-attr]
 
 
 def test_running_the_cycle_twice_changes_nothing_the_second_time(
