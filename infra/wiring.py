@@ -18,7 +18,7 @@ from infra.clock import SystemClock
 # Services and settings are imported where they are first built, not here: a handler's cold start pays
 # only for the services its first request uses (tests/infra/test_cold_start.py, bench/cold_start.py).
 if TYPE_CHECKING:
-    from core.ports import Cache, Embedder, JobQueue, JobStore, SearchIndex, StateStore, TripleStore
+    from core.ports import Cache, Clock, Embedder, JobQueue, JobStore, SearchIndex, StateStore, TripleStore
     from core.service.catalog import CatalogService
     from core.service.context import ContextService, ContextSettings
     from core.service.context_learning import LearningService
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 class Container:
     """Adapters and services for one set of settings; every part is built once, on first use."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
         self.settings = settings
-        self.clock = SystemClock()
+        self.clock = clock or SystemClock()
 
     def check(self) -> None:
         """Build what configuration alone decides (no network): a wrong setting fails here, at start."""

@@ -187,6 +187,17 @@ class ManualWeightRequest(QuarryModel):
     manual: bool = True
 
 
+class BudgetRequest(QuarryModel):
+    """PUT /context/budgets/{caller}: the caller's budget and the bounds learning keeps it within (the
+    seed's caller_budget_config min/max); what is left out keeps its value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
+    min_budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
+    max_budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
+
+
 class WeightAdjustmentOut(QuarryModel):
     tenant_id: str
     caller: str

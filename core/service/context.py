@@ -30,7 +30,7 @@ from core.context.schemas import (
     FeedbackRequest,
     FeedbackResponse,
 )
-from core.context.scoring import RECENCY_FLOOR, ContextItem, deduplicate, rank
+from core.context.scoring import RECENCY_FLOOR, ContextItem, deduplicate
 from core.context.sources import DEFAULT_SOURCES, EXPLICIT_LINK_SOURCE, SourceSpec, select_sources
 from core.entities import EntityTypeRegistry
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnavailableError
@@ -181,11 +181,7 @@ class ContextService:
         return gathered
 
     def _pack(self, prep: _Prepared, gathered: Gathered) -> Packing:
-        items = deduplicate(
-            rank(gathered.items),
-            taken_ids=[i.id for i in prep.links],
-            taken_hashes=[i.content_hash for i in prep.links],
-        )
+        items = deduplicate(gathered.items)  # the packer leaves out what repeats a link it placed
         packing = self._packer.pack(
             prep.budget.tokens,
             items,

@@ -15,6 +15,8 @@ from core.context.schemas import (
     MAX_WEIGHTS_PAGE,
     AssembleRequest,
     AssembleResponse,
+    BudgetOut,
+    BudgetRequest,
     BudgetsResponse,
     CallersResponse,
     EvalResponse,
@@ -146,6 +148,23 @@ def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest,
         "manual weight",
         extra={"tenant": who.tenant_id, "caller": caller, "source": source, "manual": row.manual},
     )
+    return row
+
+
+@router.put(
+    "/context/budgets/<caller>",
+    summary="Set a caller's budget and the min/max learning keeps it within (`*` = every caller)",
+    tags=["context"],
+)
+def set_budget(caller: str, request: Annotated[BudgetRequest, Body()]) -> BudgetOut:
+    who = principal(router, "admin")
+    caller = path_value(caller, "caller")
+    row = services().learning.set_budget(who.tenant_id, caller, request)
+    logger.info(
+        "budget set",
+        extra={"tenant": who.tenant_id, "caller": caller, "budget": row.budget, "min": row.min_budget,
+               "max": row.max_budget},
+    )  # fmt: skip
     return row
 
 

@@ -350,6 +350,7 @@ ROUTE_SCOPES = {
     ("get", "/context/log"): "read",
     ("get", "/context/log/callers"): "read",
     ("put", "/context/weights/{caller}/{source}"): "admin",
+    ("put", "/context/budgets/{caller}"): "admin",
     ("post", "/context/eval"): "admin",
     ("post", "/retrieve"): "read",
     ("put", "/overlays/{role_id}"): "write",
