@@ -19,7 +19,6 @@ from core.errors import NotFoundError
 from core.models import EntityKey, StoredEntity
 from core.ports import SearchIndex, StateStore
 
-
 # What EntityOut shows as the entity's own attributes: kept in the stored body (a PATCH merges with it),
 # never repeated in `fields`.
 ATTRIBUTE_FIELDS = frozenset({"version", "source", "owner", "namespace", "updated_at"})
