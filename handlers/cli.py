@@ -38,7 +38,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # Set before NumPy is first imported; an explicit setting wins.
     for name in BLAS_THREAD_VARIABLES:
         os.environ.setdefault(name, str(max(1, default_workers() // workers)))
-    from handlers.local_key import local_keys
+    from handlers.local_key import local_keys, print_key
     from infra.wiring import Container
 
     c = _container(args.data_dir)
@@ -55,23 +55,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"Cross-origin calls allowed from: {', '.join(settings.allowed_origins)}", flush=True)
     serve(sock, workers, _worker_starter(settings, keys, args.queue))
     return 0
-
-
-def print_key(keys: dict[str, Any], local: str | None, data_dir: Path, url: str, file: Any = None) -> None:
-    """Say which key the server accepts: the data directory's local key (the same at every start), or
-    the number of QUARRY_API_KEYS entries."""
-    from handlers.local_key import key_path
-
-    out = file or sys.stdout
-    if local is None:
-        print(f"Accepting {len(keys)} key(s) from QUARRY_API_KEYS", file=out, flush=True)
-        return
-    print(f"Local API key (tenant 'dev', scopes read/write/admin; kept in {key_path(data_dir)}):", file=out)
-    print(
-        f'  export QUARRY_KEY={local}; curl -H "Authorization: Bearer $QUARRY_KEY" {url}',
-        file=out,
-        flush=True,
-    )
 
 
 def _json_problem(exc: ValueError) -> str:

@@ -45,8 +45,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    from handlers.cli import print_key
-    from handlers.local_key import key_hint, local_keys
+    from handlers.local_key import key_hint, local_keys, print_key
     from handlers.mcp_server import Gate, build_server
     from infra.wiring import container
 

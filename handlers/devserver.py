@@ -30,9 +30,9 @@ from urllib.parse import parse_qsl, urlsplit
 from handlers import cors
 from handlers.console_static import console_file, is_console_path
 from handlers.devserver_http import ExpectContinue, read_body, refuse, shed, write_access_line
+from handlers.local_key import CONFIGURED_KEY_HINT
 
 PUBLIC_PATHS = frozenset({"/health"})
-DEFAULT_KEY_HINT = "must be 'Bearer <key>' with a key from QUARRY_API_KEYS"
 DEFAULT_QUEUE = 32  # requests waiting per worker: ~32 × a few ms of work, so a queued request waits < 1 s
 RETRY_AFTER_SECONDS = 1  # an overloaded engine drains its queue in about this long
 IDLE_TIMEOUT_SECONDS = 30  # a keep-alive connection with no request for this long is closed
@@ -179,7 +179,7 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
     server: QuarryHTTPServer
     keys: Mapping[str, Any] = {}
     max_body_bytes: int = 0
-    key_hint: str = DEFAULT_KEY_HINT  # what a 401 says about where the key comes from
+    key_hint: str = CONFIGURED_KEY_HINT  # what a 401 says about where the key comes from
     origins: tuple[str, ...] = ()  # QUARRY_CORS_ORIGINS
     access_log: bool = False
     _status = 0
@@ -298,7 +298,7 @@ def make_server(
     queue: int = DEFAULT_QUEUE,
     sock: socket.socket | None = None,
     max_connections: int = MAX_CONNECTIONS,
-    key_hint: str = DEFAULT_KEY_HINT,
+    key_hint: str = CONFIGURED_KEY_HINT,
     origins: tuple[str, ...] = (),
     access_log: bool = False,
 ) -> QuarryHTTPServer:

@@ -9,6 +9,7 @@ import contextlib
 import os
 import secrets
 import stat
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ KEY_BYTES = 24  # 192 bits, URL-safe: far beyond guessing, short enough to paste
 PRIVATE = 0o600
 ALL_SCOPES = ["read", "write", "admin"]
 DEV_TENANT = "dev"
+CONFIGURED_KEY_HINT = "must be 'Bearer <key>' with a key from QUARRY_API_KEYS"
 
 
 def key_path(data_dir: Path) -> Path:
@@ -71,5 +73,20 @@ def local_keys(configured: Mapping[str, Any], data_dir: Path) -> tuple[dict[str,
 def key_hint(configured: Mapping[str, Any], data_dir: Path) -> str:
     """What a 401 says about where the key comes from."""
     if configured:
-        return "must be 'Bearer <key>' with a key from QUARRY_API_KEYS"
+        return CONFIGURED_KEY_HINT
     return f"must be 'Bearer <key>' with the local key the server printed at start (kept in {key_path(data_dir)})"
+
+
+def print_key(keys: dict[str, Any], local: str | None, data_dir: Path, url: str, file: Any = None) -> None:
+    """Say which key the server accepts: the data directory's local key (the same at every start), or
+    the number of QUARRY_API_KEYS entries."""
+    out = file or sys.stdout
+    if local is None:
+        print(f"Accepting {len(keys)} key(s) from QUARRY_API_KEYS", file=out, flush=True)
+        return
+    print(f"Local API key (tenant 'dev', scopes read/write/admin; kept in {key_path(data_dir)}):", file=out)
+    print(
+        f'  export QUARRY_KEY={local}; curl -H "Authorization: Bearer $QUARRY_KEY" {url}',
+        file=out,
+        flush=True,
+    )

@@ -347,16 +347,11 @@ class SearchService:
             # against may be the new model's, so embed with it and ask again (once is enough: a swap is atomic).
         plan, lexical, embedding, fused, fallback, degraded_reason = got
         window, total, next_cursor = fused[: request.limit], len(fused), None
-        if page is None:
-            response = self._response(
-                request, parsed, types, plan, window, total, None, fallback, degraded_reason
-            )
-            response._legs = count_legs(fused, len(window), plan.alpha)
-            return response
-        page.check_strategy(plan.strategy)
-        if len(fused) > request.limit:
+        if page is not None:
+            page.check_strategy(plan.strategy)
+        if page is not None and len(fused) > request.limit:
             next_cursor = page.cursor(plan.strategy, 0)
-        if not page.is_first:
+        if page is not None and not page.is_first:
             # Pages after the first rank at the paging depth, leaving out what the first page showed
             # (recomputed: same generation, same inputs, same ranking), so each entity comes once.
             shown = {f.candidate.key for f in window}
