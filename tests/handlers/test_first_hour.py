@@ -147,6 +147,7 @@ def test_serve_prints_the_same_key_at_every_start_and_mcp_accepts_it(tmp_path: P
         ("QUARRY_CORS_ORIGINS", "https://app.example.com/path"),
         ("QUARRY_TRIPLES_FILE", "/nonexistent/facts.jsonl"),
         ("QUARRY_LINKS_ROOT", "/nonexistent/notes"),
+        ("QUARRY_DATA_DIR", "/proc/quarry-data"),
     ],
 )
 def test_a_bad_setting_exits_2_naming_the_variable(
