@@ -10,22 +10,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-# Body fields and query parameters of the seeds → what to send to Quarry instead.
-SEED_SPELLINGS: Mapping[str, str] = {
+# Body fields and query parameters of the seeds → (Quarry's name, or None when it has none; what to say).
+SEED_SPELLINGS: Mapping[str, tuple[str | None, str]] = {
     # role-overlay-retrieval-api.txt: retrieve({roleId, taskText, overlay, packetContextSummary, lexicalOnly,
     # embeddingModel, ollamaUrl, store})
-    "roleId": "use `role_id`",
-    "taskText": "use `task_text`",
-    "packetContextSummary": "use `context_summary`",
-    "lexicalOnly": "use `lexical_only`",
-    "embeddingModel": "is not a request field: the deployment's embedder is configured "
-    "(QUARRY_EMBEDDER_MODEL_DIR; `quarry reindex` moves stored vectors to another model)",
-    "ollamaUrl": "is not a request field: Quarry embeds with its own configured model, no Ollama server",
-    "store": "is not a request field: the corpus is the tenant's (load it with POST /corpus)",
+    "roleId": ("role_id", "use `role_id`"),
+    "taskText": ("task_text", "use `task_text`"),
+    "packetContextSummary": ("context_summary", "use `context_summary`"),
+    "lexicalOnly": ("lexical_only", "use `lexical_only`"),
+    "embeddingModel": (
+        None,
+        "is not a request field: the deployment's embedder is configured (QUARRY_EMBEDDER_MODEL_DIR; "
+        "`quarry reindex` moves stored vectors to another model)",
+    ),
+    "ollamaUrl": (
+        None,
+        "is not a request field: Quarry embeds with its own configured model, no Ollama server",
+    ),
+    "store": (None, "is not a request field: the corpus is the tenant's (load it with POST /corpus)"),
     # gateway-context-assembly.txt: AssembleContextInputSchema, GET /log's query
-    "mission_namespace": "use `namespace`",
-    "offset": "use `cursor`: pass back the previous page's `next_cursor` (pages are keyset, so writes "
-    "between pages never shift one)",
+    "mission_namespace": ("namespace", "use `namespace`"),
+    "offset": (
+        "cursor",
+        "use `cursor`: pass back the previous page's `next_cursor` (pages are keyset, so writes between pages "
+        "never shift one)",
+    ),
 }
 # gateway-context-assembly.txt and nexus-ai-search-dataflow.md mount their routes under /api.
 SEED_PATH_PREFIX = "/api"
@@ -36,16 +45,21 @@ INTEGER_ASSEMBLY_ID = (
 )
 
 
-def seed_spelling(name: str) -> str | None:
-    """What to tell a request that used the seed's `name` for a field or parameter, or None."""
-    return SEED_SPELLINGS.get(name)
+def seed_spelling(name: str, known: Iterable[str] | None = None) -> str | None:
+    """What to tell a request that used the seed's `name` for a field or parameter (when Quarry's form is
+    among `known`, if given), or None."""
+    found = SEED_SPELLINGS.get(name)
+    if found is None or (known is not None and found[0] is not None and found[0] not in known):
+        return None
+    return found[1]
 
 
 def unknown_parameters(given: Iterable[str], allowed: Iterable[str]) -> dict[str, str]:
     """{parameter: message} for each query parameter a route does not take (a seed's spelling named)."""
     known = set(allowed)
+    takes = "it takes " + ", ".join(sorted(known)) if known else "it takes none"
     return {
-        name: seed_spelling(name) or "is not a parameter of this route; it takes " + ", ".join(sorted(known))
+        name: seed_spelling(name, known) or f"is not a parameter of this route; {takes}"
         for name in given
         if name not in known
     }

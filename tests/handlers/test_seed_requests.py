@@ -154,6 +154,8 @@ def test_log_with_the_seeds_query_is_told_quarrys_parameters(local: Any) -> None
     assert set(fields) == {"mission_namespace", "offset"}
     status, _ = call("context_log", query={"caller": "agent-coder", "namespace": "auth", "limit": "5"})
     assert status == 200
+    status, body = call("weight_history", query={"caller": "agent-coder", "offset": "5"})
+    assert status == 400 and body["error"]["fields"]["offset"].endswith("it takes caller, limit")
 
 
 def test_the_vault_source_goes_by_the_seeds_name(seeded: Any) -> None:
