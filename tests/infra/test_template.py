@@ -333,6 +333,7 @@ ROUTE_SCOPES = {
     ("get", "/context/log"): "read",
     ("get", "/context/log/callers"): "read",
     ("put", "/context/weights/{caller}/{source}"): "admin",
+    ("put", "/context/budgets/{caller}"): "admin",
     ("post", "/context/eval"): "admin",
     ("post", "/retrieve"): "read",
     ("put", "/overlays/{role_id}"): "write",
@@ -569,3 +570,16 @@ def test_one_dashboard_charts_each_tenant_metric_the_functions_and_the_dead_lett
     for function in FUNCTIONS:
         assert "${" + function + "}" in body
     assert {ref_target(v) for v in variables.values()} == {"EntityChangesDLQ", "WriteJobsDLQ", "EvalTasksDLQ"}
+
+
+def test_cors_is_off_unless_origins_are_given_and_then_answered_by_the_http_api() -> None:
+    # API Gateway answers the preflight itself (no token needed), only for the listed origins
+    [api] = resources("AWS::ApiGatewayV2::Api").values()
+    condition, allowed, otherwise = api["Properties"]["Body"]["x-amazon-apigateway-cors"]["Fn::If"]
+    assert condition == "HasCors" and otherwise == {"Ref": "AWS::NoValue"}
+    assert transformed()["Conditions"]["HasCors"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "CorsAllowOrigins"}, ""]}]
+    }
+    assert allowed["allowOrigins"]["Fn::Split"][0] == ","
+    assert set(allowed["allowHeaders"]) == {"authorization", "content-type"}
+    assert sam_template()["Parameters"]["CorsAllowOrigins"]["Default"] == ""
