@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from core.models import EntityKey, Filters, LexicalQuery, MatchMode
+from infra.local.fts_tables import fts_table
 from infra.local.sqlite_index import SqliteIndex
 from tests.adapters.search_index_contract import record
 
@@ -211,3 +212,35 @@ def test_an_erased_tenant_leaves_no_statistics_behind(tmp_path: Path, engine: st
     fresh = SqliteIndex(tmp_path / "fresh.db", keyword_engine=engine)
     fresh.upsert(record(VICTIM, "memory", "again", "river bank"))
     assert ranked(shared, VICTIM, words("river")) == ranked(fresh, VICTIM, words("river"))
+
+
+def test_a_file_from_before_keeps_every_tenants_rows_in_tables_of_their_own(
+    tmp_path: Path, engine: str
+) -> None:
+    """A data file whose tenants shared one FTS5 table (the layout before) is split on first open: every
+    tenant finds what it wrote, ranked with its own statistics, and the shared table is gone."""
+    path = tmp_path / "old.db"
+    index = SqliteIndex(path, keyword_engine=engine)
+    for i, (mine, theirs) in enumerate(zip(ATTACKER_TEXTS, VICTIM_TEXTS, strict=True)):
+        index.upsert(record(ATTACKER, "memory", f"a{i}", mine))
+        index.upsert(record(VICTIM, "memory", f"v{i}", theirs))
+    index.settle()
+    expected = {tenant: rankings(index, tenant) for tenant in (ATTACKER, VICTIM)}
+    conn = index._conn()
+    tables = [fts_table(ATTACKER), fts_table(VICTIM)]
+    conn.executescript(  # the shared table and its vocabulary, as the schema had them
+        "CREATE VIRTUAL TABLE idx_fts USING fts5 (scope, b3, b2, b1, "
+        "tokenize = 'porter unicode61 remove_diacritics 2');"
+        "CREATE VIRTUAL TABLE idx_vocab USING fts5vocab (idx_fts, 'row');"
+    )
+    for table in tables:
+        conn.execute(f"INSERT INTO idx_fts (rowid, scope, b3, b2, b1) SELECT rowid, * FROM {table}")
+        conn.execute(f"DROP TABLE {table}")
+    del index, conn
+
+    reopened = SqliteIndex(path, keyword_engine=engine)
+    names = {r[0] for r in reopened._conn().execute("SELECT name FROM sqlite_master")}
+    assert "idx_fts" not in names and "idx_vocab" not in names
+    assert set(tables) <= names
+    for tenant, wanted in expected.items():
+        assert rankings(reopened, tenant) == wanted

@@ -32,6 +32,12 @@ def folder(path: Path) -> Path:
     return Path(str(path) + ".tantivy")
 
 
+def tenant_folder(path: Path, tenant: str) -> Path:
+    from infra.local.fts_tables import tenant_digest
+
+    return folder(path) / tenant_digest(tenant)
+
+
 def test_a_write_is_found_by_the_next_search(tmp_path: Path) -> None:
     index = tantivy_index(tmp_path / "i.db")
     for i in range(5):
@@ -220,7 +226,7 @@ def test_a_missing_or_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> N
         while folder(path).exists():  # tantivy may still be removing merged files in the background
             shutil.rmtree(folder(path), ignore_errors=True)
     elif damage == "corrupt":
-        (folder(path) / "meta.json").write_text("{not json")
+        (tenant_folder(path, "t") / "meta.json").write_text("{not json")
     elif damage == "other database":
         (folder(path) / "state.json").write_text('{"db_id": "another", "format": 1, "seq": 999}')
     else:  # an index an earlier release wrote: another schema, its state naming the same database
@@ -273,15 +279,16 @@ def test_a_keyword_index_behind_a_pruned_log_is_rebuilt(tmp_path: Path) -> None:
     assert lex(tantivy_index(path), "t", "lynx") == ["b"]
 
 
-def test_purging_a_tenant_empties_its_keyword_documents(tmp_path: Path) -> None:
-    index = tantivy_index(tmp_path / "i.db")
+def test_purging_a_tenant_removes_its_keyword_index(tmp_path: Path) -> None:
+    path = tmp_path / "i.db"
+    index = tantivy_index(path)
     index.upsert(record("gone", "memory", "a", "bison herd"))
     index.upsert(record("kept", "memory", "b", "bison calf"))
     assert lex(index, "gone", "herd") == ["a"]
+    assert tenant_folder(path, "gone").is_dir()
     index.purge_tenant("gone")
     assert lex(index, "gone", "bison") == []
-    searcher = index._keywords.catch_up(index._conn()).searcher()
-    assert searcher.doc_freq("text", "herd") == 0  # not merely marked deleted: the term is gone
+    assert not tenant_folder(path, "gone").exists()  # its files, not merely its documents marked deleted
     assert lex(index, "kept", "bison") == ["b"]
     index.upsert(record("gone", "memory", "c", "new bison"))
     assert lex(index, "gone", "bison") == ["c"]
