@@ -57,6 +57,9 @@ FOLLOW_IDLE_S = 2.0  # the background follower waits this long for more writes b
 # makes one segment per interval, not one per batch. Searches meanwhile merge FTS5's ranking of the pending
 # chunks (`search`), so nothing waits for it.
 FOLLOW_COALESCE_S = 1.0
+# Tenant indexes a process keeps open: each open tantivy index holds a thread of its own (measured with
+# tantivy 0.27, whatever the reload policy), which ends when the index is closed.
+OPEN_TENANTS = 64
 
 Ranked = list[tuple[int, float]]
 
@@ -79,13 +82,17 @@ class KeywordIndex:
         self._follower_lock = threading.Lock()
 
     def _tenant(self, tenant_id: str) -> TenantKeywordIndex:
+        """The tenant's index, the most recently used of this process's open ones (the least recently
+        used past OPEN_TENANTS is closed: it reopens from its files when next needed)."""
         with self._tenants_lock:
-            found = self._tenants.get(tenant_id)
+            found = self._tenants.pop(tenant_id, None)
             if found is None:
                 found = TenantKeywordIndex(
                     self._folder / tenant_digest(tenant_id), tenant_id, self._db_id, self._schema
                 )
-                self._tenants[tenant_id] = found
+            self._tenants[tenant_id] = found
+            if len(self._tenants) > OPEN_TENANTS:
+                self._tenants.pop(next(iter(self._tenants))).forget()
             return found
 
     # -- the folder ---------------------------------------------------------------------------------------

@@ -356,3 +356,31 @@ def test_the_setting_chooses_the_engine_and_a_wrong_value_names_the_variable(
     with pytest.raises(ConfigurationError) as raised:
         load_settings(data_dir=tmp_path)
     assert "QUARRY_KEYWORD_ENGINE" in raised.value.variables
+
+
+def tantivy_threads() -> int:
+    tasks = Path("/proc/self/task")
+    return sum((t / "comm").read_text().startswith("thread-tantivy") for t in tasks.iterdir())
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through /proc")
+def test_a_process_keeps_a_bounded_number_of_tenant_indexes_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each open tantivy index holds a thread: past OPEN_TENANTS the least recently used tenant's index is
+    closed, and reopened from its files when that tenant searches again."""
+    from infra.local import keyword_index
+
+    monkeypatch.setattr(keyword_index, "OPEN_TENANTS", 3)
+    index = tantivy_index(tmp_path / "i.db")
+    before = tantivy_threads()
+    for i in range(12):
+        index.upsert(record(f"t{i}", "memory", f"m{i}", f"gnu number{i}"))
+    index.settle()
+    for i in range(12):
+        assert lex(index, f"t{i}", "gnu") == [f"m{i}"]
+    deadline = time.monotonic() + 30
+    while tantivy_threads() > before + 3 and time.monotonic() < deadline:
+        time.sleep(0.05)  # closed indexes end their threads shortly after
+    assert tantivy_threads() <= before + 3
+    assert lex(index, "t0", "number0") == ["m0"]  # reopened
