@@ -35,7 +35,6 @@ commit (theirs or another process's).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -46,7 +45,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from core.models import Filters, LexicalQuery
-from infra.local.fts_tables import tenant_digest
+from infra.local.keyword_files import tenant_folder, writer_lock
 from infra.local.keyword_tenant import FORMAT, TenantKeywordIndex, View
 from infra.local.sqlite_connect import BUSY_TIMEOUT_MS
 from infra.local.sqlite_sql import KEYWORD_FLOOR
@@ -88,7 +87,7 @@ class KeywordIndex:
             found = self._tenants.pop(tenant_id, None)
             if found is None:
                 found = TenantKeywordIndex(
-                    self._folder / tenant_digest(tenant_id), tenant_id, self._db_id, self._schema
+                    tenant_folder(self._folder, tenant_id), tenant_id, self._db_id, self._schema
                 )
             self._tenants[tenant_id] = found
             if len(self._tenants) > OPEN_TENANTS:
@@ -96,16 +95,6 @@ class KeywordIndex:
             return found
 
     # -- the folder ---------------------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _writer_lock(self) -> Iterator[None]:
-        self._folder.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(str(self._folder) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
 
     def _followed(self) -> int | None:
         """The log position every tenant's index reflects, from the folder's `state.json`."""
@@ -172,7 +161,7 @@ class KeywordIndex:
         """Bring every tenant with changes since the followed position up to every change committed
         before this call, then move the position (`settle_merges`: also wait for the segment merges each
         commit starts — the background follower)."""
-        with self._lock, self._writer_lock():
+        with self._lock, writer_lock(self._folder):
             followed = self._check_folder(conn)
             with _snapshot(conn):
                 last, top = _last_seq(conn), _top_chunk(conn)
@@ -207,18 +196,17 @@ class KeywordIndex:
             view = tenant.refresh()
             if view is not None and view[1] >= last:
                 return view
-            with self._writer_lock():
+            with writer_lock(self._folder):
                 self._check_folder(conn)
                 with _snapshot(conn):
                     return tenant.apply(conn, _last_seq(conn), _top_chunk(conn), settle_merges)
 
-    def purge(self, tenant_id: str) -> None:
-        """Delete the tenant's index (its rows are gone from SQLite): no other tenant's index ever held its
-        words, so nothing else is rebuilt."""
-        with self._lock, self._writer_lock():
-            self._tenant(tenant_id).remove()
-            with self._tenants_lock:
-                self._tenants.pop(tenant_id, None)
+    def forget(self, tenant_id: str) -> None:
+        """Let go of the tenant's index, whose folder an erase removes (SqliteCatalog.purge_tenant)."""
+        with self._tenants_lock:
+            tenant = self._tenants.pop(tenant_id, None)
+        if tenant is not None:
+            tenant.forget()
 
     # -- searching --------------------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from tantivy import Query
 
 from infra.local.fts import scope_tokens
 from infra.local.fts_tables import fts_table, is_missing_table
+from infra.local.keyword_files import remove_folder
 from infra.local.tantivy_query import (
     ANALYZER,
     STOP,
@@ -33,7 +33,6 @@ FORMAT = 5  # bump when the documents' fields or the folders' layout change: old
 WRITER_HEAP = 64_000_000
 ROWS = 2000
 REPLAY_BATCH = 400  # chunk ids per delete and re-read: well under SQLite's bound-parameter limit
-REMOVE_ATTEMPTS = 100  # a merge tantivy finishes in the background may write a file while the folder goes
 _ROW_SELECT = (
     "SELECT c.id, c.tenant_id, c.entity_type, e.source, e.owner, e.namespace, e.metadata, f.b3, f.b2, f.b1 "
     "FROM idx_chunks c JOIN idx_entities e ON e.tenant_id = c.tenant_id AND e.entity_type = c.entity_type "
@@ -85,7 +84,7 @@ class TenantKeywordIndex:
 
     def _fresh(self) -> tantivy.Index:
         self.forget()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        remove_folder(self.folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         return self._open()
 
@@ -113,7 +112,8 @@ class TenantKeywordIndex:
         if view is None or not changed:
             return view
         state = self._state()
-        if state is None:
+        if state is None:  # removed, or rewritten by another database's index: start again
+            self.forget()
             return None
         if state["seq"] == view[1]:
             return view
@@ -141,6 +141,8 @@ class TenantKeywordIndex:
                 last, top = int(state["seq"]), int(state["top"])
         else:
             if is_missing_table(conn, fts_table(self.tenant_id)):
+                self.forget()
+                remove_folder(self.folder)  # whatever a crash left there
                 return None
             index = self._fresh()
             rows = conn.execute(self._select + " ORDER BY c.id", (self.tenant_id,))
@@ -182,14 +184,6 @@ class TenantKeywordIndex:
                     doc.add_text(TEXT, text)
                     doc.add_text(STOP, stop_text)
                 writer.add_document(doc)
-
-    def remove(self) -> None:
-        """Delete the tenant's files (DELETE /tenant)."""
-        self.forget()
-        for _ in range(REMOVE_ATTEMPTS):
-            shutil.rmtree(self.folder, ignore_errors=True)
-            if not self.folder.exists():
-                return
 
 
 def _write(

@@ -3,14 +3,17 @@ status, and purging a tenant so that nothing of it is left in the file (DESIGN.m
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, Protocol
 
 from core.catalog import EmbeddingStatus, EntityPosition
 from core.models import EntityKey, StoredEntity
 from infra.local.fts_tables import fts_table
+from infra.local.keyword_files import remove_folder, tenant_folder, writer_lock
 from infra.local.sqlite_sql import ENTITY_COLUMNS, stored
 
 LISTING_INDEX = (
@@ -25,6 +28,7 @@ class _IndexParts(Protocol):
 
     _vectors: Any
     _keywords: Any
+    _keyword_folder: Path
 
     def _conn(self) -> sqlite3.Connection: ...
 
@@ -106,18 +110,23 @@ class SqliteCatalog:
         """
         conn = self._conn()
         secure_delete(conn)
-        with self._tx() as tx:
-            count = tx.execute(
-                "SELECT count(*) FROM idx_entities WHERE tenant_id = ?", (tenant_id,)
-            ).fetchone()[0]
-            tx.execute(f"DROP TABLE IF EXISTS {fts_table(tenant_id)}")  # its keyword rows and statistics
-            tx.execute("DELETE FROM idx_chunks WHERE tenant_id = ?", (tenant_id,))
-            tx.execute("DELETE FROM idx_entities WHERE tenant_id = ?", (tenant_id,))
-            tx.execute("DELETE FROM idx_generation WHERE tenant_id = ?", (tenant_id,))
-            tx.execute("DELETE FROM idx_changes WHERE tenant_id = ?", (tenant_id,))
+        folder = self._keyword_folder
+        # The tantivy index goes first, whichever engine this process runs, and no catch-up can build it
+        # again before the rows are gone (a crash in between leaves the rows: it is rebuilt from them).
+        with writer_lock(folder) if folder.exists() else contextlib.nullcontext():
+            remove_folder(tenant_folder(folder, tenant_id))
+            if self._keywords is not None:
+                self._keywords.forget(tenant_id)
+            with self._tx() as tx:
+                count = tx.execute(
+                    "SELECT count(*) FROM idx_entities WHERE tenant_id = ?", (tenant_id,)
+                ).fetchone()[0]
+                tx.execute(f"DROP TABLE IF EXISTS {fts_table(tenant_id)}")  # its keyword rows and statistics
+                tx.execute("DELETE FROM idx_chunks WHERE tenant_id = ?", (tenant_id,))
+                tx.execute("DELETE FROM idx_entities WHERE tenant_id = ?", (tenant_id,))
+                tx.execute("DELETE FROM idx_generation WHERE tenant_id = ?", (tenant_id,))
+                tx.execute("DELETE FROM idx_changes WHERE tenant_id = ?", (tenant_id,))
         self._vectors.drop(tenant_id)
-        if self._keywords is not None:
-            self._keywords.purge(tenant_id)
         # Free space still holds bytes of rows that writes before the erase replaced or deleted without
         # secure_delete (old chunk rows, merged FTS segments): rebuild the file so none of it survives.
         conn.execute("VACUUM")

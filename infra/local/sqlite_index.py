@@ -113,6 +113,7 @@ class SqliteIndex(SqliteCatalog):
         self._vectors = VectorStores(folder, str(db_id), ann_min_chunks)
         self._keywords: Any = None  # keyword_index.KeywordIndex (imported only when chosen)
         keywords = folder / "tantivy" if self._path == ":memory:" else Path(self._path + ".tantivy")
+        self._keyword_folder = keywords
         if keyword_engine == "tantivy":
             self._keywords = _keyword_index(keywords, str(db_id), self._conn)
         elif not keywords.exists():  # no keyword index follows this database: prune the log freely again

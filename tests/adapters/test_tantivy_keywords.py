@@ -4,6 +4,7 @@ write, a missing or corrupt index is rebuilt, and filters and tenants are applie
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import math
 import os
@@ -359,8 +360,11 @@ def test_the_setting_chooses_the_engine_and_a_wrong_value_names_the_variable(
 
 
 def tantivy_threads() -> int:
-    tasks = Path("/proc/self/task")
-    return sum((t / "comm").read_text().startswith("thread-tantivy") for t in tasks.iterdir())
+    names = []
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            names.append((task / "comm").read_text())
+    return sum(name.startswith("thread-tantivy") for name in names)
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through /proc")
@@ -384,3 +388,24 @@ def test_a_process_keeps_a_bounded_number_of_tenant_indexes_open(
         time.sleep(0.05)  # closed indexes end their threads shortly after
     assert tantivy_threads() <= before + 3
     assert lex(index, "t0", "number0") == ["m0"]  # reopened
+
+
+def test_an_erase_on_the_fts5_engine_removes_the_tenants_tantivy_index_too(tmp_path: Path) -> None:
+    """A process on the fts5 engine erasing a tenant (`quarry` commands, a switch back) removes its tantivy
+    index as well: left there, its words and statistics would greet the next writer of that tenant id."""
+    path = tmp_path / "i.db"
+    index = tantivy_index(path)
+    index.upsert_many([record("gone", "memory", f"a{i}", "okapi secret") for i in range(5)])
+    index.upsert(record("kept", "memory", "b", "okapi"))
+    index.settle()
+    SqliteIndex(path, keyword_engine="fts5").purge_tenant("gone")
+    assert not tenant_folder(path, "gone").exists()
+    reopened = tantivy_index(path)
+    assert lex(reopened, "gone", "okapi") == [] and lex(reopened, "kept", "okapi") == ["b"]
+    reopened.upsert(record("gone", "memory", "c", "okapi again"))
+    fresh = tantivy_index(tmp_path / "fresh.db")
+    fresh.upsert(record("gone", "memory", "c", "okapi again"))
+    query = LexicalQuery(("okapi",))
+    assert [h.score for h in reopened.lexical("gone", query, Filters(), 10)] == [
+        h.score for h in fresh.lexical("gone", query, Filters(), 10)
+    ]
