@@ -111,12 +111,18 @@ class KeywordIndex:
         tmp.write_text(json.dumps({"db_id": self._db_id, "format": FORMAT, "seq": seq}))
         os.replace(tmp, self._folder / "state.json")
 
+    def _valid_followed(self, conn: sqlite3.Connection) -> int | None:
+        """The followed position, unless the folder is not this database's current one or the log may
+        have been pruned past it (no position registered: the fts5 engine ran without this folder)."""
+        followed, floor = self._followed(), _floor(conn)
+        return followed if followed is not None and floor is not None and floor <= followed else None
+
     def _check_folder(self, conn: sqlite3.Connection) -> int:
         """Under the writer lock, outside a transaction: the followed position, after removing every
         tenant's index if the folder is not this database's current one or the log may have been pruned
         past it (the tenants are then rebuilt from SQLite, each when next needed)."""
-        followed, floor = self._followed(), _floor(conn)
-        if followed is not None and floor is not None and floor <= followed:
+        followed = self._valid_followed(conn)
+        if followed is not None:
             return followed
         with self._tenants_lock:
             tenants = list(self._tenants.values())
@@ -194,6 +200,8 @@ class KeywordIndex:
             return view
         with self._lock:
             view = tenant.refresh()
+            if view is None and self._valid_followed(conn) is not None:  # not open in this process yet
+                view = tenant.open_current(last)
             if view is not None and view[1] >= last:
                 return view
             with writer_lock(self._folder):

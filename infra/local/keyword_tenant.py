@@ -119,6 +119,18 @@ class TenantKeywordIndex:
             return view
         return self._publish(view[0], int(state["seq"]), int(state["top"]))
 
+    def open_current(self, last: int) -> View | None:
+        """The index as its files have it when they reflect log position `last` (reading needs no writer
+        lock), else None."""
+        state = self._state()
+        if state is None or state["seq"] < last:
+            return None
+        try:
+            index = self._index if self._index is not None else self._open()
+        except (OSError, ValueError):  # being rebuilt by another process: the caller waits for the lock
+            return None
+        return self._publish(index, int(state["seq"]), int(state["top"]))
+
     # -- catching up: under the writer lock, inside the caller's read snapshot of SQLite ---------------------
 
     def apply(self, conn: sqlite3.Connection, last: int, top: int, settle_merges: bool) -> View | None:

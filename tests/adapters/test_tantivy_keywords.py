@@ -97,6 +97,27 @@ def test_a_search_right_after_a_write_does_not_wait_for_the_index_commit(tmp_pat
     assert sorted(lex(index, "t", "walrus")) == ["b", "c"]
 
 
+def test_a_process_opening_a_current_index_does_not_wait_for_the_writer(tmp_path: Path) -> None:
+    """A tenant's index that reflects every change of the tenant is opened without the writer lock: a new
+    worker (or a tenant reopened past OPEN_TENANTS) answers while another tenant's writes are committed."""
+    path = tmp_path / "i.db"
+    first = tantivy_index(path)
+    first.upsert(record("t", "memory", "a", "quiet walrus"))
+    first.settle()
+    fd = os.open(str(folder(path)) + ".lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a writer busy with another tenant's changes
+    try:
+        found: list[list[str]] = []
+        worker = threading.Thread(target=lambda: found.append(lex(tantivy_index(path), "t", "walrus")))
+        worker.start()
+        worker.join(timeout=30)
+        assert not worker.is_alive(), "opening a current index waited for the writer lock"
+        assert found == [["a"]]
+    finally:
+        os.close(fd)
+    worker.join()
+
+
 def test_two_indexes_over_one_data_dir_see_each_others_writes(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
     one, two = tantivy_index(path), tantivy_index(path)
