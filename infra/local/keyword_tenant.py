@@ -127,9 +127,9 @@ class TenantKeywordIndex:
             return None
         try:
             index = self._index if self._index is not None else self._open()
+            return self._publish(index, int(state["seq"]), int(state["top"]))
         except (OSError, ValueError):  # being rebuilt by another process: the caller waits for the lock
             return None
-        return self._publish(index, int(state["seq"]), int(state["top"]))
 
     # -- catching up: under the writer lock, inside the caller's read snapshot of SQLite ---------------------
 
