@@ -18,6 +18,7 @@ from core.state import EvalRecord, SourceWeight
 from infra.dynamodb.cache import DynamoCache
 from infra.dynamodb.state import DynamoStateStore
 from infra.local.cache import MemoryCache, SqliteCache
+from infra.local.fts_tables import fts_table
 from infra.local.sqlite_index import SqliteIndex
 from infra.local.sqlite_state import SqliteStateStore
 from infra.opensearch import OpenSearchIndex
@@ -99,7 +100,9 @@ def test_sqlite_purge_leaves_no_keyword_or_vector_rows(tmp_path: Path) -> None:
     assert lex(index, T1, "text") == [] and lex(index, T2, "text") == ["kept"]
     conn = index._conn()  # noqa: SLF001 - checking the file itself
     assert conn.execute("SELECT count(*) FROM idx_chunks WHERE tenant_id = ?", (T1,)).fetchone()[0] == 0
-    assert conn.execute("SELECT count(*) FROM idx_fts").fetchone()[0] == 1
+    assert conn.execute(f"SELECT count(*) FROM {fts_table(T2)}").fetchone()[0] == 1
+    gone = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (fts_table(T1),)).fetchone()
+    assert gone is None  # the erased tenant's keyword table, and the statistics it held
 
 
 def test_opensearch_purge_is_a_refreshed_delete_by_query_on_the_tenant() -> None:
