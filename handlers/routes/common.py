@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -17,6 +19,8 @@ if TYPE_CHECKING:
     from core.jobs import Job
     from infra.settings import Settings
     from infra.wiring import Container
+
+_PATH_PARAMETER = re.compile(r"<(\w+)>")  # Powertools' dynamic route syntax
 
 
 def _policy(settings: Settings) -> JwtPolicy:
@@ -60,6 +64,19 @@ def accepted(job: Job) -> Response[dict[str, Any]]:
         body=job.to_json(),
         headers={"Location": f"/jobs/{job.job_id}"},
     )
+
+
+def decode_path_parameters(app: Any, next_middleware: Callable[[Any], Response]) -> Response:
+    """Every path parameter percent-decoded exactly once, here, for every method and route (a route never
+    decodes its own: `GET` and `DELETE` of one URL name one entity). Powertools hands the matched
+    arguments (path parameters, query parameters, body) to the route from `app.context["_route_args"]`,
+    after its request validation; the route's rule names the path parameters (`<entity_id>`)."""
+    args = dict(app.context.get("_route_args") or {})
+    for name in _PATH_PARAMETER.findall(app.context["_route"].path):
+        if isinstance(args.get(name), str):
+            args[name] = path_value(args[name], name)
+    app.append_context(_route_args=args)
+    return next_middleware(app)
 
 
 def path_value(raw: str, name: str) -> str:

@@ -27,7 +27,7 @@ from core.context.schemas import (
 )
 from handlers._observability import logger, metrics
 from handlers.routes.common import caller as principal
-from handlers.routes.common import path_value, request_id, services
+from handlers.routes.common import request_id, services
 from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
@@ -136,7 +136,6 @@ def callers() -> CallersResponse:
 )
 def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest, Body()]) -> WeightOut:
     who = principal(router, "admin")
-    caller, source = path_value(caller, "caller"), path_value(source, "source")
     row = services().learning.set_weight(who.tenant_id, caller, source, request)
     logger.info(
         "manual weight",

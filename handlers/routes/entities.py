@@ -12,7 +12,7 @@ from core.errors import StaleVersionError
 from core.models import WriteOutcome
 from core.schemas import BulkRequest, BulkResponse, WriteResponse
 from handlers._observability import logger
-from handlers.routes.common import accepted, caller, path_value, services
+from handlers.routes.common import accepted, caller, services
 from handlers.tenant_metrics import TenantMetric, count
 
 if TYPE_CHECKING:
@@ -51,15 +51,15 @@ def _written(action: str, tenant_id: str, result: WriteResult) -> WriteResponse:
 @router.put("/entities/<entity_type>/<entity_id>", summary="Create or replace an entity", tags=["entities"])
 def put_entity(entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]) -> WriteResponse:
     tenant = caller(router, "write").tenant_id
-    c, eid = services(), path_value(entity_id, "entity_id")
-    return _written("put", tenant, c.indexing.put(tenant, entity_type, eid, body, c.clock.now()))
+    c = services()
+    return _written("put", tenant, c.indexing.put(tenant, entity_type, entity_id, body, c.clock.now()))
 
 
 @router.patch("/entities/<entity_type>/<entity_id>", summary="Update some fields", tags=["entities"])
 def patch_entity(entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]) -> WriteResponse:
     tenant = caller(router, "write").tenant_id
-    c, eid = services(), path_value(entity_id, "entity_id")
-    return _written("patch", tenant, c.indexing.patch(tenant, entity_type, eid, body, c.clock.now()))
+    c = services()
+    return _written("patch", tenant, c.indexing.patch(tenant, entity_type, entity_id, body, c.clock.now()))
 
 
 @router.delete("/entities/<entity_type>/<entity_id>", summary="Delete an entity", tags=["entities"])
@@ -67,8 +67,10 @@ def delete_entity(
     entity_type: str, entity_id: str, version: Annotated[int | None, Query(ge=0)] = None
 ) -> WriteResponse:
     tenant = caller(router, "write").tenant_id
-    c, eid = services(), path_value(entity_id, "entity_id")
-    return _written("delete", tenant, c.indexing.delete(tenant, entity_type, eid, version, c.clock.now()))
+    c = services()
+    return _written(
+        "delete", tenant, c.indexing.delete(tenant, entity_type, entity_id, version, c.clock.now())
+    )
 
 
 @router.post(
