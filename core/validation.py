@@ -11,6 +11,7 @@ from core.entities import EntityType
 from core.errors import InvalidInputError
 from core.payload import lone_surrogates
 from core.scoring import parse_timestamp
+from core.state import WILDCARD_CALLER
 
 MAX_ID_CHARS = 256  # an id is a key, not a document
 MAX_LABEL_CHARS = 200  # source / owner / namespace are labels
@@ -59,6 +60,41 @@ def validate_id(entity_id: str, path: str = "id") -> None:
     """Reject ids outside the id alphabet, naming the field."""
     if not is_valid_id(entity_id):
         raise InvalidInputError("invalid entity id", {path: ID_RULE})
+
+
+MAX_CALLER_CHARS = 128  # caller names are identifiers, not prose
+# A caller name: 1-128 characters without whitespace or '/', and not '.' or '..' (it is a path segment of
+# PUT /context/weights/{caller}/{source}); OIDC subjects such as Auth0's `auth0|5f7c…` are callers.
+CALLER_PATTERN = re.compile(rf"^[^\s/]{{1,{MAX_CALLER_CHARS}}}$")
+CALLER_RULE = (
+    f"must be 1-{MAX_CALLER_CHARS} characters without whitespace, control or format characters (bidi "
+    "overrides, zero-width) or '/', and not '.' or '..'"
+)
+_BAD_IN_NAMES = _BAD_CATEGORIES | {"Cf"}  # a caller is shown in the console, logs and exports
+
+
+def validate_caller(caller: str, path: str = "caller", wildcard: bool = False) -> str:
+    """`caller` when it is a caller name (the same rule on every route, body, query and path; `*` only
+    where it means every caller), else InvalidInputError naming `path`."""
+    if caller == WILDCARD_CALLER:
+        if wildcard:
+            return caller
+        raise InvalidInputError(
+            "invalid caller", {path: "'*' is reserved: in a weight pin it means every caller"}
+        )
+    if not is_caller(caller):
+        raise InvalidInputError("invalid caller", {path: CALLER_RULE})
+    return caller
+
+
+def is_caller(name: str) -> bool:
+    """True when `name` is a caller name (CALLER_RULE); `*` is not one."""
+    return (
+        name != WILDCARD_CALLER
+        and CALLER_PATTERN.match(name) is not None
+        and name not in (".", "..")
+        and not any(unicodedata.category(ch) in _BAD_IN_NAMES for ch in name)
+    )
 
 
 def _has_text(value: Any) -> bool:

@@ -16,8 +16,11 @@ failure raises, so Lambda's asynchronous retries and on-failure destination take
 Producers: each producer may write only the tenants QUARRY_PRODUCER_TENANTS allows it
 (`{"<producer>": ["acme", ...]}`). The producer is the EventBridge `source` (the stack's dedicated bus
 admits only the named principals, each with its own sources; the rule admits only those sources from this
-account), or the SQS `SenderId` for a message sent straight to the queue. An event for another tenant is
-refused: logged, counted (EntityChangesRefused) and reported as a batch item failure, so it ends in the DLQ.
+account), or the SQS `SenderId` for a message sent straight to the queue. The envelope and the sender are
+checked together: an SQS message may carry an EventBridge envelope only when EventBridge sent it
+(QUARRY_EVENTBRIDGE_SENDER_IDS), so a direct sender cannot name another producer's `source`. An event for
+another tenant, or a forged envelope, is refused: logged, counted (EntityChangesRefused) and reported as
+a batch item failure, so it ends in the DLQ.
 
 Outcomes per record:
 - applied, duplicate (a re-delivery) or stale (older than what is indexed: ignored and logged) → success.
@@ -113,13 +116,28 @@ def _event_time(value: Any) -> float | None:
         return None
 
 
+def _envelope_producer(envelope: Mapping[str, Any], sender: str | None) -> str:
+    """The producer an EventBridge envelope names (its `source`), when EventBridge delivered it: a message
+    sent straight to the queue (`sender` not EventBridge's) cannot claim a source — it would write the
+    tenants of whichever producer it named."""
+    if sender is not None and sender not in wiring.container().settings.eventbridge_sender_ids:
+        raise ForbiddenError(
+            f"sender '{sender}' sent an EventBridge envelope straight to the queue; only EventBridge may "
+            "name a source, a direct sender sends the change itself",
+            "source",
+        )
+    return str(envelope.get("source") or "")
+
+
 def parse_change(payload: Any, sender: str | None = None) -> tuple[EntityChange, float | None]:
     """The change in a message body or EventBridge event, and the event's time when the envelope has one.
 
-    The producer (the envelope's `source`, else `sender`) must be allowed the change's tenant."""
+    The producer must be allowed the change's tenant: an envelope's `source` when EventBridge delivered it
+    (`sender` None: a direct EventBridge invocation; else the SQS SenderId must be EventBridge's), else
+    the SQS sender itself."""
     when, producer = None, sender
     if isinstance(payload, Mapping) and "detail" in payload and "detail-type" in payload:
-        producer = str(payload.get("source") or "")
+        producer = _envelope_producer(payload, sender)
         payload, when = payload["detail"], _event_time(payload.get("time"))
     try:
         change = EntityChange.model_validate(payload)
@@ -209,7 +227,7 @@ def _parse_record(record: SQSRecord) -> tuple[EntityChange, float]:
         payload = json.loads(record.body)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError("message body is not JSON", {"body": str(exc)}) from exc
-    change, when = parse_change(payload, record.attributes.sender_id)
+    change, when = parse_change(payload, record.attributes.sender_id or "")
     sent = record.attributes.sent_timestamp
     return change, when or (int(sent) / MS_PER_SECOND if sent else time.time())
 

@@ -92,7 +92,8 @@ class Gate:
     def bearer(self, authorization: str) -> Principal:
         """The principal of an `Authorization: Bearer <key>` header value."""
         scheme, _, token = authorization.partition(" ")
-        grant = self._keys.get(token.strip()) if scheme.lower() == "bearer" else None
+        token = token.strip()
+        grant = self._keys.get(token) if token and scheme.lower() == "bearer" else None
         if grant is None:
             raise UnauthorizedError("missing or invalid bearer token")
         return grant_principal(grant)
@@ -196,7 +197,7 @@ def _context_tools(server: MCPServer, act: Act) -> None:
             ctx,
             "write",
             lambda w, c: c.context.feedback(
-                w.tenant_id, _validated(FeedbackRequest, request), None if w.acts_for_anyone else w.caller
+                w.tenant_id, _validated(FeedbackRequest, request), w.bound_caller
             ),
         )
 

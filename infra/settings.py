@@ -15,8 +15,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.errors import ConfigurationError, InvalidInputError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT
+from core.validation import CALLER_RULE, is_caller
 
 ENV_PREFIX = "QUARRY_"
+EVENTBRIDGE_SENDER_ID = "AIDAJXNJGGKNS7OSV23OI"  # SenderId of SQS messages EventBridge delivers
 DEFAULT_BODY_LIMIT = 1_048_576  # 1 MiB: a 500-item bulk of typical entities fits; API Gateway allows 10 MB
 
 
@@ -53,6 +55,10 @@ class Settings(BaseSettings):
     # producer is the EventBridge `source` (bound to the sender by the bus policy) or, for messages sent
     # straight to the queue, the SQS SenderId. Empty: no producer may write (every event is refused).
     producer_tenants: dict[str, list[str]] = Field(default_factory=dict)
+    # The SQS SenderId of messages EventBridge delivers (an EventBridge rule's target queue). Only such a
+    # message may carry an EventBridge envelope whose `source` names the producer: a direct sender cannot
+    # claim a source. The default is the id AWS stamps on EventBridge's deliveries.
+    eventbridge_sender_ids: list[str] = Field(default_factory=lambda: [EVENTBRIDGE_SENDER_ID], min_length=1)
 
     fusion: Literal["rrf", "convex"] = "convex"
     # None: 0.8 with vector feedback, 0.7 without (each the measured best; core.service.search.default_alpha)
@@ -199,13 +205,15 @@ class Settings(BaseSettings):
         if not isinstance(value, dict):
             raise ValueError('must be a JSON object {"<key>": {"tenant": "<id>", "scopes": [...]}}')
         for key, grant in value.items():
+            if not key.strip():  # else a request without an Authorization header would act as this key
+                raise ValueError("a key is empty or blank: every key must be a secret of its own")
             if not isinstance(grant, dict) or not isinstance(grant.get("tenant"), str):
                 raise ValueError(f"key {key[:4]}…: needs a string 'tenant'")
             scopes = grant.get("scopes", [])
             if not isinstance(scopes, list) or not set(scopes) <= {"read", "write", "admin"}:
                 raise ValueError(f"key {key[:4]}…: scopes must be a list of read, write, admin")
-            if "caller" in grant and not isinstance(grant["caller"], str):
-                raise ValueError(f"key {key[:4]}…: 'caller' must be a string")
+            if "caller" in grant and not (isinstance(grant["caller"], str) and is_caller(grant["caller"])):
+                raise ValueError(f"key {key[:4]}…: 'caller' {CALLER_RULE}")
         return value
 
     @property

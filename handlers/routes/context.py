@@ -82,8 +82,7 @@ def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
 def feedback(request: Annotated[FeedbackRequest, Body()]) -> FeedbackResponse:
     who = principal(router, "write")
     # a token bound to one caller steers only that caller's learning (another's assembly is a 404)
-    bound = None if who.acts_for_anyone else who.caller
-    response = services().context.feedback(who.tenant_id, request, bound)
+    response = services().context.feedback(who.tenant_id, request, who.bound_caller)
     logger.info(
         "context feedback",
         extra={
@@ -101,12 +100,14 @@ def weights(
     limit: Annotated[int, Query(ge=1, le=MAX_WEIGHTS_PAGE)] = DEFAULT_WEIGHTS_PAGE,
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
 ) -> WeightsResponse:
-    return services().learning.weights(principal(router, "read").tenant_id, limit, cursor)
+    who = principal(router, "read")
+    return services().learning.weights(who.tenant_id, limit, cursor, who.bound_caller)
 
 
 @router.get("/context/budgets", summary="Caller token budgets", tags=["context"])
 def budgets() -> BudgetsResponse:
-    return services().learning.budgets(principal(router, "read").tenant_id)
+    who = principal(router, "read")
+    return services().learning.budgets(who.tenant_id, who.bound_caller)
 
 
 @router.get("/context/log", summary="The assembly log, newest first", tags=["context"])
@@ -126,7 +127,8 @@ def log(
 
 @router.get("/context/log/callers", summary="Callers seen in the assembly log", tags=["context"])
 def callers() -> CallersResponse:
-    return services().learning.callers(principal(router, "read").tenant_id)
+    who = principal(router, "read")
+    return services().learning.callers(who.tenant_id, who.bound_caller)
 
 
 @router.put(
