@@ -9,7 +9,7 @@ from typing import Any
 
 from core.entities import EntityType
 from core.errors import InvalidInputError
-from core.payload import lone_surrogates
+from core.payload import INT64_MAX, lone_surrogates
 from core.scoring import parse_timestamp
 from core.state import WILDCARD_CALLER
 
@@ -20,6 +20,7 @@ MAX_LABEL_CHARS = 200  # source / owner / namespace are labels
 # characters; and not '.' or '..' (path segments with a meaning of their own).
 ID_PATTERN = re.compile(r"^[^\s/#|]{1,256}$")
 ID_RULE = f"must be 1-{MAX_ID_CHARS} characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'"
+VERSION_RULE = f"must be an integer from 0 to {INT64_MAX}"
 _BAD_CATEGORIES = frozenset({"Cc", "Cs"})  # controls (NUL included) and lone surrogates
 _SCALARS = (str, int, float, bool)
 
@@ -34,8 +35,8 @@ def _check_text(name: str, value: Any, max_chars: int, errors: dict[str, str], p
 
 def _check_common(body: Mapping[str, Any], errors: dict[str, str], path: str) -> None:
     version = body.get("version")
-    if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
-        errors[path + "version"] = "must be a non-negative integer"
+    if version is not None and not is_version(version):
+        errors[path + "version"] = VERSION_RULE
     for stamp in ("created_at", "updated_at"):
         value = body.get(stamp)
         if value is not None and (not isinstance(value, str) or parse_timestamp(value) is None):
@@ -44,6 +45,11 @@ def _check_common(body: Mapping[str, Any], errors: dict[str, str], path: str) ->
         value = body.get(label)
         if value is not None and (not isinstance(value, str) or not 0 < len(value) <= MAX_LABEL_CHARS):
             errors[path + label] = f"must be a non-empty string of at most {MAX_LABEL_CHARS} characters"
+
+
+def is_version(version: object) -> bool:
+    """True for a version a 64-bit store can hold: an integer from 0 to 2^63 - 1 (VERSION_RULE)."""
+    return isinstance(version, int) and not isinstance(version, bool) and 0 <= version <= INT64_MAX
 
 
 def is_valid_id(entity_id: object) -> bool:

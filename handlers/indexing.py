@@ -60,6 +60,7 @@ from core.errors import (
     VersionSchemeError,
 )
 from core.models import WriteOutcome
+from core.payload import INT64_MAX
 from core.service.indexing import IndexingService
 from handlers._observability import logger, metrics, tracer
 from handlers.tenant_metrics import TenantMetric
@@ -91,7 +92,7 @@ class EntityChange(BaseModel):
     type: str = Field(min_length=1)
     id: str = Field(min_length=1)
     tenant_id: str = Field(min_length=1)
-    version: int | None = Field(default=None, ge=0)
+    version: int | None = Field(default=None, ge=0, le=INT64_MAX)
     entity: dict[str, Any] | None = None
 
     @model_validator(mode="after")

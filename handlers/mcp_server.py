@@ -40,6 +40,7 @@ from core.errors import QuarryError, UnauthorizedError
 from core.governance.bundle import RetrievalBundle
 from core.governance.requests import RetrieveRequest
 from core.governance.validation import json_schema
+from core.payload import check_value
 from core.schemas import SearchRequest, SearchResponse, WriteResponse
 from handlers.auth import SCOPES, Principal
 from handlers.errors import STATUS, validation_fields
@@ -114,9 +115,21 @@ def _validated(model: type[Model], payload: dict[str, Any]) -> Model:
 Act = Callable[[Context, str, Callable[[Principal, Container], Any]], Any]
 
 
+class QuarryServer(MCPServer):
+    """The SDK's server, with every tool call's arguments screened as the HTTP API screens a body (I-JSON:
+    integers a 64-bit store holds, bounded depth, no lone surrogates) before any tool runs."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            check_value(arguments)
+        except QuarryError as exc:
+            raise ToolError(error_text(exc)) from exc
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
     """The MCPServer with Quarry's tools and resources; `container` is the composition root."""
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = QuarryServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
 
     def act(ctx: Context, scope: str, work: Callable[[Principal, Container], Any]) -> Any:
         """Run `work` for the caller once `scope` is checked; core errors become tool errors."""

@@ -30,7 +30,7 @@ from core.payload import lone_surrogates
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
 from core.scoring import iso_timestamp
 from core.text import flatten
-from core.validation import validate_body, validate_id
+from core.validation import VERSION_RULE, is_version, validate_body, validate_id
 from core.versioning import check_scheme, delete_version, is_clock_version, refused, write_version
 
 _log = logging.getLogger(__name__)
@@ -265,6 +265,8 @@ class IndexingService:
         """
         etype = self._registry.get(entity_type)
         validate_id(entity_id)
+        if version is not None and not is_version(version):
+            raise InvalidInputError("invalid version", {"version": VERSION_RULE})
         key = EntityKey(etype.name, entity_id)
         prior = self._index.get(tenant_id, [key]).get(key)
         if prior is None or prior.deleted:

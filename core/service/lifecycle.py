@@ -43,6 +43,23 @@ def _line(kind: str, data: Any) -> str:
     return json.dumps({"kind": kind, "data": data}, separators=(",", ":"), sort_keys=True, default=str)
 
 
+def _position(position: dict[str, Any]) -> dict[str, Any]:
+    """A decoded export cursor's position when it has the shape `export` issues: a phase, an entity
+    position of three strings, a log cursor string (a forged one is a 400, never a TypeError)."""
+    after, log = position.get("after"), position.get("c")
+    valid = (
+        position.get("p") in ("entities", "state", "log")
+        and (
+            after is None
+            or (isinstance(after, list) and len(after) == 3 and all(isinstance(a, str) for a in after))
+        )
+        and (log is None or isinstance(log, str))
+    )
+    if not valid:
+        raise InvalidInputError("invalid cursor", {"cursor": "is not an export cursor"})
+    return position
+
+
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
@@ -61,7 +78,7 @@ class LifecycleService:
 
     def export(self, tenant_id: str, cursor: str | None, max_bytes: int = EXPORT_PAGE_BYTES) -> str:
         """One page of the NDJSON export (see module docstring), at least one record long."""
-        position = decode_cursor(EXPORT_KIND, tenant_id, cursor) if cursor else {"p": "entities"}
+        position = _position(decode_cursor(EXPORT_KIND, tenant_id, cursor)) if cursor else {"p": "entities"}
         lines: list[str] = []
         size = 0
         for line, resume in self._records(tenant_id, position):
@@ -79,8 +96,6 @@ class LifecycleService:
     ) -> Iterator[tuple[str, dict[str, Any] | None]]:
         """(line, where to resume after it) for every record from `position` on; None: cannot stop here."""
         phase = position.get("p")
-        if phase not in ("entities", "state", "log"):
-            raise InvalidInputError("invalid cursor", {"cursor": "is not an export cursor"})
         if phase == "entities":
             yield from self._entities(tenant_id, position.get("after"))
             phase = "state"

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from core.errors import StaleVersionError
 from core.models import WriteOutcome
+from core.payload import INT64_MAX
 from core.schemas import BulkRequest, BulkResponse, WriteResponse
 from handlers._observability import logger
 from handlers.routes.common import accepted, caller, services
@@ -64,7 +65,7 @@ def patch_entity(entity_type: str, entity_id: str, body: Annotated[dict[str, Any
 
 @router.delete("/entities/<entity_type>/<entity_id>", summary="Delete an entity", tags=["entities"])
 def delete_entity(
-    entity_type: str, entity_id: str, version: Annotated[int | None, Query(ge=0)] = None
+    entity_type: str, entity_id: str, version: Annotated[int | None, Query(ge=0, le=INT64_MAX)] = None
 ) -> WriteResponse:
     tenant = caller(router, "write").tenant_id
     c = services()
