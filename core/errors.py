@@ -9,6 +9,8 @@ QuarryError
 ├── ConflictError            a write that cannot apply          → 409
 │   ├── StaleVersionError    stored_version, given_version     (reported, never applied)
 │   ├── VersionSchemeError   stored_version, given_version     (explicit and clock versions mixed)
+│   ├── VersionConflictError version                           (same version, other content)
+│   ├── RepeatedItemError    first: the earlier position        (an id twice in one request)
 │   └── CursorExpiredError   a page cursor of an older index generation
 ├── UnavailableError         backend, retry_after seconds      → 503 with Retry-After
 └── ConfigurationError       variables: {VAR: problem}          → 500, logged (the server's fault)
@@ -109,6 +111,37 @@ class VersionSchemeError(ConflictError):
         self.stored_version = stored_version
         self.given_version = given_version
         self.fields = {"version": message}
+
+
+class VersionConflictError(ConflictError):
+    """A write at the stored version with other content: applying it would make one version mean two
+    things, dropping it would lose a change silently."""
+
+    code = "version_conflict"
+
+    def __init__(self, key: str, version: int) -> None:
+        super().__init__(
+            f"version {version} of '{key}' is already stored with other content; send the change with a "
+            "higher version"
+        )
+        self.key = key
+        self.version = version
+        self.fields = {"version": f"{version} is already stored with other content"}
+
+
+class RepeatedItemError(ConflictError):
+    """An entity named twice in one request: the later occurrence is refused, never silently dropped."""
+
+    code = "duplicate_item"
+
+    def __init__(self, key: str, first: int) -> None:
+        super().__init__(
+            f"'{key}' repeats item {first} of this request; an entity may appear once per request (send the "
+            "later change in a request of its own)"
+        )
+        self.key = key
+        self.first = first
+        self.fields = {"id": f"repeats item {first}"}
 
 
 class CursorExpiredError(ConflictError):

@@ -79,6 +79,7 @@ def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
 
         c = Container(settings)
         set_container(c)
+        c.resume_jobs()  # write jobs a stopped or crashed server left behind
         host, port = sock.getsockname()[:2]
         return make_server(
             host, port, keys, api.lambda_handler, settings.max_body_bytes, queue=queue, sock=sock

@@ -57,6 +57,7 @@ from core.errors import (
     InvalidInputError,
     NotFoundError,
     StaleVersionError,
+    VersionConflictError,
     VersionSchemeError,
 )
 from core.models import WriteOutcome
@@ -193,7 +194,7 @@ def _process(message_id: str | None, parse: Callable[[], tuple[EntityChange, flo
             extra={"message_id": message_id, "error": exc.message},
         )
         raise
-    except (InvalidInputError, VersionSchemeError) as exc:  # fails the same way on every delivery
+    except (InvalidInputError, VersionSchemeError, VersionConflictError) as exc:  # fails on every delivery
         metrics.add_metric(name=MALFORMED_METRIC, unit=MetricUnit.Count, value=1)
         logger.warning(
             "malformed entity change: it fails on every delivery and ends in the dead-letter queue",
@@ -245,11 +246,12 @@ def process_job_part(record: SQSRecord) -> str:
     try:
         message = json.loads(record.body)
         report = wiring.container().jobs.process(message)
-    except Exception:
+    except Exception as exc:
         metrics.add_metric(name=FAILED_METRIC, unit=MetricUnit.Count, value=1)
         logger.exception(
             "job part failed; it will be delivered again", extra={"message_id": record.message_id}
         )
+        _fail_on_last_delivery(record, exc)
         raise
     metrics.add_metric(name="JobItemsIndexed", unit=MetricUnit.Count, value=report.indexed)
     tenant_metric(TenantMetric.WRITES, message["job"]["tenant_id"], report.indexed, _tenant_metrics_on())
@@ -259,6 +261,20 @@ def process_job_part(record: SQSRecord) -> str:
                "errors": len(report.errors)},
     )  # fmt: skip
     return "done"
+
+
+def _fail_on_last_delivery(record: SQSRecord, exc: Exception) -> None:
+    """On the part's last delivery (the queue moves it to the DLQ next), record it failed with the reason,
+    so its job ends `failed` rather than `running`; a redrive that succeeds replaces the record."""
+    from core.jobs import failure_reason
+
+    receives = int(record.attributes.approximate_receive_count or 0)
+    if receives < wiring.container().settings.jobs_max_receives:
+        return
+    try:
+        wiring.container().jobs.fail(json.loads(record.body), failure_reason(exc, receives))
+    except Exception:  # noqa: BLE001 - a body that is not a part, or the job store down: the DLQ keeps it
+        logger.exception("job part could not be recorded as failed", extra={"message_id": record.message_id})
 
 
 def record_handler(record: SQSRecord) -> str:

@@ -67,6 +67,12 @@ COMMON = {
 }
 
 
+JOB_ACCEPTED = {
+    "description": "Accepted as a write job: `Location: /jobs/{id}`, and GET /jobs/{job_id} follows it",
+    "content": {"application/json": {"schema": {"type": "object"}}},
+}
+
+
 def _entity_schemas(registry: EntityTypeRegistry) -> dict[str, Any]:
     names = registry.names()
     titles = ", ".join(f"{n}: `{registry.get(n).title_field}`" for n in names)
@@ -132,6 +138,21 @@ def _type_bodies(paths: dict[str, Any]) -> None:
     for method, model in (("put", "Entity"), ("patch", "Entity")):
         if method in entity:
             _body(entity[method], model)
+    if "put" in entity:  # a write, or a job when it is as large as a bulk job (handlers/routes/entities.py)
+        written = {"$ref": REF.format(model="WriteResponse")}
+        entity["put"]["responses"] = {
+            "200": {
+                "description": "Written (or already stored)",
+                "content": {"application/json": {"schema": written}},
+            }
+        }
+    for op in (
+        entity.get("put"),
+        paths.get("/entities", {}).get("post"),
+        paths.get("/corpus", {}).get("post"),
+    ):
+        if op is not None:
+            op.setdefault("responses", {})["202"] = JOB_ACCEPTED
     if "put" in paths.get("/overlays/{role_id}", {}):
         _body(paths["/overlays/{role_id}"]["put"], "RoleOverlay")
     if "post" in paths.get("/corpus", {}):

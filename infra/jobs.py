@@ -1,13 +1,12 @@
-"""Job queues: `SqsJobQueue` (AWS: the indexing consumer reads the parts) and `ThreadJobQueue` (local: no
-queue, so the server processes parts in one background thread, in order) — and the local job store."""
+"""`SqsJobQueue` (AWS: the indexing consumer reads the parts) and the local job store; the local queue is
+infra/local/job_queue.py."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,22 +47,6 @@ class SqsJobQueue:
                 self._client.send_message(QueueUrl=self._url, MessageBody=json.dumps(message))
         except (BotoCoreError, ClientError) as exc:
             raise UnavailableError("sqs", f"the job queue refused the job: {type(exc).__name__}") from exc
-
-
-class ThreadJobQueue:
-    """JobQueue without a queue (the local server): parts run one at a time in a background thread."""
-
-    def __init__(self, process: Callable[[dict[str, Any]], Any]) -> None:
-        self._process = process
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobs")
-
-    def send(self, messages: Sequence[dict[str, Any]]) -> None:
-        for message in messages:
-            self._executor.submit(self._process, message)
-
-    def drain(self) -> None:
-        """Wait for every part sent so far (tests, and the server's shutdown)."""
-        self._executor.submit(lambda: None).result()
 
 
 class SqliteJobStore:

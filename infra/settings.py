@@ -15,7 +15,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.errors import ConfigurationError, InvalidInputError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT
+from core.jobs import MAX_PART_ATTEMPTS
 from core.validation import CALLER_RULE, is_caller
+from core.versioning import MAX_CLOCK_SKEW_SECONDS
 
 ENV_PREFIX = "QUARRY_"
 EVENTBRIDGE_SENDER_ID = "AIDAJXNJGGKNS7OSV23OI"  # SenderId of SQS messages EventBridge delivers
@@ -74,6 +76,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=DEFAULT_BODY_LIMIT, ge=1024)
     max_batch_items: int = Field(default=500, ge=1, le=500)
     cache_ttl_seconds: float = Field(default=300.0, ge=0.0)
+    # How far ahead of this server's clock a write's `updated_at` may be (core/versioning.py): a later one
+    # is refused, since as a version it would make every later write without one stale until that date.
+    max_clock_skew_seconds: float = Field(default=MAX_CLOCK_SKEW_SECONDS, ge=0.0, le=366 * 24 * 3600)
     # Write jobs (issue 11): a bulk or corpus request estimated above this many chunks (one embedding
     # each) is accepted as 202 with a job id and indexed by the indexing consumer from the jobs queue.
     # 200: Titan embeds one text per call (~30-50 ms), so 200 chunks take ~6-10 s inside the API's 29 s.
@@ -82,6 +87,9 @@ class Settings(BaseSettings):
     async_min_chunks: int = Field(default=200, ge=1, le=10_000)
     jobs_queue_url: str | None = None
     jobs_queue_arn: str | None = None
+    # The write-jobs queue's maxReceiveCount (template.yaml): on a part's last delivery the consumer records
+    # its failure, so the job ends `failed` with the reason instead of `running` while the part sits in the DLQ.
+    jobs_max_receives: int = Field(default=MAX_PART_ATTEMPTS, ge=1, le=1000)
     # The nightly cycle's tasks (one per tenant, one per overlay) go to this queue; unset: run inline.
     eval_queue_url: str | None = None
     # Per-tenant metrics (searches, writes, assemblies, cache hits, degraded answers; handlers/tenant_metrics.py)

@@ -189,7 +189,14 @@ class Container:
     def indexing(self) -> IndexingService:
         from core.service.indexing import IndexingService
 
-        return IndexingService(self.index, self.embedder, self.registry, self.cache, clock=self.clock)
+        return IndexingService(
+            self.index,
+            self.embedder,
+            self.registry,
+            self.cache,
+            clock=self.clock,
+            max_skew_seconds=self.settings.max_clock_skew_seconds,
+        )
 
     @cached_property
     def catalog(self) -> CatalogService:
@@ -263,9 +270,23 @@ class Container:
             from infra.jobs import SqsJobQueue
 
             return SqsJobQueue(self.settings.jobs_queue_url)
-        from infra.jobs import ThreadJobQueue
+        from infra.local.job_queue import SqliteJobQueue
 
-        return ThreadJobQueue(lambda message: self.jobs.process(message))
+        return SqliteJobQueue(
+            self.settings.sqlite_path,
+            lambda message: self.jobs.process(message),
+            lambda message, reason: self.jobs.fail(message, reason),
+        )
+
+    def resume_jobs(self) -> None:
+        """Locally (no queue configured), run the job thread now, so parts a stopped server left resume."""
+        if self.settings.jobs_queue_url:
+            return
+        from infra.local.job_queue import SqliteJobQueue
+
+        queue = self.job_queue
+        assert isinstance(queue, SqliteJobQueue)
+        queue.start()
 
     @cached_property
     def eval_queue(self) -> JobQueue:

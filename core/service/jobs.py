@@ -63,8 +63,11 @@ class JobService:
         parts = list(split_parts(items, costs, self._settings.async_min_chunks, self._settings.part_bytes))
         job = Job(job_id, tenant_id, kind, len(items), sum(costs), len(parts), at, at)
         self._store.create_job(job)
+        repeats = self._repeats(kind, items)
         messages = [
-            JobPart(job_id, tenant_id, kind, n, offset, tuple(chunk)).to_message()
+            JobPart(
+                job_id, tenant_id, kind, n, offset, tuple(chunk), _within(repeats, offset, len(chunk))
+            ).to_message()
             for n, (offset, chunk) in enumerate(parts)
         ]
         self._queue.send(messages)
@@ -77,6 +80,12 @@ class JobService:
             raise NotFoundError("job", job_id)
         return job
 
+    def _repeats(self, kind: JobKind, items: Sequence[Any]) -> dict[int, int]:
+        """Items naming an entity an earlier item of the request names (refused, whichever part they are in)."""
+        from core.service.corpus import document_repeats
+
+        return document_repeats(items) if kind == "corpus" else self._indexing.repeats(items)
+
     def process(self, message: Mapping[str, Any]) -> PartReport:
         """Index one part (bulk items or corpus documents) and record its report."""
         part = JobPart.from_message(message)
@@ -84,19 +93,40 @@ class JobService:
         if part.kind == "corpus":
             report = self._corpus(part, now)
         else:
-            bulk = self._indexing.bulk(part.tenant_id, list(part.items), now)
+            bulk = self._indexing.bulk(part.tenant_id, list(part.items), now, part.local_repeats())
             report = PartReport(
                 bulk.indexed, bulk.skipped_stale, 0, [_shift(e, part.offset) for e in bulk.errors]
             )
         self._store.record_part(part.tenant_id, part.job_id, part.part, report.to_json(), iso_timestamp(now))
         return report
 
+    def fail(self, message: Mapping[str, Any], reason: str) -> None:
+        """Record that a part will never be processed (it failed on every attempt): its job ends failed,
+        saying why, instead of staying `running` forever."""
+        part = JobPart.from_message(message)
+        at = iso_timestamp(self._clock.now())
+        self._store.record_part(
+            part.tenant_id, part.job_id, part.part, PartReport(failure=reason).to_json(), at
+        )
+
     def _corpus(self, part: JobPart, now: float) -> PartReport:
         from core.service.corpus import load_corpus
 
-        corpus = load_corpus(self._indexing, self._registry, part.tenant_id, list(part.items), now)
+        corpus = load_corpus(
+            self._indexing,
+            self._registry,
+            part.tenant_id,
+            list(part.items),
+            now,
+            repeats=part.local_repeats(),
+        )
         errors = [_shift(e.model_dump(mode="json"), part.offset) for e in corpus.errors]
         return PartReport(corpus.documents_ingested, 0, corpus.chunks_ingested, errors)
+
+
+def _within(repeats: Mapping[int, int], offset: int, size: int) -> tuple[tuple[int, int], ...]:
+    """The repeats whose later item lies in the part [offset, offset + size)."""
+    return tuple((p, f) for p, f in sorted(repeats.items()) if offset <= p < offset + size)
 
 
 def _shift(error: Mapping[str, Any], offset: int) -> dict[str, Any]:

@@ -49,11 +49,27 @@ def _written(action: str, tenant_id: str, result: WriteResult) -> WriteResponse:
     )
 
 
-@router.put("/entities/<entity_type>/<entity_id>", summary="Create or replace an entity", tags=["entities"])
-def put_entity(entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]) -> WriteResponse:
+@router.put(
+    "/entities/<entity_type>/<entity_id>",
+    summary="Create or replace an entity; one above the async size becomes a job (202, GET /jobs/{id})",
+    tags=["entities"],
+)
+def put_entity(
+    entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]
+) -> Response[dict[str, Any]]:
     tenant = caller(router, "write").tenant_id
     c = services()
-    return _written("put", tenant, c.indexing.put(tenant, entity_type, entity_id, body, c.clock.now()))
+    item = {**body, "type": entity_type, "id": entity_id}
+    costs = c.jobs.costs("bulk", [item])
+    if not c.jobs.is_large(costs):
+        result = c.indexing.put(tenant, entity_type, entity_id, body, c.clock.now())
+    else:  # as large as a bulk job: checked now (400, 409, stale, duplicate answered at once), embedded by a job
+        early = c.indexing.check_put(tenant, entity_type, entity_id, body, c.clock.now())
+        if early is None:
+            return accepted(c.jobs.submit(tenant, "bulk", [item], costs))
+        result = early
+    done = _written("put", tenant, result)
+    return Response(200, content_types.APPLICATION_JSON, done.model_dump(mode="json"))
 
 
 @router.patch("/entities/<entity_type>/<entity_id>", summary="Update some fields", tags=["entities"])

@@ -59,6 +59,7 @@ def test_openapi_documents_the_real_errors_auth_and_bodies(local: Any) -> None:
     answered = {code for ops in doc["paths"].values() for op in ops.values() for code in op["responses"]}
     assert answered == {
         "200",
+        "202",
         "400",
         "401",
         "403",
@@ -69,7 +70,8 @@ def test_openapi_documents_the_real_errors_auth_and_bodies(local: Any) -> None:
         "503",
     }  # 405: not per operation
     put = doc["paths"]["/entities/{entity_type}/{entity_id}"]["put"]
-    assert set(put["responses"]) == {"200", "400", "401", "403", "404", "409", "413", "415", "503"}
+    assert set(put["responses"]) == {"200", "202", "400", "401", "403", "404", "409", "413", "415", "503"}
+    assert all("202" in doc["paths"][p]["post"]["responses"] for p in ("/entities", "/corpus"))  # jobs
     assert put["requestBody"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/Entity"
     }

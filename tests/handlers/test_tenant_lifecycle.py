@@ -28,12 +28,12 @@ def bulk(tenant: str, word: str, n: int = 6) -> None:
 
 
 def fill(tenant: str, word: str, local: Any) -> None:
-    draft = {"content": f"{word} {word}draft replaced later", "version": 1}
+    draft = {"content": f"{word} {word}draft replaced later", "version": 0}
     assert (
         invoke(api_event("put_entity", tenant=tenant, path=f"/entities/memory/{word}-0", body=draft))[0]
         == 200
     )
-    bulk(tenant, word)  # version 1 again: a duplicate, so replace at version 2 below
+    bulk(tenant, word)  # version 1 replaces the draft; version 2 replaces it again below
     final = {"content": f"{word} note 0 about the harbor", "version": 2}
     assert (
         invoke(api_event("put_entity", tenant=tenant, path=f"/entities/memory/{word}-0", body=final))[0]
