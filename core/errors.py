@@ -6,6 +6,7 @@ QuarryError
 ├── UnauthorizedError        missing or unknown credentials    → 401
 ├── ForbiddenError           scope: the scope that was needed  → 403
 ├── NotFoundError            kind, key                         → 404 (also for another tenant's object)
+├── TenantErasedError        the tenant is fenced by its erase → 410
 ├── ConflictError            a write that cannot apply          → 409
 │   ├── StaleVersionError    stored_version, given_version     (reported, never applied)
 │   ├── VersionSchemeError   stored_version, given_version     (explicit and clock versions mixed)
@@ -79,10 +80,27 @@ class NotFoundError(QuarryError):
         self.key = key
 
 
+class TenantErasedError(QuarryError):
+    """The tenant was erased (DELETE /tenant): its requests are refused, and a write that raced the erase
+    was undone, until the tenant is reopened (POST /tenant/reopen)."""
+
+    code = "tenant_erased"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this tenant was erased; nothing is stored for it and nothing is accepted until it is reopened "
+            "(POST /tenant/reopen)"
+        )
+
+
 class ConflictError(QuarryError):
-    """The write conflicts with stored state."""
+    """The write conflicts with stored state; `fields` names what conflicts when one field does."""
 
     code = "conflict"
+
+    def __init__(self, message: str, fields: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.fields: dict[str, str] = dict(fields or {})
 
 
 class StaleVersionError(ConflictError):

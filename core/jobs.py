@@ -89,6 +89,7 @@ class PartReport:
     chunks: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
     failure: str | None = None  # why the part could not be processed at all (its items were not indexed)
+    discarded: bool = False  # its job is gone or its tenant erased: nothing done, nothing recorded
 
     def to_json(self) -> dict[str, Any]:
         """What the job store keeps: the counts and the part's first errors (a DynamoDB item holds 400 KB

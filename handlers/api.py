@@ -14,13 +14,13 @@ from handlers import errors, gate
 from handlers._observability import logger, metrics, tracer
 from handlers.openapi import document as openapi_document
 from handlers.routes import catalog, context, entities, governance, jobs, lifecycle, search
-from handlers.routes.common import caller, decode_path_parameters, services
+from handlers.routes.common import caller, decode_path_parameters, fence_tenant, services
 
 VERSION = "0.1.0"
 
 app = APIGatewayHttpResolver(enable_validation=True)
 errors.register(app)
-app.use(middlewares=[decode_path_parameters])  # one percent-decoding for every route
+app.use(middlewares=[decode_path_parameters, fence_tenant])  # one percent-decoding; erased tenants fenced
 
 
 app.include_router(search.router)

@@ -119,7 +119,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     def flush() -> None:
         nonlocal indexed, stale
         items = [{"type": args.type, **{k: v for k, v in obj.items() if k != "type"}} for _, obj in batch]
-        report = c.indexing.bulk(args.tenant, items, c.clock.now())
+        with c.gate.unit(args.tenant):  # an erased tenant is refused, as by the API
+            report = c.indexing.bulk(args.tenant, items, c.clock.now())
         indexed += report.indexed
         stale += report.skipped_stale
         for err in report.errors:

@@ -27,6 +27,8 @@ Outcomes per record:
 - delete of an entity that is not indexed → success (the goal state, "absent", already holds); a
   versioned tombstone is left, so its older create arriving later stays deleted.
 - malformed (not JSON, unknown type, missing tenant, bad field) → failure; it reaches the DLQ.
+- its tenant erased (fenced), or the change older than the erase → discarded (a success; counted
+  EntityChangesDiscarded): an erased tenant stays erased whatever is still queued for it.
 - backend unavailable, or patch of an entity not indexed yet (its create may still be in flight) →
   failure; SQS redelivers it after the visibility timeout.
 
@@ -57,6 +59,7 @@ from core.errors import (
     InvalidInputError,
     NotFoundError,
     StaleVersionError,
+    TenantErasedError,
     VersionConflictError,
     VersionSchemeError,
 )
@@ -78,6 +81,7 @@ OUTCOME_METRICS = {
 MALFORMED_METRIC = "EntityChangesMalformed"
 REFUSED_METRIC = "EntityChangesRefused"
 FAILED_METRIC = "EntityChangesFailed"
+DISCARDED_METRIC = "EntityChangesDiscarded"
 
 # Module-level like every Powertools example: a definition, no I/O. An all-failed batch is reported
 # item by item rather than raised, so one poison message does not count as a function error.
@@ -162,7 +166,14 @@ def _service() -> IndexingService:
 
 
 def apply_change(change: EntityChange, now: float) -> WriteOutcome:
-    """Send the change to the indexing service; stale and already-absent outcomes are successes."""
+    """Send the change to the indexing service, behind the tenant's fence (a change that originated before
+    the tenant's erase is discarded, core/service/fencing.py); stale and already-absent outcomes are
+    successes."""
+    with wiring.container().gate.unit(change.tenant_id, since=now):
+        return _apply(change, now)
+
+
+def _apply(change: EntityChange, now: float) -> WriteOutcome:
     service = _service()
     try:
         if change.op == "delete":
@@ -187,6 +198,10 @@ def _process(message_id: str | None, parse: Callable[[], tuple[EntityChange, flo
     try:
         change, now = parse()
         outcome = apply_change(change, now)
+    except TenantErasedError:  # its tenant was erased: discarded (a success, so it never reaches the DLQ)
+        metrics.add_metric(name=DISCARDED_METRIC, unit=MetricUnit.Count, value=1)
+        logger.warning("entity change discarded: its tenant was erased", extra={"message_id": message_id})
+        return "discarded"
     except ForbiddenError as exc:
         metrics.add_metric(name=REFUSED_METRIC, unit=MetricUnit.Count, value=1)
         logger.warning(
@@ -253,6 +268,11 @@ def process_job_part(record: SQSRecord) -> str:
         )
         _fail_on_last_delivery(record, exc)
         raise
+    if report.discarded:
+        logger.warning(
+            "job part discarded: its job or its tenant was erased", extra={"message_id": record.message_id}
+        )
+        return "discarded"
     metrics.add_metric(name="JobItemsIndexed", unit=MetricUnit.Count, value=report.indexed)
     tenant_metric(TenantMetric.WRITES, message["job"]["tenant_id"], report.indexed, _tenant_metrics_on())
     logger.info(

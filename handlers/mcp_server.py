@@ -132,9 +132,12 @@ def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
     server = QuarryServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
 
     def act(ctx: Context, scope: str, work: Callable[[Principal, Container], Any]) -> Any:
-        """Run `work` for the caller once `scope` is checked; core errors become tool errors."""
+        """Run `work` for the caller once `scope` is checked, as one unit of work behind the tenant's fence
+        (core/service/fencing.py); core errors become tool errors."""
         try:
-            return work(gate.principal(ctx.headers).require(scope), container())
+            who, c = gate.principal(ctx.headers).require(scope), container()
+            with c.gate.unit(who.tenant_id):
+                return work(who, c)
         except QuarryError as exc:
             raise ToolError(error_text(exc)) from exc
 

@@ -39,6 +39,11 @@ class SqsJobQueue:
     def __init__(self, queue_url: str, client: Any | None = None) -> None:
         self._url, self._client = queue_url, client or default_sqs_client()
 
+    def discard_tenant(self, tenant_id: str) -> int:
+        """SQS cannot drop chosen messages: the tenant's parts are discarded when processed (their job is
+        gone and the tenant fenced, core/service/jobs.py)."""
+        return 0
+
     def send(self, messages: Sequence[dict[str, Any]]) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
@@ -85,6 +90,14 @@ class SqliteJobStore:
             except sqlite3.Error:
                 self._conn.execute("ROLLBACK")
                 raise
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Erase the tenant's jobs (their bytes zeroed, the WAL truncated)."""
+        with self._lock:
+            self._conn.execute("PRAGMA secure_delete = ON")
+            removed = self._conn.execute("DELETE FROM jobs WHERE tenant_id = ?", (tenant_id,)).rowcount
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return int(removed)
 
 
 def _dump(job: Job) -> str:

@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from core.errors import ConfigurationError, InvalidInputError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT
 from core.jobs import MAX_PART_ATTEMPTS
+from core.state import REOPEN_AFTER_SECONDS
 from core.validation import CALLER_RULE, is_caller
 from core.versioning import MAX_CLOCK_SKEW_SECONDS
 
@@ -90,6 +91,9 @@ class Settings(BaseSettings):
     # The write-jobs queue's maxReceiveCount (template.yaml): on a part's last delivery the consumer records
     # its failure, so the job ends `failed` with the reason instead of `running` while the part sits in the DLQ.
     jobs_max_receives: int = Field(default=MAX_PART_ATTEMPTS, ge=1, le=1000)
+    # How long after its erase a tenant may be reopened (POST /tenant/reopen): no work admitted before the
+    # erase may still run by then (core/service/lifecycle.py: 15 minutes, AWS Lambda's longest timeout).
+    reopen_after_seconds: float = Field(default=REOPEN_AFTER_SECONDS, ge=0.0, le=7 * 24 * 3600)
     # The nightly cycle's tasks (one per tenant, one per overlay) go to this queue; unset: run inline.
     eval_queue_url: str | None = None
     # Per-tenant metrics (searches, writes, assemblies, cache hits, degraded answers; handlers/tenant_metrics.py)

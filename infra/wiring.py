@@ -18,10 +18,20 @@ from infra.clock import SystemClock
 # Services and settings are imported where they are first built, not here: a handler's cold start pays
 # only for the services its first request uses (tests/infra/test_cold_start.py, bench/cold_start.py).
 if TYPE_CHECKING:
-    from core.ports import Cache, Embedder, JobQueue, JobStore, SearchIndex, StateStore, TripleStore
+    from core.ports import (
+        Cache,
+        Embedder,
+        JobQueue,
+        JobStore,
+        SearchIndex,
+        StateStore,
+        TenantFences,
+        TripleStore,
+    )
     from core.service.catalog import CatalogService
     from core.service.context import ContextService, ContextSettings
     from core.service.context_learning import LearningService
+    from core.service.fencing import TenantGate
     from core.service.indexing import IndexingService
     from core.service.jobs import JobService
     from core.service.lifecycle import LifecycleService
@@ -206,11 +216,39 @@ class Container:
         return CatalogService(self.index, self.state, self.registry)
 
     @cached_property
+    def fences(self) -> TenantFences:
+        """Erased tenants' fences, beside the state (core/service/fencing.py)."""
+        if self.settings.state_kind == "dynamodb":
+            from infra.dynamodb.fences import DynamoTenantFences
+
+            self.state  # noqa: B018  the state store creates the table when it may
+            return DynamoTenantFences(self.settings.state_table)
+        from infra.local.sqlite_fences import SqliteTenantFences
+
+        return SqliteTenantFences(self.settings.sqlite_path)
+
+    @cached_property
     def lifecycle(self) -> LifecycleService:
-        """Export and erase of a tenant (DESIGN.md §9)."""
+        """Export, erase and reopen of a tenant (DESIGN.md §9)."""
         from core.service.lifecycle import LifecycleService
 
-        return LifecycleService(self.index, self.state, self.cache)
+        return LifecycleService(
+            self.index,
+            self.state,
+            self.cache,
+            self.job_store,
+            self.job_queue,
+            self.fences,
+            self.clock,
+            self.settings.reopen_after_seconds,
+        )
+
+    @cached_property
+    def gate(self) -> TenantGate:
+        """Admits and settles each unit of work for a tenant against its fence."""
+        from core.service.fencing import TenantGate
+
+        return TenantGate(self.fences, lambda tenant: self.lifecycle.purge(tenant), self.clock)
 
     @cached_property
     def retrieval(self) -> RetrievalService:
@@ -312,7 +350,9 @@ class Container:
         from core.service.jobs import JobService, JobSettings
 
         settings = JobSettings(async_min_chunks=self.settings.async_min_chunks)
-        return JobService(self.job_store, self.job_queue, self.indexing, self.registry, self.clock, settings)
+        return JobService(
+            self.job_store, self.job_queue, self.indexing, self.registry, self.clock, settings, gate=self.gate
+        )
 
     @cached_property
     def learning(self) -> LearningService:

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from core.entities import EntityTypeRegistry
-from core.errors import NotFoundError
+from core.errors import NotFoundError, TenantErasedError
 from core.jobs import Job, JobKind, JobPart, PartReport, estimate_chunks, split_parts
 from core.ports import Clock, JobQueue, JobStore
 from core.scoring import iso_timestamp
+from core.service.fencing import TenantGate
 from core.service.indexing import IndexingService
 
 # SQS takes 256 KB per message; the rest is the envelope's headroom (attributes, JSON escaping).
@@ -44,9 +46,11 @@ class JobService:
         clock: Clock,
         settings: JobSettings,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        gate: TenantGate | None = None,
     ) -> None:
         self._store, self._queue, self._indexing = store, queue, indexing
         self._registry, self._clock, self._settings, self._new_id = registry, clock, settings, new_id
+        self._gate = gate
 
     def costs(self, kind: JobKind, items: Sequence[Any]) -> list[int]:
         """Estimated chunks per item."""
@@ -87,8 +91,18 @@ class JobService:
         return document_repeats(items) if kind == "corpus" else self._indexing.repeats(items)
 
     def process(self, message: Mapping[str, Any]) -> PartReport:
-        """Index one part (bulk items or corpus documents) and record its report."""
+        """Index one part (bulk items or corpus documents) and record its report. A part of a job that is
+        gone, or of an erased tenant, is discarded (`PartReport.discarded`): the erase removed the job."""
         part = JobPart.from_message(message)
+        try:
+            with self._gate.unit(part.tenant_id) if self._gate is not None else nullcontext():
+                if self._store.get_job(part.tenant_id, part.job_id) is None:
+                    return PartReport(discarded=True)
+                return self._process(part)
+        except TenantErasedError:
+            return PartReport(discarded=True)
+
+    def _process(self, part: JobPart) -> PartReport:
         now = self._clock.now()
         if part.kind == "corpus":
             report = self._corpus(part, now)

@@ -9,7 +9,7 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
-from core.errors import InvalidInputError
+from core.errors import InvalidInputError, QuarryError
 from handlers.auth import JwtPolicy, Principal, principal_from_event
 from infra.wiring import container
 
@@ -77,6 +77,30 @@ def decode_path_parameters(app: Any, next_middleware: Callable[[Any], Response])
             args[name] = path_value(args[name], name)
     app.append_context(_route_args=args)
     return next_middleware(app)
+
+
+# Routes that act on the fence themselves: erasing (again, after a failure) and reopening.
+FENCE_ROUTES = frozenset({("DELETE", "/tenant"), ("POST", "/tenant/reopen")})
+
+
+def fence_tenant(app: Any, next_middleware: Callable[[Any], Response]) -> Response:
+    """Every request of a tenant is a unit of work behind its fence (core/service/fencing.py): refused
+    (410) while the tenant is erased; a request that may write (any method but GET) checks the fence again
+    when it ends, and undoes itself when an erase raced it."""
+    event = app.current_event
+    method = event.http_method.upper()
+    try:
+        tenant = principal_from_event(event.raw_event, jwt_policy()).tenant_id
+    except QuarryError:  # no principal: the route answers 401/403 itself (or is public)
+        return next_middleware(app)
+    if (method, app.context["_route"].path) in FENCE_ROUTES:
+        return next_middleware(app)
+    gate = services().gate
+    if method == "GET":
+        gate.admit(tenant)
+        return next_middleware(app)
+    with gate.unit(tenant):
+        return next_middleware(app)
 
 
 def path_value(raw: str, name: str) -> str:

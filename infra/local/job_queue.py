@@ -110,7 +110,11 @@ class SqliteJobQueue:
     def discard_tenant(self, tenant_id: str) -> int:
         """Drop the tenant's parts not yet processed (an erase); a part running now finishes its call."""
         with self._transaction() as conn:
-            return int(conn.execute("DELETE FROM job_parts WHERE tenant_id = ?", (tenant_id,)).rowcount)
+            conn.execute("PRAGMA secure_delete = ON")
+            removed = int(conn.execute("DELETE FROM job_parts WHERE tenant_id = ?", (tenant_id,)).rowcount)
+        with self._lock:
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return removed
 
     def pending(self) -> int:
         """Parts not yet processed (claimed ones included)."""
