@@ -188,8 +188,12 @@ class Cache(Protocol):
         ...
 
     def purge_tenant(self, tenant_id: str) -> int:
-        """Drop the tenant's cached entries and counters (keys `search:<tenant>:…`, `gen:<tenant>`); an
-        adapter that cannot list keys bumps the generation instead, and the entries expire by TTL."""
+        """Drop the tenant's cached searches, settling mark and generation counter (`search:<tenant>:…`,
+        `settling:<tenant>`, `gen:<tenant>`); how many there were."""
+        ...
+
+    def drop_marks(self, tenant_id: str) -> int:
+        """Drop only the tenant's generation counter and settling mark (what a write leaves behind)."""
         ...
 
 

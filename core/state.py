@@ -17,10 +17,11 @@ WILDCARD_CALLER = "*"
 # source plus the budget: 64 rows leave room for 17 sources. A caller with more pending rows is learned
 # over several updates (select with `unprocessed_assemblies(..., limit=MAX_LEARNING_ROWS)`).
 MAX_LEARNING_ROWS = 64
-# An erased tenant may be reopened this long after its erase: AWS Lambda's maximum timeout (15 minutes), so
-# no invocation admitted before the fence is still writing when the final sweep runs (the local server's
-# requests and job parts end far sooner). QUARRY_REOPEN_AFTER_SECONDS overrides it.
-REOPEN_AFTER_SECONDS = 900.0
+# An erased tenant may be reopened this long after its erase: AWS Lambda's longest timeout (15 minutes, the
+# nightly function's) and a minute more, so no invocation admitted before the fence is still writing when
+# the final sweep runs (the local server's requests and job parts end far sooner).
+# QUARRY_REOPEN_AFTER_SECONDS overrides it.
+REOPEN_AFTER_SECONDS = 960.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,8 +91,12 @@ class Settings(BaseSettings):
     # The write-jobs queue's maxReceiveCount (template.yaml): on a part's last delivery the consumer records
     # its failure, so the job ends `failed` with the reason instead of `running` while the part sits in the DLQ.
     jobs_max_receives: int = Field(default=MAX_PART_ATTEMPTS, ge=1, le=1000)
+    # What this process's work may write, so what it deletes again when its work raced an erase
+    # (core/service/lifecycle.py `purge`): all (the API, the local server), index (the queue consumer),
+    # state (the nightly run). template.yaml sets it per function, matching each role's rights.
+    erase_sweep: Literal["all", "index", "state"] = "all"
     # How long after its erase a tenant may be reopened (POST /tenant/reopen): no work admitted before the
-    # erase may still run by then (core/service/lifecycle.py: 15 minutes, AWS Lambda's longest timeout).
+    # erase may still run by then (core/state.py: 16 minutes, past AWS Lambda's longest timeout).
     reopen_after_seconds: float = Field(default=REOPEN_AFTER_SECONDS, ge=0.0, le=7 * 24 * 3600)
     # The nightly cycle's tasks (one per tenant, one per overlay) go to this queue; unset: run inline.
     eval_queue_url: str | None = None

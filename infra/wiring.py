@@ -248,7 +248,8 @@ class Container:
         """Admits and settles each unit of work for a tenant against its fence."""
         from core.service.fencing import TenantGate
 
-        return TenantGate(self.fences, lambda tenant: self.lifecycle.purge(tenant), self.clock)
+        scope = self.settings.erase_sweep
+        return TenantGate(self.fences, lambda tenant: self.lifecycle.purge(tenant, scope), self.clock)
 
     @cached_property
     def retrieval(self) -> RetrievalService:

@@ -14,7 +14,7 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -56,6 +56,9 @@ class ReopenReport(BaseModel):
     state_rows_removed: int
     cache_entries_removed: int
     jobs_removed: int
+
+
+SweepScope = Literal["all", "index", "state"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,9 +210,17 @@ class LifecycleService:
             reopen_after=iso_timestamp(now + self._reopen_after),
         )
 
-    def purge(self, tenant_id: str) -> Removed:
-        """Remove the tenant's data from every store (what an erase does after fencing; what work that
-        raced the erase does when it ends). Jobs first: the local index's purge rebuilds the shared file."""
+    def purge(self, tenant_id: str, scope: SweepScope = "all") -> Removed:
+        """Remove the tenant's data (what an erase does after fencing; what work that raced the erase does
+        when it ends). `scope`: the stores a process's work may write, so each function needs rights to
+        delete only what it writes — all (the API, the local server), index (the queue consumer: index
+        documents and the cache's generation and settling marks) or state (the nightly run). Jobs first:
+        the local index's purge rebuilds the file they share."""
+        if scope == "index":
+            entities = self._index.purge_tenant(tenant_id)
+            return Removed(entities, 0, self._cache.drop_marks(tenant_id), 0, 0)
+        if scope == "state":
+            return Removed(0, self._state.purge_tenant(tenant_id), 0, 0, 0)
         parts = self._queue.discard_tenant(tenant_id)
         jobs = self._jobs.purge_tenant(tenant_id)
         entities = self._index.purge_tenant(tenant_id)

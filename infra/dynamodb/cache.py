@@ -107,11 +107,13 @@ class DynamoCache:
             with BatchWriter(self._table, self._client) as batch:  # resends unprocessed items itself
                 for key in keys:
                     batch.delete_item(Key=key)
-            singles = [value_key(settling_key(tenant_id)), counter_key(generation_key(tenant_id))]
-            found = [
-                self._client.delete_item(TableName=self._table, Key=key, ReturnValues="ALL_OLD").get(
-                    "Attributes"
-                )
-                for key in singles
+        return len(keys) + self.drop_marks(tenant_id)
+
+    def drop_marks(self, tenant_id: str) -> int:
+        """Delete the tenant's settling mark and generation counter; how many existed."""
+        marks = [value_key(settling_key(tenant_id)), counter_key(generation_key(tenant_id))]
+        with dynamodb_errors():
+            old = [
+                self._client.delete_item(TableName=self._table, Key=k, ReturnValues="ALL_OLD") for k in marks
             ]
-        return len(keys) + sum(1 for f in found if f)
+        return sum(1 for answer in old if answer.get("Attributes"))

@@ -178,6 +178,17 @@ def test_cache_purge_drops_a_tenants_searches_and_generation_only(cache: Any) ->
     assert cache.get(extended, now=1) == {"results": []} and cache.counter(generation_key("acme:x")) == 1
 
 
+def test_dropping_marks_leaves_the_tenants_cached_searches(cache: Any) -> None:
+    """What a queue consumer's work leaves behind after an erase: the generation and the settling mark."""
+    mine = search_cache_key("acme", "q", [], {}, "auto", 20, 1)
+    cache.set(mine, {"results": []}, 300, now=0)
+    cache.set(settling_key("acme"), True, 300, now=0)
+    cache.incr(generation_key("acme"))
+    assert cache.drop_marks("acme") == 2 and cache.drop_marks("acme") == 0
+    assert cache.counter(generation_key("acme")) == 0 and cache.get(settling_key("acme"), now=1) is None
+    assert cache.get(mine, now=1) == {"results": []}
+
+
 @pytest.mark.parametrize("after", [None, EntityPosition("2026-01-01T00:00:00Z", "memory", "a")])
 @pytest.mark.parametrize("etype", [None, "task"])
 def test_opensearch_catalog_bodies_validate_against_the_specification(after: Any, etype: str | None) -> None:

@@ -84,7 +84,9 @@ def fill(tenant: str, word: str) -> None:
         for i in range(3)  # within QUARRY_ASYNC_MIN_CHUNKS: written at once
     ]
     assert invoke(api_event("bulk_entities", tenant=tenant, body={"items": items}))[0] == 200
-    assert invoke(api_event("search", tenant=tenant, body={"query": f"{word} harbor"}))[0] == 200
+    deadline = time.monotonic() + 30  # an index refreshed every second shows the writes within it
+    while not invoke(api_event("search", tenant=tenant, body={"query": f"{word} harbor"}))[1]["results"]:
+        assert time.monotonic() < deadline, "the writes never became searchable"
     assembled = invoke(api_event("context_assemble", tenant=tenant, body={"query": word, "caller": "agent"}))[
         1
     ]
