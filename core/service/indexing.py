@@ -24,7 +24,14 @@ from typing import Any
 from core.cache_key import generation_key, settling_key
 from core.chunking import build_chunks, embedding_input
 from core.entities import EntityType, EntityTypeRegistry
-from core.errors import InvalidInputError, NotFoundError, QuarryError, RepeatedItemError, UnavailableError
+from core.errors import (
+    InvalidInputError,
+    NotFoundError,
+    QuarryError,
+    RepeatedItemError,
+    UnavailableError,
+    VersionConflictError,
+)
 from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
 from core.payload import lone_surrogates
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
@@ -37,6 +44,7 @@ from core.versioning import (
     delete_version,
     is_clock_version,
     refused,
+    same_content,
     unchanged,
     write_version,
 )
@@ -188,8 +196,22 @@ class IndexingService:
         self._bump(tenant_id, "before")
         outcome = self._index.upsert(record)
         self._bump(tenant_id, "after")
+        if outcome is WriteOutcome.DUPLICATE and self._raced(tenant_id, [draft]):
+            raise VersionConflictError(str(key), version)
         stored = prior.version if prior is not None else None
         return WriteResult(key, version, outcome, outcome is WriteOutcome.APPLIED, stored)
+
+    def _raced(self, tenant_id: str, drafts: Sequence[_Draft]) -> set[EntityKey]:
+        """The drafts' keys at whose version another write stored other content meanwhile (the index found
+        their version already there though none was stored when they were checked)."""
+        stored = self._index.get(tenant_id, [d.key for d in drafts])
+        return {
+            d.key
+            for d in drafts
+            if (found := stored.get(d.key)) is not None
+            and not found.deleted
+            and not same_content(found.body, d.body)
+        }
 
     def check_put(
         self, tenant_id: str, entity_type: str, entity_id: str, body: Any, now: float
@@ -374,10 +396,11 @@ class IndexingService:
 
     def _bulk_drafts(
         self, tenant_id: str, valid: Sequence[_Valid], report: BulkReport, now: float
-    ) -> list[_Draft]:
-        """Drafts for the items newer than stored; stale, duplicate and mixed-version items are reported."""
+    ) -> list[tuple[int, _Draft]]:
+        """(position, draft) of the items newer than stored; stale, duplicate and mixed-version items are
+        reported."""
         stored = self._index.get(tenant_id, [key for _, _, key, _ in valid])
-        drafts: list[_Draft] = []
+        drafts: list[tuple[int, _Draft]] = []
         for position, etype, key, body in valid:
             prior = stored.get(key)
             try:
@@ -393,7 +416,7 @@ class IndexingService:
             elif early is WriteOutcome.DUPLICATE:
                 report.indexed += 1  # a re-delivery: already indexed, harmless
             else:
-                drafts.append(_Draft(etype, key, body, version, prior))
+                drafts.append((position, _Draft(etype, key, body, version, prior)))
         return drafts
 
     def bulk(
@@ -409,12 +432,22 @@ class IndexingService:
         valid = self._valid_items(items, report, self.repeats(items) if repeats is None else repeats)
         if not valid:
             return report
-        records = self._records(tenant_id, self._bulk_drafts(tenant_id, valid, report, now), now)
+        drafts = self._bulk_drafts(tenant_id, valid, report, now)
+        records = self._records(tenant_id, [d for _, d in drafts], now)
         self._bump(tenant_id, "before")
-        for outcome in self._index.upsert_many(records) if records else []:
-            if outcome is WriteOutcome.STALE:
+        outcomes = self._index.upsert_many(records) if records else []
+        self._bump(tenant_id, "after")
+        duplicates = [d for (_, d), o in zip(drafts, outcomes, strict=True) if o is WriteOutcome.DUPLICATE]
+        raced = self._raced(tenant_id, duplicates) if duplicates else set()
+        for (position, draft), outcome in zip(drafts, outcomes, strict=True):
+            if draft.key in raced:
+                report.errors.append(
+                    _bulk_error(
+                        position, draft.key.entity_id, VersionConflictError(str(draft.key), draft.version)
+                    )
+                )
+            elif outcome is WriteOutcome.STALE:
                 report.skipped_stale += 1
             else:
                 report.indexed += 1
-        self._bump(tenant_id, "after")
         return report

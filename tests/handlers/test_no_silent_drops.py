@@ -5,9 +5,12 @@ place (bulk, corpus, and across a job's parts), the same version with other cont
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from infra import wiring
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
@@ -95,6 +98,26 @@ def test_the_same_version_with_other_content_is_a_409(local: Any) -> None:
     status, report = bulk([{"type": "task", "id": "v", "title": "bulk rewrite", "version": 3}])
     assert report["indexed"] == 0 and [e["code"] for e in report["errors"]] == ["version_conflict"]
     assert get("v")[1]["title"] == "original" and "status" not in get("v")[1]["fields"]
+
+
+def test_another_writer_storing_other_content_at_the_same_version_meanwhile_is_a_409(
+    local: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two writers check the stored version at once; the index keeps the first, the second learns it."""
+    upsert, upsert_many = local.index.upsert, local.index.upsert_many
+
+    def other_first(record: Any) -> Any:
+        return replace(record, body={**record.body, "title": "the other writer"}, title="the other writer")
+
+    monkeypatch.setattr(local.index, "upsert", lambda r: (upsert(other_first(r)), upsert(r))[1])
+    monkeypatch.setattr(
+        local.index, "upsert_many", lambda rs: (upsert_many([other_first(r) for r in rs]), upsert_many(rs))[1]
+    )
+    status, body = put("race", {"title": "mine", "version": 5})
+    assert status == 409 and body["error"]["code"] == "version_conflict", body
+    status, report = bulk([{"type": "task", "id": "race2", "title": "mine too", "version": 5}])
+    assert report["indexed"] == 0 and [e["code"] for e in report["errors"]] == ["version_conflict"], report
+    assert get("race")[1]["title"] == get("race2")[1]["title"] == "the other writer"
 
 
 def test_the_consumer_sends_a_same_version_conflict_to_the_dead_letter_queue(tmp_path: Path) -> None:
