@@ -71,6 +71,16 @@ class Removed:
     jobs: int
     job_parts: int
 
+    def counts(self, tenant_id: str) -> dict[str, Any]:
+        """The fields both reports share."""
+        return {
+            "tenant_id": tenant_id,
+            "entities_removed": self.entities,
+            "state_rows_removed": self.state_rows,
+            "cache_entries_removed": self.cache_entries,
+            "jobs_removed": self.jobs,
+        }
+
 
 def _line(kind: str, data: Any) -> str:
     return json.dumps({"kind": kind, "data": data}, separators=(",", ":"), sort_keys=True, default=str)
@@ -200,12 +210,8 @@ class LifecycleService:
         self._fences.fence(tenant_id, now)
         removed = self.purge(tenant_id)
         return EraseReport(
-            tenant_id=tenant_id,
+            **removed.counts(tenant_id),
             fenced_at=iso_timestamp(now),
-            entities_removed=removed.entities,
-            state_rows_removed=removed.state_rows,
-            cache_entries_removed=removed.cache_entries,
-            jobs_removed=removed.jobs,
             job_parts_discarded=removed.job_parts,
             reopen_after=iso_timestamp(now + self._reopen_after),
         )
@@ -246,14 +252,7 @@ class LifecycleService:
             )
         removed = self.purge(tenant_id)
         self._fences.reopen(tenant_id, now)
-        return ReopenReport(
-            tenant_id=tenant_id,
-            reopened_at=iso_timestamp(now),
-            entities_removed=removed.entities,
-            state_rows_removed=removed.state_rows,
-            cache_entries_removed=removed.cache_entries,
-            jobs_removed=removed.jobs,
-        )
+        return ReopenReport(**removed.counts(tenant_id), reopened_at=iso_timestamp(now))
 
 
 def _confirmed(tenant_id: str, confirm: str) -> None:

@@ -9,9 +9,9 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser.driver import require_browser, start_browser
+from tests.browser.driver import require_browser
 from tests.browser.seed import FULL_KEY, call, demo_server
-from tests.browser.test_console import errors, fill, find, tab, until_text, use_key, wait_for
+from tests.browser.test_console import browser, errors, fill, find, tab, until_text, use_key, wait_for  # noqa: F401
 
 pytestmark = pytest.mark.slow
 ODD_IDS = {"d<svg": "angle brackets in the id", "café": "an accented id", "x%41": "a literal percent"}
@@ -27,17 +27,12 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
 
 
-@pytest.fixture(scope="module")
-def browser(url: str) -> Iterator[Any]:
-    driver = start_browser(require_browser())
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
 @pytest.mark.parametrize("entity_id", sorted(ODD_IDS))
-def test_an_id_that_needs_encoding_is_read_and_deleted(browser: Any, url: str, entity_id: str) -> None:
+def test_an_id_that_needs_encoding_is_read_and_deleted(
+    browser: Any,  # noqa: F811 - test_console's fixture, on this module's server
+    url: str,
+    entity_id: str,
+) -> None:
     use_key(browser, url, FULL_KEY)
     tab(browser, "entities")
     fill(browser, "#entities-type", "task")
