@@ -14,7 +14,7 @@ import queue
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -138,18 +138,25 @@ class Race:
         """Let each role send AFTER_ERASE requests after the erase answered, stop, return every result."""
         self.collect(lambda r: r[2] > erased_at, AFTER_ERASE)
         self.stop()
+        return self.results
+
+    def stop(self) -> None:
+        """Stop the processes, reading what they still report: a process whose queue is not read cannot
+        exit (its feeder thread waits to flush; Python's multiprocessing guidelines, "Joining processes
+        that use queues")."""
+        self._stop.set()
+        while any(p.is_alive() for p in self._procs) and time.monotonic() < self._deadline:
+            with suppress(queue.Empty):
+                self.results.append(self._out.get(timeout=0.2))
+        for proc in self._procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
         while True:
             try:
                 self.results.append(self._out.get_nowait())
             except queue.Empty:
-                return self.results
-
-    def stop(self) -> None:
-        self._stop.set()
-        for proc in self._procs:
-            proc.join(timeout=60)
-            if proc.is_alive():
-                proc.kill()
+                return
 
 
 @contextmanager
