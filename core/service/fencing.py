@@ -7,7 +7,8 @@ erase's purge. So a unit that ends and finds the fence (read strongly consistent
 itself and is answered TenantErasedError: its writes all came before that check, so they are gone either
 way — written before the fence, the erase's purge removed them; after, this purge did. Admission reads a
 per-process copy of the fence no older than ADMISSION_TTL_SECONDS (an erase elsewhere is seen within it),
-so a busy tenant costs one fence read per process per second, plus one per unit that writes.
+so a busy tenant costs one fence read per process per second, plus one (strongly consistent) per unit
+that may write: every API request but a GET, every queued change, job part, MCP call and nightly task.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from core.state import TenantFence
 # How stale a process's copy of a tenant's fence may be at admission; the check when a unit ends is never
 # stale, so this bounds only how long a process may start doomed work after an erase elsewhere.
 ADMISSION_TTL_SECONDS = 1.0
+SEEN_TENANTS = (
+    10_000  # copies kept per process; past this many the oldest are read again (a bound, not a tuning)
+)
 
 
 class TenantGate:
@@ -48,6 +52,8 @@ class TenantGate:
             return seen[1]
         fence = self._fences.fence_of(tenant_id)
         with self._lock:
+            if len(self._seen) >= SEEN_TENANTS:
+                self._seen.clear()
             self._seen[tenant_id] = (now, fence)
         return fence
 
