@@ -14,6 +14,7 @@ import pytest
 
 from infra import wiring
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
+from tests.handlers.test_write_jobs import aws_jobs  # noqa: F401 (a fixture: SQS and DynamoDB on moto)
 
 
 def get(entity_id: str, etype: str = "task") -> tuple[int, Any]:
@@ -201,3 +202,38 @@ def test_the_template_and_the_consumer_agree_on_a_parts_last_delivery() -> None:
     block = template[template.index("  WriteJobsQueue:") :]
     block = block[: block.index("\n\n")]
     assert f"maxReceiveCount: {MAX_PART_ATTEMPTS}" in block, json.dumps(block)
+
+
+def test_a_part_failing_on_its_last_sqs_delivery_ends_its_job_failed_with_the_reason(
+    aws_jobs: Any,  # noqa: F811 - test_write_jobs' fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import copy
+
+    from core.errors import UnavailableError
+    from handlers import indexing
+    from handlers.devserver import FakeLambdaContext
+    from tests.conftest import load_event
+
+    container, sqs, url, arn = aws_jobs
+    items = [{"type": "task", "id": f"f-{i}", "title": f"item {i}"} for i in range(300)]
+    status, accepted = bulk(items)
+    assert status == 202 and accepted["parts"] == 2, accepted
+
+    def down(texts: Any) -> Any:
+        raise UnavailableError("bedrock", "ThrottlingException at internal-host.example")
+
+    monkeypatch.setattr(container.embedder, "embed", down)
+    [message] = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)["Messages"]
+    record = copy.deepcopy(load_event("sqs_entity_changes")["Records"][0])
+    record.update(messageId=message["MessageId"], body=message["Body"], eventSourceARN=arn)
+    for receives, status_after in (("4", "queued"), ("5", "running")):  # the 5th is the queue's last
+        record["attributes"]["ApproximateReceiveCount"] = receives
+        result = indexing.lambda_handler({"Records": [record]}, FakeLambdaContext(aws_request_id="t"))
+        assert len(result["batchItemFailures"]) == 1  # SQS delivers it again, or dead-letters it
+        job = invoke(api_event("get_job", path=f"/jobs/{accepted['job_id']}"))[1]
+        assert job["status"] == status_after, job
+    [failure] = job["failures"]
+    assert (
+        "failed on each of its 5 attempts" in failure["reason"] and "internal-host" not in failure["reason"]
+    )
