@@ -1,5 +1,5 @@
 """Context assembly latency through the HTTP API Lambda handler on 10,000 items across the five default
-sources (memory, agent_memory_own, agent_memory_peer, vault, psychic_cache), on the embedded backend.
+sources (memory, agent_memory_own, agent_memory_peer, vault_index, psychic_cache), on the embedded backend.
 
 Reports P50 / P99 of POST /context/assemble (wall time through `handlers.api.lambda_handler`), of its
 retrieval (query embedding + the parallel fan-out, the response's `retrieval_ms`) and the share of time

@@ -65,6 +65,7 @@ def start_server(data_dir: Path, workers: int, cache: bool) -> tuple[subprocess.
         **os.environ,
         "QUARRY_API_KEYS": json.dumps({KEY: {"tenant": "bench", "scopes": ["read"]}}),
         "QUARRY_CACHE_TTL_SECONDS": "300" if cache else "0",
+        "QUARRY_ACCESS_LOG": "false",  # nobody reads the server's stdout past its URL: a full pipe would block it
     }
     command = [
         sys.executable,

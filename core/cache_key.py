@@ -1,5 +1,9 @@
-"""The search cache key (DESIGN.md §3; seed nexus §6.1): a hash of the normalised request plus the tenant's
-index generation, so any write to the tenant changes every key at once."""
+"""The search cache key (DESIGN.md §3; seed nexus §6.1): a hash of everything that shapes the answer plus
+the tenant's index generation, so any write to the tenant changes every key at once.
+
+Unlike the seed's key (nexus §6.1 lower-cases and trims the query), the query goes in as sent: the answer
+depends on its case (`auto` reads `checkRateLimit` as an identifier and `checkratelimit` as a plain word)
+and echoes it (`query_info.original_query`), so two spellings must never share an entry."""
 
 from __future__ import annotations
 
@@ -30,11 +34,14 @@ def search_cache_key(
     limit: int,
     generation: int,
     explain: bool = False,
+    variant: str = "",
 ) -> str:
-    """sha256 over tenant, lower-cased trimmed query, sorted types, sorted filters, strategy, limit, generation."""
+    """sha256 over tenant, the query as sent, sorted types, sorted filters, strategy, limit, explain, the
+    ranking settings (`variant`: fusion, α, depths… of the deployment) and the generation."""
     normalised = {
         "t": tenant_id,
-        "q": " ".join(query.lower().split()),
+        "q": query,
+        "v": variant,
         "e": sorted(entity_types),
         "f": filters,
         "s": strategy,

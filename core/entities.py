@@ -193,6 +193,14 @@ class EntityTypeRegistry:
             raise InvalidInputError(f"unknown entity type '{name}'", {path: f"must be one of: {known}"})
         return found
 
+    def resolve(self, name: str, path: str = "type") -> str:
+        """The type a request names by its name or its plural (`task`, `tasks`, `people`: the search seed's
+        spelling); an InvalidInputError naming `path` and the known types otherwise."""
+        if name in self._types:
+            return name
+        singular = _ALIASES.get(name) or (name[:-1] if name.endswith("s") else "")
+        return self.get(singular if singular in self._types else name, path).name
+
     def resolve_prefix(self, prefix: str) -> str | None:
         """The type a query prefix names (`task`, `tasks`, `people`), or None."""
         word = prefix.lower()

@@ -234,12 +234,16 @@ class StateStore(Protocol):
 
     def list_callers(self, tenant_id: str) -> list[str]: ...
 
-    def pending_callers(self, min_rows: int) -> list[tuple[str, str]]:
-        """(tenant, caller) pairs with at least `min_rows` unprocessed assemblies that have feedback."""
+    def pending_callers(self, min_rows: int, settled_before: str = "") -> list[tuple[str, str]]:
+        """(tenant, caller) pairs with at least `min_rows` unprocessed assemblies ready for learning: with
+        feedback, or logged before `settled_before` (an ISO timestamp; "": with feedback only)."""
         ...
 
-    def unprocessed_assemblies(self, tenant_id: str, caller: str, limit: int) -> list[AssemblyLogEntry]:
-        """Oldest first: logged assemblies with feedback that no learning cycle has processed yet."""
+    def unprocessed_assemblies(
+        self, tenant_id: str, caller: str, limit: int, settled_before: str = ""
+    ) -> list[AssemblyLogEntry]:
+        """Oldest first: assemblies no learning cycle has processed yet, with feedback or logged before
+        `settled_before` ("": with feedback only)."""
         ...
 
     def apply_learning(self, tenant_id: str, update: LearningUpdate) -> bool:

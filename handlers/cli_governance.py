@@ -68,14 +68,14 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     from core.governance.requests import RetrieveRequest
 
     c = _container(args)
-    overlay = _read_json(args.overlay) if args.overlay else None
+    given = {"overlay": _read_json(args.overlay)} if args.overlay else {}  # absent: the stored overlay
     request = RetrieveRequest.model_validate(
         {
             "role_id": args.role_id,
             "task_text": args.task,
-            "overlay": overlay,
             "context_summary": args.context,
             "lexical_only": args.lexical_only,
+            **given,
         }
     )
     bundle = c.retrieval.retrieve(args.tenant, request)

@@ -27,7 +27,10 @@ from core.errors import TenantErasedError
 from core.scoring import iso_timestamp
 from core.service.nightly import NightlyTask, plan_nightly
 from handlers._observability import logger, metrics, tracer
-from infra.wiring import container
+from infra.wiring import check_settings, container
+
+# The function's init: a wrong or missing setting is the runtime's init error naming the variable.
+check_settings()
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
@@ -107,7 +110,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     c = container()
     if isinstance(event, dict) and "Records" in event:
         return dict(process_partial_response(event, record_handler, processor, context))
-    tasks = plan_nightly(c.state, _tenant_of(event))
+    tasks = plan_nightly(c.state, c.clock.now(), _tenant_of(event))
     if c.settings.eval_queue_url:
         c.eval_queue.send([t.to_message() for t in tasks])
         metrics.add_metric(name="NightlyTasksQueued", unit=MetricUnit.Count, value=len(tasks))

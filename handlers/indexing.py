@@ -83,6 +83,9 @@ REFUSED_METRIC = "EntityChangesRefused"
 FAILED_METRIC = "EntityChangesFailed"
 DISCARDED_METRIC = "EntityChangesDiscarded"
 
+# The function's init: a wrong or missing setting is the runtime's init error naming the variable.
+wiring.check_settings()
+
 # Module-level like every Powertools example: a definition, no I/O. An all-failed batch is reported
 # item by item rather than raised, so one poison message does not count as a function error.
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)

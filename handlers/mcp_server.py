@@ -78,9 +78,12 @@ def grant_principal(grant: Mapping[str, Any]) -> Principal:
 class Gate:
     """Who a tool call acts for: the request's bearer key (HTTP) or the configured stdio principal."""
 
-    def __init__(self, keys: Mapping[str, Mapping[str, Any]], stdio: Principal | None) -> None:
+    def __init__(
+        self, keys: Mapping[str, Mapping[str, Any]], stdio: Principal | None, hint: str = ""
+    ) -> None:
         self._keys = dict(keys)
         self._stdio = stdio
+        self.hint = hint  # where the key comes from, for a 401
 
     def principal(self, headers: Mapping[str, str] | None) -> Principal:
         """The caller; UnauthorizedError when an HTTP request has no known bearer key."""

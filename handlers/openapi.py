@@ -186,7 +186,8 @@ def document(generated: dict[str, Any], registry: EntityTypeRegistry) -> dict[st
         "bearer": {
             "type": "http",
             "scheme": "bearer",
-            "description": "In AWS a JWT from the configured issuer; locally a key from QUARRY_API_KEYS",
+            "description": "In AWS a JWT from the configured issuer; locally a key from QUARRY_API_KEYS, "
+            "else the data directory's local key (`local-api-key`, printed by `quarry serve` at start)",
         }
     }
     doc["security"] = [{"bearer": []}]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from core.errors import ConfigurationError, InvalidInputError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT
@@ -46,6 +46,10 @@ class Settings(BaseSettings):
 
     api_keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
     mcp_key: str | None = None  # `quarry mcp` over stdio acts as this QUARRY_API_KEYS entry
+    # `quarry serve`: origins (comma-separated `https://app.example.com`, or `*`) whose browser apps may
+    # call the API (CORS; empty: none, the default), and one access-log line per request.
+    cors_origins: str = ""
+    access_log: bool = True
 
     # JWT authorizer (README, Authentication): only `<jwt_resource_server>/<scope>` counts; the tenant comes
     # from `jwt_tenant_claim` (added server-side, e.g. by handlers/pretoken.py) or from the app client id
@@ -213,6 +217,24 @@ class Settings(BaseSettings):
             raise ValueError("must be a claim added server-side, not a user-writable 'custom:' attribute")
         return value
 
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: str) -> str:
+        import re
+
+        origins = [o.strip().lower().rstrip("/") for o in value.split(",") if o.strip()]
+        for origin in origins:
+            if origin != "*" and not re.fullmatch(r"https?://[a-z0-9.\-\[\]:]+", origin):
+                raise ValueError(
+                    f"'{origin}' is not an origin: list scheme://host[:port] values (no path), comma-separated, or *"
+                )
+        return ",".join(origins)
+
+    @property
+    def allowed_origins(self) -> tuple[str, ...]:
+        """QUARRY_CORS_ORIGINS as a tuple (empty: cross-origin calls are not allowed)."""
+        return tuple(o for o in self.cors_origins.split(",") if o)
+
     @field_validator("api_keys", mode="before")
     @classmethod
     def _parse_keys(cls, value: Any) -> Any:
@@ -260,8 +282,13 @@ class Settings(BaseSettings):
 
 
 def missing_settings(settings: Settings) -> dict[str, str]:
-    """Settings required by the chosen adapters but not given: {QUARRY_VARIABLE: what is wrong}."""
+    """Settings required by the chosen adapters but not given, or naming files that are not there:
+    {QUARRY_VARIABLE: what is wrong}."""
     problems: dict[str, str] = {}
+    if settings.triples_file is not None and not settings.triples_file.is_file():
+        problems[ENV_PREFIX + "TRIPLES_FILE"] = f"no such file: {settings.triples_file}"
+    if settings.links_root is not None and not settings.links_root.is_dir():
+        problems[ENV_PREFIX + "LINKS_ROOT"] = f"no such directory: {settings.links_root}"
     if settings.index_kind == "opensearch" and not settings.opensearch_url:
         problems[ENV_PREFIX + "OPENSEARCH_URL"] = (
             "is required when the index is OpenSearch (QUARRY_INDEX=opensearch, the default of QUARRY_BACKEND=aws)"
@@ -281,10 +308,24 @@ def load_settings(**overrides: Any) -> Settings:
         settings = Settings(**overrides)
     except ValidationError as exc:
         problems = {
-            ENV_PREFIX + str(err["loc"][0]).upper(): err["msg"] for err in exc.errors() if err.get("loc")
+            ENV_PREFIX + str(err["loc"][0]).upper(): str(err["msg"]).removeprefix("Value error, ")
+            for err in exc.errors()
+            if err.get("loc")
         }
         raise configuration_error(problems) from exc
+    except SettingsError as exc:  # a JSON-valued variable that is not JSON, before any validator runs
+        raise configuration_error(_unparsable(exc)) from exc
     missing = missing_settings(settings)
     if missing:
         raise configuration_error(missing)
     return settings
+
+
+def _unparsable(exc: SettingsError) -> dict[str, str]:
+    """{QUARRY_VARIABLE: why} for pydantic-settings' 'error parsing value for field "<name>"' (its message
+    names the field, its cause says what is wrong with the JSON)."""
+    import re
+
+    field = re.search(r'field "(\w+)"', str(exc))
+    variable = ENV_PREFIX + field.group(1).upper() if field else ENV_PREFIX + "*"
+    return {variable: f"is not valid JSON ({exc.__cause__})" if exc.__cause__ else str(exc)}

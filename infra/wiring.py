@@ -4,6 +4,7 @@ process (a warm Lambda container reuses its clients). `container()` is what hand
 from __future__ import annotations
 
 import json
+import os
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +21,7 @@ from infra.clock import SystemClock
 if TYPE_CHECKING:
     from core.ports import (
         Cache,
+        Clock,
         Embedder,
         JobQueue,
         JobStore,
@@ -43,18 +45,33 @@ if TYPE_CHECKING:
 class Container:
     """Adapters and services for one set of settings; every part is built once, on first use."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
         self.settings = settings
-        self.clock = SystemClock()
+        self.clock = clock or SystemClock()
 
     def check(self) -> None:
         """Build what configuration alone decides (no network): a wrong setting fails here, at start."""
         from infra.settings import configuration_error, missing_settings
 
-        missing = missing_settings(self.settings)
+        missing = missing_settings(self.settings) | self._data_dir_problems()
         if missing:
             raise configuration_error(missing)
         assert self.registry is not None and self.context_settings is not None
+
+    def _data_dir_problems(self) -> dict[str, str]:
+        """{"QUARRY_DATA_DIR": why} when a local adapter or the local key needs the directory and it cannot
+        be made or written."""
+        s = self.settings
+        local = "sqlite" in (s.index_kind, s.state_kind, s.cache_kind) or not s.api_keys
+        if not local:
+            return {}
+        try:
+            s.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return {"QUARRY_DATA_DIR": f"cannot be made: {exc.strerror} ({s.data_dir})"}
+        if not os.access(s.data_dir, os.W_OK | os.X_OK):
+            return {"QUARRY_DATA_DIR": f"is not writable ({s.data_dir})"}
+        return {}
 
     @cached_property
     def registry(self) -> EntityTypeRegistry:
@@ -376,6 +393,14 @@ def container(**overrides: Any) -> Container:
         if _container is None or overrides:
             _container = Container(load_settings(**overrides))
         return _container
+
+
+def check_settings() -> None:
+    """Read and validate the settings now, building nothing: a Lambda handler calls it at import (the
+    function's init), so a wrong or missing setting is the runtime's init error naming the variable."""
+    from infra.settings import load_settings
+
+    load_settings()
 
 
 def set_container(value: Container | None) -> None:

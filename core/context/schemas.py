@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
 
 from core.base_model import QuarryModel
+from core.conformance import INTEGER_ASSEMBLY_ID
 from core.context.budget import MAX_TOKEN_BUDGET
 from core.context.learning import TOKEN_SHARE_MAX, WEIGHT_MAX
 from core.context.links import MAX_LINKS
@@ -100,6 +101,13 @@ class FeedbackRequest(QuarryModel):
     used_source_ids: list[str] = Field(max_length=MAX_USED_IDS)
     tokens_used: int | None = Field(default=None, ge=0)
 
+    @field_validator("assembly_id", mode="before")
+    @classmethod
+    def _string_id(cls, value: Any) -> Any:
+        if isinstance(value, int | float):  # the seed's integer ids (core/conformance.py)
+            raise ValueError(INTEGER_ASSEMBLY_ID)
+        return value
+
 
 class FeedbackResponse(QuarryModel):
     """What the feedback recorded; ids the assembly never returned are listed and not recorded."""
@@ -192,6 +200,17 @@ class ManualWeightRequest(QuarryModel):
     weight: float | None = Field(default=None, ge=0.0, le=WEIGHT_MAX)
     token_share: float | None = Field(default=None, ge=0.0, le=TOKEN_SHARE_MAX)
     manual: bool = True
+
+
+class BudgetRequest(QuarryModel):
+    """PUT /context/budgets/{caller}: the caller's budget and the bounds learning keeps it within (the
+    seed's caller_budget_config min/max); what is left out keeps its value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
+    min_budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
+    max_budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
 
 
 class WeightAdjustmentOut(QuarryModel):

@@ -20,6 +20,10 @@ from core.models import EntityKey, StoredEntity
 from core.ports import SearchIndex, StateStore
 from core.validation import validate_caller
 
+# What EntityOut shows as the entity's own attributes: kept in the stored body (a PATCH merges with it),
+# never repeated in `fields`.
+ATTRIBUTE_FIELDS = frozenset({"version", "source", "owner", "namespace", "updated_at"})
+
 
 def entity_out(entity: StoredEntity, chunks: int, embedded: int) -> EntityOut:
     """The API shape of a stored entity."""
@@ -33,7 +37,7 @@ def entity_out(entity: StoredEntity, chunks: int, embedded: int) -> EntityOut:
         created_at=entity.created_at,
         updated_at=entity.updated_at,
         title=entity.title,
-        fields=dict(entity.body),
+        fields={k: v for k, v in entity.body.items() if k not in ATTRIBUTE_FIELDS},
         metadata=dict(entity.metadata),
         embedded=chunks > 0 and embedded == chunks,
         chunks=chunks,

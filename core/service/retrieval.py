@@ -115,7 +115,9 @@ class RetrievalService:
         `reuse` shares retrievals of the same query across calls (one tuning job)."""
         clock = _Stopwatch(self._clock.monotonic)
         now = self._clock.now()
-        overlay = request.overlay or self.find_overlay(tenant_id, request.role_id)
+        overlay = request.overlay
+        if overlay is None and not request.shared_corpus_only:
+            overlay = self.find_overlay(tenant_id, request.role_id)
         policy, sources = _policies(overlay, strategy)
         built = build_query(request.task_text, overlay, request.context_summary)
         clock.lap("build_query")

@@ -9,6 +9,7 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
+from core.conformance import unknown_parameters
 from core.errors import InvalidInputError, QuarryError
 from handlers.auth import JwtPolicy, Principal, principal_from_event
 from infra.wiring import container
@@ -111,3 +112,10 @@ def path_value(raw: str, name: str) -> str:
         raise InvalidInputError(
             f"path parameter {name} is not valid percent-encoded UTF-8", {name: "is not valid UTF-8"}
         ) from exc
+
+
+def only_parameters(router: Router, *allowed: str) -> None:
+    """400 naming each query parameter the route does not take (a seed's spelling says Quarry's form)."""
+    problems = unknown_parameters(router.current_event.query_string_parameters or {}, allowed)
+    if problems:
+        raise InvalidInputError("unknown query parameter: " + ", ".join(sorted(problems)), problems)

@@ -15,6 +15,8 @@ from core.context.schemas import (
     MAX_WEIGHTS_PAGE,
     AssembleRequest,
     AssembleResponse,
+    BudgetOut,
+    BudgetRequest,
     BudgetsResponse,
     CallersResponse,
     EvalResponse,
@@ -27,7 +29,7 @@ from core.context.schemas import (
 )
 from handlers._observability import logger, metrics
 from handlers.routes.common import caller as principal
-from handlers.routes.common import request_id, services
+from handlers.routes.common import only_parameters, request_id, services
 from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
@@ -100,12 +102,14 @@ def weights(
     limit: Annotated[int, Query(ge=1, le=MAX_WEIGHTS_PAGE)] = DEFAULT_WEIGHTS_PAGE,
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
 ) -> WeightsResponse:
+    only_parameters(router, "limit", "cursor")
     who = principal(router, "read")
     return services().learning.weights(who.tenant_id, limit, cursor, who.bound_caller)
 
 
 @router.get("/context/budgets", summary="Caller token budgets", tags=["context"])
 def budgets() -> BudgetsResponse:
+    only_parameters(router)
     who = principal(router, "read")
     return services().learning.budgets(who.tenant_id, who.bound_caller)
 
@@ -118,6 +122,7 @@ def log(
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
 ) -> LogResponse:
     who = principal(router, "read")
+    only_parameters(router, "caller", "namespace", "limit", "cursor")
     if caller is None and not who.acts_for_anyone:
         caller = who.caller  # a bound token reads its own caller's log unless it names another it may read
     elif caller is not None:
@@ -127,6 +132,7 @@ def log(
 
 @router.get("/context/log/callers", summary="Callers seen in the assembly log", tags=["context"])
 def callers() -> CallersResponse:
+    only_parameters(router)
     who = principal(router, "read")
     return services().learning.callers(who.tenant_id, who.bound_caller)
 
@@ -143,6 +149,22 @@ def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest,
         "manual weight",
         extra={"tenant": who.tenant_id, "caller": caller, "source": source, "manual": row.manual},
     )
+    return row
+
+
+@router.put(
+    "/context/budgets/<caller>",
+    summary="Set a caller's budget and the min/max learning keeps it within (`*` = every caller)",
+    tags=["context"],
+)
+def set_budget(caller: str, request: Annotated[BudgetRequest, Body()]) -> BudgetOut:
+    who = principal(router, "admin")
+    row = services().learning.set_budget(who.tenant_id, caller, request)
+    logger.info(
+        "budget set",
+        extra={"tenant": who.tenant_id, "caller": caller, "budget": row.budget, "min": row.min_budget,
+               "max": row.max_budget},
+    )  # fmt: skip
     return row
 
 

@@ -4,6 +4,8 @@ errors, timeouts and 429/502/503/504 (`retry_on_status`, `retry_on_timeout`); an
 
 Total time budget: a request takes at most timeout × (max_retries + 1) seconds; the settings refuse a
 combination above OPENSEARCH_TIME_BUDGET (infra/settings.py), which stays under the API function's 29 s.
+Inside an invocation with a deadline (infra/deadline.py) each attempt also ends by the deadline, and none
+starts after it, so a hung node leaves the function time to answer 503 before its own timeout.
 `RetryPolicy` paces what the transport cannot see, the throttled items inside a 200 `_bulk`/`_msearch`
 answer, through libraries too: opensearch-py's `helpers.streaming_bulk` and tenacity (infra/opensearch/index.py).
 """
@@ -11,9 +13,11 @@ answer, through libraries too: opensearch-py's `helpers.streaming_bulk` and tena
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from infra import deadline
 from infra.opensearch.errors import RETRYABLE_STATUSES
 
 SERVICES = ("es", "aoss")  # SigV4 service names: managed domains, Serverless collections
@@ -60,6 +64,26 @@ def _sigv4(region: str, service: str) -> Any:
     return AWSV4SignerAuth(credentials, region, service)
 
 
+@cache
+def _deadline_connection() -> Any:
+    """opensearch-py's requests connection, each attempt bounded by the invocation's deadline."""
+    from opensearchpy import RequestsHttpConnection
+    from opensearchpy.exceptions import ConnectionTimeout
+
+    class DeadlineConnection(RequestsHttpConnection):  # type: ignore[misc]
+        def perform_request(self, method: str, url: str, params: Any = None, body: Any = None,
+                            timeout: float | None = None, *args: Any, **kwargs: Any) -> Any:  # fmt: skip
+            left = deadline.remaining()
+            if left is not None:
+                # past the deadline: a timed-out attempt at once, so the transport's retries end at once too
+                if left <= 0:
+                    raise ConnectionTimeout("TIMEOUT", "no time left before the invocation's deadline", None)
+                timeout = min(timeout or self.timeout, left)
+            return super().perform_request(method, url, params, body, timeout, *args, **kwargs)
+
+    return DeadlineConnection
+
+
 def build_client(
     url: str,
     region: str | None = None,
@@ -69,7 +93,7 @@ def build_client(
     **extra: Any,
 ) -> Any:
     """An OpenSearch client for `url`: SigV4-signed when `region` is given, else basic auth from the URL."""
-    from opensearchpy import OpenSearch, RequestsHttpConnection
+    from opensearchpy import OpenSearch
 
     clean, basic = _split_credentials(url)
     auth = _sigv4(region, service) if region else basic
@@ -79,7 +103,7 @@ def build_client(
         http_auth=auth,
         use_ssl=use_ssl,
         verify_certs=use_ssl,
-        connection_class=RequestsHttpConnection,
+        connection_class=_deadline_connection(),
         timeout=timeout,
         max_retries=max_retries,
         retry_on_status=tuple(sorted(RETRYABLE_STATUSES)),

@@ -144,7 +144,7 @@ def test_a_chunked_body_is_read_and_a_bad_content_length_is_a_400(port: int) -> 
 def test_context_weights_are_paged_with_a_cursor(local: Any) -> None:
     for n in range(25):
         event = api_event(
-            "context_put_weight", path=f"/context/weights/agent-{n:02d}/vault", body={"weight": 1}
+            "context_put_weight", path=f"/context/weights/agent-{n:02d}/vault_index", body={"weight": 1}
         )
         assert invoke(event)[0] == 200
     seen: list[tuple[str, str]] = []

