@@ -136,15 +136,20 @@ def test_a_caller_name_assembly_refuses_is_refused_on_every_route(local: Any, ba
                 body={"weight": 1},
             )
         ),
+        "budget": invoke(
+            api_event(
+                "context_put_budget", path=f"/context/budgets/{quote(bad, safe='')}", body={"budget": 900}
+            )
+        ),
         "log": invoke(api_event("context_log", query={"caller": bad})),
         "history": invoke(api_event("weight_history", query={"caller": bad})),
     }
     for route, (status, body) in answers.items():
-        if route == "pin" and "/" in bad:
+        if route in ("pin", "budget") and "/" in bad:
             assert status in (400, 404), (route, body)  # an encoded '/' decodes into the segment: refused
             continue
         assert status == 400 and "caller" in body["error"]["fields"], (route, body)
-    assert local.state.list_weights("acme") == []
+    assert local.state.list_weights("acme") == [] and local.state.list_budgets("acme") == []
 
 
 def test_the_wildcard_is_a_pin_target_but_not_an_assembling_caller(local: Any) -> None:
