@@ -47,6 +47,7 @@ def serve(data: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
         "PYTHONPATH": str(ROOT),
         "QUARRY_DATA_DIR": str(data),
         "QUARRY_ASYNC_MIN_CHUNKS": "8",
+        "QUARRY_ACCESS_LOG": "false",  # its stdout is read once: a full pipe would stall the server
         "QUARRY_API_KEYS": json.dumps({KEY: {"tenant": "acme", "scopes": ["read", "write"]}}),
     }
     proc = subprocess.Popen(
