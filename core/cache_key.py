@@ -67,3 +67,21 @@ def is_tenant_cache_key(key: str, tenant_id: str) -> bool:
         return True
     prefix = search_key_prefix(tenant_id)
     return key.startswith(prefix) and len(key) == len(prefix) + SEARCH_KEY_HASH_CHARS
+
+
+SINGLE_ITEM = "-"  # the item key of a partition that holds one entry
+
+
+def cache_partition(key: str) -> tuple[str, str]:
+    """(partition, item) of a cache key for a store keyed by both: a tenant's cached searches share one
+    partition (`search:<tenant>`), so an erase lists them all in one strongly consistent read; any other
+    key is a partition of its own."""
+    cut = len(key) - SEARCH_KEY_HASH_CHARS - 1
+    if key.startswith("search:") and cut > len("search:") and key[cut] == ":":
+        return key[:cut], key[cut + 1 :]
+    return key, SINGLE_ITEM
+
+
+def search_partition(tenant_id: str) -> str:
+    """The partition of the tenant's cached searches (`cache_partition` of each of its search keys)."""
+    return search_key_prefix(tenant_id)[:-1]

@@ -9,8 +9,9 @@ from typing import Any
 
 from core.entities import EntityType
 from core.errors import InvalidInputError
-from core.payload import lone_surrogates
+from core.payload import INT64_MAX, lone_surrogates
 from core.scoring import parse_timestamp
+from core.state import WILDCARD_CALLER
 
 MAX_ID_CHARS = 256  # an id is a key, not a document
 MAX_LABEL_CHARS = 200  # source / owner / namespace are labels
@@ -19,6 +20,7 @@ MAX_LABEL_CHARS = 200  # source / owner / namespace are labels
 # characters; and not '.' or '..' (path segments with a meaning of their own).
 ID_PATTERN = re.compile(r"^[^\s/#|]{1,256}$")
 ID_RULE = f"must be 1-{MAX_ID_CHARS} characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'"
+VERSION_RULE = f"must be an integer from 0 to {INT64_MAX}"
 _BAD_CATEGORIES = frozenset({"Cc", "Cs"})  # controls (NUL included) and lone surrogates
 _SCALARS = (str, int, float, bool)
 
@@ -33,8 +35,8 @@ def _check_text(name: str, value: Any, max_chars: int, errors: dict[str, str], p
 
 def _check_common(body: Mapping[str, Any], errors: dict[str, str], path: str) -> None:
     version = body.get("version")
-    if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
-        errors[path + "version"] = "must be a non-negative integer"
+    if version is not None and not is_version(version):
+        errors[path + "version"] = VERSION_RULE
     for stamp in ("created_at", "updated_at"):
         value = body.get(stamp)
         if value is not None and (not isinstance(value, str) or parse_timestamp(value) is None):
@@ -43,6 +45,11 @@ def _check_common(body: Mapping[str, Any], errors: dict[str, str], path: str) ->
         value = body.get(label)
         if value is not None and (not isinstance(value, str) or not 0 < len(value) <= MAX_LABEL_CHARS):
             errors[path + label] = f"must be a non-empty string of at most {MAX_LABEL_CHARS} characters"
+
+
+def is_version(version: object) -> bool:
+    """True for a version a 64-bit store can hold: an integer from 0 to 2^63 - 1 (VERSION_RULE)."""
+    return isinstance(version, int) and not isinstance(version, bool) and 0 <= version <= INT64_MAX
 
 
 def is_valid_id(entity_id: object) -> bool:
@@ -59,6 +66,41 @@ def validate_id(entity_id: str, path: str = "id") -> None:
     """Reject ids outside the id alphabet, naming the field."""
     if not is_valid_id(entity_id):
         raise InvalidInputError("invalid entity id", {path: ID_RULE})
+
+
+MAX_CALLER_CHARS = 128  # caller names are identifiers, not prose
+# A caller name: 1-128 characters without whitespace or '/', and not '.' or '..' (it is a path segment of
+# PUT /context/weights/{caller}/{source}); OIDC subjects such as Auth0's `auth0|5f7c…` are callers.
+CALLER_PATTERN = re.compile(rf"^[^\s/]{{1,{MAX_CALLER_CHARS}}}$")
+CALLER_RULE = (
+    f"must be 1-{MAX_CALLER_CHARS} characters without whitespace, control or format characters (bidi "
+    "overrides, zero-width) or '/', and not '.' or '..'"
+)
+_BAD_IN_NAMES = _BAD_CATEGORIES | {"Cf"}  # a caller is shown in the console, logs and exports
+
+
+def validate_caller(caller: str, path: str = "caller", wildcard: bool = False) -> str:
+    """`caller` when it is a caller name (the same rule on every route, body, query and path; `*` only
+    where it means every caller), else InvalidInputError naming `path`."""
+    if caller == WILDCARD_CALLER:
+        if wildcard:
+            return caller
+        raise InvalidInputError(
+            "invalid caller", {path: "'*' is reserved: in a weight pin it means every caller"}
+        )
+    if not is_caller(caller):
+        raise InvalidInputError("invalid caller", {path: CALLER_RULE})
+    return caller
+
+
+def is_caller(name: str) -> bool:
+    """True when `name` is a caller name (CALLER_RULE); `*` is not one."""
+    return (
+        name != WILDCARD_CALLER
+        and CALLER_PATTERN.match(name) is not None
+        and name not in (".", "..")
+        and not any(unicodedata.category(ch) in _BAD_IN_NAMES for ch in name)
+    )
 
 
 def _has_text(value: Any) -> bool:

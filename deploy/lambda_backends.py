@@ -146,13 +146,22 @@ def provision(
     _buses(stack, endpoint)
 
 
+MOTO_SENDER_ID = "AIDAIT2UOQQY3AUEKVGXU"  # moto.sqs.models.DEFAULT_SENDER_ID
+EVENTBRIDGE_SENDER_ID = (
+    "AIDAJXNJGGKNS7OSV23OI"  # infra/settings.py: what EventBridge's deliveries carry in AWS
+)
+
+
 def local_environment(moto_url: str, opensearch_url: str) -> dict[str, str]:
     """What a function's environment gets on this machine beyond the template's: every AWS SDK call goes
     to moto (AWS_ENDPOINT_URL, honoured by boto3 ≥ 1.28 for every service), the domain's endpoint is the
-    local node (plain HTTP: it has no TLS), and credentials moto accepts."""
+    local node (plain HTTP: it has no TLS), and credentials moto accepts. moto stamps one SenderId on every
+    SQS message, the rule's deliveries from the bus included, so the consumer takes it for EventBridge's
+    (beside AWS's own, which the sample events carry)."""
     return {
         "AWS_ENDPOINT_URL": moto_url,
         "QUARRY_OPENSEARCH_URL": opensearch_url,
+        "QUARRY_EVENTBRIDGE_SENDER_IDS": json.dumps([EVENTBRIDGE_SENDER_ID, MOTO_SENDER_ID]),
         **CREDENTIALS,
         "AWS_REGION": REGION,
         "AWS_DEFAULT_REGION": REGION,

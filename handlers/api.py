@@ -14,7 +14,7 @@ from handlers import errors, gate
 from handlers._observability import logger, metrics, tracer
 from handlers.openapi import document as openapi_document
 from handlers.routes import catalog, context, entities, governance, jobs, lifecycle, search
-from handlers.routes.common import caller, services
+from handlers.routes.common import caller, decode_path_parameters, fence_tenant, services
 from infra import deadline, wiring
 
 VERSION = "0.1.0"
@@ -29,6 +29,7 @@ wiring.check_settings()
 
 app = APIGatewayHttpResolver(enable_validation=True)
 errors.register(app)
+app.use(middlewares=[decode_path_parameters, fence_tenant])  # one percent-decoding; erased tenants fenced
 
 
 app.include_router(search.router)

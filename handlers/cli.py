@@ -75,6 +75,7 @@ def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
 
         c = Container(settings)
         set_container(c)
+        c.resume_jobs()  # write jobs a stopped or crashed server left behind
         host, port = sock.getsockname()[:2]
         return make_server(
             host,
@@ -123,7 +124,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     def flush() -> None:
         nonlocal indexed, stale
         items = [{"type": args.type, **{k: v for k, v in obj.items() if k != "type"}} for _, obj in batch]
-        report = c.indexing.bulk(args.tenant, items, c.clock.now())
+        with c.gate.unit(args.tenant):  # an erased tenant is refused, as by the API
+            report = c.indexing.bulk(args.tenant, items, c.clock.now())
         indexed += report.indexed
         stale += report.skipped_stale
         for err in report.errors:

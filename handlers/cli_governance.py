@@ -54,7 +54,10 @@ def cmd_load_corpus(args: argparse.Namespace) -> int:
 
     documents = corpus_documents(_read_json(args.file))
     c = _container(args)
-    with tqdm(total=len(documents), unit="doc", disable=args.quiet, file=sys.stderr) as bar:
+    with (
+        tqdm(total=len(documents), unit="doc", disable=args.quiet, file=sys.stderr) as bar,
+        c.gate.unit(args.tenant),
+    ):
         report = load_corpus(c.indexing, c.registry, args.tenant, documents, c.clock.now(), bar.update)
     print(report.model_dump_json(indent=2))
     return 1 if report.errors else 0

@@ -221,7 +221,7 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
             return None
         auth = self.headers.get("authorization", "")
         token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
-        grant: Mapping[str, Any] | None = self.keys.get(token)
+        grant: Mapping[str, Any] | None = self.keys.get(token) if token else None
         return grant if grant is not None else False
 
     def _handle(self) -> None:

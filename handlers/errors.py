@@ -24,6 +24,7 @@ from core.errors import (
     PayloadTooLargeError,
     QuarryError,
     StaleVersionError,
+    TenantErasedError,
     UnauthorizedError,
     UnavailableError,
 )
@@ -35,6 +36,7 @@ STATUS: tuple[tuple[type[QuarryError], int], ...] = (
     (UnauthorizedError, 401),
     (ForbiddenError, 403),
     (NotFoundError, 404),
+    (TenantErasedError, 410),
     (ConflictError, 409),
     (UnavailableError, 503),
     (ConfigurationError, 500),

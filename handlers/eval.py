@@ -23,6 +23,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from core.errors import TenantErasedError
 from core.scoring import iso_timestamp
 from core.service.nightly import NightlyTask, plan_nightly
 from handlers._observability import logger, metrics, tracer
@@ -35,8 +36,18 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 
 
 def run_task(task: NightlyTask) -> dict[str, Any]:
-    """Run one task and emit its figures; the report is what the task changed or measured."""
+    """Run one task, behind its tenant's fence, and emit its figures; the report is what the task changed
+    or measured (nothing for a tenant erased since the plan was made)."""
     c = container()
+    try:
+        with c.gate.unit(task.tenant_id):
+            return _run(c, task)
+    except TenantErasedError:
+        logger.warning("nightly task skipped: its tenant was erased", extra={"kind": task.kind})
+        return {"skipped": "tenant erased"}
+
+
+def _run(c: Any, task: NightlyTask) -> dict[str, Any]:
     if task.kind == "learning":
         report = c.learning.run(task.tenant_id)
         for name, value in (("LearningCallers", report.callers), ("LearningAssemblies", report.assemblies),

@@ -40,6 +40,7 @@ from core.errors import QuarryError, UnauthorizedError
 from core.governance.bundle import RetrievalBundle
 from core.governance.requests import RetrieveRequest
 from core.governance.validation import json_schema
+from core.payload import check_value
 from core.schemas import SearchRequest, SearchResponse, WriteResponse
 from handlers.auth import SCOPES, Principal
 from handlers.errors import STATUS, validation_fields
@@ -95,7 +96,8 @@ class Gate:
     def bearer(self, authorization: str) -> Principal:
         """The principal of an `Authorization: Bearer <key>` header value."""
         scheme, _, token = authorization.partition(" ")
-        grant = self._keys.get(token.strip()) if scheme.lower() == "bearer" else None
+        token = token.strip()
+        grant = self._keys.get(token) if token and scheme.lower() == "bearer" else None
         if grant is None:
             raise UnauthorizedError("missing or invalid bearer token")
         return grant_principal(grant)
@@ -116,14 +118,29 @@ def _validated(model: type[Model], payload: dict[str, Any]) -> Model:
 Act = Callable[[Context, str, Callable[[Principal, Container], Any]], Any]
 
 
+class QuarryServer(MCPServer):
+    """The SDK's server, with every tool call's arguments screened as the HTTP API screens a body (I-JSON:
+    integers a 64-bit store holds, bounded depth, no lone surrogates) before any tool runs."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            check_value(arguments)
+        except QuarryError as exc:
+            raise ToolError(error_text(exc)) from exc
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
     """The MCPServer with Quarry's tools and resources; `container` is the composition root."""
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = QuarryServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
 
     def act(ctx: Context, scope: str, work: Callable[[Principal, Container], Any]) -> Any:
-        """Run `work` for the caller once `scope` is checked; core errors become tool errors."""
+        """Run `work` for the caller once `scope` is checked, as one unit of work behind the tenant's fence
+        (core/service/fencing.py); core errors become tool errors."""
         try:
-            return work(gate.principal(ctx.headers).require(scope), container())
+            who, c = gate.principal(ctx.headers).require(scope), container()
+            with c.gate.unit(who.tenant_id):
+                return work(who, c)
         except QuarryError as exc:
             raise ToolError(error_text(exc)) from exc
 
@@ -199,7 +216,7 @@ def _context_tools(server: MCPServer, act: Act) -> None:
             ctx,
             "write",
             lambda w, c: c.context.feedback(
-                w.tenant_id, _validated(FeedbackRequest, request), None if w.acts_for_anyone else w.caller
+                w.tenant_id, _validated(FeedbackRequest, request), w.bound_caller
             ),
         )
 

@@ -16,6 +16,7 @@ from core.payload import INT64_MAX
 REF = "#/components/schemas/{model}"
 POWERTOOLS_ONLY = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 PUBLIC = frozenset({"/health"})
+FENCE_PATHS = frozenset({"/tenant", "/tenant/reopen"})  # erase and reopen act on the fence itself
 REFERS_TO_STORED = frozenset({"/context/feedback"})  # a body naming an object that may not exist
 ERRORS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "400": ("BadRequest", "Invalid input: `fields` names each bad field (path → problem)", {}),
@@ -24,6 +25,7 @@ ERRORS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "404": ("NotFound", "No such object for this tenant (another tenant's object is not revealed)", {}),
     "405": ("MethodNotAllowed", "Wrong method for this path", {"Allow": "the methods this path accepts"}),
     "409": ("Conflict", "A write older than the stored version (`fields.version` names it)", {}),
+    "410": ("TenantErased", "The tenant was erased (DELETE /tenant) and is not reopened", {}),
     "413": ("PayloadTooLarge", "Body (or batch) over the configured limit", {}),
     "415": ("UnsupportedMediaType", "A body without `Content-Type: application/json`", {}),
     "503": (
@@ -64,6 +66,12 @@ COMMON = {
     "source": {"type": "string", "minLength": 1, "maxLength": 200},
     "owner": {"type": "string", "minLength": 1, "maxLength": 200},
     "namespace": {"type": "string", "minLength": 1, "maxLength": 200},
+}
+
+
+JOB_ACCEPTED = {
+    "description": "Accepted as a write job: `Location: /jobs/{id}`, and GET /jobs/{job_id} follows it",
+    "content": {"application/json": {"schema": {"type": "object"}}},
 }
 
 
@@ -108,6 +116,7 @@ def _errors_of(method: str, path: str, op: dict[str, Any]) -> list[str]:
     codes = ["400"] if op.get("parameters") or "requestBody" in op else []
     if path not in PUBLIC:
         codes += ["401", "403", "503"]
+        codes += [] if path in FENCE_PATHS else ["410"]  # an erased tenant: every route but these two
     if "{" in path or path in REFERS_TO_STORED:
         codes.append("404")
     if path.startswith("/entities/") or path == "/search":  # stale version; expired search cursor
@@ -132,6 +141,21 @@ def _type_bodies(paths: dict[str, Any]) -> None:
     for method, model in (("put", "Entity"), ("patch", "Entity")):
         if method in entity:
             _body(entity[method], model)
+    if "put" in entity:  # a write, or a job when it is as large as a bulk job (handlers/routes/entities.py)
+        written = {"$ref": REF.format(model="WriteResponse")}
+        entity["put"]["responses"] = {
+            "200": {
+                "description": "Written (or already stored)",
+                "content": {"application/json": {"schema": written}},
+            }
+        }
+    for op in (
+        entity.get("put"),
+        paths.get("/entities", {}).get("post"),
+        paths.get("/corpus", {}).get("post"),
+    ):
+        if op is not None:
+            op.setdefault("responses", {})["202"] = JOB_ACCEPTED
     if "put" in paths.get("/overlays/{role_id}", {}):
         _body(paths["/overlays/{role_id}"]["put"], "RoleOverlay")
     if "post" in paths.get("/corpus", {}):

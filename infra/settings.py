@@ -15,8 +15,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from core.errors import ConfigurationError, InvalidInputError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT
+from core.jobs import MAX_PART_ATTEMPTS
+from core.state import REOPEN_AFTER_SECONDS
+from core.validation import CALLER_RULE, is_caller
+from core.versioning import MAX_CLOCK_SKEW_SECONDS
 
 ENV_PREFIX = "QUARRY_"
+EVENTBRIDGE_SENDER_ID = "AIDAJXNJGGKNS7OSV23OI"  # SenderId of SQS messages EventBridge delivers
 DEFAULT_BODY_LIMIT = 1_048_576  # 1 MiB: a 500-item bulk of typical entities fits; API Gateway allows 10 MB
 
 
@@ -57,6 +62,10 @@ class Settings(BaseSettings):
     # producer is the EventBridge `source` (bound to the sender by the bus policy) or, for messages sent
     # straight to the queue, the SQS SenderId. Empty: no producer may write (every event is refused).
     producer_tenants: dict[str, list[str]] = Field(default_factory=dict)
+    # The SQS SenderId of messages EventBridge delivers (an EventBridge rule's target queue). Only such a
+    # message may carry an EventBridge envelope whose `source` names the producer: a direct sender cannot
+    # claim a source. The default is the id AWS stamps on EventBridge's deliveries.
+    eventbridge_sender_ids: list[str] = Field(default_factory=lambda: [EVENTBRIDGE_SENDER_ID], min_length=1)
 
     fusion: Literal["rrf", "convex"] = "convex"
     # None: 0.8 with vector feedback, 0.7 without (each the measured best; core.service.search.default_alpha)
@@ -72,6 +81,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=DEFAULT_BODY_LIMIT, ge=1024)
     max_batch_items: int = Field(default=500, ge=1, le=500)
     cache_ttl_seconds: float = Field(default=300.0, ge=0.0)
+    # How far ahead of this server's clock a write's `updated_at` may be (core/versioning.py): a later one
+    # is refused, since as a version it would make every later write without one stale until that date.
+    max_clock_skew_seconds: float = Field(default=MAX_CLOCK_SKEW_SECONDS, ge=0.0, le=366 * 24 * 3600)
     # Write jobs (issue 11): a bulk or corpus request estimated above this many chunks (one embedding
     # each) is accepted as 202 with a job id and indexed by the indexing consumer from the jobs queue.
     # 200: Titan embeds one text per call (~30-50 ms), so 200 chunks take ~6-10 s inside the API's 29 s.
@@ -80,6 +92,16 @@ class Settings(BaseSettings):
     async_min_chunks: int = Field(default=200, ge=1, le=10_000)
     jobs_queue_url: str | None = None
     jobs_queue_arn: str | None = None
+    # The write-jobs queue's maxReceiveCount (template.yaml): on a part's last delivery the consumer records
+    # its failure, so the job ends `failed` with the reason instead of `running` while the part sits in the DLQ.
+    jobs_max_receives: int = Field(default=MAX_PART_ATTEMPTS, ge=1, le=1000)
+    # What this process's work may write, so what it deletes again when its work raced an erase
+    # (core/service/lifecycle.py `purge`): all (the API, the local server), index (the queue consumer),
+    # state (the nightly run). template.yaml sets it per function, matching each role's rights.
+    erase_sweep: Literal["all", "index", "state"] = "all"
+    # How long after its erase a tenant may be reopened (POST /tenant/reopen): no work admitted before the
+    # erase may still run by then (core/state.py: 16 minutes, past AWS Lambda's longest timeout).
+    reopen_after_seconds: float = Field(default=REOPEN_AFTER_SECONDS, ge=0.0, le=7 * 24 * 3600)
     # The nightly cycle's tasks (one per tenant, one per overlay) go to this queue; unset: run inline.
     eval_queue_url: str | None = None
     # Per-tenant metrics (searches, writes, assemblies, cache hits, degraded answers; handlers/tenant_metrics.py)
@@ -221,13 +243,15 @@ class Settings(BaseSettings):
         if not isinstance(value, dict):
             raise ValueError('must be a JSON object {"<key>": {"tenant": "<id>", "scopes": [...]}}')
         for key, grant in value.items():
+            if not key.strip():  # else a request without an Authorization header would act as this key
+                raise ValueError("a key is empty or blank: every key must be a secret of its own")
             if not isinstance(grant, dict) or not isinstance(grant.get("tenant"), str):
                 raise ValueError(f"key {key[:4]}…: needs a string 'tenant'")
             scopes = grant.get("scopes", [])
             if not isinstance(scopes, list) or not set(scopes) <= {"read", "write", "admin"}:
                 raise ValueError(f"key {key[:4]}…: scopes must be a list of read, write, admin")
-            if "caller" in grant and not isinstance(grant["caller"], str):
-                raise ValueError(f"key {key[:4]}…: 'caller' must be a string")
+            if "caller" in grant and not (isinstance(grant["caller"], str) and is_caller(grant["caller"])):
+                raise ValueError(f"key {key[:4]}…: 'caller' {CALLER_RULE}")
         return value
 
     @property

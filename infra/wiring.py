@@ -19,10 +19,21 @@ from infra.clock import SystemClock
 # Services and settings are imported where they are first built, not here: a handler's cold start pays
 # only for the services its first request uses (tests/infra/test_cold_start.py, bench/cold_start.py).
 if TYPE_CHECKING:
-    from core.ports import Cache, Clock, Embedder, JobQueue, JobStore, SearchIndex, StateStore, TripleStore
+    from core.ports import (
+        Cache,
+        Clock,
+        Embedder,
+        JobQueue,
+        JobStore,
+        SearchIndex,
+        StateStore,
+        TenantFences,
+        TripleStore,
+    )
     from core.service.catalog import CatalogService
     from core.service.context import ContextService, ContextSettings
     from core.service.context_learning import LearningService
+    from core.service.fencing import TenantGate
     from core.service.indexing import IndexingService
     from core.service.jobs import JobService
     from core.service.lifecycle import LifecycleService
@@ -205,7 +216,14 @@ class Container:
     def indexing(self) -> IndexingService:
         from core.service.indexing import IndexingService
 
-        return IndexingService(self.index, self.embedder, self.registry, self.cache, clock=self.clock)
+        return IndexingService(
+            self.index,
+            self.embedder,
+            self.registry,
+            self.cache,
+            clock=self.clock,
+            max_skew_seconds=self.settings.max_clock_skew_seconds,
+        )
 
     @cached_property
     def catalog(self) -> CatalogService:
@@ -215,11 +233,40 @@ class Container:
         return CatalogService(self.index, self.state, self.registry)
 
     @cached_property
+    def fences(self) -> TenantFences:
+        """Erased tenants' fences, beside the state (core/service/fencing.py)."""
+        if self.settings.state_kind == "dynamodb":
+            from infra.dynamodb.fences import DynamoTenantFences
+
+            self.state  # noqa: B018  the state store creates the table when it may
+            return DynamoTenantFences(self.settings.state_table)
+        from infra.local.sqlite_fences import SqliteTenantFences
+
+        return SqliteTenantFences(self.settings.sqlite_path)
+
+    @cached_property
     def lifecycle(self) -> LifecycleService:
-        """Export and erase of a tenant (DESIGN.md §9)."""
+        """Export, erase and reopen of a tenant (DESIGN.md §9)."""
         from core.service.lifecycle import LifecycleService
 
-        return LifecycleService(self.index, self.state, self.cache)
+        return LifecycleService(
+            self.index,
+            self.state,
+            self.cache,
+            self.job_store,
+            self.job_queue,
+            self.fences,
+            self.clock,
+            self.settings.reopen_after_seconds,
+        )
+
+    @cached_property
+    def gate(self) -> TenantGate:
+        """Admits and settles each unit of work for a tenant against its fence."""
+        from core.service.fencing import TenantGate
+
+        scope = self.settings.erase_sweep
+        return TenantGate(self.fences, lambda tenant: self.lifecycle.purge(tenant, scope), self.clock)
 
     @cached_property
     def retrieval(self) -> RetrievalService:
@@ -279,9 +326,23 @@ class Container:
             from infra.jobs import SqsJobQueue
 
             return SqsJobQueue(self.settings.jobs_queue_url)
-        from infra.jobs import ThreadJobQueue
+        from infra.local.job_queue import SqliteJobQueue
 
-        return ThreadJobQueue(lambda message: self.jobs.process(message))
+        return SqliteJobQueue(
+            self.settings.sqlite_path,
+            lambda message: self.jobs.process(message),
+            lambda message, reason: self.jobs.fail(message, reason),
+        )
+
+    def resume_jobs(self) -> None:
+        """Locally (no queue configured), run the job thread now, so parts a stopped server left resume."""
+        if self.settings.jobs_queue_url:
+            return
+        from infra.local.job_queue import SqliteJobQueue
+
+        queue = self.job_queue
+        assert isinstance(queue, SqliteJobQueue)
+        queue.start()
 
     @cached_property
     def eval_queue(self) -> JobQueue:
@@ -307,7 +368,9 @@ class Container:
         from core.service.jobs import JobService, JobSettings
 
         settings = JobSettings(async_min_chunks=self.settings.async_min_chunks)
-        return JobService(self.job_store, self.job_queue, self.indexing, self.registry, self.clock, settings)
+        return JobService(
+            self.job_store, self.job_queue, self.indexing, self.registry, self.clock, settings, gate=self.gate
+        )
 
     @cached_property
     def learning(self) -> LearningService:

@@ -7,7 +7,8 @@
 #
 # Everything comes from Maven Central through `mvn dependency:copy` (the integ-test distribution,
 # the k-NN plugin zip, and the lang-painless / analysis-common jars rebuilt as modules, which the
-# integ-test distribution lacks). Cached under .cache/opensearch/ (ignored by git).
+# integ-test distribution lacks) and the reindex module (_delete_by_query) with its jars. Cached under
+# .cache/opensearch/ (ignored by git).
 # The k-NN zip carries no native libraries: every vector field must use `"engine": "lucene"`.
 #
 # Settings (environment): OPENSEARCH_PORT (default: 9200 if free, else a free port),
@@ -43,6 +44,16 @@ ARTIFACTS=(
   "org.ow2.asm:asm-tree:9.7:jar"
   "org.ow2.asm:asm-commons:9.7:jar"
   "org.ow2.asm:asm-analysis:9.7:jar"
+  # the reindex module (_delete_by_query, which DELETE /tenant uses) and what it loads
+  "org.opensearch.plugin:reindex-client:$OS_VERSION:jar"
+  "org.opensearch.client:opensearch-rest-client:$OS_VERSION:jar"
+  "org.opensearch:opensearch-ssl-config:$OS_VERSION:jar"
+  "org.apache.httpcomponents:httpclient:4.5.14:jar"
+  "org.apache.httpcomponents:httpcore:4.4.16:jar"
+  "org.apache.httpcomponents:httpasyncclient:4.1.5:jar"
+  "org.apache.httpcomponents:httpcore-nio:4.4.16:jar"
+  "commons-codec:commons-codec:1.16.1:jar"
+  "commons-logging:commons-logging:1.2:jar"
 )
 
 say() { echo "opensearch: $*" >&2; }
@@ -84,7 +95,7 @@ EOF
 }
 
 install_node() {
-  [[ -f "$STAMP" ]] && return
+  [[ -f "$STAMP" && -d "$HOME_DIR/modules/reindex" ]] && return  # (an install from before reindex: redone)
   download
   say "installing OpenSearch $OS_VERSION into $HOME_DIR"
   rm -rf "$HOME_DIR" "$CACHE/unpack"
@@ -108,6 +119,19 @@ EOF
   cp "$DL/analysis-common-$OS_VERSION.jar" "$common/"
   descriptor analysis-common org.opensearch.analysis.common.CommonAnalysisPlugin lang-painless \
     "Common analysis" >"$common/plugin-descriptor.properties"
+  local reindex="$HOME_DIR/modules/reindex"
+  mkdir -p "$reindex"
+  cp "$DL"/reindex-client-$OS_VERSION.jar "$DL"/opensearch-rest-client-$OS_VERSION.jar \
+    "$DL"/opensearch-ssl-config-$OS_VERSION.jar "$DL"/httpclient-4.5.14.jar "$DL"/httpcore-4.4.16.jar \
+    "$DL"/httpasyncclient-4.1.5.jar "$DL"/httpcore-nio-4.4.16.jar "$DL"/commons-codec-1.16.1.jar \
+    "$DL"/commons-logging-1.2.jar "$reindex/"
+  descriptor reindex org.opensearch.index.reindex.ReindexPlugin "" "Reindex and delete by query" \
+    >"$reindex/plugin-descriptor.properties"
+  cat >"$reindex/plugin-security.policy" <<'EOF'
+grant {
+  permission java.net.SocketPermission "*", "connect";
+};
+EOF
 
   OPENSEARCH_JAVA_HOME="$(java_home)" "$HOME_DIR/bin/opensearch-plugin" install --batch \
     "file://$DL/opensearch-knn-$KNN_VERSION.zip" >"$CACHE/plugin-install.log" 2>&1 \

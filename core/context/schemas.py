@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
 
 from core.base_model import QuarryModel
 from core.conformance import INTEGER_ASSEMBLY_ID
@@ -12,8 +12,19 @@ from core.context.budget import MAX_TOKEN_BUDGET
 from core.context.learning import TOKEN_SHARE_MAX, WEIGHT_MAX
 from core.context.links import MAX_LINKS
 from core.context.sources import MAX_SOURCES
+from core.errors import InvalidInputError
+from core.validation import validate_caller
 
 MAX_NAME_CHARS = 128  # caller and namespace names: identifiers, not prose
+
+
+def _caller_name(value: str) -> str:
+    try:
+        return validate_caller(value)
+    except InvalidInputError as exc:
+        raise ValueError(exc.fields["caller"]) from exc
+
+
 MAX_USED_IDS = 1000  # feedback can name at most this many ids (an assembly returns far fewer)
 MAX_LOG_PAGE = 100  # GET /context/log returns at most this many rows per page
 DEFAULT_LOG_PAGE = 20
@@ -22,6 +33,8 @@ DEFAULT_LOG_PAGE = 20
 DEFAULT_WEIGHTS_PAGE = 200
 MAX_WEIGHTS_PAGE = 1000
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
+# A caller: the one caller-name rule of every route (core/validation.py), after trimming surrounding spaces.
+CallerName = Annotated[Name, AfterValidator(_caller_name)]
 
 
 class AssembleRequest(QuarryModel):
@@ -30,7 +43,9 @@ class AssembleRequest(QuarryModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(description="What the caller is working on; drives retrieval")
-    caller: Name = Field(description="The agent or app asking; weights, budgets and own memory follow it")
+    caller: CallerName = Field(
+        description="The agent or app asking; weights, budgets and own memory follow it"
+    )
     namespace: Name | None = Field(default=None, description="Mission namespace to retrieve within")
     token_budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
     explicit_links: list[str] = Field(

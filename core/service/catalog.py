@@ -18,6 +18,7 @@ from core.entities import EntityTypeRegistry
 from core.errors import NotFoundError
 from core.models import EntityKey, StoredEntity
 from core.ports import SearchIndex, StateStore
+from core.validation import validate_caller
 
 # What EntityOut shows as the entity's own attributes: kept in the stored body (a PATCH merges with it),
 # never repeated in `fields`.
@@ -84,7 +85,9 @@ class CatalogService:
         return EntityPage(data=data, next_cursor=next_cursor)
 
     def weight_history(self, tenant_id: str, caller: str | None, limit: int) -> WeightHistoryResponse:
-        """What learning (or an operator) changed, newest first."""
+        """What learning (or an operator) changed, newest first (of one caller, or `*`, when named)."""
+        if caller is not None:
+            validate_caller(caller, wildcard=True)
         rows = self._state.list_history(tenant_id, caller, limit)
         return WeightHistoryResponse(
             data=[WeightChangeOut.model_validate(r, from_attributes=True) for r in rows]

@@ -45,11 +45,17 @@ from core.state import (
     SourceWeight,
     WeightChange,
 )
+from core.validation import validate_caller
 
 # Learning steps per caller per cycle: each takes up to MAX_LEARNING_ROWS assemblies, so one night absorbs
 # 16 × 64 = 1024 assemblies per caller; the rest waits for the next run (our bound, keeps a run short).
 MAX_STEPS_PER_CALLER = 16
-MAX_CALLER_CHARS = 128
+
+
+def _seen_by(caller: str, only: str | None) -> bool:
+    """Whether a row of `caller` is shown to a principal bound to `only` (None: bound to no caller):
+    its own rows and the `*` rows that apply to it."""
+    return only is None or caller in (only, WILDCARD_CALLER)
 
 
 def _weight_out(w: SourceWeight) -> WeightOut:
@@ -71,13 +77,6 @@ def _budget_out(b: CallerBudget) -> BudgetOut:
         max_budget=b.max_budget,
         updated_at=b.updated_at,
     )
-
-
-def caller_errors(caller: str) -> dict[str, str]:
-    """{"caller": problem} when a caller name (a path parameter of the admin routes) is unusable."""
-    if not caller.strip() or len(caller) > MAX_CALLER_CHARS:
-        return {"caller": f"must be 1 to {MAX_CALLER_CHARS} characters"}
-    return {}
 
 
 def budget_row(caller: str, request: BudgetRequest, base: CallerBudget | None, at: str) -> CallerBudget:
@@ -134,14 +133,21 @@ class LearningService:
     # reads
 
     def weights(
-        self, tenant_id: str, limit: int = DEFAULT_WEIGHTS_PAGE, cursor: str | None = None
+        self,
+        tenant_id: str,
+        limit: int = DEFAULT_WEIGHTS_PAGE,
+        cursor: str | None = None,
+        only: str | None = None,
     ) -> WeightsResponse:
-        """A page of stored weight rows (by caller, source), the configured sources and the defaults."""
+        """A page of stored weight rows (by caller, source), the configured sources and the defaults;
+        `only`: the caller a bound key speaks for (its rows and `*`'s)."""
         if not 1 <= limit <= MAX_WEIGHTS_PAGE:
             raise InvalidInputError("invalid limit", {"limit": f"must be between 1 and {MAX_WEIGHTS_PAGE}"})
         after = decode_position(cursor) if cursor is not None else None
         rows = [
-            w for w in self._state.list_weights(tenant_id) if after is None or (w.caller, w.source) > after
+            w
+            for w in self._state.list_weights(tenant_id)
+            if _seen_by(w.caller, only) and (after is None or (w.caller, w.source) > after)
         ]
         page = rows[:limit]
         more = len(rows) > limit
@@ -153,10 +159,10 @@ class LearningService:
             default_token_share=round(default_share(len(self._sources)), 6),
         )
 
-    def budgets(self, tenant_id: str) -> BudgetsResponse:
-        """Configured and learned caller budgets, with the fallbacks."""
+    def budgets(self, tenant_id: str, only: str | None = None) -> BudgetsResponse:
+        """Configured and learned caller budgets, with the fallbacks (`only`: as in `weights`)."""
         return BudgetsResponse(
-            budgets=[_budget_out(b) for b in self._state.list_budgets(tenant_id)],
+            budgets=[_budget_out(b) for b in self._state.list_budgets(tenant_id) if _seen_by(b.caller, only)],
             null_namespace_budget=NULL_NAMESPACE_BUDGET,
             default_budget=self._default_budget,
         )
@@ -167,12 +173,14 @@ class LearningService:
         """A page of the assembly log, newest first."""
         if not 1 <= limit <= MAX_LOG_PAGE:
             raise InvalidInputError("invalid limit", {"limit": f"must be between 1 and {MAX_LOG_PAGE}"})
+        if caller is not None:
+            validate_caller(caller)
         page = self._state.list_assemblies(tenant_id, caller, namespace, limit, cursor)
         return LogResponse(data=[_entry_out(e) for e in page.entries], next_cursor=page.next_cursor)
 
-    def callers(self, tenant_id: str) -> CallersResponse:
-        """Every caller in the tenant's assembly log."""
-        return CallersResponse(data=self._state.list_callers(tenant_id))
+    def callers(self, tenant_id: str, only: str | None = None) -> CallersResponse:
+        """Every caller in the tenant's assembly log (`only`: a bound key sees itself alone)."""
+        return CallersResponse(data=[c for c in self._state.list_callers(tenant_id) if only in (None, c)])
 
     # writes
 
@@ -187,11 +195,12 @@ class LearningService:
 
     def set_weight(self, tenant_id: str, caller: str, source: str, request: ManualWeightRequest) -> WeightOut:
         """Pin (or, with manual=false, release) a caller's weight and share for one source."""
-        errors = caller_errors(caller)
+        validate_caller(caller, wildcard=True)
         if source not in self._sources:
-            errors["source"] = "unknown source; configured: " + ", ".join(self._sources)
-        if errors:
-            raise InvalidInputError("invalid weight override", errors)
+            raise InvalidInputError(
+                "invalid weight override",
+                {"source": "unknown source; configured: " + ", ".join(self._sources)},
+            )
         current = self._resolved(tenant_id, caller)[source]
         at = iso_timestamp(self._clock.now())
         row = SourceWeight(
@@ -212,9 +221,7 @@ class LearningService:
     def set_budget(self, tenant_id: str, caller: str, request: BudgetRequest) -> BudgetOut:
         """Set a caller's budget and the min/max learning keeps it within; what the request leaves out
         comes from the caller's row, else `*`'s (a caller without either must give `budget`)."""
-        errors = caller_errors(caller)
-        if errors:
-            raise InvalidInputError("invalid budget", errors)
+        validate_caller(caller, wildcard=True)
         base = self._state.get_budget(tenant_id, caller)
         if base is None and caller != WILDCARD_CALLER:
             base = self._state.get_budget(tenant_id, WILDCARD_CALLER)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
 from core.conformance import unknown_parameters
-from core.errors import InvalidInputError
+from core.errors import InvalidInputError, QuarryError
 from handlers.auth import JwtPolicy, Principal, principal_from_event
 from infra.wiring import container
 
@@ -18,6 +20,8 @@ if TYPE_CHECKING:
     from core.jobs import Job
     from infra.settings import Settings
     from infra.wiring import Container
+
+_PATH_PARAMETER = re.compile(r"<(\w+)>")  # Powertools' dynamic route syntax
 
 
 def _policy(settings: Settings) -> JwtPolicy:
@@ -61,6 +65,43 @@ def accepted(job: Job) -> Response[dict[str, Any]]:
         body=job.to_json(),
         headers={"Location": f"/jobs/{job.job_id}"},
     )
+
+
+def decode_path_parameters(app: Any, next_middleware: Callable[[Any], Response]) -> Response:
+    """Every path parameter percent-decoded exactly once, here, for every method and route (a route never
+    decodes its own: `GET` and `DELETE` of one URL name one entity). Powertools hands the matched
+    arguments (path parameters, query parameters, body) to the route from `app.context["_route_args"]`,
+    after its request validation; the route's rule names the path parameters (`<entity_id>`)."""
+    args = dict(app.context.get("_route_args") or {})
+    for name in _PATH_PARAMETER.findall(app.context["_route"].path):
+        if isinstance(args.get(name), str):
+            args[name] = path_value(args[name], name)
+    app.append_context(_route_args=args)
+    return next_middleware(app)
+
+
+# Routes that act on the fence themselves: erasing (again, after a failure) and reopening.
+FENCE_ROUTES = frozenset({("DELETE", "/tenant"), ("POST", "/tenant/reopen")})
+
+
+def fence_tenant(app: Any, next_middleware: Callable[[Any], Response]) -> Response:
+    """Every request of a tenant is a unit of work behind its fence (core/service/fencing.py): refused
+    (410) while the tenant is erased; a request that may write (any method but GET) checks the fence again
+    when it ends, and undoes itself when an erase raced it."""
+    event = app.current_event
+    method = event.http_method.upper()
+    try:
+        tenant = principal_from_event(event.raw_event, jwt_policy()).tenant_id
+    except QuarryError:  # no principal: the route answers 401/403 itself (or is public)
+        return next_middleware(app)
+    if (method, app.context["_route"].path) in FENCE_ROUTES:
+        return next_middleware(app)
+    gate = services().gate
+    if method == "GET":
+        gate.admit(tenant)
+        return next_middleware(app)
+    with gate.unit(tenant):
+        return next_middleware(app)
 
 
 def path_value(raw: str, name: str) -> str:

@@ -29,7 +29,7 @@ from core.context.schemas import (
 )
 from handlers._observability import logger, metrics
 from handlers.routes.common import caller as principal
-from handlers.routes.common import only_parameters, path_value, request_id, services
+from handlers.routes.common import only_parameters, request_id, services
 from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
@@ -84,8 +84,7 @@ def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
 def feedback(request: Annotated[FeedbackRequest, Body()]) -> FeedbackResponse:
     who = principal(router, "write")
     # a token bound to one caller steers only that caller's learning (another's assembly is a 404)
-    bound = None if who.acts_for_anyone else who.caller
-    response = services().context.feedback(who.tenant_id, request, bound)
+    response = services().context.feedback(who.tenant_id, request, who.bound_caller)
     logger.info(
         "context feedback",
         extra={
@@ -104,13 +103,15 @@ def weights(
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
 ) -> WeightsResponse:
     only_parameters(router, "limit", "cursor")
-    return services().learning.weights(principal(router, "read").tenant_id, limit, cursor)
+    who = principal(router, "read")
+    return services().learning.weights(who.tenant_id, limit, cursor, who.bound_caller)
 
 
 @router.get("/context/budgets", summary="Caller token budgets", tags=["context"])
 def budgets() -> BudgetsResponse:
     only_parameters(router)
-    return services().learning.budgets(principal(router, "read").tenant_id)
+    who = principal(router, "read")
+    return services().learning.budgets(who.tenant_id, who.bound_caller)
 
 
 @router.get("/context/log", summary="The assembly log, newest first", tags=["context"])
@@ -132,7 +133,8 @@ def log(
 @router.get("/context/log/callers", summary="Callers seen in the assembly log", tags=["context"])
 def callers() -> CallersResponse:
     only_parameters(router)
-    return services().learning.callers(principal(router, "read").tenant_id)
+    who = principal(router, "read")
+    return services().learning.callers(who.tenant_id, who.bound_caller)
 
 
 @router.put(
@@ -142,7 +144,6 @@ def callers() -> CallersResponse:
 )
 def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest, Body()]) -> WeightOut:
     who = principal(router, "admin")
-    caller, source = path_value(caller, "caller"), path_value(source, "source")
     row = services().learning.set_weight(who.tenant_id, caller, source, request)
     logger.info(
         "manual weight",
@@ -158,7 +159,6 @@ def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest,
 )
 def set_budget(caller: str, request: Annotated[BudgetRequest, Body()]) -> BudgetOut:
     who = principal(router, "admin")
-    caller = path_value(caller, "caller")
     row = services().learning.set_budget(who.tenant_id, caller, request)
     logger.info(
         "budget set",

@@ -16,7 +16,7 @@ from core.governance.validation import json_schema
 from core.jobs import MAX_JOB_ITEMS
 from core.scoring import iso_timestamp
 from handlers._observability import logger, metrics
-from handlers.routes.common import accepted, caller, path_value, services
+from handlers.routes.common import accepted, caller, services
 from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
@@ -48,7 +48,6 @@ def retrieve(request: Annotated[RetrieveRequest, Body()]) -> dict[str, Any]:
 
 @router.put("/overlays/<role_id>", summary="Create or replace a role overlay", tags=["governance"])
 def put_overlay(role_id: str, body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
-    role_id = path_value(role_id, "role_id")
     principal = caller(router, "write")
     overlay = services().retrieval.put_overlay(principal.tenant_id, role_id, body)
     logger.info("overlay put", extra={"tenant": principal.tenant_id, "role": role_id})
@@ -57,14 +56,12 @@ def put_overlay(role_id: str, body: Annotated[dict[str, Any], Body()]) -> dict[s
 
 @router.get("/overlays/<role_id>", summary="A role overlay", tags=["governance"])
 def get_overlay(role_id: str) -> dict[str, Any]:
-    role_id = path_value(role_id, "role_id")
     principal = caller(router, "read")
     return services().retrieval.get_overlay(principal.tenant_id, role_id).model_dump(mode="json")
 
 
 @router.delete("/overlays/<role_id>", summary="Delete a role overlay", tags=["governance"])
 def delete_overlay(role_id: str) -> dict[str, Any]:
-    role_id = path_value(role_id, "role_id")
     principal = caller(router, "write")
     services().retrieval.delete_overlay(principal.tenant_id, role_id)
     logger.info("overlay deleted", extra={"tenant": principal.tenant_id, "role": role_id})
@@ -75,7 +72,6 @@ def delete_overlay(role_id: str) -> dict[str, Any]:
 def eval_overlay(role_id: str) -> dict[str, Any]:
     from core.service.golden import run_golden_sets  # the evaluation code loads with its first use
 
-    role_id = path_value(role_id, "role_id")
     principal = caller(router, "admin")
     c = services()
     c.retrieval.get_overlay(principal.tenant_id, role_id)  # 404 before anything runs
@@ -100,7 +96,6 @@ def eval_overlay(role_id: str) -> dict[str, Any]:
 def tune_overlay_fusion(role_id: str) -> dict[str, Any]:
     from core.service.tuning import tune_overlay
 
-    role_id = path_value(role_id, "role_id")
     principal = caller(router, "admin")
     return tune_overlay(services().retrieval, principal.tenant_id, role_id).to_json()
 

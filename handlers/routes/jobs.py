@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from handlers.routes.common import caller, path_value, services
+from handlers.routes.common import caller, services
 
 router = Router()
 
@@ -14,6 +14,5 @@ router = Router()
 @router.get("/jobs/<job_id>", summary="A write job's status: queued, running or done, with counts and errors",
             tags=["entities"])  # fmt: skip
 def get_job(job_id: str) -> dict[str, Any]:
-    job_id = path_value(job_id, "job_id")
     principal = caller(router, "read")
     return services().jobs.status(principal.tenant_id, job_id).to_json()

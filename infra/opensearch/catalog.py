@@ -97,11 +97,15 @@ class OpenSearchCatalog:
         return out
 
     def purge_tenant(self: _IndexParts, tenant_id: str) -> int:
-        """Delete every document of the tenant (tombstones too) and refresh, so searches see it gone."""
+        """Delete every document of the tenant (tombstones too) and refresh, so searches see it gone.
+
+        Refreshed first: `_delete_by_query` deletes what a search finds, and a document indexed since the
+        last refresh (1 s by default) is not found yet — it would survive the erase."""
         from opensearchpy.exceptions import NotFoundError
 
         with translated():
             try:
+                self._client.indices.refresh(index=self._alias)
                 response = self._client.delete_by_query(
                     index=self._alias,
                     body=purge_body(tenant_id),

@@ -85,6 +85,10 @@ class _FakeIndices:
         self._server.templates[name] = copy.deepcopy(body)
         return {"acknowledged": True}
 
+    def refresh(self, *, index: str, **params: Any) -> dict[str, Any]:
+        self._server.log.append(("refresh", index, None, params))
+        return {"_shards": {"total": 1, "successful": 1, "failed": 0}}
+
     def exists_alias(self, *, name: str, **params: Any) -> bool:
         self._server.log.append(("exists_alias", name, None, params))
         return name in self._server.aliases

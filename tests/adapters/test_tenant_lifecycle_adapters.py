@@ -113,6 +113,9 @@ def test_opensearch_purge_is_a_refreshed_delete_by_query_on_the_tenant() -> None
     (_, alias, body, params) = server.calls("delete_by_query")[0]
     assert alias == "quarry" and body == {"query": {"term": {"tenant_id": T1}}}
     assert params["params"]["refresh"] == "true"
+    # refreshed before: a document written in the last refresh interval is found and deleted too
+    names = [c[0] for c in server.log]
+    assert names.index("refresh") < names.index("delete_by_query")
 
 
 # -- state stores and caches --------------------------------------------------------------------------------
@@ -172,13 +175,21 @@ def test_cache_purge_drops_a_tenants_searches_and_generation_only(cache: Any) ->
         cache.set(key, {"results": []}, 300, now=0)
     cache.incr(generation_key("acme"))
     cache.incr(generation_key("acme:x"))
-    cache.purge_tenant("acme")
-    if isinstance(cache, DynamoCache):  # no Scan allowed: unreachable (new generation), gone by TTL
-        assert cache.counter(generation_key("acme")) == 2
-    else:
-        assert cache.get(mine, now=1) is None and cache.counter(generation_key("acme")) == 0
-        assert cache.get(settling_key("acme"), now=1) is None
+    assert cache.purge_tenant("acme") == 3  # its search, its settling marker, its generation
+    assert cache.get(mine, now=1) is None and cache.counter(generation_key("acme")) == 0
+    assert cache.get(settling_key("acme"), now=1) is None
     assert cache.get(extended, now=1) == {"results": []} and cache.counter(generation_key("acme:x")) == 1
+
+
+def test_dropping_marks_leaves_the_tenants_cached_searches(cache: Any) -> None:
+    """What a queue consumer's work leaves behind after an erase: the generation and the settling mark."""
+    mine = search_cache_key("acme", "q", [], {}, "auto", 20, 1)
+    cache.set(mine, {"results": []}, 300, now=0)
+    cache.set(settling_key("acme"), True, 300, now=0)
+    cache.incr(generation_key("acme"))
+    assert cache.drop_marks("acme") == 2 and cache.drop_marks("acme") == 0
+    assert cache.counter(generation_key("acme")) == 0 and cache.get(settling_key("acme"), now=1) is None
+    assert cache.get(mine, now=1) == {"results": []}
 
 
 @pytest.mark.parametrize("after", [None, EntityPosition("2026-01-01T00:00:00Z", "memory", "a")])

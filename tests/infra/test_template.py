@@ -181,9 +181,13 @@ def test_permissions_follow_what_each_function_does() -> None:
         for statement in role_statements(function):
             if "dynamodb:Scan" in actions(statement):
                 assert statement["Resource"] == {"Fn::Sub": "${StateTable.Arn}/index/pending"}
-    # ... and the state table only to record a write job's progress, on job items (T#<tenant>#J#<job>)
+    # ... and the state table only to read and record a write job's progress, on job items
+    # (T#<tenant>#J#<job>), and to read erased tenants' fences (F#<hash>)
     state = [s for s in role_statements("IndexingConsumerFunction") if "StateTable" in json.dumps(s)]
-    assert [(s["Sid"], actions(s)) for s in state] == [("JobProgress", ["dynamodb:UpdateItem"])]
+    assert [(s["Sid"], actions(s)) for s in state] == [
+        ("JobProgress", ["dynamodb:GetItem", "dynamodb:UpdateItem"]),
+        ("TenantFences", ["dynamodb:GetItem"]),
+    ]
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
@@ -351,6 +355,7 @@ ROUTE_SCOPES = {
     ("get", "/overlays/{role_id}/evals"): "read",
     ("get", "/tenant/export"): "read",
     ("delete", "/tenant"): "admin",
+    ("post", "/tenant/reopen"): "admin",
 }
 
 
@@ -426,12 +431,21 @@ ALLOWED = {
             "dynamodb:Query",
             "dynamodb:Scan",
         },
-        "CacheTable": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+        # DELETE /tenant deletes the tenant's cached searches (one Query of their partition)
+        "CacheTable": {
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:Query",
+            "dynamodb:BatchWriteItem",
+        },
         "es": {
             ("es:ESHttpPost", "/_bulk"),
             ("es:ESHttpPost", "/_msearch"),
             ("es:ESHttpPost", "/quarry/_mget"),
             ("es:ESHttpPost", "/quarry/_search"),
+            ("es:ESHttpPost", "/quarry/_refresh"),
             ("es:ESHttpPost", "/quarry/_delete_by_query"),
             ("es:ESHttpPut", "/_index_template/quarry-template"),
             ("es:ESHttpPut", "/quarry-v*"),
@@ -441,13 +455,16 @@ ALLOWED = {
         },
     },
     "IndexingConsumerFunction": {
-        "CacheTable": {"dynamodb:UpdateItem", "dynamodb:PutItem"},
-        "StateTable": {"dynamodb:UpdateItem"},  # a job part's report, on job items only
+        # its marks (generation, settling), deleted again when its work raced an erase
+        "CacheTable": {"dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem"},
+        "StateTable": {"dynamodb:GetItem", "dynamodb:UpdateItem"},  # job items and fences only
         "EntityChangesQueue": set(CONSUMER_QUEUE_ACTIONS),
         "WriteJobsQueue": set(CONSUMER_QUEUE_ACTIONS),
         "es": {
             ("es:ESHttpPost", "/_bulk"),
             ("es:ESHttpPost", "/quarry/_mget"),
+            ("es:ESHttpPost", "/quarry/_refresh"),  # work that raced an erase deletes the tenant's documents
+            ("es:ESHttpPost", "/quarry/_delete_by_query"),
             ("es:ESHttpPut", "/_index_template/quarry-template"),
             ("es:ESHttpPut", "/quarry-v*"),
             ("es:ESHttpHead", "/_alias/quarry"),
@@ -460,6 +477,7 @@ ALLOWED = {
             "dynamodb:GetItem",
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",  # only when its task raced the tenant's erase
             "dynamodb:Query",
             "dynamodb:Scan",
         },
@@ -514,7 +532,7 @@ def test_the_consumer_touches_only_generation_and_settling_cache_items_and_job_i
     for statement in role_statements("IndexingConsumerFunction"):
         if any(a.startswith("dynamodb:") for a in actions(statement)):
             keys = statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
-            assert keys in (["C#gen:*"], ["V#settling:*"], ["T#*#J#*"])
+            assert keys in (["C#gen:*"], ["V#settling:*"], ["T#*#J#*"], ["F#*"])
 
 
 def test_the_job_items_pattern_matches_the_job_keys_and_no_other_state_item() -> None:

@@ -50,7 +50,10 @@ def test_every_sample_event_gets_an_answer_from_its_function(
 ) -> None:
     functions = {"ApiFunction": api}
     answered: dict[str, Any] = {}
-    for path in sorted(EVENTS.glob("*.json")):
+    # the tenant's erase fences it (every later request a 410): it comes last, then its too-early reopen
+    for path in sorted(
+        EVENTS.glob("*.json"), key=lambda p: (p.stem in ("delete_tenant", "reopen_tenant"), p.name)
+    ):
         event = json.loads(path.read_text())
         name = function_of(event)
         function = functions.setdefault(name, local.function(name))
