@@ -34,7 +34,17 @@ INNER_HITS_NAME = "best_chunk"
 FUZZINESS = "AUTO"  # Lucene AUTO: 0 edits up to 2 chars, 1 up to 5, else 2 (core.text.fuzzy_budget)
 PREFIX_EXPANSIONS = 50  # terms one prefix may expand to (OpenSearch's max_expansions default)
 
-_INNER_HITS: dict[str, Any] = {
+# What a search reads of each hit: doc values only, never a stored field (not even `_id`: reading one means
+# loading the document's stored `_source` block, with every chunk's vector). See mapping.py, TITLE_VALUE.
+_LEAN_INNER_HITS: dict[str, Any] = {
+    "name": INNER_HITS_NAME,
+    "size": 1,
+    "_source": False,
+    "stored_fields": "_none_",
+    "docvalue_fields": [m.CHUNK_NO, m.CHUNK_TEXT_VALUE],
+}
+# An index made before those doc values (mapping.has_display_values) is read from `_source`, as before.
+_SOURCE_INNER_HITS: dict[str, Any] = {
     "name": INNER_HITS_NAME,
     "size": 1,
     "_source": False,
@@ -200,34 +210,47 @@ def text_query(query: LexicalQuery) -> dict[str, Any]:
     return {"bool": inner}
 
 
-def _nested(query: dict[str, Any]) -> dict[str, Any]:
+def _nested(query: dict[str, Any], lean: bool) -> dict[str, Any]:
     return {
         "nested": {
             "path": m.CHUNKS,
             "score_mode": "max",
             "query": query,
-            "inner_hits": dict(_INNER_HITS),
+            "inner_hits": dict(_LEAN_INNER_HITS if lean else _SOURCE_INNER_HITS),
         }
     }
 
 
-def _envelope(size: int, query: dict[str, Any]) -> dict[str, Any]:
+def _envelope(size: int, query: dict[str, Any], lean: bool) -> dict[str, Any]:
+    if not lean:
+        return {
+            "size": size,
+            "track_total_hits": False,
+            "_source": {"includes": list(m.CANDIDATE_FIELDS)},
+            "query": query,
+        }
     return {
         "size": size,
         "track_total_hits": False,
-        "_source": {"includes": list(m.CANDIDATE_FIELDS)},
+        "_source": False,
+        "stored_fields": "_none_",
+        "docvalue_fields": list(m.CANDIDATE_VALUES),
         "query": query,
     }
 
 
-def lexical_body(tenant_id: str, query: LexicalQuery, filters: Filters, k: int) -> dict[str, Any]:
+def lexical_body(
+    tenant_id: str, query: LexicalQuery, filters: Filters, k: int, lean: bool = True
+) -> dict[str, Any]:
     """BM25 search: the best chunk per entity (nested, score_mode max) inside the tenant's filters."""
     scope = filter_query(tenant_id, filters)
-    scope["bool"]["must"] = [_nested(text_query(query))]
-    return _envelope(clamp(k), scope)
+    scope["bool"]["must"] = [_nested(text_query(query), lean)]
+    return _envelope(clamp(k), scope, lean)
 
 
-def vector_body(tenant_id: str, embedding: Vector, filters: Filters, k: int) -> dict[str, Any]:
+def vector_body(
+    tenant_id: str, embedding: Vector, filters: Filters, k: int, lean: bool = True
+) -> dict[str, Any]:
     """k-NN search with efficient filtering: the filter runs inside the HNSW search, on parent fields."""
     size = clamp(k)
     knn = {
@@ -237,7 +260,7 @@ def vector_body(tenant_id: str, embedding: Vector, filters: Filters, k: int) -> 
             "filter": filter_query(tenant_id, filters),
         }
     }
-    return _envelope(size, _nested({"knn": knn}))
+    return _envelope(size, _nested({"knn": knn}, lean), lean)
 
 
 def msearch_lines(alias: str, bodies: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -20,6 +20,9 @@ SERVICES = ("es", "aoss")  # SigV4 service names: managed domains, Serverless co
 DEFAULT_TIMEOUT = 5.0  # seconds per attempt: 4 attempts (20 s) stay under API Gateway's 29 s limit
 OPENSEARCH_TIME_BUDGET = 24.0  # seconds: timeout x attempts, below the API's 29 s with room to answer 503
 DEFAULT_MAX_RETRIES = 3
+# Keep-alive connections per node: the context fan-out's threads (QUARRY_CONTEXT_WORKERS, default 8) and a
+# few more, so no request waits for or reopens a connection.
+POOL_CONNECTIONS = 10
 # Judgement calls, not measurements: a throttled or restarting node usually answers again within a few
 # hundred ms, so 3 retries wait at most 0.1 + 0.2 + 0.4 s; the cap keeps more retries inside a Lambda.
 BACKOFF_BASE = 0.1  # seconds before the first retry
@@ -50,14 +53,14 @@ def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
 def _sigv4(region: str, service: str) -> Any:
     """SigV4 request signing with the default AWS credential chain (the Lambda role in AWS)."""
     import boto3
-    from opensearchpy import AWSV4SignerAuth
+    from opensearchpy import Urllib3AWSV4SignerAuth
 
     if service not in SERVICES:
         raise ValueError(f"OpenSearch service must be one of {SERVICES}, not {service!r}")
     credentials = boto3.Session().get_credentials()
     if credentials is None:
         raise ValueError("no AWS credentials found for signing OpenSearch requests")
-    return AWSV4SignerAuth(credentials, region, service)
+    return Urllib3AWSV4SignerAuth(credentials, region, service)
 
 
 def build_client(
@@ -68,18 +71,26 @@ def build_client(
     max_retries: int = DEFAULT_MAX_RETRIES,
     **extra: Any,
 ) -> Any:
-    """An OpenSearch client for `url`: SigV4-signed when `region` is given, else basic auth from the URL."""
-    from opensearchpy import OpenSearch, RequestsHttpConnection
+    """An OpenSearch client for `url` (several nodes: comma-separated, tried in turn, one that fails is
+    left out for a while and the request retried on the next): SigV4-signed when `region` is given, else
+    basic auth from the URL.
 
-    clean, basic = _split_credentials(url)
-    auth = _sigv4(region, service) if region else basic
-    use_ssl = urlsplit(clean).scheme == "https"
+    urllib3 keeps one pool of keep-alive connections per node and, unlike requests, asks for no gzip: a
+    node compresses its answer when asked, which on a search's answer cost more than the answer's transfer
+    (bench/opensearch_profile.py)."""
+    from opensearchpy import OpenSearch, Urllib3HttpConnection
+
+    hosts, auths = zip(*(_split_credentials(u.strip()) for u in url.split(",") if u.strip()), strict=True)
+    auth = _sigv4(region, service) if region else auths[0]
+    use_ssl = urlsplit(hosts[0]).scheme == "https"
     return OpenSearch(
-        hosts=[clean],
+        hosts=list(hosts),
         http_auth=auth,
         use_ssl=use_ssl,
         verify_certs=use_ssl,
-        connection_class=RequestsHttpConnection,
+        connection_class=Urllib3HttpConnection,
+        http_compress=False,
+        pool_maxsize=POOL_CONNECTIONS,
         timeout=timeout,
         max_retries=max_retries,
         retry_on_status=tuple(sorted(RETRYABLE_STATUSES)),

@@ -107,6 +107,7 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         self._sleep = sleep  # tenacity's waits between `_msearch` attempts (tests record them)
         self._ready = not auto_create
         self._max_bulk_bytes = max_bulk_bytes
+        self._display_values = True  # an index this adapter creates has them; an older one is read in _adopt
 
     @property
     def visibility_delay_seconds(self) -> float:
@@ -274,7 +275,8 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
                 if isinstance(decided, WriteOutcome):
                     outcomes[p] = decided
                     continue
-                writes.append((doc_id, found.seq if found else None, decided))
+                source = documents.for_layout(decided, self._display_values)
+                writes.append((doc_id, found.seq if found else None, source))
                 positions.append(p)
             pending = []
             for p, item in zip(positions, self._bulk(writes) if writes else [], strict=True):
@@ -434,26 +436,46 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         for n, spec in enumerate(specs):
             k = bodies.clamp(spec.k)
             if spec.query is not None and not spec.query.empty and k > 0:
-                searches.append(
-                    (n, "lexical", k, bodies.lexical_body(tenant_id, spec.query, spec.filters, k))
-                )
+                body = bodies.lexical_body(tenant_id, spec.query, spec.filters, k, self._display_values)
+                searches.append((n, "lexical", k, body))
             vector = spec.embedding
             if vector is not None and k > 0 and self._matches_dimension(vector) and any(vector):
-                searches.append((n, "vector", k, bodies.vector_body(tenant_id, vector, spec.filters, k)))
-        lists: list[dict[str, tuple[Candidate, ...]]] = [{"lexical": (), "vector": ()} for _ in specs]
+                body = bodies.vector_body(tenant_id, vector, spec.filters, k, self._display_values)
+                searches.append((n, "vector", k, body))
+        lists: list[dict[str, list[Candidate]]] = [{"lexical": [], "vector": []} for _ in specs]
         if searches:
             results = self._msearch([body for *_, body in searches])
             failed = [r for r in results if isinstance(r, QuarryError)]
             if failed and len(failed) == len(results):
                 raise failed[0]
+            incomplete: set[EntityKey] = set()
             for (n, kind, k, _), result in zip(searches, results, strict=True):
                 if isinstance(result, QuarryError):
                     _log.warning("%s search failed, returning the other lists only: %s", kind, result)
                     continue
-                convert = responses.bm25 if kind == "lexical" else responses.cosine
-                found = responses.candidates(result, k, tenant_id, convert) if result is not None else []
-                lists[n][kind] = tuple(found)
-        return [Retrieval(lexical=got["lexical"], vector=got["vector"]) for got in lists]
+                if result is not None:
+                    convert = responses.bm25 if kind == "lexical" else responses.cosine
+                    lists[n][kind] = responses.candidates(result, k, tenant_id, convert)
+                    incomplete |= responses.incomplete(result, tenant_id)
+            if incomplete:
+                self._complete(tenant_id, incomplete, lists)
+        return [Retrieval(lexical=tuple(got["lexical"]), vector=tuple(got["vector"])) for got in lists]
+
+    def _complete(
+        self, tenant_id: str, keys: set[EntityKey], lists: list[dict[str, list[Candidate]]]
+    ) -> None:
+        """Fill in, from `_source`, the candidates whose doc values could not show them whole (rare: a
+        value too long for a doc value, or a document an older writer wrote)."""
+        sources = {
+            documents.stored_entity(s).key: s
+            for s in self._fetch([documents.doc_id(tenant_id, k) for k in sorted(keys)], with_chunks=True)
+            if s.get(mapping.TENANT) == tenant_id
+        }
+        for got in lists:
+            for kind, found in got.items():
+                got[kind] = [
+                    responses.with_source(c, sources[c.key]) if c.key in sources else c for c in found
+                ]
 
 
 def _owned(stored: Mapping[str, Any] | None, tenant_id: str) -> bool:

@@ -31,6 +31,7 @@ class IndexLifecycle:
     _model_checked: float  # monotonic time of that check
     _model_check_seconds: float
     _monotonic: Callable[[], float]
+    _display_values: bool  # the live index keeps what results show in doc values (mapping.TITLE_VALUE)
 
     def live_model_dir(self) -> str | None:
         """The model folder the generation behind the alias was built with (None: the configured model),
@@ -61,6 +62,7 @@ class IndexLifecycle:
         for name, entry in live.items():
             model = mapping.index_model(entry)
             self._live_index = name
+            self._display_values = mapping.has_display_values(entry)
             if model is not None:
                 self._dimension = int(model["dimension"])
                 self._model_dir = model.get("model_dir")

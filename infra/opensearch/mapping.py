@@ -30,6 +30,17 @@ METADATA_RAW = "metadata_raw"  # the values as given, returned to callers
 CHUNKS = "chunks"
 CHUNK_NO = f"{CHUNKS}.chunk_no"
 CHUNK_TEXT = f"{CHUNKS}.text"
+# Searches read no `_source`: it holds every chunk's vector, and loading it (stored fields, decompressed and
+# parsed) was most of a search's time on the node (bench/opensearch_profile.py). What a result shows comes
+# from doc values instead: keyword copies of the title and chunk text (`copy_to`, not in `_source`) and the
+# metadata as compact JSON. Lucene refuses a doc value above 32,766 bytes, so longer values are left out
+# (`ignore_above`, in UTF-16 units of at most 3 UTF-8 bytes) and the document says so (DISPLAY_CLIPPED):
+# its hits read `_source` instead.
+TITLE_VALUE = "title_value"
+METADATA_VALUE = "metadata_value"
+CHUNK_TEXT_VALUE = f"{CHUNKS}.text_value"
+DISPLAY_CLIPPED = "display_clipped"
+DISPLAY_VALUE_UNITS = 8191
 EMBEDDING = f"{CHUNKS}.embedding"
 TIER_FIELDS = tuple(f"{CHUNKS}.text_b{boost}" for boost in (3, 2, 1))  # order of Chunk.tiers
 TIER_BOOSTS = (3, 2, 1)  # core.entities.BOOST_TIERS
@@ -46,6 +57,21 @@ CANDIDATE_FIELDS = (
     "created_at",
     "updated_at",
     METADATA_RAW,
+)
+# The same, as doc values (what a search reads of each hit; mapping.TITLE_VALUE says why).
+CANDIDATE_VALUES = (
+    TENANT,
+    DELETED,
+    ENTITY_TYPE,
+    ENTITY_ID,
+    TITLE_VALUE,
+    SOURCE,
+    OWNER,
+    NAMESPACE,
+    "created_at",
+    "updated_at",
+    METADATA_VALUE,
+    DISPLAY_CLIPPED,
 )
 
 ENGINE = "lucene"
@@ -75,8 +101,16 @@ def _keyword() -> dict[str, Any]:
     return {"type": "keyword"}
 
 
-def _stored_only(kind: str) -> dict[str, Any]:
-    return {"type": kind, "index": False}
+def _stored_only(kind: str, copy_to: str | None = None) -> dict[str, Any]:
+    field: dict[str, Any] = {"type": kind, "index": False}
+    if copy_to is not None:
+        field["copy_to"] = copy_to
+    return field
+
+
+def _display_value() -> dict[str, Any]:
+    """A doc value only (not searchable, not in `_source` unless written there)."""
+    return {"type": "keyword", "index": False, "ignore_above": DISPLAY_VALUE_UNITS}
 
 
 def _tier_field() -> dict[str, Any]:
@@ -91,7 +125,8 @@ def chunk_properties(dimension: int) -> dict[str, Any]:
     """Mapping of one nested chunk: number, display text, three text tiers, the vector."""
     properties: dict[str, Any] = {
         "chunk_no": {"type": "integer"},
-        "text": _stored_only("text"),
+        "text": _stored_only("text", copy_to=CHUNK_TEXT_VALUE),
+        "text_value": _display_value(),
         "embedding": {
             "type": "knn_vector",
             "dimension": dimension,
@@ -128,7 +163,10 @@ def mappings(dimension: int) -> dict[str, Any]:
             NAMESPACE: _keyword(),
             "created_at": _keyword(),
             "updated_at": _keyword(),
-            "title": _stored_only("text"),
+            "title": _stored_only("text", copy_to=TITLE_VALUE),
+            TITLE_VALUE: _display_value(),
+            METADATA_VALUE: _display_value(),
+            DISPLAY_CLIPPED: {"type": "boolean"},
             "content_hash": _stored_only("keyword"),
             "body": {"type": "object", "enabled": False},
             METADATA: {"type": "keyword", "ignore_above": METADATA_KEYWORD_MAX},
@@ -190,6 +228,13 @@ def index_model(live_mappings: dict[str, Any]) -> dict[str, Any] | None:
     None for an index built with the configured model."""
     meta = ((live_mappings.get("mappings") or {}).get("_meta") or {}).get(META_KEY)
     return dict(meta) if isinstance(meta, dict) and isinstance(meta.get("dimension"), int) else None
+
+
+def has_display_values(live_mappings: dict[str, Any]) -> bool:
+    """True when an index (its GET `_mapping` entry) keeps what results show in doc values; an index made
+    before them is searched reading `_source`, as it was (a reindex brings them)."""
+    properties = (live_mappings.get("mappings") or {}).get("properties") or {}
+    return TITLE_VALUE in properties
 
 
 def generation_of(prefix: str, name: str) -> int | None:

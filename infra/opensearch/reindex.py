@@ -34,7 +34,7 @@ from core.chunking import embedding_input
 from core.entities import EntityTypeRegistry
 from core.errors import ConflictError, InvalidInputError, UnavailableError
 from core.ports import Embedder
-from infra.opensearch import mapping
+from infra.opensearch import documents, mapping
 from infra.opensearch.errors import BACKEND, UNAVAILABLE_RETRY_AFTER, error_parts, translated
 
 _log = logging.getLogger(__name__)
@@ -212,7 +212,7 @@ class OpenSearchReindexer:
 
     def _embedded(self, hits: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], int]:
         """The hits' sources with every chunk embedded by the new model (one embedding call); chunk count."""
-        sources = [dict(h["_source"]) for h in hits]
+        sources = [documents.with_display(dict(h["_source"])) for h in hits]
         texts: list[str] = []
         for source in sources:
             etype = str(source.get(mapping.ENTITY_TYPE) or "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.errors import UnavailableError
@@ -48,13 +48,37 @@ def _best_chunk(hit: Mapping[str, Any]) -> tuple[int, str]:
     chunk_no = _first(fields, m.CHUNK_NO)
     if chunk_no is None:
         chunk_no = (best.get("_nested") or {}).get("offset", 0)
-    text = _first(fields, m.CHUNK_TEXT)
+    text = _first(fields, m.CHUNK_TEXT_VALUE)
+    if text is None:
+        text = _first(fields, m.CHUNK_TEXT)
     return int(chunk_no), str(text or "")
 
 
-def candidate(hit: Mapping[str, Any], score: float) -> Candidate:
-    """One search hit (entity `_source` + best-chunk inner hit) as a Candidate."""
-    source = hit.get("_source") or {}
+def hit_values(hit: Mapping[str, Any]) -> dict[str, Any]:
+    """A hit's entity fields by name: its doc values (a lean search) or its `_source` (an older index)."""
+    if "_source" in hit:
+        return dict(hit.get("_source") or {})
+    fields = hit.get("fields") or {}
+    values = {name: _first(fields, name) for name in m.CANDIDATE_VALUES if name in fields}
+    values["title"] = values.pop(m.TITLE_VALUE, "")
+    meta = values.pop(m.METADATA_VALUE, None)
+    if meta is not None:
+        values[m.METADATA_RAW] = json.loads(meta)
+    return values
+
+
+def needs_source(hit: Mapping[str, Any]) -> bool:
+    """True for a lean hit whose doc values cannot show it whole: a value too long for a doc value
+    (mapping.DISPLAY_CLIPPED), or a document written without them; its `_source` is read instead."""
+    if "_source" in hit:
+        return False
+    fields = hit.get("fields") or {}
+    return bool(_first(fields, m.DISPLAY_CLIPPED)) or m.METADATA_VALUE not in fields
+
+
+def candidate(hit: Mapping[str, Any], score: float, values: Mapping[str, Any] | None = None) -> Candidate:
+    """One search hit (entity fields, `values` when already read, + best-chunk inner hit) as a Candidate."""
+    source = hit_values(hit) if values is None else values
     chunk_no, text = _best_chunk(hit)
     return Candidate(
         key=EntityKey(str(source[m.ENTITY_TYPE]), str(source[m.ENTITY_ID])),
@@ -80,10 +104,10 @@ def candidates(
     if k <= 0:
         return out
     for hit in (response.get("hits") or {}).get("hits") or []:
-        source = hit.get("_source") or {}
+        source = hit_values(hit)
         if source.get(m.TENANT) != tenant_id or source.get(m.DELETED):
             continue  # defence in depth: the query already filters on both
-        found = candidate(hit, convert(float(hit.get("_score") or 0.0)))
+        found = candidate(hit, convert(float(hit.get("_score") or 0.0)), source)
         if found.key in seen:
             continue
         seen.add(found.key)
@@ -91,6 +115,29 @@ def candidates(
         if len(out) >= k:
             break
     return out
+
+
+def incomplete(response: Mapping[str, Any], tenant_id: str) -> set[EntityKey]:
+    """The tenant's entities among the hits that doc values cannot show whole (`needs_source`)."""
+    out: set[EntityKey] = set()
+    for hit in (response.get("hits") or {}).get("hits") or []:
+        if needs_source(hit):
+            values = hit_values(hit)
+            if values.get(m.TENANT) == tenant_id:
+                out.add(EntityKey(str(values[m.ENTITY_TYPE]), str(values[m.ENTITY_ID])))
+    return out
+
+
+def with_source(found: Candidate, source: Mapping[str, Any]) -> Candidate:
+    """A candidate completed from its document's `_source` (title, metadata, the matched chunk's text)."""
+    chunks = source.get(m.CHUNKS) or []
+    text = next((str(c.get("text") or "") for c in chunks if c.get("chunk_no") == found.chunk_no), found.text)
+    return replace(
+        found,
+        title=str(source.get("title") or ""),
+        metadata=dict(source.get(m.METADATA_RAW) or {}),
+        text=text,
+    )
 
 
 def msearch_items(response: Mapping[str, Any], expected: int) -> list[Mapping[str, Any]]:

@@ -302,8 +302,6 @@ def _connection(client: Any) -> Any:
 
 
 def test_sigv4_signs_for_managed_opensearch_and_serverless(monkeypatch: pytest.MonkeyPatch) -> None:
-    import requests
-
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
     monkeypatch.delenv("AWS_PROFILE", raising=False)
@@ -311,8 +309,8 @@ def test_sigv4_signs_for_managed_opensearch_and_serverless(monkeypatch: pytest.M
         url = "https://search-quarry.eu-west-1.es.amazonaws.com"
         client = build_client(url, region="eu-west-1", service=service, timeout=3.0, max_retries=4)
         connection = _connection(client)
-        signed = connection.session.auth(requests.Request("POST", f"{url}/_msearch", data=b"{}\n").prepare())
-        assert f"AKIDEXAMPLE/{_today()}/eu-west-1/{service}/aws4_request" in signed.headers["Authorization"]
+        signed = connection.http_auth("POST", f"{url}/_msearch", b"{}\n")
+        assert f"AKIDEXAMPLE/{_today()}/eu-west-1/{service}/aws4_request" in signed["Authorization"]
         transport = client.transport
         assert connection.timeout == 3.0 and transport.max_retries == 4 and transport.retry_on_timeout
         assert set(transport.retry_on_status) == {429, 502, 503, 504}
@@ -327,11 +325,21 @@ def _today() -> str:
 
 
 def test_a_plain_url_uses_basic_auth_from_its_userinfo_and_no_signing() -> None:
+    import base64
+
     client = build_client("http://admin:p%40ss@localhost:9200", timeout=2.0, max_retries=1)
     connection = _connection(client)
-    assert connection.session.auth == ("admin", "p@ss")
+    assert connection.headers["authorization"] == "Basic " + base64.b64encode(b"admin:p@ss").decode()
     assert "admin" not in connection.host and connection.host == "http://localhost:9200"
-    assert _connection(build_client("http://localhost:9200")).session.auth is None
+    assert "authorization" not in _connection(build_client("http://localhost:9200")).headers
+
+
+def test_several_nodes_are_one_client_that_never_asks_for_compressed_answers() -> None:
+    # A node gzips its answer when asked; on a search's answer that cost more than the transfer saved.
+    client = build_client("http://127.0.0.1:9201, http://127.0.0.1:9202", timeout=2.0, max_retries=1)
+    connections = client.transport.connection_pool.connections
+    assert [c.host for c in connections] == ["http://127.0.0.1:9201", "http://127.0.0.1:9202"]
+    assert all("accept-encoding" not in c.headers for c in connections)
 
 
 def test_serverless_is_refused_at_start_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
