@@ -80,8 +80,15 @@ def _reindex_sqlite(c: Container, folder: Path, tenant: str | None, settle_secon
 
 def _reindex_opensearch(c: Container, folder: Path, settle_seconds: float) -> OpenSearchReindexReport:
     index: Any = c.index
+    from infra.opensearch import layout
+
     reindexer = OpenSearchReindexer(
-        index.client, c.settings.opensearch_index_prefix, c.registry, c.load_embedder(folder), str(folder)
+        index.client,
+        c.settings.opensearch_index_prefix,
+        c.registry,
+        c.load_embedder(folder),
+        str(folder),
+        layout=layout(c.settings),
     )
     invalidate = _invalidator(c)
     report = reindex_opensearch(reindexer, settle_seconds, on_swap=invalidate)

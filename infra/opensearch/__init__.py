@@ -8,6 +8,7 @@ from typing import Any
 from core.errors import ConfigurationError
 from infra.opensearch.client import RetryPolicy, build_client
 from infra.opensearch.index import OpenSearchIndex
+from infra.opensearch.layout import Layout
 
 __all__ = ["OpenSearchIndex", "RetryPolicy", "build_client", "build_index"]
 
@@ -37,4 +38,17 @@ def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearch
         retry=RetryPolicy(max_retries=settings.opensearch_max_retries),
         max_bulk_bytes=settings.opensearch_max_bulk_bytes,
         model_check_seconds=settings.opensearch_model_check_seconds,
+        layout=layout(settings),
+        wait_for_active_shards=settings.opensearch_wait_for_active_shards,
+        request_timeout=settings.opensearch_timeout,
+    )
+
+
+def layout(settings: Any) -> Layout:
+    """The layout of new index generations, from settings (`QUARRY_OPENSEARCH_SHARDS`…)."""
+    return Layout(
+        shards=settings.opensearch_shards,
+        replicas=settings.opensearch_replicas,
+        routed=settings.opensearch_routing == "tenant",
+        partition_size=settings.opensearch_routing_partition_size,
     )

@@ -63,29 +63,35 @@ def clamp(k: int) -> int:
 SeqNo = tuple[int, int]  # (_seq_no, _primary_term) of the document as read
 
 
-def write_action(alias: str, doc_id: str, seq: SeqNo | None) -> dict[str, Any]:
+def write_action(alias: str, doc_id: str, seq: SeqNo | None, routing: str | None = None) -> dict[str, Any]:
     """The bulk action line that writes a whole document through the alias, only if it is unchanged since
-    it was read (`seq`), or only if it does not exist yet (`seq` None: a `create`)."""
+    it was read (`seq`), or only if it does not exist yet (`seq` None: a `create`); with `routing` (the
+    tenant, on a routed index: layout.py) to its tenant's shard."""
     meta: dict[str, Any] = {"_index": alias, "_id": doc_id, "require_alias": True}
+    if routing is not None:
+        meta["routing"] = routing
     if seq is None:
         return {"create": meta}
     return {"index": {**meta, "if_seq_no": seq[0], "if_primary_term": seq[1]}}
 
 
+def write_pair(
+    alias: str, doc_id: str, seq: SeqNo | None, source: dict[str, Any], routed: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One write's action and source lines; on a routed index, routed by the document's tenant."""
+    return write_action(alias, doc_id, seq, str(source[m.TENANT]) if routed else None), source
+
+
 def bulk_lines(
-    alias: str, writes: Sequence[tuple[str, SeqNo | None, dict[str, Any]]]
+    alias: str, writes: Sequence[tuple[str, SeqNo | None, dict[str, Any]]], routed: bool = False
 ) -> list[dict[str, Any]]:
     """(doc id, seq, source) triples as action/source line pairs for `_bulk`."""
-    lines: list[dict[str, Any]] = []
-    for doc_id, seq, source in writes:
-        lines.append(write_action(alias, doc_id, seq))
-        lines.append(source)
-    return lines
+    return [line for w in writes for line in write_pair(alias, *w, routed)]
 
 
 def write_bytes(alias: str, doc_id: str, seq: SeqNo | None, source: dict[str, Any]) -> int:
     """An upper bound of the bytes one write adds to a `_bulk` body (two NDJSON lines)."""
-    lines = (write_action(alias, doc_id, seq), source)
+    lines = (write_action(alias, doc_id, seq, source.get(m.TENANT)), source)
     return sum(len(json.dumps(line, separators=(",", ":"))) + 1 for line in lines)
 
 
@@ -106,14 +112,22 @@ VERSION_FIELDS = (m.TENANT, m.VERSION, m.DELETED)
 
 
 def mget_body(
-    doc_ids: Sequence[str], with_chunks: bool = False, version_only: bool = False
+    doc_ids: Sequence[str],
+    with_chunks: bool = False,
+    version_only: bool = False,
+    routing: Sequence[str | None] | None = None,
 ) -> dict[str, Any]:
     """`_mget` for entity documents: without their chunks unless asked (the embeddings are large), or only
-    what a whole-document write decides on (tenant, version, deleted)."""
+    what a whole-document write decides on (tenant, version, deleted); `routing`, one per id, on a routed
+    index (a document is found only on its routing's shard)."""
     source: Any = True if with_chunks else {"excludes": [m.CHUNKS]}
     if version_only:
         source = {"includes": list(VERSION_FIELDS)}
-    return {"docs": [{"_id": i, "_source": source} for i in doc_ids]}
+    docs: list[dict[str, Any]] = [{"_id": i, "_source": source} for i in doc_ids]
+    for doc, value in zip(docs, routing or [], strict=False):
+        if value is not None:
+            doc["routing"] = value
+    return {"docs": docs}
 
 
 # -- filters -----------------------------------------------------------------------------------------
@@ -263,10 +277,17 @@ def vector_body(
     return _envelope(size, _nested({"knn": knn}, lean), lean)
 
 
-def msearch_lines(alias: str, bodies: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Header/body line pairs for `_msearch`, every search against the alias."""
+def msearch_lines(
+    alias: str, bodies: Sequence[dict[str, Any]], routing: str | None = None
+) -> list[dict[str, Any]]:
+    """Header/body line pairs for `_msearch`, every search against the alias (with `routing`: only the
+    tenant's shard). No search may answer from some shards only: a shard that fails fails the search
+    (`allow_partial_search_results`), which the adapter reports as unavailable (responses.partial)."""
+    header: dict[str, Any] = {"index": alias, "allow_partial_search_results": False}
+    if routing is not None:
+        header["routing"] = routing
     lines: list[dict[str, Any]] = []
     for body in bodies:
-        lines.append({"index": alias})
+        lines.append(dict(header))
         lines.append(body)
     return lines

@@ -54,7 +54,11 @@ class _IndexParts(Protocol):
     _alias: str
     _refresh: Any
 
-    def _fetch(self, doc_ids: Sequence[str], with_chunks: bool = False) -> list[Mapping[str, Any]]: ...
+    def _fetch(
+        self, tenant_id: str, doc_ids: Sequence[str], with_chunks: bool = False
+    ) -> list[Mapping[str, Any]]: ...
+
+    def _route(self, tenant_id: str) -> str | None: ...
 
 
 class OpenSearchCatalog:
@@ -71,7 +75,9 @@ class OpenSearchCatalog:
         with translated():
             try:
                 response = self._client.search(
-                    index=self._alias, body=listing_body(tenant_id, entity_type, limit, after)
+                    index=self._alias,
+                    body=listing_body(tenant_id, entity_type, limit, after),
+                    routing=self._route(tenant_id),
                 )
             except NotFoundError as exc:
                 if error_parts(exc.info)[0] == INDEX_MISSING:
@@ -88,7 +94,7 @@ class OpenSearchCatalog:
         unique = sorted(set(keys))
         if not unique:
             return {}
-        found = self._fetch([documents.doc_id(tenant_id, k) for k in unique], with_chunks=True)
+        found = self._fetch(tenant_id, [documents.doc_id(tenant_id, k) for k in unique], with_chunks=True)
         out: dict[EntityKey, EmbeddingStatus] = {}
         for source in found:
             if source.get(m.TENANT) == tenant_id and not source.get(m.DELETED):
@@ -106,6 +112,7 @@ class OpenSearchCatalog:
                     index=self._alias,
                     body=purge_body(tenant_id),
                     params={"refresh": "true", "conflicts": "proceed"},
+                    routing=self._route(tenant_id),
                 )
             except NotFoundError as exc:
                 if error_parts(exc.info)[0] == INDEX_MISSING:

@@ -39,6 +39,16 @@ class RetryPolicy:
     cap: float = BACKOFF_CAP
 
 
+NODE_SHARE = 0.8  # of the client's per-attempt timeout, the longest a write waits on the node (below)
+
+
+def node_timeout(client_timeout: float) -> str:
+    """How long a `_bulk` may wait on the node for an unavailable primary: less than the client waits for
+    the answer, so the node answers (a per-item 503) before the client gives up and resends a request the
+    node may still apply."""
+    return f"{max(1, int(client_timeout * NODE_SHARE * 1000))}ms"
+
+
 def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
     """The URL without user:password, and those credentials for basic auth (if any)."""
     parts = urlsplit(url)

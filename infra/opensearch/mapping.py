@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from infra.opensearch.layout import Layout
+
 # Field names (top level = the entity, `chunks.*` = one chunk).
 TENANT = "tenant_id"
 ENTITY_TYPE = "entity_type"
@@ -176,14 +178,15 @@ def mappings(dimension: int) -> dict[str, Any]:
     }
 
 
-def settings(derived_source_setting: bool = False) -> dict[str, Any]:
-    """Index settings: k-NN on (required by the k-NN plugin for knn_vector fields).
+def settings(derived_source_setting: bool = False, layout: Layout | None = None) -> dict[str, Any]:
+    """Index settings: k-NN on (required by the k-NN plugin for knn_vector fields), and the layout's
+    shards, replicas and routing partition (layout.py).
 
     From OpenSearch 3.0 the k-NN plugin's derived source (`index.knn.derived_source.enabled`) is on by
     default: vectors leave `_source` and are rebuilt on read. A metadata update reads the stored document
     and writes it back whole, so it is pinned off where the setting exists (2.x refuses it as unknown).
     """
-    index: dict[str, Any] = {"knn": True}
+    index: dict[str, Any] = {"knn": True, **(layout or Layout()).index_settings()}
     if derived_source_setting:
         index["knn.derived_source.enabled"] = False
     return {"index": index}
@@ -195,12 +198,18 @@ def has_derived_source_setting(version_number: str) -> bool:
     return major.isdigit() and int(major) >= 3
 
 
-def template_body(prefix: str, dimension: int, derived_source_setting: bool = False) -> dict[str, Any]:
+def template_body(
+    prefix: str, dimension: int, derived_source_setting: bool = False, layout: Layout | None = None
+) -> dict[str, Any]:
     """PUT _index_template/<prefix>-template: settings and mappings for every `<prefix>-v*` index."""
+    layout = layout or Layout()
     return {
         "index_patterns": [f"{prefix}-v*"],
         "priority": TEMPLATE_PRIORITY,
-        "template": {"settings": settings(derived_source_setting), "mappings": mappings(dimension)},
+        "template": {
+            "settings": settings(derived_source_setting, layout),
+            "mappings": {**layout.mapping(), **mappings(dimension)},
+        },
         "_meta": {"managed_by": "quarry", "dimension": dimension},
     }
 
@@ -210,12 +219,17 @@ def create_index_body(
     dimension: int,
     derived_source_setting: bool = False,
     model: dict[str, Any] | None = None,
+    layout: Layout | None = None,
 ) -> dict[str, Any]:
     """PUT <prefix>-v1: the same settings and mappings (explicit, so no template is needed) and the alias.
 
     With `model` (a reindexed generation: `quarry reindex` names the model that built it), the mapping's
     `_meta` records it and no alias is added: the reindex swaps the alias when the copy is complete."""
-    body: dict[str, Any] = {"settings": settings(derived_source_setting), "mappings": mappings(dimension)}
+    layout = layout or Layout()
+    body: dict[str, Any] = {
+        "settings": settings(derived_source_setting, layout),
+        "mappings": {**layout.mapping(), **mappings(dimension)},
+    }
     if model is None:
         body["aliases"] = {prefix: {"is_write_index": True}}
     else:

@@ -36,6 +36,7 @@ from core.errors import ConflictError, InvalidInputError, UnavailableError
 from core.ports import Embedder
 from infra.opensearch import documents, mapping
 from infra.opensearch.errors import BACKEND, UNAVAILABLE_RETRY_AFTER, error_parts, translated
+from infra.opensearch.layout import Layout
 
 _log = logging.getLogger(__name__)
 COPY_BATCH = 64  # documents per scroll page and per embedding call (as the local reindex batches chunks)
@@ -60,8 +61,13 @@ class OpenSearchReindexer:
         embedder: Embedder,
         model_dir: str,
         batch: int = COPY_BATCH,
+        layout: Layout | None = None,
     ) -> None:
         self._client = client
+        self._layout = layout or Layout()  # of the new generation; the old one keeps its own
+        # Each document's routing in each generation (None: not routed), from every scan and copy: a
+        # routed document is found, rewritten or deleted only on its routing's shard.
+        self._routes: dict[str, dict[str, str | None]] = {}
         self._alias = prefix
         self._registry = registry
         self._embedder = embedder
@@ -107,10 +113,12 @@ class OpenSearchReindexer:
             pin = mapping.has_derived_source_setting(version)
             self._client.indices.put_index_template(
                 name=mapping.template_name(self._alias),
-                body=mapping.template_body(self._alias, dimension, pin),
+                body=mapping.template_body(self._alias, dimension, pin, self._layout),
             )
             try:
-                body = mapping.create_index_body(self._alias, dimension, pin, model=model)
+                body = mapping.create_index_body(
+                    self._alias, dimension, pin, model=model, layout=self._layout
+                )
                 self._client.indices.create(index=self.new, body=body)
             except RequestError as exc:
                 if error_parts(exc.info)[0] == "resource_already_exists_exception":
@@ -135,7 +143,7 @@ class OpenSearchReindexer:
             seq_no_primary_term=True,
             _source_excludes=[mapping.EMBEDDING],
         )
-        return self._put(hits)
+        return self._put(self._routed(self.old, hits))
 
     def catch_up(self) -> tuple[int, bool]:
         """One pass over the old generation's `_seq_no`s: copy what changed, delete what went; (how many,
@@ -197,16 +205,27 @@ class OpenSearchReindexer:
                 scroll=SCROLL_KEEPALIVE,
                 seq_no_primary_term=True,
             )
-            return {str(h["_id"]): int(h["_seq_no"]) for h in hits}
+            return {str(h["_id"]): int(h["_seq_no"]) for h in self._routed(index, hits)}
+
+    def _routed(self, index: str, hits: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+        """The hits of a scan of `index`, each one's routing noted on the way."""
+        routes = self._routes.setdefault(index, {})
+        for hit in hits:
+            routes[str(hit["_id"])] = hit.get("_routing")
+            yield hit
+
+    def _route(self, index: str, doc_id: str) -> dict[str, str]:
+        """The `routing` of one document of `index`, for a request or bulk action (none when unrouted)."""
+        value = self._routes.get(index, {}).get(doc_id)
+        return {} if value is None else {"routing": value}
 
     def _fetch(self, index: str, ids: Sequence[str]) -> Iterator[dict[str, Any]]:
         """The documents `ids` of `index` with `_seq_no` (vectors left out), in batches; missing ones skipped."""
         for start in range(0, len(ids), self._batch):
+            docs = [{"_id": i, **self._route(index, i)} for i in ids[start : start + self._batch]]
             with translated():
                 got = self._client.mget(
-                    index=index,
-                    body={"ids": list(ids[start : start + self._batch])},
-                    _source_excludes=[mapping.EMBEDDING],
+                    index=index, body={"docs": docs}, _source_excludes=[mapping.EMBEDDING]
                 )
             yield from (d for d in got.get("docs") or [] if d.get("found"))
 
@@ -234,7 +253,7 @@ class OpenSearchReindexer:
         for page in _pages(hits, self._batch):
             sources, n = self._embedded(page)
             actions = [
-                {"_op_type": "index", "_id": h["_id"], "_source": s}
+                {"_op_type": "index", "_id": h["_id"], "_source": s, **self._new_route(h["_id"], s)}
                 for h, s in zip(page, sources, strict=True)
             ]
             self._bulk(actions)
@@ -248,11 +267,14 @@ class OpenSearchReindexer:
         """Copy late writes of the old generation where the new one holds nothing as new (compare-and-set)."""
         count = 0
         for page in _pages(hits, self._batch):
+            for hit in page:
+                self._new_route(hit["_id"], hit["_source"])  # where each one lives in the new generation
             current = {d["_id"]: d for d in self._fetch(self.new, [str(h["_id"]) for h in page])}
             newer = [h for h in page if _version(h) > _version(current.get(h["_id"]))]
             sources, _ = self._embedded(newer)
             actions = [
-                _conditional(h["_id"], s, current.get(h["_id"])) for h, s in zip(newer, sources, strict=True)
+                {**_conditional(h["_id"], s, current.get(h["_id"])), **self._new_route(h["_id"], s)}
+                for h, s in zip(newer, sources, strict=True)
             ]
             self._bulk(actions)
             for hit in page:
@@ -265,15 +287,26 @@ class OpenSearchReindexer:
         count = 0
         for page in _pages(self._fetch(self.new, ids), self._batch):
             sources, _ = self._embedded(page)
-            self._bulk([_conditional(h["_id"], s, h) for h, s in zip(page, sources, strict=True)])
+            self._bulk(
+                [
+                    {**_conditional(h["_id"], s, h), **self._new_route(h["_id"], s)}
+                    for h, s in zip(page, sources, strict=True)
+                ]
+            )
             count += len(page)
         return count
+
+    def _new_route(self, doc_id: str, source: Mapping[str, Any]) -> dict[str, str]:
+        """The routing of a document written to the new generation (its tenant, when that is routed)."""
+        value = str(source.get(mapping.TENANT)) if self._layout.routed else None
+        self._routes.setdefault(self.new, {})[str(doc_id)] = value
+        return {} if value is None else {"routing": value}
 
     def _delete_new(self, ids: Sequence[str], only_ours: bool) -> None:
         """Delete documents from the new generation (after the swap, only copies no server rewrote)."""
         actions = []
         for doc_id in ids:
-            action: dict[str, Any] = {"_op_type": "delete", "_id": doc_id}
+            action: dict[str, Any] = {"_op_type": "delete", "_id": doc_id, **self._route(self.new, doc_id)}
             if only_ours and doc_id in self._written:
                 seq_no, term = self._written[doc_id]
                 action.update(if_seq_no=seq_no, if_primary_term=term)

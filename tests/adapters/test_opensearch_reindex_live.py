@@ -240,8 +240,10 @@ def test_settle_brings_late_writes_over_and_re_embeds_writes_of_the_old_model(
 
     def after_swap(tenants: list[str]) -> None:
         stale_process.put("acme", "memory", "stale", {"content": "lighthouse keeper evening report"}, 1.0)
-        old = client.get(index=f"{prefix}-v1", id=late_id)["_source"]
-        client.index(index=f"{prefix}-v1", id=late_id, body={**old, "version": 7}, refresh=True)
+        old = client.get(index=f"{prefix}-v1", id=late_id, routing="acme")["_source"]
+        client.index(
+            index=f"{prefix}-v1", id=late_id, body={**old, "version": 7}, refresh=True, routing="acme"
+        )
 
     reindexer = OpenSearchReindexer(index.client, prefix, c.registry, new, small)
     report = reindex_opensearch(reindexer, settle_seconds=0, on_swap=after_swap)
