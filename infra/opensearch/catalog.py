@@ -8,10 +8,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from core.catalog import EmbeddingStatus, EntityPosition
+from core.errors import UnavailableError
 from core.models import EntityKey, StoredEntity
 from infra.opensearch import documents
 from infra.opensearch import mapping as m
-from infra.opensearch.errors import INDEX_MISSING, error_parts, translated
+from infra.opensearch.errors import BACKEND, INDEX_MISSING, UNAVAILABLE_RETRY_AFTER, error_parts, translated
+from infra.opensearch.responses import partial
 
 LISTING_SORT = ("created_at", m.ENTITY_TYPE, m.ENTITY_ID)  # all keyword fields: exact string order
 
@@ -49,6 +51,13 @@ def chunk_status(source: Mapping[str, Any]) -> EmbeddingStatus:
     return EmbeddingStatus(len(chunks), sum(1 for c in chunks if c.get("embedding") is not None))
 
 
+def _whole(response: Mapping[str, Any], what: str) -> None:
+    """Refuse an answer some shards did not give (a listing missing entities, an erase that left some)."""
+    why = partial(response)
+    if why is not None:
+        raise UnavailableError(BACKEND, f"{what} answered partially: {why}", UNAVAILABLE_RETRY_AFTER)
+
+
 class _IndexParts(Protocol):
     _client: Any
     _alias: str
@@ -83,6 +92,7 @@ class OpenSearchCatalog:
                 if error_parts(exc.info)[0] == INDEX_MISSING:
                     return []
                 raise
+        _whole(response, "a listing")
         hits = response.get("hits", {}).get("hits", [])
         found = (documents.stored_entity(h["_source"]) for h in hits)
         return [e for e in found if e.tenant_id == tenant_id and not e.deleted]
@@ -118,4 +128,5 @@ class OpenSearchCatalog:
                 if error_parts(exc.info)[0] == INDEX_MISSING:
                     return 0
                 raise
+        _whole(response, "an erase")
         return int(response.get("deleted", 0))

@@ -232,7 +232,13 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
                 response = self._client.msearch(body=lines)
             for p, item in zip(pending, responses.msearch_items(response, len(pending)), strict=True):
                 items[p] = item
-            pending = [p for p in pending if int(items[p].get("status", 200)) in RETRYABLE_STATUSES]
+            # throttled, unavailable, or answered from some shards only: asked again (a replica is promoted
+            # within moments of its primary's node leaving)
+            pending = [
+                p
+                for p in pending
+                if int(items[p].get("status", 200)) in RETRYABLE_STATUSES or responses.partial(items[p])
+            ]
             return pending
 
         Retrying(
@@ -249,7 +255,10 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
 
     def _search_result(self, item: Mapping[str, Any]) -> Mapping[str, Any] | QuarryError | None:
         if "error" not in item:
-            return item
+            why = responses.partial(item)
+            if why is None:
+                return item
+            return UnavailableError(BACKEND, f"a search answered partially: {why}", UNAVAILABLE_RETRY_AFTER)
         error_type, reason = error_parts(item)
         if error_type == INDEX_MISSING:
             return None  # nothing was ever indexed: an empty result, not an outage
@@ -468,8 +477,10 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
     def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
         """Every spec's lexical and vector list in ONE `_msearch` round trip (a context assembly's sources).
 
-        One search the cluster refuses (a zero query vector, which cosinesimil rejects) empties only its
-        own list; only when every search fails is the failure raised."""
+        One search the cluster refuses as invalid (a zero query vector, which cosinesimil rejects) empties
+        only its own list; only when every search fails is the failure raised. A search the cluster could
+        not answer whole (a shard unavailable, throttled past the retries, answered from some shards only)
+        fails them all: never a list silently shorter than the index holds."""
         searches: list[tuple[int, str, int, dict[str, Any]]] = []
         for n, spec in enumerate(specs):
             k = bodies.clamp(spec.k)
@@ -484,8 +495,9 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         if searches:
             results = self._msearch([body for *_, body in searches], self._route(tenant_id))
             failed = [r for r in results if isinstance(r, QuarryError)]
-            if failed and len(failed) == len(results):
-                raise failed[0]
+            unavailable = [r for r in failed if isinstance(r, UnavailableError)]
+            if unavailable or (failed and len(failed) == len(results)):
+                raise (unavailable or failed)[0]  # never an answer from some of the searches only
             incomplete: set[EntityKey] = set()
             for (n, kind, k, _), result in zip(searches, results, strict=True):
                 if isinstance(result, QuarryError):

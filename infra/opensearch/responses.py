@@ -12,7 +12,7 @@ from core.errors import UnavailableError
 from core.models import Candidate, EntityKey, WriteOutcome
 from infra.opensearch import mapping as m
 from infra.opensearch.bodies import INNER_HITS_NAME
-from infra.opensearch.errors import BACKEND
+from infra.opensearch.errors import BACKEND, INDEX_MISSING, UNAVAILABLE_RETRY_AFTER, error_parts
 
 # "[id]: version conflict, current version [12] is higher or equal to the one provided [10]"
 # (OpenSearch VersionType.EXTERNAL.explainConflictForWrites).
@@ -140,6 +140,26 @@ def with_source(found: Candidate, source: Mapping[str, Any]) -> Candidate:
     )
 
 
+def partial(answer: Mapping[str, Any]) -> str | None:
+    """Why a search answer (or a scroll page, a `_delete_by_query`) is not whole, or None: it timed out
+    on the node, or some shards failed or did not answer (`skipped` shards count as successful: the node
+    knew they hold no match)."""
+    if answer.get("timed_out"):
+        return "the node answered after its timeout, from the shards done by then"
+    shards = answer.get("_shards") or {}
+    total, successful = int(shards.get("total", 0)), int(shards.get("successful", 0))
+    failures = list(shards.get("failures") or answer.get("failures") or [])
+    if successful >= total and not failures and not int(shards.get("failed", 0)):
+        return None
+    reason = ""
+    if failures:
+        cause = failures[0].get("reason") or failures[0].get("cause") or {}
+        reason = (
+            f": {cause.get('type', 'error')}: {cause.get('reason', '')}" if isinstance(cause, Mapping) else ""
+        )
+    return f"{total - successful} of {total} shards did not answer{reason}"
+
+
 def msearch_items(response: Mapping[str, Any], expected: int) -> list[Mapping[str, Any]]:
     """The per-search responses of an `_msearch`, in request order (each a result or an error item)."""
     items = list(response.get("responses") or [])
@@ -217,8 +237,21 @@ def refused(stored: int, given: int) -> WriteOutcome | None:
     return WriteOutcome.STALE if given < stored else WriteOutcome.DUPLICATE
 
 
+def _mget_failure(response: Mapping[str, Any]) -> None:
+    """An `_mget` that could not read every document (its shard has no active copy) is an outage, never
+    a document not found."""
+    for doc in response.get("docs") or []:
+        if doc.get("error"):
+            kind, reason = error_parts(doc)
+            if kind == INDEX_MISSING:
+                continue  # nothing was ever indexed: the document is not there
+            detail = f"document {doc.get('_id')} could not be read: {kind}: {reason}"
+            raise UnavailableError(BACKEND, detail, UNAVAILABLE_RETRY_AFTER)
+
+
 def mget_sources(response: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """`_source` of every document an `_mget` found."""
+    _mget_failure(response)
     return [d["_source"] for d in response.get("docs") or [] if d.get("found") and d.get("_source")]
 
 
@@ -232,6 +265,7 @@ class StoredDoc:
 
 def mget_docs(response: Mapping[str, Any]) -> dict[str, StoredDoc]:
     """Every document an `_mget` found, by `_id`, with what a conditional write needs."""
+    _mget_failure(response)
     return {
         str(d["_id"]): StoredDoc(d.get("_source") or {}, (int(d["_seq_no"]), int(d["_primary_term"])))
         for d in response.get("docs") or []

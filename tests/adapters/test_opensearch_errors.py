@@ -375,3 +375,68 @@ def test_the_retry_settings_stay_within_the_time_budget() -> None:
     with pytest.raises(ConfigurationError) as refused:
         load_settings(opensearch_timeout=10.0, opensearch_max_retries=3)
     assert "QUARRY_OPENSEARCH_MAX_RETRIES" in refused.value.variables
+
+
+# -- nothing silently partial ----------------------------------------------------------------------------
+
+
+def shards_missing(failed: int = 1, total: int = 2) -> dict[str, Any]:
+    """A 200 search answer from some shards only (what a search may answer while a node is lost)."""
+    answer = search_response([])
+    cause = {"type": "node_not_connected_exception", "reason": "[quarry-node-2] disconnected"}
+    answer["_shards"] = {
+        "total": total,
+        "successful": total - failed,
+        "skipped": 0,
+        "failed": failed,
+        "failures": [{"shard": 1, "index": "quarry-v1", "reason": cause}],
+    }
+    return answer
+
+
+def test_a_search_answered_by_some_shards_only_is_asked_again() -> None:
+    server = FakeOpenSearch()
+    server.msearch_responses = [
+        {"took": 1, "responses": [shards_missing()]},
+        {"took": 1, "responses": [search_response([])]},
+    ]
+    index, sleeps = adapter(server)
+    assert index.lexical("t", LexicalQuery(("word",)), Filters(), 5) == []
+    assert len(server.calls("msearch")) == 2 and len(sleeps) == 1
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [shards_missing(), {**search_response([]), "timed_out": True}, shards_missing(failed=0)],
+    ids=["a shard failed", "timed out", "a shard did not answer"],
+)
+def test_a_search_still_partial_after_the_retries_is_unavailable_naming_why(answer: dict[str, Any]) -> None:
+    server = FakeOpenSearch()
+    server.msearch_responses = [{"took": 1, "responses": [answer]}] * 4
+    index, _ = adapter(server)
+    with pytest.raises(UnavailableError) as raised:
+        index.lexical("t", LexicalQuery(("word",)), Filters(), 5)
+    assert "partially" in raised.value.message and raised.value.retry_after > 0
+
+
+def test_one_list_unavailable_fails_the_retrieval_rather_than_answering_with_the_other() -> None:
+    server = FakeOpenSearch()
+    lost = error_item(503, "search_phase_execution_exception", "all shards failed")
+    server.msearch_responses = [{"took": 1, "responses": [search_response([]), lost]}]
+    server.msearch_responses += [{"took": 1, "responses": [lost]}] * 3  # the vector search asked again
+    index, _ = adapter(server)
+    with pytest.raises(UnavailableError):
+        index.retrieve("t", LexicalQuery(("word",)), unit(1, 0), Filters(), 5)
+
+
+def test_a_document_whose_shard_cannot_be_read_is_an_outage_not_a_missing_entity() -> None:
+    unreadable = {
+        "_index": "quarry-v1",
+        "_id": "t:memory:a",
+        "error": {"type": "no_shard_available_action_exception", "reason": "No shard available"},
+    }
+    for call in (lambda i: i.get("t", [KEY]), lambda i: i.delete("t", KEY, None)):
+        client, _, _ = scripted([(200, {"docs": [unreadable]})])
+        with pytest.raises(UnavailableError) as raised:
+            call(OpenSearchIndex(client, dimension=DIM, auto_create=False))
+        assert "could not be read" in raised.value.message
