@@ -3,8 +3,8 @@ alias, swapped in with one `_aliases` call; searches through the alias answer th
 
 1. Create `<prefix>-v<n+1>` (the template and mapping of the new dimension; its mapping `_meta` names the
    model). Creating it is the run's lock: a second run finds it and stops.
-2. Copy: scan the old generation (`helpers.scan`, a scroll: one consistent snapshot) without its vectors,
-   embed every chunk's text with the new model (the input IndexingService embeds), and bulk the documents
+2. Copy: scan the old generation (a scroll: one consistent snapshot, every page checked whole) without
+   its vectors, embed every chunk's text with the new model (the input IndexingService embeds), and bulk the documents
    into the new generation (`helpers.streaming_bulk`). Each copied document's `_seq_no` in the old index
    is kept (and the one it got in the new index).
 3. Catch up: refresh the old index and list every document's `_seq_no` (no sources); a document written
@@ -37,11 +37,13 @@ from core.ports import Embedder
 from infra.opensearch import documents, mapping
 from infra.opensearch.errors import BACKEND, UNAVAILABLE_RETRY_AFTER, error_parts, translated
 from infra.opensearch.layout import Layout
+from infra.opensearch.responses import partial
 
 _log = logging.getLogger(__name__)
 COPY_BATCH = 64  # documents per scroll page and per embedding call (as the local reindex batches chunks)
 MAX_CATCH_UP_PASSES = 10  # catch-up passes before the swap; writes past them are settled after it
-SCROLL_KEEPALIVE = "10m"  # a scroll page is embedded before the next is asked for
+SCROLL_KEEPALIVE = "10m"
+SEQ_NO_PAGE = 1000  # ids and `_seq_no`s per scroll page (no sources: small pages)  # a scroll page is embedded before the next is asked for
 DEFAULT_SETTLE_SECONDS = 30.0  # > DEFAULT_MODEL_CHECK_SECONDS + the time a bulk write takes
 SeqNos = dict[str, int]  # document id → _seq_no (a document's changes with every write to it)
 
@@ -130,19 +132,9 @@ class OpenSearchReindexer:
 
     def copy(self) -> tuple[int, int]:
         """Copy every document of the old generation, re-embedded; (documents, chunks)."""
-        from opensearchpy import helpers
-
         with translated():
             self._client.indices.refresh(index=self.old)  # the scroll then sees every acknowledged write
-        hits = helpers.scan(
-            self._client,
-            index=self.old,
-            query={"query": {"match_all": {}}},
-            size=self._batch,
-            scroll=SCROLL_KEEPALIVE,
-            seq_no_primary_term=True,
-            _source_excludes=[mapping.EMBEDDING],
-        )
+        hits = self._scan(self.old, {"_source": {"excludes": [mapping.EMBEDDING]}}, self._batch)
         return self._put(self._routed(self.old, hits))
 
     def catch_up(self) -> tuple[int, bool]:
@@ -193,19 +185,37 @@ class OpenSearchReindexer:
     # -- helpers ----------------------------------------------------------------------------------------
 
     def _seq_nos(self, index: str) -> SeqNos:
-        from opensearchpy import helpers
-
         with translated():
             self._client.indices.refresh(index=index)
-            hits = helpers.scan(
-                self._client,
-                index=index,
-                query={"query": {"match_all": {}}, "_source": False},
-                size=1000,
-                scroll=SCROLL_KEEPALIVE,
-                seq_no_primary_term=True,
-            )
-            return {str(h["_id"]): int(h["_seq_no"]) for h in self._routed(index, hits)}
+        hits = self._scan(index, {"_source": False}, SEQ_NO_PAGE)
+        return {str(h["_id"]): int(h["_seq_no"]) for h in self._routed(index, hits)}
+
+    def _scan(self, index: str, body: dict[str, Any], size: int) -> Iterator[Mapping[str, Any]]:
+        """Every document of `index` (a scroll in index order, with `_seq_no`). A page some shards did not
+        answer stops the run as unavailable: the last, empty page too, which opensearch-py's helpers.scan
+        never checks — after a node loss its scan can end early without a word, and a pass that takes
+        the missing documents for deleted ones would delete their copies."""
+        request = {**body, "query": {"match_all": {}}, "sort": ["_doc"], "seq_no_primary_term": True}
+        with translated():
+            page = self._client.search(index=index, body=request, size=size, scroll=SCROLL_KEEPALIVE)
+        scroll_id = page.get("_scroll_id")
+        try:
+            while True:
+                why = partial(page)
+                if why is not None:
+                    raise UnavailableError(
+                        BACKEND, f"a scan of {index} answered partially: {why}", UNAVAILABLE_RETRY_AFTER
+                    )
+                hits = (page.get("hits") or {}).get("hits") or []
+                if not hits:
+                    return
+                yield from hits
+                with translated():
+                    page = self._client.scroll(body={"scroll_id": scroll_id, "scroll": SCROLL_KEEPALIVE})
+                scroll_id = page.get("_scroll_id", scroll_id)
+        finally:
+            if scroll_id:
+                self._client.clear_scroll(body={"scroll_id": [scroll_id]}, ignore=(404,))
 
     def _routed(self, index: str, hits: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
         """The hits of a scan of `index`, each one's routing noted on the way."""
