@@ -44,6 +44,10 @@ class Layout:
             out["number_of_replicas"] = int(self.replicas)
         if self.routed and self.partition_size > 1:
             out["routing_partition_size"] = self.partition_size
+            # A partition is consecutive routing hashes; with the default routing shards (many per shard,
+            # so the index can be split later) consecutive hashes land on the same shard and the
+            # partition spreads nothing (measured: a search touched 1 shard of 3, not 2).
+            out["number_of_routing_shards"] = self.shards
         return out
 
     def mapping(self) -> dict[str, Any]:

@@ -34,7 +34,11 @@ class ScrollCutShort:
 
     def search(self, **_: Any) -> dict[str, Any]:
         hits = [{"_id": "a", "_seq_no": 4, "_primary_term": 1, "_source": {}}]
-        return {"_scroll_id": "s1", "_shards": {"total": 3, "successful": 3, "failed": 0}, "hits": {"hits": hits}}
+        return {
+            "_scroll_id": "s1",
+            "_shards": {"total": 3, "successful": 3, "failed": 0},
+            "hits": {"hits": hits},
+        }
 
     def scroll(self, **_: Any) -> dict[str, Any]:
         failure = {"shard": 2, "reason": {"type": "node_not_connected_exception", "reason": "node left"}}
