@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     opensearch_replicas: str = Field(default="0-1", pattern=r"^\d{1,2}(-(\d{1,2}|all))?$")
     opensearch_routing: Literal["tenant", "none"] = "tenant"
     opensearch_routing_partition_size: int = Field(default=1, ge=1, le=1024)
+    # Tenants whose documents get an index of their own (ranking statistics of their own; "*": every
+    # tenant): infra/opensearch/tenancy.py.
+    opensearch_own_index_tenants: list[str] = Field(default_factory=list)
     # Active copies of a shard a write needs (OpenSearch's wait_for_active_shards: a number or "all").
     opensearch_wait_for_active_shards: str = Field(default="1", pattern=r"^(all|\d{1,2})$")
 

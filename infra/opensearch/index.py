@@ -138,6 +138,11 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         return self._client
 
     @property
+    def layout(self) -> Layout:
+        """The layout of the index generations this adapter creates."""
+        return self._layout
+
+    @property
     def alias(self) -> str:
         """The alias every read and write goes through."""
         return self._alias

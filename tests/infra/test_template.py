@@ -431,6 +431,19 @@ CONSUMER_QUEUE_ACTIONS = (
     "sqs:ChangeMessageVisibility",
     "sqs:GetQueueAttributes",
 )
+# Tenants with an index of their own (infra/opensearch/tenancy.py): the same rights on their aliases.
+OWN_INDEX_WRITE = (
+    ("es:ESHttpPost", "/quarry-t-*/_mget"),
+    ("es:ESHttpPut", "/_index_template/quarry-t-*-template"),
+    ("es:ESHttpPut", "/quarry-t-*"),
+    ("es:ESHttpHead", "/_alias/quarry-t-*"),
+    ("es:ESHttpGet", "/quarry-t-*/_mapping"),
+)
+OWN_INDEX_API = (
+    *OWN_INDEX_WRITE,
+    ("es:ESHttpPost", "/quarry-t-*/_search"),
+    ("es:ESHttpPost", "/quarry-t-*/_delete_by_query"),
+)
 ALLOWED = {
     "ApiFunction": {
         "WriteJobsQueue": {"sqs:SendMessage"},  # parts of large bulk and corpus requests
@@ -454,6 +467,7 @@ ALLOWED = {
             ("es:ESHttpHead", "/_alias/quarry"),
             ("es:ESHttpGet", "/quarry/_mapping"),
             ("es:ESHttpGet", "/"),
+            *OWN_INDEX_API,
         },
     },
     "IndexingConsumerFunction": {
@@ -469,6 +483,7 @@ ALLOWED = {
             ("es:ESHttpHead", "/_alias/quarry"),
             ("es:ESHttpGet", "/quarry/_mapping"),
             ("es:ESHttpGet", "/"),
+            *OWN_INDEX_WRITE,
         },
     },
     "NightlyEvalFunction": {
@@ -484,6 +499,9 @@ ALLOWED = {
             ("es:ESHttpPost", "/quarry/_mget"),
             ("es:ESHttpHead", "/_alias/quarry"),
             ("es:ESHttpGet", "/quarry/_mapping"),
+            ("es:ESHttpPost", "/quarry-t-*/_mget"),
+            ("es:ESHttpHead", "/_alias/quarry-t-*"),
+            ("es:ESHttpGet", "/quarry-t-*/_mapping"),
         },
         # the scheduled run queues one task per tenant and overlay; each task invokes the function
         "EvalTasksQueue": {"sqs:SendMessage", *CONSUMER_QUEUE_ACTIONS},
