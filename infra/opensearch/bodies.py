@@ -277,6 +277,26 @@ def vector_body(
     return _envelope(size, _nested({"knn": knn}, lean), lean)
 
 
+# What of an `_msearch` answer the adapter reads: the node leaves out the rest (each hit's index name but
+# the first's, total counts, max scores, nested metadata but the chunk offset), which on a hybrid search's
+# 200 hits was a third of the bytes it serialised and the client parsed.
+MSEARCH_FILTER_PATH = ",".join(
+    [
+        "took",
+        "responses.status",
+        "responses.error",
+        "responses.timed_out",
+        "responses._shards",
+        "responses.hits.hits._index",
+        "responses.hits.hits._score",
+        "responses.hits.hits._source",
+        "responses.hits.hits.fields",
+        f"responses.hits.hits.inner_hits.{INNER_HITS_NAME}.hits.hits.fields",
+        f"responses.hits.hits.inner_hits.{INNER_HITS_NAME}.hits.hits._nested.offset",
+    ]
+)
+
+
 def msearch_lines(
     alias: str, bodies: Sequence[dict[str, Any]], routing: str | None = None
 ) -> list[dict[str, Any]]:

@@ -234,7 +234,7 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
             nonlocal pending
             lines = bodies.msearch_lines(self._alias, [searches[p] for p in pending], routing)
             with translated():
-                response = self._client.msearch(body=lines)
+                response = self._client.msearch(body=lines, filter_path=bodies.MSEARCH_FILTER_PATH)
             for p, item in zip(pending, responses.msearch_items(response, len(pending)), strict=True):
                 items[p] = item
             # throttled, unavailable, or answered from some shards only: asked again (a replica is promoted
