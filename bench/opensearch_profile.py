@@ -162,7 +162,7 @@ def replay(client: Any, lines: Any) -> tuple[float, float]:
             json.loads(line) for line in (lines.decode() if isinstance(lines, bytes) else lines).splitlines()
         ]
     header, body = lines[0], lines[1]
-    params = {k: v for k, v in header.items() if k != "index"}
+    params = {k: str(v).lower() if isinstance(v, bool) else v for k, v in header.items() if k != "index"}
     start = time.perf_counter()
     answer = client.search(index=header["index"], body=body, params=params)
     return _ms(start), float(answer["took"])

@@ -97,8 +97,18 @@ def _chunk(chunk: Chunk) -> dict[str, Any]:
     for field, text in zip(m.TIER_FIELDS, chunk.tiers, strict=True):
         source[field.removeprefix(f"{m.CHUNKS}.")] = text
     if chunk.embedding is not None:
-        source["embedding"] = [float(x) for x in chunk.embedding]
+        source["embedding"] = vector_json(chunk.embedding)
     return source
+
+
+def vector_json(vector: Any) -> list[float]:
+    """A vector as the shortest decimals that bring back its float32 values exactly (NumPy's float32
+    repr): 0.013274832 rather than the double repr 0.013274831883609295, 40% fewer characters for a
+    384-dimension vector. The vector is text in `_source` and in every `_bulk`, most of a document's
+    stored bytes; the node stores float32 either way."""
+    import numpy as np
+
+    return list(map(float, np.asarray(vector, dtype=np.float32).astype(str)))
 
 
 def entity_source(record: EntityRecord) -> dict[str, Any]:

@@ -68,3 +68,14 @@ def test_a_tenants_search_touches_only_its_shards(
             assert {r.entity_id.split("-")[0] for r in found.results} == {tenant}
     assert answers and {item["_shards"]["total"] for item in answers} == {touched}
     assert all(item["_shards"]["successful"] == touched for item in answers)
+
+
+def test_the_routing_bench_runs(healthy: Cluster, tmp_path: Path) -> None:
+    from tests.adapters.test_opensearch_benches import run_bench
+
+    got = run_bench(
+        "routing.py", healthy.urls, tmp_path,
+        "--entities", "60", "--tenants", "3", "--queries", "4", "--seconds", "0.5", "--threads", "2",
+    )  # fmt: skip
+    touched = {name: row["shards_touched"] for name, row in got["results"].items()}  # type: ignore[attr-defined]
+    assert touched == {"not routed": [3], "routed by tenant": [1], "partition of 2": [2]}
