@@ -58,12 +58,12 @@ def hit_values(hit: Mapping[str, Any]) -> dict[str, Any]:
     """A hit's entity fields by name: its doc values (a lean search) or its `_source` (an older index)."""
     if "_source" in hit:
         return dict(hit.get("_source") or {})
-    fields = hit.get("fields") or {}
-    values = {name: _first(fields, name) for name in m.CANDIDATE_VALUES if name in fields}
+    # doc values come as one-element lists (the search asks for nothing else)
+    values = {name: found[0] for name, found in (hit.get("fields") or {}).items() if found}
     values["title"] = values.pop(m.TITLE_VALUE, "")
     meta = values.pop(m.METADATA_VALUE, None)
     if meta is not None:
-        values[m.METADATA_RAW] = json.loads(meta)
+        values[m.METADATA_RAW] = json.loads(meta) if meta != "{}" else {}
     return values
 
 
