@@ -70,7 +70,7 @@ def test_in_the_shared_index_another_tenants_writes_move_a_tenants_scores(make: 
     alone = rare_score(index)
     write_noise(index)
     crowded = rare_score(index)
-    assert crowded < 0.7 * alone, (alone, crowded)  # measured: see docs/scaling.md
+    assert crowded < 0.5 * alone, (alone, crowded)  # measured 5.68 → 0.60: docs/scaling.md
 
 
 @pytest.mark.parametrize("own", [["acme"], ["*"]], ids=["one tenant isolated", "every tenant"])
