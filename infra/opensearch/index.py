@@ -209,7 +209,9 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         return responses.bulk_items({"items": ordered}, len(writes))
 
     def _route(self, tenant_id: str) -> str | None:
-        """The routing value of the tenant's requests: the tenant on a routed index (layout.py), else none."""
+        """The routing value of the tenant's requests: the tenant on a routed index (layout.py), else none
+        (an existing index is read first: one made before routing is read and written without it)."""
+        self._ensure_for_reads()
         return tenant_id if self._routed else None
 
     def _msearch(

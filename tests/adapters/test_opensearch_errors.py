@@ -75,7 +75,7 @@ def test_throttling_and_gateway_errors_are_retried_until_an_answer_arrives() -> 
         mget_found(stored_source()),
     ]
     client, attempts, _ = scripted(script)
-    found = OpenSearchIndex(client, dimension=DIM).get("t", [KEY])
+    found = OpenSearchIndex(client, dimension=DIM, auto_create=False).get("t", [KEY])
     assert found[KEY].version == 3 and len(attempts) == 3
 
 
