@@ -75,7 +75,7 @@ def test_the_routing_bench_runs(healthy: Cluster, tmp_path: Path) -> None:
 
     got = run_bench(
         "routing.py", healthy.urls, tmp_path,
-        "--entities", "60", "--tenants", "3", "--queries", "4", "--seconds", "0.5", "--threads", "2",
+        "--entities", "30", "--tenants", "3", "--queries", "2", "--seconds", "0.2", "--threads", "2",
     )  # fmt: skip
     touched = {name: row["shards_touched"] for name, row in got["results"].items()}  # type: ignore[attr-defined]
     assert touched == {"not routed": [3], "routed by tenant": [1], "partition of 2": [2]}
