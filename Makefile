@@ -24,7 +24,7 @@ ARTIFACTS_DIR ?= .aws-sam/artifact
 LAMBDA_PLATFORM ?=
 
 .PHONY: lambda-artifact lock-lambda lambda-runtime invoke lambda-serve $(addprefix build-,$(LAMBDA_FUNCTIONS))
-.PHONY: setup setup-bench serve test opensearch-up opensearch-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale bench-peers eval clean
+.PHONY: setup setup-bench serve test opensearch-up opensearch-down opensearch-cluster-up opensearch-cluster-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale bench-peers eval clean
 
 setup: $(STAMP)
 
@@ -66,6 +66,14 @@ opensearch-up:
 
 opensearch-down:
 	@scripts/opensearch.sh down
+
+# Three nodes of the same build (all cluster-manager-eligible and data, 512 MB heaps, loopback, free ports);
+# prints their URLs, comma-separated: QUARRY_OPENSEARCH_URL takes them as they are.
+opensearch-cluster-up:
+	@scripts/opensearch.sh cluster-up
+
+opensearch-cluster-down:
+	@scripts/opensearch.sh cluster-down
 
 lint: setup
 	$(BIN)/ruff check core infra handlers tests bench deploy

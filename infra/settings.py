@@ -120,6 +120,17 @@ class Settings(BaseSettings):
     # Seconds between a process's reads of which model built the generation behind the alias: a
     # `quarry reindex` swap is followed within this (infra/opensearch/lifecycle.py).
     opensearch_model_check_seconds: float = Field(default=5.0, ge=0.0, le=300.0)
+    # The layout of new index generations (infra/opensearch/layout.py, docs/scaling.md): primaries,
+    # replicas (a number or an auto-expand range), routing by tenant and over how many shards.
+    opensearch_shards: int = Field(default=2, ge=1, le=1024)
+    opensearch_replicas: str = Field(default="0-1", pattern=r"^\d{1,2}(-(\d{1,2}|all))?$")
+    opensearch_routing: Literal["tenant", "none"] = "tenant"
+    opensearch_routing_partition_size: int = Field(default=1, ge=1, le=1024)
+    # Tenants whose documents get an index of their own (ranking statistics of their own; "*": every
+    # tenant): infra/opensearch/tenancy.py.
+    opensearch_own_index_tenants: list[str] = Field(default_factory=list)
+    # Active copies of a shard a write needs (OpenSearch's wait_for_active_shards: a number or "all").
+    opensearch_wait_for_active_shards: str = Field(default="1", pattern=r"^(all|\d{1,2})$")
 
     # DynamoDB (QUARRY_STATE / QUARRY_CACHE = dynamodb). boto3 reads AWS_ENDPOINT_URL_DYNAMODB by itself;
     # it is read here only to decide whether to create missing tables (a local endpoint such as
@@ -208,6 +219,22 @@ class Settings(BaseSettings):
                 f"with QUARRY_OPENSEARCH_TIMEOUT={timeout:g}, {value} retries may take {timeout * (value + 1):g} s: "
                 f"timeout x (retries + 1) must stay within {OPENSEARCH_TIME_BUDGET:g} s (the API answers in 29 s)"
             )
+        return value
+
+    @field_validator("opensearch_routing_partition_size")
+    @classmethod
+    def _opensearch_layout(cls, value: int, info: ValidationInfo) -> int:
+        from infra.opensearch.layout import check
+
+        data = info.data
+        problem = check(
+            int(data.get("opensearch_shards", 2)),
+            str(data.get("opensearch_replicas", "0-1")),
+            data.get("opensearch_routing", "tenant") == "tenant",
+            value,
+        )
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("jwt_tenant_claim")

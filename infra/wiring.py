@@ -156,7 +156,8 @@ class Container:
 
         if self.settings.index_kind == "opensearch":
             index: Any = self.index
-            return SwitchingEmbedder(configured, self.load_embedder, lambda _tenant: index.live_model_dir())
+            pick = getattr(index, "for_tenant", lambda _tenant: index)  # a tenant's own index, or the one
+            return SwitchingEmbedder(configured, self.load_embedder, lambda t: pick(t).live_model_dir())
         return SwitchingEmbedder(configured, self.load_embedder, ActiveModel(self.settings.sqlite_path))
 
     @cached_property

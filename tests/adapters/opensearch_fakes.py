@@ -95,7 +95,7 @@ class _FakeIndices:
 
     def get_mapping(self, *, index: str, **params: Any) -> dict[str, Any]:
         self._server.log.append(("get_mapping", index, None, params))
-        name = self._server.aliases[index]
+        name = index if index in self._server.concrete else self._server.aliases[index]
         return {name: {"mappings": copy.deepcopy(self._server.concrete[name]["mappings"])}}
 
     def create(self, *, index: str, body: dict[str, Any], **params: Any) -> dict[str, Any]:

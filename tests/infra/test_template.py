@@ -420,6 +420,19 @@ CONSUMER_QUEUE_ACTIONS = (
     "sqs:ChangeMessageVisibility",
     "sqs:GetQueueAttributes",
 )
+# Tenants with an index of their own (infra/opensearch/tenancy.py): the same rights on their aliases.
+OWN_INDEX_WRITE = (
+    ("es:ESHttpPost", "/quarry-t-*/_mget"),
+    ("es:ESHttpPut", "/_index_template/quarry-t-*-template"),
+    ("es:ESHttpPut", "/quarry-t-*"),
+    ("es:ESHttpHead", "/_alias/quarry-t-*"),
+    ("es:ESHttpGet", "/quarry-t-*/_mapping"),
+)
+OWN_INDEX_API = (
+    *OWN_INDEX_WRITE,
+    ("es:ESHttpPost", "/quarry-t-*/_search"),
+    ("es:ESHttpPost", "/quarry-t-*/_delete_by_query"),
+)
 ALLOWED = {
     "ApiFunction": {
         "WriteJobsQueue": {"sqs:SendMessage"},  # parts of large bulk and corpus requests
@@ -447,11 +460,13 @@ ALLOWED = {
             ("es:ESHttpPost", "/quarry/_search"),
             ("es:ESHttpPost", "/quarry/_refresh"),
             ("es:ESHttpPost", "/quarry/_delete_by_query"),
+            ("es:ESHttpPost", "/quarry-t-*/_refresh"),
             ("es:ESHttpPut", "/_index_template/quarry-template"),
             ("es:ESHttpPut", "/quarry-v*"),
             ("es:ESHttpHead", "/_alias/quarry"),
             ("es:ESHttpGet", "/quarry/_mapping"),
             ("es:ESHttpGet", "/"),
+            *OWN_INDEX_API,
         },
     },
     "IndexingConsumerFunction": {
@@ -465,11 +480,14 @@ ALLOWED = {
             ("es:ESHttpPost", "/quarry/_mget"),
             ("es:ESHttpPost", "/quarry/_refresh"),  # work that raced an erase deletes the tenant's documents
             ("es:ESHttpPost", "/quarry/_delete_by_query"),
+            ("es:ESHttpPost", "/quarry-t-*/_refresh"),
+            ("es:ESHttpPost", "/quarry-t-*/_delete_by_query"),
             ("es:ESHttpPut", "/_index_template/quarry-template"),
             ("es:ESHttpPut", "/quarry-v*"),
             ("es:ESHttpHead", "/_alias/quarry"),
             ("es:ESHttpGet", "/quarry/_mapping"),
             ("es:ESHttpGet", "/"),
+            *OWN_INDEX_WRITE,
         },
     },
     "NightlyEvalFunction": {
@@ -486,6 +504,9 @@ ALLOWED = {
             ("es:ESHttpPost", "/quarry/_mget"),
             ("es:ESHttpHead", "/_alias/quarry"),
             ("es:ESHttpGet", "/quarry/_mapping"),
+            ("es:ESHttpPost", "/quarry-t-*/_mget"),
+            ("es:ESHttpHead", "/_alias/quarry-t-*"),
+            ("es:ESHttpGet", "/quarry-t-*/_mapping"),
         },
         # the scheduled run queues one task per tenant and overlay; each task invokes the function
         "EvalTasksQueue": {"sqs:SendMessage", *CONSUMER_QUEUE_ACTIONS},
