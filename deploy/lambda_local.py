@@ -161,11 +161,12 @@ def invoke(function_id: str, event_file: Path, overrides: Mapping[str, str]) -> 
 
 
 def serve(host: str, port: int, overrides: Mapping[str, str]) -> None:
-    from handlers.devserver import local_keys, make_server
+    from handlers.devserver import make_server
+    from handlers.local_key import local_keys
     from infra.settings import load_settings
 
     settings = load_settings()
-    keys, fresh = local_keys(settings.api_keys)
+    keys, fresh = local_keys(settings.api_keys, settings.data_dir)
     with deployment("local_start_api", _opensearch_url(), overrides) as local:
         api = local.function("ApiFunction").start()
         server = make_server(host, port, keys, gateway(api, local.stack), settings.max_body_bytes, queue=8)

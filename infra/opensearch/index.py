@@ -155,7 +155,7 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         from opensearchpy.exceptions import TransportError
         from opensearchpy.helpers import streaming_bulk
 
-        params = {} if self._refresh is False else {"refresh": self._refresh}
+        params: dict[str, Any] = {} if self._refresh is False else {"refresh": self._refresh}
         pairs = [(bodies.write_action(self._alias, doc_id, seq), source) for doc_id, seq, source in writes]
         # streaming_bulk yields resent items after the others: match answers to writes by document id
         answers: dict[str, list[Mapping[str, Any]]] = {}
