@@ -81,7 +81,9 @@ def _tables(stack: Stack, endpoint: str) -> None:
     for logical in stack.resources("AWS::DynamoDB::Table"):
         props = stack.properties(logical)
         name = props.get("TableName") or f"{stack.name}-{logical}"
-        create: dict[str, Any] = {k: props[k] for k in ("AttributeDefinitions", "KeySchema", "BillingMode") if k in props}
+        create: dict[str, Any] = {
+            k: props[k] for k in ("AttributeDefinitions", "KeySchema", "BillingMode") if k in props
+        }
         if props.get("GlobalSecondaryIndexes"):
             create["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
         arn = dynamodb.create_table(TableName=name, **create)["TableDescription"]["TableArn"]
