@@ -188,7 +188,7 @@ class LocalServer:
 
     proc: subprocess.Popen[str]
     port: int
-    drain: threading.Thread
+    drain: threading.Thread | None  # reads what the server prints, once it has started
 
     def stop(self) -> None:
         """Stop it by its PID (SIGTERM, SIGKILL after SERVER_STOP_SECONDS), wait, close its pipe."""
@@ -199,7 +199,8 @@ class LocalServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.drain.join(timeout=SERVER_STOP_SECONDS)  # the pipe ends when the server's processes have
+        if self.drain is not None:
+            self.drain.join(timeout=SERVER_STOP_SECONDS)  # the pipe ends when the server's processes have
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 
@@ -222,5 +223,5 @@ def start_server(data_dir: Path, workers: int, env: Mapping[str, str]) -> LocalS
             return LocalServer(proc, int(found.group(1)), drain)
         if proc.poll() is not None:
             break
-    LocalServer(proc, 0, threading.Thread(target=lambda: None)).stop()
+    LocalServer(proc, 0, None).stop()
     raise RuntimeError("the Quarry server did not start")

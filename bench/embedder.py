@@ -102,15 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", help="default: bench/results/embedder[-RUNTIME].json (none with --smoke)")
     parser.add_argument("--smoke", action="store_true", help="tests/fixtures/beir_tiny, 5 queries, 1 run")
     args = parser.parse_args(argv)
-    import_runs = 5
+    import_runs = 1 if args.smoke else 5
     if args.smoke:
-        args.corpus, args.passages, args.queries, args.repeat, import_runs = (
-            SMOKE_DATASET / "corpus.jsonl",
-            8,
-            5,
-            1,
-            1,
-        )
+        args.corpus, args.passages, args.queries, args.repeat = SMOKE_DATASET / "corpus.jsonl", 8, 5, 1
     if not args.corpus.exists():
         print(f"needs {args.corpus} (the shared datasets)", file=sys.stderr)
         return 2
