@@ -186,9 +186,9 @@ def serve_hybrid(items: int, runs: int, stream: list[str]) -> dict[str, float]:
 
     with tempfile.TemporaryDirectory() as tmp:
         ingest(Path(tmp) / "data", items, str(Path(tmp) / "embeddings"))
-        proc, port = start_server(Path(tmp) / "data", 1, cache=False)
+        server = start_server(Path(tmp) / "data", 1, cache=False)
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
             headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
             walls = []
             for i in range(runs + 1):  # the first loads the model
@@ -202,8 +202,7 @@ def serve_hybrid(items: int, runs: int, stream: list[str]) -> dict[str, float]:
                 walls.append((time.perf_counter() - started) * 1000)
             conn.close()
         finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+            server.stop()
     return stats(walls[1:])
 
 

@@ -187,10 +187,11 @@ def opensearch_container(args: argparse.Namespace) -> Iterator[Any]:
         )
         container.__dict__["embedder"] = CachingEmbedder(model, args.cache_dir, progress=False)
         set_container(container)
+        index: Any = container.index  # the OpenSearch adapter, not just the port
         try:
             if not args.reuse:
                 ingest(__import__("handlers.api", fromlist=["api"]).lambda_handler, args.entities)
-            container.index.client.indices.refresh(index=container.index.alias)
+            index.client.indices.refresh(index=index.alias)
             for name in ("embedder", "search", "indexing"):
                 container.__dict__.pop(name, None)
             container.__dict__["embedder"] = model
@@ -198,10 +199,10 @@ def opensearch_container(args: argparse.Namespace) -> Iterator[Any]:
         finally:
             set_container(None)
             if not args.reuse:
-                container.index.drop()
+                index.drop()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -210,7 +211,10 @@ def main() -> int:
     parser.add_argument("--cache-dir", default=".quarry/embeddings")
     parser.add_argument("--json", default="bench/results/opensearch_profile.json")
     parser.add_argument("--reuse", default=None, help="an index prefix already holding the entities (kept)")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="40 entities, 5 queries per strategy")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.entities, args.queries = 40, 5
     if not os.environ.get("QUARRY_OPENSEARCH_URL"):
         raise SystemExit("needs QUARRY_OPENSEARCH_URL (make opensearch-up prints it)")
     from handlers import api

@@ -102,7 +102,8 @@ def searcher(container: Any, tenants: list[str], strategy: str) -> Callable[[str
     def one(query: str, n: int) -> float:
         started = time.perf_counter()
         container.search.search(
-            tenants[n % len(tenants)], SearchRequest(query=query, strategy=strategy, limit=20)
+            tenants[n % len(tenants)],
+            SearchRequest.model_validate({"query": query, "strategy": strategy, "limit": 20}),
         )
         return (time.perf_counter() - started) * 1000
 
@@ -138,7 +139,7 @@ def concurrent(
     return {**summary(took), "per_second": len(took) / seconds}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -149,7 +150,12 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--json", default="bench/results/routing.json")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--smoke", action="store_true", help="30 entities, 3 tenants, 2 queries, 0.2 s, 2 threads"
+    )
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.entities, args.tenants, args.queries, args.seconds, args.threads = 30, 3, 2, 0.2, 2
     if not os.environ.get("QUARRY_OPENSEARCH_URL"):
         raise SystemExit(
             "needs QUARRY_OPENSEARCH_URL (scripts/opensearch.sh cluster-url prints the cluster's)"

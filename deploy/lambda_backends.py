@@ -81,7 +81,9 @@ def _tables(stack: Stack, endpoint: str) -> None:
     for logical in stack.resources("AWS::DynamoDB::Table"):
         props = stack.properties(logical)
         name = props.get("TableName") or f"{stack.name}-{logical}"
-        create = {k: props[k] for k in ("AttributeDefinitions", "KeySchema", "BillingMode") if k in props}
+        create: dict[str, Any] = {
+            k: props[k] for k in ("AttributeDefinitions", "KeySchema", "BillingMode") if k in props
+        }
         if props.get("GlobalSecondaryIndexes"):
             create["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
         arn = dynamodb.create_table(TableName=name, **create)["TableDescription"]["TableArn"]
@@ -98,7 +100,7 @@ def _queues(stack: Stack, endpoint: str, visibility_timeout: int | None) -> None
     # Dead-letter queues first: a queue's RedrivePolicy names its DLQ's ARN.
     for logical in sorted(queues, key=lambda q: "RedrivePolicy" in queues[q].get("Properties", {})):
         props = stack.properties(logical)
-        attributes = {
+        attributes: dict[str, str] = {
             k: str(props[k]).lower() if isinstance(props[k], bool) else str(props[k])
             for k in ("VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "SqsManagedSseEnabled")
             if k in props

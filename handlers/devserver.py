@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from handlers import cors
@@ -215,7 +215,7 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
         except OSError:  # the client went away (timed out, reset): nothing left to tell it
             self.close_connection = True
 
-    def _principal(self) -> Mapping[str, Any] | None | bool:
+    def _principal(self) -> Mapping[str, Any] | Literal[False] | None:
         """The authorizer context for the bearer key; None on a public path; False when refused."""
         if urlsplit(self.path).path in PUBLIC_PATHS:
             return None

@@ -61,8 +61,8 @@ def _run(c: Any, task: NightlyTask) -> dict[str, Any]:
 
     at = iso_timestamp(c.clock.now())
     reports = run_golden_sets(task.tenant_id, [task.role_id or ""], c.retrieval, c.state, at)
-    for report in reports:
-        for strategy, figures in report.strategies.items():
+    for golden in reports:
+        for strategy, figures in golden.strategies.items():
             metrics.add_metric(
                 name=f"GoldenNdcg10_{strategy}", unit=MetricUnit.NoUnit, value=figures.ndcg_at_10
             )

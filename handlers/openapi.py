@@ -79,7 +79,7 @@ def _entity_schemas(registry: EntityTypeRegistry) -> dict[str, Any]:
     names = registry.names()
     titles = ", ".join(f"{n}: `{registry.get(n).title_field}`" for n in names)
     fields = sorted({f for n in names for f in registry.get(n).known_fields} - set(COMMON_FIELDS))
-    entity = {
+    entity: dict[str, Any] = {
         "type": "object",
         "description": f"An entity's fields. Each type requires its title field ({titles}).",
         "properties": {**{f: VALUE for f in fields}, **COMMON},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -15,7 +15,8 @@ from handlers.auth import JwtPolicy, Principal, principal_from_event
 from infra.wiring import container
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools.event_handler.api_gateway import Router
+    from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
+    from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
     from core.jobs import Job
     from infra.settings import Settings
@@ -38,7 +39,7 @@ def jwt_policy() -> JwtPolicy:
     return _policy(services().settings)
 
 
-def caller(router: Router, scope: str) -> Principal:
+def caller(router: BaseRouter, scope: str) -> Principal:
     """The authenticated caller of the current request, holding `scope` (401/403 otherwise)."""
     return principal_from_event(router.current_event.raw_event, jwt_policy()).require(scope)
 
@@ -48,9 +49,10 @@ def services() -> Container:
     return container()
 
 
-def request_id(router: Router) -> str | None:
+def request_id(router: BaseRouter) -> str | None:
     """API Gateway's request id, logged with what the request did."""
-    return router.current_event.request_context.request_id
+    event = cast("APIGatewayProxyEventV2", router.current_event)  # an HTTP API resolver's event
+    return event.request_context.request_id
 
 
 def accepted(job: Job) -> Response[dict[str, Any]]:
@@ -114,7 +116,7 @@ def path_value(raw: str, name: str) -> str:
         ) from exc
 
 
-def only_parameters(router: Router, *allowed: str) -> None:
+def only_parameters(router: BaseRouter, *allowed: str) -> None:
     """400 naming each query parameter the route does not take (a seed's spelling says Quarry's form)."""
     problems = unknown_parameters(router.current_event.query_string_parameters or {}, allowed)
     if problems:

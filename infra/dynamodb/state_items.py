@@ -132,7 +132,7 @@ def weight_from(item: Item) -> SourceWeight:
 
 def budget_item(tenant_id: str, b: CallerBudget) -> Item:
     """The item of one caller budget."""
-    values = {"pk": tenant_pk(tenant_id), "sk": f"B#{esc(b.caller)}", "caller": b.caller}
+    values: dict[str, Any] = {"pk": tenant_pk(tenant_id), "sk": f"B#{esc(b.caller)}", "caller": b.caller}
     values |= {k: int(getattr(b, k)) for k in ("budget", "min_budget", "max_budget")}
     return encode(values | {"updated_at": b.updated_at})
 

@@ -27,9 +27,8 @@ def run_bench(script: str, url: str, tmp_path: Path, *args: str) -> dict[str, ob
 
 def test_the_phase_profile_accounts_for_every_search(opensearch_url: str, tmp_path: Path) -> None:
     got = run_bench(
-        "opensearch_profile.py", opensearch_url, tmp_path,
-        "--entities", "40", "--queries", "5", "--cache-dir", str(tmp_path / "emb"),
-    )  # fmt: skip
+        "opensearch_profile.py", opensearch_url, tmp_path, "--smoke", "--cache-dir", str(tmp_path / "emb")
+    )
     profile = got["profile_ms"]
     assert set(profile) == {"keyword", "semantic", "hybrid"}  # type: ignore[arg-type]
     keyword = profile["keyword"]  # type: ignore[index]

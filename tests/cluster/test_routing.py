@@ -73,9 +73,6 @@ def test_a_tenants_search_touches_only_its_shards(
 def test_the_routing_bench_runs(healthy: Cluster, tmp_path: Path) -> None:
     from tests.adapters.test_opensearch_benches import run_bench
 
-    got = run_bench(
-        "routing.py", healthy.urls, tmp_path,
-        "--entities", "30", "--tenants", "3", "--queries", "2", "--seconds", "0.2", "--threads", "2",
-    )  # fmt: skip
+    got = run_bench("routing.py", healthy.urls, tmp_path, "--smoke")
     touched = {name: row["shards_touched"] for name, row in got["results"].items()}  # type: ignore[attr-defined]
     assert touched == {"not routed": [3], "routed by tenant": [1], "partition of 2": [2]}
