@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import ROOT
 
 START_SECONDS = 300  # provisions moto, builds the artifact when the sources changed, starts the emulator
-STOP_SECONDS = 30
+STOP_SECONDS = 60  # Ctrl-C stops it in ~1 s when quiet; a busy machine took over 30 s once
 WRITER, READER = "qk_gateway_writer", "qk_gateway_reader"
 KEYS = {
     WRITER: {"tenant": "gw-t", "scopes": ["read", "write"]},
