@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, StrictBool, field_validator
 
-from core.base_model import QuarryModel
+from core.base_model import JsonInt, QuarryModel
 
 Scalar = str | int | float | bool
 FilterValue = Scalar | list[Scalar]
@@ -32,9 +32,9 @@ class SearchRequest(QuarryModel):
     filters: dict[str, FilterValue] | None = Field(
         default=None, description="Metadata filters, key → value(s)"
     )
-    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, strict=False)
+    limit: JsonInt = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     strategy: Strategy = "auto"
-    explain: bool = False
+    explain: StrictBool = False
     cursor: str | None = Field(
         default=None,
         max_length=1024,
@@ -47,13 +47,6 @@ class SearchRequest(QuarryModel):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be empty or whitespace")
-        return value
-
-    @field_validator("limit", mode="before")
-    @classmethod
-    def _integer_limit(cls, value: Any) -> Any:
-        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-            raise ValueError("must be an integer")
         return value
 
 

@@ -19,6 +19,17 @@ MAX_LABEL_CHARS = 200  # source / owner / namespace are labels
 # characters; and not '.' or '..' (path segments with a meaning of their own).
 ID_PATTERN = re.compile(r"^[^\s/#|]{1,256}$")
 ID_RULE = f"must be 1-{MAX_ID_CHARS} characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'"
+# The same rule as one regular expression that JSON Schema (ECMA-262), Python `re` and Rust `regex` all
+# read alike, for the OpenAPI document: every character `str.isspace()` or Unicode category Cc names,
+# spelled out (`\s` differs between those engines), plus '/', '#' and '|'. tests/unit/test_entity_models.py
+# checks it against `is_valid_id`.
+_SPACE_OR_CONTROL = r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+ID_JSON_PATTERN = rf"^(?!\.\.?$)[^{_SPACE_OR_CONTROL}/#|]{{1,{MAX_ID_CHARS}}}$"
+# Text with at least one character that `str.strip()` keeps (the whitespace `str.isspace()` names, spelled
+# out as above): what "not blank" means on every route.
+_WHITESPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+WHITESPACE_CLASS = f"[{_WHITESPACE}]"
+NONBLANK_PATTERN = f"[^{_WHITESPACE}]"
 _BAD_CATEGORIES = frozenset({"Cc", "Cs"})  # controls (NUL included) and lone surrogates
 _SCALARS = (str, int, float, bool)
 
@@ -33,7 +44,7 @@ def _check_text(name: str, value: Any, max_chars: int, errors: dict[str, str], p
 
 def _check_common(body: Mapping[str, Any], errors: dict[str, str], path: str) -> None:
     version = body.get("version")
-    if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
+    if version is not None and not is_whole_number(version):
         errors[path + "version"] = "must be a non-negative integer"
     for stamp in ("created_at", "updated_at"):
         value = body.get(stamp)
@@ -43,6 +54,13 @@ def _check_common(body: Mapping[str, Any], errors: dict[str, str], path: str) ->
         value = body.get(label)
         if value is not None and (not isinstance(value, str) or not 0 < len(value) <= MAX_LABEL_CHARS):
             errors[path + label] = f"must be a non-empty string of at most {MAX_LABEL_CHARS} characters"
+
+
+def is_whole_number(value: object) -> bool:
+    """A non-negative JSON integer: `7`, or `7.0` (JSON and JSON Schema do not tell them apart)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return value >= 0 and float(value).is_integer()
 
 
 def is_valid_id(entity_id: object) -> bool:
@@ -102,4 +120,11 @@ def validate_body(
         errors[path.rstrip(".") or "body"] = "must change at least one field"
     if errors:
         raise InvalidInputError(f"invalid {etype.name}", errors)
-    return dict(body)
+    return _whole_version(dict(body))
+
+
+def _whole_version(body: dict[str, Any]) -> dict[str, Any]:
+    """`version: 7.0` stored as 7."""
+    if isinstance(body.get("version"), float):
+        body["version"] = int(body["version"])
+    return body

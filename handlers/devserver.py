@@ -26,10 +26,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from handlers.auth import PUBLIC_PATHS
 from handlers.console_static import console_file, is_console_path
 from handlers.devserver_http import ExpectContinue, read_body, refuse, shed
 
-PUBLIC_PATHS = frozenset({"/health"})
 ALL_SCOPES = ["read", "write", "admin"]
 DEV_TENANT = "dev"
 DEFAULT_QUEUE = 32  # requests waiting per worker: ~32 × a few ms of work, so a queued request waits < 1 s

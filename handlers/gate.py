@@ -13,7 +13,7 @@ from typing import Any
 from core.errors import InvalidInputError, PayloadTooLargeError, QuarryError
 from core.payload import check_text, decode_body, parse_json
 
-BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})  # DELETE /tenant has a body
 # Routes whose top-level list holds items validated one by one: a bad item is reported in its place.
 ITEM_LISTS: dict[tuple[str, str], tuple[str, ...]] = {
     ("POST", "/entities"): ("items",),

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import ConfigDict, Field, StringConstraints, field_validator
+from pydantic import ConfigDict, Field, StrictBool, StringConstraints, field_validator
 
-from core.base_model import QuarryModel
+from core.base_model import JSON_INTEGER, JSON_NUMBER, QuarryModel
 from core.context.budget import MAX_TOKEN_BUDGET
 from core.context.learning import TOKEN_SHARE_MAX, WEIGHT_MAX
 from core.context.links import MAX_LINKS
 from core.context.sources import MAX_SOURCES
+from core.validation import NONBLANK_PATTERN
 
 MAX_NAME_CHARS = 128  # caller and namespace names: identifiers, not prose
 MAX_USED_IDS = 1000  # feedback can name at most this many ids (an assembly returns far fewer)
@@ -20,7 +21,12 @@ DEFAULT_LOG_PAGE = 20
 # response limit (a tenant with 38k rows answered 5.2 MB in one piece before paging; issue 10).
 DEFAULT_WEIGHTS_PAGE = 200
 MAX_WEIGHTS_PAGE = 1000
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
+Name = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS, pattern=NONBLANK_PATTERN
+    ),
+]
 
 
 class AssembleRequest(QuarryModel):
@@ -31,7 +37,7 @@ class AssembleRequest(QuarryModel):
     query: str = Field(description="What the caller is working on; drives retrieval")
     caller: Name = Field(description="The agent or app asking; weights, budgets and own memory follow it")
     namespace: Name | None = Field(default=None, description="Mission namespace to retrieve within")
-    token_budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
+    token_budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET), JSON_INTEGER] | None = None
     explicit_links: list[str] = Field(
         default_factory=list,
         max_length=MAX_LINKS,
@@ -40,8 +46,10 @@ class AssembleRequest(QuarryModel):
     sources: list[str] | None = Field(
         default=None, max_length=MAX_SOURCES, description="Configured sources to use (default all)"
     )
-    log: bool = Field(default=True, description="false: do not log (health probes); assembly_id is null")
-    expand_namespaces: bool = Field(
+    log: StrictBool = Field(
+        default=True, description="false: do not log (health probes); assembly_id is null"
+    )
+    expand_namespaces: StrictBool = Field(
         default=True, description="With a namespace: also other namespaces' hits, at half score"
     )
 
@@ -83,7 +91,7 @@ class FeedbackRequest(QuarryModel):
 
     assembly_id: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
     used_source_ids: list[str] = Field(max_length=MAX_USED_IDS)
-    tokens_used: int | None = Field(default=None, ge=0)
+    tokens_used: Annotated[int, Field(ge=0), JSON_INTEGER] | None = None
 
 
 class FeedbackResponse(QuarryModel):
@@ -174,9 +182,9 @@ class ManualWeightRequest(QuarryModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    weight: float | None = Field(default=None, ge=0.0, le=WEIGHT_MAX)
-    token_share: float | None = Field(default=None, ge=0.0, le=TOKEN_SHARE_MAX)
-    manual: bool = True
+    weight: Annotated[float, Field(ge=0.0, le=WEIGHT_MAX), JSON_NUMBER] | None = None
+    token_share: Annotated[float, Field(ge=0.0, le=TOKEN_SHARE_MAX), JSON_NUMBER] | None = None
+    manual: StrictBool = True
 
 
 class WeightAdjustmentOut(QuarryModel):

@@ -28,7 +28,12 @@ class EraseRequest(BaseModel):
     confirm: str = Field(min_length=1, max_length=256, description="Must equal the caller's tenant id")
 
 
-@router.get("/tenant/export", summary="Everything the tenant stored, as NDJSON pages", tags=["tenant"])
+@router.get(
+    "/tenant/export",
+    summary="Everything the tenant stored, as NDJSON pages",
+    tags=["tenant"],
+    operation_id="exportTenant",
+)
 def export(
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
     max_bytes: Annotated[int, Query(ge=MIN_EXPORT_PAGE_BYTES, le=EXPORT_PAGE_BYTES)] = EXPORT_PAGE_BYTES,
@@ -42,7 +47,9 @@ def export(
     return Response(status_code=200, content_type=NDJSON, body=body)
 
 
-@router.delete("/tenant", summary="Erase every trace of the tenant (admin)", tags=["tenant"])
+@router.delete(
+    "/tenant", summary="Erase every trace of the tenant (admin)", tags=["tenant"], operation_id="eraseTenant"
+)
 def erase(request: Annotated[EraseRequest, Body()]) -> EraseReport:
     tenant = caller(router, "admin").tenant_id
     report = services().lifecycle.erase(tenant, request.confirm)

@@ -59,6 +59,7 @@ def test_openapi_documents_the_real_errors_auth_and_bodies(local: Any) -> None:
     answered = {code for ops in doc["paths"].values() for op in ops.values() for code in op["responses"]}
     assert answered == {
         "200",
+        "202",
         "400",
         "401",
         "403",
@@ -71,10 +72,10 @@ def test_openapi_documents_the_real_errors_auth_and_bodies(local: Any) -> None:
     put = doc["paths"]["/entities/{entity_type}/{entity_id}"]["put"]
     assert set(put["responses"]) == {"200", "400", "401", "403", "404", "409", "413", "415", "503"}
     assert put["requestBody"]["content"]["application/json"]["schema"] == {
-        "$ref": "#/components/schemas/Entity"
+        "$ref": "#/components/schemas/EntityFields"
     }
     body = doc["paths"]["/overlays/{role_id}"]["put"]["requestBody"]["content"]["application/json"]
-    assert body["schema"] == {"$ref": "#/components/schemas/RoleOverlay"}
+    assert body["schema"] == {"$ref": "#/components/schemas/RoleOverlayBody"}
     body = doc["paths"]["/corpus"]["post"]["requestBody"]["content"]["application/json"]
     assert body["schema"] == {"$ref": "#/components/schemas/Corpus"}
     items = doc["components"]["schemas"]["BulkRequest"]["properties"]["items"]["items"]
