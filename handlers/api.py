@@ -15,6 +15,7 @@ from handlers._observability import logger, metrics, tracer
 from handlers.openapi import document as openapi_document
 from handlers.routes import catalog, context, entities, governance, jobs, lifecycle, search
 from handlers.routes.common import caller, services
+from infra.wiring import Container
 
 VERSION = "0.1.0"
 
@@ -54,8 +55,13 @@ def whoami() -> dict[str, Any]:
     operation_id="getOpenApi",
 )
 def openapi() -> dict[str, Any]:
+    return published_openapi(services())
+
+
+def published_openapi(c: Container) -> dict[str, Any]:
+    """The OpenAPI document of the deployment `c` (also `quarry openapi`)."""
     generated = json.loads(app.get_openapi_json_schema(title="Quarry", version=VERSION))
-    return openapi_document(generated, services())
+    return openapi_document(generated, c)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
