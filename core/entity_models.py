@@ -34,7 +34,14 @@ from core.entities import COMMON_FIELDS, EntityType, EntityTypeRegistry
 from core.errors import InvalidInputError
 from core.payload import INT64_MAX, lone_surrogates
 from core.scoring import parse_timestamp
-from core.validation import ID_JSON_PATTERN, ID_RULE, MAX_LABEL_CHARS, NONBLANK_PATTERN, is_whole_number
+from core.validation import (
+    ID_JSON_PATTERN,
+    ID_RULE,
+    MAX_LABEL_CHARS,
+    NONBLANK_PATTERN,
+    at_least_one,
+    is_whole_number,
+)
 
 Scalar = str | int | float | bool
 Text = str | list[str]
@@ -178,7 +185,9 @@ def _model(etype: EntityType, suffix: str, partial: bool, keyed: bool) -> type[B
         schema_extra["minProperties"] = 1
     elif etype.chunked:
         text = TypeAdapter(NonBlankText).json_schema()
-        schema_extra["anyOf"] = [{"required": [n], "properties": {n: text}} for n in _content_fields(etype)]
+        schema_extra |= at_least_one(
+            [{"required": [n], "properties": {n: text}} for n in _content_fields(etype)]
+        )
         schema_extra["description"] += (
             f"; needs non-blank text in one of: {', '.join(_content_fields(etype))}"
         )

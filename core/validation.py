@@ -56,6 +56,13 @@ def _check_common(body: Mapping[str, Any], errors: dict[str, str], path: str) ->
             errors[path + label] = f"must be a non-empty string of at most {MAX_LABEL_CHARS} characters"
 
 
+def at_least_one(alternatives: list[dict[str, Any]]) -> dict[str, Any]:
+    """JSON Schema: at least one of `alternatives` holds. Written `not allOf not` rather than `anyOf`, the
+    same rule, so client generators keep the object one model (openapi-python-client types a top-level
+    `anyOf` as a union of partial objects, and cannot then reference it)."""
+    return {"not": {"allOf": [{"not": a} for a in alternatives]}}
+
+
 def is_whole_number(value: object) -> bool:
     """A non-negative JSON integer: `7`, or `7.0` (JSON and JSON Schema do not tell them apart)."""
     if isinstance(value, bool) or not isinstance(value, int | float):

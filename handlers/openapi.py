@@ -157,6 +157,7 @@ def _overlay_body(schemas: dict[str, Any]) -> None:
     """PUT /overlays/{role_id}: a RoleOverlay whose role_id may be left out (the path's is used)."""
     body = copy.deepcopy(schemas["RoleOverlay"])
     body["required"] = [r for r in body.get("required", []) if r != "role_id"]
+    body["title"] = "RoleOverlayBody"
     body["properties"]["role_id"]["description"] = "Optional; when given it must equal the path's role_id"
     schemas["RoleOverlayBody"] = body
 
@@ -245,10 +246,12 @@ def _int64(node: Any) -> None:
 
 
 def _open_bodies(schemas: dict[str, Any]) -> None:
-    """Extra fields of entities and corpus documents: any JSON value the gate accepts."""
+    """Extra fields of entities and corpus documents: any JSON value the gate accepts. Stated with
+    `patternProperties` (every name matches `^`), which validators apply and client generators that
+    cannot type a recursive union (openapi-python-client) leave alone, keeping `additionalProperties`."""
     for name, schema in schemas.items():
         if name.endswith(OPEN_BODIES) and schema.get("additionalProperties") is True:
-            schema["additionalProperties"] = _ref("JsonValue")
+            schema["patternProperties"] = {"^": _ref("JsonValue")}
 
 
 def _assemble_request(schemas: dict[str, Any], c: Container) -> None:

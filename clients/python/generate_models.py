@@ -7,8 +7,10 @@ hand. `make client-models` runs both steps; tests/test_generated_models.py check
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -31,10 +33,14 @@ OPTIONS = [
 
 
 def generate(output: Path) -> None:
-    """Run the generator on DOCUMENT into `output`."""
+    """Run the generator on DOCUMENT into `output` (through a file beside this one, so the formatter reads
+    the same configuration wherever `output` is)."""
     tool = Path(sys.executable).parent / "datamodel-codegen"
-    command = [str(tool), "--input", str(DOCUMENT), "--output", str(output), *OPTIONS]
-    subprocess.run(command, check=True, capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(dir=HERE) as work:
+        draft = Path(work) / "models.py"
+        command = [str(tool), "--input", str(DOCUMENT), "--output", str(draft), *OPTIONS]
+        subprocess.run(command, check=True, capture_output=True, text=True)
+        shutil.move(draft, output)
 
 
 if __name__ == "__main__":

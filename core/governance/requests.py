@@ -16,7 +16,7 @@ from pydantic import (
 
 from core.base_model import JsonFloat, QuarryModel
 from core.governance.overlay import MAX_TEXT_CHARS, ROLE_ID_PATTERN, RoleOverlay, SourceName
-from core.validation import NONBLANK_PATTERN, WHITESPACE_CLASS
+from core.validation import NONBLANK_PATTERN, WHITESPACE_CLASS, at_least_one
 
 MAX_CORPUS_DOCUMENTS = 500  # one request; larger corpora go through `quarry load-corpus` in batches
 MAX_PREMADE_CHUNKS = 1000  # per document
@@ -66,15 +66,15 @@ class CorpusDocument(QuarryModel):
 
     model_config = ConfigDict(
         extra="allow",
-        json_schema_extra={  # what `_has_content` checks, stated
-            "anyOf": [
+        json_schema_extra=at_least_one(  # what `_has_content` checks, stated
+            [
                 {
                     "required": ["text"],
                     "properties": {"text": {"type": "string", "pattern": NONBLANK_PATTERN}},
                 },
                 {"required": ["chunks"], "properties": {"chunks": {"type": "array"}}},
             ]
-        },
+        ),
     )
 
     id: Annotated[str, StringConstraints(min_length=1, max_length=256)]

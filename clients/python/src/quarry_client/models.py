@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, confloat, conint, constr
-from typing import Any, Dict, Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 from datetime import date, datetime
 
 
@@ -101,6 +101,158 @@ class CallersResponse(BaseModel):
     data: list[str] = Field(..., title="Data")
 
 
+class CommitmentFields(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    context_type: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="context_type"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The commitment's title (searchable)", title="description")
+    due_date: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="due_date")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    person_name: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="person_name"
+    )
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class CommitmentItem(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+        regex_engine="python-re",
+    )
+    context_type: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="context_type"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The commitment's title (searchable)", title="description")
+    due_date: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="due_date")
+    id: constr(
+        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+    ) = Field(
+        ...,
+        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
+        title="id",
+    )
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    person_name: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="person_name"
+    )
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    type: Literal["commitment"] = Field(..., description="The entity type", title="type")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class CommitmentPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    context_type: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="context_type"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 3 of 3)", title="description"
+    )
+    due_date: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="due_date")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    person_name: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="person_name"
+    )
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
 class ContextSource(BaseModel):
     id: str = Field(..., title="Id")
     score: float = Field(..., title="Score")
@@ -110,16 +262,41 @@ class ContextSource(BaseModel):
     truncated: bool | None = Field(False, title="Truncated")
 
 
-class Text(
-    RootModel[constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")]
-):
-    root: constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]") = (
-        Field(None, title="Text")
+class CorpusChunk(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
     )
+    text: constr(min_length=1, max_length=20000) = Field(..., title="Text")
 
 
-class Text1(RootModel[None]):
-    root: None = Field(None, title="Text")
+class CorpusDocument(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    chunks: list[CorpusChunk | constr(min_length=1, max_length=20000)] | None = Field(None, title="Chunks")
+    created_at: str | None = Field(None, title="Created At")
+    id: constr(min_length=1, max_length=256) = Field(..., title="Id")
+    source: (
+        constr(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=200,
+        )
+        | None
+    ) = Field(None, title="Source")
+    text: str | None = Field(None, title="Text")
+    title: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        min_length=1,
+        max_length=1000,
+    ) = Field(..., title="Title")
+    trust: (
+        constr(
+            pattern=r"^[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*([Hh][Ii][Gg][Hh]|[Mm][Ee][Dd][Ii][Uu][Mm]|[Ll][Oo][Ww])[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$"
+        )
+        | confloat(ge=0.0, le=1.0)
+        | None
+    ) = Field(None, description="high, medium or low (any case), or a number from 0 to 1", title="Trust")
 
 
 class CorpusError(BaseModel):
@@ -137,6 +314,135 @@ class CorpusReport(BaseModel):
         ..., title="Documents Ingested"
     )
     errors: list[CorpusError] = Field(..., title="Errors")
+
+
+class DocumentFields(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
+    title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
+    topic: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="topic")
+    trust: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="trust")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class DocumentItem(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+        regex_engine="python-re",
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    id: constr(
+        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+    ) = Field(
+        ...,
+        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
+        title="id",
+    )
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
+    title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
+    topic: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="topic")
+    trust: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="trust")
+    type: Literal["document"] = Field(..., description="The entity type", title="type")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class DocumentPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
+    title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
+    topic: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="topic")
+    trust: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="trust")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
 
 
 class EntityOut(BaseModel):
@@ -259,6 +565,159 @@ class GoldenQuery(BaseModel):
     ) = Field(..., title="Task Text")
 
 
+class IdeaFields(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    category: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="category"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="description"
+    )
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    title: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The idea's title (searchable)", title="title")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class IdeaItem(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+        regex_engine="python-re",
+    )
+    category: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="category"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="description"
+    )
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    id: constr(
+        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+    ) = Field(
+        ...,
+        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
+        title="id",
+    )
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    title: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The idea's title (searchable)", title="title")
+    type: Literal["idea"] = Field(..., description="The entity type", title="type")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class IdeaPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    category: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="category"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="description"
+    )
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    title: str | list[str] | None = Field(None, description="Searchable text (boost 3 of 3)", title="title")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
 class Job(BaseModel):
     chunks: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., description="Chunks to embed, estimated from the request", title="Chunks"
@@ -336,9 +795,6 @@ class MemoryFields(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
     category: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="category"
     )
@@ -402,9 +858,6 @@ class MemoryItem(BaseModel):
         extra="allow",
         regex_engine="python-re",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
     category: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="category"
     )
@@ -475,9 +928,6 @@ class MemoryPatch(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
     category: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="category"
     )
@@ -571,9 +1021,6 @@ class PersonFields(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     domain: (
         str
@@ -617,9 +1064,6 @@ class PersonItem(BaseModel):
         extra="allow",
         regex_engine="python-re",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     domain: (
         str
@@ -670,9 +1114,6 @@ class PersonPatch(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     domain: (
         str
@@ -712,9 +1153,6 @@ class ProjectFields(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     description: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="description"
@@ -765,9 +1203,6 @@ class ProjectItem(BaseModel):
         extra="allow",
         regex_engine="python-re",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     description: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="description"
@@ -825,9 +1260,6 @@ class ProjectPatch(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     description: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="description"
@@ -1155,9 +1587,6 @@ class TaskFields(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
     contexts: str | list[str] | None = Field(
         None, description="Searchable text (boost 1 of 3)", title="contexts"
     )
@@ -1227,9 +1656,6 @@ class TaskItem(BaseModel):
         extra="allow",
         regex_engine="python-re",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
     contexts: str | list[str] | None = Field(
         None, description="Searchable text (boost 1 of 3)", title="contexts"
     )
@@ -1306,9 +1732,6 @@ class TaskPatch(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
     contexts: str | list[str] | None = Field(
         None, description="Searchable text (boost 1 of 3)", title="contexts"
     )
@@ -1446,620 +1869,65 @@ class AssembleResponse(BaseModel):
     warnings: list[str] = Field(..., title="Warnings")
 
 
-class CommitmentFields(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    context_type: str | list[str] | None = Field(
-        None, description="Searchable text (boost 1 of 3)", title="context_type"
-    )
-    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
-    description: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-        | list[str]
-    ) = Field(..., description="The commitment's title (searchable)", title="description")
-    due_date: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="due_date")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
-        None, description="A mission namespace (filterable)", title="namespace"
-    )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    person_name: str | list[str] | None = Field(
-        None, description="Searchable text (boost 2 of 3)", title="person_name"
-    )
-    source: constr(min_length=1, max_length=200) | None = Field(
-        None, description="Where the entity comes from: a context source (filterable)", title="source"
-    )
-    status: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="status")
-    updated_at: datetime | date | None = Field(
-        None,
-        description="ISO-8601; without `version`, its time in milliseconds is the version",
-        title="updated_at",
-    )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
-        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+class BulkItem(
+    RootModel[CommitmentItem | DocumentItem | IdeaItem | MemoryItem | PersonItem | ProjectItem | TaskItem]
+):
+    root: CommitmentItem | DocumentItem | IdeaItem | MemoryItem | PersonItem | ProjectItem | TaskItem = Field(
+        ..., discriminator="type"
     )
 
 
-class CommitmentItem(BaseModel):
+class BulkRequest(BaseModel):
     model_config = ConfigDict(
-        extra="allow",
-        regex_engine="python-re",
+        extra="forbid",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    context_type: str | list[str] | None = Field(
-        None, description="Searchable text (boost 1 of 3)", title="context_type"
-    )
-    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
-    description: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-        | list[str]
-    ) = Field(..., description="The commitment's title (searchable)", title="description")
-    due_date: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="due_date")
-    id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
-    ) = Field(
+    items: list[BulkItem] = Field(
         ...,
-        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
-        title="id",
-    )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
-        None, description="A mission namespace (filterable)", title="namespace"
-    )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    person_name: str | list[str] | None = Field(
-        None, description="Searchable text (boost 2 of 3)", title="person_name"
-    )
-    source: constr(min_length=1, max_length=200) | None = Field(
-        None, description="Where the entity comes from: a context source (filterable)", title="source"
-    )
-    status: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="status")
-    type: Literal["commitment"] = Field(..., description="The entity type", title="type")
-    updated_at: datetime | date | None = Field(
-        None,
-        description="ISO-8601; without `version`, its time in milliseconds is the version",
-        title="updated_at",
-    )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
-        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
-    )
-
-
-class CommitmentPatch(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    context_type: str | list[str] | None = Field(
-        None, description="Searchable text (boost 1 of 3)", title="context_type"
-    )
-    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
-    description: str | list[str] | None = Field(
-        None, description="Searchable text (boost 3 of 3)", title="description"
-    )
-    due_date: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="due_date")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
-        None, description="A mission namespace (filterable)", title="namespace"
-    )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    person_name: str | list[str] | None = Field(
-        None, description="Searchable text (boost 2 of 3)", title="person_name"
-    )
-    source: constr(min_length=1, max_length=200) | None = Field(
-        None, description="Where the entity comes from: a context source (filterable)", title="source"
-    )
-    status: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="status")
-    updated_at: datetime | date | None = Field(
-        None,
-        description="ISO-8601; without `version`, its time in milliseconds is the version",
-        title="updated_at",
-    )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
-        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
-    )
-
-
-class CorpusChunk(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    text: constr(min_length=1, max_length=20000) = Field(..., title="Text")
-
-
-class CorpusDocument1(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    chunks: list[CorpusChunk | constr(min_length=1, max_length=20000)] | None = Field(None, title="Chunks")
-    created_at: str | None = Field(None, title="Created At")
-    id: constr(min_length=1, max_length=256) = Field(..., title="Id")
-    source: (
-        constr(
-            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-            min_length=1,
-            max_length=200,
-        )
-        | None
-    ) = Field(None, title="Source")
-    text: Text | Text1 | None = Field(..., title="Text")
-    title: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        description="Entities: each its `type`, `id` and fields",
+        max_length=10000,
         min_length=1,
-        max_length=1000,
-    ) = Field(..., title="Title")
-    trust: (
-        constr(
-            pattern=r"^[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*([Hh][Ii][Gg][Hh]|[Mm][Ee][Dd][Ii][Uu][Mm]|[Ll][Oo][Ww])[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$"
-        )
-        | confloat(ge=0.0, le=1.0)
-        | None
-    ) = Field(None, description="high, medium or low (any case), or a number from 0 to 1", title="Trust")
+        title="Items",
+    )
 
 
-class CorpusDocument2(BaseModel):
+class Corpus(BaseModel):
     model_config = ConfigDict(
-        extra="allow",
+        extra="forbid",
     )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    chunks: list[Any] | None = Field(..., title="Chunks")
-    created_at: str | None = Field(None, title="Created At")
-    id: constr(min_length=1, max_length=256) = Field(..., title="Id")
-    source: (
-        constr(
-            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-            min_length=1,
-            max_length=200,
-        )
-        | None
-    ) = Field(None, title="Source")
-    text: str | None = Field(None, title="Text")
-    title: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-        min_length=1,
-        max_length=1000,
-    ) = Field(..., title="Title")
-    trust: (
-        constr(
-            pattern=r"^[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*([Hh][Ii][Gg][Hh]|[Mm][Ee][Dd][Ii][Uu][Mm]|[Ll][Oo][Ww])[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$"
-        )
-        | confloat(ge=0.0, le=1.0)
-        | None
-    ) = Field(None, description="high, medium or low (any case), or a number from 0 to 1", title="Trust")
+    documents: list[CorpusDocument] = Field(..., max_length=10000, min_length=1)
 
 
-class CorpusDocument(RootModel[CorpusDocument1 | CorpusDocument2]):
-    root: CorpusDocument1 | CorpusDocument2 = Field(
-        ...,
-        description="One corpus document: `text` (chunked by Quarry) or `chunks` (used as they are); extra fields kept.",
-        title="CorpusDocument",
-    )
+class EntityFields(
+    RootModel[
+        CommitmentFields
+        | DocumentFields
+        | IdeaFields
+        | MemoryFields
+        | PersonFields
+        | ProjectFields
+        | TaskFields
+    ]
+):
+    root: (
+        CommitmentFields
+        | DocumentFields
+        | IdeaFields
+        | MemoryFields
+        | PersonFields
+        | ProjectFields
+        | TaskFields
+    ) = Field(..., description="The fields of an entity of the path's type (see `<Type>Fields`)")
 
 
-class DocumentFields1(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
-        None, description="A mission namespace (filterable)", title="namespace"
-    )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
-        None, description="Where the entity comes from: a context source (filterable)", title="source"
-    )
-    text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
-    title: (
-        str
-        | list[str]
-        | constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-        | None
-    ) = Field(..., description="Searchable text (boost 2 of 3)", title="title")
-    topic: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="topic")
-    trust: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="trust")
-    updated_at: datetime | date | None = Field(
-        None,
-        description="ISO-8601; without `version`, its time in milliseconds is the version",
-        title="updated_at",
-    )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
-        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
-    )
-
-
-class DocumentFields2(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
-        None, description="A mission namespace (filterable)", title="namespace"
-    )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
-        None, description="Where the entity comes from: a context source (filterable)", title="source"
-    )
-    text: (
-        str
-        | list[str]
-        | constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-        | None
-    ) = Field(..., description="Searchable text (boost 1 of 3)", title="text")
-    title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
-    topic: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="topic")
-    trust: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="trust")
-    updated_at: datetime | date | None = Field(
-        None,
-        description="ISO-8601; without `version`, its time in milliseconds is the version",
-        title="updated_at",
-    )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
-        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
-    )
-
-
-class DocumentFields3(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
-        None, description="A mission namespace (filterable)", title="namespace"
-    )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
-        None, description="Where the entity comes from: a context source (filterable)", title="source"
-    )
-    text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
-    title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
-    topic: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="topic")
-    trust: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="trust")
-    updated_at: datetime | date | None = Field(
-        None,
-        description="ISO-8601; without `version`, its time in milliseconds is the version",
-        title="updated_at",
-    )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
-        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
-    )
-    chunks: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-        | list[str]
-    )
-
-
-class DocumentFields(RootModel[DocumentFields1 | DocumentFields2 | DocumentFields3]):
-    root: DocumentFields1 | DocumentFields2 | DocumentFields3 = Field(
-        ...,
-        description="A document: its fields, each known field typed; other fields are kept as given; needs non-blank text in one of: title, text, chunks",
-        title="DocumentFields",
-    )
-
-
-class DocumentItem1(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-        regex_engine="python-re",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
-    id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+class EntityPatch(
+    RootModel[
+        CommitmentPatch | DocumentPatch | IdeaPatch | MemoryPatch | PersonPatch | ProjectPatch | TaskPatch
+    ]
+):
+    root: (
+        CommitmentPatch | DocumentPatch | IdeaPatch | MemoryPatch | PersonPatch | ProjectPatch | TaskPatch
     ) = Field(
-        ...,
-        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
-        title="id",
-    )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
-        None, description="A mission namespace (filterable)", title="namespace"
-    )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
-        None, description="Where the entity comes from: a context source (filterable)", title="source"
-    )
-    text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
-    title: (
-        str
-        | list[str]
-        | constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-        | None
-    ) = Field(..., description="Searchable text (boost 2 of 3)", title="title")
-    topic: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="topic")
-    trust: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="trust")
-    type: Literal["document"] = Field(..., description="The entity type", title="type")
-    updated_at: datetime | date | None = Field(
-        None,
-        description="ISO-8601; without `version`, its time in milliseconds is the version",
-        title="updated_at",
-    )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
-        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
-    )
-
-
-class DocumentItem2(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-        regex_engine="python-re",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
-    id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
-    ) = Field(
-        ...,
-        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
-        title="id",
-    )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
-        None, description="A mission namespace (filterable)", title="namespace"
-    )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
-        None, description="Where the entity comes from: a context source (filterable)", title="source"
-    )
-    text: (
-        str
-        | list[str]
-        | constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-        | None
-    ) = Field(..., description="Searchable text (boost 1 of 3)", title="text")
-    title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
-    topic: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="topic")
-    trust: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="trust")
-    type: Literal["document"] = Field(..., description="The entity type", title="type")
-    updated_at: datetime | date | None = Field(
-        None,
-        description="ISO-8601; without `version`, its time in milliseconds is the version",
-        title="updated_at",
-    )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
-        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
-    )
-
-
-class DocumentItem3(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-        regex_engine="python-re",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
-    id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
-    ) = Field(
-        ...,
-        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
-        title="id",
-    )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
-        None, description="A mission namespace (filterable)", title="namespace"
-    )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
-        None, description="Where the entity comes from: a context source (filterable)", title="source"
-    )
-    text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
-    title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
-    topic: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="topic")
-    trust: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="trust")
-    type: Literal["document"] = Field(..., description="The entity type", title="type")
-    updated_at: datetime | date | None = Field(
-        None,
-        description="ISO-8601; without `version`, its time in milliseconds is the version",
-        title="updated_at",
-    )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
-        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
-    )
-    chunks: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-        | list[str]
-    )
-
-
-class DocumentItem(RootModel[DocumentItem1 | DocumentItem2 | DocumentItem3]):
-    root: DocumentItem1 | DocumentItem2 | DocumentItem3 = Field(
-        ...,
-        description="A document: its fields, each known field typed; other fields are kept as given; needs non-blank text in one of: title, text, chunks",
-        title="DocumentItem",
-    )
-
-
-class DocumentPatch(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
-        None, description="A mission namespace (filterable)", title="namespace"
-    )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
-        None, description="Where the entity comes from: a context source (filterable)", title="source"
-    )
-    text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
-    title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
-    topic: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="topic")
-    trust: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="trust")
-    updated_at: datetime | date | None = Field(
-        None,
-        description="ISO-8601; without `version`, its time in milliseconds is the version",
-        title="updated_at",
-    )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
-        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+        ..., description="Some fields of an entity of the path's type (see `<Type>Patch`); null removes one"
     )
 
 
@@ -2091,168 +1959,6 @@ class Explanation(BaseModel):
     lexical: RetrieverExplanation
     matched_chunk: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Matched Chunk")
     vector: RetrieverExplanation
-
-
-class IdeaFields(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    category: str | list[str] | None = Field(
-        None, description="Searchable text (boost 1 of 3)", title="category"
-    )
-    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
-    description: str | list[str] | None = Field(
-        None, description="Searchable text (boost 2 of 3)", title="description"
-    )
-    domain: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="domain")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
-        None, description="A mission namespace (filterable)", title="namespace"
-    )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
-        None, description="Where the entity comes from: a context source (filterable)", title="source"
-    )
-    status: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="status")
-    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
-    title: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-        | list[str]
-    ) = Field(..., description="The idea's title (searchable)", title="title")
-    updated_at: datetime | date | None = Field(
-        None,
-        description="ISO-8601; without `version`, its time in milliseconds is the version",
-        title="updated_at",
-    )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
-        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
-    )
-
-
-class IdeaItem(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-        regex_engine="python-re",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    category: str | list[str] | None = Field(
-        None, description="Searchable text (boost 1 of 3)", title="category"
-    )
-    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
-    description: str | list[str] | None = Field(
-        None, description="Searchable text (boost 2 of 3)", title="description"
-    )
-    domain: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="domain")
-    id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
-    ) = Field(
-        ...,
-        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
-        title="id",
-    )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
-        None, description="A mission namespace (filterable)", title="namespace"
-    )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
-        None, description="Where the entity comes from: a context source (filterable)", title="source"
-    )
-    status: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="status")
-    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
-    title: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-        | list[str]
-    ) = Field(..., description="The idea's title (searchable)", title="title")
-    type: Literal["idea"] = Field(..., description="The entity type", title="type")
-    updated_at: datetime | date | None = Field(
-        None,
-        description="ISO-8601; without `version`, its time in milliseconds is the version",
-        title="updated_at",
-    )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
-        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
-    )
-
-
-class IdeaPatch(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, JsonValue | None],
-    }
-    category: str | list[str] | None = Field(
-        None, description="Searchable text (boost 1 of 3)", title="category"
-    )
-    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
-    description: str | list[str] | None = Field(
-        None, description="Searchable text (boost 2 of 3)", title="description"
-    )
-    domain: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="domain")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
-        None, description="A mission namespace (filterable)", title="namespace"
-    )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
-        None, description="Where the entity comes from: a context source (filterable)", title="source"
-    )
-    status: (
-        str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
-        | float
-        | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
-        | None
-    ) = Field(None, description="Filterable metadata", title="status")
-    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
-    title: str | list[str] | None = Field(None, description="Searchable text (boost 3 of 3)", title="title")
-    updated_at: datetime | date | None = Field(
-        None,
-        description="ISO-8601; without `version`, its time in milliseconds is the version",
-        title="updated_at",
-    )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
-        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
-    )
 
 
 class LogEntryOut(BaseModel):
@@ -2446,68 +2152,6 @@ class SearchResult(BaseModel):
     score: float = Field(..., title="Score")
     snippet: str = Field(..., title="Snippet")
     title: str = Field(..., title="Title")
-
-
-class BulkItem(
-    RootModel[CommitmentItem | DocumentItem | IdeaItem | MemoryItem | PersonItem | ProjectItem | TaskItem]
-):
-    root: CommitmentItem | DocumentItem | IdeaItem | MemoryItem | PersonItem | ProjectItem | TaskItem = Field(
-        ..., discriminator="type"
-    )
-
-
-class BulkRequest(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    items: list[BulkItem] = Field(
-        ...,
-        description="Entities: each its `type`, `id` and fields",
-        max_length=10000,
-        min_length=1,
-        title="Items",
-    )
-
-
-class Corpus(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    documents: list[CorpusDocument] = Field(..., max_length=10000, min_length=1)
-
-
-class EntityFields(
-    RootModel[
-        CommitmentFields
-        | DocumentFields
-        | IdeaFields
-        | MemoryFields
-        | PersonFields
-        | ProjectFields
-        | TaskFields
-    ]
-):
-    root: (
-        CommitmentFields
-        | DocumentFields
-        | IdeaFields
-        | MemoryFields
-        | PersonFields
-        | ProjectFields
-        | TaskFields
-    ) = Field(..., description="The fields of an entity of the path's type (see `<Type>Fields`)")
-
-
-class EntityPatch(
-    RootModel[
-        CommitmentPatch | DocumentPatch | IdeaPatch | MemoryPatch | PersonPatch | ProjectPatch | TaskPatch
-    ]
-):
-    root: (
-        CommitmentPatch | DocumentPatch | IdeaPatch | MemoryPatch | PersonPatch | ProjectPatch | TaskPatch
-    ) = Field(
-        ..., description="Some fields of an entity of the path's type (see `<Type>Patch`); null removes one"
-    )
 
 
 class RetrievalBundle(BaseModel):
