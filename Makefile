@@ -91,8 +91,8 @@ opensearch-down:
 	@scripts/opensearch.sh down
 
 lint: setup
-	$(BIN)/ruff check core infra handlers tests bench
-	$(BIN)/ruff format --check core infra handlers tests bench
+	$(BIN)/ruff check core infra handlers tests bench clients/python
+	$(BIN)/ruff format --check core infra handlers tests bench clients/python
 
 typecheck: setup
 	$(BIN)/mypy core

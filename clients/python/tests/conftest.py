@@ -13,7 +13,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from quarry_client import Quarry
 
 REPO = Path(__file__).resolve().parents[3]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 
 import pytest
-
 from quarry_client import AsyncQuarry, BadRequestError, Quarry, models
+
 from tests.conftest import ASYNC_MIN_CHUNKS
 
 
@@ -24,10 +24,16 @@ def test_the_async_client_has_every_method_of_the_sync_one() -> None:
 async def test_search_pages_entities_and_jobs_awaited(server: str) -> None:
     async with AsyncQuarry(server, "k-admin") as client:
         page = await client.search("cache volume", strategy="keyword")
-        assert isinstance(page, models.SearchResponse) and {r.entity_id for r in page.results} >= {"m-cache", "m-host"}
+        assert isinstance(page, models.SearchResponse) and {r.entity_id for r in page.results} >= {
+            "m-cache",
+            "m-host",
+        }
         hits = [r.entity_id async for r in client.iter_search("rate limit", limit=1, strategy="keyword")]
         assert len(hits) == len(set(hits)) >= 3
-        items = [{"type": "memory", "id": f"async-{i}", "content": f"async note {i}"} for i in range(ASYNC_MIN_CHUNKS + 2)]
+        items = [
+            {"type": "memory", "id": f"async-{i}", "content": f"async note {i}"}
+            for i in range(ASYNC_MIN_CHUNKS + 2)
+        ]
         written = await (await client.bulk_write(items)).wait(timeout=300, interval=0.2)
         assert written.done and written.indexed == ASYNC_MIN_CHUNKS + 2
         listed = [e.entity_id async for e in client.iter_entities("memory", page_size=5)]

@@ -4,7 +4,6 @@ jobs followed with wait(), and errors raised as typed exceptions carrying the AP
 from __future__ import annotations
 
 import pytest
-
 from quarry_client import (
     AuthenticationError,
     BadRequestError,
@@ -14,6 +13,7 @@ from quarry_client import (
     Quarry,
     models,
 )
+
 from tests.conftest import ASYNC_MIN_CHUNKS, NOTES
 
 
@@ -22,13 +22,18 @@ def test_search_answers_typed_hits_and_pages_through_every_one(client: Quarry) -
     assert isinstance(page, models.SearchResponse) and len(page.results) == 2
     assert all(isinstance(r, models.SearchResult) for r in page.results)
     assert page.next_cursor and page.query_info.strategy
-    every = [f"{r.entity_type}:{r.entity_id}" for r in client.iter_search("rate limit", limit=2, strategy="keyword")]
+    every = [
+        f"{r.entity_type}:{r.entity_id}"
+        for r in client.iter_search("rate limit", limit=2, strategy="keyword")
+    ]
     assert len(every) == len(set(every)) >= 4  # each entity once, across several pages
     assert sum(1 for _ in client.search_pages("rate limit", limit=2, strategy="keyword")) >= 2
 
 
 def test_entities_crud_with_typed_items_and_the_listing_iterator(client: Quarry) -> None:
-    item = models.TaskItem(type="task", id="t-crud-1", title="Write the client docs", status="open", version=1)
+    item = models.TaskItem(
+        type="task", id="t-crud-1", title="Write the client docs", status="open", version=1
+    )
     assert client.bulk_write([item]).wait().indexed == 1
     got = client.get_entity("task", "t-crud-1")
     assert got.title == "Write the client docs" and got.metadata["status"] == "open"
@@ -43,9 +48,14 @@ def test_entities_crud_with_typed_items_and_the_listing_iterator(client: Quarry)
 
 
 def test_a_large_bulk_becomes_a_job_and_wait_follows_it_to_done(client: Quarry) -> None:
-    items = [{"type": "memory", "id": f"bulk-{i}", "content": f"batch note {i}"} for i in range(ASYNC_MIN_CHUNKS + 5)]
+    items = [
+        {"type": "memory", "id": f"bulk-{i}", "content": f"batch note {i}"}
+        for i in range(ASYNC_MIN_CHUNKS + 5)
+    ]
     # a clock version (from updated_at) for an entity stored with a sequence number: refused on its own
-    items.append({"type": "memory", "id": "m-keys", "content": "rotate", "updated_at": "2026-01-01T00:00:00Z"})
+    items.append(
+        {"type": "memory", "id": "m-keys", "content": "rotate", "updated_at": "2026-01-01T00:00:00Z"}
+    )
     written = client.bulk_write(items)
     assert written.job is not None and written.job.status in ("queued", "running", "done")
     done = written.wait(timeout=300, interval=0.2)
@@ -72,7 +82,9 @@ def test_errors_are_typed_and_carry_the_api_error_body(client: Quarry, server: s
 
 
 def test_assemble_feedback_log_learning_and_weights(client: Quarry) -> None:
-    answer = client.assemble_context("how do clients back off when rate limited?", "docs-bot", token_budget=400)
+    answer = client.assemble_context(
+        "how do clients back off when rate limited?", "docs-bot", token_budget=400
+    )
     assert answer.total_tokens <= 400 and answer.sources and answer.assembly_id
     used = [answer.sources[0].id]
     assert client.send_feedback(answer.assembly_id, used, tokens_used=100).recorded_ids == used
@@ -88,7 +100,9 @@ def test_assemble_feedback_log_learning_and_weights(client: Quarry) -> None:
 
 
 def test_overlays_retrieval_and_corpus(client: Quarry) -> None:
-    loaded = client.load_corpus([{"id": "doc-rl", "title": "Rate limits", "text": "Each client may send 100 calls a minute."}])
+    loaded = client.load_corpus(
+        [{"id": "doc-rl", "title": "Rate limits", "text": "Each client may send 100 calls a minute."}]
+    )
     assert loaded.wait().indexed == 1
     overlay = client.put_overlay("support", {"mission": "help customers with API limits"})
     assert overlay.role_id == "support" and client.get_overlay("support") == overlay
@@ -97,16 +111,22 @@ def test_overlays_retrieval_and_corpus(client: Quarry) -> None:
     assert client.eval_overlay("support").queries == 0  # no golden set
     with pytest.raises(BadRequestError):
         client.tune_overlay("support")
-    assert client.list_overlay_evals("support").data == [] and isinstance(client.list_evals(), models.EvalsResponse)
+    assert client.list_overlay_evals("support").data == [] and isinstance(
+        client.list_evals(), models.EvalsResponse
+    )
     assert client.delete_overlay("support").deleted
     assert "properties" in client.get_schema("role_overlay")
 
 
 def test_export_iterates_every_record_and_erase_empties_the_tenant(server: str) -> None:
     with Quarry(server, "k-erase") as scratch:
-        scratch.bulk_write([{"type": "memory", "id": f"e-{i}", "content": "x " * 2000} for i in range(8)]).wait()
+        scratch.bulk_write(
+            [{"type": "memory", "id": f"e-{i}", "content": "x " * 2000} for i in range(8)]
+        ).wait()
         records = list(scratch.export(max_bytes=10_000))  # several NDJSON pages
-        assert sorted(r["data"]["entity_id"] for r in records if r["kind"] == "entity") == [f"e-{i}" for i in range(8)]
+        assert sorted(r["data"]["entity_id"] for r in records if r["kind"] == "entity") == [
+            f"e-{i}" for i in range(8)
+        ]
         assert scratch.erase_tenant("scratch").entities_removed == 8
         assert list(scratch.export()) == []
 

@@ -23,7 +23,9 @@ def test_a_generated_client_searches_the_local_server(server: str, tmp_path: Pat
     assert run.returncode == 0, run.stdout + run.stderr
     # every schema understood but JsonValue (a recursive union it cannot type; only `patternProperties`
     # names it, which the generator leaves to the server to check)
-    unparsed = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith("Unable to parse schema")]
+    unparsed = [
+        line for line in (run.stdout + run.stderr).splitlines() if line.startswith("Unable to parse schema")
+    ]
     assert unparsed == ["Unable to parse schema /components/schemas/JsonValue"], run.stdout + run.stderr
     package = tmp_path / "gen"
     api = {p.stem for p in (package / "api").rglob("*.py")}

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
-
 from quarry_client import APIConnectionError, Quarry, RateLimitError, RetryPolicy, UnavailableError
+
 from tests.conftest import free_port
 
 OK = (200, {}, {"status": "ok", "version": "test"})
@@ -71,7 +71,10 @@ def test_a_503_is_retried_after_retry_after_and_then_answers(scripted: tuple[str
 def test_a_retry_after_beyond_the_budget_is_not_waited_for(scripted: tuple[str, list[Script]]) -> None:
     url, holder = scripted
     holder.append(Script(unavailable("3600"), OK))
-    with Quarry(url, "k", retry=RetryPolicy(total_seconds=5)) as client, pytest.raises(UnavailableError) as err:
+    with (
+        Quarry(url, "k", retry=RetryPolicy(total_seconds=5)) as client,
+        pytest.raises(UnavailableError) as err,
+    ):
         client.health()
     assert holder[0].requests == 1  # an hour does not fit a 5 s budget: raised at once, body kept
     assert err.value.code == "overloaded" and err.value.retry_after == 3600
@@ -79,7 +82,9 @@ def test_a_retry_after_beyond_the_budget_is_not_waited_for(scripted: tuple[str, 
 
 def test_attempts_are_bounded_and_the_last_error_is_raised(scripted: tuple[str, list[Script]]) -> None:
     url, holder = scripted
-    holder.append(Script((429, {"Retry-After": "0"}, {"error": {"code": "slow_down", "message": "", "fields": {}}})))
+    holder.append(
+        Script((429, {"Retry-After": "0"}, {"error": {"code": "slow_down", "message": "", "fields": {}}}))
+    )
     with Quarry(url, "k", retry=RetryPolicy(attempts=4)) as client, pytest.raises(RateLimitError) as err:
         client.health()
     assert holder[0].requests == 4 and err.value.status == 429 and err.value.code == "slow_down"

@@ -39,7 +39,9 @@ class AsyncWrite(WriteState):
         deadline = time.monotonic() + timeout
         while self.job is not None and self.job.status != "done":
             if time.monotonic() >= deadline:
-                raise WaitTimeoutError(f"job {self.job.job_id} still {self.job.status} after {timeout} s", self.job)
+                raise WaitTimeoutError(
+                    f"job {self.job.job_id} still {self.job.status} after {timeout} s", self.job
+                )
             await asyncio.sleep(interval)
             self.job = await self._client.get_job(self.job.job_id)
         return self
@@ -101,7 +103,9 @@ class AsyncQuarry:
         """One page of hybrid search (POST /search)."""
         return await self._send(ops.search(query, options))
 
-    async def search_pages(self, query: str, **options: Unpack[ops.SearchOptions]) -> AsyncIterator[m.SearchResponse]:
+    async def search_pages(
+        self, query: str, **options: Unpack[ops.SearchOptions]
+    ) -> AsyncIterator[m.SearchResponse]:
         """Every page of a search, following `next_cursor`."""
         while True:
             page = await self.search(query, **options)
@@ -110,7 +114,9 @@ class AsyncQuarry:
                 return
             options["cursor"] = page.next_cursor
 
-    async def iter_search(self, query: str, **options: Unpack[ops.SearchOptions]) -> AsyncIterator[m.SearchResult]:
+    async def iter_search(
+        self, query: str, **options: Unpack[ops.SearchOptions]
+    ) -> AsyncIterator[m.SearchResult]:
         """Every hit of a search, page after page (each entity once)."""
         async for page in self.search_pages(query, **options):
             for result in page.results:
@@ -126,7 +132,9 @@ class AsyncQuarry:
     ) -> m.EntityPage:
         return await self._send(ops.list_entities(entity_type, limit, cursor))
 
-    async def iter_entities(self, entity_type: str | None = None, *, page_size: int | None = None) -> AsyncIterator[m.EntityOut]:
+    async def iter_entities(
+        self, entity_type: str | None = None, *, page_size: int | None = None
+    ) -> AsyncIterator[m.EntityOut]:
         """Every stored entity (of a type), newest first, across pages."""
         cursor = None
         while True:
@@ -143,7 +151,9 @@ class AsyncQuarry:
     async def patch_entity(self, entity_type: str, entity_id: str, fields: ops.Body) -> m.WriteResponse:
         return await self._send(ops.patch_entity(entity_type, entity_id, fields))
 
-    async def delete_entity(self, entity_type: str, entity_id: str, *, version: int | None = None) -> m.WriteResponse:
+    async def delete_entity(
+        self, entity_type: str, entity_id: str, *, version: int | None = None
+    ) -> m.WriteResponse:
         return await self._send(ops.delete_entity(entity_type, entity_id, version))
 
     async def bulk_write(self, items: Sequence[ops.Body]) -> AsyncWrite:
@@ -159,7 +169,9 @@ class AsyncQuarry:
 
     # -- context --------------------------------------------------------------------------------------
 
-    async def assemble_context(self, query: str, caller: str, **options: Unpack[ops.AssembleOptions]) -> m.AssembleResponse:
+    async def assemble_context(
+        self, query: str, caller: str, **options: Unpack[ops.AssembleOptions]
+    ) -> m.AssembleResponse:
         """A token-budgeted context block with its sources (POST /context/assemble)."""
         return await self._send(ops.assemble_context(query, caller, options))
 
@@ -223,12 +235,16 @@ class AsyncQuarry:
     async def run_learning(self) -> m.EvalResponse:
         return await self._send(ops.run_learning())
 
-    async def get_weight_history(self, caller: str | None = None, *, limit: int | None = None) -> m.WeightHistoryResponse:
+    async def get_weight_history(
+        self, caller: str | None = None, *, limit: int | None = None
+    ) -> m.WeightHistoryResponse:
         return await self._send(ops.get_weight_history(caller, limit))
 
     # -- governed retrieval ---------------------------------------------------------------------------
 
-    async def retrieve(self, role_id: str, task_text: str, **options: Unpack[ops.RetrieveOptions]) -> m.RetrievalBundle:
+    async def retrieve(
+        self, role_id: str, task_text: str, **options: Unpack[ops.RetrieveOptions]
+    ) -> m.RetrievalBundle:
         return await self._send(ops.retrieve(role_id, task_text, options))
 
     async def put_overlay(self, role_id: str, overlay: ops.Body) -> m.RoleOverlay:

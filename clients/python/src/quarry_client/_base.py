@@ -61,7 +61,11 @@ def answer(call: Call[Any], response: httpx.Response) -> Any:
     data = response.json()
     if response.status_code == 202 and call.accepted is not None:
         return call.accepted.model_validate(data)
-    return call.model.model_validate(data) if call.model is not None and hasattr(call.model, "model_validate") else data
+    return (
+        call.model.model_validate(data)
+        if call.model is not None and hasattr(call.model, "model_validate")
+        else data
+    )
 
 
 def export_records(page: str) -> tuple[list[dict[str, Any]], str | None]:

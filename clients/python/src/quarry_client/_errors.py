@@ -38,7 +38,9 @@ class APIError(QuarryError):
         self.code: str = str(error.get("code", "error"))
         self.message: str = str(error.get("message", response.reason_phrase))
         self.fields: dict[str, str] = dict(error.get("fields") or {})
-        super().__init__(f"{self.status} {self.code}: {self.message}" + (f" {self.fields}" if self.fields else ""))
+        super().__init__(
+            f"{self.status} {self.code}: {self.message}" + (f" {self.fields}" if self.fields else "")
+        )
 
 
 class BadRequestError(APIError):

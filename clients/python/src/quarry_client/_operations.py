@@ -123,7 +123,9 @@ def load_corpus(documents: Sequence[Body]) -> Call[m.CorpusReport]:
 
 
 def assemble_context(query: str, caller: str, options: AssembleOptions) -> Call[m.AssembleResponse]:
-    return Call("POST", "/context/assemble", m.AssembleResponse, json=given(query=query, caller=caller, **options))
+    return Call(
+        "POST", "/context/assemble", m.AssembleResponse, json=given(query=query, caller=caller, **options)
+    )
 
 
 def send_feedback(
@@ -169,7 +171,9 @@ def get_weight_history(caller: str | None, limit: int | None) -> Call[m.WeightHi
 
 
 def retrieve(role_id: str, task_text: str, options: RetrieveOptions) -> Call[m.RetrievalBundle]:
-    return Call("POST", "/retrieve", m.RetrievalBundle, json=given(role_id=role_id, task_text=task_text, **options))
+    return Call(
+        "POST", "/retrieve", m.RetrievalBundle, json=given(role_id=role_id, task_text=task_text, **options)
+    )
 
 
 def overlay(role_id: str, suffix: str = "") -> str:

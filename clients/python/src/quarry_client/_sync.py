@@ -38,7 +38,9 @@ class Write(WriteState):
         deadline = time.monotonic() + timeout
         while self.job is not None and self.job.status != "done":
             if time.monotonic() >= deadline:
-                raise WaitTimeoutError(f"job {self.job.job_id} still {self.job.status} after {timeout} s", self.job)
+                raise WaitTimeoutError(
+                    f"job {self.job.job_id} still {self.job.status} after {timeout} s", self.job
+                )
             time.sleep(interval)
             self.job = self._client.get_job(self.job.job_id)
         return self
@@ -124,7 +126,9 @@ class Quarry:
     ) -> m.EntityPage:
         return self._send(ops.list_entities(entity_type, limit, cursor))
 
-    def iter_entities(self, entity_type: str | None = None, *, page_size: int | None = None) -> Iterator[m.EntityOut]:
+    def iter_entities(
+        self, entity_type: str | None = None, *, page_size: int | None = None
+    ) -> Iterator[m.EntityOut]:
         """Every stored entity (of a type), newest first, across pages."""
         cursor = None
         while True:
@@ -140,7 +144,9 @@ class Quarry:
     def patch_entity(self, entity_type: str, entity_id: str, fields: ops.Body) -> m.WriteResponse:
         return self._send(ops.patch_entity(entity_type, entity_id, fields))
 
-    def delete_entity(self, entity_type: str, entity_id: str, *, version: int | None = None) -> m.WriteResponse:
+    def delete_entity(
+        self, entity_type: str, entity_id: str, *, version: int | None = None
+    ) -> m.WriteResponse:
         return self._send(ops.delete_entity(entity_type, entity_id, version))
 
     def bulk_write(self, items: Sequence[ops.Body]) -> Write:
@@ -156,7 +162,9 @@ class Quarry:
 
     # -- context --------------------------------------------------------------------------------------
 
-    def assemble_context(self, query: str, caller: str, **options: Unpack[ops.AssembleOptions]) -> m.AssembleResponse:
+    def assemble_context(
+        self, query: str, caller: str, **options: Unpack[ops.AssembleOptions]
+    ) -> m.AssembleResponse:
         """A token-budgeted context block with its sources (POST /context/assemble)."""
         return self._send(ops.assemble_context(query, caller, options))
 
@@ -218,12 +226,16 @@ class Quarry:
     def run_learning(self) -> m.EvalResponse:
         return self._send(ops.run_learning())
 
-    def get_weight_history(self, caller: str | None = None, *, limit: int | None = None) -> m.WeightHistoryResponse:
+    def get_weight_history(
+        self, caller: str | None = None, *, limit: int | None = None
+    ) -> m.WeightHistoryResponse:
         return self._send(ops.get_weight_history(caller, limit))
 
     # -- governed retrieval ---------------------------------------------------------------------------
 
-    def retrieve(self, role_id: str, task_text: str, **options: Unpack[ops.RetrieveOptions]) -> m.RetrievalBundle:
+    def retrieve(
+        self, role_id: str, task_text: str, **options: Unpack[ops.RetrieveOptions]
+    ) -> m.RetrievalBundle:
         return self._send(ops.retrieve(role_id, task_text, options))
 
     def put_overlay(self, role_id: str, overlay: ops.Body) -> m.RoleOverlay:

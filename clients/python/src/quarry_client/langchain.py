@@ -10,12 +10,14 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
+from pydantic import ConfigDict, Field, SecretStr
 
 from quarry_client._async import AsyncQuarry
 from quarry_client._documents import Passage, hit_passage, source_passages
@@ -35,23 +37,27 @@ class _Connected(BaseRetriever):
     api_key: SecretStr | None = None
     client: Quarry | None = Field(default=None, exclude=True)
     async_client: AsyncQuarry | None = Field(default=None, exclude=True)
-    _own: Quarry | None = PrivateAttr(default=None)
-    _own_async: AsyncQuarry | None = PrivateAttr(default=None)
 
-    def _sync(self) -> Quarry:
+    def _key(self) -> str | None:
+        return self.api_key.get_secret_value() if self.api_key else None
+
+    @contextmanager
+    def _sync(self) -> Iterator[Quarry]:
+        """The given client, else one for this call (closed after it: pass `client` to pool connections)."""
         if self.client is not None:
-            return self.client
-        if self._own is None:
-            self._own = Quarry(self.base_url, self.api_key.get_secret_value() if self.api_key else None)
-        return self._own
+            yield self.client
+            return
+        with Quarry(self.base_url, self._key()) as client:
+            yield client
 
-    def _async(self) -> AsyncQuarry:
+    @asynccontextmanager
+    async def _async(self) -> AsyncIterator[AsyncQuarry]:
+        """The given async client, else one for this call (an event loop's connections die with it)."""
         if self.async_client is not None:
-            return self.async_client
-        if self._own_async is None:
-            key = self.api_key.get_secret_value() if self.api_key else None
-            self._own_async = AsyncQuarry(self.base_url, key)
-        return self._own_async
+            yield self.async_client
+            return
+        async with AsyncQuarry(self.base_url, self._key()) as client:
+            yield client
 
 
 class QuarryRetriever(_Connected):
@@ -73,13 +79,15 @@ class QuarryRetriever(_Connected):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        answer = self._sync().search(query, **self._options(kwargs))
+        with self._sync() as client:
+            answer = client.search(query, **self._options(kwargs))
         return [_document(hit_passage(r)) for r in answer.results]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        answer = await self._async().search(query, **self._options(kwargs))
+        async with self._async() as client:
+            answer = await client.search(query, **self._options(kwargs))
         return [_document(hit_passage(r)) for r in answer.results]
 
 
@@ -87,7 +95,9 @@ class QuarryContextRetriever(_Connected):
     """Quarry context assembly as a LangChain retriever: the budgeted block, one Document per source."""
 
     caller: str = Field(description="The agent or app asking: budgets, weights and memory follow it")
-    token_budget: int | None = Field(default=None, ge=1, description="Tokens for the block (default: learned)")
+    token_budget: int | None = Field(
+        default=None, ge=1, description="Tokens for the block (default: learned)"
+    )
     namespace: str | None = None
     sources: list[str] | None = None
 
@@ -98,11 +108,13 @@ class QuarryContextRetriever(_Connected):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        answer = self._sync().assemble_context(query, self.caller, **self._options(kwargs))
+        with self._sync() as client:
+            answer = client.assemble_context(query, self.caller, **self._options(kwargs))
         return [_document(p) for p in source_passages(answer)]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        answer = await self._async().assemble_context(query, self.caller, **self._options(kwargs))
+        async with self._async() as client:
+            answer = await client.assemble_context(query, self.caller, **self._options(kwargs))
         return [_document(p) for p in source_passages(answer)]

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -39,9 +41,28 @@ class _Connected(BaseRetriever):
         async_client: AsyncQuarry | None = None,
         **kwargs: Any,
     ) -> None:
-        self._client = client or Quarry(base_url, api_key)
-        self._async_client = async_client or AsyncQuarry(base_url, api_key)
+        self._client = client
+        self._async_client = async_client
+        self._where = (base_url, api_key)
         super().__init__(**kwargs)
+
+    @contextmanager
+    def _sync(self) -> Iterator[Quarry]:
+        """The given client, else one for this call (closed after it: pass `client` to pool connections)."""
+        if self._client is not None:
+            yield self._client
+            return
+        with Quarry(*self._where) as client:
+            yield client
+
+    @asynccontextmanager
+    async def _async(self) -> AsyncIterator[AsyncQuarry]:
+        """The given async client, else one for this call (an event loop's connections die with it)."""
+        if self._async_client is not None:
+            yield self._async_client
+            return
+        async with AsyncQuarry(*self._where) as client:
+            yield client
 
 
 class QuarryRetriever(_Connected):
@@ -64,13 +85,13 @@ class QuarryRetriever(_Connected):
         super().__init__(base_url, api_key, **kwargs)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        answer = self._client.search(query_bundle.query_str, limit=self.similarity_top_k, **self._options)
+        with self._sync() as client:
+            answer = client.search(query_bundle.query_str, limit=self.similarity_top_k, **self._options)
         return [_node(hit_passage(r)) for r in answer.results]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        answer = await self._async_client.search(
-            query_bundle.query_str, limit=self.similarity_top_k, **self._options
-        )
+        async with self._async() as client:
+            answer = await client.search(query_bundle.query_str, limit=self.similarity_top_k, **self._options)
         return [_node(hit_passage(r)) for r in answer.results]
 
 
@@ -92,9 +113,11 @@ class QuarryContextRetriever(_Connected):
         super().__init__(base_url, api_key, **kwargs)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        answer = self._client.assemble_context(query_bundle.query_str, self.caller, **self._options)
+        with self._sync() as client:
+            answer = client.assemble_context(query_bundle.query_str, self.caller, **self._options)
         return [_node(p) for p in source_passages(answer)]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        answer = await self._async_client.assemble_context(query_bundle.query_str, self.caller, **self._options)
+        async with self._async() as client:
+            answer = await client.assemble_context(query_bundle.query_str, self.caller, **self._options)
         return [_node(p) for p in source_passages(answer)]
