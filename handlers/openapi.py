@@ -19,7 +19,6 @@ from core.governance.requests import CorpusDocument
 from core.governance.validation import KIND_ALIASES, schema_names
 from core.jobs import MAX_JOB_ITEMS
 from core.payload import INT64_MAX
-from core.service.search import COMMON_FILTERS
 from core.validation import ID_JSON_PATTERN, NONBLANK_PATTERN
 from handlers.auth import PUBLIC_PATHS as PUBLIC
 from handlers.openapi_examples import add_examples
@@ -211,6 +210,7 @@ def _parameters(paths: dict[str, Any], c: Container) -> None:
 
 def _search_request(schemas: dict[str, Any], c: Container) -> None:
     """What the search service checks against the deployment: types, filter names, query length, limit."""
+    from core.service.search import COMMON_FILTERS  # loads numpy: only when the document is asked for
     props = schemas["SearchRequest"]["properties"]
     props["query"] |= {"maxLength": c.settings.max_query_chars, "pattern": NONBLANK_PATTERN}
     props["limit"]["maximum"] = c.settings.max_limit

@@ -14,7 +14,7 @@ from quarry_client import (
     models,
 )
 
-from tests.conftest import ASYNC_MIN_CHUNKS, NOTES
+from tests.conftest import ASYNC_MIN_CHUNKS
 
 
 def test_search_answers_typed_hits_and_pages_through_every_one(client: Quarry) -> None:
@@ -70,7 +70,7 @@ def test_errors_are_typed_and_carry_the_api_error_body(client: Quarry, server: s
     assert bad.value.code == "invalid_input" and "limit" in bad.value.fields
     with pytest.raises(BadRequestError) as items:
         client.bulk_write([{"type": "spaceship", "id": "x"}])
-    assert items.value.fields == {"items.0.type": items.value.fields["items.0.type"]}
+    assert list(items.value.fields) == ["items.0.type"] and "task" in items.value.fields["items.0.type"]
     client.put_entity("task", "t-stale", {"title": "v5", "version": 5})
     with pytest.raises(ConflictError) as stale:
         client.put_entity("task", "t-stale", {"title": "v4", "version": 4})
@@ -135,4 +135,3 @@ def test_meta_routes(client: Quarry) -> None:
     assert client.health()["status"] == "ok"
     assert client.whoami()["tenant"] == "clients"
     assert client.openapi()["info"]["title"] == "Quarry"
-    assert len(NOTES) == 8

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from pydantic import BaseModel
 
 from quarry_client import models as m
-from quarry_client._errors import APIError, error_for
+from quarry_client._errors import error_for
 from quarry_client._operations import Call
 from quarry_client._retry import RetryPolicy
 
@@ -61,11 +61,8 @@ def answer(call: Call[Any], response: httpx.Response) -> Any:
     data = response.json()
     if response.status_code == 202 and call.accepted is not None:
         return call.accepted.model_validate(data)
-    return (
-        call.model.model_validate(data)
-        if call.model is not None and hasattr(call.model, "model_validate")
-        else data
-    )
+    model = call.model
+    return model.model_validate(data) if isinstance(model, type) and issubclass(model, BaseModel) else data
 
 
 def export_records(page: str) -> tuple[list[dict[str, Any]], str | None]:
@@ -109,15 +106,3 @@ class WriteState:
     def __repr__(self) -> str:
         what = f"job {self.job.job_id} {self.job.status}" if self.job else "done"
         return f"<{type(self).__name__} {what}, indexed={self.indexed}, errors={len(self.errors)}>"
-
-
-def raise_unless_retried(error: APIError | None, exc: Exception | None) -> None:
-    """Re-raise what ended the retries."""
-    if error is not None:
-        raise error
-    if exc is not None:
-        raise exc
-
-
-def items_of(mapping: Mapping[str, Any] | None) -> Iterator[tuple[str, Any]]:
-    return iter((mapping or {}).items())
