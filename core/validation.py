@@ -19,10 +19,10 @@ MAX_LABEL_CHARS = 200  # source / owner / namespace are labels
 # characters; and not '.' or '..' (path segments with a meaning of their own).
 ID_PATTERN = re.compile(r"^[^\s/#|]{1,256}$")
 ID_RULE = f"must be 1-{MAX_ID_CHARS} characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'"
-# The same rule as one regular expression that JSON Schema (ECMA-262), Python `re` and Rust `regex` all
-# read alike, for the OpenAPI document: every character `str.isspace()` or Unicode category Cc names,
-# spelled out (`\s` differs between those engines), plus '/', '#' and '|'. tests/unit/test_entity_models.py
-# checks it against `is_valid_id`.
+# The same rule as one regular expression for the OpenAPI document, read alike by JSON Schema (ECMA-262)
+# and Python `re` (its look-ahead is beyond Rust `regex`): every character `str.isspace()` or category Cc
+# names, spelled out (`\s` differs between engines), and '/', '#', '|'. tests/handlers/
+# test_openapi_document.py checks it against `is_valid_id`.
 _SPACE_OR_CONTROL = r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 ID_JSON_PATTERN = rf"^(?!\.\.?$)[^{_SPACE_OR_CONTROL}/#|]{{1,{MAX_ID_CHARS}}}$"
 # Text with at least one character that `str.strip()` keeps (the whitespace `str.isspace()` names, spelled

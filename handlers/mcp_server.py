@@ -21,7 +21,9 @@ Resource templates (read scope): `quarry://overlays/{role_id}` (a role overlay) 
 Who is calling: over streamable HTTP, the bearer key of each request (looked up in QUARRY_API_KEYS,
 exactly as the dev server does); over stdio (and in-process) there are no headers, so the server acts
 as the one key it was started with (`--key` / QUARRY_MCP_KEY, see `stdio_principal`). A refused call is
-an MCP tool error whose text is the HTTP error body `{"error": {code, message, fields}}`.
+an MCP tool error whose text is the HTTP error body `{"error": {code, message, fields}}`. What an agent
+sees in `tools/list` (descriptions, limits, enums, closed schemas checked before each call, behaviour
+hints) is completed and enforced in handlers/mcp_tools.py.
 """
 
 from __future__ import annotations
@@ -71,25 +73,40 @@ Model = TypeVar("Model", bound=BaseModel)
 # sources are added to the published schemas by handlers/mcp_tools.py.
 Query = Annotated[
     str,
-    Field(description="What to search for; `type:` prefixes (`task: login`), `@name` and quoted phrases work",
-          min_length=1, pattern=NONBLANK_PATTERN, examples=["rate limit for API clients"]),
-]  # fmt: skip
+    Field(
+        description="What to search for; `type:` prefixes (`task: login`), `@name` and quoted phrases work",
+        min_length=1,
+        pattern=NONBLANK_PATTERN,
+        examples=["rate limit for API clients"],
+    ),
+]
 EntityType = Annotated[str, Field(description="The entity type", examples=["memory"])]
 EntityId = Annotated[
     str,
-    Field(description="The entity id: 1-256 characters, no whitespace, '/', '#' or '|'",
-          json_schema_extra={"pattern": ID_JSON_PATTERN}, examples=["m-42"]),  # look-ahead: checked by jsonschema
-]  # fmt: skip
+    Field(
+        description="The entity id: 1-256 characters, no whitespace, '/', '#' or '|'",
+        json_schema_extra={"pattern": ID_JSON_PATTERN},
+        examples=["m-42"],
+    ),  # look-ahead: checked by jsonschema
+]
 Caller = Annotated[
     str,
-    Field(description="The agent or app asking: its budget, weights and own memory follow it",
-          min_length=1, max_length=MAX_NAME_CHARS, pattern=NONBLANK_PATTERN, examples=["my-agent"]),
-]  # fmt: skip
+    Field(
+        description="The agent or app asking: its budget, weights and own memory follow it",
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        pattern=NONBLANK_PATTERN,
+        examples=["my-agent"],
+    ),
+]
 Cursor = Annotated[
     str | None,
-    Field(description="`next_cursor` of the previous page (same other arguments); omit for the first page",
-          max_length=1024, examples=[None]),
-]  # fmt: skip
+    Field(
+        description="`next_cursor` of the previous page (same other arguments); omit for the first page",
+        max_length=1024,
+        examples=[None],
+    ),
+]
 
 
 def error_text(exc: QuarryError) -> str:
@@ -202,7 +219,7 @@ def _search_tool(server: MCPServer, act: Act) -> None:
                 description="Metadata filters, field → value or list of values (any of them)",
                 examples=[{"status": "open"}],
             ),
-        ] = None,  # fmt: skip
+        ] = None,
         limit: Annotated[int, Field(description="Hits per page", ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
         strategy: Annotated[
             Literal["auto", "keyword", "semantic", "hybrid"],
@@ -247,7 +264,7 @@ def _context_tools(server: MCPServer, act: Act) -> None:
                 ge=1,
                 le=MAX_TOKEN_BUDGET,
             ),
-        ] = None,  # fmt: skip
+        ] = None,
         explicit_links: Annotated[
             list[str] | None,
             Field(
@@ -255,7 +272,7 @@ def _context_tools(server: MCPServer, act: Act) -> None:
                 max_length=MAX_LINKS,
                 examples=[["memory:m-42"]],
             ),
-        ] = None,  # fmt: skip
+        ] = None,
         sources: Annotated[list[str] | None, Field(description="Sources to use (default: all)")] = None,
         log: Annotated[bool, Field(description="false: do not log (no assembly_id, no learning)")] = True,
     ) -> AssembleResponse:
@@ -328,7 +345,7 @@ def _context_tools(server: MCPServer, act: Act) -> None:
                 pattern=NONBLANK_PATTERN,
                 examples=["customer cannot sign in after a password reset"],
             ),
-        ],  # fmt: skip
+        ],
         overlay: Annotated[
             dict[str, Any] | None,
             Field(
@@ -336,7 +353,7 @@ def _context_tools(server: MCPServer, act: Act) -> None:
                 "role_overlay); its role_id defaults to the role_id argument and must equal it",
                 examples=[{"mission": "help customers sign in", "vocabulary": {"boost": ["password"]}}],
             ),
-        ] = None,  # fmt: skip
+        ] = None,
         context_summary: Annotated[
             str | None, Field(description="What is known so far", max_length=MAX_TEXT_CHARS)
         ] = None,
@@ -399,7 +416,7 @@ def _entity_tools(server: MCPServer, act: Act) -> None:
                 "task, ...), other text and metadata, optional `version`",
                 examples=[{"content": "The deploy needs a free cache volume", "version": 1}],
             ),
-        ],  # fmt: skip
+        ],
         partial: Annotated[bool, Field(description="true: change only the given fields")] = False,
     ) -> WriteResponse:
         from handlers.mcp_entities import upsert

@@ -211,6 +211,7 @@ def _parameters(paths: dict[str, Any], c: Container) -> None:
 def _search_request(schemas: dict[str, Any], c: Container) -> None:
     """What the search service checks against the deployment: types, filter names, query length, limit."""
     from core.service.search import COMMON_FILTERS  # loads numpy: only when the document is asked for
+
     props = schemas["SearchRequest"]["properties"]
     props["query"] |= {"maxLength": c.settings.max_query_chars, "pattern": NONBLANK_PATTERN}
     props["limit"]["maximum"] = c.settings.max_limit
