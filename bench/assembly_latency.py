@@ -1,5 +1,5 @@
 """Context assembly latency through the HTTP API Lambda handler on 10,000 items across the five default
-sources (memory, agent_memory_own, agent_memory_peer, vault, psychic_cache), on the embedded backend.
+sources (memory, agent_memory_own, agent_memory_peer, vault_index, psychic_cache), on the embedded backend.
 
 Reports P50 / P99 of POST /context/assemble (wall time through `handlers.api.lambda_handler`), of its
 retrieval (query embedding + the parallel fan-out, the response's `retrieval_ms`) and the share of time
@@ -13,13 +13,13 @@ embedded live by the model, as in production. `--embedder hashing` swaps in a de
 bag-of-words hashing embedder for corpus AND queries (no model; labelled as such in the output).
 
     .venv/bin/python bench/assembly_latency.py [--items 10000] [--queries 300] [--embedder minilm|hashing]
+    .venv/bin/python bench/assembly_latency.py --smoke   # 50 items, 12 queries, hashing: that it runs
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import io
 import json
 import os
@@ -32,8 +32,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
@@ -44,32 +42,12 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "QuarryBench")
 # see the default behaviour.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from bench._common import FILLER, TOPICS, VERBS, queries, summary  # noqa: E402
+from bench._common import FILLER, TOPICS, VERBS, HashingEmbedder, queries, summary  # noqa: E402
 
 TENANT = "bench"
 AGENTS = [f"agent-{i}" for i in range(8)]
 BULK = 500  # IndexingService.bulk batch (the POST /entities maximum)
 WARMUP = 10  # first calls build the vector matrix and load the model
-HASH_DIMENSION = 384  # same width as MiniLM, so the k-NN matmul costs the same
-
-
-class HashingEmbedder:
-    """Deterministic bag-of-words hashing into 384 dims (benchmark stand-in; NOT a semantic model)."""
-
-    dimension = HASH_DIMENSION
-    model_id = "bench-hashing-384"
-
-    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
-        out = []
-        for text in texts:
-            vec = np.zeros(HASH_DIMENSION, dtype=np.float32)
-            for word in text.lower().split():
-                vec[int.from_bytes(hashlib.md5(word.encode()).digest()[:4], "big") % HASH_DIMENSION] += 1.0
-            out.append(vec / (float(np.linalg.norm(vec)) or 1.0))
-        return out
-
-    def embed_query(self, texts: Sequence[str]) -> list[np.ndarray]:
-        return self.embed(texts)
 
 
 def sentence(rng: random.Random, topic: str) -> str:
@@ -184,7 +162,7 @@ def line(name: str, r: dict[str, Any]) -> str:
     )
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -192,8 +170,13 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm")
     parser.add_argument("--cache-dir", default=".quarry/embeddings")
-    parser.add_argument("--json", default="bench/results/assembly_latency.json")
-    args = parser.parse_args()
+    parser.add_argument("--json", help="default bench/results/assembly_latency.json (none with --smoke)")
+    parser.add_argument("--smoke", action="store_true", help="50 items, 12 queries, hashing: that it runs")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.items, args.queries, args.embedder = 50, WARMUP + 2, "hashing"
+    elif args.json is None:
+        args.json = "bench/results/assembly_latency.json"
 
     from handlers import api
     from infra.embedding_cache import CachingEmbedder
@@ -241,8 +224,9 @@ def main() -> int:
         "machine": f"{os.cpu_count()} cores",
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
     }
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
     return 0
 
 

@@ -7,6 +7,7 @@ min-max 0.5/0.5. A document missing from one list gets 0 from it. This reproduce
 machine" table of ../shared/datasets/README.md, which proves the metric code.
 
     .venv/bin/python bench/baselines.py --dataset ../shared/datasets/scifact [--split test] [--json F]
+    .venv/bin/python bench/baselines.py --smoke   # tests/fixtures/beir_tiny, hashing vectors: that it runs
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._common import SMOKE_DATASET, HashingEmbedder  # noqa: E402
 from core.evaluation import Metrics, evaluate, ranking_from_scores  # noqa: E402
 from core.ports import Embedder  # noqa: E402
 from infra.beir import BeirDataset, load_beir  # noqa: E402
@@ -146,14 +148,21 @@ def default_embedder(cache_dir: Path) -> Embedder:
 def main(argv: Sequence[str] | None = None) -> int:
     """Print (and optionally write as JSON) the reference table for one dataset."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", required=True, type=Path)
+    parser.add_argument("--dataset", type=Path, help="a BEIR folder (required unless --smoke)")
     parser.add_argument("--split", default="test")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--smoke", action="store_true", help="tests/fixtures/beir_tiny, hashing vectors")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.dataset = args.dataset or SMOKE_DATASET
+    elif args.dataset is None:
+        parser.error("--dataset is required")
     data = load_beir(args.dataset, args.split)
-    table = reference_table(data, default_embedder(args.cache_dir))
+    table = reference_table(data, HashingEmbedder() if args.smoke else default_embedder(args.cache_dir))
     print(f"{data.name} ({args.split}, {len(data.qrels)} queries)")
+    if args.smoke:
+        print("smoke run: hashing vectors stand in for all-MiniLM-L6-v2 (the minilm and fusion rows)")
     print(f"{'system':<10} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8}")
     for name, m in table.items():
         print(f"{name:<10} {m.ndcg_at_10:>8.3f} {m.recall_at_100:>8.3f} {m.mrr_at_10:>8.3f}")

@@ -8,6 +8,7 @@ says how noisy it was. DESIGN.md §8's goal: `import handlers.api` ≤ 300 ms.
     .venv/bin/python bench/cold_start.py [--runs 9] [--json FILE]                 # this source tree
     python3.12 deploy/lambda_artifact.py /tmp/art --platform manylinux2014_x86_64  # the artifact, importable here
     .venv/bin/python bench/cold_start.py --artifact /tmp/art --python python3.12   # ... measured as Lambda runs it
+    .venv/bin/python bench/cold_start.py --smoke   # one run of handlers.api: that it runs
 
 Bytecode counts: Lambda's code directory is read-only, so modules without shipped .pyc files are compiled
 at every cold start. The source-tree mode lets one warm-up run write bytecode first; the artifact mode
@@ -25,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,21 +61,24 @@ def runtime_ms(python: str, env: dict[str, str]) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--tracing", action="store_true", help="as in Lambda with tracing on")
     parser.add_argument("--artifact", type=Path, help="a built artifact folder (deploy/lambda_artifact.py)")
     parser.add_argument("--python", default=sys.executable, help="the interpreter (3.12 for an artifact)")
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="one run, handlers.api only")
+    args = parser.parse_args(argv)
+    handlers = HANDLERS[:1] if args.smoke else HANDLERS
+    args.runs = 1 if args.smoke else args.runs
     env = environment(args.tracing, args.artifact)
     py = args.python
-    for module in HANDLERS:
+    for module in handlers:
         import_ms(py, module, env)  # warm the OS file cache (and, for the source tree, write bytecode)
     results: dict[str, dict[str, float]] = {}
     rows = {"python -c pass (process)": [runtime_ms(py, env) for _ in range(args.runs)]}
-    rows.update({f"import {m}": [import_ms(py, m, env) for _ in range(args.runs)] for m in HANDLERS})
+    rows.update({f"import {m}": [import_ms(py, m, env) for _ in range(args.runs)] for m in handlers})
     print(f"{'':34} {'min':>8} {'median':>8} {'max':>8}   (ms, {args.runs} runs, tracing {args.tracing})")
     for name, times in rows.items():
         results[name] = {"min": min(times), "median": statistics.median(times), "max": max(times)}

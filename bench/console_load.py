@@ -4,6 +4,7 @@ performance mark — from navigation start to the first result list drawn, which
 scripts, GET /whoami and POST /search (a different query each time, so the search cache never answers).
 
     PYTHONPATH=. .venv/bin/python bench/console_load.py [--entities 10000] [--runs 20] [--fake-embedder]
+    PYTHONPATH=. .venv/bin/python bench/console_load.py --smoke   # 30 entities, 2 loads, hashing vectors
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench._common import TOPICS, VERBS, synthetic_entities
+from bench._common import TOPICS, VERBS, HashingEmbedder, synthetic_entities
 from handlers import api
 from handlers.devserver import make_server
 from infra.settings import load_settings
@@ -33,9 +35,7 @@ TENANT = "bench"
 def build(data_dir: Path, n: int, fake: bool) -> Container:
     c = Container(load_settings(data_dir=data_dir))
     if fake:
-        from tests.conftest import FakeEmbedder
-
-        c.__dict__["embedder"] = FakeEmbedder(dimension=384)
+        c.__dict__["embedder"] = HashingEmbedder()
     items = synthetic_entities(n)
     started = time.perf_counter()
     for at in range(0, n, 500):
@@ -77,13 +77,16 @@ def phases(driver: Any) -> dict[str, float]:
     return {k: round(float(v), 1) for k, v in driver.execute_script(script).items()}
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--fake-embedder", action="store_true", help="hashing vectors: no model needed")
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="30 entities, 2 loads, hashing vectors")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.entities, args.runs, args.fake_embedder = 30, 2, True
     with tempfile.TemporaryDirectory() as tmp:
         set_container(build(Path(tmp) / "data", args.entities, args.fake_embedder))
         keys = {KEY: {"tenant": TENANT, "scopes": ["read"]}}

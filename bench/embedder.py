@@ -8,6 +8,7 @@ in a fresh subprocess so one does not warm the next.
 
     .venv/bin/python bench/embedder.py [--runtime numpy|onnx|onnx-int8] [--passages 500] [--queries 200]
                                        [--repeat 1] [--json FILE]
+    .venv/bin/python bench/embedder.py --smoke   # tests/fixtures/beir_tiny's passages, 5 queries, 1 run
 
 `--runtime` picks the embedder's runtime (default: the embedder's own, onnx when onnxruntime is installed);
 `--repeat N` runs each probe N times in fresh processes and reports the min and median of the runs (the
@@ -25,22 +26,17 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._common import summary  # noqa: E402
+from bench._common import SMOKE_DATASET, shared_datasets, summary  # noqa: E402
 
-# ../shared beside a clone (or two levels up, beside a worktree's parent folder)
-SCIFACT = next(
-    (
-        p / "shared/datasets/scifact/corpus.jsonl"
-        for p in (ROOT.parent, ROOT.parent.parent)
-        if (p / "shared").is_dir()
-    ),
-    ROOT.parent / "shared/datasets/scifact/corpus.jsonl",
-)
+SCIFACT = shared_datasets() / "scifact" / "corpus.jsonl"
 QUERY = "which proteins regulate the estrogen receptor in breast cancer cells"  # 10 words, 14 word pieces
 GOAL_QUERY_P50_MS = 3.0  # DESIGN.md §8
 GOAL_PASSAGES_PER_S = 40.0  # DESIGN.md §8
@@ -68,12 +64,12 @@ print(json.dumps({{"seconds": took, "n": len(texts), "peak_rss_mb": resource.get
 """
 
 
-def run(code: str) -> dict[str, float]:
+def run(code: str) -> dict[str, Any]:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def import_ms(module: str, runs: int = 5) -> float:
+def import_ms(module: str, runs: int) -> float:
     """Median wall time of `import module` in a fresh interpreter, minus the interpreter's own start."""
     code = f"import time; t = time.perf_counter(); import {module}; print((time.perf_counter() - t) * 1000)"
     times = [
@@ -87,29 +83,35 @@ def import_ms(module: str, runs: int = 5) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def scifact_texts(n: int) -> list[str]:
-    rows = [json.loads(line) for line in SCIFACT.read_text().splitlines()[:n]]
+def scifact_texts(n: int, corpus: Path = SCIFACT) -> list[str]:
+    """The first n passages (title + text) of a BEIR corpus, SciFact's by default."""
+    rows = [json.loads(line) for line in corpus.read_text().splitlines()[:n]]
     return [f"{r.get('title', '')} {r['text']}".strip() for r in rows]
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--corpus", type=Path, default=SCIFACT, help="a BEIR corpus.jsonl")
     parser.add_argument("--passages", type=int, default=500)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runtime", choices=["numpy", "onnx", "onnx-int8"], default=None)
     parser.add_argument("--repeat", type=int, default=1, help="runs of each probe (min and median reported)")
-    parser.add_argument("--json", help="default: bench/results/embedder[-RUNTIME].json")
-    args = parser.parse_args()
-    if not SCIFACT.exists():
-        print(f"needs {SCIFACT} (the shared datasets)", file=sys.stderr)
+    parser.add_argument("--json", help="default: bench/results/embedder[-RUNTIME].json (none with --smoke)")
+    parser.add_argument("--smoke", action="store_true", help="tests/fixtures/beir_tiny, 5 queries, 1 run")
+    args = parser.parse_args(argv)
+    import_runs = 1 if args.smoke else 5
+    if args.smoke:
+        args.corpus, args.passages, args.queries, args.repeat = SMOKE_DATASET / "corpus.jsonl", 8, 5, 1
+    if not args.corpus.exists():
+        print(f"needs {args.corpus} (the shared datasets)", file=sys.stderr)
         return 2
 
     runtime = args.runtime
     modules = ["infra.local.embedder", "tokenizers", "safetensors.numpy", "numpy", "onnxruntime"]
-    imports = {m: import_ms(m) for m in modules if m != "onnxruntime" or runtime != "numpy"}
+    imports = {m: import_ms(m, import_runs) for m in modules if m != "onnxruntime" or runtime != "numpy"}
     run(
         _QUERY_PROBE.format(threads=args.threads, runtime=runtime, query=QUERY, n=1)
     )  # builds a missing graph
@@ -117,13 +119,13 @@ def main() -> int:
         run(_QUERY_PROBE.format(threads=args.threads, runtime=runtime, query=QUERY, n=args.queries))
         for _ in range(args.repeat)
     ]
-    texts_file = ROOT / ".quarry" / "bench-embedder-texts.json"
-    texts_file.parent.mkdir(parents=True, exist_ok=True)
-    texts_file.write_text(json.dumps(scifact_texts(args.passages)))
-    corpora = [
-        run(_CORPUS_PROBE.format(threads=args.threads, runtime=runtime, texts=str(texts_file)))
-        for _ in range(args.repeat)
-    ]
+    with tempfile.TemporaryDirectory(prefix="quarry-bench-embedder-") as tmp:
+        texts_file = Path(tmp) / "texts.json"
+        texts_file.write_text(json.dumps(scifact_texts(args.passages, args.corpus)))
+        corpora = [
+            run(_CORPUS_PROBE.format(threads=args.threads, runtime=runtime, texts=str(texts_file)))
+            for _ in range(args.repeat)
+        ]
     summaries = sorted((summary(r["took_ms"]) for r in queries), key=lambda s: s["p50"])
     rates = sorted(c["n"] / c["seconds"] for c in corpora)
     q, rate = summaries[len(summaries) // 2], rates[len(rates) // 2]  # the median run
@@ -149,7 +151,7 @@ def main() -> int:
         f"(goal P50 ≤ {GOAL_QUERY_P50_MS:.0f} ms)"
     )
     print(
-        f"SciFact abstracts: {rate:.1f} passages/s [{rates[-1]:.1f}] over {corpus['n']} "
+        f"{args.corpus.parent.name} passages: {rate:.1f} passages/s [{rates[-1]:.1f}] over {corpus['n']} "
         f"(goal ≥ {GOAL_PASSAGES_PER_S:.0f}/s) · peak RSS {corpus['peak_rss_mb']:.0f} MB"
     )
     out = {
@@ -166,6 +168,8 @@ def main() -> int:
         "passages": corpus["n"],
         "peak_rss_mb": corpus["peak_rss_mb"],
     }
+    if args.smoke and not args.json:
+        return 0
     target = Path(args.json or f"bench/results/embedder{'-' + runtime if runtime else ''}.json")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(out, indent=2) + "\n")

@@ -3,6 +3,7 @@
 runtime per fresh process instead, with import and load times and peak memory).
 
     .venv/bin/python bench/embedder_runtimes.py [--rounds 60] [--passages 32]
+    .venv/bin/python bench/embedder_runtimes.py --smoke   # 2 rounds over tests/fixtures/beir_tiny's passages
 
 Prints the 10-word query's P50 and best time, and SciFact abstracts per second (median and best of 3).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -19,27 +21,33 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._common import SMOKE_DATASET  # noqa: E402
 from bench.embedder import QUERY, SCIFACT, scifact_texts  # noqa: E402
 from infra.local.embedder import LocalEmbedder  # noqa: E402
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--corpus", type=Path, default=SCIFACT, help="a BEIR corpus.jsonl")
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--passages", type=int, default=32)
-    args = parser.parse_args()
-    if not SCIFACT.exists():
-        print(f"needs {SCIFACT} (the shared datasets)", file=sys.stderr)
+    parser.add_argument("--smoke", action="store_true", help="2 rounds over tests/fixtures/beir_tiny")
+    args = parser.parse_args(argv)
+    warmup, passes = 10, 3
+    if args.smoke:
+        args.corpus, args.rounds, args.passages, warmup, passes = SMOKE_DATASET / "corpus.jsonl", 2, 4, 1, 1
+    if not args.corpus.exists():
+        print(f"needs {args.corpus} (the shared datasets)", file=sys.stderr)
         return 2
-    texts = scifact_texts(args.passages)
+    texts = scifact_texts(args.passages, args.corpus)
     # NumPy's threads are BLAS's (process-wide), so it is measured once
     configs = [("numpy", 2)] + [(r, t) for r in ("onnx", "onnx-int8") for t in (1, 2)]
     embedders = {c: LocalEmbedder(runtime=c[0], threads=c[1]) for c in configs}  # type: ignore[arg-type]
     for e in embedders.values():
         e.warm()
-        for _ in range(10):
+        for _ in range(warmup):
             e.embed_query([QUERY])
     query: dict[tuple[str, int], list[float]] = {c: [] for c in configs}
     rate: dict[tuple[str, int], list[float]] = {c: [] for c in configs}
@@ -48,7 +56,7 @@ def main() -> int:
             started = time.perf_counter()
             e.embed_query([QUERY])
             query[c].append((time.perf_counter() - started) * 1000)
-    for _ in range(3):
+    for _ in range(passes):
         for c, e in embedders.items():
             started = time.perf_counter()
             e.embed(texts)

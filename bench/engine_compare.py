@@ -5,6 +5,7 @@ random 20,000 times, fixed seed). A difference the test cannot tell from chance 
 the question "is the ranking at least as good" is answered by the differences that are not.
 
     .venv/bin/python bench/engine_compare.py [--cache-dir .quarry/embeddings] [--json FILE]
+    .venv/bin/python bench/engine_compare.py --smoke   # tests/fixtures/beir_tiny, hashing vectors
 
 Both engines index the same documents with the same embeddings (the cache); tantivy is settled (every
 write committed) before the queries, so it ranks alone.
@@ -16,6 +17,7 @@ import argparse
 import json
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._common import SMOKE_DATASET, HashingEmbedder, shared_datasets  # noqa: E402
 from core.entities import EntityTypeRegistry  # noqa: E402
 from core.evaluation import per_query  # noqa: E402
 from core.service.indexing import IndexingService  # noqa: E402
@@ -43,9 +46,6 @@ from infra.evaluation import (  # noqa: E402
 from infra.local.cache import MemoryCache  # noqa: E402
 from infra.local.embedder import LocalEmbedder  # noqa: E402
 
-SHARED = next(
-    (p / "shared/datasets" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared").is_dir()), None
-)
 COLLECTIONS = (("scifact", "train"), ("scifact", "test"), ("cranfield", "test"))
 ENGINES = ("fts5", "tantivy")
 ROUNDS = 20_000
@@ -80,23 +80,34 @@ def per_query_ndcg(
     return out
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--cache-dir", type=Path, default=ROOT / ".quarry" / "embeddings")
-    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "engine_compare.json")
-    args = parser.parse_args()
-    if SHARED is None:
-        sys.exit("needs ../shared/datasets (SciFact, Cranfield)")
-    embedder = CachingEmbedder(LocalEmbedder(), args.cache_dir)
+    parser.add_argument(
+        "--json", type=Path, help="default bench/results/engine_compare.json (none with --smoke)"
+    )
+    parser.add_argument("--smoke", action="store_true", help="tests/fixtures/beir_tiny, hashing vectors")
+    args = parser.parse_args(argv)
+    embedder: Any
+    if args.smoke:
+        collections, embedder = [(SMOKE_DATASET, "test")], HashingEmbedder()
+    else:
+        shared = shared_datasets()
+        if not shared.is_dir():
+            sys.exit(f"needs {shared} (SciFact, Cranfield)")
+        collections = [(shared / name, split) for name, split in COLLECTIONS]
+        embedder = CachingEmbedder(LocalEmbedder(), args.cache_dir)
+        args.json = args.json or ROOT / "bench" / "results" / "engine_compare.json"
     rows: list[dict[str, Any]] = []
     print(f"{'collection':<16} {'strategy':<9} {'fts5':>7} {'tantivy':>8} {'diff':>7} {'p':>6}")
-    for name, split in COLLECTIONS:
+    for dataset, split in collections:
+        name = dataset.name
         scores: dict[str, dict[str, dict[str, float]]] = {}
         for engine in ENGINES:
             with tempfile.TemporaryDirectory(prefix="quarry-engines-") as tmp:
-                scores[engine] = per_query_ndcg(SHARED / name, split, engine, embedder, Path(tmp))
+                scores[engine] = per_query_ndcg(dataset, split, engine, embedder, Path(tmp))
         for strategy in scores["fts5"]:
             ids = sorted(scores["fts5"][strategy])
             a = np.array([scores["tantivy"][strategy][q] for q in ids])
@@ -116,8 +127,9 @@ def main() -> None:
                 f"{row['collection']:<16} {strategy:<9} {row['fts5']:>7.4f} {row['tantivy']:>8.4f} "
                 f"{row['diff']:>+7.4f} {row['p']:>6.3f}"
             )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"rounds": ROUNDS, "rows": rows}, indent=2) + "\n")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"rounds": ROUNDS, "rows": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ the candidate lists POST /search retrieves (same depth, same parse, same α lean
 
     .venv/bin/python bench/fusion_study.py --dataset ../shared/datasets/scifact --split train
         [--work-dir .quarry/eval/scifact] [--reuse] [--json FILE]
+    .venv/bin/python bench/fusion_study.py --smoke   # tests/fixtures/beir_tiny, hashing vectors, a temp dir
 
 `--reuse` keeps an index already built in the work dir (the corpus is the same for every split).
 Tune only on SciFact train or Cranfield; SciFact test is for reporting.
@@ -13,11 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._common import SMOKE_DATASET, HashingEmbedder  # noqa: E402
 from core.entities import EntityTypeRegistry  # noqa: E402
 from core.evaluation import Metrics, Qrels, evaluate  # noqa: E402
 from core.fusion import FusionMethod  # noqa: E402
@@ -53,8 +57,11 @@ def unshifted(runs: Mapping[str, QueryLists]) -> dict[str, QueryLists]:
     return {q: QueryLists(r.lexical, r.vector) for q, r in runs.items()}
 
 
-def build_index(dataset: Path, split: str, work_dir: Path, cache_dir: Path, reuse: bool) -> tuple:
-    """The dataset, an index holding its corpus (built unless reused), and the cached embedder."""
+def build_index(
+    dataset: Path, split: str, work_dir: Path, cache_dir: Path, reuse: bool, smoke: bool = False
+) -> tuple[Any, Any, Any]:
+    """The dataset, an index holding its corpus (built unless reused), and the cached embedder (hashing
+    vectors for a smoke run)."""
     from core.service.indexing import IndexingService
     from infra.clock import SystemClock
     from infra.local.cache import MemoryCache
@@ -62,7 +69,7 @@ def build_index(dataset: Path, split: str, work_dir: Path, cache_dir: Path, reus
     from infra.local.sqlite_index import SqliteIndex
 
     data = load_beir(dataset, split)
-    embedder = CachingEmbedder(LocalEmbedder(), cache_dir)
+    embedder: Any = HashingEmbedder() if smoke else CachingEmbedder(LocalEmbedder(), cache_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     path = work_dir / INDEX_FILE
     fresh = not (reuse and path.exists())
@@ -115,24 +122,43 @@ def study(raw: Mapping[str, QueryLists], qrels: Qrels, settings: SearchSettings)
     }
 
 
+def smoke_options(args: Any, parser: argparse.ArgumentParser, scratch: str) -> Path:
+    """The dataset and work dir of a run: for --smoke the tiny fixture and a scratch folder."""
+    if args.smoke:
+        args.dataset = args.dataset or SMOKE_DATASET
+        return Path(scratch)
+    if args.dataset is None:
+        parser.error("--dataset is required")
+    return Path(args.work_dir or REPO / ".quarry" / "eval" / args.dataset.resolve().name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the study table (and write it as JSON)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", required=True, type=Path)
+    parser.add_argument("--dataset", type=Path, help="a BEIR folder (required unless --smoke)")
     parser.add_argument("--split", default="test")
     parser.add_argument("--work-dir", type=Path)
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--reuse", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--smoke", action="store_true", help="tests/fixtures/beir_tiny, hashing vectors")
     args = parser.parse_args(argv)
-    work = args.work_dir or REPO / ".quarry" / "eval" / args.dataset.resolve().name
-    data, index, embedder = build_index(args.dataset, args.split, work, args.cache_dir, args.reuse)
+    with tempfile.TemporaryDirectory(prefix="quarry-fusion-study-") as scratch:
+        return run(args, smoke_options(args, parser, scratch))
+
+
+def run(args: Any, work: Path) -> int:
+    """Build (or reuse) the index in `work`, study it, print and write the figures."""
+    data, index, embedder = build_index(
+        args.dataset, args.split, work, args.cache_dir, args.reuse, smoke=args.smoke
+    )
     settings = SearchSettings()
     service = FusionTuningService(index, embedder, EntityTypeRegistry(), settings)
     raw = service.lists(EVAL_TENANT, data.queries, vector_floor=-1.0)
     result = study(raw, data.qrels, settings)
     print(f"{data.name} ({args.split}, {len(data.qrels)} queries)")
-    for name, m in result["rows"].items():  # type: ignore[union-attr]
+    rows = cast(dict[str, dict[str, float]], result["rows"])
+    for name, m in rows.items():
         print(f"{name:<24} {m['ndcg_at_10']:.4f} {m['recall_at_100']:.4f} {m['mrr_at_10']:.4f}")
     for key in ("current", "tuned_hybrid", "tuned_auto"):
         print(key, result[key])

@@ -2,10 +2,11 @@
 SqliteIndex.lexical) against tantivy (Lucene-style BM25 with block-max WAND), top 100, the same narrow
 (SciFact queries) and broad (one frequent word) queries, title weighted 3 and text 1 in both.
 
-Needs the index bench/scale.py built for the size (`--sizes N --build-only`) and `pip install tantivy`
-(the `bench` extra). The tantivy index is built once under --work and reused.
+Reuses the index bench/scale.py built for the size (`--sizes N --build-only`) under --work, or builds it.
+The tantivy index is built once under --work and reused.
 
     .venv/bin/python bench/keyword_engines.py --size 100000
+    .venv/bin/python bench/keyword_engines.py --smoke   # 300 chunks, 5 queries, tests/fixtures/beir_tiny
 """
 
 from __future__ import annotations
@@ -13,21 +14,32 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import summary  # noqa: E402
-from bench.scale import BATCH, K, Space, lexical_queries, records, vocabulary  # noqa: E402
+from bench._common import SMOKE_DATASET, summary  # noqa: E402
+from bench.scale import (  # noqa: E402
+    BATCH,
+    SCIFACT,
+    SMOKE_CHUNKS,
+    K,
+    Space,
+    build,
+    lexical_queries,
+    query_texts,
+    records,
+    vocabulary,
+)
 from core.entities import EntityTypeRegistry  # noqa: E402
 from core.models import Filters  # noqa: E402
 
 
-def tantivy_index(
-    folder: Path, n: int, words: list[str], p: Any, space: Space
-) -> tuple[Any, dict[str, float]]:
+def tantivy_index(folder: Path, n: int, words: list[str], p: Any, space: Space) -> tuple[Any, dict[str, Any]]:
     import tantivy
 
     schema = tantivy.SchemaBuilder()
@@ -37,7 +49,7 @@ def tantivy_index(
     fresh = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     index = tantivy.Index(schema.build(), path=str(folder))
-    stats: dict[str, float] = {}
+    stats: dict[str, Any] = {}
     if fresh:
         writer = index.writer(heap_size=200_000_000, num_threads=1)
         started = time.perf_counter()
@@ -53,19 +65,34 @@ def tantivy_index(
     return index, stats
 
 
-def main() -> None:
-    from infra.local.sqlite_index import SqliteIndex
-
+def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", type=Path, default=SCIFACT, help="whose words and queries (BEIR layout)")
     ap.add_argument("--size", type=int, default=100_000)
     ap.add_argument("--work", default="/tmp/quarry-scale")
     ap.add_argument("--queries", type=int, default=100)
-    args = ap.parse_args()
-    words, p = vocabulary()
-    index, report = tantivy_index(Path(args.work) / f"tantivy-{args.size}", args.size, words, p, Space())
+    ap.add_argument("--smoke", action="store_true", help="300 chunks, 5 queries, tests/fixtures/beir_tiny")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        with tempfile.TemporaryDirectory(prefix="quarry-keyword-engines-") as work:
+            args.dataset, args.size, args.queries, args.work = SMOKE_DATASET, SMOKE_CHUNKS, 5, work
+            compare(args)
+    else:
+        compare(args)
+
+
+def compare(args: Any) -> None:
+    """Both engines on the same queries over bench/scale.py's corpus of --size chunks."""
+    from infra.local.sqlite_index import SqliteIndex
+
+    words, p = vocabulary(args.dataset)
+    space = Space()
+    index, report = tantivy_index(Path(args.work) / f"tantivy-{args.size}", args.size, words, p, space)
     searcher = index.searcher()
-    fts = SqliteIndex(Path(args.work) / f"scale-{args.size}.db")
-    for name, queries in lexical_queries(EntityTypeRegistry(), words).items():
+    fts = SqliteIndex(Path(args.work) / f"scale-{args.size}.db", keyword_engine="fts5")
+    report |= build(fts, args.size, words, p, space)  # unless bench/scale.py built it already
+    texts = query_texts(args.dataset)
+    for name, queries in lexical_queries(EntityTypeRegistry(), words, texts).items():
         queries = [q for q in queries if q.terms][: args.queries]
         parsed = [
             index.parse_query(" ".join(q.terms), ["title", "body"], field_boosts={"title": 3.0, "body": 1.0})

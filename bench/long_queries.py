@@ -13,6 +13,7 @@ BEIR folder whose documents and qrels are SciFact's test split and whose queries
 stop words) with the same metric code. No embedding is involved.
 
     .venv/bin/python bench/long_queries.py [--out .quarry/scifact-long] [--json FILE]
+    .venv/bin/python bench/long_queries.py --smoke   # from tests/fixtures/beir_tiny, into a temp dir
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import json
 import random
 import shutil
 import sys
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +33,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._common import SMOKE_DATASET, shared_datasets  # noqa: E402
 from bench.baselines import bm25_run  # noqa: E402
 from core.evaluation import evaluate, ranking_from_scores  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
 from infra.evaluation import run_eval  # noqa: E402
 
-# ../shared beside a clone (or two levels up, beside a worktree's parent folder)
-SCIFACT = next(
-    (p / "shared/datasets/scifact" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared").is_dir()),
-    ROOT.parent / "shared/datasets/scifact",
-)
+SCIFACT = shared_datasets() / "scifact"
 SEED = 11
 
 
@@ -56,13 +56,13 @@ class _ConstantEmbedder:
         return self.embed(texts)
 
 
-def build(out: Path) -> Path:
-    """Write the long-query BEIR folder (corpus and qrels copied, queries rewritten)."""
+def build(out: Path, source: Path = SCIFACT) -> Path:
+    """Write the long-query BEIR folder (corpus and qrels of `source` copied, queries rewritten)."""
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copy(SCIFACT / "corpus.jsonl", out / "corpus.jsonl")
+    shutil.copy(source / "corpus.jsonl", out / "corpus.jsonl")
     (out / "qrels").mkdir(exist_ok=True)
-    shutil.copy(SCIFACT / "qrels" / "test.tsv", out / "qrels" / "test.tsv")
-    data = load_beir(SCIFACT, "test")
+    shutil.copy(source / "qrels" / "test.tsv", out / "qrels" / "test.tsv")
+    data = load_beir(source, "test")
     claims = {qid: data.queries[qid] for qid in data.qrels}
     rng = random.Random(SEED)
     ids = sorted(claims)
@@ -79,18 +79,32 @@ def build(out: Path) -> Path:
     return out
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--source", type=Path, default=SCIFACT, help="the BEIR folder whose claims are used")
     parser.add_argument("--out", type=Path, default=ROOT / ".quarry" / "scifact-long")
-    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "long_queries.json")
+    parser.add_argument(
+        "--json", type=Path, help="default bench/results/long_queries.json (none with --smoke)"
+    )
     parser.add_argument("--keyword-engine", choices=["fts5", "tantivy"], default="tantivy")
-    args = parser.parse_args()
-    if not SCIFACT.exists():
-        print(f"needs {SCIFACT} (the shared datasets)", file=sys.stderr)
+    parser.add_argument("--smoke", action="store_true", help="from tests/fixtures/beir_tiny, into a temp dir")
+    args = parser.parse_args(argv)
+    if not args.smoke:
+        args.json = args.json or ROOT / "bench" / "results" / "long_queries.json"
+        return run(args)
+    with tempfile.TemporaryDirectory(prefix="quarry-long-queries-") as tmp:
+        args.source, args.out = SMOKE_DATASET, Path(tmp)
+        return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the long-query folder from --source and score both systems on it."""
+    if not args.source.exists():
+        print(f"needs {args.source} (the shared datasets)", file=sys.stderr)
         return 2
-    folder = build(args.out)
+    folder = build(args.out, args.source)
     data = load_beir(folder, "test")
     words = [len(t.split()) for t in data.queries.values()]
     report = run_eval(
@@ -107,20 +121,16 @@ def main() -> int:
     scores = bm25_run(data)
     bm25 = evaluate({q: ranking_from_scores(s) for q, s in scores.items()}, data.qrels)
     print(
-        f"SciFact long queries: {len(data.qrels)} queries, {min(words)}-{max(words)} words "
+        f"{args.source.name} long queries: {len(data.qrels)} queries, {min(words)}-{max(words)} words "
         f"(median {sorted(words)[len(words) // 2]})"
     )
     print(f"{'system':<16} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8}")
     for name, m in (("quarry keyword", quarry), ("bm25s", bm25)):
         print(f"{name:<16} {m.ndcg_at_10:>8.3f} {m.recall_at_100:>8.3f} {m.mrr_at_10:>8.3f}")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(
-        json.dumps(
-            {"queries": len(data.qrels), "quarry_keyword": quarry.as_dict(), "bm25s": bm25.as_dict()},
-            indent=2,
-        )
-        + "\n"
-    )
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        body = {"queries": len(data.qrels), "quarry_keyword": quarry.as_dict(), "bm25s": bm25.as_dict()}
+        args.json.write_text(json.dumps(body, indent=2) + "\n")
     return 0
 
 

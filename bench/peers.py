@@ -19,6 +19,7 @@ sending the request to the parsed JSON answer. nDCG@10 / Recall@100 / MRR@10 of 
 computed with core/evaluation.py, so speed is not bought with ranking. Figures go to --json.
 
     .venv/bin/python bench/peers.py [--rounds 3] [--workers 0] [--json bench/results/peers.json]
+    .venv/bin/python bench/peers.py --smoke   # tests/fixtures/beir_tiny, one round, one worker
 """
 
 from __future__ import annotations
@@ -27,14 +28,11 @@ import argparse
 import http.client
 import json
 import os
-import re
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -45,22 +43,20 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
-from bench._common import summary  # noqa: E402
+from bench._common import (  # noqa: E402
+    SMOKE_DATASET,
+    HashingEmbedder,
+    LocalServer,
+    shared_datasets,
+    start_server,
+    summary,
+)
 
 KEY = "bench-peers-key"
 SIZES = (10, 100)
 SNIPPET_CHARS = 200  # core/snippet.py SNIPPET_CHARS: the peer's fragment is as long as Quarry's snippet
 BULK_DOCS = 1000  # documents per _bulk request
-STARTUP_SECONDS = 120.0
-# ../shared/datasets beside the checkout (as `make eval` finds it), or two levels up from a worktree
-DEFAULT_DATASET = (
-    next(
-        (p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()),
-        ROOT.parent / "shared",
-    )
-    / "datasets"
-    / "scifact"
-)
+DEFAULT_DATASET = shared_datasets() / "scifact"
 DEFAULT_CACHE = Path(".quarry/embeddings")  # as bench/load.py; `quarry eval --cache-dir` shares one
 
 
@@ -164,8 +160,9 @@ def opensearch_search(client: Client, name: str) -> Callable[[str, int], tuple[f
 # --- Quarry ----------------------------------------------------------------------------------------------
 
 
-def quarry_ingest(data_dir: Path, data: Any, cache_dir: Path) -> float:
-    """The corpus through IndexingService into data_dir (the eval's write path); seconds taken."""
+def quarry_ingest(data_dir: Path, data: Any, cache_dir: Path, smoke: bool = False) -> float:
+    """The corpus through IndexingService into data_dir (the eval's write path); seconds taken. A smoke
+    run embeds with hashing vectors (keyword search never reads them)."""
     from infra.clock import SystemClock
     from infra.embedding_cache import CachingEmbedder
     from infra.evaluation import ingest
@@ -174,49 +171,12 @@ def quarry_ingest(data_dir: Path, data: Any, cache_dir: Path) -> float:
     from infra.wiring import Container
 
     container = Container(load_settings(data_dir=data_dir))
-    container.__dict__["embedder"] = CachingEmbedder(LocalEmbedder(), cache_dir, progress=False)
+    embedder = HashingEmbedder() if smoke else CachingEmbedder(LocalEmbedder(), cache_dir, progress=False)
+    container.__dict__["embedder"] = embedder
     report = ingest(data, container.indexing, SystemClock().now(), progress=False)
     if report.errors or report.indexed != len(data.corpus) - len(report.empty):
         raise RuntimeError(f"ingest failed: {report.errors[:3]}")
     return report.seconds
-
-
-def quarry_start(data_dir: Path, workers: int) -> tuple[subprocess.Popen[str], int]:
-    """`quarry serve` on a free loopback port; (process, port) once it prints its URL."""
-    from infra.evaluation import EVAL_TENANT
-
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "QUARRY_API_KEYS": json.dumps({KEY: {"tenant": EVAL_TENANT, "scopes": ["read"]}}),
-        "QUARRY_CACHE_TTL_SECONDS": "0",
-    }
-    command = [sys.executable, "-m", "handlers.cli", "serve", "--host", "127.0.0.1", "--port", "0"]
-    command += ["--workers", str(workers), "--data-dir", str(data_dir)]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline() if proc.stdout else ""
-        found = re.search(r"http://[\d.]+:(\d+)", line)
-        if found:
-            # keep reading what the server prints, so a full pipe never blocks it
-            threading.Thread(target=proc.stdout.read, daemon=True).start()  # type: ignore[union-attr]
-            return proc, int(found.group(1))
-        if proc.poll() is not None:
-            break
-    quarry_stop(proc)
-    raise RuntimeError("the Quarry server did not start")
-
-
-def quarry_stop(proc: subprocess.Popen[str]) -> None:
-    """Stop the server this bench started (its PID), waiting for it to exit."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def quarry_search(client: Client) -> Callable[[str, int], tuple[float, list[str]]]:
@@ -251,7 +211,7 @@ def rankings(search: Search, queries: dict[str, str]) -> dict[str, list[str]]:
     return {qid: search(text, 100)[1] for qid, text in queries.items()}
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -262,11 +222,19 @@ def main() -> int:
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help="passage embedding cache")
     parser.add_argument("--rounds", type=int, default=3, help="timed passes over the queries per size")
     parser.add_argument("--workers", type=int, default=0, help="server worker processes (0: one per core)")
-    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "peers.json")
-    args = parser.parse_args()
+    parser.add_argument("--json", type=Path, help="default bench/results/peers.json (none with --smoke)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tests/fixtures/beir_tiny, one round, one worker"
+    )
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.dataset, args.rounds, args.workers = SMOKE_DATASET, 1, 1
+    elif args.json is None:
+        args.json = ROOT / "bench" / "results" / "peers.json"
 
     from core.evaluation import evaluate
     from infra.beir import load_beir
+    from infra.evaluation import EVAL_TENANT
 
     data = load_beir(args.dataset, "test")
     queries = [q for q in data.queries.values() if q.strip()]
@@ -274,12 +242,16 @@ def main() -> int:
     node = Client(args.opensearch)
     report: dict[str, Any] = {"dataset": data.name, "queries": len(queries), "rounds": args.rounds}
     with tempfile.TemporaryDirectory(prefix="quarry-peers-") as tmp:
-        proc = None
+        server: LocalServer | None = None
         try:
             report["opensearch_index_seconds"] = round(opensearch_index(node, name, data.corpus), 1)
-            report["quarry_ingest_seconds"] = round(quarry_ingest(Path(tmp), data, args.cache_dir), 1)
-            proc, port = quarry_start(Path(tmp), args.workers)
-            quarry = Client(f"http://127.0.0.1:{port}", {"authorization": f"Bearer {KEY}"})
+            report["quarry_ingest_seconds"] = round(
+                quarry_ingest(Path(tmp), data, args.cache_dir, args.smoke), 1
+            )
+            keys = {KEY: {"tenant": EVAL_TENANT, "scopes": ["read"]}}
+            env = {"QUARRY_API_KEYS": json.dumps(keys), "QUARRY_CACHE_TTL_SECONDS": "0"}
+            server = start_server(Path(tmp), args.workers, env)
+            quarry = Client(f"http://127.0.0.1:{server.port}", {"authorization": f"Bearer {KEY}"})
             sides: dict[str, Search] = {
                 "opensearch": opensearch_search(node, name),
                 "quarry": quarry_search(quarry),
@@ -303,14 +275,15 @@ def main() -> int:
                 )
             quarry.close()
         finally:
-            if proc is not None:
-                quarry_stop(proc)
+            if server is not None:
+                server.stop()
             node.request("DELETE", f"/{name}")
             node.close()
     report["load_average"] = [round(x, 2) for x in os.getloadavg()]
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"wrote {args.json}")
     return 0
 
 

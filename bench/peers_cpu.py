@@ -4,6 +4,7 @@ minimum over --passes passes of SciFact's 300 test queries (process time, so oth
 bend it less than wall time). The differences are what each layer adds around the keyword engine.
 
     .venv/bin/python bench/peers_cpu.py [--cache-dir .quarry/embeddings] [--passes 3]
+    .venv/bin/python bench/peers_cpu.py --smoke   # tests/fixtures/beir_tiny, one pass
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-os.environ["QUARRY_CACHE_TTL_SECONDS"] = "0"  # as bench/peers.py's server: every search does the work
 
+from bench._common import SMOKE_DATASET  # noqa: E402
 from bench.peers import DEFAULT_CACHE, DEFAULT_DATASET, SIZES, quarry_ingest  # noqa: E402
 
 
@@ -52,7 +53,9 @@ def layers(data_dir: Path, queries: list[str], size: int, passes: int) -> dict[s
     from infra.settings import load_settings
     from infra.wiring import Container, set_container
 
-    c = Container(load_settings(data_dir=data_dir))
+    c = Container(
+        load_settings(data_dir=data_dir, cache_ttl_seconds=0)
+    )  # as bench/peers.py's server: no cache
     set_container(c)
     parsed = [parse_query(q, c.registry, c.search.settings.max_terms) for q in queries]
     lexical = [LexicalQuery(p.terms, p.phrases, weights=p.weights) for p in parsed]
@@ -78,21 +81,24 @@ def layers(data_dir: Path, queries: list[str], size: int, passes: int) -> dict[s
         set_container(None)
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help="passage embedding cache")
     parser.add_argument("--passes", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="tests/fixtures/beir_tiny, one pass")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.dataset, args.passes = SMOKE_DATASET, 1
 
     from infra.beir import load_beir
 
     data = load_beir(args.dataset, "test")
     queries = [q for q in data.queries.values() if q.strip()]
     with tempfile.TemporaryDirectory(prefix="quarry-peers-cpu-") as tmp:
-        quarry_ingest(Path(tmp), data, args.cache_dir)
+        quarry_ingest(Path(tmp), data, args.cache_dir, args.smoke)
         for size in SIZES:
             with contextlib.redirect_stderr(io.StringIO()):  # Powertools' "no metrics" warning
                 row = layers(Path(tmp), queries, size, args.passes)

@@ -4,6 +4,7 @@ expansion of the keyword query — all through Quarry's own index, scored with c
 
     .venv/bin/python bench/prf_study.py --dataset ../shared/datasets/scifact --split train \
         [--work-dir .quarry/eval/scifact] [--reuse] [--rm3] [--json FILE]
+    .venv/bin/python bench/prf_study.py --smoke   # tests/fixtures/beir_tiny, hashing vectors, with --rm3
     .venv/bin/python bench/prf_study.py --dataset .quarry/scifact-long --split test --reuse \
         --work-dir .quarry/eval/scifact          # the long-query set (bench/long_queries.py builds it)
 
@@ -20,13 +21,17 @@ import collections
 import json
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.fusion_study import DEFAULT_CACHE, REPO, build_index  # noqa: E402
+from bench.fusion_study import DEFAULT_CACHE, build_index, smoke_options  # noqa: E402
 from core.entities import EntityTypeRegistry  # noqa: E402
 from core.evaluation import Qrels, ndcg_at_k  # noqa: E402
 from core.feedback import feedback_chunks, rocchio  # noqa: E402
@@ -164,7 +169,7 @@ def rocchio_lists(
     index,
     tenant: str,
     runs: Mapping[str, QueryLists],
-    vectors: Mapping[str, object],
+    vectors: Mapping[str, np.ndarray],
     docs: int,
     weight: float,
     first_alpha: float,
@@ -191,7 +196,7 @@ def rocchio_lists(
 def expansion_terms(docs: Sequence[tuple[str, float]], original: Sequence[str], count: int) -> list[str]:
     """RM3-style: the words of the feedback documents weighted by term frequency × document weight,
     in at least two of them, not stop words, not the query's own (by light stem)."""
-    weight: collections.Counter[str] = collections.Counter()
+    weight: dict[str, float] = collections.defaultdict(float)
     seen_in: collections.Counter[str] = collections.Counter()
     surface: dict[str, str] = {}
     own = {light_stem(t) for t in original}
@@ -295,7 +300,7 @@ def study(data, index, embedder, with_rm3: bool, with_rocchio: bool = True) -> d
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the study and write it as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", required=True, type=Path)
+    parser.add_argument("--dataset", type=Path, help="a BEIR folder (required unless --smoke)")
     parser.add_argument("--split", default="test")
     parser.add_argument("--work-dir", type=Path)
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
@@ -303,14 +308,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rm3", action="store_true", help="also the keyword-leg expansion (slow)")
     parser.add_argument("--rm3-only", action="store_true", help="the keyword-leg expansion without Rocchio")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--smoke", action="store_true", help="tests/fixtures/beir_tiny, hashing vectors, --rm3"
+    )
     args = parser.parse_args(argv)
-    work = args.work_dir or REPO / ".quarry" / "eval" / args.dataset.resolve().name
-    data, index, embedder = build_index(args.dataset, args.split, work, args.cache_dir, args.reuse)
+    args.rm3 = args.rm3 or args.smoke
+    with tempfile.TemporaryDirectory(prefix="quarry-prf-study-") as scratch:
+        return run(args, smoke_options(args, parser, scratch))
+
+
+def run(args: Any, work: Path) -> int:
+    """Build (or reuse) the index in `work`, study it, print and write the figures."""
+    data, index, embedder = build_index(
+        args.dataset, args.split, work, args.cache_dir, args.reuse, smoke=args.smoke
+    )
     result = study(data, index, embedder, args.rm3 or args.rm3_only, not args.rm3_only)
     print(f"{data.name} ({args.split}, {len(data.qrels)} queries)")
-    for name, value in result["rows"].items():  # type: ignore[union-attr]
+    for name, value in cast(dict[str, float], result["rows"]).items():
         print(f"{name:<48} {value:.4f}")
-    for name, ms in result["ms_per_query"].items():  # type: ignore[union-attr]
+    for name, ms in cast(dict[str, float], result["ms_per_query"]).items():
         print(f"{name:<48} {ms:.1f} ms/query (extra search, busy machine)")
     if args.json:
         body = {"dataset": data.name, "split": args.split, "queries": len(data.qrels), **result}

@@ -6,6 +6,11 @@ naive fusion of bm25s and the same embedding model (RRF k 60, convex α 0.6, min
 or when its keyword leg falls more than 0.005 below bm25s (issue 12's bars).
 
     .venv/bin/python bench/quality_gate.py scifact cranfield [--results bench/results]
+    .venv/bin/python bench/quality_gate.py --smoke   # `make eval` on tests/fixtures/beir_tiny, then the gate
+
+`--smoke` writes both files for the tiny fixture collection into a temporary folder (Quarry's eval through
+infra/evaluation.py's run_eval, as `quarry eval --json` does, and bench/baselines.py --smoke; hashing vectors
+on both sides) and gates them.
 """
 
 from __future__ import annotations
@@ -13,7 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 NAIVE_FUSIONS = ("rrf", "convex", "minmax")
 KEYWORD_TOLERANCE = 0.005  # issue 12: keyword leg ≥ bm25s nDCG@10 − 0.005
@@ -54,17 +63,43 @@ def table(name: str, quarry: dict, peers: dict) -> str:
     return "\n".join(rows)
 
 
-def main() -> int:
+def smoke_results(folder: Path) -> list[str]:
+    """`make eval` at smoke size into `folder`: the tiny fixture's eval and baselines JSON; its name."""
+    from bench._common import SMOKE_DATASET, HashingEmbedder
+    from bench.baselines import main as baselines
+    from infra.evaluation import run_eval
+
+    name = SMOKE_DATASET.name
+    report = run_eval(SMOKE_DATASET, HashingEmbedder(), progress=False)
+    (folder / f"{name}.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    baselines(["--smoke", "--json", str(folder / f"baselines_{name}.json")])
+    return [name]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("collections", nargs="+")
+    parser.add_argument("collections", nargs="*", help="e.g. scifact cranfield (none with --smoke)")
     parser.add_argument("--results", type=Path, default=Path(__file__).resolve().parent / "results")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--smoke", action="store_true", help="evaluate tests/fixtures/beir_tiny, then gate it"
+    )
+    args = parser.parse_args(argv)
+    if not args.smoke:
+        if not args.collections:
+            parser.error("name at least one collection")
+        return gate(args.collections, args.results)
+    with tempfile.TemporaryDirectory(prefix="quarry-gate-") as tmp:
+        return gate(smoke_results(Path(tmp)), Path(tmp))
+
+
+def gate(collections: Sequence[str], results: Path) -> int:
+    """Print each collection's table and the problems; 1 when any collection is below a bar."""
     problems: list[str] = []
-    for name in args.collections:
-        quarry = json.loads((args.results / f"{name}.json").read_text())
-        peers = json.loads((args.results / f"baselines_{name}.json").read_text())
+    for name in collections:
+        quarry = json.loads((results / f"{name}.json").read_text())
+        peers = json.loads((results / f"baselines_{name}.json").read_text())
         print(table(name, quarry, peers), end="\n\n")
         problems += verdict(name, quarry, peers)
     for line in problems:

@@ -4,6 +4,7 @@ the time is the copy's: scroll, re-embed, bulk, catch up, swap), print the servi
 indices.
 
     QUARRY_OPENSEARCH_URL=http://127.0.0.1:9200 .venv/bin/python bench/reindex_speed.py [--entities 1000]
+    QUARRY_OPENSEARCH_URL=... .venv/bin/python bench/reindex_speed.py --smoke   # 20 entities
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -23,7 +26,7 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 INGEST_BATCH = 200  # entities per bulk call while seeding
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     """Seed, reindex, report, clean up."""
     from infra.local.embedder import default_model_dir
     from infra.opensearch import build_client, mapping
@@ -34,7 +37,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entities", type=int, default=1000)
     parser.add_argument("--model-dir", default=str(default_model_dir()))
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="20 entities")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.entities = 20
     url = os.environ.get("QUARRY_OPENSEARCH_URL", "http://127.0.0.1:9200")
     prefix = f"quarry-bench-{uuid.uuid4().hex[:8]}"
     data = Path(tempfile.mkdtemp(prefix="quarry-reindex-bench-"))
@@ -58,6 +64,7 @@ def main() -> None:
         print(json.dumps(report))
         print(f"{report['documents'] / report['took_s']:.1f} documents/s re-embedded and copied")
     finally:
+        shutil.rmtree(data, ignore_errors=True)
         client = build_client(url)
         for generation in (1, 2):
             client.indices.delete(index=mapping.index_name(prefix, generation), ignore=404)

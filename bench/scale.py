@@ -8,6 +8,7 @@ NumPy bound on the same vectors, a type filter, keyword P50/P99, hybrid P50 thro
 embedding excluded: a fixed vector per query), and the first search after a write.
 
     make bench-scale, or: .venv/bin/python bench/scale.py --sizes 10000 100000 [--work /tmp/quarry-scale] [--json FILE]
+    .venv/bin/python bench/scale.py --smoke   # 300 chunks, 5 queries, tests/fixtures/beir_tiny's words, a temp dir
 
 Indexes are kept under --work per size and reused when already built (delete them to re-ingest).
 """
@@ -21,8 +22,10 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,25 +33,28 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import summary  # noqa: E402
+from bench._common import SMOKE_DATASET, shared_datasets, summary  # noqa: E402
 from core.entities import EntityTypeRegistry  # noqa: E402
 from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery  # noqa: E402
 from core.query import parse_query  # noqa: E402
 from infra.local.sqlite_index import ANN_PROBE  # noqa: E402
 from infra.local.tantivy_query import STOP_WORDS  # noqa: E402
 
-SCIFACT = Path("/work/shared/datasets/scifact")
+SCIFACT = shared_datasets() / "scifact"  # its word frequencies and queries
 STOP_WORD_QUERIES = ("the", "their", "there", "these", "to be or not to be", "this is it", "of the", "and")
 DIM, WORDS, CENTRES, K = 384, 60, 2000, 100
 TYPES = ("memory", "document", "task")  # task: 10% of entities, the filter measured
 BATCH = 1000
 PROBES = (8, 24, 64)
 ANN_MIN_DEFAULT = 200_000  # QUARRY_ANN_MIN_CHUNKS' default
+ANN_TRAIN_SECONDS = 3600.0  # a deadline for the background training (1M chunks take minutes here)
+SMOKE_CHUNKS = 300
 
 
-def vocabulary() -> tuple[list[str], np.ndarray]:
+def vocabulary(dataset: Path = SCIFACT) -> tuple[list[str], np.ndarray]:
+    """The words of a BEIR corpus, most frequent first, and their frequencies."""
     counts: Counter[str] = Counter()
-    with (SCIFACT / "corpus.jsonl").open() as fh:
+    with (dataset / "corpus.jsonl").open() as fh:
         for line in fh:
             doc = json.loads(line)
             counts.update(re.findall(r"[a-z][a-z0-9-]+", (doc["title"] + " " + doc["text"]).lower()))
@@ -57,8 +63,8 @@ def vocabulary() -> tuple[list[str], np.ndarray]:
     return words, freq / freq.sum()
 
 
-def query_texts() -> list[str]:
-    with (SCIFACT / "queries.jsonl").open() as fh:
+def query_texts(dataset: Path = SCIFACT) -> list[str]:
+    with (dataset / "queries.jsonl").open() as fh:
         return [json.loads(line)["text"] for line in fh]
 
 
@@ -178,9 +184,12 @@ def build(index: Any, n: int, words: list[str], p: np.ndarray, space: Space) -> 
     return {"ingest_per_s": round(n / pure, 1), "ingest_wall_s": round(time.perf_counter() - started, 1)}
 
 
-def lexical_queries(registry: EntityTypeRegistry, words: list[str]) -> dict[str, list[LexicalQuery]]:
+def lexical_queries(
+    registry: EntityTypeRegistry, words: list[str], texts: list[str]
+) -> dict[str, list[LexicalQuery]]:
+    """Narrow (the dataset's queries), broad (one frequent word) and stop-word-only keyword queries."""
     narrow = []
-    for text in query_texts()[:300]:
+    for text in texts[:300]:
         parsed = parse_query(text, registry)
         narrow.append(LexicalQuery(tuple(parsed.terms), tuple(parsed.phrases)))
     # Frequent content words (not Lucene's English stop words, which the tantivy index leaves out): each
@@ -192,7 +201,9 @@ def lexical_queries(registry: EntityTypeRegistry, words: list[str]) -> dict[str,
     return {"narrow": [q for q in narrow if not q.empty], "broad": broad, "stop_words_only": stop_only}
 
 
-def measure_keyword(index: Any, n: int, space: Space, words: list[str], queries: int) -> dict[str, Any]:
+def measure_keyword(
+    index: Any, n: int, space: Space, words: list[str], texts: list[str], queries: int
+) -> dict[str, Any]:
     """Keyword P50/P99 (narrow and broad, with a type filter too), hybrid P50 through SearchService, and
     the first keyword search after a write, on whichever keyword engine the index runs."""
     from core.schemas import SearchRequest
@@ -204,7 +215,7 @@ def measure_keyword(index: Any, n: int, space: Space, words: list[str], queries:
     stage("keyword")
     registry = EntityTypeRegistry()
     tasks = Filters(entity_types=("task",))
-    for name, qs in lexical_queries(registry, words).items():
+    for name, qs in lexical_queries(registry, words, texts).items():
         res[f"keyword_{name}"] = summary(
             timed(lambda q: index.lexical("bench", q, Filters(), K), qs[:queries])
         )
@@ -215,11 +226,9 @@ def measure_keyword(index: Any, n: int, space: Space, words: list[str], queries:
     if n >= ANN_MIN_DEFAULT:  # hybrid as a server that has been up a while runs it: approximate index trained
         t = time.perf_counter()
         index.vector("bench", qv[0], Filters(), K)  # opens the tenant's vectors; training starts behind it
-        while index._tenant_vectors("bench").ivf is None:
-            time.sleep(0.5)
-        res["ann_train_s"] = round(time.perf_counter() - t, 1)
+        res["ann_train_s"] = trained(index, t)
         index._ann_probe = ANN_PROBE
-    texts = query_texts()[:queries]
+    texts = texts[:queries]
     vectors = dict(zip(texts, qv, strict=False))
 
     class FixedEmbedder:
@@ -273,7 +282,19 @@ def measure_keyword(index: Any, n: int, space: Space, words: list[str], queries:
     return res
 
 
-def measure(index: Any, n: int, space: Space, words: list[str], queries: int) -> dict[str, Any]:
+def trained(index: Any, started: float) -> float:
+    """Wait for the approximate index trained in the background; seconds since `started`."""
+    deadline = time.monotonic() + ANN_TRAIN_SECONDS
+    while index._tenant_vectors("bench").ivf is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the approximate index was not trained within {ANN_TRAIN_SECONDS:.0f} s")
+        time.sleep(0.5)
+    return round(time.perf_counter() - started, 1)
+
+
+def measure(
+    index: Any, n: int, space: Space, words: list[str], texts: list[str], queries: int
+) -> dict[str, Any]:
 
     res: dict[str, Any] = {}
     qv = space.vectors(99, queries)
@@ -295,10 +316,7 @@ def measure(index: Any, n: int, space: Space, words: list[str], queries: int) ->
     res["raw_vector_mb"] = round(matrix.nbytes / 2**20, 1)
     stage("two workers")
     res["two_workers"] = workers_pss(index._path, qv[:20])
-    t = time.perf_counter()
-    while index._tenant_vectors("bench").ivf is None:  # training runs in the background
-        time.sleep(0.5)
-    res["ann_train_s"] = round(time.perf_counter() - t, 1)
+    res["ann_train_s"] = trained(index, time.perf_counter())  # training runs in the background
     stage("approximate")
     for probe in PROBES:
         index._ann_probe = probe
@@ -312,7 +330,7 @@ def measure(index: Any, n: int, space: Space, words: list[str], queries: int) ->
         )
         res[f"vector_approx_probe{probe}"]["recall_at_100"] = round(float(np.mean(hits)), 4)
     index._ann_probe = ANN_PROBE if n >= ANN_MIN_DEFAULT else 0  # what a default server would do
-    res |= measure_keyword(index, n, space, words, queries)
+    res |= measure_keyword(index, n, space, words, texts, queries)
 
     stage("first search after a write")
     after: list[float] = []
@@ -339,8 +357,9 @@ def measure(index: Any, n: int, space: Space, words: list[str], queries: int) ->
     return res
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", type=Path, default=SCIFACT, help="whose words and queries (BEIR layout)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--work", default="/tmp/quarry-scale")
     ap.add_argument("--queries", type=int, default=200)
@@ -355,10 +374,22 @@ def main() -> None:
         help="measure only keyword search, hybrid through SearchService and the first keyword search "
         "after a write (with the default approximate-index threshold)",
     )
-    args = ap.parse_args()
+    ap.add_argument("--smoke", action="store_true", help="300 chunks, 5 queries, tests/fixtures/beir_tiny")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        with tempfile.TemporaryDirectory(prefix="quarry-scale-smoke-") as work:
+            args.dataset, args.sizes, args.queries, args.work = SMOKE_DATASET, [SMOKE_CHUNKS], 5, work
+            run(args)
+    else:
+        run(args)
+
+
+def run(args: Any) -> None:
+    """Build (or reuse) each size's index under --work and measure it."""
     from infra.local.sqlite_index import SqliteIndex
 
-    words, p = vocabulary()
+    words, p = vocabulary(args.dataset)
+    texts = query_texts(args.dataset)
     space = Space()
     report: dict[str, Any] = {"machine": f"{os.cpu_count()} cores, shared with other agents (busy)"}
     for n in args.sizes:
@@ -373,9 +404,9 @@ def main() -> None:
         if args.build_only:
             continue
         if args.keyword_only:
-            row |= measure_keyword(index, n, space, words, args.queries)
+            row |= measure_keyword(index, n, space, words, texts, args.queries)
         else:
-            row |= measure(index, n, space, words, args.queries)
+            row |= measure(index, n, space, words, texts, args.queries)
         report[str(n)] = row
         print(json.dumps({n: row}, indent=1), flush=True)
     if args.json:

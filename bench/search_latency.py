@@ -7,6 +7,7 @@ queries. Corpus embeddings are cached on disk (`.quarry/embeddings`), so only th
 
     .venv/bin/python bench/search_latency.py [--entities 10000] [--queries 300] [--json FILE]
     QUARRY_OPENSEARCH_URL=http://127.0.0.1:9200 .venv/bin/python bench/search_latency.py --index opensearch
+    .venv/bin/python bench/search_latency.py --smoke   # 50 entities, 12 queries: that it runs
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def refresh(container: Any) -> None:
         index._client.indices.refresh(index=index.alias)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -127,9 +128,12 @@ def main() -> int:
     parser.add_argument("--cache-dir", default=".quarry/embeddings")
     parser.add_argument("--json", default=None, help="default bench/results/search_latency[_opensearch].json")
     parser.add_argument("--index", choices=["sqlite", "opensearch"], default="sqlite")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="50 entities, 12 queries, no JSON unless --json")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.entities, args.queries = 50, 12
     suffix = "" if args.index == "sqlite" else f"_{args.index}"
-    args.json = args.json or f"bench/results/search_latency{suffix}.json"
+    args.json = args.json or (None if args.smoke else f"bench/results/search_latency{suffix}.json")
 
     from handlers import api
     from infra.embedding_cache import CachingEmbedder
@@ -161,7 +165,7 @@ def main() -> int:
         cached = Container(load_settings(data_dir=data, cache="memory", **backend))
         cached.__dict__["embedder"] = model
         set_container(cached)
-        ratio = cache_ratio(api.lambda_handler, queries(60, seed=3), 1000)
+        ratio = cache_ratio(api.lambda_handler, queries(60, seed=3), 100 if args.smoke else 1000)
         set_container(None)
 
     print(f"\n{args.entities} entities ingested through POST /entities in {ingest_s:.1f} s")
@@ -185,8 +189,9 @@ def main() -> int:
         "cache_hit_ratio": ratio,
         "machine": f"{os.cpu_count()} cores",
     }
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
     return 0
 
 

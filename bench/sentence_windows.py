@@ -9,6 +9,7 @@ of bench/baselines.py) on SciFact train (choose) and test (report). Vectors come
 embedding cache (--cache-dir): the first run embeds ~39,000 windows (~5 min here).
 
     .venv/bin/python bench/sentence_windows.py [--cache-dir .quarry/embeddings] [--json FILE]
+    .venv/bin/python bench/sentence_windows.py --smoke   # tests/fixtures/beir_tiny, hashing vectors
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import dataclasses
 import json
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +28,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._common import SMOKE_DATASET, HashingEmbedder, shared_datasets  # noqa: E402
 from bench.baselines import bm25_run  # noqa: E402
 from core.evaluation import evaluate, ranking_from_scores  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
 from infra.embedding_cache import CachingEmbedder  # noqa: E402
 from infra.local.embedder import LocalEmbedder  # noqa: E402
 
-SCIFACT = next(
-    (p / "shared/datasets/scifact" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared").is_dir()),
-    None,
-)
+SCIFACT = shared_datasets() / "scifact"
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
 MIN_SENTENCE_CHARS = 20
 DEPTH = 100
@@ -72,17 +72,28 @@ def ndcg(
     return round(evaluate(run, qrels).ndcg_at_10, 4)
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument(
+        "--dataset", type=Path, default=SCIFACT, help="a BEIR folder with train and test qrels"
+    )
     parser.add_argument("--cache-dir", type=Path, default=ROOT / ".quarry" / "embeddings")
-    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "sentence_windows.json")
-    args = parser.parse_args()
-    if SCIFACT is None:
-        sys.exit("needs ../shared/datasets/scifact")
-    embedder = CachingEmbedder(LocalEmbedder(), args.cache_dir)
-    corpus = load_beir(SCIFACT, "test").corpus
+    parser.add_argument(
+        "--json", type=Path, help="default bench/results/sentence_windows.json (none with --smoke)"
+    )
+    parser.add_argument("--smoke", action="store_true", help="tests/fixtures/beir_tiny, hashing vectors")
+    args = parser.parse_args(argv)
+    embedder: Any
+    if args.smoke:
+        args.dataset, embedder = SMOKE_DATASET, HashingEmbedder()
+    else:
+        args.json = args.json or ROOT / "bench" / "results" / "sentence_windows.json"
+        embedder = CachingEmbedder(LocalEmbedder(), args.cache_dir)
+    if not args.dataset.is_dir():
+        sys.exit(f"needs {args.dataset}")
+    corpus = load_beir(args.dataset, "test").corpus
     ids = [d.doc_id for d in corpus]
     units: list[str] = []
     owner: list[int] = []
@@ -98,7 +109,7 @@ def main() -> None:
     owners = np.array(owner)
     out: dict[str, Any] = {"windows": len(units), "documents": len(corpus), "rows": {}}
     for split in ("train", "test"):
-        data = load_beir(SCIFACT, split)
+        data = load_beir(args.dataset, split)
         data = dataclasses.replace(data, queries={q: data.queries[q] for q in data.qrels})
         qids = list(data.qrels)
         queries = np.array(embedder.embed_query([data.queries[q] for q in qids]), dtype=np.float32)
@@ -119,8 +130,9 @@ def main() -> None:
             row |= {f"convex α {a}": ndcg(scores, ids, qids, data.qrels, bm25, a) for a in ALPHAS}
             out["rows"][f"{split}: {name}"] = row
             print(f"{split:<6} {name:<32} " + "  ".join(f"{k} {v:.4f}" for k, v in row.items()))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

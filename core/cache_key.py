@@ -1,5 +1,9 @@
-"""The search cache key (DESIGN.md §3; seed nexus §6.1): a hash of the normalised request plus the tenant's
-index generation, so any write to the tenant changes every key at once."""
+"""The search cache key (DESIGN.md §3; seed nexus §6.1): a hash of everything that shapes the answer plus
+the tenant's index generation, so any write to the tenant changes every key at once.
+
+Unlike the seed's key (nexus §6.1 lower-cases and trims the query), the query goes in as sent: the answer
+depends on its case (`auto` reads `checkRateLimit` as an identifier and `checkratelimit` as a plain word)
+and echoes it (`query_info.original_query`), so two spellings must never share an entry."""
 
 from __future__ import annotations
 
@@ -30,11 +34,14 @@ def search_cache_key(
     limit: int,
     generation: int,
     explain: bool = False,
+    variant: str = "",
 ) -> str:
-    """sha256 over tenant, lower-cased trimmed query, sorted types, sorted filters, strategy, limit, generation."""
+    """sha256 over tenant, the query as sent, sorted types, sorted filters, strategy, limit, explain, the
+    ranking settings (`variant`: fusion, α, depths… of the deployment) and the generation."""
     normalised = {
         "t": tenant_id,
-        "q": " ".join(query.lower().split()),
+        "q": query,
+        "v": variant,
         "e": sorted(entity_types),
         "f": filters,
         "s": strategy,
@@ -60,3 +67,21 @@ def is_tenant_cache_key(key: str, tenant_id: str) -> bool:
         return True
     prefix = search_key_prefix(tenant_id)
     return key.startswith(prefix) and len(key) == len(prefix) + SEARCH_KEY_HASH_CHARS
+
+
+SINGLE_ITEM = "-"  # the item key of a partition that holds one entry
+
+
+def cache_partition(key: str) -> tuple[str, str]:
+    """(partition, item) of a cache key for a store keyed by both: a tenant's cached searches share one
+    partition (`search:<tenant>`), so an erase lists them all in one strongly consistent read; any other
+    key is a partition of its own."""
+    cut = len(key) - SEARCH_KEY_HASH_CHARS - 1
+    if key.startswith("search:") and cut > len("search:") and key[cut] == ":":
+        return key[:cut], key[cut + 1 :]
+    return key, SINGLE_ITEM
+
+
+def search_partition(tenant_id: str) -> str:
+    """The partition of the tenant's cached searches (`cache_partition` of each of its search keys)."""
+    return search_key_prefix(tenant_id)[:-1]

@@ -109,7 +109,10 @@ class EntityOut(BaseModel):
     created_at: str
     updated_at: str
     title: str
-    fields: dict[str, Any] = Field(description="The entity's fields as stored")
+    fields: dict[str, Any] = Field(
+        description="The entity's fields as stored, without what is shown above (version, source, owner, "
+        "namespace, updated_at)"
+    )
     metadata: dict[str, Any]
     embedded: bool = Field(description="True when every indexed chunk carries an embedding")
     chunks: int = Field(description="Indexed chunks (long documents are split)")

@@ -6,9 +6,12 @@ QuarryError
 ├── UnauthorizedError        missing or unknown credentials    → 401
 ├── ForbiddenError           scope: the scope that was needed  → 403
 ├── NotFoundError            kind, key                         → 404 (also for another tenant's object)
+├── TenantErasedError        the tenant is fenced by its erase → 410
 ├── ConflictError            a write that cannot apply          → 409
 │   ├── StaleVersionError    stored_version, given_version     (reported, never applied)
 │   ├── VersionSchemeError   stored_version, given_version     (explicit and clock versions mixed)
+│   ├── VersionConflictError version                           (same version, other content)
+│   ├── RepeatedItemError    first: the earlier position        (an id twice in one request)
 │   └── CursorExpiredError   a page cursor of an older index generation
 ├── UnavailableError         backend, retry_after seconds      → 503 with Retry-After
 └── ConfigurationError       variables: {VAR: problem}          → 500, logged (the server's fault)
@@ -77,10 +80,27 @@ class NotFoundError(QuarryError):
         self.key = key
 
 
+class TenantErasedError(QuarryError):
+    """The tenant was erased (DELETE /tenant): its requests are refused, and a write that raced the erase
+    was undone, until the tenant is reopened (POST /tenant/reopen)."""
+
+    code = "tenant_erased"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this tenant was erased; nothing is stored for it and nothing is accepted until it is reopened "
+            "(POST /tenant/reopen)"
+        )
+
+
 class ConflictError(QuarryError):
-    """The write conflicts with stored state."""
+    """The write conflicts with stored state; `fields` names what conflicts when one field does."""
 
     code = "conflict"
+
+    def __init__(self, message: str, fields: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.fields: dict[str, str] = dict(fields or {})
 
 
 class StaleVersionError(ConflictError):
@@ -109,6 +129,37 @@ class VersionSchemeError(ConflictError):
         self.stored_version = stored_version
         self.given_version = given_version
         self.fields = {"version": message}
+
+
+class VersionConflictError(ConflictError):
+    """A write at the stored version with other content: applying it would make one version mean two
+    things, dropping it would lose a change silently."""
+
+    code = "version_conflict"
+
+    def __init__(self, key: str, version: int) -> None:
+        super().__init__(
+            f"version {version} of '{key}' is already stored with other content; send the change with a "
+            "higher version"
+        )
+        self.key = key
+        self.version = version
+        self.fields = {"version": f"{version} is already stored with other content"}
+
+
+class RepeatedItemError(ConflictError):
+    """An entity named twice in one request: the later occurrence is refused, never silently dropped."""
+
+    code = "duplicate_item"
+
+    def __init__(self, key: str, first: int) -> None:
+        super().__init__(
+            f"'{key}' repeats item {first} of this request; an entity may appear once per request (send the "
+            "later change in a request of its own)"
+        )
+        self.key = key
+        self.first = first
+        self.fields = {"id": f"repeats item {first}"}
 
 
 class CursorExpiredError(ConflictError):

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from core.fusion import Fused
 from core.models import Candidate, EntityKey, Filters, Vector
 from core.ports import SearchIndex
@@ -39,6 +37,8 @@ def feedback_chunks(
 
 def rocchio(query: Vector, feedback: Sequence[Vector], weight: float = FEEDBACK_WEIGHT) -> Vector:
     """The query moved toward the mean of `feedback`, unit length (cosine search); unchanged without any."""
+    import numpy as np  # here, not at import: settings name this module's defaults at a handler's init
+
     q: Vector = np.asarray(query, dtype=np.float32)
     if not feedback or weight == 0:
         return q
@@ -63,6 +63,8 @@ def feedback_search(
 ) -> list[Candidate] | None:
     """The vector leg searched again with the query moved toward the top `docs` fused results' stored
     vectors (one read of those vectors, one k-NN search); None when none of them has a stored vector."""
+    import numpy as np
+
     chunks = feedback_chunks(fused, vector, docs)
     if not chunks:
         return None

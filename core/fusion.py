@@ -149,3 +149,33 @@ def fuse(
     if method is FusionMethod.RRF:
         return fuse_rrf(lexical, vector, k=rrf_k, alpha=alpha)
     return fuse_convex(lexical, vector, alpha=alpha)
+
+
+@dataclass(frozen=True, slots=True)
+class LegCounts:
+    """What each leg of one search contributed (the per-search log line of the hybrid-search seed, thefold
+    memory.ts: vectorResults, bm25Results, bm25OnlyResults, hybridResults, alpha)."""
+
+    vector: int
+    bm25: int
+    bm25_only: int
+    hybrid: int
+    alpha: float
+
+    def log_fields(self) -> dict[str, float]:
+        """The counts as log fields."""
+        return {
+            "vector_results": self.vector,
+            "bm25_results": self.bm25,
+            "bm25_only_results": self.bm25_only,
+            "hybrid_results": self.hybrid,
+            "alpha": self.alpha,
+        }
+
+
+def count_legs(fused: Sequence[Fused], returned: int, alpha: float) -> LegCounts:
+    """Hits per leg among the fused candidates, and how many the answer returned."""
+    vector = sum(1 for f in fused if f.vector_rank is not None)
+    bm25 = sum(1 for f in fused if f.lexical_rank is not None)
+    bm25_only = sum(1 for f in fused if f.lexical_rank is not None and f.vector_rank is None)
+    return LegCounts(vector, bm25, bm25_only, returned, round(alpha, 6))

@@ -16,16 +16,32 @@ from typing import Any, Literal
 
 from core.chunking import CHUNK_OVERLAP_TOKENS, CHUNK_TOKENS
 from core.entities import EntityTypeRegistry
-from core.errors import QuarryError
+from core.errors import QuarryError, UnavailableError
 from core.scoring import CHARS_PER_TOKEN
 
 JobKind = Literal["bulk", "corpus"]
-JobStatus = Literal["queued", "running", "done"]
+JobStatus = Literal["queued", "running", "done", "failed"]
 MAX_JOB_ITEMS = 10_000  # items (or corpus documents) per request: 20x the synchronous 500 (a judgement call)
 MAX_REPORTED_ERRORS = 100  # a status answer lists the first errors and counts the rest
 # Errors kept per part: 10,000 items make ~50 parts; 20 errors of ~200 bytes each keep a job's item far
 # below DynamoDB's 400 KB.
 MAX_ERRORS_PER_PART = 20
+# Attempts at one part before it is recorded as failed: the write-jobs queue's maxReceiveCount in
+# template.yaml (QUARRY_JOBS_MAX_RECEIVES follows it), and the local queue's bound (infra/local/job_queue.py).
+MAX_PART_ATTEMPTS = 5
+
+
+def failure_reason(exc: BaseException, attempts: int) -> str:
+    """Why a part ended failed, in words a caller may read (never a backend's own text)."""
+    if isinstance(exc, UnavailableError):
+        last = exc.public_message
+    elif isinstance(exc, QuarryError):
+        last = exc.message
+    else:
+        last = "an internal error (logged)"
+    return f"failed on each of its {attempts} attempts; the last: {last}"
+
+
 # Chunk text window (core/chunking.py) minus its overlap: how much new text each further chunk covers.
 _CHUNK_STRIDE_CHARS = (CHUNK_TOKENS - CHUNK_OVERLAP_TOKENS) * CHARS_PER_TOKEN
 
@@ -40,19 +56,28 @@ class JobPart:
     part: int
     offset: int
     items: tuple[Any, ...]
+    # (position, earlier position) in the whole request of each item naming an entity an earlier item
+    # names: refused, though the earlier one may travel in another part
+    repeats: tuple[tuple[int, int], ...] = ()
 
     def to_message(self) -> dict[str, Any]:
-        return {
+        message = {
             "job": {"id": self.job_id, "tenant_id": self.tenant_id, "kind": self.kind, "part": self.part},
             "offset": self.offset,
             "items": list(self.items),
         }
+        return message | ({"repeats": [list(r) for r in self.repeats]} if self.repeats else {})
 
     @classmethod
     def from_message(cls, message: Mapping[str, Any]) -> JobPart:
         job = message["job"]
+        repeats = tuple((int(p), int(f)) for p, f in message.get("repeats", ()))
         return cls(job["id"], job["tenant_id"], job["kind"], int(job["part"]), int(message["offset"]),
-                   tuple(message["items"]))  # fmt: skip
+                   tuple(message["items"]), repeats)  # fmt: skip
+
+    def local_repeats(self) -> dict[int, int]:
+        """{position in this part: earlier position in the request} of the part's repeated items."""
+        return {position - self.offset: first for position, first in self.repeats}
 
 
 @dataclass(slots=True)
@@ -63,12 +88,15 @@ class PartReport:
     skipped_stale: int = 0
     chunks: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
+    failure: str | None = None  # why the part could not be processed at all (its items were not indexed)
+    discarded: bool = False  # its job is gone or its tenant erased: nothing done, nothing recorded
 
     def to_json(self) -> dict[str, Any]:
         """What the job store keeps: the counts and the part's first errors (a DynamoDB item holds 400 KB
         for all parts together)."""
-        return {"indexed": self.indexed, "skipped_stale": self.skipped_stale, "chunks": self.chunks,
+        kept = {"indexed": self.indexed, "skipped_stale": self.skipped_stale, "chunks": self.chunks,
                 "errors": self.errors[:MAX_ERRORS_PER_PART], "errors_total": len(self.errors)}  # fmt: skip
+        return kept | ({"failure": self.failure} if self.failure else {})
 
 
 @dataclass(slots=True)
@@ -87,9 +115,17 @@ class Job:
 
     @property
     def status(self) -> JobStatus:
+        """queued, running, then done — or failed when a part could not be processed at all."""
         if len(self.reports) >= self.parts:
-            return "done"
+            return "failed" if self.failures else "done"
         return "running" if self.reports else "queued"
+
+    @property
+    def failures(self) -> list[dict[str, Any]]:
+        """The parts that could not be processed, with the reason."""
+        return [
+            {"part": p, "reason": r["failure"]} for p, r in sorted(self.reports.items()) if r.get("failure")
+        ]
 
     def to_json(self) -> dict[str, Any]:
         """The GET /jobs/{id} answer."""
@@ -108,6 +144,7 @@ class Job:
             "skipped_stale": sum(int(r.get("skipped_stale", 0)) for r in reports),
             "errors": errors[:MAX_REPORTED_ERRORS],
             "errors_total": sum(int(r.get("errors_total", len(r.get("errors", [])))) for r in reports),
+            "failures": self.failures,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }

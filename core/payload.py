@@ -143,6 +143,13 @@ def lone_surrogates(value: Any, path: str = "") -> dict[str, str]:
     return found
 
 
+def check_value(value: Any) -> None:
+    """InvalidInputError unless an already parsed value is I-JSON: depth, integer range and no lone
+    surrogates (for values that did not arrive as a body, such as MCP tool arguments)."""
+    _check_shape(value)
+    check_text(value)
+
+
 def check_text(value: Any, item_lists: tuple[str, ...] = ()) -> None:
     """InvalidInputError naming each lone surrogate outside `item_lists` (top-level keys whose items are
     validated one by one, so one bad item is reported in place and never fails the rest)."""

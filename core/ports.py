@@ -31,6 +31,7 @@ from core.state import (
     LearningUpdate,
     LogPage,
     SourceWeight,
+    TenantFence,
     WeightChange,
 )
 
@@ -187,8 +188,12 @@ class Cache(Protocol):
         ...
 
     def purge_tenant(self, tenant_id: str) -> int:
-        """Drop the tenant's cached entries and counters (keys `search:<tenant>:…`, `gen:<tenant>`); an
-        adapter that cannot list keys bumps the generation instead, and the entries expire by TTL."""
+        """Drop the tenant's cached searches, settling mark and generation counter (`search:<tenant>:…`,
+        `settling:<tenant>`, `gen:<tenant>`); how many there were."""
+        ...
+
+    def drop_marks(self, tenant_id: str) -> int:
+        """Drop only the tenant's generation counter and settling mark (what a write leaves behind)."""
         ...
 
 
@@ -229,12 +234,16 @@ class StateStore(Protocol):
 
     def list_callers(self, tenant_id: str) -> list[str]: ...
 
-    def pending_callers(self, min_rows: int) -> list[tuple[str, str]]:
-        """(tenant, caller) pairs with at least `min_rows` unprocessed assemblies that have feedback."""
+    def pending_callers(self, min_rows: int, settled_before: str = "") -> list[tuple[str, str]]:
+        """(tenant, caller) pairs with at least `min_rows` unprocessed assemblies ready for learning: with
+        feedback, or logged before `settled_before` (an ISO timestamp; "": with feedback only)."""
         ...
 
-    def unprocessed_assemblies(self, tenant_id: str, caller: str, limit: int) -> list[AssemblyLogEntry]:
-        """Oldest first: logged assemblies with feedback that no learning cycle has processed yet."""
+    def unprocessed_assemblies(
+        self, tenant_id: str, caller: str, limit: int, settled_before: str = ""
+    ) -> list[AssemblyLogEntry]:
+        """Oldest first: assemblies no learning cycle has processed yet, with feedback or logged before
+        `settled_before` ("": with feedback only)."""
         ...
 
     def apply_learning(self, tenant_id: str, update: LearningUpdate) -> bool:
@@ -269,6 +278,23 @@ class StateStore(Protocol):
         ...
 
 
+class TenantFences(Protocol):
+    """The durable marks of erased tenants, kept by the state store under `core.state.fence_mark` (never
+    the tenant id), outside the tenant's own rows, so an erase's purge leaves them."""
+
+    def fence(self, tenant_id: str, at: float) -> None:
+        """Mark the tenant erased at `at` (closed; erasing again moves `erased_at` on and closes it)."""
+        ...
+
+    def fence_of(self, tenant_id: str) -> TenantFence | None:
+        """The tenant's fence, read strongly consistent; None for a tenant never erased."""
+        ...
+
+    def reopen(self, tenant_id: str, at: float) -> None:
+        """Serve the tenant again from `at` (its `erased_at` stays, for changes that predate the erase)."""
+        ...
+
+
 class LinkReader(Protocol):
     """Files an assembly may quote as explicit links, confined to one configured root directory."""
 
@@ -297,6 +323,11 @@ class JobQueue(Protocol):
         that it was told about)."""
         ...
 
+    def discard_tenant(self, tenant_id: str) -> int:
+        """Drop the tenant's parts still waiting (an erase); a queue that cannot (SQS) returns 0 and its
+        parts are discarded when processed, their job being gone."""
+        ...
+
 
 class JobStore(Protocol):
     """Write jobs and the report of each processed part — per tenant."""
@@ -306,5 +337,10 @@ class JobStore(Protocol):
     def get_job(self, tenant_id: str, job_id: str) -> Job | None: ...
 
     def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
-        """Store one part's report; recording a part twice (a queue re-delivery) keeps one report."""
+        """Store one part's report; recording a part twice (a queue re-delivery) keeps one report; a job
+        that no longer exists (erased) stays absent."""
+        ...
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Erase every job of the tenant (they hold its entity ids and errors); how many."""
         ...

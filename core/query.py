@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from core.entities import EntityTypeRegistry
 from core.text import CJK_CHAR, STOPWORDS, is_identifier, tokens
 
-MAX_TERMS = 20  # seed gateway-shared-search-utils: buildFts5Query caps at 20 terms
+# seed gateway-shared-search-utils: buildFts5Query caps at 20 terms. A quoted phrase's words count too
+# (the seed quotes every word it keeps, so nothing it searches escapes the cap).
+MAX_TERMS = 20
 MAX_PHRASES = 5  # phrases are ANDed: more than a handful only empties the result
 _PHRASE = re.compile(r'"([^"]*)"')
 _PREFIX = re.compile(r"^\s*([A-Za-z_]+)\s*:\s*(.*)$", re.DOTALL)
@@ -117,21 +119,38 @@ def _split_prefix(text: str, registry: EntityTypeRegistry) -> tuple[str | None, 
     return None, text
 
 
+def _phrases(quoted: list[list[str]], max_words: int) -> tuple[list[str], bool]:
+    """Multi-word phrases in order, at most MAX_PHRASES, their words within `max_words` (a phrase that
+    does not fit whole is cut to the words that do, while at least two remain); True when any were cut."""
+    phrases: list[str] = []
+    room = max_words
+    multi = [words for words in quoted if len(words) > 1]
+    for words in multi[:MAX_PHRASES]:
+        kept = words[:room]
+        if len(kept) < 2:
+            break
+        phrases.append(" ".join(kept))
+        room -= len(kept)
+    used = sum(len(p.split()) for p in phrases)
+    return phrases, used < sum(len(w) for w in multi)
+
+
 def parse_query(query: str, registry: EntityTypeRegistry, max_terms: int = MAX_TERMS) -> ParsedQuery:
     """Parse a raw query string into terms (with their counts), phrases, an optional entity prefix and its
-    shape. `max_terms` is the search box's cap (the seed's 20); evaluation of long queries lifts it."""
+    shape. `max_terms` is the search box's cap (the seed's 20) on every word searched, phrases' words
+    first; evaluation of long queries lifts it."""
     entity_prefix, rest = _split_prefix(query, registry)
-    phrases: list[str] = []
-    for raw in _PHRASE.findall(rest):
-        words = tokens(raw)
-        if len(words) > 1:
-            phrases.append(" ".join(words))
+    quoted = [tokens(raw) for raw in _PHRASE.findall(rest)]
+    phrases, phrases_cut = _phrases(quoted, max_terms)
+    room = max_terms - sum(len(p.split()) for p in phrases)
     unquoted = _PHRASE.sub(" ", rest).replace('"', " ")
-    counts, truncated = _terms(unquoted, max_terms)
+    counts, truncated = _terms(unquoted, room)
     # A single-word "phrase" is just a term.
-    for raw in _PHRASE.findall(rest):
-        words = tokens(raw)
-        if len(words) == 1 and words[0] not in counts and len(counts) < max_terms:
+    for words in quoted:
+        if len(words) == 1 and words[0] not in counts:
+            if len(counts) >= room:
+                truncated = True
+                break
             counts[words[0]] = 1
     text = " ".join(rest.replace('"', " ").split())
     return ParsedQuery(
@@ -139,8 +158,8 @@ def parse_query(query: str, registry: EntityTypeRegistry, max_terms: int = MAX_T
         text=text,
         terms=tuple(counts),
         weights=tuple(counts.values()),
-        phrases=tuple(phrases[:MAX_PHRASES]),
+        phrases=tuple(phrases),
         entity_prefix=entity_prefix,
         shape=_shape(rest),
-        truncated=truncated,
+        truncated=truncated or phrases_cut,
     )

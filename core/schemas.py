@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, StrictBool, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, StrictBool
 
 from core.base_model import JsonInt, QuarryModel
 
@@ -26,9 +26,12 @@ class SearchRequest(QuarryModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(
-        description="What to search for; supports `type:` prefixes, `@name` and quoted phrases"
+        description="What to search for; supports `type:` prefixes, `@name` and quoted phrases. "
+        "Empty or whitespace: no results (not an error)"
     )
-    entities: list[str] | None = Field(default=None, description="Entity types to search (default: all)")
+    entities: list[str] | None = Field(
+        default=None, description="Entity types to search, singular or plural (`task`, `tasks`); default all"
+    )
     filters: dict[str, FilterValue] | None = Field(
         default=None, description="Metadata filters, key → value(s)"
     )
@@ -41,13 +44,6 @@ class SearchRequest(QuarryModel):
         description="`next_cursor` of the previous page; send the same query, entities, filters, "
         "strategy and limit. Answers 409 `cursor_expired` when the tenant's index changed in between.",
     )
-
-    @field_validator("query")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty or whitespace")
-        return value
 
 
 class RetrieverExplanation(QuarryModel):
@@ -106,6 +102,14 @@ class SearchResponse(QuarryModel):
     next_cursor: str | None = Field(
         default=None, description="Pass back as `cursor` for the next page; null on the last page"
     )
+    # What each retriever contributed (core.fusion.LegCounts), for the log line; never in the body, and
+    # None on a cache hit (nothing was retrieved).
+    _legs: Any = PrivateAttr(default=None)
+
+    @property
+    def legs(self) -> Any:
+        """The search's LegCounts, or None when it was answered without retrieving."""
+        return self._legs
 
 
 class BulkItem(QuarryModel):

@@ -6,6 +6,7 @@ All timestamps are ISO-8601 UTC strings produced by an injected clock; ids are o
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,11 @@ WILDCARD_CALLER = "*"
 # source plus the budget: 64 rows leave room for 17 sources. A caller with more pending rows is learned
 # over several updates (select with `unprocessed_assemblies(..., limit=MAX_LEARNING_ROWS)`).
 MAX_LEARNING_ROWS = 64
+# An erased tenant may be reopened this long after its erase: AWS Lambda's longest timeout (15 minutes, the
+# nightly function's) and a minute more, so no invocation admitted before the fence is still writing when
+# the final sweep runs (the local server's requests and job parts end far sooner).
+# QUARRY_REOPEN_AFTER_SECONDS overrides it.
+REOPEN_AFTER_SECONDS = 960.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,3 +122,28 @@ class EvalRecord:
     name: str
     at: str
     metrics: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TenantFence:
+    """An erase's durable mark (DELETE /tenant). From `erased_at` (epoch seconds) the tenant's requests,
+    writes, jobs and queued changes are refused or discarded; once reopened (`reopened_at`) new requests
+    are served again, while a change that originated before the erase stays discarded."""
+
+    erased_at: float
+    reopened_at: float | None = None
+
+    @property
+    def closed(self) -> bool:
+        """True until the tenant is reopened."""
+        return self.reopened_at is None
+
+    def refuses(self, since: float | None = None) -> bool:
+        """Whether work for the tenant is refused: everything while closed; after a reopen, work that
+        originated (`since`, epoch seconds) at or before the erase."""
+        return self.closed or (since is not None and since <= self.erased_at)
+
+
+def fence_mark(tenant_id: str) -> str:
+    """The key an erased tenant's fence is kept under: a SHA-256 of its id, so no byte of the id remains."""
+    return hashlib.sha256(tenant_id.encode()).hexdigest()

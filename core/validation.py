@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 
 from core.entities import EntityType
 from core.errors import InvalidInputError
-from core.payload import lone_surrogates
+from core.payload import INT64_MAX, lone_surrogates
 from core.scoring import parse_timestamp
+from core.state import WILDCARD_CALLER
 
 MAX_ID_CHARS = 256  # an id is a key, not a document
 MAX_LABEL_CHARS = 200  # source / owner / namespace are labels
@@ -24,12 +26,16 @@ ID_RULE = f"must be 1-{MAX_ID_CHARS} characters without whitespace, control char
 # names, spelled out (`\s` differs between engines), and '/', '#', '|'. tests/handlers/
 # test_openapi_document.py checks it against `is_valid_id`.
 _SPACE_OR_CONTROL = r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-ID_JSON_PATTERN = rf"^(?!\.\.?$)[^{_SPACE_OR_CONTROL}/#|]{{1,{MAX_ID_CHARS}}}$"
+# The end of the text is `(?![\s\S])`, not `$`: Python's `$` also matches before a final newline ("a\n"),
+# ECMA-262's does not; "no character follows" means the same in both.
+END_OF_TEXT = r"(?![\s\S])"
+ID_JSON_PATTERN = rf"^(?!\.\.?{END_OF_TEXT})[^{_SPACE_OR_CONTROL}/#|]{{1,{MAX_ID_CHARS}}}{END_OF_TEXT}"
 # Text with at least one character that `str.strip()` keeps (the whitespace `str.isspace()` names, spelled
 # out as above): what "not blank" means on every route.
 _WHITESPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 WHITESPACE_CLASS = f"[{_WHITESPACE}]"
 NONBLANK_PATTERN = f"[^{_WHITESPACE}]"
+VERSION_RULE = f"must be an integer from 0 to {INT64_MAX}"
 _BAD_CATEGORIES = frozenset({"Cc", "Cs"})  # controls (NUL included) and lone surrogates
 _SCALARS = (str, int, float, bool)
 
@@ -44,8 +50,8 @@ def _check_text(name: str, value: Any, max_chars: int, errors: dict[str, str], p
 
 def _check_common(body: Mapping[str, Any], errors: dict[str, str], path: str) -> None:
     version = body.get("version")
-    if version is not None and not is_whole_number(version):
-        errors[path + "version"] = "must be a non-negative integer"
+    if version is not None and not is_version(version):
+        errors[path + "version"] = VERSION_RULE
     for stamp in ("created_at", "updated_at"):
         value = body.get(stamp)
         if value is not None and (not isinstance(value, str) or parse_timestamp(value) is None):
@@ -70,6 +76,12 @@ def is_whole_number(value: object) -> bool:
     return value >= 0 and float(value).is_integer()
 
 
+def is_version(version: object) -> bool:
+    """True for a version a 64-bit store can hold: a JSON integer (`7` or `7.0`) from 0 to 2^63 - 1
+    (VERSION_RULE)."""
+    return is_whole_number(version) and version <= INT64_MAX  # type: ignore[operator]
+
+
 def is_valid_id(entity_id: object) -> bool:
     """True when `entity_id` is in the id alphabet (see ID_PATTERN)."""
     return (
@@ -84,6 +96,74 @@ def validate_id(entity_id: str, path: str = "id") -> None:
     """Reject ids outside the id alphabet, naming the field."""
     if not is_valid_id(entity_id):
         raise InvalidInputError("invalid entity id", {path: ID_RULE})
+
+
+MAX_CALLER_CHARS = 128  # caller names are identifiers, not prose
+# A caller name: 1-128 characters without whitespace or '/', and not '.' or '..' (it is a path segment of
+# PUT /context/weights/{caller}/{source}); OIDC subjects such as Auth0's `auth0|5f7c…` are callers.
+CALLER_PATTERN = re.compile(rf"^[^\s/]{{1,{MAX_CALLER_CHARS}}}$")
+CALLER_RULE = (
+    f"must be 1-{MAX_CALLER_CHARS} characters without whitespace, control or format characters (bidi "
+    "overrides, zero-width) or '/', and not '.' or '..'"
+)
+_BAD_IN_NAMES = _BAD_CATEGORIES | {"Cf"}  # a caller is shown in the console, logs and exports
+
+
+def _character_class(excluded: Callable[[str], bool]) -> str:
+    """The inside of a regular-expression class listing every code point `excluded` holds for, read alike
+    by Python `re` and ECMA-262 with the `u` flag: BMP code points as `\\uXXXX`, others as themselves."""
+
+    def spell(code: int) -> str:
+        return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
+
+    spans: list[str] = []
+    start = None
+    for code in range(0x110000 + 1):
+        inside = code <= 0x10FFFF and excluded(chr(code))
+        if inside and start is None:
+            start = code
+        elif not inside and start is not None:
+            spans.append(spell(start) if start == code - 1 else f"{spell(start)}-{spell(code - 1)}")
+            start = None
+    return "".join(spans)
+
+
+def _not_in_caller(ch: str) -> bool:
+    return ch.isspace() or ch == "/" or unicodedata.category(ch) in _BAD_IN_NAMES
+
+
+@cache
+def caller_json_pattern(wildcard: bool = False) -> str:
+    """The caller rule as one pattern for the OpenAPI document (tests/handlers/test_openapi_document.py
+    checks it against `is_caller`); with `wildcard`, `*` too, where it means every caller. Built on first
+    use (0.2 s: every code point is looked at), never at import."""
+    excluded = _character_class(_not_in_caller)
+    reserved = r"\.\.?" if wildcard else r"(\.\.?|\*)"
+    return rf"^(?!{reserved}{END_OF_TEXT})[^{excluded}]{{1,{MAX_CALLER_CHARS}}}{END_OF_TEXT}"
+
+
+def validate_caller(caller: str, path: str = "caller", wildcard: bool = False) -> str:
+    """`caller` when it is a caller name (the same rule on every route, body, query and path; `*` only
+    where it means every caller), else InvalidInputError naming `path`."""
+    if caller == WILDCARD_CALLER:
+        if wildcard:
+            return caller
+        raise InvalidInputError(
+            "invalid caller", {path: "'*' is reserved: in a weight pin it means every caller"}
+        )
+    if not is_caller(caller):
+        raise InvalidInputError("invalid caller", {path: CALLER_RULE})
+    return caller
+
+
+def is_caller(name: str) -> bool:
+    """True when `name` is a caller name (CALLER_RULE); `*` is not one."""
+    return (
+        name != WILDCARD_CALLER
+        and CALLER_PATTERN.match(name) is not None
+        and name not in (".", "..")
+        and not any(unicodedata.category(ch) in _BAD_IN_NAMES for ch in name)
+    )
 
 
 def _has_text(value: Any) -> bool:

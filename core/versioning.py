@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from core.errors import VersionSchemeError
+from core.errors import InvalidInputError, VersionConflictError, VersionSchemeError
 from core.models import EntityKey, StoredEntity, WriteOutcome
 from core.payload import INT64_MAX
 from core.scoring import parse_timestamp
@@ -23,6 +23,9 @@ MS = 1000.0
 # of any record from the last fifty years — archives from the 1990s included) is above it, and no sequence
 # number anyone keeps reaches it (epoch *seconds* used as versions, ~1.7e9, stay sequence numbers too).
 CLOCK_VERSION_FLOOR = 10**11
+# How far ahead of the server's clock an `updated_at` may be (QUARRY_MAX_CLOCK_SKEW_SECONDS): five minutes,
+# the skew between two machines' clocks MIT Kerberos tolerates by default (`clockskew` in krb5.conf).
+MAX_CLOCK_SKEW_SECONDS = 300.0
 
 
 def is_clock_version(version: int) -> bool:
@@ -30,11 +33,20 @@ def is_clock_version(version: int) -> bool:
     return version >= CLOCK_VERSION_FLOOR
 
 
-def write_version(body: Mapping[str, Any], now: float) -> int:
-    """The write's version: explicit `version`, else `updated_at` in ms, else arrival time in ms."""
+def write_version(
+    body: Mapping[str, Any], now: float, max_skew_seconds: float = MAX_CLOCK_SKEW_SECONDS
+) -> int:
+    """The write's version: explicit `version`, else `updated_at` in ms, else arrival time in ms. An
+    `updated_at` more than `max_skew_seconds` ahead of `now` is refused: stored as a version it would make
+    every later write without a version stale until that date."""
     if body.get("version") is not None:
         return int(body["version"])
     stamp = parse_timestamp(body["updated_at"]) if body.get("updated_at") else None
+    if stamp is not None and stamp > now + max_skew_seconds:
+        raise InvalidInputError(
+            "updated_at is in the future",
+            {"updated_at": f"is more than {max_skew_seconds:g} s ahead of the server's clock"},
+        )
     return int((stamp if stamp is not None else now) * MS)
 
 
@@ -66,6 +78,22 @@ def delete_version(given: int | None, stored_version: int | None, now: float) ->
     if is_clock_version(stored_version):
         return max(following, min(int(now * MS), INT64_MAX))
     return following
+
+
+def unchanged(prior: StoredEntity | None, version: int, body: Mapping[str, Any]) -> WriteOutcome | None:
+    """`refused`, and VersionConflictError when a write at the stored version brings other content (a
+    re-delivery is harmless; a different change at the same version would be lost)."""
+    early = refused(prior, version)
+    if early is WriteOutcome.DUPLICATE and prior is not None and not same_content(prior.body, body):
+        raise VersionConflictError(str(prior.key), version)
+    return early
+
+
+def same_content(stored: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
+    """Whether two entity bodies hold the same fields (the `version` they carried aside)."""
+    return {k: v for k, v in stored.items() if k != "version"} == {
+        k: v for k, v in body.items() if k != "version"
+    }
 
 
 def refused(prior: StoredEntity | None, version: int) -> WriteOutcome | None:

@@ -25,11 +25,14 @@ LOCK = ROOT / "requirements-lambda.txt"
 PACKAGES = ("core", "infra", "handlers")
 PACKAGE_DATA = (".py", ".json")
 # Modules that run only on a laptop or in a study, never in a function: the CLI, the dev and MCP servers
-# (handlers), the BEIR evaluation harness and its SQLite embedding cache (infra). Matched by prefix.
+# with their local key and CORS (handlers), the BEIR evaluation harness and its SQLite embedding cache
+# (infra). Matched by prefix.
 LOCAL_ONLY = (
     "handlers/cli",
     "handlers/devserver",
     "handlers/mcp",
+    "handlers/local_key.py",
+    "handlers/cors.py",
     "infra/beir.py",
     "infra/evaluation.py",
     "infra/embedding_cache.py",

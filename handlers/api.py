@@ -14,13 +14,23 @@ from handlers import errors, gate
 from handlers._observability import logger, metrics, tracer
 from handlers.openapi import document as openapi_document
 from handlers.routes import catalog, context, entities, governance, jobs, lifecycle, search
-from handlers.routes.common import caller, services
+from handlers.routes.common import caller, decode_path_parameters, fence_tenant, services
+from infra import deadline, wiring
 from infra.wiring import Container
 
 VERSION = "0.1.0"
+# Kept from the context's remaining time to build and send the answer once a backend call has used the
+# rest: a hung backend becomes a 503 with Retry-After before Lambda stops the function at its timeout.
+ANSWER_MARGIN_SECONDS = 1.0
+MS_PER_SECOND = 1000.0
+
+# The function's init: a wrong or missing setting fails the import, which the runtime reports as the init
+# error naming the variable, rather than a 500 on every request (infra/wiring.py, check_settings).
+wiring.check_settings()
 
 app = APIGatewayHttpResolver(enable_validation=True)
 errors.register(app)
+app.use(middlewares=[decode_path_parameters, fence_tenant])  # one percent-decoding; erased tenants fenced
 
 
 app.include_router(search.router)
@@ -73,7 +83,11 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     except ConfigurationError as exc:  # a wrong setting: a logged 500 on every request, never a 400
         return errors.configuration_failure(exc)
     refused = gate.screen(event, limit)
-    return refused if refused is not None else app.resolve(event, context)
+    if refused is not None:
+        return refused
+    left = context.get_remaining_time_in_millis() / MS_PER_SECOND - ANSWER_MARGIN_SECONDS
+    with deadline.answer_within(left):
+        return app.resolve(event, context)
 
 
 __all__ = ["app", "lambda_handler", "InvalidInputError"]

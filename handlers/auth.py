@@ -57,6 +57,11 @@ class Principal:
         """True when not bound to one caller (a local key without `caller`), or holding admin."""
         return self.caller is None or ACT_AS_SCOPE in self.scopes
 
+    @property
+    def bound_caller(self) -> str | None:
+        """The one caller this principal speaks for; None when it may act for any caller."""
+        return None if self.acts_for_anyone else self.caller
+
     def may_act_as(self, caller: str) -> bool:
         """True when this principal may read or steer `caller`'s assemblies, memory and learning."""
         return self.acts_for_anyone or caller == self.caller

@@ -38,7 +38,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # Set before NumPy is first imported; an explicit setting wins.
     for name in BLAS_THREAD_VARIABLES:
         os.environ.setdefault(name, str(max(1, default_workers() // workers)))
-    from handlers.devserver import local_keys
+    from handlers.local_key import local_keys, print_key
     from infra.wiring import Container
 
     c = _container(args.data_dir)
@@ -46,18 +46,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = c.settings
     init = Container(settings)  # create the schema once, before workers race to
     _ = init.index, init.state
-    keys, fresh = local_keys(settings.api_keys)
+    keys, local = local_keys(settings.api_keys, settings.data_dir)
     sock = listen(args.host, args.port)
     url = f"http://{args.host}:{sock.getsockname()[1]}"
     print(f"Quarry API on {url}  (data: {settings.data_dir.resolve()}, {workers} worker(s))", flush=True)
-    if fresh:
-        print(f"Local API key (tenant 'dev', scopes read/write/admin): {fresh}", flush=True)
-        print(
-            f'  export QUARRY_KEY={fresh}; curl -H "Authorization: Bearer $QUARRY_KEY" {url}/health',
-            flush=True,
-        )
-    else:
-        print(f"Accepting {len(keys)} key(s) from QUARRY_API_KEYS", flush=True)
+    print_key(keys, local, settings.data_dir, f"{url}/whoami")
+    if settings.allowed_origins:
+        print(f"Cross-origin calls allowed from: {', '.join(settings.allowed_origins)}", flush=True)
     serve(sock, workers, _worker_starter(settings, keys, args.queue))
     return 0
 
@@ -75,13 +70,24 @@ def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
     def start(sock: Any) -> Any:
         from handlers import api
         from handlers.devserver import make_server
+        from handlers.local_key import key_hint
         from infra.wiring import Container, set_container
 
         c = Container(settings)
         set_container(c)
+        c.resume_jobs()  # write jobs a stopped or crashed server left behind
         host, port = sock.getsockname()[:2]
         return make_server(
-            host, port, keys, api.lambda_handler, settings.max_body_bytes, queue=queue, sock=sock
+            host,
+            port,
+            keys,
+            api.lambda_handler,
+            settings.max_body_bytes,
+            queue=queue,
+            sock=sock,
+            key_hint=key_hint(settings.api_keys, settings.data_dir),
+            origins=settings.allowed_origins,
+            access_log=settings.access_log,
         )
 
     return start
@@ -118,7 +124,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     def flush() -> None:
         nonlocal indexed, stale
         items = [{"type": args.type, **{k: v for k, v in obj.items() if k != "type"}} for _, obj in batch]
-        report = c.indexing.bulk(args.tenant, items, c.clock.now())
+        with c.gate.unit(args.tenant):  # an erased tenant is refused, as by the API
+            report = c.indexing.bulk(args.tenant, items, c.clock.now())
         indexed += report.indexed
         stale += report.skipped_stale
         for err in report.errors:

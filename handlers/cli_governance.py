@@ -54,7 +54,10 @@ def cmd_load_corpus(args: argparse.Namespace) -> int:
 
     documents = corpus_documents(_read_json(args.file))
     c = _container(args)
-    with tqdm(total=len(documents), unit="doc", disable=args.quiet, file=sys.stderr) as bar:
+    with (
+        tqdm(total=len(documents), unit="doc", disable=args.quiet, file=sys.stderr) as bar,
+        c.gate.unit(args.tenant),
+    ):
         report = load_corpus(c.indexing, c.registry, args.tenant, documents, c.clock.now(), bar.update)
     print(report.model_dump_json(indent=2))
     return 1 if report.errors else 0
@@ -65,14 +68,14 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     from core.governance.requests import RetrieveRequest
 
     c = _container(args)
-    overlay = _read_json(args.overlay) if args.overlay else None
+    given = {"overlay": _read_json(args.overlay)} if args.overlay else {}  # absent: the stored overlay
     request = RetrieveRequest.model_validate(
         {
             "role_id": args.role_id,
             "task_text": args.task,
-            "overlay": overlay,
             "context_summary": args.context,
             "lexical_only": args.lexical_only,
+            **given,
         }
     )
     bundle = c.retrieval.retrieve(args.tenant, request)

@@ -21,7 +21,7 @@ def stdio_principal(keys: Mapping[str, Mapping[str, Any]], key: str | None) -> P
     With no keys configured at all (a local, single-user setup) it is tenant `dev` with every scope,
     like `quarry serve`'s fresh key; with keys configured a key must be named, and must be one of them.
     """
-    from handlers.devserver import ALL_SCOPES, DEV_TENANT
+    from handlers.local_key import ALL_SCOPES, DEV_TENANT
     from handlers.mcp_server import grant_principal
 
     if key is None:
@@ -45,22 +45,23 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    from handlers.devserver import local_keys
+    from handlers.local_key import key_hint, local_keys, print_key
     from handlers.mcp_server import Gate, build_server
     from infra.wiring import container
 
     c = container(data_dir=args.data_dir) if args.data_dir else container()
+    c.check()  # a wrong or missing setting stops here, naming the variable (exit 2), as `quarry serve`
     if args.transport == "stdio":
         gate = Gate(c.settings.api_keys, stdio_principal(c.settings.api_keys, args.key or c.settings.mcp_key))
         build_server(lambda: c, gate).run("stdio")
         return 0
     from handlers.mcp_http import serve_http
 
-    keys, fresh = local_keys(c.settings.api_keys)
-    gate = Gate(keys, None)
-    print(f"Quarry MCP (streamable HTTP) on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
-    if fresh:
-        print(f"Local API key (tenant 'dev', scopes read/write/admin): {fresh}", file=sys.stderr, flush=True)
+    keys, local = local_keys(c.settings.api_keys, c.settings.data_dir)  # the key `quarry serve` prints
+    gate = Gate(keys, None, key_hint(c.settings.api_keys, c.settings.data_dir))
+    url = f"http://{args.host}:{args.port}/mcp"
+    print(f"Quarry MCP (streamable HTTP) on {url}", file=sys.stderr, flush=True)
+    print_key(keys, local, c.settings.data_dir, url, file=sys.stderr)
     serve_http(build_server(lambda: c, gate), gate, args.host, args.port)
     return 0
 

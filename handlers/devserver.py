@@ -1,6 +1,8 @@
 """The local server: HTTP requests → API Gateway HTTP API v2 events → the same Lambda handler, as
-`sam local start-api` would do, with bearer keys from QUARRY_API_KEYS checked here (the authorizer's job
-in AWS) and injected as the Lambda authorizer context.
+`sam local start-api` would do, with bearer keys (QUARRY_API_KEYS, else the data directory's local key,
+handlers/local_key.py) checked here — the authorizer's job in AWS — and injected as the Lambda authorizer
+context. It also answers CORS (handlers/cors.py; API Gateway's job in AWS) and writes one access-log line
+per request: method, path (no query), status, milliseconds and tenant; never a body or a key.
 
 Concurrency (DESIGN.md §9). Powertools keeps the current event, Lambda context and route on the
 resolver *class* (`BaseRouter.current_event`), i.e. per process: two requests resolved at once in one
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import secrets
 import socket
 import threading
 import time
@@ -23,15 +24,15 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
+from handlers import cors
 from handlers.auth import PUBLIC_PATHS
 from handlers.console_static import console_file, is_console_path
-from handlers.devserver_http import ExpectContinue, read_body, refuse, shed
+from handlers.devserver_http import ExpectContinue, read_body, refuse, shed, write_access_line
+from handlers.local_key import CONFIGURED_KEY_HINT
 
-ALL_SCOPES = ["read", "write", "admin"]
-DEV_TENANT = "dev"
 DEFAULT_QUEUE = 32  # requests waiting per worker: ~32 × a few ms of work, so a queued request waits < 1 s
 RETRY_AFTER_SECONDS = 1  # an overloaded engine drains its queue in about this long
 IDLE_TIMEOUT_SECONDS = 30  # a keep-alive connection with no request for this long is closed
@@ -51,14 +52,6 @@ class FakeLambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return 30_000
-
-
-def local_keys(configured: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """The keys to accept; with none configured, one fresh key for tenant `dev` with every scope."""
-    if configured:
-        return dict(configured), None
-    key = "qk_" + secrets.token_urlsafe(24)
-    return {key: {"tenant": DEV_TENANT, "scopes": ALL_SCOPES}}, key
 
 
 def build_event(
@@ -186,9 +179,17 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
     server: QuarryHTTPServer
     keys: Mapping[str, Any] = {}
     max_body_bytes: int = 0
+    key_hint: str = CONFIGURED_KEY_HINT  # what a 401 says about where the key comes from
+    origins: tuple[str, ...] = ()  # QUARRY_CORS_ORIGINS
+    access_log: bool = False
+    _status = 0
+    _cors: dict[str, str] = {}
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet: the handler logs as JSON
         return
+
+    def log_request(self, code: Any = "-", size: Any = "-") -> None:
+        self._status = int(code) if str(code).isdigit() else 0  # for the access line
 
     def __getattr__(self, name: str) -> Any:
         # Every method (OPTIONS, HEAD, TRACE, PROPFIND…) reaches the API, which answers a JSON 405 with
@@ -200,7 +201,7 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
     def reply(self, status: int, data: bytes, headers: Mapping[str, str], close: bool = False) -> None:
         """Write one response (no body for HEAD, as HTTP requires)."""
         self.send_response(status)
-        for name, value in headers.items():
+        for name, value in {**headers, **self._cors}.items():
             if name.lower() not in ("content-length", "connection"):
                 self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
@@ -214,39 +215,63 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
         except OSError:  # the client went away (timed out, reset): nothing left to tell it
             self.close_connection = True
 
-    def _principal(self) -> Mapping[str, Any] | None | bool:
+    def _principal(self) -> Mapping[str, Any] | Literal[False] | None:
         """The authorizer context for the bearer key; None on a public path; False when refused."""
         if urlsplit(self.path).path in PUBLIC_PATHS:
             return None
         auth = self.headers.get("authorization", "")
         token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
-        grant: Mapping[str, Any] | None = self.keys.get(token)
+        grant: Mapping[str, Any] | None = self.keys.get(token) if token else None
         return grant if grant is not None else False
 
     def _handle(self) -> None:
+        started, self._status = time.perf_counter(), 0
+        tenant = self._serve()
+        if self.access_log:
+            ms = (time.perf_counter() - started) * 1000
+            write_access_line(self.command, urlsplit(self.path).path, self._status, ms, tenant)
+
+    def _cross_origin(self) -> bool:
+        """Set the CORS headers of this request's answers; True when it was a preflight, answered here."""
+        allow = cors.allowed_origin(self.headers.get("origin"), self.origins)
+        self._cors = cors.response_headers(allow) if allow else {}
+        if not cors.is_preflight(self.command, {k.lower(): v for k, v in self.headers.items()}):
+            return False
+        if read_body(self, self.max_body_bytes) is None:
+            return True  # refused (400, 413): answered
+        if allow is None:
+            origin = self.headers.get("origin", "")
+            fields = {"origin": "is not in QUARRY_CORS_ORIGINS (cross-origin calls are off by default)"}
+            refuse(self, 403, "forbidden", f"cross-origin requests from {origin} are not allowed", fields)
+        else:
+            self._cors = {}
+            self.reply(204, b"", cors.preflight_headers(allow))
+        return True
+
+    def _serve(self) -> str | None:
+        """Answer the request; the tenant it acted for, if any."""
+        if self._cross_origin():
+            return None
         body = read_body(self, self.max_body_bytes)
         if body is None:
-            return  # read_body answered (400, 411 or 413)
+            return None  # read_body answered (400, 411 or 413)
         if self.command in ("GET", "HEAD") and is_console_path(self.path):
             self.reply(*console_file(self.path))  # the console's files: public, they hold no data
-            return
+            return None
         principal = self._principal()
         if principal is False:
             refuse(
-                self,
-                401,
-                "unauthorized",
-                "missing or unknown bearer token",
-                {"authorization": "must be 'Bearer <key>' with a key from QUARRY_API_KEYS"},
+                self, 401, "unauthorized", "missing or unknown bearer token", {"authorization": self.key_hint}
             )
-            return
+            return None
+        tenant = str(principal["tenant"]) if principal else None
         event = build_event(self.command, self.path, dict(self.headers.items()), body, principal or None)
         try:
             result = self.server.engine.run(event)
         except Exception:  # the handler answers its own errors; this is a fault of the server itself
             logging.getLogger(__name__).exception("local server: the handler raised")
             refuse(self, 500, "internal", "internal error; it has been logged", {})
-            return
+            return tenant
         if result is None:
             refuse(
                 self,
@@ -256,10 +281,11 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
                 {},
                 {"Retry-After": str(RETRY_AFTER_SECONDS)},
             )
-            return
+            return tenant
         raw = result.get("body") or ""
         data = base64.b64decode(raw) if result.get("isBase64Encoded") else raw.encode()
         self.reply(int(result.get("statusCode", 200)), data, result.get("headers") or {})
+        return tenant
 
 
 def make_server(
@@ -272,7 +298,13 @@ def make_server(
     queue: int = DEFAULT_QUEUE,
     sock: socket.socket | None = None,
     max_connections: int = MAX_CONNECTIONS,
+    key_hint: str = CONFIGURED_KEY_HINT,
+    origins: tuple[str, ...] = (),
+    access_log: bool = False,
 ) -> QuarryHTTPServer:
-    """A server that authenticates and forwards every request to `handler` through one Engine."""
-    forwarder = type("Forwarder", (_Forwarder,), {"keys": dict(keys), "max_body_bytes": max_body_bytes})
+    """A server that authenticates and forwards every request to `handler` through one Engine; `origins`
+    may call it from a browser (CORS), and `access_log` writes a line per request."""
+    options = {"keys": dict(keys), "max_body_bytes": max_body_bytes, "key_hint": key_hint,
+               "origins": tuple(origins), "access_log": access_log}  # fmt: skip
+    forwarder = type("Forwarder", (_Forwarder,), options)
     return QuarryHTTPServer((host, port), forwarder, Engine(handler, queue), sock, max_connections)

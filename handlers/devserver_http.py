@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import sys
 import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler
@@ -118,6 +119,14 @@ class ExpectContinue:
         if raw.strip().isdigit() and int(raw) > self.max_body_bytes:
             return True  # no 100: the client waits, gets the 413, and need not send the body
         return bool(BaseHTTPRequestHandler.handle_expect_100(self))  # type: ignore[arg-type]
+
+
+def write_access_line(method: str, path: str, status: int, ms: float, tenant: str | None) -> None:
+    """One JSON line per request on stdout, written whole (workers share the stream)."""
+    line = {"message": "request", "method": method, "path": path, "status": status, "ms": round(ms, 2),
+            "tenant": tenant}  # fmt: skip
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
 
 
 SHED_READ_SECONDS = 0.01  # how long a shed connection's request may take to arrive before the 503

@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 
+from core.conformance import seed_spelling, unprefixed
 from core.errors import (
     ConfigurationError,
     ConflictError,
@@ -23,6 +24,7 @@ from core.errors import (
     PayloadTooLargeError,
     QuarryError,
     StaleVersionError,
+    TenantErasedError,
     UnauthorizedError,
     UnavailableError,
 )
@@ -34,6 +36,7 @@ STATUS: tuple[tuple[type[QuarryError], int], ...] = (
     (UnauthorizedError, 401),
     (ForbiddenError, 403),
     (NotFoundError, 404),
+    (TenantErasedError, 410),
     (ConflictError, 409),
     (UnavailableError, 503),
     (ConfigurationError, 500),
@@ -81,6 +84,9 @@ def validation_fields(errors: list[dict[str, Any]]) -> dict[str, str]:
             continue
         message = _MESSAGES.get(err.get("type", ""), str(err.get("msg", "is invalid")))
         message = message.removeprefix("Value error, ")
+        hint = seed_spelling(str(loc[-1])) if err.get("type") == "extra_forbidden" and loc else None
+        if hint:  # a seed's spelling (core/conformance.py): say what Quarry calls it
+            message = f"{message}; {hint}"
         fields.setdefault(_field_path(loc), message[:1].lower() + message[1:])
     return fields
 
@@ -129,7 +135,7 @@ def register(app: APIGatewayHttpResolver) -> None:
                 {"method": "must be one of " + ", ".join(allowed)},
                 {"Allow": ", ".join(allowed)},
             )
-        return error_response(404, "not_found", f"no route for {event.http_method} {event.path}")
+        return error_response(404, "not_found", no_route_message(app, event.http_method, event.path))
 
     @app.exception_handler(Exception)
     def _unexpected(exc: Exception) -> Response:
@@ -164,6 +170,15 @@ def configuration_failure(exc: ConfigurationError) -> dict[str, Any]:
         "body": json.dumps(body),
         "isBase64Encoded": False,
     }
+
+
+def no_route_message(app: APIGatewayHttpResolver, method: str, path: str) -> str:
+    """The 404's message; a path under the seeds' `/api` prefix is told Quarry's route."""
+    message = f"no route for {method} {path}"
+    bare = unprefixed(path)
+    if bare is not None and allowed_methods(app, bare):
+        message += f"; Quarry's routes have no /api prefix: use {method} {bare}"
+    return message
 
 
 def allowed_methods(app: APIGatewayHttpResolver, path: str) -> list[str]:

@@ -23,17 +23,31 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from core.errors import TenantErasedError
 from core.scoring import iso_timestamp
 from core.service.nightly import NightlyTask, plan_nightly
 from handlers._observability import logger, metrics, tracer
-from infra.wiring import container
+from infra.wiring import check_settings, container
+
+# The function's init: a wrong or missing setting is the runtime's init error naming the variable.
+check_settings()
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 def run_task(task: NightlyTask) -> dict[str, Any]:
-    """Run one task and emit its figures; the report is what the task changed or measured."""
+    """Run one task, behind its tenant's fence, and emit its figures; the report is what the task changed
+    or measured (nothing for a tenant erased since the plan was made)."""
     c = container()
+    try:
+        with c.gate.unit(task.tenant_id):
+            return _run(c, task)
+    except TenantErasedError:
+        logger.warning("nightly task skipped: its tenant was erased", extra={"kind": task.kind})
+        return {"skipped": "tenant erased"}
+
+
+def _run(c: Any, task: NightlyTask) -> dict[str, Any]:
     if task.kind == "learning":
         report = c.learning.run(task.tenant_id)
         for name, value in (("LearningCallers", report.callers), ("LearningAssemblies", report.assemblies),
@@ -47,8 +61,8 @@ def run_task(task: NightlyTask) -> dict[str, Any]:
 
     at = iso_timestamp(c.clock.now())
     reports = run_golden_sets(task.tenant_id, [task.role_id or ""], c.retrieval, c.state, at)
-    for report in reports:
-        for strategy, figures in report.strategies.items():
+    for golden in reports:
+        for strategy, figures in golden.strategies.items():
             metrics.add_metric(
                 name=f"GoldenNdcg10_{strategy}", unit=MetricUnit.NoUnit, value=figures.ndcg_at_10
             )
@@ -96,7 +110,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     c = container()
     if isinstance(event, dict) and "Records" in event:
         return dict(process_partial_response(event, record_handler, processor, context))
-    tasks = plan_nightly(c.state, _tenant_of(event))
+    tasks = plan_nightly(c.state, c.clock.now(), _tenant_of(event))
     if c.settings.eval_queue_url:
         c.eval_queue.send([t.to_message() for t in tasks])
         metrics.add_metric(name="NightlyTasksQueued", unit=MetricUnit.Count, value=len(tasks))

@@ -13,7 +13,6 @@ from typing import Any
 from core.errors import InvalidInputError, PayloadTooLargeError, QuarryError
 from core.payload import check_text, decode_body, parse_json
 
-BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})  # DELETE /tenant has a body
 # Routes whose top-level list holds items validated one by one: a bad item is reported in its place.
 ITEM_LISTS: dict[tuple[str, str], tuple[str, ...]] = {
     ("POST", "/entities"): ("items",),
@@ -77,7 +76,7 @@ def screen(event: dict[str, Any], max_body_bytes: int) -> dict[str, Any] | None:
         return _error(
             413, PayloadTooLargeError(f"request body exceeds {max_body_bytes} bytes", max_body_bytes)
         )
-    if not raw or method not in BODY_METHODS:
+    if not raw:  # every method's body is screened (DELETE /tenant's included), or a route may parse it raw
         return None
     media = _media_type(event.get("headers") or {})
     if media is None or not _is_json(media):

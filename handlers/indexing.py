@@ -16,14 +16,19 @@ failure raises, so Lambda's asynchronous retries and on-failure destination take
 Producers: each producer may write only the tenants QUARRY_PRODUCER_TENANTS allows it
 (`{"<producer>": ["acme", ...]}`). The producer is the EventBridge `source` (the stack's dedicated bus
 admits only the named principals, each with its own sources; the rule admits only those sources from this
-account), or the SQS `SenderId` for a message sent straight to the queue. An event for another tenant is
-refused: logged, counted (EntityChangesRefused) and reported as a batch item failure, so it ends in the DLQ.
+account), or the SQS `SenderId` for a message sent straight to the queue. The envelope and the sender are
+checked together: an SQS message may carry an EventBridge envelope only when EventBridge sent it
+(QUARRY_EVENTBRIDGE_SENDER_IDS), so a direct sender cannot name another producer's `source`. An event for
+another tenant, or a forged envelope, is refused: logged, counted (EntityChangesRefused) and reported as
+a batch item failure, so it ends in the DLQ.
 
 Outcomes per record:
 - applied, duplicate (a re-delivery) or stale (older than what is indexed: ignored and logged) → success.
 - delete of an entity that is not indexed → success (the goal state, "absent", already holds); a
   versioned tombstone is left, so its older create arriving later stays deleted.
 - malformed (not JSON, unknown type, missing tenant, bad field) → failure; it reaches the DLQ.
+- its tenant erased (fenced), or the change older than the erase → discarded (a success; counted
+  EntityChangesDiscarded): an erased tenant stays erased whatever is still queued for it.
 - backend unavailable, or patch of an entity not indexed yet (its create may still be in flight) →
   failure; SQS redelivers it after the visibility timeout.
 
@@ -54,9 +59,12 @@ from core.errors import (
     InvalidInputError,
     NotFoundError,
     StaleVersionError,
+    TenantErasedError,
+    VersionConflictError,
     VersionSchemeError,
 )
 from core.models import WriteOutcome
+from core.payload import INT64_MAX
 from core.service.indexing import IndexingService
 from handlers._observability import logger, metrics, tracer
 from handlers.tenant_metrics import TenantMetric
@@ -73,6 +81,10 @@ OUTCOME_METRICS = {
 MALFORMED_METRIC = "EntityChangesMalformed"
 REFUSED_METRIC = "EntityChangesRefused"
 FAILED_METRIC = "EntityChangesFailed"
+DISCARDED_METRIC = "EntityChangesDiscarded"
+
+# The function's init: a wrong or missing setting is the runtime's init error naming the variable.
+wiring.check_settings()
 
 # Module-level like every Powertools example: a definition, no I/O. An all-failed batch is reported
 # item by item rather than raised, so one poison message does not count as a function error.
@@ -88,7 +100,7 @@ class EntityChange(BaseModel):
     type: str = Field(min_length=1)
     id: str = Field(min_length=1)
     tenant_id: str = Field(min_length=1)
-    version: int | None = Field(default=None, ge=0)
+    version: int | None = Field(default=None, ge=0, le=INT64_MAX)
     entity: dict[str, Any] | None = None
 
     @model_validator(mode="after")
@@ -113,13 +125,28 @@ def _event_time(value: Any) -> float | None:
         return None
 
 
+def _envelope_producer(envelope: Mapping[str, Any], sender: str | None) -> str:
+    """The producer an EventBridge envelope names (its `source`), when EventBridge delivered it: a message
+    sent straight to the queue (`sender` not EventBridge's) cannot claim a source — it would write the
+    tenants of whichever producer it named."""
+    if sender is not None and sender not in wiring.container().settings.eventbridge_sender_ids:
+        raise ForbiddenError(
+            f"sender '{sender}' sent an EventBridge envelope straight to the queue; only EventBridge may "
+            "name a source, a direct sender sends the change itself",
+            "source",
+        )
+    return str(envelope.get("source") or "")
+
+
 def parse_change(payload: Any, sender: str | None = None) -> tuple[EntityChange, float | None]:
     """The change in a message body or EventBridge event, and the event's time when the envelope has one.
 
-    The producer (the envelope's `source`, else `sender`) must be allowed the change's tenant."""
+    The producer must be allowed the change's tenant: an envelope's `source` when EventBridge delivered it
+    (`sender` None: a direct EventBridge invocation; else the SQS SenderId must be EventBridge's), else
+    the SQS sender itself."""
     when, producer = None, sender
     if isinstance(payload, Mapping) and "detail" in payload and "detail-type" in payload:
-        producer = str(payload.get("source") or "")
+        producer = _envelope_producer(payload, sender)
         payload, when = payload["detail"], _event_time(payload.get("time"))
     try:
         change = EntityChange.model_validate(payload)
@@ -142,7 +169,14 @@ def _service() -> IndexingService:
 
 
 def apply_change(change: EntityChange, now: float) -> WriteOutcome:
-    """Send the change to the indexing service; stale and already-absent outcomes are successes."""
+    """Send the change to the indexing service, behind the tenant's fence (a change that originated before
+    the tenant's erase is discarded, core/service/fencing.py); stale and already-absent outcomes are
+    successes."""
+    with wiring.container().gate.unit(change.tenant_id, since=now):
+        return _apply(change, now)
+
+
+def _apply(change: EntityChange, now: float) -> WriteOutcome:
     service = _service()
     try:
         if change.op == "delete":
@@ -167,6 +201,10 @@ def _process(message_id: str | None, parse: Callable[[], tuple[EntityChange, flo
     try:
         change, now = parse()
         outcome = apply_change(change, now)
+    except TenantErasedError:  # its tenant was erased: discarded (a success, so it never reaches the DLQ)
+        metrics.add_metric(name=DISCARDED_METRIC, unit=MetricUnit.Count, value=1)
+        logger.warning("entity change discarded: its tenant was erased", extra={"message_id": message_id})
+        return "discarded"
     except ForbiddenError as exc:
         metrics.add_metric(name=REFUSED_METRIC, unit=MetricUnit.Count, value=1)
         logger.warning(
@@ -174,7 +212,7 @@ def _process(message_id: str | None, parse: Callable[[], tuple[EntityChange, flo
             extra={"message_id": message_id, "error": exc.message},
         )
         raise
-    except (InvalidInputError, VersionSchemeError) as exc:  # fails the same way on every delivery
+    except (InvalidInputError, VersionSchemeError, VersionConflictError) as exc:  # fails on every delivery
         metrics.add_metric(name=MALFORMED_METRIC, unit=MetricUnit.Count, value=1)
         logger.warning(
             "malformed entity change: it fails on every delivery and ends in the dead-letter queue",
@@ -209,7 +247,7 @@ def _parse_record(record: SQSRecord) -> tuple[EntityChange, float]:
         payload = json.loads(record.body)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError("message body is not JSON", {"body": str(exc)}) from exc
-    change, when = parse_change(payload, record.attributes.sender_id)
+    change, when = parse_change(payload, record.attributes.sender_id or "")
     sent = record.attributes.sent_timestamp
     return change, when or (int(sent) / MS_PER_SECOND if sent else time.time())
 
@@ -226,12 +264,18 @@ def process_job_part(record: SQSRecord) -> str:
     try:
         message = json.loads(record.body)
         report = wiring.container().jobs.process(message)
-    except Exception:
+    except Exception as exc:
         metrics.add_metric(name=FAILED_METRIC, unit=MetricUnit.Count, value=1)
         logger.exception(
             "job part failed; it will be delivered again", extra={"message_id": record.message_id}
         )
+        _fail_on_last_delivery(record, exc)
         raise
+    if report.discarded:
+        logger.warning(
+            "job part discarded: its job or its tenant was erased", extra={"message_id": record.message_id}
+        )
+        return "discarded"
     metrics.add_metric(name="JobItemsIndexed", unit=MetricUnit.Count, value=report.indexed)
     tenant_metric(TenantMetric.WRITES, message["job"]["tenant_id"], report.indexed, _tenant_metrics_on())
     logger.info(
@@ -240,6 +284,20 @@ def process_job_part(record: SQSRecord) -> str:
                "errors": len(report.errors)},
     )  # fmt: skip
     return "done"
+
+
+def _fail_on_last_delivery(record: SQSRecord, exc: Exception) -> None:
+    """On the part's last delivery (the queue moves it to the DLQ next), record it failed with the reason,
+    so its job ends `failed` rather than `running`; a redrive that succeeds replaces the record."""
+    from core.jobs import failure_reason
+
+    receives = int(record.attributes.approximate_receive_count or 0)
+    if receives < wiring.container().settings.jobs_max_receives:
+        return
+    try:
+        wiring.container().jobs.fail(json.loads(record.body), failure_reason(exc, receives))
+    except Exception:  # noqa: BLE001 - a body that is not a part, or the job store down: the DLQ keeps it
+        logger.exception("job part could not be recorded as failed", extra={"message_id": record.message_id})
 
 
 def record_handler(record: SQSRecord) -> str:

@@ -31,11 +31,7 @@ def upsert(
 
 
 def delete(c: Container, tenant: str, entity_type: str, entity_id: str, version: int | None) -> WriteResponse:
-    """DELETE of one entity (`version` as the HTTP query parameter)."""
-    if version is not None and version < 0:
-        raise InvalidInputError(
-            "request is invalid: version", {"version": "must be greater than or equal to 0"}
-        )
+    """DELETE of one entity (`version` as the HTTP query parameter; the service bounds it)."""
     return written(
         "delete", tenant, c.indexing.delete(tenant, entity_type, entity_id, version, c.clock.now())
     )

@@ -1,8 +1,9 @@
 """Streamable HTTP for `quarry mcp --transport http`: the SDK's Starlette app behind the API's bearer keys.
 
 Every HTTP request needs `Authorization: Bearer <key>` naming an entry of QUARRY_API_KEYS (401 with the
-API's error body otherwise); the tools then read the same header to act for that key's tenant and
-scopes. With no keys configured a fresh key for tenant `dev` is printed, as `quarry serve` does.
+API's error body, saying where the key comes from, otherwise); the tools then read the same header to act for that key's tenant and
+scopes. With no keys configured the data directory's local key (handlers/local_key.py, the one `quarry
+serve` prints) is accepted for tenant `dev`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ class BearerKeys:
         try:
             self._gate.bearer(headers.get("authorization", ""))
         except UnauthorizedError as exc:
-            body = json.dumps({"error": {"code": exc.code, "message": exc.message, "fields": {}}}).encode()
+            fields = {"authorization": self._gate.hint} if self._gate.hint else {}
+            body = json.dumps(
+                {"error": {"code": exc.code, "message": exc.message, "fields": fields}}
+            ).encode()
             await send(
                 {
                     "type": "http.response.start",

@@ -132,9 +132,12 @@ def grant_principal(grant: Mapping[str, Any]) -> Principal:
 class Gate:
     """Who a tool call acts for: the request's bearer key (HTTP) or the configured stdio principal."""
 
-    def __init__(self, keys: Mapping[str, Mapping[str, Any]], stdio: Principal | None) -> None:
+    def __init__(
+        self, keys: Mapping[str, Mapping[str, Any]], stdio: Principal | None, hint: str = ""
+    ) -> None:
         self._keys = dict(keys)
         self._stdio = stdio
+        self.hint = hint  # where the key comes from, for a 401
 
     def principal(self, headers: Mapping[str, str] | None) -> Principal:
         """The caller; UnauthorizedError when an HTTP request has no known bearer key."""
@@ -147,7 +150,8 @@ class Gate:
     def bearer(self, authorization: str) -> Principal:
         """The principal of an `Authorization: Bearer <key>` header value."""
         scheme, _, token = authorization.partition(" ")
-        grant = self._keys.get(token.strip()) if scheme.lower() == "bearer" else None
+        token = token.strip()
+        grant = self._keys.get(token) if token and scheme.lower() == "bearer" else None
         if grant is None:
             raise UnauthorizedError("missing or invalid bearer token")
         return grant_principal(grant)
@@ -188,9 +192,12 @@ def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
     )
 
     def act(ctx: Context, scope: str, work: Callable[[Principal, Container], Any]) -> Any:
-        """Run `work` for the caller once `scope` is checked; core errors become tool errors."""
+        """Run `work` for the caller once `scope` is checked, as one unit of work behind the tenant's fence
+        (core/service/fencing.py); core errors become tool errors."""
         try:
-            return work(gate.principal(ctx.headers).require(scope), container())
+            who, c = gate.principal(ctx.headers).require(scope), container()
+            with c.gate.unit(who.tenant_id):
+                return work(who, c)
         except QuarryError as exc:
             raise ToolError(error_text(exc)) from exc
 
@@ -317,7 +324,7 @@ def _context_tools(server: MCPServer, act: Act) -> None:
             ctx,
             "write",
             lambda w, c: c.context.feedback(
-                w.tenant_id, _validated(FeedbackRequest, request), None if w.acts_for_anyone else w.caller
+                w.tenant_id, _validated(FeedbackRequest, request), w.bound_caller
             ),
         )
 

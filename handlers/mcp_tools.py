@@ -18,17 +18,26 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
-from core.errors import InvalidInputError
+from core.errors import InvalidInputError, QuarryError
+from core.payload import check_value
 from core.schemas import SearchResponse
 from core.validation import ID_JSON_PATTERN, ID_RULE, NONBLANK_PATTERN
 from infra.wiring import Container
 
-READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+READ = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 # Recorded, not repeated: a feedback or an assembly log entry once per call.
-WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
 # Versioned writes: the same call again is a duplicate, never a second change.
-UPSERT = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
-DELETE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
+UPSERT = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+DELETE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
 _MARK = re.compile(r"</?mark>")
 MAX_REPORTED = 20  # argument problems named in one error
 
@@ -103,7 +112,8 @@ def _problems(errors: list[SchemaError]) -> dict[str, str]:
 
 
 class QuarryMCPServer(MCPServer):
-    """MCPServer whose published input schemas are closed and deployment-complete, and enforced."""
+    """MCPServer whose published input schemas are closed and deployment-complete, and enforced, and whose
+    tool arguments are screened as the HTTP API screens a body."""
 
     def __init__(
         self, container: Callable[[], Container], error_text: Callable[[Exception], str], **kw: Any
@@ -126,6 +136,10 @@ class QuarryMCPServer(MCPServer):
         return [t.model_copy(update={"input_schema": self._schema(t.name, t.input_schema)}) for t in tools]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:  # screened as the HTTP API screens a body (I-JSON: integers a 64-bit store holds, bounded
+            check_value(arguments)  # depth, no lone surrogates) before the schema or any tool sees them
+        except QuarryError as exc:
+            raise ToolError(self._error_text(exc)) from exc
         if name not in self._schemas:
             await self.list_tools()
         schema = self._schemas.get(name)
@@ -133,6 +147,6 @@ class QuarryMCPServer(MCPServer):
             errors = sorted(Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.path))
             if errors:
                 fields = _problems(errors)
-                exc = InvalidInputError("invalid arguments: " + ", ".join(sorted(fields)), fields)
-                raise ToolError(self._error_text(exc))
+                refused = InvalidInputError("invalid arguments: " + ", ".join(sorted(fields)), fields)
+                raise ToolError(self._error_text(refused))
         return await super().call_tool(name, arguments, context)

@@ -19,7 +19,12 @@ from core.governance.requests import CorpusDocument
 from core.governance.validation import KIND_ALIASES, schema_names
 from core.jobs import MAX_JOB_ITEMS
 from core.payload import INT64_MAX
-from core.validation import ID_JSON_PATTERN, NONBLANK_PATTERN
+from core.validation import (
+    ID_JSON_PATTERN,
+    MAX_CALLER_CHARS,
+    NONBLANK_PATTERN,
+    caller_json_pattern,
+)
 from handlers.auth import PUBLIC_PATHS as PUBLIC
 from handlers.openapi_examples import add_examples
 
@@ -28,6 +33,7 @@ if TYPE_CHECKING:
 
 REF = "#/components/schemas/{model}"
 POWERTOOLS_ONLY = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
+FENCE_PATHS = frozenset({"/tenant", "/tenant/reopen"})  # erase and reopen act on the fence itself
 REFERS_TO_STORED = frozenset({"/context/feedback"})  # a body naming an object that may not exist
 CONFLICTS = ("/search", "/context/feedback")  # an expired cursor; an assembly learned from already
 ERRORS: dict[str, tuple[str, str, dict[str, str]]] = {
@@ -41,6 +47,7 @@ ERRORS: dict[str, tuple[str, str, dict[str, str]]] = {
         "A write older than the stored version (`fields.version` names it), or a stale cursor",
         {},
     ),
+    "410": ("TenantErased", "The tenant was erased (DELETE /tenant) and is not reopened", {}),
     "413": ("PayloadTooLarge", "Body (or batch) over the configured limit", {}),
     "415": ("UnsupportedMediaType", "A body without `Content-Type: application/json`", {}),
     "503": (
@@ -65,6 +72,7 @@ ERROR_BODY = {
     },
 }
 NONBLANK = {"type": "string", "pattern": NONBLANK_PATTERN}
+CALLER = {"type": "string", "minLength": 1, "maxLength": MAX_CALLER_CHARS}
 # Any value a body may carry where the schema names no type (an entity's own extra fields): the input gate
 # (core/payload.py) holds every integer within a signed 64-bit range.
 JSON_VALUE = {
@@ -191,7 +199,8 @@ def _parameter_schemas(c: Container) -> dict[tuple[str, str], dict[str, Any]]:
         ("path", "entity_id"): {"type": "string", "pattern": ID_JSON_PATTERN},
         ("path", "role_id"): {"type": "string", "pattern": ROLE_ID_PATTERN},
         ("path", "name"): {"type": "string", "enum": [*schema_names(), *KIND_ALIASES]},
-        ("path", "caller"): {**NONBLANK, "maxLength": 128},
+        ("path", "caller"): {**CALLER, "pattern": caller_json_pattern(wildcard=True)},
+        ("query", "caller"): {**CALLER, "pattern": caller_json_pattern()},
         ("path", "source"): {"type": "string", "enum": sources},
         ("query", "version"): {"type": "integer", "minimum": 0, "maximum": INT64_MAX},
     }
@@ -208,9 +217,9 @@ def _parameters(paths: dict[str, Any], c: Container) -> None:
                 stated = table.get((param["in"], param["name"]))
                 if stated is None or (param["name"] == "role_id" and path in UNCHECKED_ROLE_IDS):
                     continue
-                nullable = not param.get("required") and param["in"] == "query"
+                # an optional query parameter is left out, never null: a query string cannot say null
                 kept = {k: v for k, v in param["schema"].items() if k in ("title", "default", "description")}
-                param["schema"] = {**kept, **({"anyOf": [stated, {"type": "null"}]} if nullable else stated)}
+                param["schema"] = {**kept, **stated}
 
 
 def _search_request(schemas: dict[str, Any], c: Container) -> None:
@@ -218,10 +227,10 @@ def _search_request(schemas: dict[str, Any], c: Container) -> None:
     from core.service.search import COMMON_FILTERS  # loads numpy: only when the document is asked for
 
     props = schemas["SearchRequest"]["properties"]
-    props["query"] |= {"maxLength": c.settings.max_query_chars, "pattern": NONBLANK_PATTERN}
+    props["query"]["maxLength"] = c.settings.max_query_chars  # empty or blank: no results, not an error
     props["limit"]["maximum"] = c.settings.max_limit
     entities = next(s for s in props["entities"]["anyOf"] if s.get("type") == "array")
-    entities["items"] = {"type": "string", "enum": list(c.registry.names())}
+    entities["items"] = {"type": "string", "enum": list(c.registry.spellings())}
     filterable = sorted(
         {f for n in c.registry.names() for f in c.registry.get(n).filterable} | set(COMMON_FILTERS)
     )
@@ -290,6 +299,7 @@ def _errors_of(method: str, path: str, op: dict[str, Any]) -> list[str]:
     codes = ["400"] if op.get("parameters") or "requestBody" in op else []
     if path not in PUBLIC:
         codes += ["401", "403"]
+        codes += [] if path in FENCE_PATHS else ["410"]  # an erased tenant: every route but these two
     codes.append("503")  # a backend outage, or the local server at capacity (`overloaded`)
     if "{" in path or path in REFERS_TO_STORED:
         codes.append("404")
@@ -336,7 +346,8 @@ def _components(doc: dict[str, Any], c: Container) -> None:
         "bearer": {
             "type": "http",
             "scheme": "bearer",
-            "description": "In AWS a JWT from the configured issuer; locally a key from QUARRY_API_KEYS",
+            "description": "In AWS a JWT from the configured issuer; locally a key from QUARRY_API_KEYS, "
+            "else the data directory's local key (`local-api-key`, printed by `quarry serve` at start)",
         }
     }
 

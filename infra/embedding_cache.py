@@ -1,4 +1,5 @@
-"""An Embedder that remembers: vectors cached on disk by model id and sha256 of the text.
+"""An Embedder that remembers: vectors cached on disk by the embedder's `vectors_id` (model, runtime,
+pooling, query prefix) and sha256 of the text.
 
 Evaluation re-ingests whole corpora into fresh indexes; at ~30 passages/s on two CPU cores the SciFact
 corpus costs minutes to embed, and a second run should cost nothing. The cache is one SQLite file: each
@@ -72,6 +73,12 @@ class CachingEmbedder:
     def model_id(self) -> str:
         return self._inner.model_id
 
+    @property
+    def _vectors_id(self) -> str:
+        """The key vectors are filed under: the inner embedder's `vectors_id` (model, runtime, pooling,
+        query prefix: numpy and onnx runs of one model differ in the last bits), else its model id."""
+        return str(getattr(self._inner, "vectors_id", self._inner.model_id))
+
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
             self._path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,7 +95,7 @@ class CachingEmbedder:
             marks = ",".join("?" * len(chunk))
             rows = conn.execute(
                 f"SELECT key, vector FROM vectors WHERE model = ? AND key IN ({marks})",
-                (self.model_id, *chunk),
+                (self._vectors_id, *chunk),
             )
             for key, blob in rows:
                 found[key] = np.frombuffer(blob, dtype=np.float32).copy()
@@ -96,7 +103,7 @@ class CachingEmbedder:
 
     def _store(self, keys: Sequence[str], vectors: Sequence[Vector]) -> None:
         rows = [
-            (self.model_id, key, np.asarray(v, dtype=np.float32).tobytes())
+            (self._vectors_id, key, np.asarray(v, dtype=np.float32).tobytes())
             for key, v in zip(keys, vectors, strict=True)
         ]
         with self._connection() as conn:  # one transaction per batch: all of it or none of it

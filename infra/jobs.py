@@ -1,13 +1,12 @@
-"""Job queues: `SqsJobQueue` (AWS: the indexing consumer reads the parts) and `ThreadJobQueue` (local: no
-queue, so the server processes parts in one background thread, in order) — and the local job store."""
+"""`SqsJobQueue` (AWS: the indexing consumer reads the parts) and the local job store; the local queue is
+infra/local/job_queue.py."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,11 @@ class SqsJobQueue:
     def __init__(self, queue_url: str, client: Any | None = None) -> None:
         self._url, self._client = queue_url, client or default_sqs_client()
 
+    def discard_tenant(self, tenant_id: str) -> int:
+        """SQS cannot drop chosen messages: the tenant's parts are discarded when processed (their job is
+        gone and the tenant fenced, core/service/jobs.py)."""
+        return 0
+
     def send(self, messages: Sequence[dict[str, Any]]) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
@@ -48,22 +52,6 @@ class SqsJobQueue:
                 self._client.send_message(QueueUrl=self._url, MessageBody=json.dumps(message))
         except (BotoCoreError, ClientError) as exc:
             raise UnavailableError("sqs", f"the job queue refused the job: {type(exc).__name__}") from exc
-
-
-class ThreadJobQueue:
-    """JobQueue without a queue (the local server): parts run one at a time in a background thread."""
-
-    def __init__(self, process: Callable[[dict[str, Any]], Any]) -> None:
-        self._process = process
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobs")
-
-    def send(self, messages: Sequence[dict[str, Any]]) -> None:
-        for message in messages:
-            self._executor.submit(self._process, message)
-
-    def drain(self) -> None:
-        """Wait for every part sent so far (tests, and the server's shutdown)."""
-        self._executor.submit(lambda: None).result()
 
 
 class SqliteJobStore:
@@ -102,6 +90,14 @@ class SqliteJobStore:
             except sqlite3.Error:
                 self._conn.execute("ROLLBACK")
                 raise
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Erase the tenant's jobs (their bytes zeroed, the WAL truncated)."""
+        with self._lock:
+            self._conn.execute("PRAGMA secure_delete = ON")
+            removed = self._conn.execute("DELETE FROM jobs WHERE tenant_id = ?", (tenant_id,)).rowcount
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return int(removed)
 
 
 def _dump(job: Job) -> str:

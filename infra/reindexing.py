@@ -45,7 +45,7 @@ def reindex_store(
                 "on OpenSearch every tenant shares one index: reindex it whole (leave out --tenant)",
                 {"--tenant": "only on the embedded (SQLite) index"},
             )
-        return dataclasses.asdict(_reindex_opensearch(c, folder, settle_seconds))
+        return _reindex_opensearch(c, folder, settle_seconds)
     return dataclasses.asdict(_reindex_sqlite(c, folder, tenant, settle_seconds))
 
 
@@ -78,16 +78,30 @@ def _reindex_sqlite(c: Container, folder: Path, tenant: str | None, settle_secon
         reindexer.close()
 
 
-def _reindex_opensearch(c: Container, folder: Path, settle_seconds: float) -> OpenSearchReindexReport:
+def _reindex_opensearch(c: Container, folder: Path, settle_seconds: float) -> dict[str, Any]:
+    """The shared alias, then each tenant's own index (infra/opensearch/tenancy.py) in turn."""
+    from infra.opensearch import layout
+    from infra.opensearch.tenancy import own_layout
+
     index: Any = c.index
-    reindexer = OpenSearchReindexer(
-        index.client, c.settings.opensearch_index_prefix, c.registry, c.load_embedder(folder), str(folder)
-    )
+    aliases = index.aliases() if hasattr(index, "aliases") else [index.alias]
+    shared = layout(c.settings)
     invalidate = _invalidator(c)
-    report = reindex_opensearch(reindexer, settle_seconds, on_swap=invalidate)
-    invalidate(report.tenants)
+    reports = []
+    for alias in aliases:
+        reindexer = OpenSearchReindexer(
+            index.client,
+            alias,
+            c.registry,
+            c.load_embedder(folder),
+            str(folder),
+            layout=shared if alias == index.alias else own_layout(shared),
+        )
+        report = reindex_opensearch(reindexer, settle_seconds, on_swap=invalidate)
+        invalidate(report.tenants)
+        reports.append(dataclasses.asdict(report))
     index.recheck_model()
-    return report
+    return {**reports[0], "own_indexes": reports[1:]} if len(reports) > 1 else reports[0]
 
 
 @dataclass(slots=True)

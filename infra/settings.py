@@ -11,12 +11,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from core.errors import ConfigurationError, InvalidInputError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT
+from core.jobs import MAX_PART_ATTEMPTS
+from core.state import REOPEN_AFTER_SECONDS
+from core.validation import CALLER_RULE, is_caller
+from core.versioning import MAX_CLOCK_SKEW_SECONDS
 
 ENV_PREFIX = "QUARRY_"
+EVENTBRIDGE_SENDER_ID = "AIDAJXNJGGKNS7OSV23OI"  # SenderId of SQS messages EventBridge delivers
 DEFAULT_BODY_LIMIT = 1_048_576  # 1 MiB: a 500-item bulk of typical entities fits; API Gateway allows 10 MB
 
 
@@ -41,6 +46,10 @@ class Settings(BaseSettings):
 
     api_keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
     mcp_key: str | None = None  # `quarry mcp` over stdio acts as this QUARRY_API_KEYS entry
+    # `quarry serve`: origins (comma-separated `https://app.example.com`, or `*`) whose browser apps may
+    # call the API (CORS; empty: none, the default), and one access-log line per request.
+    cors_origins: str = ""
+    access_log: bool = True
 
     # JWT authorizer (README, Authentication): only `<jwt_resource_server>/<scope>` counts; the tenant comes
     # from `jwt_tenant_claim` (added server-side, e.g. by handlers/pretoken.py) or from the app client id
@@ -53,6 +62,10 @@ class Settings(BaseSettings):
     # producer is the EventBridge `source` (bound to the sender by the bus policy) or, for messages sent
     # straight to the queue, the SQS SenderId. Empty: no producer may write (every event is refused).
     producer_tenants: dict[str, list[str]] = Field(default_factory=dict)
+    # The SQS SenderId of messages EventBridge delivers (an EventBridge rule's target queue). Only such a
+    # message may carry an EventBridge envelope whose `source` names the producer: a direct sender cannot
+    # claim a source. The default is the id AWS stamps on EventBridge's deliveries.
+    eventbridge_sender_ids: list[str] = Field(default_factory=lambda: [EVENTBRIDGE_SENDER_ID], min_length=1)
 
     fusion: Literal["rrf", "convex"] = "convex"
     # None: 0.8 with vector feedback, 0.7 without (each the measured best; core.service.search.default_alpha)
@@ -68,6 +81,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=DEFAULT_BODY_LIMIT, ge=1024)
     max_batch_items: int = Field(default=500, ge=1, le=500)
     cache_ttl_seconds: float = Field(default=300.0, ge=0.0)
+    # How far ahead of this server's clock a write's `updated_at` may be (core/versioning.py): a later one
+    # is refused, since as a version it would make every later write without one stale until that date.
+    max_clock_skew_seconds: float = Field(default=MAX_CLOCK_SKEW_SECONDS, ge=0.0, le=366 * 24 * 3600)
     # Write jobs (issue 11): a bulk or corpus request estimated above this many chunks (one embedding
     # each) is accepted as 202 with a job id and indexed by the indexing consumer from the jobs queue.
     # 200: Titan embeds one text per call (~30-50 ms), so 200 chunks take ~6-10 s inside the API's 29 s.
@@ -76,6 +92,16 @@ class Settings(BaseSettings):
     async_min_chunks: int = Field(default=200, ge=1, le=10_000)
     jobs_queue_url: str | None = None
     jobs_queue_arn: str | None = None
+    # The write-jobs queue's maxReceiveCount (template.yaml): on a part's last delivery the consumer records
+    # its failure, so the job ends `failed` with the reason instead of `running` while the part sits in the DLQ.
+    jobs_max_receives: int = Field(default=MAX_PART_ATTEMPTS, ge=1, le=1000)
+    # What this process's work may write, so what it deletes again when its work raced an erase
+    # (core/service/lifecycle.py `purge`): all (the API, the local server), index (the queue consumer),
+    # state (the nightly run). template.yaml sets it per function, matching each role's rights.
+    erase_sweep: Literal["all", "index", "state"] = "all"
+    # How long after its erase a tenant may be reopened (POST /tenant/reopen): no work admitted before the
+    # erase may still run by then (core/state.py: 16 minutes, past AWS Lambda's longest timeout).
+    reopen_after_seconds: float = Field(default=REOPEN_AFTER_SECONDS, ge=0.0, le=7 * 24 * 3600)
     # The nightly cycle's tasks (one per tenant, one per overlay) go to this queue; unset: run inline.
     eval_queue_url: str | None = None
     # Per-tenant metrics (searches, writes, assemblies, cache hits, degraded answers; handlers/tenant_metrics.py)
@@ -94,6 +120,17 @@ class Settings(BaseSettings):
     # Seconds between a process's reads of which model built the generation behind the alias: a
     # `quarry reindex` swap is followed within this (infra/opensearch/lifecycle.py).
     opensearch_model_check_seconds: float = Field(default=5.0, ge=0.0, le=300.0)
+    # The layout of new index generations (infra/opensearch/layout.py, docs/scaling.md): primaries,
+    # replicas (a number or an auto-expand range), routing by tenant and over how many shards.
+    opensearch_shards: int = Field(default=2, ge=1, le=1024)
+    opensearch_replicas: str = Field(default="0-1", pattern=r"^\d{1,2}(-(\d{1,2}|all))?$")
+    opensearch_routing: Literal["tenant", "none"] = "tenant"
+    opensearch_routing_partition_size: int = Field(default=1, ge=1, le=1024)
+    # Tenants whose documents get an index of their own (ranking statistics of their own; "*": every
+    # tenant): infra/opensearch/tenancy.py.
+    opensearch_own_index_tenants: list[str] = Field(default_factory=list)
+    # Active copies of a shard a write needs (OpenSearch's wait_for_active_shards: a number or "all").
+    opensearch_wait_for_active_shards: str = Field(default="1", pattern=r"^(all|\d{1,2})$")
 
     # DynamoDB (QUARRY_STATE / QUARRY_CACHE = dynamodb). boto3 reads AWS_ENDPOINT_URL_DYNAMODB by itself;
     # it is read here only to decide whether to create missing tables (a local endpoint such as
@@ -184,12 +221,46 @@ class Settings(BaseSettings):
             )
         return value
 
+    @field_validator("opensearch_routing_partition_size")
+    @classmethod
+    def _opensearch_layout(cls, value: int, info: ValidationInfo) -> int:
+        from infra.opensearch.layout import check
+
+        data = info.data
+        problem = check(
+            int(data.get("opensearch_shards", 2)),
+            str(data.get("opensearch_replicas", "0-1")),
+            data.get("opensearch_routing", "tenant") == "tenant",
+            value,
+        )
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @field_validator("jwt_tenant_claim")
     @classmethod
     def _server_side_claim(cls, value: str) -> str:
         if value.startswith("custom:"):
             raise ValueError("must be a claim added server-side, not a user-writable 'custom:' attribute")
         return value
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: str) -> str:
+        import re
+
+        origins = [o.strip().lower().rstrip("/") for o in value.split(",") if o.strip()]
+        for origin in origins:
+            if origin != "*" and not re.fullmatch(r"https?://[a-z0-9.\-\[\]:]+", origin):
+                raise ValueError(
+                    f"'{origin}' is not an origin: list scheme://host[:port] values (no path), comma-separated, or *"
+                )
+        return ",".join(origins)
+
+    @property
+    def allowed_origins(self) -> tuple[str, ...]:
+        """QUARRY_CORS_ORIGINS as a tuple (empty: cross-origin calls are not allowed)."""
+        return tuple(o for o in self.cors_origins.split(",") if o)
 
     @field_validator("api_keys", mode="before")
     @classmethod
@@ -199,13 +270,15 @@ class Settings(BaseSettings):
         if not isinstance(value, dict):
             raise ValueError('must be a JSON object {"<key>": {"tenant": "<id>", "scopes": [...]}}')
         for key, grant in value.items():
+            if not key.strip():  # else a request without an Authorization header would act as this key
+                raise ValueError("a key is empty or blank: every key must be a secret of its own")
             if not isinstance(grant, dict) or not isinstance(grant.get("tenant"), str):
                 raise ValueError(f"key {key[:4]}…: needs a string 'tenant'")
             scopes = grant.get("scopes", [])
             if not isinstance(scopes, list) or not set(scopes) <= {"read", "write", "admin"}:
                 raise ValueError(f"key {key[:4]}…: scopes must be a list of read, write, admin")
-            if "caller" in grant and not isinstance(grant["caller"], str):
-                raise ValueError(f"key {key[:4]}…: 'caller' must be a string")
+            if "caller" in grant and not (isinstance(grant["caller"], str) and is_caller(grant["caller"])):
+                raise ValueError(f"key {key[:4]}…: 'caller' {CALLER_RULE}")
         return value
 
     @property
@@ -236,8 +309,13 @@ class Settings(BaseSettings):
 
 
 def missing_settings(settings: Settings) -> dict[str, str]:
-    """Settings required by the chosen adapters but not given: {QUARRY_VARIABLE: what is wrong}."""
+    """Settings required by the chosen adapters but not given, or naming files that are not there:
+    {QUARRY_VARIABLE: what is wrong}."""
     problems: dict[str, str] = {}
+    if settings.triples_file is not None and not settings.triples_file.is_file():
+        problems[ENV_PREFIX + "TRIPLES_FILE"] = f"no such file: {settings.triples_file}"
+    if settings.links_root is not None and not settings.links_root.is_dir():
+        problems[ENV_PREFIX + "LINKS_ROOT"] = f"no such directory: {settings.links_root}"
     if settings.index_kind == "opensearch" and not settings.opensearch_url:
         problems[ENV_PREFIX + "OPENSEARCH_URL"] = (
             "is required when the index is OpenSearch (QUARRY_INDEX=opensearch, the default of QUARRY_BACKEND=aws)"
@@ -257,10 +335,24 @@ def load_settings(**overrides: Any) -> Settings:
         settings = Settings(**overrides)
     except ValidationError as exc:
         problems = {
-            ENV_PREFIX + str(err["loc"][0]).upper(): err["msg"] for err in exc.errors() if err.get("loc")
+            ENV_PREFIX + str(err["loc"][0]).upper(): str(err["msg"]).removeprefix("Value error, ")
+            for err in exc.errors()
+            if err.get("loc")
         }
         raise configuration_error(problems) from exc
+    except SettingsError as exc:  # a JSON-valued variable that is not JSON, before any validator runs
+        raise configuration_error(_unparsable(exc)) from exc
     missing = missing_settings(settings)
     if missing:
         raise configuration_error(missing)
     return settings
+
+
+def _unparsable(exc: SettingsError) -> dict[str, str]:
+    """{QUARRY_VARIABLE: why} for pydantic-settings' 'error parsing value for field "<name>"' (its message
+    names the field, its cause says what is wrong with the JSON)."""
+    import re
+
+    field = re.search(r'field "(\w+)"', str(exc))
+    variable = ENV_PREFIX + field.group(1).upper() if field else ENV_PREFIX + "*"
+    return {variable: f"is not valid JSON ({exc.__cause__})" if exc.__cause__ else str(exc)}

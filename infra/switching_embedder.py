@@ -66,6 +66,11 @@ class SwitchingEmbedder:
     def model_id(self) -> str:
         return self.current().model_id
 
+    @property
+    def vectors_id(self) -> str:
+        """The active embedder's `vectors_id` (what an embedding cache files its vectors under)."""
+        return str(getattr(self.current(), "vectors_id", self.current().model_id))
+
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         """Passages, with the active model."""
         return list(self.current().embed(texts))

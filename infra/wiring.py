@@ -4,6 +4,7 @@ process (a warm Lambda container reuses its clients). `container()` is what hand
 from __future__ import annotations
 
 import json
+import os
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -18,10 +19,21 @@ from infra.clock import SystemClock
 # Services and settings are imported where they are first built, not here: a handler's cold start pays
 # only for the services its first request uses (tests/infra/test_cold_start.py, bench/cold_start.py).
 if TYPE_CHECKING:
-    from core.ports import Cache, Embedder, JobQueue, JobStore, SearchIndex, StateStore, TripleStore
+    from core.ports import (
+        Cache,
+        Clock,
+        Embedder,
+        JobQueue,
+        JobStore,
+        SearchIndex,
+        StateStore,
+        TenantFences,
+        TripleStore,
+    )
     from core.service.catalog import CatalogService
     from core.service.context import ContextService, ContextSettings
     from core.service.context_learning import LearningService
+    from core.service.fencing import TenantGate
     from core.service.indexing import IndexingService
     from core.service.jobs import JobService
     from core.service.lifecycle import LifecycleService
@@ -33,18 +45,33 @@ if TYPE_CHECKING:
 class Container:
     """Adapters and services for one set of settings; every part is built once, on first use."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
         self.settings = settings
-        self.clock = SystemClock()
+        self.clock = clock or SystemClock()
 
     def check(self) -> None:
         """Build what configuration alone decides (no network): a wrong setting fails here, at start."""
         from infra.settings import configuration_error, missing_settings
 
-        missing = missing_settings(self.settings)
+        missing = missing_settings(self.settings) | self._data_dir_problems()
         if missing:
             raise configuration_error(missing)
         assert self.registry is not None and self.context_settings is not None
+
+    def _data_dir_problems(self) -> dict[str, str]:
+        """{"QUARRY_DATA_DIR": why} when a local adapter or the local key needs the directory and it cannot
+        be made or written."""
+        s = self.settings
+        local = "sqlite" in (s.index_kind, s.state_kind, s.cache_kind) or not s.api_keys
+        if not local:
+            return {}
+        try:
+            s.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return {"QUARRY_DATA_DIR": f"cannot be made: {exc.strerror} ({s.data_dir})"}
+        if not os.access(s.data_dir, os.W_OK | os.X_OK):
+            return {"QUARRY_DATA_DIR": f"is not writable ({s.data_dir})"}
+        return {}
 
     @cached_property
     def registry(self) -> EntityTypeRegistry:
@@ -129,7 +156,8 @@ class Container:
 
         if self.settings.index_kind == "opensearch":
             index: Any = self.index
-            return SwitchingEmbedder(configured, self.load_embedder, lambda _tenant: index.live_model_dir())
+            pick = getattr(index, "for_tenant", lambda _tenant: index)  # a tenant's own index, or the one
+            return SwitchingEmbedder(configured, self.load_embedder, lambda t: pick(t).live_model_dir())
         return SwitchingEmbedder(configured, self.load_embedder, ActiveModel(self.settings.sqlite_path))
 
     @cached_property
@@ -189,7 +217,14 @@ class Container:
     def indexing(self) -> IndexingService:
         from core.service.indexing import IndexingService
 
-        return IndexingService(self.index, self.embedder, self.registry, self.cache, clock=self.clock)
+        return IndexingService(
+            self.index,
+            self.embedder,
+            self.registry,
+            self.cache,
+            clock=self.clock,
+            max_skew_seconds=self.settings.max_clock_skew_seconds,
+        )
 
     @cached_property
     def catalog(self) -> CatalogService:
@@ -199,11 +234,40 @@ class Container:
         return CatalogService(self.index, self.state, self.registry)
 
     @cached_property
+    def fences(self) -> TenantFences:
+        """Erased tenants' fences, beside the state (core/service/fencing.py)."""
+        if self.settings.state_kind == "dynamodb":
+            from infra.dynamodb.fences import DynamoTenantFences
+
+            self.state  # noqa: B018  the state store creates the table when it may
+            return DynamoTenantFences(self.settings.state_table)
+        from infra.local.sqlite_fences import SqliteTenantFences
+
+        return SqliteTenantFences(self.settings.sqlite_path)
+
+    @cached_property
     def lifecycle(self) -> LifecycleService:
-        """Export and erase of a tenant (DESIGN.md §9)."""
+        """Export, erase and reopen of a tenant (DESIGN.md §9)."""
         from core.service.lifecycle import LifecycleService
 
-        return LifecycleService(self.index, self.state, self.cache)
+        return LifecycleService(
+            self.index,
+            self.state,
+            self.cache,
+            self.job_store,
+            self.job_queue,
+            self.fences,
+            self.clock,
+            self.settings.reopen_after_seconds,
+        )
+
+    @cached_property
+    def gate(self) -> TenantGate:
+        """Admits and settles each unit of work for a tenant against its fence."""
+        from core.service.fencing import TenantGate
+
+        scope = self.settings.erase_sweep
+        return TenantGate(self.fences, lambda tenant: self.lifecycle.purge(tenant, scope), self.clock)
 
     @cached_property
     def retrieval(self) -> RetrievalService:
@@ -263,9 +327,23 @@ class Container:
             from infra.jobs import SqsJobQueue
 
             return SqsJobQueue(self.settings.jobs_queue_url)
-        from infra.jobs import ThreadJobQueue
+        from infra.local.job_queue import SqliteJobQueue
 
-        return ThreadJobQueue(lambda message: self.jobs.process(message))
+        return SqliteJobQueue(
+            self.settings.sqlite_path,
+            lambda message: self.jobs.process(message),
+            lambda message, reason: self.jobs.fail(message, reason),
+        )
+
+    def resume_jobs(self) -> None:
+        """Locally (no queue configured), run the job thread now, so parts a stopped server left resume."""
+        if self.settings.jobs_queue_url:
+            return
+        from infra.local.job_queue import SqliteJobQueue
+
+        queue = self.job_queue
+        assert isinstance(queue, SqliteJobQueue)
+        queue.start()
 
     @cached_property
     def eval_queue(self) -> JobQueue:
@@ -291,7 +369,9 @@ class Container:
         from core.service.jobs import JobService, JobSettings
 
         settings = JobSettings(async_min_chunks=self.settings.async_min_chunks)
-        return JobService(self.job_store, self.job_queue, self.indexing, self.registry, self.clock, settings)
+        return JobService(
+            self.job_store, self.job_queue, self.indexing, self.registry, self.clock, settings, gate=self.gate
+        )
 
     @cached_property
     def learning(self) -> LearningService:
@@ -314,6 +394,14 @@ def container(**overrides: Any) -> Container:
         if _container is None or overrides:
             _container = Container(load_settings(**overrides))
         return _container
+
+
+def check_settings() -> None:
+    """Read and validate the settings now, building nothing: a Lambda handler calls it at import (the
+    function's init), so a wrong or missing setting is the runtime's init error naming the variable."""
+    from infra.settings import load_settings
+
+    load_settings()
 
 
 def set_container(value: Container | None) -> None:

@@ -94,12 +94,12 @@ def fake_embedder() -> FakeEmbedder:
     return FakeEmbedder()
 
 
-def make_container(data_dir: Path, embedder: Any | None = None, **settings: Any) -> Any:
-    """A fresh local Container on `data_dir`, optionally with a given embedder."""
+def make_container(data_dir: Path, embedder: Any | None = None, clock: Any = None, **settings: Any) -> Any:
+    """A fresh local Container on `data_dir`, optionally with a given embedder and clock."""
     from infra.settings import load_settings
     from infra.wiring import Container
 
-    c = Container(load_settings(data_dir=data_dir, **settings))
+    c = Container(load_settings(data_dir=data_dir, **settings), clock)
     if embedder is not None:
         c.__dict__["embedder"] = embedder  # cached_property slot: use this embedder
         c.__dict__["configured_embedder"] = embedder  # and size the OpenSearch index with it

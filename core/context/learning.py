@@ -2,8 +2,16 @@
 caller's logged assemblies and their feedback, move each source's weight and token share and the caller's
 budget. Pure: rows in, one LearningUpdate out; the service applies it atomically.
 
-Per source, over the batch of N assemblies (items from explicit links and unconfigured sources are
-ignored):
+Which assemblies learn: every caller's, not only those that send feedback (seed repository.ts takes all
+unprocessed rows). A row joins a batch once it has feedback, or once FEEDBACK_WINDOW_SECONDS have passed
+since it was logged without any (its caller had the time to report; it counts as unused, as in the seed).
+A batch needs EVAL_BATCH_SIZE such rows. The budget learns from the whole batch, so a caller that never
+sends feedback gets the seed's −5% for unused budget; weights learn only from the batch's rows with
+feedback (a departure: an assembly nobody reported on says nothing about which source helped, and
+appearance alone would reward whichever source already returns the most).
+
+Per source, over the batch's N assemblies with feedback (items from explicit links and unconfigured
+sources are ignored):
 
 - appearance_rate = assemblies where the source returned at least one item / N
 - usage_rate      = its items that feedback marked used / its items returned (0 when none returned)
@@ -36,12 +44,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.context.budget import DEFAULT_MAX_BUDGET, DEFAULT_MIN_BUDGET
+from core.scoring import iso_timestamp
 from core.state import AssemblyLogEntry, CallerBudget, LearningUpdate, SourceWeight, WeightChange
 
 LEARNING_RATE = 0.1  # seed repository.ts LEARNING_RATE
 WEIGHT_MIN, WEIGHT_MAX = 0.1, 1.5  # seed WEIGHT_MIN / WEIGHT_MAX
 TOKEN_SHARE_MIN, TOKEN_SHARE_MAX = 0.05, 0.8  # seed TOKEN_SHARE_MIN / TOKEN_SHARE_MAX
-EVAL_BATCH_SIZE = 10  # seed EVAL_BATCH_SIZE: fewer fresh assemblies with feedback → no learning yet
+EVAL_BATCH_SIZE = 10  # seed EVAL_BATCH_SIZE: fewer assemblies ready to learn from → no learning yet
+# How long an assembly waits for feedback before it learns as unused. The seed has no wait (its nightly
+# cycle takes every row, so feedback sent a minute after the run was never learned from); an agent reports
+# within its task, so an hour is generous (our judgement).
+FEEDBACK_WINDOW_SECONDS = 3600
 CONFIDENCE_WEIGHT, USAGE_WEIGHT, APPEARANCE_WEIGHT = 0.5, 0.3, 0.2  # seed effectiveness formula
 NEUTRAL_WEIGHT = 1.0  # the weight of a source exactly as effective as the average
 BUDGET_GROWTH = 1.10  # seed: +10% when assemblies are saturated and used
@@ -239,6 +252,11 @@ def adjust_budget(
     return row, BudgetAdjustment(base.budget, new, reason)
 
 
+def settled_before(now: float) -> str:
+    """The creation time before which an assembly without feedback is learned from (as unused)."""
+    return iso_timestamp(now - FEEDBACK_WINDOW_SECONDS)
+
+
 def learn(
     caller: str,
     entries: Sequence[AssemblyLogEntry],
@@ -246,8 +264,9 @@ def learn(
     budget: CallerBudget | None,
     at: str,
 ) -> CallerLearning:
-    """One learning step for a caller over `entries` (its effective rows per configured source)."""
-    stats = collect_stats(entries, list(rows))
+    """One learning step for a caller over `entries` (its effective rows per configured source): weights
+    from the entries with feedback, the budget from all of them."""
+    stats = collect_stats([e for e in entries if e.used_ids is not None], list(rows))
     weights, history, adjustments = adjust_weights(caller, stats, rows, at)
     new_budget, budget_change = adjust_budget(caller, entries, budget, at)
     update = LearningUpdate(

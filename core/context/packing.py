@@ -1,6 +1,8 @@
 """Packing a token budget (DESIGN.md §4; seed gateway-context-assembly service.ts): explicit links first
 within 30% of the budget, knowledge-graph lines within 7.5%, then each source up to its token share of
 what remains, then greedy overflow of the best leftovers, then one truncated item to fill the tail.
+Retrieved items that repeat a placed link (same id or same text) are left out; a link that did not fit
+its allowance leaves its entity to normal retrieval, where it competes like any other item.
 
 Every part is costed as it is rendered (header, text and separator), so the sum of the parts never
 exceeds the budget, and with the default counter neither does the block itself.
@@ -118,6 +120,9 @@ class Packer:
     ) -> Packing:
         """Pack `items` (best first) into `budget` tokens; see the module docstring for the order."""
         packed_links, skipped = self._links(links, math.floor(budget * EXPLICIT_LINK_BUDGET_SHARE))
+        placed_ids = {p.item.id for p in packed_links}
+        placed_texts = {p.item.content_hash for p in packed_links}
+        items = [i for i in items if i.id not in placed_ids and i.content_hash not in placed_texts]
         used = sum(p.tokens for p in packed_links)
         graph_kept, graph_used = self._graph(graph, min(graph_allowance, budget - used))
         room = budget - used - graph_used

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, StrictBool, StringConstraints, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StringConstraints, field_validator
 
 from core.base_model import JSON_INTEGER, JSON_NUMBER, QuarryModel
+from core.conformance import INTEGER_ASSEMBLY_ID
 from core.context.budget import MAX_TOKEN_BUDGET
 from core.context.learning import TOKEN_SHARE_MAX, WEIGHT_MAX
 from core.context.links import MAX_LINKS
 from core.context.sources import MAX_SOURCES
-from core.validation import NONBLANK_PATTERN
+from core.errors import InvalidInputError
+from core.validation import NONBLANK_PATTERN, validate_caller
 
 MAX_NAME_CHARS = 128  # caller and namespace names: identifiers, not prose
+
+
+def _caller_name(value: str) -> str:
+    try:
+        return validate_caller(value)
+    except InvalidInputError as exc:
+        raise ValueError(exc.fields["caller"]) from exc
+
+
 MAX_USED_IDS = 1000  # feedback can name at most this many ids (an assembly returns far fewer)
 MAX_LOG_PAGE = 100  # GET /context/log returns at most this many rows per page
 DEFAULT_LOG_PAGE = 20
@@ -27,6 +38,8 @@ Name = Annotated[
         strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS, pattern=NONBLANK_PATTERN
     ),
 ]
+# A caller: the one caller-name rule of every route (core/validation.py), after trimming surrounding spaces.
+CallerName = Annotated[Name, AfterValidator(_caller_name)]
 
 
 class AssembleRequest(QuarryModel):
@@ -35,7 +48,9 @@ class AssembleRequest(QuarryModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(description="What the caller is working on; drives retrieval")
-    caller: Name = Field(description="The agent or app asking; weights, budgets and own memory follow it")
+    caller: CallerName = Field(
+        description="The agent or app asking; weights, budgets and own memory follow it"
+    )
     namespace: Name | None = Field(default=None, description="Mission namespace to retrieve within")
     token_budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET), JSON_INTEGER] | None = None
     explicit_links: list[str] = Field(
@@ -92,6 +107,13 @@ class FeedbackRequest(QuarryModel):
     assembly_id: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
     used_source_ids: list[str] = Field(max_length=MAX_USED_IDS)
     tokens_used: Annotated[int, Field(ge=0), JSON_INTEGER] | None = None
+
+    @field_validator("assembly_id", mode="before")
+    @classmethod
+    def _string_id(cls, value: Any) -> Any:
+        if isinstance(value, int | float):  # the seed's integer ids (core/conformance.py)
+            raise ValueError(INTEGER_ASSEMBLY_ID)
+        return value
 
 
 class FeedbackResponse(QuarryModel):
@@ -185,6 +207,17 @@ class ManualWeightRequest(QuarryModel):
     weight: Annotated[float, Field(ge=0.0, le=WEIGHT_MAX), JSON_NUMBER] | None = None
     token_share: Annotated[float, Field(ge=0.0, le=TOKEN_SHARE_MAX), JSON_NUMBER] | None = None
     manual: StrictBool = True
+
+
+class BudgetRequest(QuarryModel):
+    """PUT /context/budgets/{caller}: the caller's budget and the bounds learning keeps it within (the
+    seed's caller_budget_config min/max); what is left out keeps its value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET), JSON_INTEGER] | None = None
+    min_budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET), JSON_INTEGER] | None = None
+    max_budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET), JSON_INTEGER] | None = None
 
 
 class WeightAdjustmentOut(QuarryModel):

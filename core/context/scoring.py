@@ -101,15 +101,11 @@ def rank(items: Iterable[ContextItem]) -> list[ContextItem]:
     return sorted(items, key=lambda i: (-i.score, i.source, i.id))
 
 
-def deduplicate(
-    items: Sequence[ContextItem], taken_ids: Iterable[str] = (), taken_hashes: Iterable[str] = ()
-) -> list[ContextItem]:
-    """Keep the best-scoring copy of each entity and of each distinct content; drop non-positive scores.
-
-    `taken_ids` / `taken_hashes` are what the block already holds (explicit links), so a linked entity or
-    text is never repeated by retrieval.
-    """
-    seen_ids, seen_hashes = set(taken_ids), set(taken_hashes)
+def deduplicate(items: Sequence[ContextItem]) -> list[ContextItem]:
+    """Keep the best-scoring copy of each entity and of each distinct content; drop non-positive scores
+    (what repeats an explicit link is the packer's to leave out: only a placed link takes the place)."""
+    seen_ids: set[str] = set()
+    seen_hashes: set[str] = set()
     kept = []
     for item in rank(items):
         digest = item.content_hash

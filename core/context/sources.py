@@ -1,8 +1,9 @@
 """The stores an assembly fans out to, and how each maps onto index filters (DESIGN.md §4).
 
 A source is a named slice of the tenant's index: which `source` values and entity types it covers and
-which owners count. The defaults are the seed's five stores (gateway-context-assembly §1), with
-`vault_index` named `vault` as DESIGN.md §2 names the store. Deployments replace them with a JSON object
+which owners count. The defaults are the seed's five stores under the seed's names (gateway-context-assembly
+§1: psychic_cache, memory, agent_memory_own, agent_memory_peer, vault_index); `vault_index` covers the
+entities whose `source` is `vault` (documents by default). Deployments replace them with a JSON object
 (QUARRY_CONTEXT_SOURCES) without code changes:
 
     {"memory": {"sources": ["memory"]},
@@ -85,7 +86,7 @@ DEFAULT_SOURCES: tuple[SourceSpec, ...] = (
     SourceSpec("memory", ("memory",)),
     SourceSpec("agent_memory_own", ("agent_memory",), owner=OwnerRule.CALLER),
     SourceSpec("agent_memory_peer", ("agent_memory",), owner=OwnerRule.OTHERS),
-    SourceSpec("vault", ("vault",)),
+    SourceSpec("vault_index", ("vault",)),
     SourceSpec("psychic_cache", ("psychic_cache",)),
 )
 

@@ -41,10 +41,17 @@ class RetrieveRequest(QuarryModel):
         ),
     ]
     overlay: RoleOverlay | None = Field(
-        default=None, description="Use this overlay instead of the one stored for role_id"
+        default=None,
+        description="Use this overlay instead of the one stored for role_id; `null`: no overlay at all, "
+        "the shared corpus only (role-overlay-retrieval-api); absent: the stored one",
     )
     context_summary: Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)] | None = None
     lexical_only: StrictBool = Field(default=False, description="BM25 only: no embedder is called")
+
+    @property
+    def shared_corpus_only(self) -> bool:
+        """True when the request sent `overlay: null`: governed by no overlay, not by the stored one."""
+        return "overlay" in self.model_fields_set and self.overlay is None
 
     @model_validator(mode="after")
     def _same_role(self) -> RetrieveRequest:

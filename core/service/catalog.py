@@ -18,6 +18,11 @@ from core.entities import EntityTypeRegistry
 from core.errors import NotFoundError
 from core.models import EntityKey, StoredEntity
 from core.ports import SearchIndex, StateStore
+from core.validation import validate_caller
+
+# What EntityOut shows as the entity's own attributes: kept in the stored body (a PATCH merges with it),
+# never repeated in `fields`.
+ATTRIBUTE_FIELDS = frozenset({"version", "source", "owner", "namespace", "updated_at"})
 
 
 def entity_out(entity: StoredEntity, chunks: int, embedded: int) -> EntityOut:
@@ -32,7 +37,7 @@ def entity_out(entity: StoredEntity, chunks: int, embedded: int) -> EntityOut:
         created_at=entity.created_at,
         updated_at=entity.updated_at,
         title=entity.title,
-        fields=dict(entity.body),
+        fields={k: v for k, v in entity.body.items() if k not in ATTRIBUTE_FIELDS},
         metadata=dict(entity.metadata),
         embedded=chunks > 0 and embedded == chunks,
         chunks=chunks,
@@ -80,7 +85,9 @@ class CatalogService:
         return EntityPage(data=data, next_cursor=next_cursor)
 
     def weight_history(self, tenant_id: str, caller: str | None, limit: int) -> WeightHistoryResponse:
-        """What learning (or an operator) changed, newest first."""
+        """What learning (or an operator) changed, newest first (of one caller, or `*`, when named)."""
+        if caller is not None:
+            validate_caller(caller, wildcard=True)
         rows = self._state.list_history(tenant_id, caller, limit)
         return WeightHistoryResponse(
             data=[WeightChangeOut.model_validate(r, from_attributes=True) for r in rows]

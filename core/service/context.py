@@ -30,7 +30,7 @@ from core.context.schemas import (
     FeedbackRequest,
     FeedbackResponse,
 )
-from core.context.scoring import RECENCY_FLOOR, ContextItem, deduplicate, rank
+from core.context.scoring import RECENCY_FLOOR, ContextItem, deduplicate
 from core.context.sources import DEFAULT_SOURCES, EXPLICIT_LINK_SOURCE, SourceSpec, select_sources
 from core.entities import EntityTypeRegistry
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnavailableError
@@ -48,13 +48,12 @@ MS = 1000.0
 # ~200 characters), never fewer than 20 nor more than 100 (our bounds; the seed searches a fixed 20).
 TOKENS_PER_CANDIDATE = 50
 MIN_DEPTH, MAX_DEPTH = 20, 100
-NO_TRIPLE_STORE = "knowledge-graph enrichment skipped: no triple store is configured (QUARRY_TRIPLES_FILE)"
 
 
 def is_degraded(warnings: Sequence[str]) -> bool:
     """Whether an assembly answered with less than it could: a source, a retriever or the graph was
-    unavailable (a configuration note such as NO_TRIPLE_STORE is not an outage)."""
-    return any("skipped" in w and w != NO_TRIPLE_STORE for w in warnings)
+    unavailable."""
+    return any("skipped" in w for w in warnings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +155,9 @@ class ContextService:
         parsed = parse_query(request.query, self._registry)
         lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights)
         embedding = self._embed(tenant_id, parsed.text, prep.warnings)
+        # Without a triple store (QUARRY_TRIPLES_FILE unset, the default) there is no graph to enrich from:
+        # a deployment's choice, not a skipped step, so no warning (a configured store that fails warns).
         with_graph = prep.graph_allowance > 0 and self._triples is not None
-        if prep.graph_allowance > 0 and self._triples is None:
-            prep.warnings.append(NO_TRIPLE_STORE)
         weights = {name: row.weight for name, row in prep.rows.items()}
         plan = plan_tasks(prep.specs, weights, request.caller, request.namespace, request.expand_namespaces)
         scoring = {
@@ -181,11 +180,7 @@ class ContextService:
         return gathered
 
     def _pack(self, prep: _Prepared, gathered: Gathered) -> Packing:
-        items = deduplicate(
-            rank(gathered.items),
-            taken_ids=[i.id for i in prep.links],
-            taken_hashes=[i.content_hash for i in prep.links],
-        )
+        items = deduplicate(gathered.items)  # the packer leaves out what repeats a link it placed
         packing = self._packer.pack(
             prep.budget.tokens,
             items,

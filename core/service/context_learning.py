@@ -5,14 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.context.budget import DEFAULT_WEIGHT, NULL_NAMESPACE_BUDGET, default_share, resolve_weights
-from core.context.learning import EVAL_BATCH_SIZE, CallerLearning, learn
+from core.context.budget import (
+    DEFAULT_MAX_BUDGET,
+    DEFAULT_MIN_BUDGET,
+    DEFAULT_WEIGHT,
+    NULL_NAMESPACE_BUDGET,
+    default_share,
+    resolve_weights,
+)
+from core.context.learning import EVAL_BATCH_SIZE, CallerLearning, learn, settled_before
 from core.context.schemas import (
     DEFAULT_WEIGHTS_PAGE,
     MAX_LOG_PAGE,
     MAX_WEIGHTS_PAGE,
     BudgetAdjustmentOut,
     BudgetOut,
+    BudgetRequest,
     BudgetsResponse,
     CallersResponse,
     EvalResponse,
@@ -29,12 +37,25 @@ from core.cursor import decode_position, encode_position
 from core.errors import InvalidInputError
 from core.ports import Clock, StateStore
 from core.scoring import iso_timestamp
-from core.state import MAX_LEARNING_ROWS, WILDCARD_CALLER, AssemblyLogEntry, SourceWeight, WeightChange
+from core.state import (
+    MAX_LEARNING_ROWS,
+    WILDCARD_CALLER,
+    AssemblyLogEntry,
+    CallerBudget,
+    SourceWeight,
+    WeightChange,
+)
+from core.validation import validate_caller
 
 # Learning steps per caller per cycle: each takes up to MAX_LEARNING_ROWS assemblies, so one night absorbs
 # 16 × 64 = 1024 assemblies per caller; the rest waits for the next run (our bound, keeps a run short).
 MAX_STEPS_PER_CALLER = 16
-MAX_CALLER_CHARS = 128
+
+
+def _seen_by(caller: str, only: str | None) -> bool:
+    """Whether a row of `caller` is shown to a principal bound to `only` (None: bound to no caller):
+    its own rows and the `*` rows that apply to it."""
+    return only is None or caller in (only, WILDCARD_CALLER)
 
 
 def _weight_out(w: SourceWeight) -> WeightOut:
@@ -46,6 +67,36 @@ def _weight_out(w: SourceWeight) -> WeightOut:
         manual=w.manual,
         updated_at=w.updated_at,
     )
+
+
+def _budget_out(b: CallerBudget) -> BudgetOut:
+    return BudgetOut(
+        caller=b.caller,
+        budget=b.budget,
+        min_budget=b.min_budget,
+        max_budget=b.max_budget,
+        updated_at=b.updated_at,
+    )
+
+
+def budget_row(caller: str, request: BudgetRequest, base: CallerBudget | None, at: str) -> CallerBudget:
+    """The caller's new budget row: the request's values over `base`'s (else the default bounds); a budget
+    the request leaves out is clamped into the new bounds, one it gives must lie within them."""
+    low = request.min_budget or (base.min_budget if base else DEFAULT_MIN_BUDGET)
+    high = request.max_budget or (base.max_budget if base else DEFAULT_MAX_BUDGET)
+    errors: dict[str, str] = {}
+    if low > high:
+        errors["min_budget"] = f"must not exceed max_budget ({high})"
+    if request.budget is not None and not low <= request.budget <= high:
+        errors["budget"] = f"must lie within min_budget..max_budget ({low}..{high})"
+    if request.budget is None and base is None:
+        errors["budget"] = "is required: this caller has no budget yet (nor has `*`)"
+    if errors:
+        raise InvalidInputError("invalid budget", errors)
+    budget = request.budget
+    if budget is None:
+        budget = min(high, max(low, base.budget if base else low))
+    return CallerBudget(caller, budget, low, high, at)
 
 
 def _entry_out(e: AssemblyLogEntry) -> LogEntryOut:
@@ -82,14 +133,21 @@ class LearningService:
     # reads
 
     def weights(
-        self, tenant_id: str, limit: int = DEFAULT_WEIGHTS_PAGE, cursor: str | None = None
+        self,
+        tenant_id: str,
+        limit: int = DEFAULT_WEIGHTS_PAGE,
+        cursor: str | None = None,
+        only: str | None = None,
     ) -> WeightsResponse:
-        """A page of stored weight rows (by caller, source), the configured sources and the defaults."""
+        """A page of stored weight rows (by caller, source), the configured sources and the defaults;
+        `only`: the caller a bound key speaks for (its rows and `*`'s)."""
         if not 1 <= limit <= MAX_WEIGHTS_PAGE:
             raise InvalidInputError("invalid limit", {"limit": f"must be between 1 and {MAX_WEIGHTS_PAGE}"})
         after = decode_position(cursor) if cursor is not None else None
         rows = [
-            w for w in self._state.list_weights(tenant_id) if after is None or (w.caller, w.source) > after
+            w
+            for w in self._state.list_weights(tenant_id)
+            if _seen_by(w.caller, only) and (after is None or (w.caller, w.source) > after)
         ]
         page = rows[:limit]
         more = len(rows) > limit
@@ -101,19 +159,10 @@ class LearningService:
             default_token_share=round(default_share(len(self._sources)), 6),
         )
 
-    def budgets(self, tenant_id: str) -> BudgetsResponse:
-        """Configured and learned caller budgets, with the fallbacks."""
+    def budgets(self, tenant_id: str, only: str | None = None) -> BudgetsResponse:
+        """Configured and learned caller budgets, with the fallbacks (`only`: as in `weights`)."""
         return BudgetsResponse(
-            budgets=[
-                BudgetOut(
-                    caller=b.caller,
-                    budget=b.budget,
-                    min_budget=b.min_budget,
-                    max_budget=b.max_budget,
-                    updated_at=b.updated_at,
-                )
-                for b in self._state.list_budgets(tenant_id)
-            ],
+            budgets=[_budget_out(b) for b in self._state.list_budgets(tenant_id) if _seen_by(b.caller, only)],
             null_namespace_budget=NULL_NAMESPACE_BUDGET,
             default_budget=self._default_budget,
         )
@@ -124,12 +173,14 @@ class LearningService:
         """A page of the assembly log, newest first."""
         if not 1 <= limit <= MAX_LOG_PAGE:
             raise InvalidInputError("invalid limit", {"limit": f"must be between 1 and {MAX_LOG_PAGE}"})
+        if caller is not None:
+            validate_caller(caller)
         page = self._state.list_assemblies(tenant_id, caller, namespace, limit, cursor)
         return LogResponse(data=[_entry_out(e) for e in page.entries], next_cursor=page.next_cursor)
 
-    def callers(self, tenant_id: str) -> CallersResponse:
-        """Every caller in the tenant's assembly log."""
-        return CallersResponse(data=self._state.list_callers(tenant_id))
+    def callers(self, tenant_id: str, only: str | None = None) -> CallersResponse:
+        """Every caller in the tenant's assembly log (`only`: a bound key sees itself alone)."""
+        return CallersResponse(data=[c for c in self._state.list_callers(tenant_id) if only in (None, c)])
 
     # writes
 
@@ -144,13 +195,12 @@ class LearningService:
 
     def set_weight(self, tenant_id: str, caller: str, source: str, request: ManualWeightRequest) -> WeightOut:
         """Pin (or, with manual=false, release) a caller's weight and share for one source."""
-        errors = {}
+        validate_caller(caller, wildcard=True)
         if source not in self._sources:
-            errors["source"] = "unknown source; configured: " + ", ".join(self._sources)
-        if not caller.strip() or len(caller) > MAX_CALLER_CHARS:
-            errors["caller"] = f"must be 1 to {MAX_CALLER_CHARS} characters"
-        if errors:
-            raise InvalidInputError("invalid weight override", errors)
+            raise InvalidInputError(
+                "invalid weight override",
+                {"source": "unknown source; configured: " + ", ".join(self._sources)},
+            )
         current = self._resolved(tenant_id, caller)[source]
         at = iso_timestamp(self._clock.now())
         row = SourceWeight(
@@ -168,8 +218,19 @@ class LearningService:
         self._state.put_weight(tenant_id, row, change)
         return _weight_out(row)
 
-    def _step(self, tenant_id: str, caller: str, at: str) -> CallerLearning | None:
-        entries = self._state.unprocessed_assemblies(tenant_id, caller, MAX_LEARNING_ROWS)
+    def set_budget(self, tenant_id: str, caller: str, request: BudgetRequest) -> BudgetOut:
+        """Set a caller's budget and the min/max learning keeps it within; what the request leaves out
+        comes from the caller's row, else `*`'s (a caller without either must give `budget`)."""
+        validate_caller(caller, wildcard=True)
+        base = self._state.get_budget(tenant_id, caller)
+        if base is None and caller != WILDCARD_CALLER:
+            base = self._state.get_budget(tenant_id, WILDCARD_CALLER)
+        row = budget_row(caller, request, base, iso_timestamp(self._clock.now()))
+        self._state.put_budget(tenant_id, row)
+        return _budget_out(row)
+
+    def _step(self, tenant_id: str, caller: str, at: str, settled: str) -> CallerLearning | None:
+        entries = self._state.unprocessed_assemblies(tenant_id, caller, MAX_LEARNING_ROWS, settled)
         if len(entries) < EVAL_BATCH_SIZE:
             return None
         budget = self._state.get_budget(tenant_id, caller) or self._state.get_budget(
@@ -178,11 +239,13 @@ class LearningService:
         return learn(caller, entries, self._resolved(tenant_id, caller), budget, at)
 
     def run(self, tenant_id: str | None = None) -> EvalResponse:
-        """One learning cycle for every caller (of one tenant, or of all) with ≥ 10 new assemblies."""
-        at = iso_timestamp(self._clock.now())
+        """One learning cycle for every caller (of one tenant, or of all) with ≥ 10 assemblies ready: with
+        feedback, or logged without any more than an hour ago (core.context.learning)."""
+        now = self._clock.now()
+        at, settled = iso_timestamp(now), settled_before(now)
         pending = [
             (t, c)
-            for t, c in self._state.pending_callers(EVAL_BATCH_SIZE)
+            for t, c in self._state.pending_callers(EVAL_BATCH_SIZE, settled)
             if tenant_id is None or t == tenant_id
         ]
         out = EvalResponse(
@@ -197,7 +260,7 @@ class LearningService:
         for tenant, caller in pending:
             out.callers += 1
             for _ in range(MAX_STEPS_PER_CALLER):
-                step = self._step(tenant, caller, at)
+                step = self._step(tenant, caller, at, settled)
                 if step is None:
                     break
                 if not self._state.apply_learning(tenant, step.update):

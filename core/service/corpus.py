@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from core.chunking import build_chunks
 from core.entities import EntityTypeRegistry
-from core.errors import InvalidInputError
+from core.errors import InvalidInputError, RepeatedItemError
 from core.governance.requests import CorpusDocument, CorpusError, CorpusReport
 from core.governance.validation import error_fields
 from core.service.indexing import IndexingService
@@ -68,6 +68,25 @@ def _parse(position: int, raw: Any) -> CorpusDocument | CorpusError:
         )
 
 
+def document_repeats(documents: Sequence[Any]) -> dict[int, int]:
+    """{position: earlier position} of every document whose id an earlier document has."""
+    first: dict[str, int] = {}
+    found: dict[int, int] = {}
+    for position, raw in enumerate(documents):
+        doc_id = raw.get("id") if isinstance(raw, Mapping) else None
+        if isinstance(doc_id, str) and doc_id in first:
+            found[position] = first[doc_id]
+        elif isinstance(doc_id, str):
+            first[doc_id] = position
+    return found
+
+
+def _repeated(position: int, raw: Mapping[str, Any], first: int) -> CorpusError:
+    exc = RepeatedItemError(f"{DOCUMENT_TYPE}:{raw['id']}", first)
+    fields = {f"documents.{position}.{k}": v for k, v in exc.fields.items()}
+    return CorpusError(index=position, id=str(raw["id"]), error=exc.message, fields=fields)
+
+
 def _ingest_batch(
     indexing: IndexingService,
     registry: EntityTypeRegistry,
@@ -99,12 +118,18 @@ def load_corpus(
     documents: Sequence[Any],
     now: float,
     progress: Progress | None = None,
+    repeats: Mapping[int, int] | None = None,
 ) -> CorpusReport:
-    """Index every valid document (chunked unless it brings `chunks`); report counts and per-document errors."""
+    """Index every valid document (chunked unless it brings `chunks`); report counts and per-document errors.
+    A document whose id an earlier one has (`repeats`, found among `documents` unless a job passes those of
+    its whole request) is refused, as in a bulk."""
     report = CorpusReport(documents_ingested=0, chunks_ingested=0, errors=[])
+    repeats = document_repeats(documents) if repeats is None else repeats
     valid: list[tuple[int, CorpusDocument]] = []
     for position, raw in enumerate(documents):
-        parsed = _parse(position, raw)
+        parsed = (
+            _parse(position, raw) if position not in repeats else _repeated(position, raw, repeats[position])
+        )
         if isinstance(parsed, CorpusError):
             report.errors.append(parsed)
         else:

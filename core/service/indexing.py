@@ -24,14 +24,30 @@ from typing import Any
 from core.cache_key import generation_key, settling_key
 from core.chunking import build_chunks, embedding_input
 from core.entities import EntityType, EntityTypeRegistry
-from core.errors import InvalidInputError, NotFoundError, QuarryError, UnavailableError
+from core.errors import (
+    InvalidInputError,
+    NotFoundError,
+    QuarryError,
+    RepeatedItemError,
+    UnavailableError,
+    VersionConflictError,
+)
 from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
 from core.payload import lone_surrogates
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
 from core.scoring import iso_timestamp
 from core.text import flatten
-from core.validation import validate_body, validate_id
-from core.versioning import check_scheme, delete_version, is_clock_version, refused, write_version
+from core.validation import VERSION_RULE, is_version, validate_body, validate_id
+from core.versioning import (
+    MAX_CLOCK_SKEW_SECONDS,
+    check_scheme,
+    delete_version,
+    is_clock_version,
+    refused,
+    same_content,
+    unchanged,
+    write_version,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -98,8 +114,10 @@ class IndexingService:
         cache: Cache,
         max_text_chars: int = MAX_TEXT_CHARS,
         clock: Clock | None = None,
+        max_skew_seconds: float = MAX_CLOCK_SKEW_SECONDS,
     ) -> None:
         self._clock = clock
+        self._skew = max_skew_seconds
         self._index = index
         self._embedder = embedder
         self._registry = registry
@@ -170,24 +188,55 @@ class IndexingService:
 
     def put(self, tenant_id: str, entity_type: str, entity_id: str, body: Any, now: float) -> WriteResult:
         """Create or replace an entity (embeds its text)."""
-        etype = self._registry.get(entity_type)
-        validate_id(entity_id)
-        clean = validate_body(etype, body, self._max_text)
-        key = EntityKey(etype.name, entity_id)
-        version = write_version(clean, now)
-        prior = self._index.get(tenant_id, [key]).get(key)
-        if prior is not None:
-            check_scheme(key, prior.version, version)
-        early = refused(prior, version)
-        if early is not None:
-            return self._unchanged(tenant_id, key, version, early, prior)
-        draft = _Draft(etype, key, clean, version, prior)
+        draft = self._put_draft(tenant_id, entity_type, entity_id, body, now)
+        if isinstance(draft, WriteResult):
+            return draft
+        prior, key, version = draft.prior, draft.key, draft.version
         record = self._records(tenant_id, [draft], now)[0]
         self._bump(tenant_id, "before")
         outcome = self._index.upsert(record)
         self._bump(tenant_id, "after")
+        if outcome is WriteOutcome.DUPLICATE and self._raced(tenant_id, [draft]):
+            raise VersionConflictError(str(key), version)
         stored = prior.version if prior is not None else None
         return WriteResult(key, version, outcome, outcome is WriteOutcome.APPLIED, stored)
+
+    def _raced(self, tenant_id: str, drafts: Sequence[_Draft]) -> set[EntityKey]:
+        """The drafts' keys at whose version another write stored other content meanwhile (the index found
+        their version already there though none was stored when they were checked)."""
+        stored = self._index.get(tenant_id, [d.key for d in drafts])
+        return {
+            d.key
+            for d in drafts
+            if (found := stored.get(d.key)) is not None
+            and not found.deleted
+            and not same_content(found.body, d.body)
+        }
+
+    def check_put(
+        self, tenant_id: str, entity_type: str, entity_id: str, body: Any, now: float
+    ) -> WriteResult | None:
+        """What a PUT would answer without embedding anything: its outcome when the stored state already
+        covers it (stale, duplicate), None when it would apply; a bad body or a conflict raises as `put`."""
+        draft = self._put_draft(tenant_id, entity_type, entity_id, body, now)
+        return draft if isinstance(draft, WriteResult) else None
+
+    def _put_draft(
+        self, tenant_id: str, entity_type: str, entity_id: str, body: Any, now: float
+    ) -> _Draft | WriteResult:
+        """The validated write, or the answer when the stored state already covers it."""
+        etype = self._registry.get(entity_type)
+        validate_id(entity_id)
+        clean = validate_body(etype, body, self._max_text)
+        key = EntityKey(etype.name, entity_id)
+        version = write_version(clean, now, self._skew)
+        prior = self._index.get(tenant_id, [key]).get(key)
+        if prior is not None:
+            check_scheme(key, prior.version, version)
+        early = unchanged(prior, version, clean)
+        if early is not None:
+            return self._unchanged(tenant_id, key, version, early, prior)
+        return _Draft(etype, key, clean, version, prior)
 
     def _unchanged(
         self, tenant_id: str, key: EntityKey, version: int, outcome: WriteOutcome, prior: StoredEntity | None
@@ -207,7 +256,7 @@ class IndexingService:
         clean = validate_body(etype, changes, self._max_text, partial=True)
         key = EntityKey(etype.name, entity_id)
         prior = self._index.get(tenant_id, [key]).get(key)
-        version = write_version(clean, now)
+        version = write_version(clean, now, self._skew)
         if prior is None:
             raise NotFoundError(etype.name, entity_id)
         if prior.deleted:
@@ -219,11 +268,11 @@ class IndexingService:
                 )  # older than the delete
             raise NotFoundError(etype.name, entity_id)
         check_scheme(key, prior.version, version)
-        early = refused(prior, version)
-        if early is not None:
-            return self._unchanged(tenant_id, key, version, early, prior)
         merged = {k: v for k, v in {**prior.body, **clean}.items() if v is not None}
         merged.pop("version", None)
+        early = unchanged(prior, version, merged)
+        if early is not None:
+            return self._unchanged(tenant_id, key, version, early, prior)
         searchable = etype.searchable_names | {etype.title_field} | ({"chunks"} if etype.chunked else set())
         if all(merged.get(f) == prior.body.get(f) for f in searchable):
             metadata = {f: merged[f] for f in etype.filterable if merged.get(f) is not None}
@@ -265,6 +314,8 @@ class IndexingService:
         """
         etype = self._registry.get(entity_type)
         validate_id(entity_id)
+        if version is not None and not is_version(version):
+            raise InvalidInputError("invalid version", {"version": VERSION_RULE})
         key = EntityKey(etype.name, entity_id)
         prior = self._index.get(tenant_id, [key]).get(key)
         if prior is None or prior.deleted:
@@ -302,12 +353,40 @@ class IndexingService:
         body = {k: v for k, v in item.items() if k not in ("type", "id")}
         return etype, EntityKey(etype.name, item["id"]), validate_body(etype, body, self._max_text)
 
-    def _valid_items(self, items: Sequence[Any], report: BulkReport) -> list[_Valid]:
-        """The items that validate; each other one becomes an error naming its position."""
+    def repeats(self, items: Sequence[Any]) -> dict[int, int]:
+        """{position: the earlier position} of every item naming an entity an earlier item names."""
+        first: dict[tuple[str, str], int] = {}
+        found: dict[int, int] = {}
+        for position, item in enumerate(items):
+            key = self._item_key(item)
+            if key in first:
+                found[position] = first[key]
+            elif key is not None:
+                first[key] = position
+        return found
+
+    def _item_key(self, item: Any) -> tuple[str, str] | None:
+        """(type, id) of a bulk item, the type as the registry names it; None when it names no entity."""
+        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+            return None
+        kind = item.get("type")
+        try:
+            return self._registry.get(str(kind)).name, item["id"]
+        except QuarryError:
+            return (str(kind), item["id"])
+
+    def _valid_items(
+        self, items: Sequence[Any], report: BulkReport, repeats: Mapping[int, int]
+    ) -> list[_Valid]:
+        """The items that validate and name an entity no earlier item names; each other one becomes an
+        error naming its position."""
         valid: list[_Valid] = []
         for position, item in enumerate(items):
             try:
-                valid.append((position, *self._draft(item)))
+                drafted = self._draft(item)
+                if position in repeats:
+                    raise RepeatedItemError(str(drafted[1]), repeats[position])
+                valid.append((position, *drafted))
             except UnavailableError:
                 raise
             except QuarryError as exc:
@@ -317,42 +396,58 @@ class IndexingService:
 
     def _bulk_drafts(
         self, tenant_id: str, valid: Sequence[_Valid], report: BulkReport, now: float
-    ) -> list[_Draft]:
-        """Drafts for the items newer than stored; stale, duplicate and mixed-version items are reported."""
+    ) -> list[tuple[int, _Draft]]:
+        """(position, draft) of the items newer than stored; stale, duplicate and mixed-version items are
+        reported."""
         stored = self._index.get(tenant_id, [key for _, _, key, _ in valid])
-        drafts: list[_Draft] = []
+        drafts: list[tuple[int, _Draft]] = []
         for position, etype, key, body in valid:
-            version, prior = write_version(body, now), stored.get(key)
+            prior = stored.get(key)
             try:
+                version = write_version(body, now, self._skew)
                 if prior is not None:
                     check_scheme(key, prior.version, version)
+                early = unchanged(prior, version, body)
             except QuarryError as exc:
                 report.errors.append(_bulk_error(position, key.entity_id, exc))
                 continue
-            early = refused(prior, version)
             if early is WriteOutcome.STALE:
                 report.skipped_stale += 1
             elif early is WriteOutcome.DUPLICATE:
                 report.indexed += 1  # a re-delivery: already indexed, harmless
             else:
-                drafts.append(_Draft(etype, key, body, version, prior))
+                drafts.append((position, _Draft(etype, key, body, version, prior)))
         return drafts
 
-    def bulk(self, tenant_id: str, items: Sequence[Any], now: float) -> BulkReport:
+    def bulk(
+        self, tenant_id: str, items: Sequence[Any], now: float, repeats: Mapping[int, int] | None = None
+    ) -> BulkReport:
         """Index many entities; one bad item is reported with its position and never blocks the others.
 
+        An entity may appear once per request: a later item naming it is refused (`repeats`, {position:
+        earlier position}; by default found among `items`, a job passes those of its whole request).
         A backend outage (UnavailableError) fails the whole request, so the caller retries all of it.
         """
         report = BulkReport()
-        valid = self._valid_items(items, report)
+        valid = self._valid_items(items, report, self.repeats(items) if repeats is None else repeats)
         if not valid:
             return report
-        records = self._records(tenant_id, self._bulk_drafts(tenant_id, valid, report, now), now)
+        drafts = self._bulk_drafts(tenant_id, valid, report, now)
+        records = self._records(tenant_id, [d for _, d in drafts], now)
         self._bump(tenant_id, "before")
-        for outcome in self._index.upsert_many(records) if records else []:
-            if outcome is WriteOutcome.STALE:
+        outcomes = self._index.upsert_many(records) if records else []
+        self._bump(tenant_id, "after")
+        duplicates = [d for (_, d), o in zip(drafts, outcomes, strict=True) if o is WriteOutcome.DUPLICATE]
+        raced = self._raced(tenant_id, duplicates) if duplicates else set()
+        for (position, draft), outcome in zip(drafts, outcomes, strict=True):
+            if draft.key in raced:
+                report.errors.append(
+                    _bulk_error(
+                        position, draft.key.entity_id, VersionConflictError(str(draft.key), draft.version)
+                    )
+                )
+            elif outcome is WriteOutcome.STALE:
                 report.skipped_stale += 1
             else:
                 report.indexed += 1
-        self._bump(tenant_id, "after")
         return report

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from core.entities import EntityTypeRegistry
-from core.errors import NotFoundError
+from core.errors import NotFoundError, TenantErasedError
 from core.jobs import Job, JobKind, JobPart, PartReport, estimate_chunks, split_parts
 from core.ports import Clock, JobQueue, JobStore
 from core.scoring import iso_timestamp
+from core.service.fencing import TenantGate
 from core.service.indexing import IndexingService
 
 # SQS takes 256 KB per message; the rest is the envelope's headroom (attributes, JSON escaping).
@@ -44,9 +46,11 @@ class JobService:
         clock: Clock,
         settings: JobSettings,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        gate: TenantGate | None = None,
     ) -> None:
         self._store, self._queue, self._indexing = store, queue, indexing
         self._registry, self._clock, self._settings, self._new_id = registry, clock, settings, new_id
+        self._gate = gate
 
     def costs(self, kind: JobKind, items: Sequence[Any]) -> list[int]:
         """Estimated chunks per item."""
@@ -63,8 +67,11 @@ class JobService:
         parts = list(split_parts(items, costs, self._settings.async_min_chunks, self._settings.part_bytes))
         job = Job(job_id, tenant_id, kind, len(items), sum(costs), len(parts), at, at)
         self._store.create_job(job)
+        repeats = self._repeats(kind, items)
         messages = [
-            JobPart(job_id, tenant_id, kind, n, offset, tuple(chunk)).to_message()
+            JobPart(
+                job_id, tenant_id, kind, n, offset, tuple(chunk), _within(repeats, offset, len(chunk))
+            ).to_message()
             for n, (offset, chunk) in enumerate(parts)
         ]
         self._queue.send(messages)
@@ -77,26 +84,63 @@ class JobService:
             raise NotFoundError("job", job_id)
         return job
 
+    def _repeats(self, kind: JobKind, items: Sequence[Any]) -> dict[int, int]:
+        """Items naming an entity an earlier item of the request names (refused, whichever part they are in)."""
+        from core.service.corpus import document_repeats
+
+        return document_repeats(items) if kind == "corpus" else self._indexing.repeats(items)
+
     def process(self, message: Mapping[str, Any]) -> PartReport:
-        """Index one part (bulk items or corpus documents) and record its report."""
+        """Index one part (bulk items or corpus documents) and record its report. A part of a job that is
+        gone, or of an erased tenant, is discarded (`PartReport.discarded`): the erase removed the job."""
         part = JobPart.from_message(message)
+        try:
+            with self._gate.unit(part.tenant_id) if self._gate is not None else nullcontext():
+                if self._store.get_job(part.tenant_id, part.job_id) is None:
+                    return PartReport(discarded=True)
+                return self._process(part)
+        except TenantErasedError:
+            return PartReport(discarded=True)
+
+    def _process(self, part: JobPart) -> PartReport:
         now = self._clock.now()
         if part.kind == "corpus":
             report = self._corpus(part, now)
         else:
-            bulk = self._indexing.bulk(part.tenant_id, list(part.items), now)
+            bulk = self._indexing.bulk(part.tenant_id, list(part.items), now, part.local_repeats())
             report = PartReport(
                 bulk.indexed, bulk.skipped_stale, 0, [_shift(e, part.offset) for e in bulk.errors]
             )
         self._store.record_part(part.tenant_id, part.job_id, part.part, report.to_json(), iso_timestamp(now))
         return report
 
+    def fail(self, message: Mapping[str, Any], reason: str) -> None:
+        """Record that a part will never be processed (it failed on every attempt): its job ends failed,
+        saying why, instead of staying `running` forever."""
+        part = JobPart.from_message(message)
+        at = iso_timestamp(self._clock.now())
+        self._store.record_part(
+            part.tenant_id, part.job_id, part.part, PartReport(failure=reason).to_json(), at
+        )
+
     def _corpus(self, part: JobPart, now: float) -> PartReport:
         from core.service.corpus import load_corpus
 
-        corpus = load_corpus(self._indexing, self._registry, part.tenant_id, list(part.items), now)
+        corpus = load_corpus(
+            self._indexing,
+            self._registry,
+            part.tenant_id,
+            list(part.items),
+            now,
+            repeats=part.local_repeats(),
+        )
         errors = [_shift(e.model_dump(mode="json"), part.offset) for e in corpus.errors]
         return PartReport(corpus.documents_ingested, 0, corpus.chunks_ingested, errors)
+
+
+def _within(repeats: Mapping[int, int], offset: int, size: int) -> tuple[tuple[int, int], ...]:
+    """The repeats whose later item lies in the part [offset, offset + size)."""
+    return tuple((p, f) for p, f in sorted(repeats.items()) if offset <= p < offset + size)
 
 
 def _shift(error: Mapping[str, Any], offset: int) -> dict[str, Any]:

@@ -13,17 +13,20 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from core.cache_key import generation_key
 from core.catalog import EntityPosition, decode_cursor, encode_cursor
-from core.errors import InvalidInputError
-from core.ports import Cache, SearchIndex, StateStore
+from core.errors import ConflictError, InvalidInputError
+from core.ports import Cache, Clock, JobQueue, JobStore, SearchIndex, StateStore, TenantFences
+from core.scoring import iso_timestamp
 from core.service.catalog import entity_out
+from core.state import REOPEN_AFTER_SECONDS
 
 EXPORT_KIND = "export"
+
 EXPORT_PAGE_BYTES = 4_000_000  # under the 6 MB Lambda response limit with room for headers and JSON
 ENTITY_BATCH = 200  # entities read per index call while exporting
 LOG_BATCH = 200  # assembly-log rows per state read (the log's own page bound)
@@ -31,16 +34,73 @@ ALL_ROWS = 1_000_000  # history and eval rows are few per tenant; read them all 
 
 
 class EraseReport(BaseModel):
-    """DELETE /tenant: what was removed."""
+    """DELETE /tenant: when the fence went up, what was removed, and from when the tenant may be reopened."""
 
     tenant_id: str
+    fenced_at: str
     entities_removed: int
     state_rows_removed: int
     cache_entries_removed: int
+    jobs_removed: int
+    job_parts_discarded: int
+    reopen_after: str
+
+
+class ReopenReport(BaseModel):
+    """POST /tenant/reopen: what the final sweep found (stragglers of work that raced the erase) and when
+    the tenant was opened again."""
+
+    tenant_id: str
+    reopened_at: str
+    entities_removed: int
+    state_rows_removed: int
+    cache_entries_removed: int
+    jobs_removed: int
+
+
+SweepScope = Literal["all", "index", "state"]
+
+
+@dataclass(frozen=True, slots=True)
+class Removed:
+    """What one purge of a tenant removed."""
+
+    entities: int
+    state_rows: int
+    cache_entries: int
+    jobs: int
+    job_parts: int
+
+    def counts(self, tenant_id: str) -> dict[str, Any]:
+        """The fields both reports share."""
+        return {
+            "tenant_id": tenant_id,
+            "entities_removed": self.entities,
+            "state_rows_removed": self.state_rows,
+            "cache_entries_removed": self.cache_entries,
+            "jobs_removed": self.jobs,
+        }
 
 
 def _line(kind: str, data: Any) -> str:
     return json.dumps({"kind": kind, "data": data}, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def _position(position: dict[str, Any]) -> dict[str, Any]:
+    """A decoded export cursor's position when it has the shape `export` issues: a phase, an entity
+    position of three strings, a log cursor string (a forged one is a 400, never a TypeError)."""
+    after, log = position.get("after"), position.get("c")
+    valid = (
+        position.get("p") in ("entities", "state", "log")
+        and (
+            after is None
+            or (isinstance(after, list) and len(after) == 3 and all(isinstance(a, str) for a in after))
+        )
+        and (log is None or isinstance(log, str))
+    )
+    if not valid:
+        raise InvalidInputError("invalid cursor", {"cursor": "is not an export cursor"})
+    return position
 
 
 def _plain(value: Any) -> Any:
@@ -50,18 +110,28 @@ def _plain(value: Any) -> Any:
 
 
 class LifecycleService:
-    """Export and erase, for the caller's tenant only."""
+    """Export, erase and reopen, for the caller's tenant only."""
 
-    def __init__(self, index: SearchIndex, state: StateStore, cache: Cache) -> None:
-        self._index = index
-        self._state = state
-        self._cache = cache
+    def __init__(
+        self,
+        index: SearchIndex,
+        state: StateStore,
+        cache: Cache,
+        jobs: JobStore,
+        queue: JobQueue,
+        fences: TenantFences,
+        clock: Clock,
+        reopen_after_seconds: float = REOPEN_AFTER_SECONDS,
+    ) -> None:
+        self._index, self._state, self._cache = index, state, cache
+        self._jobs, self._queue, self._fences = jobs, queue, fences
+        self._clock, self._reopen_after = clock, reopen_after_seconds
 
     # -- export -----------------------------------------------------------------------------------------
 
     def export(self, tenant_id: str, cursor: str | None, max_bytes: int = EXPORT_PAGE_BYTES) -> str:
         """One page of the NDJSON export (see module docstring), at least one record long."""
-        position = decode_cursor(EXPORT_KIND, tenant_id, cursor) if cursor else {"p": "entities"}
+        position = _position(decode_cursor(EXPORT_KIND, tenant_id, cursor)) if cursor else {"p": "entities"}
         lines: list[str] = []
         size = 0
         for line, resume in self._records(tenant_id, position):
@@ -79,8 +149,6 @@ class LifecycleService:
     ) -> Iterator[tuple[str, dict[str, Any] | None]]:
         """(line, where to resume after it) for every record from `position` on; None: cannot stop here."""
         phase = position.get("p")
-        if phase not in ("entities", "state", "log"):
-            raise InvalidInputError("invalid cursor", {"cursor": "is not an export cursor"})
         if phase == "entities":
             yield from self._entities(tenant_id, position.get("after"))
             phase = "state"
@@ -132,20 +200,67 @@ class LifecycleService:
     # -- erase ------------------------------------------------------------------------------------------
 
     def erase(self, tenant_id: str, confirm: str) -> EraseReport:
-        """Remove every trace of the tenant from index, state and cache; `confirm` must be its id."""
-        if confirm != tenant_id:
-            raise InvalidInputError(
-                "confirmation does not match", {"confirm": "must equal the id of the tenant being deleted"}
-            )
+        """Fence the tenant, then remove every trace of it: queued job parts, jobs, index, state, cache.
+
+        The fence goes up first and stays (keyed by a hash of the id, core/state.py): from that moment the
+        tenant's requests are refused and its queued work discarded, and work that raced the erase purges
+        again when it ends (core/service/fencing.py). Erasing again is safe (a retry after a failure)."""
+        _confirmed(tenant_id, confirm)
+        now = self._clock.now()
+        self._fences.fence(tenant_id, now)
+        removed = self.purge(tenant_id)
+        return EraseReport(
+            **removed.counts(tenant_id),
+            fenced_at=iso_timestamp(now),
+            job_parts_discarded=removed.job_parts,
+            reopen_after=iso_timestamp(now + self._reopen_after),
+        )
+
+    def purge(self, tenant_id: str, scope: SweepScope = "all") -> Removed:
+        """Remove the tenant's data (what an erase does after fencing; what work that raced the erase does
+        when it ends). `scope`: the stores a process's work may write, so each function needs rights to
+        delete only what it writes — all (the API, the local server), index (the queue consumer: index
+        documents and the cache's generation and settling marks) or state (the nightly run). Jobs first:
+        the local index's purge rebuilds the file they share."""
+        if scope == "index":
+            entities = self._index.purge_tenant(tenant_id)
+            return Removed(entities, 0, self._cache.drop_marks(tenant_id), 0, 0)
+        if scope == "state":
+            return Removed(0, self._state.purge_tenant(tenant_id), 0, 0, 0)
+        parts = self._queue.discard_tenant(tenant_id)
+        jobs = self._jobs.purge_tenant(tenant_id)
         entities = self._index.purge_tenant(tenant_id)
         rows = self._state.purge_tenant(tenant_id)
-        # Bump, then drop with the rest: a search racing the erase caches under a generation no key reaches
-        # until that many new writes (and the entry's 5-minute TTL is long gone by then in practice).
-        self._cache.incr(generation_key(tenant_id))
         cached = self._cache.purge_tenant(tenant_id)
-        return EraseReport(
-            tenant_id=tenant_id,
-            entities_removed=entities,
-            state_rows_removed=rows,
-            cache_entries_removed=cached,
+        return Removed(entities, rows, cached, jobs, parts)
+
+    def reopen(self, tenant_id: str, confirm: str) -> ReopenReport:
+        """Serve an erased tenant again (empty), once no work admitted before its erase can still run:
+        sweep every store once more, then lift the fence. Changes that originated before the erase (a
+        queued event, a redriven part) stay discarded."""
+        _confirmed(tenant_id, confirm)
+        fence = self._fences.fence_of(tenant_id)
+        if fence is None or not fence.closed:
+            raise _conflict("the tenant is not erased; there is nothing to reopen", "is not an erased tenant")
+        now = self._clock.now()
+        ready = fence.erased_at + self._reopen_after
+        if now < ready:
+            raise _conflict(
+                f"the tenant can be reopened from {iso_timestamp(ready)}: work admitted before its erase may "
+                "still be running until then",
+                f"not before {iso_timestamp(ready)}",
+            )
+        removed = self.purge(tenant_id)
+        self._fences.reopen(tenant_id, now)
+        return ReopenReport(**removed.counts(tenant_id), reopened_at=iso_timestamp(now))
+
+
+def _confirmed(tenant_id: str, confirm: str) -> None:
+    if confirm != tenant_id:
+        raise InvalidInputError(
+            "confirmation does not match", {"confirm": "must equal the id of the caller's tenant"}
         )
+
+
+def _conflict(message: str, problem: str) -> ConflictError:
+    return ConflictError(message, {"confirm": problem})

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from core.context.learning import EVAL_BATCH_SIZE
+from core.context.learning import EVAL_BATCH_SIZE, settled_before
 from core.errors import InvalidInputError
 from core.ports import StateStore
 
@@ -40,10 +40,12 @@ class NightlyTask:
         return cls(message["task"], tenant, str(role) if role else None)
 
 
-def plan_nightly(state: StateStore, tenant_id: str | None = None) -> list[NightlyTask]:
-    """Every task tonight (of one tenant when given): learning where ≥ EVAL_BATCH_SIZE assemblies wait,
-    golden sets for every stored overlay (one without a golden set is skipped by its task)."""
-    learning = {t for t, _ in state.pending_callers(EVAL_BATCH_SIZE) if tenant_id in (None, t)}
+def plan_nightly(state: StateStore, now: float, tenant_id: str | None = None) -> list[NightlyTask]:
+    """Every task tonight (of one tenant when given): learning where ≥ EVAL_BATCH_SIZE assemblies are
+    ready (core.context.learning), golden sets for every stored overlay (one without a golden set is
+    skipped by its task)."""
+    ready = state.pending_callers(EVAL_BATCH_SIZE, settled_before(now))
+    learning = {t for t, _ in ready if tenant_id in (None, t)}
     tasks = [NightlyTask("learning", t) for t in learning]
     tasks += [NightlyTask("golden", t, r) for t, r in state.overlay_owners() if tenant_id in (None, t)]
     return sorted(tasks)

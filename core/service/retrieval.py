@@ -8,13 +8,14 @@ degrades to lexical retrieval and the bundle says so (`query.mode = lexical_degr
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from core.errors import NotFoundError, UnavailableError
+from core.errors import NotFoundError, PayloadTooLargeError, UnavailableError
 from core.governance.assembly import AssemblyInput, assemble_bundle
 from core.governance.bundle import Mode, RejectReason, RetrievalBundle
 from core.governance.overlay import RetrievalPolicy, RoleOverlay, SourcePolicy
@@ -37,6 +38,10 @@ MIN_DEPTH = 40  # candidates per retriever, at least: as core.service.search.MIN
 DEPTH_FACTOR = 4  # × max_chunks: room for forbidden, below-score and duplicate candidates to drop out
 MMR_POOL_FACTOR = 3  # MMR looks at the best 3 × max_chunks kept candidates (the rest cannot win)
 MS = 1000.0
+# A stored overlay is one DynamoDB item, and an item holds at most 400 KB (Amazon DynamoDB Developer Guide,
+# "Service, account, and table quotas"); the rest is headroom for its keys and attribute names. The same
+# bound holds on every backend, so an overlay accepted locally is accepted in AWS.
+MAX_OVERLAY_BYTES = 350_000
 # Query vectors (a role's mission, a context summary) a warm process remembers per tenant (384-dim
 # float32: ~3 MiB). Chunk vectors for MMR come from the index (SearchIndex.chunk_vectors), never embedded
 # again; only a chunk stored without one (indexed while the embedder was down) is embedded here.
@@ -72,7 +77,12 @@ class RetrievalService:
     def put_overlay(self, tenant_id: str, role_id: str, body: object) -> RoleOverlay:
         """Validate and store an overlay (400 naming each bad field); the path's role_id wins."""
         overlay = parse_overlay(body, role_id)
-        self._state.put_overlay(tenant_id, role_id, overlay.model_dump(mode="json"))
+        stored = overlay.model_dump(mode="json")
+        if len(json.dumps(stored, separators=(",", ":"))) > MAX_OVERLAY_BYTES:
+            raise PayloadTooLargeError(
+                f"an overlay may hold at most {MAX_OVERLAY_BYTES} bytes of JSON", MAX_OVERLAY_BYTES
+            )
+        self._state.put_overlay(tenant_id, role_id, stored)
         return overlay
 
     def find_overlay(self, tenant_id: str, role_id: str) -> RoleOverlay | None:
@@ -105,7 +115,9 @@ class RetrievalService:
         `reuse` shares retrievals of the same query across calls (one tuning job)."""
         clock = _Stopwatch(self._clock.monotonic)
         now = self._clock.now()
-        overlay = request.overlay or self.find_overlay(tenant_id, request.role_id)
+        overlay = request.overlay
+        if overlay is None and not request.shared_corpus_only:
+            overlay = self.find_overlay(tenant_id, request.role_id)
         policy, sources = _policies(overlay, strategy)
         built = build_query(request.task_text, overlay, request.context_summary)
         clock.lap("build_query")

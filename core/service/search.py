@@ -18,7 +18,7 @@ from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cach
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT, feedback_search
-from core.fusion import RRF_K, Fused, FusionMethod, fuse
+from core.fusion import RRF_K, Fused, FusionMethod, count_legs, fuse
 from core.models import Candidate, Filters, LexicalQuery, MatchMode, Retrieval, Scalar
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
 from core.query import MAX_TERMS, ParsedQuery, QueryShape, parse_query
@@ -63,6 +63,7 @@ COMMON_FILTERS = ("source", "owner", "namespace")
 # Vector hits below this cosine are noise for all-MiniLM-L6-v2 (unrelated sentences score ~-0.1..0.15);
 # without a floor every query "matches" the whole tenant. Measured on SciFact/Cranfield in bench/.
 MIN_VECTOR_SIMILARITY = 0.2
+SCORE_DECIMALS = 6  # scores and α in answers: 0.35, not 0.8 - 0.45 = 0.35000000000000003
 MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
 
 
@@ -172,9 +173,9 @@ class SearchService:
             raise InvalidInputError("invalid search request", errors)
 
     def _entity_types(self, request: SearchRequest, parsed: ParsedQuery) -> tuple[str, ...]:
-        requested = request.entities or []
-        for i, name in enumerate(requested):
-            self._registry.get(name, path=f"entities.{i}")
+        requested = [
+            self._registry.resolve(n, path=f"entities.{i}") for i, n in enumerate(request.entities or [])
+        ]
         if parsed.entity_prefix:
             if requested and parsed.entity_prefix not in requested:
                 return ()
@@ -217,6 +218,10 @@ class SearchService:
         types = self._entity_types(request, parsed)
         filters = self._filters(types, request.filters)
         plan = plan_strategy(request.strategy, parsed.shape, self.settings)
+        if not request.query.strip():  # seed thefold: "empty query returns 0 results, not error"
+            response = self._response(request, parsed, types, plan, [], 0, None, None, None)
+            response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
+            return response
         ok, generation = self._cached(
             "generation read", lambda: self._cache.counter(generation_key(tenant_id))
         )
@@ -233,6 +238,7 @@ class SearchService:
             request.limit,
             generation,
             request.explain,
+            repr(self.settings),  # processes with other ranking settings may share the cache
         )
         page = SearchPage.first(tenant_id, request, types, generation)
         if request.cursor is not None:
@@ -341,14 +347,11 @@ class SearchService:
             # against may be the new model's, so embed with it and ask again (once is enough: a swap is atomic).
         plan, lexical, embedding, fused, fallback, degraded_reason = got
         window, total, next_cursor = fused[: request.limit], len(fused), None
-        if page is None:
-            return self._response(
-                request, parsed, types, plan, window, total, None, fallback, degraded_reason
-            )
-        page.check_strategy(plan.strategy)
-        if len(fused) > request.limit:
+        if page is not None:
+            page.check_strategy(plan.strategy)
+        if page is not None and len(fused) > request.limit:
             next_cursor = page.cursor(plan.strategy, 0)
-        if not page.is_first:
+        if page is not None and not page.is_first:
             # Pages after the first rank at the paging depth, leaving out what the first page showed
             # (recomputed: same generation, same inputs, same ranking), so each entity comes once.
             shown = {f.candidate.key for f in window}
@@ -360,9 +363,11 @@ class SearchService:
             total = len(shown) + len(rest)
             following = page.offset + request.limit
             next_cursor = page.cursor(plan.strategy, following) if following < len(rest) else None
-        return self._response(
+        response = self._response(
             request, parsed, types, plan, window, total, next_cursor, fallback, degraded_reason
         )
+        response._legs = count_legs(fused, len(window), plan.alpha)
+        return response
 
     def _response(
         self,
@@ -447,9 +452,9 @@ class SearchService:
             etype = self._registry.get(c.key.entity_type)
             explanation = Explanation(
                 fusion=self.settings.fusion.value,
-                alpha=plan.alpha,
-                lexical=RetrieverExplanation(rank=f.lexical_rank, score=f.lexical_score),
-                vector=RetrieverExplanation(rank=f.vector_rank, score=f.vector_score),
+                alpha=round(plan.alpha, SCORE_DECIMALS),
+                lexical=RetrieverExplanation(rank=f.lexical_rank, score=_rounded(f.lexical_score)),
+                vector=RetrieverExplanation(rank=f.vector_rank, score=_rounded(f.vector_score)),
                 field_boosts={s.name: s.boost for s in etype.fields},
                 matched_chunk=c.chunk_no,
                 fallback=fallback,
@@ -467,7 +472,11 @@ class SearchService:
             snippet=build_snippet(
                 c.text, list(parsed.terms) + [w for p in parsed.phrases for w in p.split()]
             ),
-            score=round(f.score, 6),
+            score=round(f.score, SCORE_DECIMALS),
             metadata=metadata,
             explanation=explanation,
         )
+
+
+def _rounded(score: float | None) -> float | None:
+    return None if score is None else round(score, SCORE_DECIMALS)

@@ -41,6 +41,7 @@ export function setup(status) {
       clear($("compare-left")).append(...left.results.map((r, i) => item(r, i + 1, rightRanks, true)));
       clear($("compare-right")).append(...right.results.map((r, i) => item(r, i + 1, leftRanks, false)));
     } catch (err) {
+      for (const id of ["compare-info", "compare-left", "compare-right"]) clear($(id)); // no stale lists
       status(err.message);
     }
   });

@@ -21,6 +21,7 @@ function show(view) {
 async function identify() {
   session.who = null;
   document.body.dataset.scopes = "";
+  $("key-hint").classList.toggle("hidden", Boolean(getKey()));
   if (!getKey()) {
     $("who").textContent = "no key";
     return;
@@ -37,12 +38,24 @@ async function identify() {
   }
 }
 
+// A link may carry a query (never the key): /#q=login%20limiter searches at once, alongside /whoami. In a
+// tab without a key yet (a link opened in a new tab) the query waits in the box until the key is given;
+// a hash changed in an open tab searches again.
+function searchFromLink() {
+  const query = new URLSearchParams(location.hash.slice(1)).get("q");
+  if (!query) return;
+  show("search");
+  $("search-query").value = query;
+  if (getKey()) search.runSearch(status);
+}
+
 function init() {
   for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => show(tab.dataset.view));
   $("key-form").addEventListener("submit", (event) => {
     event.preventDefault();
     setKey($("key").value.trim());
     $("key").value = "";
+    searchFromLink();
     identify();
   });
   $("forget").addEventListener("click", () => {
@@ -50,12 +63,8 @@ function init() {
     identify();
   });
   for (const view of [search, compare, retrieve, context, entities, quality]) view.setup(status);
-  // A link may carry a query (never the key): /#q=login%20limiter searches at once, alongside /whoami.
-  const query = new URLSearchParams(location.hash.slice(1)).get("q");
-  if (query && getKey()) {
-    $("search-query").value = query;
-    search.runSearch(status);
-  }
+  window.addEventListener("hashchange", searchFromLink);
+  searchFromLink();
   identify();
 }
 

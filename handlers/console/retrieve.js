@@ -4,6 +4,8 @@ import { api, enc } from "./api.js";
 import { $, chip, clear, el, fmt, meter } from "./dom.js";
 
 const SIGNALS = ["final", "relevance", "lexical", "vector", "fused", "trust", "freshness", "penalty"];
+// The API counts ranks and chunks from 0; people count from 1 (as the search view shows them).
+const rank = (r) => (r === null || r === undefined ? "–" : `#${r + 1}`);
 const STATE_KIND = { healthy: "ok", no_overlay: "warn", no_strong_match: "warn", stale_dominant: "warn", forbidden_hit: "bad", conflicting: "bad" };
 
 function scores(breakdown) {
@@ -32,12 +34,12 @@ export function renderBundle(bundle) {
   for (const c of bundle.selected) {
     selected.append(el("li", {},
       el("div", { class: "result-head" }, el("span", { class: "result-title" }, c.title || "(untitled)"),
-        el("span", { class: "result-id" }, `${c.document_id} #${c.chunk_no} · ${c.source} · trust ${c.trust}`),
+        el("span", { class: "result-id" }, `${c.document_id} · chunk ${c.chunk_no + 1} · ${c.source} · trust ${c.trust}`),
         c.stale ? chip("stale", "warn") : null, c.preferred ? chip("preferred", "ok") : null,
         el("span", { class: "score" }, fmt(c.scores.final))),
       el("div", {}, el("b", {}, "why: "), c.reason),
       el("div", { class: "snippet" }, c.text.length > 400 ? `${c.text.slice(0, 400)}…` : c.text),
-      el("div", { class: "muted" }, `lexical rank ${c.lexical_rank ?? "–"} · vector rank ${c.vector_rank ?? "–"} · matched: ${c.matched_terms.join(" ")}`),
+      el("div", { class: "muted" }, `lexical rank ${rank(c.lexical_rank)} · vector rank ${rank(c.vector_rank)} · matched: ${c.matched_terms.join(" ")}`),
       scores(c.scores)));
   }
   out.append(selected, el("h3", {}, `rejected (${bundle.rejected.length})`));
@@ -71,6 +73,7 @@ export function setup(status) {
       renderBundle(await api("POST", "/retrieve", body));
       status("");
     } catch (err) {
+      clear($("retrieve-out")); // no bundle shown under a task it does not belong to
       status(err.message);
     }
   });

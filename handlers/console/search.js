@@ -56,7 +56,7 @@ export function explanation(result, scale) {
     el("span", {}, "fused"), el("span", { class: "num" }, x.fusion === "rrf" ? "rrf" : `α ${fmt(x.alpha, 2)}`),
     meter(result.score, scale.fused, "fused"), el("span", { class: "num" }, fmt(result.score)),
     el("span", {}, "boosts"),
-    el("span", { class: "num" }, `chunk ${x.matched_chunk}`),
+    el("span", { class: "num" }, `chunk ${x.matched_chunk + 1}`),
     el("span", {}, boosts.length ? boosts.map(([f, b]) => chip(`${f} ×${b}`)) : el("span", { class: "muted" }, "none"),
       x.fallback ? chip(`fallback: ${x.fallback}`, "warn") : null),
     el("span", {}));
@@ -81,14 +81,19 @@ export function resultItem(result, scale) {
     explanation(result, scale));
 }
 
-/** Run the search form's query and draw the answer (marks `quarry:first-results` the first time). */
+let latest = 0; // the newest search asked for: an older answer arriving late is dropped
+
+/** Run the search form's query and draw the answer (marks `quarry:first-results` the first time). A failed
+ *  search clears the previous answer, so nothing is shown under a query it does not belong to. */
 export async function runSearch(status) {
+  const mine = ++latest;
   try {
     const body = searchBody($("search-query").value, {
       entities: $("search-entities").value, filters: $("search-filters").value,
       strategy: $("search-strategy").value, limit: $("search-limit").value,
     });
     const response = await api("POST", "/search", body);
+    if (mine !== latest) return;
     status("");
     clear($("search-info")).append(queryInfo(response));
     const scale = scaleOf(response.results);
@@ -96,6 +101,9 @@ export async function runSearch(status) {
     if (!response.results.length) $("search-results").append(el("li", { class: "muted" }, "no results"));
     if (!performance.getEntriesByName("quarry:first-results").length) performance.mark("quarry:first-results");
   } catch (err) {
+    if (mine !== latest) return;
+    clear($("search-info"));
+    clear($("search-results"));
     status(err.message);
   }
 }

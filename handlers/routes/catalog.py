@@ -19,7 +19,7 @@ from core.catalog import (
     WeightHistoryResponse,
 )
 from core.service.golden import EVAL_NAME_PREFIX
-from handlers.routes.common import caller, services
+from handlers.routes.common import caller, only_parameters, services
 
 router = Router()
 
@@ -57,6 +57,9 @@ def weight_history(
     caller_id: Annotated[str | None, Query(alias="caller", max_length=128)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_READ_ROWS)] = DEFAULT_READ_ROWS,
 ) -> WeightHistoryResponse:
+    only_parameters(
+        router, "caller", "limit"
+    )  # `offset` and the like are refused, as on the other /context GETs
     who = caller(router, "read")
     if caller_id is None and not who.acts_for_anyone:
         caller_id = who.caller  # a bound token reads its own caller's history, as with the log

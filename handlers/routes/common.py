@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
-from core.errors import InvalidInputError
+from core.conformance import unknown_parameters
+from core.errors import InvalidInputError, QuarryError
 from handlers.auth import JwtPolicy, Principal, principal_from_event
 from infra.wiring import container
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools.event_handler.api_gateway import Router
+    from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
+    from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
     from core.jobs import Job
     from infra.settings import Settings
     from infra.wiring import Container
+
+_PATH_PARAMETER = re.compile(r"<(\w+)>")  # Powertools' dynamic route syntax
 
 
 def _policy(settings: Settings) -> JwtPolicy:
@@ -33,7 +39,7 @@ def jwt_policy() -> JwtPolicy:
     return _policy(services().settings)
 
 
-def caller(router: Router, scope: str) -> Principal:
+def caller(router: BaseRouter, scope: str) -> Principal:
     """The authenticated caller of the current request, holding `scope` (401/403 otherwise)."""
     return principal_from_event(router.current_event.raw_event, jwt_policy()).require(scope)
 
@@ -43,9 +49,10 @@ def services() -> Container:
     return container()
 
 
-def request_id(router: Router) -> str | None:
+def request_id(router: BaseRouter) -> str | None:
     """API Gateway's request id, logged with what the request did."""
-    return router.current_event.request_context.request_id
+    event = cast("APIGatewayProxyEventV2", router.current_event)  # an HTTP API resolver's event
+    return event.request_context.request_id
 
 
 def accepted(job: Job) -> Response[dict[str, Any]]:
@@ -60,6 +67,43 @@ def accepted(job: Job) -> Response[dict[str, Any]]:
         body=job.to_json(),
         headers={"Location": f"/jobs/{job.job_id}"},
     )
+
+
+def decode_path_parameters(app: Any, next_middleware: Callable[[Any], Response]) -> Response:
+    """Every path parameter percent-decoded exactly once, here, for every method and route (a route never
+    decodes its own: `GET` and `DELETE` of one URL name one entity). Powertools hands the matched
+    arguments (path parameters, query parameters, body) to the route from `app.context["_route_args"]`,
+    after its request validation; the route's rule names the path parameters (`<entity_id>`)."""
+    args = dict(app.context.get("_route_args") or {})
+    for name in _PATH_PARAMETER.findall(app.context["_route"].path):
+        if isinstance(args.get(name), str):
+            args[name] = path_value(args[name], name)
+    app.append_context(_route_args=args)
+    return next_middleware(app)
+
+
+# Routes that act on the fence themselves: erasing (again, after a failure) and reopening.
+FENCE_ROUTES = frozenset({("DELETE", "/tenant"), ("POST", "/tenant/reopen")})
+
+
+def fence_tenant(app: Any, next_middleware: Callable[[Any], Response]) -> Response:
+    """Every request of a tenant is a unit of work behind its fence (core/service/fencing.py): refused
+    (410) while the tenant is erased; a request that may write (any method but GET) checks the fence again
+    when it ends, and undoes itself when an erase raced it."""
+    event = app.current_event
+    method = event.http_method.upper()
+    try:
+        tenant = principal_from_event(event.raw_event, jwt_policy()).tenant_id
+    except QuarryError:  # no principal: the route answers 401/403 itself (or is public)
+        return next_middleware(app)
+    if (method, app.context["_route"].path) in FENCE_ROUTES:
+        return next_middleware(app)
+    gate = services().gate
+    if method == "GET":
+        gate.admit(tenant)
+        return next_middleware(app)
+    with gate.unit(tenant):
+        return next_middleware(app)
 
 
 def path_value(raw: str, name: str) -> str:
@@ -89,3 +133,10 @@ def written_or_queued(model: type[Any]) -> dict[int, Any]:
             "content": {"application/json": {"model": Job}},
         },
     }
+
+
+def only_parameters(router: BaseRouter, *allowed: str) -> None:
+    """400 naming each query parameter the route does not take (a seed's spelling says Quarry's form)."""
+    problems = unknown_parameters(router.current_event.query_string_parameters or {}, allowed)
+    if problems:
+        raise InvalidInputError("unknown query parameter: " + ", ".join(sorted(problems)), problems)

@@ -15,6 +15,8 @@ from core.context.schemas import (
     MAX_WEIGHTS_PAGE,
     AssembleRequest,
     AssembleResponse,
+    BudgetOut,
+    BudgetRequest,
     BudgetsResponse,
     CallersResponse,
     EvalResponse,
@@ -27,7 +29,7 @@ from core.context.schemas import (
 )
 from handlers._observability import logger, metrics
 from handlers.routes.common import caller as principal
-from handlers.routes.common import path_value, request_id, services
+from handlers.routes.common import only_parameters, request_id, services
 from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
@@ -92,8 +94,7 @@ def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
 def feedback(request: Annotated[FeedbackRequest, Body()]) -> FeedbackResponse:
     who = principal(router, "write")
     # a token bound to one caller steers only that caller's learning (another's assembly is a 404)
-    bound = None if who.acts_for_anyone else who.caller
-    response = services().context.feedback(who.tenant_id, request, bound)
+    response = services().context.feedback(who.tenant_id, request, who.bound_caller)
     logger.info(
         "context feedback",
         extra={
@@ -116,12 +117,16 @@ def weights(
     limit: Annotated[int, Query(ge=1, le=MAX_WEIGHTS_PAGE)] = DEFAULT_WEIGHTS_PAGE,
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
 ) -> WeightsResponse:
-    return services().learning.weights(principal(router, "read").tenant_id, limit, cursor)
+    only_parameters(router, "limit", "cursor")
+    who = principal(router, "read")
+    return services().learning.weights(who.tenant_id, limit, cursor, who.bound_caller)
 
 
 @router.get("/context/budgets", summary="Caller token budgets", tags=["context"], operation_id="getBudgets")
 def budgets() -> BudgetsResponse:
-    return services().learning.budgets(principal(router, "read").tenant_id)
+    only_parameters(router)
+    who = principal(router, "read")
+    return services().learning.budgets(who.tenant_id, who.bound_caller)
 
 
 @router.get("/context/log", summary="The assembly log, newest first", tags=["context"], operation_id="getLog")
@@ -132,6 +137,7 @@ def log(
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
 ) -> LogResponse:
     who = principal(router, "read")
+    only_parameters(router, "caller", "namespace", "limit", "cursor")
     if caller is None and not who.acts_for_anyone:
         caller = who.caller  # a bound token reads its own caller's log unless it names another it may read
     elif caller is not None:
@@ -146,7 +152,9 @@ def log(
     operation_id="listCallers",
 )
 def callers() -> CallersResponse:
-    return services().learning.callers(principal(router, "read").tenant_id)
+    only_parameters(router)
+    who = principal(router, "read")
+    return services().learning.callers(who.tenant_id, who.bound_caller)
 
 
 @router.put(
@@ -157,12 +165,28 @@ def callers() -> CallersResponse:
 )
 def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest, Body()]) -> WeightOut:
     who = principal(router, "admin")
-    caller, source = path_value(caller, "caller"), path_value(source, "source")
     row = services().learning.set_weight(who.tenant_id, caller, source, request)
     logger.info(
         "manual weight",
         extra={"tenant": who.tenant_id, "caller": caller, "source": source, "manual": row.manual},
     )
+    return row
+
+
+@router.put(
+    "/context/budgets/<caller>",
+    summary="Set a caller's budget and the min/max learning keeps it within (`*` = every caller)",
+    tags=["context"],
+    operation_id="setBudget",
+)
+def set_budget(caller: str, request: Annotated[BudgetRequest, Body()]) -> BudgetOut:
+    who = principal(router, "admin")
+    row = services().learning.set_budget(who.tenant_id, caller, request)
+    logger.info(
+        "budget set",
+        extra={"tenant": who.tenant_id, "caller": caller, "budget": row.budget, "min": row.min_budget,
+               "max": row.max_budget},
+    )  # fmt: skip
     return row
 
 

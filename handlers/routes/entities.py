@@ -14,7 +14,7 @@ from core.models import WriteOutcome
 from core.payload import INT64_MAX
 from core.schemas import BulkRequest, BulkResponse, WriteResponse
 from handlers._observability import logger
-from handlers.routes.common import accepted, caller, path_value, services, written_or_queued
+from handlers.routes.common import accepted, caller, services, written_or_queued
 from handlers.tenant_metrics import TenantMetric, count
 
 if TYPE_CHECKING:
@@ -52,14 +52,27 @@ def _written(action: str, tenant_id: str, result: WriteResult) -> WriteResponse:
 
 @router.put(
     "/entities/<entity_type>/<entity_id>",
-    summary="Create or replace an entity",
+    summary="Create or replace an entity; one above the async size becomes a job (202, GET /jobs/{id})",
     tags=["entities"],
     operation_id="putEntity",
+    responses=written_or_queued(WriteResponse),
 )
-def put_entity(entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]) -> WriteResponse:
+def put_entity(
+    entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]
+) -> Response[dict[str, Any]]:
     tenant = caller(router, "write").tenant_id
-    c, eid = services(), path_value(entity_id, "entity_id")
-    return _written("put", tenant, c.indexing.put(tenant, entity_type, eid, body, c.clock.now()))
+    c = services()
+    item = {**body, "type": entity_type, "id": entity_id}
+    costs = c.jobs.costs("bulk", [item])
+    if not c.jobs.is_large(costs):
+        result = c.indexing.put(tenant, entity_type, entity_id, body, c.clock.now())
+    else:  # as large as a bulk job: checked now (400, 409, stale, duplicate answered at once), embedded by a job
+        early = c.indexing.check_put(tenant, entity_type, entity_id, body, c.clock.now())
+        if early is None:
+            return accepted(c.jobs.submit(tenant, "bulk", [item], costs))
+        result = early
+    done = _written("put", tenant, result)
+    return Response(200, content_types.APPLICATION_JSON, done.model_dump(mode="json"))
 
 
 @router.patch(
@@ -70,8 +83,8 @@ def put_entity(entity_type: str, entity_id: str, body: Annotated[dict[str, Any],
 )
 def patch_entity(entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]) -> WriteResponse:
     tenant = caller(router, "write").tenant_id
-    c, eid = services(), path_value(entity_id, "entity_id")
-    return _written("patch", tenant, c.indexing.patch(tenant, entity_type, eid, body, c.clock.now()))
+    c = services()
+    return _written("patch", tenant, c.indexing.patch(tenant, entity_type, entity_id, body, c.clock.now()))
 
 
 @router.delete(
@@ -84,8 +97,10 @@ def delete_entity(
     entity_type: str, entity_id: str, version: Annotated[int | None, Query(ge=0, le=INT64_MAX)] = None
 ) -> WriteResponse:
     tenant = caller(router, "write").tenant_id
-    c, eid = services(), path_value(entity_id, "entity_id")
-    return _written("delete", tenant, c.indexing.delete(tenant, entity_type, eid, version, c.clock.now()))
+    c = services()
+    return _written(
+        "delete", tenant, c.indexing.delete(tenant, entity_type, entity_id, version, c.clock.now())
+    )
 
 
 @router.post(

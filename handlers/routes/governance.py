@@ -19,7 +19,7 @@ from core.jobs import MAX_JOB_ITEMS
 from core.scoring import iso_timestamp
 from handlers._observability import logger, metrics
 from handlers.openapi_models import OverlayDeleted, OverlayEvaluation, OverlayTuning
-from handlers.routes.common import accepted, answer, caller, path_value, services, written_or_queued
+from handlers.routes.common import accepted, answer, caller, services, written_or_queued
 from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
@@ -63,7 +63,6 @@ def retrieve(request: Annotated[RetrieveRequest, Body()]) -> dict[str, Any]:
     responses=answer(RoleOverlay),
 )
 def put_overlay(role_id: str, body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
-    role_id = path_value(role_id, "role_id")
     principal = caller(router, "write")
     overlay = services().retrieval.put_overlay(principal.tenant_id, role_id, body)
     logger.info("overlay put", extra={"tenant": principal.tenant_id, "role": role_id})
@@ -78,7 +77,6 @@ def put_overlay(role_id: str, body: Annotated[dict[str, Any], Body()]) -> dict[s
     responses=answer(RoleOverlay),
 )
 def get_overlay(role_id: str) -> dict[str, Any]:
-    role_id = path_value(role_id, "role_id")
     principal = caller(router, "read")
     return services().retrieval.get_overlay(principal.tenant_id, role_id).model_dump(mode="json")
 
@@ -91,7 +89,6 @@ def get_overlay(role_id: str) -> dict[str, Any]:
     responses=answer(OverlayDeleted),
 )
 def delete_overlay(role_id: str) -> dict[str, Any]:
-    role_id = path_value(role_id, "role_id")
     principal = caller(router, "write")
     services().retrieval.delete_overlay(principal.tenant_id, role_id)
     logger.info("overlay deleted", extra={"tenant": principal.tenant_id, "role": role_id})
@@ -108,7 +105,6 @@ def delete_overlay(role_id: str) -> dict[str, Any]:
 def eval_overlay(role_id: str) -> dict[str, Any]:
     from core.service.golden import run_golden_sets  # the evaluation code loads with its first use
 
-    role_id = path_value(role_id, "role_id")
     principal = caller(router, "admin")
     c = services()
     c.retrieval.get_overlay(principal.tenant_id, role_id)  # 404 before anything runs
@@ -135,7 +131,6 @@ def eval_overlay(role_id: str) -> dict[str, Any]:
 def tune_overlay_fusion(role_id: str) -> dict[str, Any]:
     from core.service.tuning import tune_overlay
 
-    role_id = path_value(role_id, "role_id")
     principal = caller(router, "admin")
     return tune_overlay(services().retrieval, principal.tenant_id, role_id).to_json()
 

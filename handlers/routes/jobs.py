@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from handlers.openapi_models import Job
-from handlers.routes.common import caller, path_value, services
+from handlers.routes.common import caller, services
 
 router = Router()
 
@@ -20,6 +20,5 @@ router = Router()
     responses={200: {"description": "The job", "content": {"application/json": {"model": Job}}}},
 )
 def get_job(job_id: str) -> dict[str, Any]:
-    job_id = path_value(job_id, "job_id")
     principal = caller(router, "read")
     return services().jobs.status(principal.tenant_id, job_id).to_json()

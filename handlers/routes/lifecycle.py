@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.catalog import tenant_mark
 from core.errors import ForbiddenError
-from core.service.lifecycle import EXPORT_PAGE_BYTES, EraseReport
+from core.service.lifecycle import EXPORT_PAGE_BYTES, EraseReport, ReopenReport
 from handlers._observability import logger
 from handlers.routes.common import caller, services
 
@@ -21,7 +21,8 @@ NDJSON = "application/x-ndjson"
 
 
 class EraseRequest(BaseModel):
-    """DELETE /tenant: the tenant id, typed out, so nobody erases a tenant by accident."""
+    """DELETE /tenant and POST /tenant/reopen: the tenant id, typed out, so nobody acts on a tenant by
+    accident."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -48,11 +49,16 @@ def export(
 
 
 @router.delete(
-    "/tenant", summary="Erase every trace of the tenant (admin)", tags=["tenant"], operation_id="eraseTenant"
+    "/tenant",
+    summary="Fence the tenant, then erase every trace of it (admin)",
+    tags=["tenant"],
+    operation_id="eraseTenant",
 )
 def erase(request: Annotated[EraseRequest, Body()]) -> EraseReport:
     tenant = caller(router, "admin").tenant_id
-    report = services().lifecycle.erase(tenant, request.confirm)
+    c = services()
+    report = c.lifecycle.erase(tenant, request.confirm)
+    c.gate.forget(tenant)
     logger.warning(
         "tenant erased",
         extra={
@@ -60,6 +66,25 @@ def erase(request: Annotated[EraseRequest, Body()]) -> EraseReport:
             "entities": report.entities_removed,
             "state_rows": report.state_rows_removed,
             "cache_entries": report.cache_entries_removed,
+            "jobs": report.jobs_removed,
+            "job_parts": report.job_parts_discarded,
         },
+    )
+    return report
+
+
+@router.post(
+    "/tenant/reopen",
+    summary="Serve an erased tenant again, empty (admin)",
+    tags=["tenant"],
+    operation_id="reopenTenant",
+)
+def reopen(request: Annotated[EraseRequest, Body()]) -> ReopenReport:
+    tenant = caller(router, "admin").tenant_id
+    c = services()
+    report = c.lifecycle.reopen(tenant, request.confirm)
+    c.gate.forget(tenant)
+    logger.warning(
+        "tenant reopened", extra={"tenant_mark": tenant_mark(tenant), "swept": report.entities_removed}
     )
     return report

@@ -40,6 +40,7 @@ def search(request: Annotated[SearchRequest, Body()]) -> Annotated[SearchRespons
             "results": len(response.results),
             "degraded": info.degraded,
             "took_ms": response.took_ms,
+            **(response.legs.log_fields() if response.legs is not None else {}),
         },
     )
     return response

@@ -13,12 +13,16 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from core.errors import QuarryError, UnavailableError
+from core.errors import PayloadTooLargeError, QuarryError, UnavailableError
 
 BACKEND = "dynamodb"
 # Seconds a caller should wait after throttling or an outage: DynamoDB adapts on-demand capacity within
 # minutes, but single throttling bursts clear within seconds (matches UnavailableError's default).
 RETRY_AFTER_SECONDS = 5
+# An item holds at most 400 KB (Amazon DynamoDB Developer Guide, "Service, account, and table quotas");
+# DynamoDB refuses a bigger one with a ValidationException whose message says so.
+ITEM_BYTES = 400 * 1024
+ITEM_TOO_LARGE = "item size has exceeded the maximum allowed size"
 
 UNAVAILABLE_CODES = frozenset(
     {
@@ -56,6 +60,8 @@ def translate(exc: Exception) -> QuarryError:
         message = exc.response.get("Error", {}).get("Message", str(exc))
         if code in UNAVAILABLE_CODES:
             return UnavailableError(BACKEND, f"{code}: {message}", retry_after=RETRY_AFTER_SECONDS)
+        if code == "ValidationException" and ITEM_TOO_LARGE in message.lower():  # caused by the input
+            return PayloadTooLargeError(f"the value to store exceeds {BACKEND}'s item size limit", ITEM_BYTES)
         return QuarryError(f"{BACKEND} rejected the request: {code}: {message}")
     return UnavailableError(BACKEND, f"{type(exc).__name__}: {exc}", retry_after=RETRY_AFTER_SECONDS)
 

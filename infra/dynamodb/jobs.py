@@ -2,8 +2,11 @@
 
 Items go through boto3's TypeSerializer/TypeDeserializer. Part reports live in the map `reports`, keyed
 by part number: recording a part is one UpdateItem that sets its own key, so a re-delivered part replaces
-its report instead of counting twice, and parts processed concurrently never overwrite each other. Items
-expire through the table's TTL attribute a week after the job was submitted.
+its report instead of counting twice, and parts processed concurrently never overwrite each other; it
+applies only to an existing job, so a part processed after its tenant's erase never brings the job back.
+Each job is also listed in the tenant's partition (pk `T#<tenant>`, sk `J#<job>`), which an erase reads
+to find the job items (and deletes with the rest of the partition). Items expire through the table's TTL
+attribute a week after the job was submitted.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ import json
 from typing import Any
 
 from core.jobs import Job
-from infra.dynamodb.errors import dynamodb_errors
-from infra.dynamodb.state_items import esc
+from infra.dynamodb.errors import dynamodb_errors, error_code
+from infra.dynamodb.state_items import esc, tenant_pk, unesc
+from infra.dynamodb.state_log import pages
 from infra.dynamodb.tables import default_client
 
 JOB_RETENTION_SECONDS = 7 * 24 * 3600  # long enough to poll a job and read its errors (a judgement call)
@@ -50,7 +54,13 @@ class DynamoJobStore:
             "reports": {},
             "expires_at": int(created) + JOB_RETENTION_SECONDS,
         }
-        with dynamodb_errors():
+        listing = {
+            "pk": tenant_pk(job.tenant_id),
+            "sk": f"J#{esc(job.job_id)}",
+            "expires_at": values["expires_at"],
+        }
+        with dynamodb_errors():  # listed first: a job item always has its listing
+            self._client.put_item(TableName=self._table, Item=self._item(listing))
             self._client.put_item(TableName=self._table, Item=self._item(values))
 
     def get_job(self, tenant_id: str, job_id: str) -> Job | None:
@@ -66,12 +76,34 @@ class DynamoJobStore:
                    v["created_at"], v["updated_at"], reports)  # fmt: skip
 
     def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
+        from botocore.exceptions import ClientError
+
         values = {":report": json.dumps(report, separators=(",", ":")), ":at": at}
         with dynamodb_errors():
-            self._client.update_item(
-                TableName=self._table,
-                Key=self._item(job_key(tenant_id, job_id)),
-                UpdateExpression="SET reports.#part = :report, updated_at = :at",
-                ExpressionAttributeNames={"#part": str(part)},
-                ExpressionAttributeValues=self._item(values),
-            )
+            try:
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=self._item(job_key(tenant_id, job_id)),
+                    UpdateExpression="SET reports.#part = :report, updated_at = :at",
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeNames={"#part": str(part)},
+                    ExpressionAttributeValues=self._item(values),
+                )
+            except ClientError as exc:
+                if error_code(exc) != "ConditionalCheckFailedException":
+                    raise  # (the job is gone: erased with its tenant, nothing to record)
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Delete every job of the tenant, found through its listing in the tenant's partition."""
+        query = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": self._item({":pk": tenant_pk(tenant_id), ":prefix": "J#"}),
+        }
+        with dynamodb_errors():
+            jobs = [unesc(self._de.deserialize(i["sk"])[2:]) for i in pages(self._client.query, query)]
+            for job_id in jobs:
+                self._client.delete_item(TableName=self._table, Key=self._item(job_key(tenant_id, job_id)))
+                listing = {"pk": tenant_pk(tenant_id), "sk": f"J#{esc(job_id)}"}
+                self._client.delete_item(TableName=self._table, Key=self._item(listing))
+        return len(jobs)

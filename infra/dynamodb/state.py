@@ -12,8 +12,9 @@
     GSI (all projections ALL)  hash                         range
     log                        log_pk = T#<tenant>#LOG      log_sk = <created_at>#<assembly_id>
     log_by_caller              caller_pk = …#LOG#<caller>   log_sk
-    pending (sparse)           pending_pk = P#<t>#<caller>  pending_sk = log_sk   only rows with feedback,
-                                                                                  not yet processed
+    pending (sparse)           pending_pk = P#<t>#<caller>  pending_sk = log_sk   rows not yet processed
+                                                                                  (learning takes those with
+                                                                                  feedback or settled)
 
 Key components are escaped (state_items.esc). Each assembly has its own partition, so logging spreads
 across partitions; the `log` index partition takes every log write of a tenant (DynamoDB's per-partition
@@ -196,13 +197,17 @@ class DynamoStateStore:
         """Distinct callers that ever logged an assembly for the tenant, sorted."""
         return sorted(it.decode(i)["caller"] for i in self._prefixed(it.tenant_pk(tenant_id), "C#"))
 
-    def pending_callers(self, min_rows: int) -> list[tuple[str, str]]:
-        """(tenant, caller) pairs with at least `min_rows` unprocessed assemblies that have feedback."""
-        return self._log.pending_callers(min_rows)
+    def pending_callers(self, min_rows: int, settled_before: str = "") -> list[tuple[str, str]]:
+        """(tenant, caller) pairs with at least `min_rows` unprocessed assemblies ready for learning: with
+        feedback, or logged before `settled_before` ("": feedback only)."""
+        return self._log.pending_callers(min_rows, settled_before)
 
-    def unprocessed_assemblies(self, tenant_id: str, caller: str, limit: int) -> list[AssemblyLogEntry]:
-        """Oldest first: logged assemblies with feedback that no learning cycle has processed yet."""
-        return self._log.unprocessed(tenant_id, caller, limit)
+    def unprocessed_assemblies(
+        self, tenant_id: str, caller: str, limit: int, settled_before: str = ""
+    ) -> list[AssemblyLogEntry]:
+        """Oldest first: assemblies no learning cycle has processed yet, with feedback or logged before
+        `settled_before` ("": feedback only)."""
+        return self._log.unprocessed(tenant_id, caller, limit, settled_before)
 
     def apply_learning(self, tenant_id: str, update: LearningUpdate) -> bool:
         """Write weights, history and budget and mark rows processed in one transaction.

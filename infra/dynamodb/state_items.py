@@ -132,7 +132,7 @@ def weight_from(item: Item) -> SourceWeight:
 
 def budget_item(tenant_id: str, b: CallerBudget) -> Item:
     """The item of one caller budget."""
-    values = {"pk": tenant_pk(tenant_id), "sk": f"B#{esc(b.caller)}", "caller": b.caller}
+    values: dict[str, Any] = {"pk": tenant_pk(tenant_id), "sk": f"B#{esc(b.caller)}", "caller": b.caller}
     values |= {k: int(getattr(b, k)) for k in ("budget", "min_budget", "max_budget")}
     return encode(values | {"updated_at": b.updated_at})
 
@@ -197,8 +197,8 @@ def assembly_item(e: AssemblyLogEntry, expires_at: int | None) -> Item:
     values |= {"namespace": e.namespace, "request_id": e.request_id, "feedback_at": e.feedback_at}
     if e.used_ids is not None:
         values["used_ids"] = dump_ids(e.used_ids) or "[]"
-        if not e.processed:
-            values |= {"pending_pk": pending_pk(e.tenant_id, e.caller), "pending_sk": sort}
+    if not e.processed:  # every unprocessed row waits in `pending`: with feedback, or until it settles
+        values |= {"pending_pk": pending_pk(e.tenant_id, e.caller), "pending_sk": sort}
     values["tokens_used"] = None if e.tokens_used is None else int(e.tokens_used)
     values["expires_at"] = None if expires_at is None else int(expires_at)
     return assembly_key(e.tenant_id, e.assembly_id) | encode(values)

@@ -160,26 +160,30 @@ class AssemblyLog:
                     break
         return rows
 
-    def unprocessed(self, tenant_id: str, caller: str, limit: int) -> list[AssemblyLogEntry]:
-        """Oldest-first live rows of the `pending` index for this caller."""
+    def unprocessed(
+        self, tenant_id: str, caller: str, limit: int, settled_before: str
+    ) -> list[AssemblyLogEntry]:
+        """Oldest-first live rows of the `pending` index for this caller: with feedback, or logged before
+        `settled_before` (`pending_sk` starts with the creation time)."""
         if limit <= 0:
             return []
         params = {
             "TableName": self._table,
             "IndexName": PENDING_INDEX,
             "KeyConditionExpression": "pending_pk = :p",
-            "ExpressionAttributeValues": it.encode({":p": it.pending_pk(tenant_id, caller)}),
-            "Limit": limit,
+            "Limit": max(limit, FILTERED_PAGE_ITEMS),  # counted before the filter
         }
+        params |= _ready(settled_before, {":p": it.pending_pk(tenant_id, caller)})
         return self._live(pages(self._client.query, params), limit)
 
-    def pending_callers(self, min_rows: int) -> list[tuple[str, str]]:
-        """Count live rows per (tenant, caller) over the sparse `pending` index."""
+    def pending_callers(self, min_rows: int, settled_before: str) -> list[tuple[str, str]]:
+        """Count live rows ready for learning per (tenant, caller) over the sparse `pending` index."""
         params = {
             "TableName": self._table,
             "IndexName": PENDING_INDEX,
             "ProjectionExpression": "pending_pk, expires_at",
         }
+        params |= _ready(settled_before, {})
         now = self._clock()
         counts = Counter(
             it.decode(i)["pending_pk"] for i in pages(self._client.scan, params) if it.is_live(i, now)
@@ -198,3 +202,15 @@ class AssemblyLog:
                 "ExpressionAttributeValues": it.encode({":t": True, ":f": False}),
             }
         }
+
+
+def _ready(settled_before: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The filter of pending rows ready for learning: with feedback, or settled (logged before
+    `settled_before`; `pending_sk` starts with the creation time, so a row logged at it sorts after)."""
+    condition = "attribute_exists(used_ids)"
+    if settled_before:
+        condition += " OR pending_sk < :settled"
+        values = values | {":settled": settled_before}
+    return {"FilterExpression": condition} | (
+        {"ExpressionAttributeValues": it.encode(values)} if values else {}
+    )

@@ -66,12 +66,16 @@ def state_table_spec(name: str) -> dict[str, Any]:
 
 
 def cache_table_spec(name: str) -> dict[str, Any]:
-    """CreateTable arguments of the cache table (one string hash key)."""
+    """CreateTable arguments of the cache table (string partition and sort keys: a tenant's cached
+    searches share a partition, infra/dynamodb/cache.py)."""
     return {
         "TableName": name,
         "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": _string_keys("pk"),
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+        "AttributeDefinitions": _string_keys("pk", "sk"),
+        "KeySchema": [
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
     }
 
 

@@ -122,6 +122,18 @@ class SqliteCache:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return int(removed)
 
+    def drop_marks(self, tenant_id: str) -> int:
+        """Drop the tenant's settling mark and generation counter."""
+        with self._guard() as conn:
+            conn.execute("PRAGMA secure_delete = ON")
+            removed = conn.execute(
+                "DELETE FROM cache_entries WHERE key = ?", (settling_key(tenant_id),)
+            ).rowcount
+            removed += conn.execute(
+                "DELETE FROM cache_counters WHERE key = ?", (generation_key(tenant_id),)
+            ).rowcount
+        return int(removed)
+
 
 class MemoryCache:
     """An in-process TTL cache bounded to `max_entries` values, evicting the least recently used."""
@@ -171,6 +183,12 @@ class MemoryCache:
         """The counter's value, 0 when absent."""
         with self._lock:
             return self._counters.get(key, 0)
+
+    def drop_marks(self, tenant_id: str) -> int:
+        """Drop the tenant's settling mark and generation counter."""
+        with self._lock:
+            found = self._entries.pop(settling_key(tenant_id), None) is not None
+            return int(found) + int(self._counters.pop(generation_key(tenant_id), None) is not None)
 
     def purge_tenant(self, tenant_id: str) -> int:
         """Drop the tenant's cached searches and generation counter."""

@@ -33,10 +33,12 @@ def fts5_expression(query: LexicalQuery, expansions: dict[str, list[str]] | None
     return " AND ".join(parts)
 
 
-# Scope tokens: tenant, entity type, source, owner and namespace live in the FTS row itself (a column of
-# weight 0), so FTS5 filters and ranks in one pass and no other tenant's rows are ever scored or joined
-# (measured on 10k entities: 0.9 ms instead of 3.9 ms for MATCH + joins). Values are hashed to digits so
-# any string becomes one token that the porter/unicode61 tokenizer leaves alone.
+# Scope tokens: entity type, source, owner and namespace live in the FTS row itself (a column of weight 0),
+# so FTS5 filters and ranks in one pass (measured on 10k entities: 0.9 ms instead of 3.9 ms for MATCH +
+# joins). Values are hashed to digits so any string becomes one token that the porter/unicode61 tokenizer
+# leaves alone. The tenant's token is written too, though each tenant's rows have a table (and a tantivy
+# index) of their own now: it adds one token to every row's length alike, and rows moved from the table all
+# tenants shared keep theirs.
 SCOPE_KINDS = {"tenant": "qt", "type": "qy", "source": "qs", "owner": "qo", "namespace": "qn"}
 _SCOPE_DIGITS = 15  # hex digits of sha256 kept: 60 bits, collisions negligible at any realistic scale
 
@@ -79,9 +81,10 @@ def _any_of(kind: str, values: tuple[str, ...]) -> str:
     return "scope : (" + " OR ".join(_quote(scope_token(kind, v)) for v in values) + ")"
 
 
-def scoped_expression(expression: str, tenant_id: str, filters: Filters) -> str:
-    """`expression` restricted to the tenant and the type/source/owner/namespace filters, inside FTS5."""
-    parts = [f"({expression})", _any_of("tenant", (tenant_id,))]
+def scoped_expression(expression: str, filters: Filters) -> str:
+    """`expression` restricted to the type/source/owner/namespace filters, inside FTS5. The tenant needs no
+    clause: each tenant has a table of its own (fts_tables.py)."""
+    parts = [f"({expression})"]
     if filters.entity_types:
         parts.append(_any_of("type", filters.entity_types))
     if filters.sources:

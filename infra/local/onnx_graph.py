@@ -86,7 +86,7 @@ def build(model_dir: Path, pooling: Pooling, variant: Variant = "fp32") -> Any:
         mask_index = g.op("Cast", mask, to=onnx_proto.INT32)
     else:  # padding keys get the most negative float32, as bert.py and Hugging Face do: (1 − mask)·min
         mask4 = g.op("Unsqueeze", mask, g.const("axes12", [1, 2]))
-        fmin = g.scalar("fmin", np.finfo(np.float32).min)
+        fmin = g.scalar("fmin", float(np.finfo(np.float32).min))
         bias = g.op("Mul", g.op("Sub", g.scalar("one", 1.0), mask4), fmin)
         split_heads = g.const("split_heads", [0, 0, heads, width])
         merge_heads = g.const("merge_heads", [0, 0, h])
@@ -155,8 +155,8 @@ def build(model_dir: Path, pooling: Pooling, variant: Variant = "fp32") -> Any:
             "Max", g.op("ReduceSum", mask, g.const("axis1c", [1]), keepdims=1), g.scalar("tiny", 1e-9)
         )
         pooled = g.op("Div", summed, counts)
-    norm = g.op("Max", g.op("ReduceL2", pooled, axes=[1], keepdims=1), g.scalar("eps12", 1e-12))
-    g.op("Div", pooled, norm, out="embeddings")
+    length = g.op("Max", g.op("ReduceL2", pooled, axes=[1], keepdims=1), g.scalar("eps12", 1e-12))
+    g.op("Div", pooled, length, out="embeddings")
 
     return onnx_proto.model(
         g.nodes,

@@ -3,13 +3,17 @@ status, and purging a tenant so that nothing of it is left in the file (DESIGN.m
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, Protocol
 
 from core.catalog import EmbeddingStatus, EntityPosition
 from core.models import EntityKey, StoredEntity
+from infra.local.fts_tables import fts_table
+from infra.local.keyword_files import remove_folder, tenant_folder, writer_lock
 from infra.local.sqlite_sql import ENTITY_COLUMNS, stored
 
 LISTING_INDEX = (
@@ -24,6 +28,7 @@ class _IndexParts(Protocol):
 
     _vectors: Any
     _keywords: Any
+    _keyword_folder: Path
 
     def _conn(self) -> sqlite3.Connection: ...
 
@@ -98,29 +103,30 @@ class SqliteCatalog:
     def purge_tenant(self: _IndexParts, tenant_id: str) -> int:
         """Erase the tenant's entities, tombstones, chunks, vectors, keyword rows and generation.
 
-        The keyword index is merged afterwards (FTS5 keeps deleted terms in old segments until a merge),
-        deleted content is zeroed (`secure_delete`), the file is rebuilt (`VACUUM`: the cost of an erase
-        grows with the whole file, an admin operation's price for leaving no bytes behind) and the WAL is
-        checkpointed and truncated.
+        Its FTS5 table and tantivy index are its own (fts_tables.py, keyword_index.py): they are dropped
+        with the statistics they held, and no other tenant's ever held its words. Deleted content is zeroed
+        (`secure_delete`), the file is rebuilt (`VACUUM`: the cost of an erase grows with the whole file,
+        an admin operation's price for leaving no bytes behind) and the WAL is checkpointed and truncated.
         """
         conn = self._conn()
         secure_delete(conn)
-        with self._tx() as tx:
-            count = tx.execute(
-                "SELECT count(*) FROM idx_entities WHERE tenant_id = ?", (tenant_id,)
-            ).fetchone()[0]
-            tx.execute(
-                "DELETE FROM idx_fts WHERE rowid IN (SELECT id FROM idx_chunks WHERE tenant_id = ?)",
-                (tenant_id,),
-            )
-            tx.execute("DELETE FROM idx_chunks WHERE tenant_id = ?", (tenant_id,))
-            tx.execute("DELETE FROM idx_entities WHERE tenant_id = ?", (tenant_id,))
-            tx.execute("DELETE FROM idx_generation WHERE tenant_id = ?", (tenant_id,))
-            tx.execute("DELETE FROM idx_changes WHERE tenant_id = ?", (tenant_id,))
-            tx.execute("INSERT INTO idx_fts (idx_fts) VALUES ('optimize')")
+        folder = self._keyword_folder
+        # The tantivy index goes first, whichever engine this process runs, and no catch-up can build it
+        # again before the rows are gone (a crash in between leaves the rows: it is rebuilt from them).
+        with writer_lock(folder) if folder.exists() else contextlib.nullcontext():
+            remove_folder(tenant_folder(folder, tenant_id))
+            if self._keywords is not None:
+                self._keywords.forget(tenant_id)
+            with self._tx() as tx:
+                count = tx.execute(
+                    "SELECT count(*) FROM idx_entities WHERE tenant_id = ?", (tenant_id,)
+                ).fetchone()[0]
+                tx.execute(f"DROP TABLE IF EXISTS {fts_table(tenant_id)}")  # its keyword rows and statistics
+                tx.execute("DELETE FROM idx_chunks WHERE tenant_id = ?", (tenant_id,))
+                tx.execute("DELETE FROM idx_entities WHERE tenant_id = ?", (tenant_id,))
+                tx.execute("DELETE FROM idx_generation WHERE tenant_id = ?", (tenant_id,))
+                tx.execute("DELETE FROM idx_changes WHERE tenant_id = ?", (tenant_id,))
         self._vectors.drop(tenant_id)
-        if self._keywords is not None:
-            self._keywords.purge()
         # Free space still holds bytes of rows that writes before the erase replaced or deleted without
         # secure_delete (old chunk rows, merged FTS segments): rebuild the file so none of it survives.
         conn.execute("VACUUM")

@@ -35,6 +35,14 @@ from core.models import (
 )
 from core.text import edit_distance, fuzzy_budget, light_stem
 from infra.local.fts import fts5_expression, is_scope_token, scope_text, scoped_expression
+from infra.local.fts_tables import (
+    LEGACY,
+    create_fts_table,
+    fts_table,
+    is_missing_table,
+    split_shared_table,
+    vocabulary,
+)
 from infra.local.sqlite_catalog import SqliteCatalog
 from infra.local.sqlite_connect import open_sqlite
 from infra.local.sqlite_sql import (
@@ -86,14 +94,17 @@ class SqliteIndex(SqliteCatalog):
         self._local = threading.local()
         try:
             self._conn().executescript(SCHEMA + CHANGE_LOG)
-            fts = self._conn().execute("SELECT sql FROM sqlite_master WHERE name = 'idx_fts'").fetchone()
+            legacy = (
+                self._conn().execute("SELECT sql FROM sqlite_master WHERE name = ?", (LEGACY,)).fetchone()
+            )
+            if legacy is not None and "scope" not in legacy[0]:
+                raise UnavailableError(
+                    "sqlite", f"{self._path} was built by an older Quarry; delete it and re-ingest"
+                )
+            split_shared_table(self._conn())  # a file from before each tenant had a keyword table
             db_id = self._conn().execute("SELECT value FROM idx_meta WHERE key = 'db_id'").fetchone()[0]
         except sqlite3.OperationalError as exc:
             raise UnavailableError("sqlite", f"cannot open {self._path}: {exc}") from exc
-        if "scope" not in fts[0]:
-            raise UnavailableError(
-                "sqlite", f"{self._path} was built by an older Quarry; delete it and re-ingest"
-            )
         if self._path == ":memory:":
             folder = Path(tempfile.mkdtemp(prefix="quarry-vectors-"))
             weakref.finalize(self, _remove_tree, folder)
@@ -102,6 +113,7 @@ class SqliteIndex(SqliteCatalog):
         self._vectors = VectorStores(folder, str(db_id), ann_min_chunks)
         self._keywords: Any = None  # keyword_index.KeywordIndex (imported only when chosen)
         keywords = folder / "tantivy" if self._path == ":memory:" else Path(self._path + ".tantivy")
+        self._keyword_folder = keywords
         if keyword_engine == "tantivy":
             self._keywords = _keyword_index(keywords, str(db_id), self._conn)
         elif not keywords.exists():  # no keyword index follows this database: prune the log freely again
@@ -137,7 +149,7 @@ class SqliteIndex(SqliteCatalog):
         searches merge FTS5's ranking of the newest chunks meanwhile: an evaluation or a benchmark measures
         the engine itself. Nothing to do with FTS5, which is written in the same transaction."""
         if self._keywords is not None:
-            self._keywords.catch_up(self._conn(), settle_merges=True)
+            self._keywords.settle(self._conn())
 
     def _follow_writes(self) -> None:
         """Bring this process's loaded vector stores up to the write just committed (so the next search
@@ -181,10 +193,11 @@ class SqliteIndex(SqliteCatalog):
                 (tenant_id, key.entity_type, key.entity_id),
             )
         ]
+        table = fts_table(tenant_id)  # exists: the tenant's chunks were written into it
         for i in range(0, len(ids), SQL_BATCH):
             batch = ids[i : i + SQL_BATCH]
             marks = ",".join("?" * len(batch))
-            conn.execute(f"DELETE FROM idx_fts WHERE rowid IN ({marks})", batch)
+            conn.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", batch)
             conn.execute(f"DELETE FROM idx_chunks WHERE id IN ({marks})", batch)
 
     @staticmethod
@@ -210,8 +223,9 @@ class SqliteIndex(SqliteCatalog):
         outcomes: list[WriteOutcome] = []
         touched: set[str] = set()
         with self._tx() as conn:
+            tables = {t: create_fts_table(conn, t) for t in sorted({r.tenant_id for r in records})}
             for record in records:
-                outcome = self._write(conn, record)
+                outcome = self._write(conn, record, tables[record.tenant_id])
                 outcomes.append(outcome)
                 if outcome is WriteOutcome.APPLIED:
                     touched.add(record.tenant_id)
@@ -219,7 +233,8 @@ class SqliteIndex(SqliteCatalog):
                 self._bump(conn, tenant)
         return outcomes
 
-    def _write(self, conn: sqlite3.Connection, record: EntityRecord) -> WriteOutcome:
+    def _write(self, conn: sqlite3.Connection, record: EntityRecord, table: str) -> WriteOutcome:
+        """Store one record; `table`: its tenant's FTS5 table."""
         t, key = record.tenant_id, record.key
         refused = self._outcome(self._stored_version(conn, t, key), record.version)
         if refused is not None:
@@ -252,7 +267,7 @@ class SqliteIndex(SqliteCatalog):
                 (t, key.entity_type, key.entity_id, chunk.chunk_no, chunk.text, blob),
             )
             conn.execute(
-                "INSERT INTO idx_fts (rowid, scope, b3, b2, b1) VALUES (?,?,?,?,?)",
+                f"INSERT INTO {table} (rowid, scope, b3, b2, b1) VALUES (?,?,?,?,?)",
                 (cur.lastrowid, scope, *chunk.tiers),
             )
         return WriteOutcome.APPLIED
@@ -308,7 +323,8 @@ class SqliteIndex(SqliteCatalog):
         )
         scope = scope_text(tenant_id, key.entity_type, placement.source, placement.owner, placement.namespace)
         conn.execute(
-            f"UPDATE idx_fts SET scope=? WHERE rowid IN (SELECT id FROM idx_chunks WHERE {where})",
+            f"UPDATE {create_fts_table(conn, tenant_id)} SET scope=? "
+            f"WHERE rowid IN (SELECT id FROM idx_chunks WHERE {where})",
             (scope, *ident),
         )
 
@@ -368,22 +384,41 @@ class SqliteIndex(SqliteCatalog):
         return found
 
     def lexical(self, tenant_id: str, query: LexicalQuery, filters: Filters, k: int) -> list[Candidate]:
-        """BM25 over the weighted tiers, one candidate (best chunk) per entity."""
+        """BM25 over the weighted tiers of the tenant's own chunks, with the tenant's own statistics (its
+        FTS5 table, its tantivy index: fts_tables.py), one candidate (best chunk) per entity."""
         if query.empty or k <= 0:
             return []
-        expansions = self._fuzzy_expansions(query) if query.mode is MatchMode.FUZZY else None
+        expansions = self._fuzzy_expansions(tenant_id, query) if query.mode is MatchMode.FUZZY else None
         expression = fts5_expression(query, expansions)
         if not expression:
             return []
+        try:
+            return self._ranked(tenant_id, query, filters, k, expansions, expression)
+        except UnavailableError:
+            with contextlib.suppress(sqlite3.Error):
+                if is_missing_table(self._conn(), fts_table(tenant_id)):
+                    return []  # the tenant never wrote a chunk (or was erased)
+            raise
+
+    def _ranked(
+        self,
+        tenant_id: str,
+        query: LexicalQuery,
+        filters: Filters,
+        k: int,
+        expansions: dict[str, list[str]] | None,
+        expression: str,
+    ) -> list[Candidate]:
+        table = fts_table(tenant_id)
         wanted = k * CHUNK_ROWS_PER_ENTITY
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-        scoped = scoped_expression(expression, tenant_id, filters)
+        scoped = scoped_expression(expression, filters)
 
         def newer(top_chunk: int, limit: int) -> list[tuple[int, float]]:
-            """FTS5's ranking of the chunks written since the keyword index's last commit."""
+            """FTS5's ranking of the tenant's chunks written since the keyword index's last commit."""
             rows = self._read(
-                f"SELECT rowid, -bm25(idx_fts, {weights}) FROM idx_fts WHERE idx_fts MATCH ? AND rowid > ? "
-                f"ORDER BY bm25(idx_fts, {weights}) LIMIT ?",
+                f"SELECT rowid, -bm25({table}, {weights}) FROM {table} WHERE {table} MATCH ? AND rowid > ? "
+                f"ORDER BY bm25({table}, {weights}) LIMIT ?",
                 [scoped, top_chunk, limit],
             )
             return [(int(r[0]), float(r[1])) for r in rows]
@@ -408,31 +443,34 @@ class SqliteIndex(SqliteCatalog):
         if filters.metadata:
             where, params = filter_sql(filters)
             rows = self._read(
-                f"SELECT c.entity_type, c.entity_id, c.chunk_no, c.text, -bm25(idx_fts, {weights}) AS score, "
-                f"{ENTITY_COLUMNS} FROM idx_fts JOIN idx_chunks c ON c.id = idx_fts.rowid {JOIN} "
-                f"WHERE idx_fts MATCH ? AND +c.tenant_id = ? AND {where} "
-                f"ORDER BY bm25(idx_fts, {weights}) LIMIT ?",
+                f"SELECT c.entity_type, c.entity_id, c.chunk_no, c.text, -bm25({table}, {weights}) AS score, "
+                f"{ENTITY_COLUMNS} FROM {table} JOIN idx_chunks c ON c.id = {table}.rowid {JOIN} "
+                f"WHERE {table} MATCH ? AND +c.tenant_id = ? AND {where} "
+                f"ORDER BY bm25({table}, {weights}) LIMIT ?",
                 [scoped, tenant_id, *params, wanted],
             )
             return collapse(rows, k)
         # Fast path: FTS5 filters by scope tokens and ranks alone; only the winners are joined.
         ranked = self._read(
-            f"SELECT rowid, -bm25(idx_fts, {weights}) FROM idx_fts WHERE idx_fts MATCH ? "
-            f"ORDER BY bm25(idx_fts, {weights}) LIMIT ?",
+            f"SELECT rowid, -bm25({table}, {weights}) FROM {table} WHERE {table} MATCH ? "
+            f"ORDER BY bm25({table}, {weights}) LIMIT ?",
             [scoped, wanted],
         )
         return self._candidates(tenant_id, [(int(r[0]), float(r[1])) for r in ranked], k)
 
-    def _fuzzy_expansions(self, query: LexicalQuery) -> dict[str, list[str]]:
+    def _fuzzy_expansions(self, tenant_id: str, query: LexicalQuery) -> dict[str, list[str]]:
+        """Each term's closest words of the tenant's own vocabulary (never another tenant's)."""
         expansions: dict[str, list[str]] = {}
         for term in query.terms:
             budget = fuzzy_budget(term)
             if budget == 0:
                 continue
-            rows = self._read(
-                "SELECT term, doc FROM idx_vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?",
-                (term[0], term[0] + "\U0010ffff", len(term) - budget - 3, len(term) + budget),
-            )
+            try:
+                rows = vocabulary(
+                    self._conn(), tenant_id, term[0], (len(term) - budget - 3, len(term) + budget)
+                )
+            except sqlite3.OperationalError as exc:
+                raise UnavailableError("sqlite", str(exc)) from exc
             stem = light_stem(term)
             rows = [(t, d) for t, d in rows if not is_scope_token(t)]
             close = [

@@ -21,10 +21,6 @@ CREATE TABLE IF NOT EXISTS idx_chunks (
     chunk_no INTEGER NOT NULL, text TEXT NOT NULL, embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS idx_chunks_entity ON idx_chunks (tenant_id, entity_type, entity_id);
-CREATE VIRTUAL TABLE IF NOT EXISTS idx_fts USING fts5 (
-    scope, b3, b2, b1, tokenize = 'porter unicode61 remove_diacritics 2'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS idx_vocab USING fts5vocab (idx_fts, 'row');
 CREATE TABLE IF NOT EXISTS idx_generation (tenant_id TEXT PRIMARY KEY, gen INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS idx_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO idx_meta VALUES ('db_id', lower(hex(randomblob(16))));

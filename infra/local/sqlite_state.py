@@ -163,21 +163,27 @@ class SqliteStateStore:
         sql = "SELECT DISTINCT caller FROM state_assembly_log WHERE tenant_id = ? ORDER BY caller"
         return [r["caller"] for r in self._rows(sql, (tenant_id,))]
 
-    def pending_callers(self, min_rows: int) -> list[tuple[str, str]]:
-        """(tenant, caller) pairs with at least `min_rows` unprocessed assemblies that have feedback."""
+    def pending_callers(self, min_rows: int, settled_before: str = "") -> list[tuple[str, str]]:
+        """(tenant, caller) pairs with at least `min_rows` unprocessed assemblies ready for learning: with
+        feedback, or logged before `settled_before` ("": feedback only)."""
         sql = (
-            "SELECT tenant_id, caller FROM state_assembly_log WHERE processed = 0 AND used_ids IS NOT NULL"
+            "SELECT tenant_id, caller FROM state_assembly_log WHERE processed = 0"
+            " AND (used_ids IS NOT NULL OR created_at < ?)"
             " GROUP BY tenant_id, caller HAVING COUNT(*) >= ? ORDER BY tenant_id, caller"
         )
-        return [(r["tenant_id"], r["caller"]) for r in self._rows(sql, (min_rows,))]
+        return [(r["tenant_id"], r["caller"]) for r in self._rows(sql, (settled_before, min_rows))]
 
-    def unprocessed_assemblies(self, tenant_id: str, caller: str, limit: int) -> list[AssemblyLogEntry]:
-        """Oldest first: logged assemblies with feedback that no learning cycle has processed yet."""
+    def unprocessed_assemblies(
+        self, tenant_id: str, caller: str, limit: int, settled_before: str = ""
+    ) -> list[AssemblyLogEntry]:
+        """Oldest first: logged assemblies no learning cycle has processed yet, with feedback or logged
+        before `settled_before` ("": feedback only)."""
         sql = (
             f"{schema.SELECT_ASSEMBLIES} WHERE tenant_id = ? AND caller = ? AND processed = 0"
-            " AND used_ids IS NOT NULL ORDER BY created_at, assembly_id LIMIT ?"
+            " AND (used_ids IS NOT NULL OR created_at < ?) ORDER BY created_at, assembly_id LIMIT ?"
         )
-        return [schema.assembly_from_row(r) for r in self._rows(sql, (tenant_id, caller, max(limit, 0)))]
+        params = (tenant_id, caller, settled_before, max(limit, 0))
+        return [schema.assembly_from_row(r) for r in self._rows(sql, params)]
 
     def apply_learning(self, tenant_id: str, update: LearningUpdate) -> bool:
         """Write weights, history and budget and mark rows processed, all or nothing.

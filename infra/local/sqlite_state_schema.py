@@ -41,8 +41,9 @@ CREATE INDEX IF NOT EXISTS state_assembly_log_by_time
     ON state_assembly_log (tenant_id, created_at, assembly_id);
 CREATE INDEX IF NOT EXISTS state_assembly_log_by_caller
     ON state_assembly_log (tenant_id, caller, created_at, assembly_id);
-CREATE INDEX IF NOT EXISTS state_assembly_log_pending
-    ON state_assembly_log (tenant_id, caller, created_at) WHERE processed = 0 AND used_ids IS NOT NULL;
+DROP INDEX IF EXISTS state_assembly_log_pending;
+CREATE INDEX IF NOT EXISTS state_assembly_log_unprocessed
+    ON state_assembly_log (tenant_id, caller, created_at) WHERE processed = 0;
 CREATE TABLE IF NOT EXISTS state_overlays (
     tenant_id TEXT NOT NULL, role_id TEXT NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (tenant_id, role_id)

@@ -3,12 +3,12 @@ user types is parsed as tantivy query syntax, so nothing can become an operator)
 
 The same semantics as the FTS5 expression (fts.py): phrases ANDed, at least one term, terms ranked by BM25
 with query-term frequency (a clause boosted by how often the query holds the term, capped like FTS5's
-repeats) and FTS5's idf (fts5_idf_boost), the tiers weighted 3/2/1 (TIER_REPEATS), and the tenant and
+repeats) and FTS5's idf (fts5_idf_boost), the tiers weighted 3/2/1 (TIER_REPEATS), and the
 type/source/owner/namespace/metadata filters as zero-scoring required clauses inside the query (never a
-post-filter of the top k). Unlike FTS5 the index leaves Lucene's 33 English stop words out (measured:
-keyword nDCG@10 up on SciFact train and test, Cranfield and the long queries; bench/QUALITY.md §7) and
-keeps them in a field of their own for queries of nothing else; a phrase keeps their places, and a phrase
-of stop words only goes to FTS5 (QueryBuilder.needs_fts5).
+post-filter of the top k; the tenant is the index itself: keyword_index.py). Unlike FTS5 the index leaves
+Lucene's 33 English stop words out (measured: keyword nDCG@10 up on SciFact train and test, Cranfield and
+the long queries; bench/QUALITY.md §7) and keeps them in a field of their own for queries of nothing else;
+a phrase keeps their places, and a phrase of stop words only goes to FTS5 (QueryBuilder.needs_fts5).
 """
 
 from __future__ import annotations
@@ -240,9 +240,10 @@ class QueryBuilder:
             q = Query.term_set_query(self._schema, "scope", values)
         return Query.const_score_query(q, 0.0)
 
-    def scoped(self, text: Query, tenant_id: str, filters: Filters) -> Query:
-        """`text` restricted to the tenant and the filters, which add nothing to the score."""
-        parts = [(Occur.Must, text), (Occur.Must, self._any_of([scope_token("tenant", tenant_id)]))]
+    def scoped(self, text: Query, filters: Filters) -> Query:
+        """`text` restricted to the filters, which add nothing to the score (no tenant clause: each tenant
+        has an index of its own, keyword_index.py); `text` alone when there are none."""
+        parts = [(Occur.Must, text)]
         for kind, values in (
             ("type", filters.entity_types),
             ("source", filters.sources),
@@ -257,4 +258,4 @@ class QueryBuilder:
             parts.append((Occur.Must, self._any_of(tokens) if tokens else Query.empty_query()))
         if filters.exclude_owner is not None:
             parts.append((Occur.MustNot, self._any_of([scope_token("owner", filters.exclude_owner)])))
-        return Query.boolean_query(parts)
+        return text if len(parts) == 1 else Query.boolean_query(parts)

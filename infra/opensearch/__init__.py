@@ -8,14 +8,17 @@ from typing import Any
 from core.errors import ConfigurationError
 from infra.opensearch.client import RetryPolicy, build_client
 from infra.opensearch.index import OpenSearchIndex
+from infra.opensearch.layout import Layout
+from infra.opensearch.tenancy import TenantIndexes
 
-__all__ = ["OpenSearchIndex", "RetryPolicy", "build_client", "build_index"]
+__all__ = ["OpenSearchIndex", "RetryPolicy", "TenantIndexes", "build_client", "build_index"]
 
 _REFRESH: dict[str, bool | str] = {"false": False, "true": True, "wait_for": "wait_for"}
 
 
-def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearchIndex:
-    """The adapter from settings (`QUARRY_OPENSEARCH_*`); a missing URL fails naming the variable."""
+def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearchIndex | TenantIndexes:
+    """The adapter from settings (`QUARRY_OPENSEARCH_*`); a missing URL fails naming the variable. With
+    tenants that have an index of their own, a TenantIndexes over the shared index and theirs."""
     if client is None:
         if not settings.opensearch_url:
             raise ConfigurationError(
@@ -29,12 +32,34 @@ def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearch
             timeout=settings.opensearch_timeout,
             max_retries=settings.opensearch_max_retries,
         )
-    return OpenSearchIndex(
-        client,
-        dimension=dimension,
-        prefix=settings.opensearch_index_prefix,
-        refresh=_REFRESH[settings.opensearch_refresh],
-        retry=RetryPolicy(max_retries=settings.opensearch_max_retries),
-        max_bulk_bytes=settings.opensearch_max_bulk_bytes,
-        model_check_seconds=settings.opensearch_model_check_seconds,
+
+    def make(prefix: str, shape: Layout) -> OpenSearchIndex:
+        return OpenSearchIndex(
+            client,
+            dimension=dimension,
+            prefix=prefix,
+            refresh=_REFRESH[settings.opensearch_refresh],
+            retry=RetryPolicy(max_retries=settings.opensearch_max_retries),
+            max_bulk_bytes=settings.opensearch_max_bulk_bytes,
+            model_check_seconds=settings.opensearch_model_check_seconds,
+            layout=shape,
+            wait_for_active_shards=settings.opensearch_wait_for_active_shards,
+            request_timeout=settings.opensearch_timeout,
+        )
+
+    shared = make(settings.opensearch_index_prefix, layout(settings))
+    if not settings.opensearch_own_index_tenants:
+        return shared
+    return TenantIndexes(
+        shared, settings.opensearch_own_index_tenants, make, settings.opensearch_index_prefix
+    )
+
+
+def layout(settings: Any) -> Layout:
+    """The layout of new index generations, from settings (`QUARRY_OPENSEARCH_SHARDS`…)."""
+    return Layout(
+        shards=settings.opensearch_shards,
+        replicas=settings.opensearch_replicas,
+        routed=settings.opensearch_routing == "tenant",
+        partition_size=settings.opensearch_routing_partition_size,
     )

@@ -34,7 +34,17 @@ INNER_HITS_NAME = "best_chunk"
 FUZZINESS = "AUTO"  # Lucene AUTO: 0 edits up to 2 chars, 1 up to 5, else 2 (core.text.fuzzy_budget)
 PREFIX_EXPANSIONS = 50  # terms one prefix may expand to (OpenSearch's max_expansions default)
 
-_INNER_HITS: dict[str, Any] = {
+# What a search reads of each hit: doc values only, never a stored field (not even `_id`: reading one means
+# loading the document's stored `_source` block, with every chunk's vector). See mapping.py, TITLE_VALUE.
+_LEAN_INNER_HITS: dict[str, Any] = {
+    "name": INNER_HITS_NAME,
+    "size": 1,
+    "_source": False,
+    "stored_fields": "_none_",
+    "docvalue_fields": [m.CHUNK_NO, m.CHUNK_TEXT_VALUE],
+}
+# An index made before those doc values (mapping.has_display_values) is read from `_source`, as before.
+_SOURCE_INNER_HITS: dict[str, Any] = {
     "name": INNER_HITS_NAME,
     "size": 1,
     "_source": False,
@@ -53,29 +63,35 @@ def clamp(k: int) -> int:
 SeqNo = tuple[int, int]  # (_seq_no, _primary_term) of the document as read
 
 
-def write_action(alias: str, doc_id: str, seq: SeqNo | None) -> dict[str, Any]:
+def write_action(alias: str, doc_id: str, seq: SeqNo | None, routing: str | None = None) -> dict[str, Any]:
     """The bulk action line that writes a whole document through the alias, only if it is unchanged since
-    it was read (`seq`), or only if it does not exist yet (`seq` None: a `create`)."""
+    it was read (`seq`), or only if it does not exist yet (`seq` None: a `create`); with `routing` (the
+    tenant, on a routed index: layout.py) to its tenant's shard."""
     meta: dict[str, Any] = {"_index": alias, "_id": doc_id, "require_alias": True}
+    if routing is not None:
+        meta["routing"] = routing
     if seq is None:
         return {"create": meta}
     return {"index": {**meta, "if_seq_no": seq[0], "if_primary_term": seq[1]}}
 
 
+def write_pair(
+    alias: str, doc_id: str, seq: SeqNo | None, source: dict[str, Any], routed: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One write's action and source lines; on a routed index, routed by the document's tenant."""
+    return write_action(alias, doc_id, seq, str(source[m.TENANT]) if routed else None), source
+
+
 def bulk_lines(
-    alias: str, writes: Sequence[tuple[str, SeqNo | None, dict[str, Any]]]
+    alias: str, writes: Sequence[tuple[str, SeqNo | None, dict[str, Any]]], routed: bool = False
 ) -> list[dict[str, Any]]:
     """(doc id, seq, source) triples as action/source line pairs for `_bulk`."""
-    lines: list[dict[str, Any]] = []
-    for doc_id, seq, source in writes:
-        lines.append(write_action(alias, doc_id, seq))
-        lines.append(source)
-    return lines
+    return [line for w in writes for line in write_pair(alias, *w, routed)]
 
 
 def write_bytes(alias: str, doc_id: str, seq: SeqNo | None, source: dict[str, Any]) -> int:
     """An upper bound of the bytes one write adds to a `_bulk` body (two NDJSON lines)."""
-    lines = (write_action(alias, doc_id, seq), source)
+    lines = (write_action(alias, doc_id, seq, source.get(m.TENANT)), source)
     return sum(len(json.dumps(line, separators=(",", ":"))) + 1 for line in lines)
 
 
@@ -96,14 +112,22 @@ VERSION_FIELDS = (m.TENANT, m.VERSION, m.DELETED)
 
 
 def mget_body(
-    doc_ids: Sequence[str], with_chunks: bool = False, version_only: bool = False
+    doc_ids: Sequence[str],
+    with_chunks: bool = False,
+    version_only: bool = False,
+    routing: Sequence[str | None] | None = None,
 ) -> dict[str, Any]:
     """`_mget` for entity documents: without their chunks unless asked (the embeddings are large), or only
-    what a whole-document write decides on (tenant, version, deleted)."""
+    what a whole-document write decides on (tenant, version, deleted); `routing`, one per id, on a routed
+    index (a document is found only on its routing's shard)."""
     source: Any = True if with_chunks else {"excludes": [m.CHUNKS]}
     if version_only:
         source = {"includes": list(VERSION_FIELDS)}
-    return {"docs": [{"_id": i, "_source": source} for i in doc_ids]}
+    docs: list[dict[str, Any]] = [{"_id": i, "_source": source} for i in doc_ids]
+    for doc, value in zip(docs, routing or [], strict=False):
+        if value is not None:
+            doc["routing"] = value
+    return {"docs": docs}
 
 
 # -- filters -----------------------------------------------------------------------------------------
@@ -200,34 +224,47 @@ def text_query(query: LexicalQuery) -> dict[str, Any]:
     return {"bool": inner}
 
 
-def _nested(query: dict[str, Any]) -> dict[str, Any]:
+def _nested(query: dict[str, Any], lean: bool) -> dict[str, Any]:
     return {
         "nested": {
             "path": m.CHUNKS,
             "score_mode": "max",
             "query": query,
-            "inner_hits": dict(_INNER_HITS),
+            "inner_hits": dict(_LEAN_INNER_HITS if lean else _SOURCE_INNER_HITS),
         }
     }
 
 
-def _envelope(size: int, query: dict[str, Any]) -> dict[str, Any]:
+def _envelope(size: int, query: dict[str, Any], lean: bool) -> dict[str, Any]:
+    if not lean:
+        return {
+            "size": size,
+            "track_total_hits": False,
+            "_source": {"includes": list(m.CANDIDATE_FIELDS)},
+            "query": query,
+        }
     return {
         "size": size,
         "track_total_hits": False,
-        "_source": {"includes": list(m.CANDIDATE_FIELDS)},
+        "_source": False,
+        "stored_fields": "_none_",
+        "docvalue_fields": list(m.CANDIDATE_VALUES),
         "query": query,
     }
 
 
-def lexical_body(tenant_id: str, query: LexicalQuery, filters: Filters, k: int) -> dict[str, Any]:
+def lexical_body(
+    tenant_id: str, query: LexicalQuery, filters: Filters, k: int, lean: bool = True
+) -> dict[str, Any]:
     """BM25 search: the best chunk per entity (nested, score_mode max) inside the tenant's filters."""
     scope = filter_query(tenant_id, filters)
-    scope["bool"]["must"] = [_nested(text_query(query))]
-    return _envelope(clamp(k), scope)
+    scope["bool"]["must"] = [_nested(text_query(query), lean)]
+    return _envelope(clamp(k), scope, lean)
 
 
-def vector_body(tenant_id: str, embedding: Vector, filters: Filters, k: int) -> dict[str, Any]:
+def vector_body(
+    tenant_id: str, embedding: Vector, filters: Filters, k: int, lean: bool = True
+) -> dict[str, Any]:
     """k-NN search with efficient filtering: the filter runs inside the HNSW search, on parent fields."""
     size = clamp(k)
     knn = {
@@ -237,13 +274,40 @@ def vector_body(tenant_id: str, embedding: Vector, filters: Filters, k: int) -> 
             "filter": filter_query(tenant_id, filters),
         }
     }
-    return _envelope(size, _nested({"knn": knn}))
+    return _envelope(size, _nested({"knn": knn}, lean), lean)
 
 
-def msearch_lines(alias: str, bodies: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Header/body line pairs for `_msearch`, every search against the alias."""
+# What of an `_msearch` answer the adapter reads: the node leaves out the rest (each hit's index name but
+# the first's, total counts, max scores, nested metadata but the chunk offset), which on a hybrid search's
+# 200 hits was a third of the bytes it serialised and the client parsed.
+MSEARCH_FILTER_PATH = ",".join(
+    [
+        "took",
+        "responses.status",
+        "responses.error",
+        "responses.timed_out",
+        "responses._shards",
+        "responses.hits.hits._index",
+        "responses.hits.hits._score",
+        "responses.hits.hits._source",
+        "responses.hits.hits.fields",
+        f"responses.hits.hits.inner_hits.{INNER_HITS_NAME}.hits.hits.fields",
+        f"responses.hits.hits.inner_hits.{INNER_HITS_NAME}.hits.hits._nested.offset",
+    ]
+)
+
+
+def msearch_lines(
+    alias: str, bodies: Sequence[dict[str, Any]], routing: str | None = None
+) -> list[dict[str, Any]]:
+    """Header/body line pairs for `_msearch`, every search against the alias (with `routing`: only the
+    tenant's shard). No search may answer from some shards only: a shard that fails fails the search
+    (`allow_partial_search_results`), which the adapter reports as unavailable (responses.partial)."""
+    header: dict[str, Any] = {"index": alias, "allow_partial_search_results": False}
+    if routing is not None:
+        header["routing"] = routing
     lines: list[dict[str, Any]] = []
     for body in bodies:
-        lines.append({"index": alias})
+        lines.append(dict(header))
         lines.append(body)
     return lines

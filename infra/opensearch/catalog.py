@@ -8,10 +8,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from core.catalog import EmbeddingStatus, EntityPosition
+from core.errors import UnavailableError
 from core.models import EntityKey, StoredEntity
 from infra.opensearch import documents
 from infra.opensearch import mapping as m
-from infra.opensearch.errors import INDEX_MISSING, error_parts, translated
+from infra.opensearch.errors import BACKEND, INDEX_MISSING, UNAVAILABLE_RETRY_AFTER, error_parts, translated
+from infra.opensearch.responses import partial
 
 LISTING_SORT = ("created_at", m.ENTITY_TYPE, m.ENTITY_ID)  # all keyword fields: exact string order
 
@@ -49,12 +51,23 @@ def chunk_status(source: Mapping[str, Any]) -> EmbeddingStatus:
     return EmbeddingStatus(len(chunks), sum(1 for c in chunks if c.get("embedding") is not None))
 
 
+def _whole(response: Mapping[str, Any], what: str) -> None:
+    """Refuse an answer some shards did not give (a listing missing entities, an erase that left some)."""
+    why = partial(response)
+    if why is not None:
+        raise UnavailableError(BACKEND, f"{what} answered partially: {why}", UNAVAILABLE_RETRY_AFTER)
+
+
 class _IndexParts(Protocol):
     _client: Any
     _alias: str
     _refresh: Any
 
-    def _fetch(self, doc_ids: Sequence[str], with_chunks: bool = False) -> list[Mapping[str, Any]]: ...
+    def _fetch(
+        self, tenant_id: str, doc_ids: Sequence[str], with_chunks: bool = False
+    ) -> list[Mapping[str, Any]]: ...
+
+    def _route(self, tenant_id: str) -> str | None: ...
 
 
 class OpenSearchCatalog:
@@ -71,12 +84,15 @@ class OpenSearchCatalog:
         with translated():
             try:
                 response = self._client.search(
-                    index=self._alias, body=listing_body(tenant_id, entity_type, limit, after)
+                    index=self._alias,
+                    body=listing_body(tenant_id, entity_type, limit, after),
+                    routing=self._route(tenant_id),
                 )
             except NotFoundError as exc:
                 if error_parts(exc.info)[0] == INDEX_MISSING:
                     return []
                 raise
+        _whole(response, "a listing")
         hits = response.get("hits", {}).get("hits", [])
         found = (documents.stored_entity(h["_source"]) for h in hits)
         return [e for e in found if e.tenant_id == tenant_id and not e.deleted]
@@ -88,7 +104,7 @@ class OpenSearchCatalog:
         unique = sorted(set(keys))
         if not unique:
             return {}
-        found = self._fetch([documents.doc_id(tenant_id, k) for k in unique], with_chunks=True)
+        found = self._fetch(tenant_id, [documents.doc_id(tenant_id, k) for k in unique], with_chunks=True)
         out: dict[EntityKey, EmbeddingStatus] = {}
         for source in found:
             if source.get(m.TENANT) == tenant_id and not source.get(m.DELETED):
@@ -97,18 +113,24 @@ class OpenSearchCatalog:
         return out
 
     def purge_tenant(self: _IndexParts, tenant_id: str) -> int:
-        """Delete every document of the tenant (tombstones too) and refresh, so searches see it gone."""
+        """Delete every document of the tenant (tombstones too) and refresh, so searches see it gone.
+
+        Refreshed first: `_delete_by_query` deletes what a search finds, and a document indexed since the
+        last refresh (1 s by default) is not found yet — it would survive the erase."""
         from opensearchpy.exceptions import NotFoundError
 
         with translated():
             try:
+                self._client.indices.refresh(index=self._alias)
                 response = self._client.delete_by_query(
                     index=self._alias,
                     body=purge_body(tenant_id),
                     params={"refresh": "true", "conflicts": "proceed"},
+                    routing=self._route(tenant_id),
                 )
             except NotFoundError as exc:
                 if error_parts(exc.info)[0] == INDEX_MISSING:
                     return 0
                 raise
+        _whole(response, "an erase")
         return int(response.get("deleted", 0))

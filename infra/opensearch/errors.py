@@ -79,8 +79,11 @@ def is_index_missing(exc: Exception) -> bool:
 def translated() -> Iterator[None]:
     """Run a client call; any opensearch-py (or transport) failure leaves as a core error."""
     from opensearchpy import exceptions as os_errors
+    from opensearchpy.helpers.errors import ScanError
 
     try:
         yield
     except (os_errors.OpenSearchException, os_errors.ImproperlyConfigured) as exc:
         raise translate(exc) from exc
+    except ScanError as exc:  # a scroll page some shards did not answer (helpers.scan refuses it)
+        raise UnavailableError(BACKEND, f"a scan answered partially: {exc}", UNAVAILABLE_RETRY_AFTER) from exc

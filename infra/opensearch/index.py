@@ -31,7 +31,7 @@ from core.models import (
 )
 from infra.opensearch import bodies, documents, mapping, responses
 from infra.opensearch.catalog import OpenSearchCatalog
-from infra.opensearch.client import RetryPolicy
+from infra.opensearch.client import RetryPolicy, node_timeout
 from infra.opensearch.errors import (
     BACKEND,
     INDEX_MISSING,
@@ -41,6 +41,7 @@ from infra.opensearch.errors import (
     error_parts,
     translated,
 )
+from infra.opensearch.layout import Layout
 from infra.opensearch.lifecycle import IndexLifecycle
 from infra.opensearch.responses import ItemResult
 
@@ -64,6 +65,10 @@ Build = Callable[[Mapping[str, Any] | None], "dict[str, Any] | WriteOutcome"]
 # Transport's budget; these only add round trips to a search that was answered).
 ITEM_RETRY_BUDGET_SECONDS = 2.0
 _NO_SPLIT = 2**62  # streaming_bulk's own byte limit, set out of reach: one request per call
+# OpenSearch's own default: an acknowledged write is on every in-sync copy of its shard, even when only the
+# primary is active (docs/scaling.md, "What an acknowledged write means"). "all" refuses writes while a
+# replica is missing instead.
+DEFAULT_ACTIVE_SHARDS = "1"
 CAS_ROUNDS = 16  # read-decide-write rounds per write before giving up under contention (each loses only
 # to a write that landed in between, so a round that fails means another writer made progress)
 
@@ -92,6 +97,9 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         max_bulk_bytes: int = DEFAULT_MAX_BULK_BYTES,
         model_check_seconds: float = DEFAULT_MODEL_CHECK_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
+        layout: Layout | None = None,
+        wait_for_active_shards: str = DEFAULT_ACTIVE_SHARDS,
+        request_timeout: float | None = None,
     ) -> None:
         self._client = client
         self._model_dir: str | None = None
@@ -107,6 +115,17 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         self._sleep = sleep  # tenacity's waits between `_msearch` attempts (tests record them)
         self._ready = not auto_create
         self._max_bulk_bytes = max_bulk_bytes
+        self._display_values = True  # an index this adapter creates has them; an older one is read in _adopt
+        self._layout = layout or Layout()
+        self._routed = self._layout.routed  # of the live index, once read (lifecycle._adopt)
+        # Every `_bulk` says how many copies of each shard must be active before it writes, and how long a
+        # primary that is not (a node just lost, a replica being promoted) is waited for: less than the
+        # client waits for the answer, so a write the node cannot place is answered 503 by the node, not
+        # left running after the client gave up and sent it again (client.node_timeout). opensearch-py
+        # takes `timeout` for its own unless `request_timeout` is given too.
+        self._write_params: dict[str, Any] = {"wait_for_active_shards": wait_for_active_shards}
+        if request_timeout is not None:
+            self._write_params.update(timeout=node_timeout(request_timeout), request_timeout=request_timeout)
 
     @property
     def visibility_delay_seconds(self) -> float:
@@ -117,6 +136,11 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
     def client(self) -> Any:
         """The opensearch-py client (for `quarry reindex`, which works beside the adapter)."""
         return self._client
+
+    @property
+    def layout(self) -> Layout:
+        """The layout of the index generations this adapter creates."""
+        return self._layout
 
     @property
     def alias(self) -> str:
@@ -155,8 +179,10 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         from opensearchpy.exceptions import TransportError
         from opensearchpy.helpers import streaming_bulk
 
-        params = {} if self._refresh is False else {"refresh": self._refresh}
-        pairs = [(bodies.write_action(self._alias, doc_id, seq), source) for doc_id, seq, source in writes]
+        params: dict[str, Any] = dict(self._write_params)
+        if self._refresh is not False:
+            params["refresh"] = self._refresh
+        pairs = [bodies.write_pair(self._alias, *write, self._routed) for write in writes]
         # streaming_bulk yields resent items after the others: match answers to writes by document id
         answers: dict[str, list[Mapping[str, Any]]] = {}
         with translated():
@@ -182,7 +208,15 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         ordered = [answers[doc_id].pop(0) for doc_id, *_ in writes if answers.get(doc_id)]
         return responses.bulk_items({"items": ordered}, len(writes))
 
-    def _msearch(self, searches: Sequence[dict[str, Any]]) -> list[Mapping[str, Any] | QuarryError | None]:
+    def _route(self, tenant_id: str) -> str | None:
+        """The routing value of the tenant's requests: the tenant on a routed index (layout.py), else none
+        (an existing index is read first: one made before routing is read and written without it)."""
+        self._ensure_for_reads()
+        return tenant_id if self._routed else None
+
+    def _msearch(
+        self, searches: Sequence[dict[str, Any]], routing: str | None = None
+    ) -> list[Mapping[str, Any] | QuarryError | None]:
         """Run searches in one `_msearch`: per search its result, None when the index does not exist yet,
         or the error that search alone failed with. Searches answered 429/5xx inside the 200 response are
         run again alone (tenacity: RetryPolicy's attempts, full-jitter exponential waits, a time budget)."""
@@ -200,12 +234,18 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
 
         def attempt() -> list[int]:
             nonlocal pending
-            lines = bodies.msearch_lines(self._alias, [searches[p] for p in pending])
+            lines = bodies.msearch_lines(self._alias, [searches[p] for p in pending], routing)
             with translated():
-                response = self._client.msearch(body=lines)
+                response = self._client.msearch(body=lines, filter_path=bodies.MSEARCH_FILTER_PATH)
             for p, item in zip(pending, responses.msearch_items(response, len(pending)), strict=True):
                 items[p] = item
-            pending = [p for p in pending if int(items[p].get("status", 200)) in RETRYABLE_STATUSES]
+            # throttled, unavailable, or answered from some shards only: asked again (a replica is promoted
+            # within moments of its primary's node leaving)
+            pending = [
+                p
+                for p in pending
+                if int(items[p].get("status", 200)) in RETRYABLE_STATUSES or responses.partial(items[p])
+            ]
             return pending
 
         Retrying(
@@ -222,7 +262,10 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
 
     def _search_result(self, item: Mapping[str, Any]) -> Mapping[str, Any] | QuarryError | None:
         if "error" not in item:
-            return item
+            why = responses.partial(item)
+            if why is None:
+                return item
+            return UnavailableError(BACKEND, f"a search answered partially: {why}", UNAVAILABLE_RETRY_AFTER)
         error_type, reason = error_parts(item)
         if error_type == INDEX_MISSING:
             return None  # nothing was ever indexed: an empty result, not an outage
@@ -234,29 +277,39 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
             return None
         return classify(status, error_type, reason)
 
-    def _fetch(self, doc_ids: Sequence[str], with_chunks: bool = False) -> list[Mapping[str, Any]]:
+    def _fetch(
+        self, tenant_id: str, doc_ids: Sequence[str], with_chunks: bool = False
+    ) -> list[Mapping[str, Any]]:
         from opensearchpy.exceptions import NotFoundError
 
+        routing = [self._route(tenant_id)] * len(doc_ids)
         with translated():
             try:
-                response = self._client.mget(body=bodies.mget_body(doc_ids, with_chunks), index=self._alias)
+                body = bodies.mget_body(doc_ids, with_chunks, routing=routing)
+                response = self._client.mget(body=body, index=self._alias)
             except NotFoundError as exc:
                 if error_parts(exc.info)[0] == INDEX_MISSING:
                     return []  # nothing was ever indexed
                 raise
         return responses.mget_sources(response)
 
-    def _fetch_for_write(self, doc_ids: Sequence[str], read: str) -> dict[str, responses.StoredDoc]:
-        """The stored documents among `doc_ids` (`read`: "version", "entity" or "all" of each), with
-        `_seq_no`/`_primary_term`; `_mget` is real time, so it sees every write, refreshed or not."""
+    def _fetch_for_write(self, docs: Sequence[tuple[str, str]], read: str) -> dict[str, responses.StoredDoc]:
+        """The stored documents among `docs` ((tenant, doc id) pairs; `read`: "version", "entity" or "all"
+        of each), with `_seq_no`/`_primary_term`; `_mget` is real time: it sees every write, refreshed or
+        not."""
         if not self._ready:
             self.ensure_index()
-        body = bodies.mget_body(doc_ids, with_chunks=read == "all", version_only=read == "version")
+        body = bodies.mget_body(
+            [doc_id for _, doc_id in docs],
+            with_chunks=read == "all",
+            version_only=read == "version",
+            routing=[self._route(tenant) for tenant, _ in docs],
+        )
         with translated():
             response = self._client.mget(body=body, index=self._alias)
         return responses.mget_docs(response)
 
-    def _cas(self, jobs: Sequence[tuple[str, Build]], read: str = "version") -> list[WriteOutcome]:
+    def _cas(self, jobs: Sequence[tuple[str, str, Build]], read: str = "version") -> list[WriteOutcome]:
         """Compare-and-set writes: read each document, let its `Build` decide, write only if unchanged
         since the read; a write that lost to another in between is decided again on the new document."""
         if not jobs:
@@ -264,17 +317,18 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         outcomes: list[WriteOutcome | None] = [None] * len(jobs)
         pending = list(range(len(jobs)))
         for _ in range(CAS_ROUNDS):
-            stored = self._fetch_for_write([jobs[p][0] for p in pending], read)
+            stored = self._fetch_for_write([jobs[p][:2] for p in pending], read)
             writes: list[Write] = []
             positions: list[int] = []
             for p in pending:
-                doc_id, build = jobs[p]
+                _, doc_id, build = jobs[p]
                 found = stored.get(doc_id)
                 decided = build(found.source if found else None)
                 if isinstance(decided, WriteOutcome):
                     outcomes[p] = decided
                     continue
-                writes.append((doc_id, found.seq if found else None, decided))
+                source = documents.for_layout(decided, self._display_values)
+                writes.append((doc_id, found.seq if found else None, source))
                 positions.append(p)
             pending = []
             for p, item in zip(positions, self._bulk(writes) if writes else [], strict=True):
@@ -316,7 +370,9 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         """Upsert many entity versions (one `_mget` and one `_bulk` per round); one outcome per record."""
         for record in records:
             self._check_dimension(record)
-        return self._cas([(documents.doc_id(r.tenant_id, r.key), _replace_with(r)) for r in records])
+        return self._cas(
+            [(r.tenant_id, documents.doc_id(r.tenant_id, r.key), _replace_with(r)) for r in records]
+        )
 
     def upsert(self, record: EntityRecord) -> WriteOutcome:
         """Store a whole entity version, unless the stored one is as new or newer."""
@@ -342,7 +398,7 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
             refused = responses.refused(int(stored[mapping.VERSION]), version)
             return refused or documents.with_metadata(stored, version, body, metadata, updated_at, placement)
 
-        return self._cas([(documents.doc_id(tenant_id, key), build)], read="all")[0]
+        return self._cas([(tenant_id, documents.doc_id(tenant_id, key), build)], read="all")[0]
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         """Replace the entity by a tombstone at `version` (stored + 1 when None); see SearchIndex.delete.
@@ -364,7 +420,7 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
             refused = responses.refused(current, effective)
             return refused or documents.tombstone(stored, effective)
 
-        return self._cas([(documents.doc_id(tenant_id, key), build)], read="entity")[0]
+        return self._cas([(tenant_id, documents.doc_id(tenant_id, key), build)], read="entity")[0]
 
     # -- reads ------------------------------------------------------------------------------------------
 
@@ -373,7 +429,7 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         unique = sorted(set(keys))
         if not unique:
             return {}
-        found = self._fetch([documents.doc_id(tenant_id, k) for k in unique])
+        found = self._fetch(tenant_id, [documents.doc_id(tenant_id, k) for k in unique])
         entities = (documents.stored_entity(s) for s in found if s.get(mapping.TENANT) == tenant_id)
         return {e.key: e for e in entities}
 
@@ -386,7 +442,7 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         keys = sorted({key for key, _ in chunks})
         wanted = set(chunks)
         out: dict[tuple[EntityKey, int], Vector] = {}
-        for doc in self._fetch([documents.doc_id(tenant_id, k) for k in keys], with_chunks=True):
+        for doc in self._fetch(tenant_id, [documents.doc_id(tenant_id, k) for k in keys], with_chunks=True):
             if doc.get(mapping.TENANT) != tenant_id:
                 continue
             key = EntityKey(str(doc.get(mapping.ENTITY_TYPE)), str(doc.get(mapping.ENTITY_ID)))
@@ -428,32 +484,57 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
     def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
         """Every spec's lexical and vector list in ONE `_msearch` round trip (a context assembly's sources).
 
-        One search the cluster refuses (a zero query vector, which cosinesimil rejects) empties only its
-        own list; only when every search fails is the failure raised."""
+        One search the cluster refuses as invalid (a zero query vector, which cosinesimil rejects) empties
+        only its own list; only when every search fails is the failure raised. A search the cluster could
+        not answer whole (a shard unavailable, throttled past the retries, answered from some shards only)
+        fails them all: never a list silently shorter than the index holds."""
         searches: list[tuple[int, str, int, dict[str, Any]]] = []
         for n, spec in enumerate(specs):
             k = bodies.clamp(spec.k)
             if spec.query is not None and not spec.query.empty and k > 0:
-                searches.append(
-                    (n, "lexical", k, bodies.lexical_body(tenant_id, spec.query, spec.filters, k))
-                )
+                body = bodies.lexical_body(tenant_id, spec.query, spec.filters, k, self._display_values)
+                searches.append((n, "lexical", k, body))
             vector = spec.embedding
             if vector is not None and k > 0 and self._matches_dimension(vector) and any(vector):
-                searches.append((n, "vector", k, bodies.vector_body(tenant_id, vector, spec.filters, k)))
-        lists: list[dict[str, tuple[Candidate, ...]]] = [{"lexical": (), "vector": ()} for _ in specs]
+                body = bodies.vector_body(tenant_id, vector, spec.filters, k, self._display_values)
+                searches.append((n, "vector", k, body))
+        lists: list[dict[str, list[Candidate]]] = [{"lexical": [], "vector": []} for _ in specs]
         if searches:
-            results = self._msearch([body for *_, body in searches])
+            results = self._msearch([body for *_, body in searches], self._route(tenant_id))
             failed = [r for r in results if isinstance(r, QuarryError)]
-            if failed and len(failed) == len(results):
-                raise failed[0]
+            unavailable = [r for r in failed if isinstance(r, UnavailableError)]
+            if unavailable or (failed and len(failed) == len(results)):
+                raise (unavailable or failed)[0]  # never an answer from some of the searches only
+            incomplete: set[EntityKey] = set()
             for (n, kind, k, _), result in zip(searches, results, strict=True):
                 if isinstance(result, QuarryError):
                     _log.warning("%s search failed, returning the other lists only: %s", kind, result)
                     continue
-                convert = responses.bm25 if kind == "lexical" else responses.cosine
-                found = responses.candidates(result, k, tenant_id, convert) if result is not None else []
-                lists[n][kind] = tuple(found)
-        return [Retrieval(lexical=got["lexical"], vector=got["vector"]) for got in lists]
+                if result is not None:
+                    convert = responses.bm25 if kind == "lexical" else responses.cosine
+                    lists[n][kind] = responses.candidates(result, k, tenant_id, convert)
+                    incomplete |= responses.incomplete(result, tenant_id)
+            if incomplete:
+                self._complete(tenant_id, incomplete, lists)
+        return [Retrieval(lexical=tuple(got["lexical"]), vector=tuple(got["vector"])) for got in lists]
+
+    def _complete(
+        self, tenant_id: str, keys: set[EntityKey], lists: list[dict[str, list[Candidate]]]
+    ) -> None:
+        """Fill in, from `_source`, the candidates whose doc values could not show them whole (rare: a
+        value too long for a doc value, or a document an older writer wrote)."""
+        sources = {
+            documents.stored_entity(s).key: s
+            for s in self._fetch(
+                tenant_id, [documents.doc_id(tenant_id, k) for k in sorted(keys)], with_chunks=True
+            )
+            if s.get(mapping.TENANT) == tenant_id
+        }
+        for got in lists:
+            for kind, found in got.items():
+                got[kind] = [
+                    responses.with_source(c, sources[c.key]) if c.key in sources else c for c in found
+                ]
 
 
 def _owned(stored: Mapping[str, Any] | None, tenant_id: str) -> bool:

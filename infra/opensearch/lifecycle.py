@@ -13,6 +13,7 @@ from typing import Any
 from core.errors import ConfigurationError, QuarryError
 from infra.opensearch import mapping
 from infra.opensearch.errors import error_parts, translated
+from infra.opensearch.layout import Layout, is_routed
 
 _RESOURCE_EXISTS = "resource_already_exists_exception"
 _log = logging.getLogger(__name__)
@@ -31,6 +32,9 @@ class IndexLifecycle:
     _model_checked: float  # monotonic time of that check
     _model_check_seconds: float
     _monotonic: Callable[[], float]
+    _display_values: bool  # the live index keeps what results show in doc values (mapping.TITLE_VALUE)
+    _layout: Layout  # of the generations this process creates
+    _routed: bool  # the live index requires routing by tenant
 
     def live_model_dir(self) -> str | None:
         """The model folder the generation behind the alias was built with (None: the configured model),
@@ -61,6 +65,8 @@ class IndexLifecycle:
         for name, entry in live.items():
             model = mapping.index_model(entry)
             self._live_index = name
+            self._display_values = mapping.has_display_values(entry)
+            self._routed = is_routed(entry)
             if model is not None:
                 self._dimension = int(model["dimension"])
                 self._model_dir = model.get("model_dir")
@@ -84,9 +90,14 @@ class IndexLifecycle:
             pin = mapping.has_derived_source_setting(version)
             self._client.indices.put_index_template(
                 name=mapping.template_name(self._prefix),
-                body=mapping.template_body(self._prefix, self._dimension, pin),
+                body=mapping.template_body(self._prefix, self._dimension, pin, self._layout),
             )
         created = self._create_first_index(pin)
+        if created:
+            self._routed, self._display_values = self._layout.routed, True
+        else:
+            # another process created it, maybe with another layout: adopt that
+            self._check_layout(mapping.index_name(self._prefix))
         self._ready = True
         return created
 
@@ -99,9 +110,9 @@ class IndexLifecycle:
             self._client.indices.delete_index_template(name=mapping.template_name(self._prefix), ignore=404)
         self._ready = False
 
-    def _check_layout(self) -> None:
+    def _check_layout(self, index: str | None = None) -> None:
         with translated():
-            live = self._client.indices.get_mapping(index=self._alias)
+            live = self._client.indices.get_mapping(index=index or self._alias)
         self._adopt(live)  # a reindexed generation names its model: its dimension is the one to check
         for name, entry in live.items():
             problem = mapping.layout_problem(entry, self._dimension)
@@ -129,7 +140,9 @@ class IndexLifecycle:
             try:
                 self._client.indices.create(
                     index=mapping.index_name(self._prefix),
-                    body=mapping.create_index_body(self._prefix, self._dimension, derived_source_setting),
+                    body=mapping.create_index_body(
+                        self._prefix, self._dimension, derived_source_setting, layout=self._layout
+                    ),
                 )
             except RequestError as exc:
                 if error_parts(exc.info)[0] == _RESOURCE_EXISTS:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from infra.opensearch.layout import Layout
+
 # Field names (top level = the entity, `chunks.*` = one chunk).
 TENANT = "tenant_id"
 ENTITY_TYPE = "entity_type"
@@ -30,6 +32,17 @@ METADATA_RAW = "metadata_raw"  # the values as given, returned to callers
 CHUNKS = "chunks"
 CHUNK_NO = f"{CHUNKS}.chunk_no"
 CHUNK_TEXT = f"{CHUNKS}.text"
+# Searches read no `_source`: it holds every chunk's vector, and loading it (stored fields, decompressed and
+# parsed) was most of a search's time on the node (bench/opensearch_profile.py). What a result shows comes
+# from doc values instead: keyword copies of the title and chunk text (`copy_to`, not in `_source`) and the
+# metadata as compact JSON. Lucene refuses a doc value above 32,766 bytes, so longer values are left out
+# (`ignore_above`, in UTF-16 units of at most 3 UTF-8 bytes) and the document says so (DISPLAY_CLIPPED):
+# its hits read `_source` instead.
+TITLE_VALUE = "title_value"
+METADATA_VALUE = "metadata_value"
+CHUNK_TEXT_VALUE = f"{CHUNKS}.text_value"
+DISPLAY_CLIPPED = "display_clipped"
+DISPLAY_VALUE_UNITS = 8191
 EMBEDDING = f"{CHUNKS}.embedding"
 TIER_FIELDS = tuple(f"{CHUNKS}.text_b{boost}" for boost in (3, 2, 1))  # order of Chunk.tiers
 TIER_BOOSTS = (3, 2, 1)  # core.entities.BOOST_TIERS
@@ -46,6 +59,21 @@ CANDIDATE_FIELDS = (
     "created_at",
     "updated_at",
     METADATA_RAW,
+)
+# The same, as doc values (what a search reads of each hit; mapping.TITLE_VALUE says why).
+CANDIDATE_VALUES = (
+    TENANT,
+    DELETED,
+    ENTITY_TYPE,
+    ENTITY_ID,
+    TITLE_VALUE,
+    SOURCE,
+    OWNER,
+    NAMESPACE,
+    "created_at",
+    "updated_at",
+    METADATA_VALUE,
+    DISPLAY_CLIPPED,
 )
 
 ENGINE = "lucene"
@@ -75,8 +103,16 @@ def _keyword() -> dict[str, Any]:
     return {"type": "keyword"}
 
 
-def _stored_only(kind: str) -> dict[str, Any]:
-    return {"type": kind, "index": False}
+def _stored_only(kind: str, copy_to: str | None = None) -> dict[str, Any]:
+    field: dict[str, Any] = {"type": kind, "index": False}
+    if copy_to is not None:
+        field["copy_to"] = copy_to
+    return field
+
+
+def _display_value() -> dict[str, Any]:
+    """A doc value only (not searchable, not in `_source` unless written there)."""
+    return {"type": "keyword", "index": False, "ignore_above": DISPLAY_VALUE_UNITS}
 
 
 def _tier_field() -> dict[str, Any]:
@@ -91,7 +127,8 @@ def chunk_properties(dimension: int) -> dict[str, Any]:
     """Mapping of one nested chunk: number, display text, three text tiers, the vector."""
     properties: dict[str, Any] = {
         "chunk_no": {"type": "integer"},
-        "text": _stored_only("text"),
+        "text": _stored_only("text", copy_to=CHUNK_TEXT_VALUE),
+        "text_value": _display_value(),
         "embedding": {
             "type": "knn_vector",
             "dimension": dimension,
@@ -128,7 +165,10 @@ def mappings(dimension: int) -> dict[str, Any]:
             NAMESPACE: _keyword(),
             "created_at": _keyword(),
             "updated_at": _keyword(),
-            "title": _stored_only("text"),
+            "title": _stored_only("text", copy_to=TITLE_VALUE),
+            TITLE_VALUE: _display_value(),
+            METADATA_VALUE: _display_value(),
+            DISPLAY_CLIPPED: {"type": "boolean"},
             "content_hash": _stored_only("keyword"),
             "body": {"type": "object", "enabled": False},
             METADATA: {"type": "keyword", "ignore_above": METADATA_KEYWORD_MAX},
@@ -138,14 +178,15 @@ def mappings(dimension: int) -> dict[str, Any]:
     }
 
 
-def settings(derived_source_setting: bool = False) -> dict[str, Any]:
-    """Index settings: k-NN on (required by the k-NN plugin for knn_vector fields).
+def settings(derived_source_setting: bool = False, layout: Layout | None = None) -> dict[str, Any]:
+    """Index settings: k-NN on (required by the k-NN plugin for knn_vector fields), and the layout's
+    shards, replicas and routing partition (layout.py).
 
     From OpenSearch 3.0 the k-NN plugin's derived source (`index.knn.derived_source.enabled`) is on by
     default: vectors leave `_source` and are rebuilt on read. A metadata update reads the stored document
     and writes it back whole, so it is pinned off where the setting exists (2.x refuses it as unknown).
     """
-    index: dict[str, Any] = {"knn": True}
+    index: dict[str, Any] = {"knn": True, **(layout or Layout()).index_settings()}
     if derived_source_setting:
         index["knn.derived_source.enabled"] = False
     return {"index": index}
@@ -157,12 +198,18 @@ def has_derived_source_setting(version_number: str) -> bool:
     return major.isdigit() and int(major) >= 3
 
 
-def template_body(prefix: str, dimension: int, derived_source_setting: bool = False) -> dict[str, Any]:
+def template_body(
+    prefix: str, dimension: int, derived_source_setting: bool = False, layout: Layout | None = None
+) -> dict[str, Any]:
     """PUT _index_template/<prefix>-template: settings and mappings for every `<prefix>-v*` index."""
+    layout = layout or Layout()
     return {
         "index_patterns": [f"{prefix}-v*"],
         "priority": TEMPLATE_PRIORITY,
-        "template": {"settings": settings(derived_source_setting), "mappings": mappings(dimension)},
+        "template": {
+            "settings": settings(derived_source_setting, layout),
+            "mappings": {**layout.mapping(), **mappings(dimension)},
+        },
         "_meta": {"managed_by": "quarry", "dimension": dimension},
     }
 
@@ -172,12 +219,17 @@ def create_index_body(
     dimension: int,
     derived_source_setting: bool = False,
     model: dict[str, Any] | None = None,
+    layout: Layout | None = None,
 ) -> dict[str, Any]:
     """PUT <prefix>-v1: the same settings and mappings (explicit, so no template is needed) and the alias.
 
     With `model` (a reindexed generation: `quarry reindex` names the model that built it), the mapping's
     `_meta` records it and no alias is added: the reindex swaps the alias when the copy is complete."""
-    body: dict[str, Any] = {"settings": settings(derived_source_setting), "mappings": mappings(dimension)}
+    layout = layout or Layout()
+    body: dict[str, Any] = {
+        "settings": settings(derived_source_setting, layout),
+        "mappings": {**layout.mapping(), **mappings(dimension)},
+    }
     if model is None:
         body["aliases"] = {prefix: {"is_write_index": True}}
     else:
@@ -190,6 +242,13 @@ def index_model(live_mappings: dict[str, Any]) -> dict[str, Any] | None:
     None for an index built with the configured model."""
     meta = ((live_mappings.get("mappings") or {}).get("_meta") or {}).get(META_KEY)
     return dict(meta) if isinstance(meta, dict) and isinstance(meta.get("dimension"), int) else None
+
+
+def has_display_values(live_mappings: dict[str, Any]) -> bool:
+    """True when an index (its GET `_mapping` entry) keeps what results show in doc values; an index made
+    before them is searched reading `_source`, as it was (a reindex brings them)."""
+    properties = (live_mappings.get("mappings") or {}).get("properties") or {}
+    return TITLE_VALUE in properties
 
 
 def generation_of(prefix: str, name: str) -> int | None:

@@ -3,8 +3,8 @@ alias, swapped in with one `_aliases` call; searches through the alias answer th
 
 1. Create `<prefix>-v<n+1>` (the template and mapping of the new dimension; its mapping `_meta` names the
    model). Creating it is the run's lock: a second run finds it and stops.
-2. Copy: scan the old generation (`helpers.scan`, a scroll: one consistent snapshot) without its vectors,
-   embed every chunk's text with the new model (the input IndexingService embeds), and bulk the documents
+2. Copy: scan the old generation (a scroll: one consistent snapshot, every page checked whole) without
+   its vectors, embed every chunk's text with the new model (the input IndexingService embeds), and bulk the documents
    into the new generation (`helpers.streaming_bulk`). Each copied document's `_seq_no` in the old index
    is kept (and the one it got in the new index).
 3. Catch up: refresh the old index and list every document's `_seq_no` (no sources); a document written
@@ -34,13 +34,16 @@ from core.chunking import embedding_input
 from core.entities import EntityTypeRegistry
 from core.errors import ConflictError, InvalidInputError, UnavailableError
 from core.ports import Embedder
-from infra.opensearch import mapping
+from infra.opensearch import documents, mapping
 from infra.opensearch.errors import BACKEND, UNAVAILABLE_RETRY_AFTER, error_parts, translated
+from infra.opensearch.layout import Layout
+from infra.opensearch.responses import partial
 
 _log = logging.getLogger(__name__)
 COPY_BATCH = 64  # documents per scroll page and per embedding call (as the local reindex batches chunks)
 MAX_CATCH_UP_PASSES = 10  # catch-up passes before the swap; writes past them are settled after it
-SCROLL_KEEPALIVE = "10m"  # a scroll page is embedded before the next is asked for
+SCROLL_KEEPALIVE = "10m"
+SEQ_NO_PAGE = 1000  # ids and `_seq_no`s per scroll page (no sources: small pages)  # a scroll page is embedded before the next is asked for
 DEFAULT_SETTLE_SECONDS = 30.0  # > DEFAULT_MODEL_CHECK_SECONDS + the time a bulk write takes
 SeqNos = dict[str, int]  # document id → _seq_no (a document's changes with every write to it)
 
@@ -60,8 +63,13 @@ class OpenSearchReindexer:
         embedder: Embedder,
         model_dir: str,
         batch: int = COPY_BATCH,
+        layout: Layout | None = None,
     ) -> None:
         self._client = client
+        self._layout = layout or Layout()  # of the new generation; the old one keeps its own
+        # Each document's routing in each generation (None: not routed), from every scan and copy: a
+        # routed document is found, rewritten or deleted only on its routing's shard.
+        self._routes: dict[str, dict[str, str | None]] = {}
         self._alias = prefix
         self._registry = registry
         self._embedder = embedder
@@ -107,10 +115,12 @@ class OpenSearchReindexer:
             pin = mapping.has_derived_source_setting(version)
             self._client.indices.put_index_template(
                 name=mapping.template_name(self._alias),
-                body=mapping.template_body(self._alias, dimension, pin),
+                body=mapping.template_body(self._alias, dimension, pin, self._layout),
             )
             try:
-                body = mapping.create_index_body(self._alias, dimension, pin, model=model)
+                body = mapping.create_index_body(
+                    self._alias, dimension, pin, model=model, layout=self._layout
+                )
                 self._client.indices.create(index=self.new, body=body)
             except RequestError as exc:
                 if error_parts(exc.info)[0] == "resource_already_exists_exception":
@@ -122,20 +132,10 @@ class OpenSearchReindexer:
 
     def copy(self) -> tuple[int, int]:
         """Copy every document of the old generation, re-embedded; (documents, chunks)."""
-        from opensearchpy import helpers
-
         with translated():
             self._client.indices.refresh(index=self.old)  # the scroll then sees every acknowledged write
-        hits = helpers.scan(
-            self._client,
-            index=self.old,
-            query={"query": {"match_all": {}}},
-            size=self._batch,
-            scroll=SCROLL_KEEPALIVE,
-            seq_no_primary_term=True,
-            _source_excludes=[mapping.EMBEDDING],
-        )
-        return self._put(hits)
+        hits = self._scan(self.old, {"_source": {"excludes": [mapping.EMBEDDING]}}, self._batch)
+        return self._put(self._routed(self.old, hits))
 
     def catch_up(self) -> tuple[int, bool]:
         """One pass over the old generation's `_seq_no`s: copy what changed, delete what went; (how many,
@@ -185,34 +185,63 @@ class OpenSearchReindexer:
     # -- helpers ----------------------------------------------------------------------------------------
 
     def _seq_nos(self, index: str) -> SeqNos:
-        from opensearchpy import helpers
-
         with translated():
             self._client.indices.refresh(index=index)
-            hits = helpers.scan(
-                self._client,
-                index=index,
-                query={"query": {"match_all": {}}, "_source": False},
-                size=1000,
-                scroll=SCROLL_KEEPALIVE,
-                seq_no_primary_term=True,
-            )
-            return {str(h["_id"]): int(h["_seq_no"]) for h in hits}
+        hits = self._scan(index, {"_source": False}, SEQ_NO_PAGE)
+        return {str(h["_id"]): int(h["_seq_no"]) for h in self._routed(index, hits)}
+
+    def _scan(self, index: str, body: dict[str, Any], size: int) -> Iterator[Mapping[str, Any]]:
+        """Every document of `index` (a scroll in index order, with `_seq_no`). A page some shards did not
+        answer stops the run as unavailable: the last, empty page too, which opensearch-py's helpers.scan
+        never checks — after a node loss its scan can end early without a word, and a pass that takes
+        the missing documents for deleted ones would delete their copies."""
+        request = {**body, "query": {"match_all": {}}, "sort": ["_doc"], "seq_no_primary_term": True}
+        with translated():
+            page = self._client.search(index=index, body=request, size=size, scroll=SCROLL_KEEPALIVE)
+        scroll_id = page.get("_scroll_id")
+        try:
+            while True:
+                why = partial(page)
+                if why is not None:
+                    raise UnavailableError(
+                        BACKEND, f"a scan of {index} answered partially: {why}", UNAVAILABLE_RETRY_AFTER
+                    )
+                hits = (page.get("hits") or {}).get("hits") or []
+                if not hits:
+                    return
+                yield from hits
+                with translated():
+                    page = self._client.scroll(body={"scroll_id": scroll_id, "scroll": SCROLL_KEEPALIVE})
+                scroll_id = page.get("_scroll_id", scroll_id)
+        finally:
+            if scroll_id:
+                self._client.clear_scroll(body={"scroll_id": [scroll_id]}, ignore=(404,))
+
+    def _routed(self, index: str, hits: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+        """The hits of a scan of `index`, each one's routing noted on the way."""
+        routes = self._routes.setdefault(index, {})
+        for hit in hits:
+            routes[str(hit["_id"])] = hit.get("_routing")
+            yield hit
+
+    def _route(self, index: str, doc_id: str) -> dict[str, str]:
+        """The `routing` of one document of `index`, for a request or bulk action (none when unrouted)."""
+        value = self._routes.get(index, {}).get(doc_id)
+        return {} if value is None else {"routing": value}
 
     def _fetch(self, index: str, ids: Sequence[str]) -> Iterator[dict[str, Any]]:
         """The documents `ids` of `index` with `_seq_no` (vectors left out), in batches; missing ones skipped."""
         for start in range(0, len(ids), self._batch):
+            docs = [{"_id": i, **self._route(index, i)} for i in ids[start : start + self._batch]]
             with translated():
                 got = self._client.mget(
-                    index=index,
-                    body={"ids": list(ids[start : start + self._batch])},
-                    _source_excludes=[mapping.EMBEDDING],
+                    index=index, body={"docs": docs}, _source_excludes=[mapping.EMBEDDING]
                 )
             yield from (d for d in got.get("docs") or [] if d.get("found"))
 
     def _embedded(self, hits: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], int]:
         """The hits' sources with every chunk embedded by the new model (one embedding call); chunk count."""
-        sources = [dict(h["_source"]) for h in hits]
+        sources = [documents.with_display(dict(h["_source"])) for h in hits]
         texts: list[str] = []
         for source in sources:
             etype = str(source.get(mapping.ENTITY_TYPE) or "")
@@ -234,7 +263,7 @@ class OpenSearchReindexer:
         for page in _pages(hits, self._batch):
             sources, n = self._embedded(page)
             actions = [
-                {"_op_type": "index", "_id": h["_id"], "_source": s}
+                {"_op_type": "index", "_id": h["_id"], "_source": s, **self._new_route(h["_id"], s)}
                 for h, s in zip(page, sources, strict=True)
             ]
             self._bulk(actions)
@@ -248,11 +277,14 @@ class OpenSearchReindexer:
         """Copy late writes of the old generation where the new one holds nothing as new (compare-and-set)."""
         count = 0
         for page in _pages(hits, self._batch):
+            for hit in page:
+                self._new_route(hit["_id"], hit["_source"])  # where each one lives in the new generation
             current = {d["_id"]: d for d in self._fetch(self.new, [str(h["_id"]) for h in page])}
             newer = [h for h in page if _version(h) > _version(current.get(h["_id"]))]
             sources, _ = self._embedded(newer)
             actions = [
-                _conditional(h["_id"], s, current.get(h["_id"])) for h, s in zip(newer, sources, strict=True)
+                {**_conditional(h["_id"], s, current.get(h["_id"])), **self._new_route(h["_id"], s)}
+                for h, s in zip(newer, sources, strict=True)
             ]
             self._bulk(actions)
             for hit in page:
@@ -265,15 +297,26 @@ class OpenSearchReindexer:
         count = 0
         for page in _pages(self._fetch(self.new, ids), self._batch):
             sources, _ = self._embedded(page)
-            self._bulk([_conditional(h["_id"], s, h) for h, s in zip(page, sources, strict=True)])
+            self._bulk(
+                [
+                    {**_conditional(h["_id"], s, h), **self._new_route(h["_id"], s)}
+                    for h, s in zip(page, sources, strict=True)
+                ]
+            )
             count += len(page)
         return count
+
+    def _new_route(self, doc_id: str, source: Mapping[str, Any]) -> dict[str, str]:
+        """The routing of a document written to the new generation (its tenant, when that is routed)."""
+        value = str(source.get(mapping.TENANT)) if self._layout.routed else None
+        self._routes.setdefault(self.new, {})[str(doc_id)] = value
+        return {} if value is None else {"routing": value}
 
     def _delete_new(self, ids: Sequence[str], only_ours: bool) -> None:
         """Delete documents from the new generation (after the swap, only copies no server rewrote)."""
         actions = []
         for doc_id in ids:
-            action: dict[str, Any] = {"_op_type": "delete", "_id": doc_id}
+            action: dict[str, Any] = {"_op_type": "delete", "_id": doc_id, **self._route(self.new, doc_id)}
             if only_ours and doc_id in self._written:
                 seq_no, term = self._written[doc_id]
                 action.update(if_seq_no=seq_no, if_primary_term=term)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.errors import UnavailableError
 from core.models import Candidate, EntityKey, WriteOutcome
 from infra.opensearch import mapping as m
 from infra.opensearch.bodies import INNER_HITS_NAME
-from infra.opensearch.errors import BACKEND
+from infra.opensearch.errors import BACKEND, INDEX_MISSING, UNAVAILABLE_RETRY_AFTER, error_parts
 
 # "[id]: version conflict, current version [12] is higher or equal to the one provided [10]"
 # (OpenSearch VersionType.EXTERNAL.explainConflictForWrites).
@@ -48,13 +48,37 @@ def _best_chunk(hit: Mapping[str, Any]) -> tuple[int, str]:
     chunk_no = _first(fields, m.CHUNK_NO)
     if chunk_no is None:
         chunk_no = (best.get("_nested") or {}).get("offset", 0)
-    text = _first(fields, m.CHUNK_TEXT)
+    text = _first(fields, m.CHUNK_TEXT_VALUE)
+    if text is None:
+        text = _first(fields, m.CHUNK_TEXT)
     return int(chunk_no), str(text or "")
 
 
-def candidate(hit: Mapping[str, Any], score: float) -> Candidate:
-    """One search hit (entity `_source` + best-chunk inner hit) as a Candidate."""
-    source = hit.get("_source") or {}
+def hit_values(hit: Mapping[str, Any]) -> dict[str, Any]:
+    """A hit's entity fields by name: its doc values (a lean search) or its `_source` (an older index)."""
+    if "_source" in hit:
+        return dict(hit.get("_source") or {})
+    # doc values come as one-element lists (the search asks for nothing else)
+    values = {name: found[0] for name, found in (hit.get("fields") or {}).items() if found}
+    values["title"] = values.pop(m.TITLE_VALUE, "")
+    meta = values.pop(m.METADATA_VALUE, None)
+    if meta is not None:
+        values[m.METADATA_RAW] = json.loads(meta) if meta != "{}" else {}
+    return values
+
+
+def needs_source(hit: Mapping[str, Any]) -> bool:
+    """True for a lean hit whose doc values cannot show it whole: a value too long for a doc value
+    (mapping.DISPLAY_CLIPPED), or a document written without them; its `_source` is read instead."""
+    if "_source" in hit:
+        return False
+    fields = hit.get("fields") or {}
+    return bool(_first(fields, m.DISPLAY_CLIPPED)) or m.METADATA_VALUE not in fields
+
+
+def candidate(hit: Mapping[str, Any], score: float, values: Mapping[str, Any] | None = None) -> Candidate:
+    """One search hit (entity fields, `values` when already read, + best-chunk inner hit) as a Candidate."""
+    source = hit_values(hit) if values is None else values
     chunk_no, text = _best_chunk(hit)
     return Candidate(
         key=EntityKey(str(source[m.ENTITY_TYPE]), str(source[m.ENTITY_ID])),
@@ -80,10 +104,10 @@ def candidates(
     if k <= 0:
         return out
     for hit in (response.get("hits") or {}).get("hits") or []:
-        source = hit.get("_source") or {}
+        source = hit_values(hit)
         if source.get(m.TENANT) != tenant_id or source.get(m.DELETED):
             continue  # defence in depth: the query already filters on both
-        found = candidate(hit, convert(float(hit.get("_score") or 0.0)))
+        found = candidate(hit, convert(float(hit.get("_score") or 0.0)), source)
         if found.key in seen:
             continue
         seen.add(found.key)
@@ -91,6 +115,49 @@ def candidates(
         if len(out) >= k:
             break
     return out
+
+
+def incomplete(response: Mapping[str, Any], tenant_id: str) -> set[EntityKey]:
+    """The tenant's entities among the hits that doc values cannot show whole (`needs_source`)."""
+    out: set[EntityKey] = set()
+    for hit in (response.get("hits") or {}).get("hits") or []:
+        if needs_source(hit):
+            values = hit_values(hit)
+            if values.get(m.TENANT) == tenant_id:
+                out.add(EntityKey(str(values[m.ENTITY_TYPE]), str(values[m.ENTITY_ID])))
+    return out
+
+
+def with_source(found: Candidate, source: Mapping[str, Any]) -> Candidate:
+    """A candidate completed from its document's `_source` (title, metadata, the matched chunk's text)."""
+    chunks = source.get(m.CHUNKS) or []
+    text = next((str(c.get("text") or "") for c in chunks if c.get("chunk_no") == found.chunk_no), found.text)
+    return replace(
+        found,
+        title=str(source.get("title") or ""),
+        metadata=dict(source.get(m.METADATA_RAW) or {}),
+        text=text,
+    )
+
+
+def partial(answer: Mapping[str, Any]) -> str | None:
+    """Why a search answer (or a scroll page, a `_delete_by_query`) is not whole, or None: it timed out
+    on the node, or some shards failed or did not answer (`skipped` shards count as successful: the node
+    knew they hold no match)."""
+    if answer.get("timed_out"):
+        return "the node answered after its timeout, from the shards done by then"
+    shards = answer.get("_shards") or {}
+    total, successful = int(shards.get("total", 0)), int(shards.get("successful", 0))
+    failures = list(shards.get("failures") or answer.get("failures") or [])
+    if successful >= total and not failures and not int(shards.get("failed", 0)):
+        return None
+    reason = ""
+    if failures:
+        cause = failures[0].get("reason") or failures[0].get("cause") or {}
+        reason = (
+            f": {cause.get('type', 'error')}: {cause.get('reason', '')}" if isinstance(cause, Mapping) else ""
+        )
+    return f"{total - successful} of {total} shards did not answer{reason}"
 
 
 def msearch_items(response: Mapping[str, Any], expected: int) -> list[Mapping[str, Any]]:
@@ -170,8 +237,21 @@ def refused(stored: int, given: int) -> WriteOutcome | None:
     return WriteOutcome.STALE if given < stored else WriteOutcome.DUPLICATE
 
 
+def _mget_failure(response: Mapping[str, Any]) -> None:
+    """An `_mget` that could not read every document (its shard has no active copy) is an outage, never
+    a document not found."""
+    for doc in response.get("docs") or []:
+        if doc.get("error"):
+            kind, reason = error_parts(doc)
+            if kind == INDEX_MISSING:
+                continue  # nothing was ever indexed: the document is not there
+            detail = f"document {doc.get('_id')} could not be read: {kind}: {reason}"
+            raise UnavailableError(BACKEND, detail, UNAVAILABLE_RETRY_AFTER)
+
+
 def mget_sources(response: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """`_source` of every document an `_mget` found."""
+    _mget_failure(response)
     return [d["_source"] for d in response.get("docs") or [] if d.get("found") and d.get("_source")]
 
 
@@ -185,6 +265,7 @@ class StoredDoc:
 
 def mget_docs(response: Mapping[str, Any]) -> dict[str, StoredDoc]:
     """Every document an `_mget` found, by `_id`, with what a conditional write needs."""
+    _mget_failure(response)
     return {
         str(d["_id"]): StoredDoc(d.get("_source") or {}, (int(d["_seq_no"]), int(d["_primary_term"])))
         for d in response.get("docs") or []

@@ -85,13 +85,17 @@ class _FakeIndices:
         self._server.templates[name] = copy.deepcopy(body)
         return {"acknowledged": True}
 
+    def refresh(self, *, index: str, **params: Any) -> dict[str, Any]:
+        self._server.log.append(("refresh", index, None, params))
+        return {"_shards": {"total": 1, "successful": 1, "failed": 0}}
+
     def exists_alias(self, *, name: str, **params: Any) -> bool:
         self._server.log.append(("exists_alias", name, None, params))
         return name in self._server.aliases
 
     def get_mapping(self, *, index: str, **params: Any) -> dict[str, Any]:
         self._server.log.append(("get_mapping", index, None, params))
-        name = self._server.aliases[index]
+        name = index if index in self._server.concrete else self._server.aliases[index]
         return {name: {"mappings": copy.deepcopy(self._server.concrete[name]["mappings"])}}
 
     def create(self, *, index: str, body: dict[str, Any], **params: Any) -> dict[str, Any]:

@@ -38,7 +38,7 @@ def entry(
         query_hash="ab" * 32,
         budget=2000,
         total_tokens=180,
-        sources=(AssemblySource("m-1", "memory", 1.0, 120), AssemblySource("v-9", "vault", 0.25, 60)),
+        sources=(AssemblySource("m-1", "memory", 1.0, 120), AssemblySource("v-9", "vault_index", 0.25, 60)),
         retrieval_ms=12.5,
         total_ms=20.25,
         created_at=created_at,

@@ -31,6 +31,22 @@ class LearningContract:
         assert store.apply_learning(T1, update(["a-0"]))
         assert store.pending_callers(3) == [(T2, "agent")]
 
+    def test_rows_without_feedback_join_once_settled(self, store):
+        for i in range(3):  # no feedback, logged at 0, 1, 2
+            store.log_assembly(entry(f"q-{i}", at(i)))
+        fed = with_feedback(store, ["f-0", "f-1"], start=10)
+        store.log_assembly(entry("q-bot", at(0), caller="bot"))
+
+        assert store.pending_callers(3) == []  # feedback only: 2 rows
+        assert store.pending_callers(3, settled_before=at(2)) == [(T1, "agent")]  # + the 2 logged before
+        ready = store.unprocessed_assemblies(T1, "agent", 10, settled_before=at(2))
+        assert [e.assembly_id for e in ready] == ["q-0", "q-1", *fed]
+        assert [e.assembly_id for e in store.unprocessed_assemblies(T1, "agent", 2, at(2))] == ["q-0", "q-1"]
+        assert store.apply_learning(T1, update([e.assembly_id for e in ready]))
+        assert store.unprocessed_assemblies(T1, "agent", 10, settled_before=at(2)) == []
+        assert [e.assembly_id for e in store.unprocessed_assemblies(T1, "agent", 10, at(3))] == ["q-2"]
+        assert store.pending_callers(1, settled_before=at(3)) == [(T1, "agent"), (T1, "bot")]
+
     def test_unprocessed_assemblies_are_oldest_first_with_feedback_only(self, store):
         store.log_assembly(entry("no-feedback", at(0)))
         ids = with_feedback(store, ["a-3", "a-1", "a-2"], start=1)

@@ -37,7 +37,7 @@ def test_entries_carry_a_ttl_attribute_and_are_checked_on_read(dynamodb, table):
     cache = DynamoCache(table, client=dynamodb)
     cache.ensure_tables()
     cache.set("k", "v", 90.5, NOW)
-    item = dynamodb.get_item(TableName=table, Key={"pk": {"S": "V#k"}})["Item"]
+    item = dynamodb.get_item(TableName=table, Key={"pk": {"S": "V#k"}, "sk": {"S": "-"}})["Item"]
     assert int(item[TTL_ATTRIBUTE]["N"]) == NOW + 91  # whole seconds, never earlier than the real expiry
     # the item is still stored (DynamoDB sweeps lazily), yet a read after expiry never returns it
     assert cache.get("k", NOW + 90.5) is None

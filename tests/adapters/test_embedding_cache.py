@@ -79,6 +79,17 @@ def test_models_do_not_share_vectors(tmp_path: Path) -> None:
     assert len(other.embedded) == len(TEXTS)
 
 
+def test_vectors_of_another_runtime_or_prefix_are_not_served(tmp_path: Path) -> None:
+    # numpy and onnx runs of one model differ in the last bits: a warm cache of one must not feed the other
+    first = FakeEmbedder("model-a")
+    first.vectors_id = "model-a|onnx"  # type: ignore[attr-defined]
+    CachingEmbedder(first, tmp_path, progress=False).embed(TEXTS)
+    other = FakeEmbedder("model-a")
+    other.vectors_id = "model-a|numpy"  # type: ignore[attr-defined]
+    CachingEmbedder(other, tmp_path, progress=False).embed(TEXTS)
+    assert len(other.embedded) == len(TEXTS)
+
+
 def test_interrupted_run_keeps_finished_batches(tmp_path: Path) -> None:
     crashing = FakeEmbedder(fail_after=7)
     with pytest.raises(RuntimeError):

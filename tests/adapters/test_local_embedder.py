@@ -201,6 +201,35 @@ def test_mean_pooling_ignores_padding_in_mixed_batches(tmp_path: Path, runtime: 
         assert np.allclose(vector, embedder.embed([text])[0], atol=1e-5)
 
 
+PASSAGES = [
+    "Rate limiter caps how many calls each client may send per minute",
+    "The checkRateLimit function validates request frequency",
+    "Vitamin D deficiency is associated with an increased risk of respiratory infection " * 3,
+    "A login limiter locks an account after five failures",
+    "Billing rate limiter uses a token bucket per account and refills it every second " * 8,
+    "short",
+]
+
+
+def test_a_passage_gets_the_same_vector_whatever_is_embedded_beside_it(exact_embedder: LocalEmbedder) -> None:
+    # An evaluation resumed from a half-filled embedding cache embeds its passages in other company than
+    # a cold run: their vectors (and so the ranking) must not depend on it, down to the last bit.
+    together = exact_embedder.embed(PASSAGES)
+    for i, text in enumerate(PASSAGES):
+        alone = exact_embedder.embed([text])[0]
+        np.testing.assert_array_equal(alone, together[i])
+        reordered = exact_embedder.embed([PASSAGES[(i + 1) % len(PASSAGES)], text, *PASSAGES[:2]])[1]
+        np.testing.assert_array_equal(reordered, together[i])
+        assert together[i].dtype == np.float32
+
+
+def test_the_vectors_id_names_what_shapes_the_vectors(tmp_path: Path) -> None:
+    onnx, numpy_pass = LocalEmbedder(runtime="onnx"), LocalEmbedder(runtime="numpy")
+    prefixed = LocalEmbedder(runtime="onnx", query_prefix="query: ")
+    assert onnx.model_id == numpy_pass.model_id  # the same model: an index built with one serves the other
+    assert len({onnx.vectors_id, numpy_pass.vectors_id, prefixed.vectors_id}) == 3  # never one cache entry
+
+
 # ------------------------------------------------------------------ broken model files
 
 

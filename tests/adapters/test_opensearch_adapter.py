@@ -46,7 +46,7 @@ def test_the_first_write_creates_template_index_and_alias_once(
     assert template["index_patterns"] == ["quarry-v*"]
     embedding = template["template"]["mappings"]["properties"]["chunks"]["properties"]["embedding"]
     assert embedding["dimension"] == DIM and embedding["method"]["engine"] == mapping.ENGINE
-    assert all(call[3] == {"refresh": "wait_for"} for call in server.calls("bulk"))
+    assert all(call[3]["refresh"] == "wait_for" for call in server.calls("bulk"))
 
 
 @pytest.mark.parametrize(("version", "pinned"), [("2.19.1", False), ("3.1.0", True)])
@@ -221,7 +221,9 @@ def test_retrieve_sends_both_searches_in_one_msearch(server: FakeOpenSearch, ind
     )
     (call,) = server.calls("msearch")
     headers, searches = call[2][0::2], call[2][1::2]
-    assert headers == [{"index": "quarry"}, {"index": "quarry"}]
+    # both to the tenant's shard only, and neither may answer from some shards only
+    routed = {"index": "quarry", "routing": "t", "allow_partial_search_results": False}
+    assert headers == [routed, routed]
     assert "multi_match" in str(searches[0]) and "knn" in str(searches[1])
     assert [(c.key.entity_id, c.score) for c in got.lexical] == [("a", 7.5), ("b", 3.0)]
     (best,) = got.vector

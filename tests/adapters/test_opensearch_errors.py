@@ -75,7 +75,7 @@ def test_throttling_and_gateway_errors_are_retried_until_an_answer_arrives() -> 
         mget_found(stored_source()),
     ]
     client, attempts, _ = scripted(script)
-    found = OpenSearchIndex(client, dimension=DIM).get("t", [KEY])
+    found = OpenSearchIndex(client, dimension=DIM, auto_create=False).get("t", [KEY])
     assert found[KEY].version == 3 and len(attempts) == 3
 
 
@@ -302,8 +302,6 @@ def _connection(client: Any) -> Any:
 
 
 def test_sigv4_signs_for_managed_opensearch_and_serverless(monkeypatch: pytest.MonkeyPatch) -> None:
-    import requests
-
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
     monkeypatch.delenv("AWS_PROFILE", raising=False)
@@ -311,8 +309,8 @@ def test_sigv4_signs_for_managed_opensearch_and_serverless(monkeypatch: pytest.M
         url = "https://search-quarry.eu-west-1.es.amazonaws.com"
         client = build_client(url, region="eu-west-1", service=service, timeout=3.0, max_retries=4)
         connection = _connection(client)
-        signed = connection.session.auth(requests.Request("POST", f"{url}/_msearch", data=b"{}\n").prepare())
-        assert f"AKIDEXAMPLE/{_today()}/eu-west-1/{service}/aws4_request" in signed.headers["Authorization"]
+        signed = connection.http_auth("POST", f"{url}/_msearch", b"{}\n")
+        assert f"AKIDEXAMPLE/{_today()}/eu-west-1/{service}/aws4_request" in signed["Authorization"]
         transport = client.transport
         assert connection.timeout == 3.0 and transport.max_retries == 4 and transport.retry_on_timeout
         assert set(transport.retry_on_status) == {429, 502, 503, 504}
@@ -327,11 +325,21 @@ def _today() -> str:
 
 
 def test_a_plain_url_uses_basic_auth_from_its_userinfo_and_no_signing() -> None:
+    import base64
+
     client = build_client("http://admin:p%40ss@localhost:9200", timeout=2.0, max_retries=1)
     connection = _connection(client)
-    assert connection.session.auth == ("admin", "p@ss")
+    assert connection.headers["authorization"] == "Basic " + base64.b64encode(b"admin:p@ss").decode()
     assert "admin" not in connection.host and connection.host == "http://localhost:9200"
-    assert _connection(build_client("http://localhost:9200")).session.auth is None
+    assert "authorization" not in _connection(build_client("http://localhost:9200")).headers
+
+
+def test_several_nodes_are_one_client_that_never_asks_for_compressed_answers() -> None:
+    # A node gzips its answer when asked; on a search's answer that cost more than the transfer saved.
+    client = build_client("http://127.0.0.1:9201, http://127.0.0.1:9202", timeout=2.0, max_retries=1)
+    connections = client.transport.connection_pool.connections
+    assert sorted(c.host for c in connections) == ["http://127.0.0.1:9201", "http://127.0.0.1:9202"]
+    assert all("accept-encoding" not in c.headers for c in connections)
 
 
 def test_serverless_is_refused_at_start_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -367,3 +375,68 @@ def test_the_retry_settings_stay_within_the_time_budget() -> None:
     with pytest.raises(ConfigurationError) as refused:
         load_settings(opensearch_timeout=10.0, opensearch_max_retries=3)
     assert "QUARRY_OPENSEARCH_MAX_RETRIES" in refused.value.variables
+
+
+# -- nothing silently partial ----------------------------------------------------------------------------
+
+
+def shards_missing(failed: int = 1, total: int = 2) -> dict[str, Any]:
+    """A 200 search answer from some shards only (what a search may answer while a node is lost)."""
+    answer = search_response([])
+    cause = {"type": "node_not_connected_exception", "reason": "[quarry-node-2] disconnected"}
+    answer["_shards"] = {
+        "total": total,
+        "successful": total - failed,
+        "skipped": 0,
+        "failed": failed,
+        "failures": [{"shard": 1, "index": "quarry-v1", "reason": cause}],
+    }
+    return answer
+
+
+def test_a_search_answered_by_some_shards_only_is_asked_again() -> None:
+    server = FakeOpenSearch()
+    server.msearch_responses = [
+        {"took": 1, "responses": [shards_missing()]},
+        {"took": 1, "responses": [search_response([])]},
+    ]
+    index, sleeps = adapter(server)
+    assert index.lexical("t", LexicalQuery(("word",)), Filters(), 5) == []
+    assert len(server.calls("msearch")) == 2 and len(sleeps) == 1
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [shards_missing(), {**search_response([]), "timed_out": True}, shards_missing(failed=0)],
+    ids=["a shard failed", "timed out", "a shard did not answer"],
+)
+def test_a_search_still_partial_after_the_retries_is_unavailable_naming_why(answer: dict[str, Any]) -> None:
+    server = FakeOpenSearch()
+    server.msearch_responses = [{"took": 1, "responses": [answer]}] * 4
+    index, _ = adapter(server)
+    with pytest.raises(UnavailableError) as raised:
+        index.lexical("t", LexicalQuery(("word",)), Filters(), 5)
+    assert "partially" in raised.value.message and raised.value.retry_after > 0
+
+
+def test_one_list_unavailable_fails_the_retrieval_rather_than_answering_with_the_other() -> None:
+    server = FakeOpenSearch()
+    lost = error_item(503, "search_phase_execution_exception", "all shards failed")
+    server.msearch_responses = [{"took": 1, "responses": [search_response([]), lost]}]
+    server.msearch_responses += [{"took": 1, "responses": [lost]}] * 3  # the vector search asked again
+    index, _ = adapter(server)
+    with pytest.raises(UnavailableError):
+        index.retrieve("t", LexicalQuery(("word",)), unit(1, 0), Filters(), 5)
+
+
+def test_a_document_whose_shard_cannot_be_read_is_an_outage_not_a_missing_entity() -> None:
+    unreadable = {
+        "_index": "quarry-v1",
+        "_id": "t:memory:a",
+        "error": {"type": "no_shard_available_action_exception", "reason": "No shard available"},
+    }
+    for call in (lambda i: i.get("t", [KEY]), lambda i: i.delete("t", KEY, None)):
+        client, _, _ = scripted([(200, {"docs": [unreadable]})])
+        with pytest.raises(UnavailableError) as raised:
+            call(OpenSearchIndex(client, dimension=DIM, auto_create=False))
+        assert "could not be read" in raised.value.message

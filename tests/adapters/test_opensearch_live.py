@@ -234,8 +234,8 @@ def test_one_search_the_cluster_refuses_fails_only_its_own_list(
     live_index.upsert(record("t", "memory", "a", "zero vectors are refused by cosine"))
     original = bodies.vector_body
 
-    def zeroed(tenant_id: str, embedding: Any, filters: Filters, k: int) -> dict[str, Any]:
-        return original(tenant_id, np.zeros(DIM, dtype=np.float32), filters, k)  # cosinesimil: a 400
+    def zeroed(tenant_id: str, embedding: Any, filters: Filters, k: int, *rest: Any) -> dict[str, Any]:
+        return original(tenant_id, np.zeros(DIM, dtype=np.float32), filters, k, *rest)  # cosinesimil: a 400
 
     monkeypatch.setattr(bodies, "vector_body", zeroed)
     got = live_index.retrieve("t", LexicalQuery(("cosine",)), unit(1, 0), Filters(), 5)

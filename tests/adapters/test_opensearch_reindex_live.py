@@ -240,8 +240,10 @@ def test_settle_brings_late_writes_over_and_re_embeds_writes_of_the_old_model(
 
     def after_swap(tenants: list[str]) -> None:
         stale_process.put("acme", "memory", "stale", {"content": "lighthouse keeper evening report"}, 1.0)
-        old = client.get(index=f"{prefix}-v1", id=late_id)["_source"]
-        client.index(index=f"{prefix}-v1", id=late_id, body={**old, "version": 7}, refresh=True)
+        old = client.get(index=f"{prefix}-v1", id=late_id, routing="acme")["_source"]
+        client.index(
+            index=f"{prefix}-v1", id=late_id, body={**old, "version": 7}, refresh=True, routing="acme"
+        )
 
     reindexer = OpenSearchReindexer(index.client, prefix, c.registry, new, small)
     report = reindex_opensearch(reindexer, settle_seconds=0, on_swap=after_swap)
@@ -280,3 +282,34 @@ def test_the_cli_reindexes_the_opensearch_index_to_a_model_folder(
         assert json.loads(found.stdout)["results"][0]["entity_id"] == f"n{i}"
     refused = quarry("reindex", "--model-dir", str(folder), "--tenant", "dev")
     assert refused.returncode == 2 and "every tenant shares one index" in refused.stderr
+
+
+def test_a_reindex_moves_the_shared_index_and_every_tenants_own_index(
+    tmp_path: Path, opensearch_url: str, prefix: str, models: dict[str, Path]
+) -> None:
+    small = str(models["small-32"].resolve())
+    c = make_container(
+        tmp_path / "data",
+        index="opensearch",
+        opensearch_url=opensearch_url,
+        opensearch_index_prefix=prefix,
+        opensearch_refresh="true",
+        opensearch_own_index_tenants=["acme"],  # acme has an index of its own, beta shares
+    )
+    c.__dict__["configured_embedder"] = FakeEmbedder(64)
+    c.__dict__["load_embedder"] = lambda folder: {small: FakeEmbedder(32)}[str(Path(folder).resolve())]
+    try:
+        for tenant in TENANTS:
+            items = [{"type": "memory", "id": f"m-{i}", "content": content(i)} for i in range(MEMORIES)]
+            items.append(
+                {"type": "document", "id": "d-1", "title": "Berth manual", "text": "quay gantry " * 400}
+            )
+            assert c.indexing.bulk(tenant, items, 0.0).indexed == MEMORIES + 1
+        report = reindex_store(c, small, settle_seconds=0)
+        (own,) = report["own_indexes"]
+        assert report["tenants"] == ["beta"] and own["tenants"] == ["acme"]
+        assert own["new_index"].endswith("-v2") and own["dimension"] == 32 == report["dimension"]
+        assert {c.embedder.for_tenant(t).dimension for t in TENANTS} == {32}  # type: ignore[attr-defined]
+        every_entity_is_found_semantically(c)
+    finally:
+        c.index.drop()

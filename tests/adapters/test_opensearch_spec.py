@@ -13,6 +13,7 @@ import pytest
 
 from core.models import EntityKey, Filters, LexicalQuery, MatchMode
 from infra.opensearch import bodies, documents, mapping
+from infra.opensearch.layout import Layout
 from tests.adapters import opensearch_spec as spec
 from tests.adapters.opensearch_fakes import (
     FakeOpenSearch,
@@ -78,6 +79,21 @@ def test_template_and_index_creation_validate(dimension: int) -> None:
     assert_valid(spec.schema_uri("_common.mapping", "KnnVectorProperty"), vector)
     assert vector["dimension"] == dimension and vector["method"]["space_type"] == "cosinesimil"
     assert create["aliases"] == {"quarry": {"is_write_index": True}}
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        Layout(),
+        Layout(shards=6, replicas="2", partition_size=3),
+        Layout(shards=1, replicas="0-all", routed=False),
+    ],
+)
+def test_every_layout_makes_a_valid_index(layout: Layout) -> None:
+    create = mapping.create_index_body("quarry", 8, layout=layout)
+    assert_valid(spec.request_body_uri("indices", "indices.create"), create)
+    assert create["settings"]["index"]["number_of_shards"] == layout.shards
+    assert create["mappings"].get("_routing", {}).get("required", False) is layout.routed
 
 
 # -- writes ------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ write, a missing or corrupt index is rebuilt, and filters and tenants are applie
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import math
 import os
@@ -30,6 +31,12 @@ def tantivy_index(path: Path) -> SqliteIndex:
 
 def folder(path: Path) -> Path:
     return Path(str(path) + ".tantivy")
+
+
+def tenant_folder(path: Path, tenant: str) -> Path:
+    from infra.local.fts_tables import tenant_digest
+
+    return folder(path) / tenant_digest(tenant)
 
 
 def test_a_write_is_found_by_the_next_search(tmp_path: Path) -> None:
@@ -86,8 +93,31 @@ def test_a_search_right_after_a_write_does_not_wait_for_the_index_commit(tmp_pat
         assert found[1] == ["b"]
     finally:
         os.close(fd)
-    time.sleep(0.2)
     assert sorted(lex(index, "t", "walrus")) == ["b", "c"]
+    index.settle()  # the commit lands once the lock is free: the same answers from the index alone
+    assert sorted(lex(index, "t", "walrus")) == ["b", "c"]
+    assert lex(index, "t", "new") == ["b"]
+
+
+def test_a_process_opening_a_current_index_does_not_wait_for_the_writer(tmp_path: Path) -> None:
+    """A tenant's index that reflects every change of the tenant is opened without the writer lock: a new
+    worker (or a tenant reopened past OPEN_TENANTS) answers while another tenant's writes are committed."""
+    path = tmp_path / "i.db"
+    first = tantivy_index(path)
+    first.upsert(record("t", "memory", "a", "quiet walrus"))
+    first.settle()
+    fd = os.open(str(folder(path)) + ".lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a writer busy with another tenant's changes
+    try:
+        found: list[list[str]] = []
+        worker = threading.Thread(target=lambda: found.append(lex(tantivy_index(path), "t", "walrus")))
+        worker.start()
+        worker.join(timeout=30)
+        assert not worker.is_alive(), "opening a current index waited for the writer lock"
+        assert found == [["a"]]
+    finally:
+        os.close(fd)
+    worker.join()
 
 
 def test_two_indexes_over_one_data_dir_see_each_others_writes(tmp_path: Path) -> None:
@@ -220,7 +250,7 @@ def test_a_missing_or_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> N
         while folder(path).exists():  # tantivy may still be removing merged files in the background
             shutil.rmtree(folder(path), ignore_errors=True)
     elif damage == "corrupt":
-        (folder(path) / "meta.json").write_text("{not json")
+        (tenant_folder(path, "t") / "meta.json").write_text("{not json")
     elif damage == "other database":
         (folder(path) / "state.json").write_text('{"db_id": "another", "format": 1, "seq": 999}')
     else:  # an index an earlier release wrote: another schema, its state naming the same database
@@ -273,15 +303,16 @@ def test_a_keyword_index_behind_a_pruned_log_is_rebuilt(tmp_path: Path) -> None:
     assert lex(tantivy_index(path), "t", "lynx") == ["b"]
 
 
-def test_purging_a_tenant_empties_its_keyword_documents(tmp_path: Path) -> None:
-    index = tantivy_index(tmp_path / "i.db")
+def test_purging_a_tenant_removes_its_keyword_index(tmp_path: Path) -> None:
+    path = tmp_path / "i.db"
+    index = tantivy_index(path)
     index.upsert(record("gone", "memory", "a", "bison herd"))
     index.upsert(record("kept", "memory", "b", "bison calf"))
     assert lex(index, "gone", "herd") == ["a"]
+    assert tenant_folder(path, "gone").is_dir()
     index.purge_tenant("gone")
     assert lex(index, "gone", "bison") == []
-    searcher = index._keywords.catch_up(index._conn()).searcher()
-    assert searcher.doc_freq("text", "herd") == 0  # not merely marked deleted: the term is gone
+    assert not tenant_folder(path, "gone").exists()  # its files, not merely its documents marked deleted
     assert lex(index, "kept", "bison") == ["b"]
     index.upsert(record("gone", "memory", "c", "new bison"))
     assert lex(index, "gone", "bison") == ["c"]
@@ -349,3 +380,55 @@ def test_the_setting_chooses_the_engine_and_a_wrong_value_names_the_variable(
     with pytest.raises(ConfigurationError) as raised:
         load_settings(data_dir=tmp_path)
     assert "QUARRY_KEYWORD_ENGINE" in raised.value.variables
+
+
+def tantivy_threads() -> int:
+    names = []
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            names.append((task / "comm").read_text())
+    return sum(name.startswith("thread-tantivy") for name in names)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through /proc")
+def test_a_process_keeps_a_bounded_number_of_tenant_indexes_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each open tantivy index holds a thread: past OPEN_TENANTS the least recently used tenant's index is
+    closed, and reopened from its files when that tenant searches again."""
+    from infra.local import keyword_index
+
+    monkeypatch.setattr(keyword_index, "OPEN_TENANTS", 3)
+    index = tantivy_index(tmp_path / "i.db")
+    before = tantivy_threads()
+    for i in range(12):
+        index.upsert(record(f"t{i}", "memory", f"m{i}", f"gnu number{i}"))
+    index.settle()
+    for i in range(12):
+        assert lex(index, f"t{i}", "gnu") == [f"m{i}"]
+    deadline = time.monotonic() + 30
+    while tantivy_threads() > before + 3 and time.monotonic() < deadline:
+        time.sleep(0.05)  # closed indexes end their threads shortly after
+    assert tantivy_threads() <= before + 3
+    assert lex(index, "t0", "number0") == ["m0"]  # reopened
+
+
+def test_an_erase_on_the_fts5_engine_removes_the_tenants_tantivy_index_too(tmp_path: Path) -> None:
+    """A process on the fts5 engine erasing a tenant (`quarry` commands, a switch back) removes its tantivy
+    index as well: left there, its words and statistics would greet the next writer of that tenant id."""
+    path = tmp_path / "i.db"
+    index = tantivy_index(path)
+    index.upsert_many([record("gone", "memory", f"a{i}", "okapi secret") for i in range(5)])
+    index.upsert(record("kept", "memory", "b", "okapi"))
+    index.settle()
+    SqliteIndex(path, keyword_engine="fts5").purge_tenant("gone")
+    assert not tenant_folder(path, "gone").exists()
+    reopened = tantivy_index(path)
+    assert lex(reopened, "gone", "okapi") == [] and lex(reopened, "kept", "okapi") == ["b"]
+    reopened.upsert(record("gone", "memory", "c", "okapi again"))
+    fresh = tantivy_index(tmp_path / "fresh.db")
+    fresh.upsert(record("gone", "memory", "c", "okapi again"))
+    query = LexicalQuery(("okapi",))
+    assert [h.score for h in reopened.lexical("gone", query, Filters(), 10)] == [
+        h.score for h in fresh.lexical("gone", query, Filters(), 10)
+    ]

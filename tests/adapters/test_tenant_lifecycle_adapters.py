@@ -18,6 +18,7 @@ from core.state import EvalRecord, SourceWeight
 from infra.dynamodb.cache import DynamoCache
 from infra.dynamodb.state import DynamoStateStore
 from infra.local.cache import MemoryCache, SqliteCache
+from infra.local.fts_tables import fts_table
 from infra.local.sqlite_index import SqliteIndex
 from infra.local.sqlite_state import SqliteStateStore
 from infra.opensearch import OpenSearchIndex
@@ -99,7 +100,9 @@ def test_sqlite_purge_leaves_no_keyword_or_vector_rows(tmp_path: Path) -> None:
     assert lex(index, T1, "text") == [] and lex(index, T2, "text") == ["kept"]
     conn = index._conn()  # noqa: SLF001 - checking the file itself
     assert conn.execute("SELECT count(*) FROM idx_chunks WHERE tenant_id = ?", (T1,)).fetchone()[0] == 0
-    assert conn.execute("SELECT count(*) FROM idx_fts").fetchone()[0] == 1
+    assert conn.execute(f"SELECT count(*) FROM {fts_table(T2)}").fetchone()[0] == 1
+    gone = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (fts_table(T1),)).fetchone()
+    assert gone is None  # the erased tenant's keyword table, and the statistics it held
 
 
 def test_opensearch_purge_is_a_refreshed_delete_by_query_on_the_tenant() -> None:
@@ -110,6 +113,9 @@ def test_opensearch_purge_is_a_refreshed_delete_by_query_on_the_tenant() -> None
     (_, alias, body, params) = server.calls("delete_by_query")[0]
     assert alias == "quarry" and body == {"query": {"term": {"tenant_id": T1}}}
     assert params["params"]["refresh"] == "true"
+    # refreshed before: a document written in the last refresh interval is found and deleted too
+    names = [c[0] for c in server.log]
+    assert names.index("refresh") < names.index("delete_by_query")
 
 
 # -- state stores and caches --------------------------------------------------------------------------------
@@ -169,13 +175,21 @@ def test_cache_purge_drops_a_tenants_searches_and_generation_only(cache: Any) ->
         cache.set(key, {"results": []}, 300, now=0)
     cache.incr(generation_key("acme"))
     cache.incr(generation_key("acme:x"))
-    cache.purge_tenant("acme")
-    if isinstance(cache, DynamoCache):  # no Scan allowed: unreachable (new generation), gone by TTL
-        assert cache.counter(generation_key("acme")) == 2
-    else:
-        assert cache.get(mine, now=1) is None and cache.counter(generation_key("acme")) == 0
-        assert cache.get(settling_key("acme"), now=1) is None
+    assert cache.purge_tenant("acme") == 3  # its search, its settling marker, its generation
+    assert cache.get(mine, now=1) is None and cache.counter(generation_key("acme")) == 0
+    assert cache.get(settling_key("acme"), now=1) is None
     assert cache.get(extended, now=1) == {"results": []} and cache.counter(generation_key("acme:x")) == 1
+
+
+def test_dropping_marks_leaves_the_tenants_cached_searches(cache: Any) -> None:
+    """What a queue consumer's work leaves behind after an erase: the generation and the settling mark."""
+    mine = search_cache_key("acme", "q", [], {}, "auto", 20, 1)
+    cache.set(mine, {"results": []}, 300, now=0)
+    cache.set(settling_key("acme"), True, 300, now=0)
+    cache.incr(generation_key("acme"))
+    assert cache.drop_marks("acme") == 2 and cache.drop_marks("acme") == 0
+    assert cache.counter(generation_key("acme")) == 0 and cache.get(settling_key("acme"), now=1) is None
+    assert cache.get(mine, now=1) == {"results": []}
 
 
 @pytest.mark.parametrize("after", [None, EntityPosition("2026-01-01T00:00:00Z", "memory", "a")])

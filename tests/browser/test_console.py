@@ -4,6 +4,7 @@ key gets no write controls while the server refuses its writes anyway."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -132,6 +133,8 @@ def test_an_assembly_shows_each_sources_share_of_the_budget(browser: Any, url: s
     assert sum(s.size["width"] for s in segments) <= bar_width
     assert all(s.size["width"] > 0 for s in segments)
     assert "of 800 tokens" in find(browser, "#context-out h3").text
+    # the default setup has no triple store: nothing was skipped, so nothing warns
+    assert "knowledge-graph" not in find(browser, "#context-out").text
     find(browser, "#context-learning").click()
     wait_for(browser, "#context-learn svg.chart path")
     assert errors(browser) == []
@@ -146,6 +149,9 @@ def test_a_governed_retrieval_shows_selected_and_rejected_with_reasons(browser: 
     selected = wait_for(browser, "[data-testid=selected] > li")
     assert "why:" in selected[0].text
     assert wait_for(browser, "[data-testid=rejected] tr", 2)  # a header and at least one rejection
+    # ranks and chunks count from 1, as in the search view (the API counts from 0)
+    texts = " ".join(li.text for li in selected)
+    assert "rank #1" in texts and not re.search(r"rank #?0\b|chunk 0\b", texts), texts
     assert errors(browser) == []
 
 
@@ -243,3 +249,53 @@ def test_a_link_with_a_query_searches_at_once_with_the_sessions_key(browser: Any
     )
     assert started > 0
     assert errors(browser) == []
+
+
+def new_tab(driver: Any, url: str) -> None:
+    """Open `url` as a tab that has never held a key (the key lives in one tab's sessionStorage)."""
+    driver.get(url.split("#")[0])
+    driver.execute_script("sessionStorage.clear()")
+    driver.get("about:blank")  # so the next load is a new document, not a move within this one
+    driver.get(url)
+
+
+def test_a_first_visit_says_where_the_key_comes_from(browser: Any, url: str) -> None:
+    new_tab(browser, url + "/")
+    hint = find(browser, "#key-hint")
+    assert hint.is_displayed() and "local-api-key" in hint.text and "make serve" in hint.text
+    use_key(browser, url, FULL_KEY)
+    assert not find(browser, "#key-hint").is_displayed()
+
+
+def test_a_failed_search_leaves_no_results_of_the_previous_query(browser: Any, url: str) -> None:
+    use_key(browser, url, FULL_KEY)
+    fill(browser, "#search-query", "login limiter")
+    find(browser, "#search-form button[type=submit]").click()
+    wait_for(browser, "#search-results > li[data-key]")
+    fill(browser, "#search-query", "cache")
+    fill(browser, "#search-filters", "colour=red")  # not a filterable field: a 400
+    find(browser, "#search-form button[type=submit]").click()
+    until_text(browser, "#status", "400")
+    assert browser.find_elements("css selector", "#search-results > li") == []
+    assert find(browser, "#search-info").text == ""
+    fill(browser, "#search-filters", "")
+    assert ["400" in e["message"] for e in errors(browser)] == [True]  # the refused search, nothing else
+
+
+def test_a_link_opened_in_a_new_tab_searches_once_the_key_is_given(browser: Any, url: str) -> None:
+    new_tab(browser, url + "/#q=warm%20cache")
+    assert find(browser, "#search-query").get_attribute("value") == "warm cache"  # kept, not lost
+    assert browser.find_elements("css selector", "#search-results > li") == []
+    find(browser, "#key").send_keys(FULL_KEY)
+    find(browser, "#key-form button[type=submit]").click()
+    assert wait_for(browser, "#search-results > li[data-key='task:t-cache']")
+    assert errors(browser) == []
+
+
+def test_changing_the_hash_in_an_open_tab_searches_again(browser: Any, url: str) -> None:
+    use_key(browser, url, FULL_KEY)
+    tab(browser, "compare")
+    browser.execute_script("location.hash = '#q=' + encodeURIComponent('limiter README')")
+    assert wait_for(browser, "#search-results > li[data-key='task:t-docs']")
+    assert find(browser, "#view-search").is_displayed()
+    assert find(browser, "#search-query").get_attribute("value") == "limiter README"

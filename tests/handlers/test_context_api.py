@@ -130,7 +130,7 @@ def test_sample_event_assembles_a_labelled_block_within_budget(ctx: Any) -> None
         "[MEMORY] memory:m-limiter",
         "[AGENT_MEMORY_OWN] memory:a-own",
         "[AGENT_MEMORY_PEER] memory:a-peer",
-        "[VAULT] document:d-design",
+        "[VAULT_INDEX] document:d-design",
         "[PSYCHIC_CACHE] memory:p-cache",
     ):
         assert label in block
@@ -182,14 +182,35 @@ def test_missing_enrichment_is_reported_in_warnings(tmp_path: Path) -> None:
     down.__dict__["embedder"] = FakeDownEmbedder()  # the model goes down after indexing
     try:
         body = ok(assemble())
-        assert any("no triple store is configured" in w for w in body["warnings"])
+        assert not any("triple" in w or "graph" in w for w in body["warnings"])  # none configured: no graph
         assert any(
             "semantic retrieval skipped" in w and "temporarily unavailable" in w for w in body["warnings"]
         )
         assert not any("ThrottlingException" in w for w in body["warnings"])  # SDK text goes to logs only
         assert "memory:m-limiter" in {s["id"] for s in body["sources"]}  # keyword retrieval still works
-        small = ok(assemble(token_budget=400))  # below 500 tokens there is no graph allotment to miss
-        assert not any("triple store" in w for w in small["warnings"])
+    finally:
+        set_container(None)
+
+
+def test_the_default_setup_assembles_without_warnings(tmp_path: Path) -> None:
+    # no triple store is configured by default: that is a choice, not an enrichment that failed
+    install(tmp_path)
+    try:
+        body = ok(assemble(token_budget=2000))
+        assert body["warnings"] == [] and body["sources"]
+    finally:
+        set_container(None)
+
+
+def test_a_triple_store_that_fails_is_reported_and_counted_as_degraded(tmp_path: Path) -> None:
+    from core.service.context import is_degraded
+
+    facts = tmp_path / "facts.jsonl"
+    facts.write_text("{not json\n")
+    install(tmp_path, triples_file=facts)
+    try:
+        body = ok(assemble(query="Does Redis back the login rate limiter?", token_budget=2000))
+        assert any("knowledge-graph" in w for w in body["warnings"]) and is_degraded(body["warnings"])
     finally:
         set_container(None)
 
@@ -212,6 +233,16 @@ def test_graph_lines_appear_when_a_triple_store_is_configured(tmp_path: Path) ->
         assert not any("triple" in w for w in body["warnings"])
     finally:
         set_container(None)
+
+
+def test_a_link_left_out_of_the_link_allowance_is_still_retrieved(ctx: Any) -> None:
+    # 30% of 100 tokens holds the first link only; the second is relevant, so retrieval packs it
+    body = ok(assemble(token_budget=100, explicit_links=["task:t-login", "memory:a-own"], log=False))
+    assert "explicit link 'memory:a-own' did not fit in the 30% link allowance" in body["warnings"]
+    placed = [(s["id"], s["source"]) for s in body["sources"]]
+    assert placed[0] == ("task:t-login", "explicit_link")
+    assert ("memory:a-own", "agent_memory_own") in placed
+    assert [i for i, _ in placed].count("task:t-login") == 1
 
 
 def test_explicit_file_links_are_read_under_the_root_and_escapes_refused(ctx: Any) -> None:
@@ -344,6 +375,75 @@ def test_budgets_fall_back_and_are_listed(ctx: Any) -> None:
     assert ok(assemble())["token_budget"] == 3000
     budgets = ok(invoke(api_event("context_budgets")))
     assert budgets["budgets"][0]["caller"] == "*" and budgets["null_namespace_budget"] == 2000
+
+
+def put_budget(caller: str, scopes: Sequence[str] = ("admin",), **body: Any) -> tuple[int, Any]:
+    path = f"/context/budgets/{caller}"
+    return invoke(api_event("context_put_budget", path=path, scopes=scopes, body=body))
+
+
+def test_an_admin_sets_a_callers_budget_and_the_bounds_learning_keeps_it_within(tmp_path: Path) -> None:
+    from infra.clock import SystemClock
+
+    clock = LaterClock(SystemClock())
+    install(tmp_path, clock=clock)
+    status, err = put_budget(CALLER, min_budget=1000)
+    assert status == 400 and "budget" in err["error"]["fields"]  # nothing to start from: budget needed
+    row = ok(put_budget(CALLER, budget=1200, min_budget=1000, max_budget=1300))
+    assert (row["caller"], row["budget"], row["min_budget"], row["max_budget"]) == (CALLER, 1200, 1000, 1300)
+    assert ok(assemble())["token_budget"] == 1200
+    narrowed = ok(put_budget(CALLER, max_budget=1100))  # the budget is clamped into the new bounds
+    assert (narrowed["budget"], narrowed["min_budget"], narrowed["max_budget"]) == (1100, 1000, 1100)
+    listed = ok(invoke(api_event("context_budgets")))["budgets"]
+    assert [(b["caller"], b["budget"], b["max_budget"]) for b in listed] == [(CALLER, 1100, 1100)]
+    budgets = []
+    for _ in range(3):  # three batches nobody reported on: −5% each, stopped at the minimum
+        for _ in range(10):
+            ok(assemble())
+        clock.ahead += 3600  # past the feedback window: unreported assemblies count as unused
+        ok(invoke(api_event("context_eval")))
+        budgets.append(ok(invoke(api_event("context_budgets")))["budgets"][0]["budget"])
+    assert budgets == [1045, 1000, 1000]
+    set_container(None)
+
+
+@pytest.mark.parametrize(
+    ("caller", "body", "status", "field"),
+    [
+        (CALLER, {"budget": 900, "min_budget": 1000}, 400, "budget"),
+        (CALLER, {"budget": 1000, "min_budget": 2000, "max_budget": 1500}, 400, "min_budget"),
+        (CALLER, {"budget": 0}, 400, "budget"),
+        (CALLER, {"budget": 20_000}, 400, "budget"),
+        (CALLER, {"budget": 1000, "minBudget": 5}, 400, "minBudget"),
+        ("%20%20", {"budget": 1000}, 400, "caller"),
+        ("x" * 129, {"budget": 1000}, 400, "caller"),
+    ],
+)
+def test_a_bad_budget_is_a_400_naming_the_field(
+    ctx: Any, caller: str, body: dict[str, Any], status: int, field: str
+) -> None:
+    got, err = put_budget(caller, **body)
+    assert (got, field in err["error"]["fields"]) == (status, True), err
+
+
+def test_setting_a_budget_needs_admin(ctx: Any) -> None:
+    status, err = put_budget(CALLER, scopes=("read", "write"), budget=1000)
+    assert status == 403
+    assert ok(invoke(api_event("context_budgets")))["budgets"] == []
+
+
+class LaterClock:
+    """The system clock moved `ahead` seconds into the future (the feedback window passing)."""
+
+    def __init__(self, clock: Any) -> None:
+        self._clock = clock
+        self.ahead = 0.0
+
+    def now(self) -> float:
+        return float(self._clock.now()) + self.ahead
+
+    def monotonic(self) -> float:
+        return float(self._clock.monotonic())
 
 
 def test_log_pages_with_a_cursor_and_filters(ctx: Any) -> None:

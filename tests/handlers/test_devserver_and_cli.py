@@ -14,12 +14,13 @@ import pytest
 
 from handlers import api
 from handlers.cli import main
-from handlers.devserver import local_keys, make_server
+from handlers.devserver import make_server
+from handlers.local_key import local_keys
 
 
 @pytest.fixture
-def server(local: Any) -> Iterator[tuple[str, str]]:
-    keys, key = local_keys({})
+def server(local: Any, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    keys, key = local_keys({}, tmp_path)
     httpd = make_server("127.0.0.1", 0, keys, api.lambda_handler, 4096)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -44,13 +45,6 @@ def call(
             return response.status, json.loads(response.read() or b"null")
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read() or b"null")
-
-
-def test_without_configured_keys_one_dev_key_with_every_scope_is_made() -> None:
-    keys, key = local_keys({})
-    assert key is not None and keys[key] == {"tenant": "dev", "scopes": ["read", "write", "admin"]}
-    configured = {"k": {"tenant": "t", "scopes": ["read"]}}
-    assert local_keys(configured) == (configured, None)
 
 
 def test_server_checks_bearer_keys_and_serves_the_api(server: tuple[str, str]) -> None:

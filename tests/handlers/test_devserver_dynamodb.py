@@ -84,7 +84,7 @@ def test_feedback_and_learning_flow_through_the_dev_server_on_dynamodb(url: str,
         )
         assert status == 200, assembled
         sources = {s["source"] for s in assembled["sources"]}
-        assert {"memory", "vault"} <= sources
+        assert {"memory", "vault_index"} <= sources
         used = [s["id"] for s in assembled["sources"] if s["source"] == "memory"]
         status, fed = call(
             f"{url}/context/feedback",
@@ -99,7 +99,7 @@ def test_feedback_and_learning_flow_through_the_dev_server_on_dynamodb(url: str,
     status, weights = call(f"{url}/context/weights", "GET", key=KEY)
     assert status == 200
     rows = {(w["caller"], w["source"]): w for w in weights["weights"]}
-    assert rows[("agent-a", "memory")]["weight"] > rows[("agent-a", "vault")]["weight"]
+    assert rows[("agent-a", "memory")]["weight"] > rows[("agent-a", "vault_index")]["weight"]
 
     # The state is in DynamoDB (on the moto server), not in the local SQLite file.
     dynamodb = boto3.client("dynamodb", endpoint_url=moto_endpoint)

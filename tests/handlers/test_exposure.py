@@ -123,7 +123,7 @@ ERRORS = {
         )
     ),
     "dynamodb-validation": translate(
-        client_error("ValidationException", "Item size has exceeded the maximum allowed size")
+        client_error("ValidationException", f"One or more parameter values were invalid: {TABLE_ARN}")
     ),
     "dynamodb-throttled": translate(client_error("ThrottlingException", f"Rate exceeded for {TABLE_ARN}")),
 }

@@ -21,7 +21,8 @@ from tests.conftest import FakeEmbedder, make_container
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 TENANT = "acme"
-SAMPLE_SENDER = "AIDAIENQZJOLO23YVJ4VO"  # the SenderId of the SQS samples
+SAMPLE_SENDER = "AIDAIENQZJOLO23YVJ4VO"  # the SenderId of the SQS samples sent straight to the queue
+EVENTBRIDGE_SENDER = "AIDAJXNJGGKNS7OSV23OI"  # the SenderId of what EventBridge delivers to a queue
 # which tenants each producer may write: the EventBridge source of the sample, the SQS sender of the others
 PRODUCERS = {"com.example.tasks": [TENANT], "com.example.notes": [TENANT], SAMPLE_SENDER: [TENANT, "globex"]}
 
@@ -60,6 +61,8 @@ def sqs_event(*bodies: Any) -> dict[str, Any]:
         record = copy.deepcopy(template)
         record["messageId"] = f"msg-{i}"
         record["body"] = body if isinstance(body, str) else json.dumps(body)
+        if isinstance(body, dict) and "detail-type" in body:  # EventBridge delivered it
+            record["attributes"]["SenderId"] = EVENTBRIDGE_SENDER
         records.append(record)
     return {"Records": records}
 
@@ -237,6 +240,18 @@ def test_a_forged_tenant_event_is_refused_and_reported(local: wiring.Container) 
     assert failed_ids(response) == ["msg-0"]
     assert local.index.get("globex", [EntityKey("task", "t-evil")]) == {}
     assert stored(local, "task", "t-ok") is not None
+
+
+def test_a_direct_sender_cannot_claim_an_eventbridge_source(local: wiring.Container) -> None:
+    """SAMPLE_SENDER may write acme and globex straight to the queue; wrapped as an EventBridge event
+    naming com.example.tasks, it is refused whatever tenant it names (the envelope is EventBridge's alone)."""
+    for tenant in ("acme", "globex"):
+        record = sqs_event(envelope(dict(FORGED, tenant_id=tenant), "com.example.tasks"))
+        record["Records"][0]["attributes"]["SenderId"] = SAMPLE_SENDER
+        assert failed_ids(invoke(record)) == ["msg-0"]
+        assert local.index.get(tenant, [EntityKey("task", "t-evil")]) == {}
+    assert failed_ids(invoke(sqs_event(dict(FORGED, tenant_id="globex")))) == []  # its own change is fine
+    assert local.index.get("globex", [EntityKey("task", "t-evil")]) != {}
 
 
 def test_an_unknown_producer_is_refused(local: wiring.Container) -> None:

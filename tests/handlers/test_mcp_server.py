@@ -116,7 +116,7 @@ def test_bad_input_is_a_tool_error_with_the_http_apis_fields(local: Any) -> None
         result = await client.call_tool("search", {"query": "x", "limit": 1000})
         error = error_of(result)
         assert error["code"] == "invalid_input" and "limit" in error["fields"]
-        blank = error_of(await client.call_tool("search", {"query": "   "}))
+        blank = error_of(await client.call_tool("assemble_context", {"query": "   ", "caller": "bot"}))
         assert blank["fields"] == {"query": "must not be empty or whitespace"}
         wrong_type = await client.call_tool("search", {"query": "x", "limit": "many"})
         assert wrong_type.is_error  # refused by the tool's input schema, not a crash

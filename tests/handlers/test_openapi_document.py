@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from core.validation import ID_JSON_PATTERN, NONBLANK_PATTERN, is_valid_id
+from core.validation import ID_JSON_PATTERN, NONBLANK_PATTERN, caller_json_pattern, is_caller, is_valid_id
 from tests.conftest import api_event, invoke
 
 OPERATIONS = {
@@ -22,7 +22,7 @@ OPERATIONS = {
     "assembleContext", "sendFeedback", "listWeights", "getBudgets", "getLog", "listCallers", "setWeight",
     "runLearning", "retrieve", "putOverlay", "getOverlay", "deleteOverlay", "evalOverlay", "tuneOverlay",
     "getSchema", "loadCorpus", "getWeightHistory", "listEvals", "listOverlayEvals", "exportTenant",
-    "eraseTenant", "health", "whoami", "getOpenApi",
+    "eraseTenant", "reopenTenant", "setBudget", "health", "whoami", "getOpenApi",
 }  # fmt: skip
 
 
@@ -107,6 +107,21 @@ def test_the_published_id_pattern_is_the_servers_id_rule(candidate: str) -> None
     if any(0xD800 <= ord(ch) <= 0xDFFF for ch in candidate):
         return  # lone surrogates never reach an id: the input gate refuses them first (core/payload.py)
     assert (re.search(ID_JSON_PATTERN, candidate) is not None) == is_valid_id(candidate)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=6)
+    | st.sampled_from(
+        ["*", ".", "..", "a.", "x" * 128, "x" * 129, "a b", "a/b", "a\n", "a\u200bb", "auth0|5f"]
+    )
+)
+def test_the_published_caller_patterns_are_the_servers_caller_rule(candidate: str) -> None:
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in candidate):
+        return  # lone surrogates never reach a caller: the input gate refuses them first
+    assert (re.search(caller_json_pattern(), candidate) is not None) == is_caller(candidate)
+    wildcard = re.search(caller_json_pattern(wildcard=True), candidate) is not None
+    assert wildcard == (is_caller(candidate) or candidate == "*")
 
 
 @settings(max_examples=300, deadline=None)

@@ -46,6 +46,17 @@ def test_get_entity_returns_the_stored_fields_version_and_embedding(local: Any) 
     assert body["version"] == 1 and body["embedded"] is True and body["chunks"] == 1
     assert body["fields"]["content"].startswith("harbor crane note 1")
     assert body["metadata"] == {"category": "ops"} or "category" in body["fields"]
+    assert "version" not in body["fields"]  # an attribute of the entity, not one of its fields
+
+
+def test_what_the_entity_shows_as_attributes_is_not_repeated_in_its_fields(local: Any) -> None:
+    item = {"title": "Fix login", "status": "open", "source": "tasks", "owner": "ann", "namespace": "auth",
+            "updated_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+    assert invoke(api_event("put_entity", path="/entities/task/t-1", body=item))[0] == 200
+    status, body = get("get_entity", "/entities/task/t-1")
+    assert status == 200 and body["fields"] == {"title": "Fix login", "status": "open"}
+    assert (body["source"], body["owner"], body["namespace"]) == ("tasks", "ann", "auth")
+    assert body["updated_at"] == "2026-01-01T00:00:00Z" and body["version"] > 0
 
 
 def test_get_entity_is_404_for_deleted_missing_and_other_tenants(local: Any) -> None:

@@ -168,11 +168,33 @@ def test_tenants_never_see_each_other_including_cached_results(local: Any) -> No
 def test_cache_hits_until_a_write_changes_the_tenant(local: Any) -> None:
     bulk(TASKS)
     assert search("groceries")["query_info"]["cache"] == "miss"
-    assert search("  GROCERIES ")["query_info"]["cache"] == "hit"
+    assert search("groceries")["query_info"]["cache"] == "hit"
     bulk([{"type": "task", "id": "t-more", "title": "More groceries", "version": 1}])
     fresh = search("groceries")
     assert fresh["query_info"]["cache"] == "miss"
     assert "t-more" in ids(fresh)
+
+
+def test_a_query_differing_only_in_case_is_not_served_the_other_ones_cached_answer(local: Any) -> None:
+    # `auto` reads case: checkRateLimit is an identifier (lexical-leaning), checkratelimit a plain word.
+    bulk(
+        [{"type": "memory", "id": "m1", "content": "The checkRateLimit function validates request frequency"}]
+    )
+    camel = search("checkRateLimit")
+    lower = search("checkratelimit")
+    assert lower["query_info"]["cache"] == "miss"
+    assert lower["query_info"]["original_query"] == "checkratelimit"
+    assert (camel["query_info"]["query_shape"], lower["query_info"]["query_shape"]) == ("identifier", "plain")
+    assert (camel["query_info"]["strategy"], lower["query_info"]["strategy"]) == (
+        "hybrid:lexical-leaning",
+        "hybrid",
+    )
+    spaced = search("  checkRateLimit ")
+    assert (spaced["query_info"]["cache"], spaced["query_info"]["original_query"]) == (
+        "miss",
+        "  checkRateLimit ",
+    )
+    assert search("checkRateLimit")["query_info"]["cache"] == "hit"
 
 
 def test_explain_reports_each_retrievers_rank_and_score(local: Any) -> None:
@@ -223,8 +245,6 @@ def test_openapi_document_lists_the_routes(local: Any) -> None:
 @pytest.mark.parametrize(
     ("payload", "field"),
     [
-        ({"query": ""}, "query"),
-        ({"query": "   \t "}, "query"),
         ({"query": "x" * 10_000}, "query"),
         ({"query": "ok", "limit": 0}, "limit"),
         ({"query": "ok", "limit": 101}, "limit"),
@@ -282,3 +302,59 @@ def test_bad_entity_writes_name_the_field(local: Any) -> None:
     # above the synchronous size a bulk becomes a job (202); above the job limit it is refused
     status, body = invoke(api_event("bulk_entities", body={"items": [{"type": "task", "id": "x"}] * 10_001}))
     assert status == 400 and "items" in body["error"]["fields"]
+
+
+@pytest.mark.parametrize("query", ["", "   \t "])
+def test_an_empty_query_answers_no_results_not_an_error(local: Any, query: str) -> None:
+    # the hybrid-search seed (thefold): "empty query returns 0 results, not error"
+    bulk(TASKS)
+    embedded = local.embedder.calls
+    body = search(query)
+    assert (body["results"], body["total"], body["next_cursor"]) == ([], 0, None)
+    assert body["query_info"]["original_query"] == query
+    assert local.embedder.calls == embedded  # nothing was embedded for it
+    status, refused = invoke(api_event("search", body={"query": "", "entities": ["spaceship"]}))
+    assert status == 400 and "entities.0" in refused["error"]["fields"]  # the rest is still checked
+
+
+def test_plural_type_names_select_their_types(local: Any) -> None:
+    # the search seed (nexus §3.1) sends "entities": ["tasks", "ideas"]; Quarry's types are singular
+    bulk(TASKS + [{"type": "memory", "id": "m-login", "content": "login page redesign notes"}])
+    body = search("login", entities=["tasks", "people"], strategy="keyword")
+    assert body["query_info"]["entities_searched"] == ["person", "task"]
+    assert ids(body) == ["t-login"]
+    assert search("task: login", entities=["tasks"])["query_info"]["entities_searched"] == ["task"]
+
+
+def test_explain_rounds_alpha_and_scores(local: Any) -> None:
+    bulk(
+        [{"type": "memory", "id": "m1", "content": "The checkRateLimit function validates request frequency"}]
+    )
+    explanation = search("checkRateLimit", explain=True)["results"][0]["explanation"]
+    assert explanation["alpha"] == 0.35  # 0.8 - 0.45 is 0.35000000000000003 in floating point
+    for leg in ("lexical", "vector"):
+        score = explanation[leg]["score"]
+        assert score is None or score == round(score, 6)
+
+
+def test_the_search_log_line_counts_each_leg_and_alpha(local: Any, caplog: pytest.LogCaptureFixture) -> None:
+    from handlers._observability import logger
+
+    bulk([
+        {"type": "memory", "id": "m1", "content": "The checkRateLimit function validates request frequency"},
+        {"type": "memory", "id": "m2", "content": "Rate limiter caps how many calls each client may send"},
+    ])  # fmt: skip
+    level = logger.log_level
+    logger.setLevel("INFO")
+    try:
+        with caplog.at_level("INFO", logger=logger.name):
+            body = search("checkRateLimit", limit=1)
+            search("checkRateLimit", limit=1)  # a cache hit retrieves nothing: no counts
+    finally:
+        logger.setLevel(level)
+    first, hit = [vars(r) for r in caplog.records if r.getMessage() == "search"]
+    assert first["alpha"] == 0.35 and first["hybrid_results"] == len(body["results"]) == 1
+    assert first["bm25_results"] >= 1 and first["bm25_results"] >= first["bm25_only_results"] >= 0
+    assert first["vector_results"] + first["bm25_only_results"] == body["total"]
+    assert hit["cache"] == "hit" and "vector_results" not in hit
+    assert "checkRateLimit" not in str(first) + str(hit)  # the query stays out of the log

@@ -53,6 +53,7 @@ def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, list[in
     """A `quarry serve --workers 2` process that has answered 20 connections; its workers' PIDs."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "QUARRY_DATA_DIR": str(tmp_path / "data")}
+    env["QUARRY_ACCESS_LOG"] = "false"  # only the first line is read: a full pipe would block the workers
     proc = subprocess.Popen(
         [sys.executable, "-m", "handlers.cli", "serve", "--workers", "2", "--port", str(port)],
         cwd=ROOT,

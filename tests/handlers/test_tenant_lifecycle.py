@@ -28,12 +28,12 @@ def bulk(tenant: str, word: str, n: int = 6) -> None:
 
 
 def fill(tenant: str, word: str, local: Any) -> None:
-    draft = {"content": f"{word} {word}draft replaced later", "version": 1}
+    draft = {"content": f"{word} {word}draft replaced later", "version": 0}
     assert (
         invoke(api_event("put_entity", tenant=tenant, path=f"/entities/memory/{word}-0", body=draft))[0]
         == 200
     )
-    bulk(tenant, word)  # version 1 again: a duplicate, so replace at version 2 below
+    bulk(tenant, word)  # version 1 replaces the draft; version 2 replaces it again below
     final = {"content": f"{word} note 0 about the harbor", "version": 2}
     assert (
         invoke(api_event("put_entity", tenant=tenant, path=f"/entities/memory/{word}-0", body=final))[0]
@@ -139,11 +139,15 @@ def test_delete_tenant_leaves_nothing_and_another_tenant_untouched(
     assert f"{SECRET}draft".encode() not in raw  # not even an older version's bytes in free space
     assert VISIBLE.encode() in raw and KEPT.encode() in raw
 
-    found = invoke(api_event("search", tenant=DOOMED, body={"query": f"{SECRET} harbor"}))[1]
-    assert found["results"] == [] and found["total"] == 0
-    assert invoke(api_event("list_entities", tenant=DOOMED, path="/entities", query={}))[1]["data"] == []
-    assert export_all(DOOMED) == []
-    assert invoke(api_event("context_log", tenant=DOOMED))[1]["data"] == []
+    # the erased tenant stays fenced: every request is a 410 until it is reopened (test_erasure.py)
+    for event in (
+        api_event("search", tenant=DOOMED, body={"query": f"{SECRET} harbor"}),
+        api_event("list_entities", tenant=DOOMED, path="/entities", query={}),
+        api_event("tenant_export", tenant=DOOMED),
+        api_event("context_log", tenant=DOOMED),
+    ):
+        status, body = invoke(event)
+        assert status == 410 and body["error"]["code"] == "tenant_erased", body
     assert export_all(KEPT) == before
     kept = invoke(api_event("search", tenant=KEPT, body={"query": f"{VISIBLE} harbor"}))[1]
     assert len(kept["results"]) == 5

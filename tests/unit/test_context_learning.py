@@ -26,7 +26,7 @@ from infra.local.sqlite_state import SqliteStateStore
 
 TENANT = "acme"
 CALLER = "bot"
-A, B = "memory", "vault"
+A, B = "memory", "vault_index"
 
 
 class FakeClock:
@@ -173,7 +173,7 @@ def test_a_manual_wildcard_row_is_not_overridden_for_a_caller(
     log_batch(state, 0)
     service.run(TENANT)
     assert row(state, B) is None  # no caller row shadows the operator's `*` pin
-    assert row(state, "vault", caller="*").weight == 0.9  # type: ignore[union-attr]
+    assert row(state, B, caller="*").weight == 0.9  # type: ignore[union-attr]
 
 
 def test_running_the_cycle_twice_changes_nothing_the_second_time(
@@ -233,3 +233,55 @@ def test_callers_and_tenants_learn_separately(state: SqliteStateStore, service: 
     assert report.callers == 2
     assert row(state, A).weight > 1.0 > row(state, A, caller="other").weight  # type: ignore[union-attr]
     assert service.run("another-tenant").callers == 0
+
+
+def log_quiet(
+    state: SqliteStateStore, start: int, count: int = EVAL_BATCH_SIZE, caller: str = CALLER
+) -> None:
+    """Assemblies logged long before the clock's now, their caller never sending feedback."""
+    for n in range(start, start + count):
+        state.log_assembly(entry(n, None, caller=caller))
+
+
+def test_a_caller_that_never_sends_feedback_gets_the_seeds_shrink_for_unused_budget(
+    state: SqliteStateStore, service: LearningService
+) -> None:
+    log_quiet(state, 0, count=EVAL_BATCH_SIZE - 1)
+    assert service.run(TENANT).callers == 0  # the seed's batch size still applies
+    log_quiet(state, EVAL_BATCH_SIZE - 1, count=1)
+    report = service.run(TENANT)
+    assert (report.callers, report.assemblies) == (1, EVAL_BATCH_SIZE)
+    assert [(b.old_budget, b.new_budget) for b in report.budget_adjustments] == [(2000, 1900)]  # −5%
+    assert report.weight_adjustments == [] and state.list_weights(TENANT) == []  # no evidence, no move
+    log_quiet(state, 100)
+    service.run(TENANT)
+    assert state.get_budget(TENANT, CALLER).budget == 1805  # type: ignore[union-attr]
+    assert service.run(TENANT).callers == 0  # every row learned from once
+
+
+def test_the_shrink_stops_at_the_callers_minimum(state: SqliteStateStore, service: LearningService) -> None:
+    state.put_budget(TENANT, CallerBudget(CALLER, 1000, 980, 4000))
+    log_quiet(state, 0)
+    log_quiet(state, 100)
+    service.run(TENANT)
+    assert state.get_budget(TENANT, CALLER).budget == 980  # type: ignore[union-attr]
+
+
+def test_recent_assemblies_without_feedback_wait_for_it(state: SqliteStateStore) -> None:
+    clock = FakeClock(start=1_700_000_000 + 1800.0)  # the assemblies are half an hour old
+    service = LearningService(state, clock, DEFAULT_SOURCES, default_budget=4000)
+    log_quiet(state, 0)
+    assert service.run(TENANT).callers == 0  # feedback may still come
+    clock.t += 3600
+    assert service.run(TENANT).assemblies == EVAL_BATCH_SIZE
+
+
+def test_weights_learn_from_the_rows_with_feedback_and_the_budget_from_all(
+    state: SqliteStateStore, service: LearningService
+) -> None:
+    n = log_batch(state, 0, count=3)  # 3 with feedback using A's items: half their tokens
+    log_quiet(state, n, count=EVAL_BATCH_SIZE - 3)
+    report = service.run(TENANT)
+    assert report.assemblies == EVAL_BATCH_SIZE
+    assert row(state, A).weight > 1.0 > row(state, B).weight  # type: ignore[union-attr]
+    assert [b.new_budget for b in report.budget_adjustments] == [1900]  # 15% of tokens used: mostly unused

@@ -104,6 +104,16 @@ def test_explicit_links_come_first_and_are_cut_to_30_percent() -> None:
     assert packing.total_tokens >= 0.9 * budget
 
 
+def test_a_link_that_does_not_fit_stays_eligible_for_normal_retrieval() -> None:
+    budget = 400  # link allowance 120 tokens: the first link fits, the second is left out
+    first, second = item(1, "memory", 420, 0.9), item(2, "memory", 420, 0.8)
+    linked = [ContextItem(i.id, EXPLICIT_LINK_SOURCE, i.title, i.text, 1.0, 1.0) for i in (first, second)]
+    packing = Packer(estimate_tokens, LABELS).pack(budget, [first, second], {"memory": 1.0}, linked)
+    assert [p.item.id for p in packing.links] == ["memory:m-1"] and packing.skipped_links == ("memory:m-2",)
+    assert [p.item.id for p in packing.items] == ["memory:m-2"]  # retrieved, so packed as memory
+    assert packing.block.count("memory:m-1") == 1  # the placed link is never repeated
+
+
 def test_a_link_that_cannot_fit_is_reported_not_silently_dropped() -> None:
     tiny_budget = 10  # 30% = 3 tokens: not even the header fits
     packing = Packer(estimate_tokens, LABELS).pack(tiny_budget, [], {}, [link(0, 100)])
@@ -170,8 +180,10 @@ def test_dedup_keeps_the_best_copy_of_an_entity_and_of_a_text() -> None:
     other = ContextItem("memory:m-3", "vault", "t", "Something else entirely", 0.2, 0.2)
     kept = deduplicate([a, a_again, copy, other])
     assert [(k.id, k.source) for k in kept] == [("memory:m-1", "agent_memory_peer"), ("memory:m-3", "vault")]
-    # text already in the block through an explicit link is not repeated
-    assert [k.id for k in deduplicate([a, other], taken_hashes=[a.content_hash])] == ["memory:m-3"]
+    # text already in the block through an explicit link (another id) is not repeated
+    linked = ContextItem("notes/limiter.md", EXPLICIT_LINK_SOURCE, "n", a.text, 1.0, 1.0)
+    packing = Packer(estimate_tokens, LABELS).pack(1000, [a, other], {"memory": 0.5, "vault": 0.5}, [linked])
+    assert [p.item.id for p in packing.items] == ["memory:m-3"]
 
 
 def test_items_with_no_score_are_never_packed() -> None:

@@ -148,7 +148,10 @@ def test_sources_are_configurable_and_bad_configuration_names_the_key() -> None:
 
 
 def test_a_request_may_only_name_configured_sources() -> None:
-    assert [s.name for s in select_sources(DEFAULT_SOURCES, ["vault", "memory"])] == ["vault", "memory"]
+    assert [s.name for s in select_sources(DEFAULT_SOURCES, ["vault_index", "memory"])] == [
+        "vault_index",
+        "memory",
+    ]
     with pytest.raises(InvalidInputError) as err:
         select_sources(DEFAULT_SOURCES, ["memory", "nope"])
     assert list(err.value.fields) == ["sources.1"]

@@ -19,7 +19,8 @@ from tests.unit.governance_fakes import overlay, service
 def retrieve(
     svc: RetrievalService, task: str, overlay_json: dict[str, Any] | None = None, **request: Any
 ) -> RetrievalBundle:
-    body = {"role_id": "dba", "task_text": task, "overlay": overlay_json, **request}
+    given = {} if overlay_json is None else {"overlay": overlay_json}  # absent: the stored overlay
+    body = {"role_id": "dba", "task_text": task, **given, **request}
     return svc.retrieve("acme", RetrieveRequest.model_validate(body))
 
 
@@ -64,6 +65,9 @@ def test_stored_overlay_is_used_when_the_request_has_none() -> None:
     # Another tenant does not see acme's overlay.
     other = svc.retrieve("globex", RetrieveRequest(role_id="dba", task_text="rotate database credentials"))
     assert states(other) == ["no_overlay"]
+    # `overlay: null` is the retrieval seed's "shared corpus only": the stored overlay is not applied
+    shared = retrieve(svc, "rotate database credentials", overlay=None)
+    assert not shared.summary.overlay_applied and "no_overlay" in states(shared)
 
 
 def test_no_strong_match_when_nothing_in_the_corpus_is_about_the_task(svc: RetrievalService) -> None:

@@ -74,7 +74,7 @@ def test_query_shape_picks_the_auto_strategy(query: str, shape: QueryShape) -> N
 @given(st.text(max_size=300))
 def test_no_query_syntax_survives_into_terms(raw: str) -> None:
     parsed = parse_query(raw, REGISTRY)
-    assert len(parsed.terms) <= MAX_TERMS
+    assert len(parsed.terms) + sum(len(p.split()) for p in parsed.phrases) <= MAX_TERMS
     for token in parsed.terms + parsed.phrases:
         assert not set(token) & set('"*()^:-+{}[]\\'), token
 
@@ -104,3 +104,20 @@ def test_the_term_cap_is_the_search_boxs_and_can_be_lifted() -> None:
     assert len(parse_query(words, EntityTypeRegistry()).terms) == MAX_TERMS
     lifted = parse_query(words, EntityTypeRegistry(), max_terms=1000)
     assert len(lifted.terms) == 60 and not lifted.truncated
+
+
+def words_searched(query: str) -> int:
+    parsed = parse_query(query, REGISTRY)
+    return len(parsed.terms) + sum(len(p.split()) for p in parsed.phrases)
+
+
+def test_phrase_words_count_toward_the_term_cap() -> None:
+    # five quoted phrases of 30 words each were 150 words searched beside a cap of 20
+    long_phrases = " ".join('"' + " ".join(f"p{i}w{j}" for j in range(30)) + '"' for i in range(5))
+    parsed = parse_query(long_phrases + " alpha beta", REGISTRY)
+    assert words_searched(long_phrases + " alpha beta") == MAX_TERMS and parsed.truncated
+    assert parsed.phrases == (" ".join(f"p0w{j}" for j in range(MAX_TERMS)),)
+    mixed = parse_query('"rate limiter config" ' + " ".join(f"word{i}" for i in range(30)), REGISTRY)
+    assert mixed.phrases == ("rate limiter config",) and len(mixed.terms) == MAX_TERMS - 3 and mixed.truncated
+    small = parse_query('"rate limiter" login', REGISTRY)
+    assert (small.phrases, small.terms, small.truncated) == (("rate limiter",), ("login",), False)

@@ -85,8 +85,14 @@ def test_token_estimate_is_ceil_len_over_four() -> None:
 
 
 def test_cache_key_normalises_and_separates_tenants_and_generations() -> None:
-    base = search_cache_key("t1", " Login  Bug ", ["task", "idea"], {"b": 1, "a": 2}, "auto", 20, 3)
+    base = search_cache_key("t1", "login bug", ["task", "idea"], {"b": 1, "a": 2}, "auto", 20, 3)
     assert base == search_cache_key("t1", "login bug", ["idea", "task"], {"a": 2, "b": 1}, "auto", 20, 3)
+    # the query's case and spacing shape the answer (its strategy, its echo): never one entry for both
+    assert base != search_cache_key("t1", "Login Bug", ["idea", "task"], {"a": 2, "b": 1}, "auto", 20, 3)
+    assert base != search_cache_key("t1", " login bug", ["idea", "task"], {"a": 2, "b": 1}, "auto", 20, 3)
+    assert base != search_cache_key(
+        "t1", "login bug", ["idea", "task"], {"a": 2, "b": 1}, "auto", 20, 3, variant="a"
+    )
     assert base != search_cache_key("t2", "login bug", ["idea", "task"], {"a": 2, "b": 1}, "auto", 20, 3)
     assert base != search_cache_key("t1", "login bug", ["idea", "task"], {"a": 2, "b": 1}, "auto", 20, 4)
 

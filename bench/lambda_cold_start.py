@@ -1,0 +1,307 @@
+"""Cold and warm starts of the functions as Lambda runs them, measured from outside: the built artifact in
+the Lambda Runtime Interface Emulator (deploy/lambda_local.py), DynamoDB on moto_server, the OpenSearch node,
+the local-embedder layer at /opt (samconfig.toml's local parameters).
+
+- Cold: for each function, `--starts` fresh emulators. `first answer` is the time from starting the
+  emulator to the first invocation's answer (the emulator's start, the runtime's, the handler's import
+  and its first run); `first Duration` is that invocation's REPORT Duration, which holds the runtime's
+  start and the import because the emulator starts the runtime inside the first invocation — its own
+  `Init Duration` only times handing over the init request, so it is not reported. The same for a handler
+  that does nothing (`runtime`): the API's figure beyond it is what Quarry's import and first request cost.
+- Warm: the API function's REPORT Duration (and the round trip through the emulator) for health, keyword
+  search, hybrid search and one context assembly, search cache off (QUARRY_CACHE_TTL_SECONDS=0).
+- Peak RSS (VmHWM) of each function's runtime process after its runs: the emulator's "Max Memory Used"
+  only repeats the configured size.
+- The same hybrid searches through the emulated function and the API handler called in this interpreter
+  with the function's settings and backends, alternately (what the emulator adds), and through
+  `quarry serve` (one worker, the embedded backend) on the same items: its round trip beside the emulated
+  function's.
+
+    scripts/with-opensearch.sh .venv/bin/python bench/lambda_cold_start.py [--starts 10] [--warm 30]
+        [--items 200] [--json bench/results/lambda_cold_start.json] [--env QUARRY_FEEDBACK_DOCS=0]
+    ... --smoke    one start of the API function and of the runtime alone, two warm runs, 20 items
+                   (tests/lambda_runtime/test_cold_start_bench.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import percentile, queries, synthetic_entities  # noqa: E402
+from deploy.lambda_emulator import EmulatedFunction  # noqa: E402
+from deploy.lambda_local import Deployment, deployment  # noqa: E402
+
+EVENTS = Path(__file__).resolve().parent.parent / "events"
+TENANT = "bench"  # the tenant bench/load.py's server key reads
+BULK = 100  # items per POST /entities: below AsyncMinChunks (200), so indexed in the request
+SETTLE_SECONDS = 60.0
+NOOP = "def handler(event, context):\n    return {}\n"
+
+
+def api_event(method: str, path: str, body: Any = None) -> dict[str, Any]:
+    sample = json.loads((EVENTS / "search.json").read_text())
+    sample["rawPath"] = sample["requestContext"]["http"]["path"] = path
+    sample["requestContext"]["http"]["method"] = method
+    sample["requestContext"]["authorizer"] = {"lambda": {"tenant": TENANT, "scopes": ["read", "write"]}}
+    sample["body"] = None if body is None else json.dumps(body)
+    return sample
+
+
+def answered(function: EmulatedFunction, event: Any) -> Any:
+    answer = function.invoke(event)
+    if answer.function_error:
+        raise RuntimeError(
+            f"{function.spec.logical_id} failed: {answer.body[:500]!r}\n{function.output()[-2000:]}"
+        )
+    return answer
+
+
+def first_events() -> dict[str, Any]:
+    """What each function's first invocation answers (its usual work, not an empty event)."""
+    change = {"op": "upsert", "type": "memory", "id": "cold", "tenant_id": "acme", "version": 1,
+              "entity": {"content": "a cold start writes this note"}}  # fmt: skip
+    record = json.loads((EVENTS / "sqs_entity_changes.json").read_text())["Records"][0]
+    return {
+        "ApiFunction": api_event("GET", "/health"),
+        "IndexingConsumerFunction": {"Records": [{**record, "body": json.dumps(change)}]},
+        "NightlyEvalFunction": json.loads((EVENTS / "eventbridge_nightly_eval.json").read_text()),
+        "PreTokenGenerationFunction": json.loads((EVENTS / "pretoken_generation.json").read_text()),
+    }
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    return {"p50": round(percentile(values, 50), 1), "max": round(max(values), 1)}
+
+
+def cold(make: Any, event: Any, starts: int) -> dict[str, Any]:
+    """`starts` fresh emulators of one function: first answer and first Duration; the last one's RSS."""
+    answers, durations, rss = [], [], 0.0
+    for _ in range(starts):
+        function = make()
+        began = time.perf_counter()
+        function.start()
+        answer = answered(function, event)
+        answers.append((time.perf_counter() - began) * 1000)
+        durations.append(answer.report.duration_ms if answer.report else float("nan"))
+        rss = function.peak_rss_mb() or 0.0
+        function.stop()
+    return {
+        "first_answer_ms": stats(answers),
+        "first_duration_ms": stats(durations),
+        "peak_rss_mb": round(rss, 1),
+    }
+
+
+def noop(local: Deployment, folder: Path) -> EmulatedFunction:
+    """A handler that does nothing, in the same sandbox and runtime: the runtime's own start."""
+    (folder / "python").mkdir(parents=True, exist_ok=True)
+    (folder / "python" / "quarry_noop.py").write_text(NOOP)
+    api = local.function("ApiFunction")
+    return EmulatedFunction(
+        replace(api.spec, handler="quarry_noop.handler"), api.task_root, folder, local.environment
+    )
+
+
+def seed(api: EmulatedFunction, items: list[dict[str, Any]], probe: str) -> None:
+    """Index `items` through the API function; return once a keyword search sees them (the node
+    refreshes about once a second)."""
+    for start in range(0, len(items), BULK):
+        answer = answered(api, api_event("POST", "/entities", {"items": items[start : start + BULK]}))
+        if answer.payload["statusCode"] != 200:
+            raise RuntimeError(f"seeding failed: {answer.payload}")
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while time.monotonic() < deadline:
+        answer = answered(api, api_event("POST", "/search", {"query": probe, "strategy": "keyword"}))
+        if json.loads(answer.payload["body"])["results"]:
+            return
+    raise RuntimeError("the seeded items never became searchable")
+
+
+def warm(api: EmulatedFunction, runs: int, stream: list[str]) -> dict[str, Any]:
+    """REPORT Duration and round trip of the warm API function per kind of request."""
+    kinds = {
+        "health": lambda i: api_event("GET", "/health"),
+        "keyword search": lambda i: api_event("POST", "/search", {"query": stream[i], "strategy": "keyword"}),
+        "hybrid search": lambda i: api_event("POST", "/search", {"query": stream[i], "strategy": "hybrid"}),
+        "assembly": lambda i: api_event("POST", "/context/assemble", {"query": stream[i], "caller": "bench"}),
+    }
+    out = {}
+    for kind, event in kinds.items():
+        answered(api, event(0))  # the first of its kind loads what it needs
+        durations, walls = [], []
+        for i in range(runs):
+            answer = answered(api, event(i % len(stream)))
+            assert answer.payload["statusCode"] == 200, answer.payload
+            durations.append(answer.report.duration_ms if answer.report else float("nan"))
+            walls.append(answer.wall_ms)
+        out[kind] = {"duration_ms": stats(durations), "round_trip_ms": stats(walls)}
+    return out
+
+
+def paired_hybrid(local: Deployment, api: EmulatedFunction, runs: int, stream: list[str]) -> dict[str, Any]:
+    """The same hybrid searches through the emulated function and through the API handler called in this
+    interpreter with the function's settings and backends, alternating query by query so both share the
+    machine's noise: what the emulator adds, beside what the backends cost."""
+    from handlers.devserver import FakeLambdaContext
+    from infra.wiring import set_container
+
+    saved = dict(os.environ)
+    os.environ.update({**local.stack.function("ApiFunction").environment, **local.environment})
+    # quiet here (the function logs each search at INFO and prints its metrics: a fraction of a ms)
+    os.environ.update(POWERTOOLS_LOG_LEVEL="WARNING", POWERTOOLS_METRICS_DISABLED="true")
+    set_container(None)
+    emulated, in_process = [], []
+    try:
+        from handlers import api as handler
+
+        for i in range(runs + 1):  # the first loads the model here
+            event = api_event("POST", "/search", {"query": stream[i % len(stream)], "strategy": "hybrid"})
+            emulated.append(answered(api, event).wall_ms)
+            started = time.perf_counter()
+            if handler.lambda_handler(event, FakeLambdaContext())["statusCode"] != 200:
+                raise RuntimeError("the in-process search failed")
+            in_process.append((time.perf_counter() - started) * 1000)
+    finally:
+        set_container(None)
+        os.environ.clear()
+        os.environ.update(saved)
+    return {"emulated_round_trip_ms": stats(emulated[1:]), "in_process_ms": stats(in_process[1:])}
+
+
+def serve_hybrid(items: int, runs: int, stream: list[str]) -> dict[str, float]:
+    """The same hybrid searches through `quarry serve` (one worker, the embedded backend)."""
+    from bench.load import KEY, ingest, start_server
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ingest(Path(tmp) / "data", items, str(Path(tmp) / "embeddings"))
+        server = start_server(Path(tmp) / "data", 1, cache=False)
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+            headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+            walls = []
+            for i in range(runs + 1):  # the first loads the model
+                body = json.dumps({"query": stream[i % len(stream)], "strategy": "hybrid"})
+                started = time.perf_counter()
+                conn.request("POST", "/search", body, headers)
+                response = conn.getresponse()
+                response.read()
+                if response.status != 200:
+                    raise RuntimeError(f"quarry serve answered {response.status}")
+                walls.append((time.perf_counter() - started) * 1000)
+            conn.close()
+        finally:
+            server.stop()
+    return stats(walls[1:])
+
+
+def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
+    name = f"quarry-bench-{uuid.uuid4().hex[:6]}"
+    stream = queries(max(args.warm, 2))
+    env = {"QUARRY_OPENSEARCH_INDEX_PREFIX": name, "QUARRY_CACHE_TTL_SECONDS": "0"}
+    env |= dict(pair.split("=", 1) for pair in args.env)
+    report: dict[str, Any] = {"load_average": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}
+    report |= {"starts": args.starts, "warm_runs": args.warm, "items": args.items}
+    with (
+        deployment("local_invoke", url, stack_name=name, environment=env) as local,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        try:
+            report["cold"] = {
+                fn: cold(lambda fn=fn: local.function(fn), event, args.starts)
+                for fn, event in first_events().items()
+                if fn in args.functions
+            }
+            report["cold"]["runtime (a handler doing nothing)"] = cold(
+                lambda: noop(local, Path(tmp)), {}, args.starts
+            )
+            api = local.function("ApiFunction")
+            seed(api, synthetic_entities(args.items), stream[0])
+            report["warm"] = warm(api, args.warm, stream)
+            report["warm_peak_rss_mb"] = round(api.peak_rss_mb() or 0.0, 1)
+            report["hybrid_paired"] = paired_hybrid(local, api, args.warm, stream)
+        finally:
+            _delete_index(url, name)
+    report["serve_hybrid_round_trip_ms"] = serve_hybrid(args.items, args.warm, stream)
+    lam, serve = (
+        report["warm"]["hybrid search"]["round_trip_ms"]["p50"],
+        report["serve_hybrid_round_trip_ms"]["p50"],
+    )
+    report["hybrid_vs_serve"] = round(lam / serve, 2)
+    api_cold = report["cold"]["ApiFunction"]["first_answer_ms"]["p50"]
+    report["api_beyond_runtime_ms"] = round(
+        api_cold - report["cold"]["runtime (a handler doing nothing)"]["first_answer_ms"]["p50"], 1
+    )
+    return report
+
+
+def _delete_index(url: str, prefix: str) -> None:
+    from infra.opensearch import build_client, mapping
+
+    client = build_client(url)
+    for index in client.indices.get(index=f"{prefix}-v*", ignore=404) or {}:
+        client.indices.delete(index=index, ignore=404)
+    client.indices.delete_index_template(name=mapping.template_name(prefix), ignore=404)
+
+
+def print_report(report: dict[str, Any]) -> None:
+    print(
+        f"load average {report['load_average']} on {report['cpus']} cpus; {report['starts']} fresh starts each"
+    )
+    print(
+        f"{'function':38} {'first answer P50/max ms':>24} {'first Duration P50/max':>24} {'peak RSS MB':>12}"
+    )
+    for fn, row in report["cold"].items():
+        a, d = row["first_answer_ms"], row["first_duration_ms"]
+        print(
+            f"{fn:38} {a['p50']:>12} / {a['max']:<9} {d['p50']:>12} / {d['max']:<9} {row['peak_rss_mb']:>12}"
+        )
+    print(f"API cold start beyond the runtime's own start (P50): {report['api_beyond_runtime_ms']} ms")
+    print(f"{'warm API function':38} {'Duration P50/max ms':>24} {'round trip P50/max':>24}")
+    for kind, row in report["warm"].items():
+        d, w = row["duration_ms"], row["round_trip_ms"]
+        print(f"{kind:38} {d['p50']:>12} / {d['max']:<9} {w['p50']:>12} / {w['max']:<9}")
+    serve, paired = report["serve_hybrid_round_trip_ms"], report["hybrid_paired"]
+    emulated, inproc = paired["emulated_round_trip_ms"], paired["in_process_ms"]
+    print(f"hybrid, alternating: emulated round trip P50/max {emulated['p50']} / {emulated['max']} ms, "
+          f"the handler in-process on the same backends {inproc['p50']} / {inproc['max']} ms")  # fmt: skip
+    print(f"quarry serve hybrid round trip P50/max: {serve['p50']} / {serve['max']} ms; "
+          f"emulated / serve: {report['hybrid_vs_serve']}x; API peak RSS {report['warm_peak_rss_mb']} MB")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--starts", type=int, default=10, help="fresh emulators per function")
+    parser.add_argument("--warm", type=int, default=30, help="warm invocations per kind of request")
+    parser.add_argument("--items", type=int, default=200, help="synthetic entities indexed for the warm runs")
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--env", nargs="*", default=[], metavar="K=V", help="function settings, e.g. QUARRY_FEEDBACK_DOCS=0"
+    )
+    parser.add_argument("--functions", nargs="+", default=list(first_events()), help="whose cold starts")
+    parser.add_argument("--smoke", action="store_true", help="one API cold start, two warm runs, 20 items")
+    args = parser.parse_args()
+    if args.smoke:
+        args.starts, args.warm, args.items, args.functions = 1, 2, 20, ["ApiFunction"]
+    url = os.environ.get("QUARRY_OPENSEARCH_URL", "")
+    if not url:
+        sys.exit("QUARRY_OPENSEARCH_URL is not set: run through scripts/with-opensearch.sh")
+    report = run(args, url)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    print_report(report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""Where Quarry's API spells a concept of the seed documents (`../shared/seeds/`, summarised in the
+README's "Conformance to the seeds") differently, and what a request in the seed's spelling is told.
+
+Quarry keeps one spelling per concept (snake_case fields, no `/api` prefix, string assembly ids). A request
+in a seed's spelling is refused with a 400 (or 404 for a path) whose message names Quarry's form, rather
+than silently accepted under a second name or answered "is not a known field".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+# Body fields and query parameters of the seeds → (Quarry's name, or None when it has none; what to say).
+SEED_SPELLINGS: Mapping[str, tuple[str | None, str]] = {
+    # role-overlay-retrieval-api.txt: retrieve({roleId, taskText, overlay, packetContextSummary, lexicalOnly,
+    # embeddingModel, ollamaUrl, store})
+    "roleId": ("role_id", "use `role_id`"),
+    "taskText": ("task_text", "use `task_text`"),
+    "packetContextSummary": ("context_summary", "use `context_summary`"),
+    "lexicalOnly": ("lexical_only", "use `lexical_only`"),
+    "embeddingModel": (
+        None,
+        "is not a request field: the deployment's embedder is configured (QUARRY_EMBEDDER_MODEL_DIR; "
+        "`quarry reindex` moves stored vectors to another model)",
+    ),
+    "ollamaUrl": (
+        None,
+        "is not a request field: Quarry embeds with its own configured model, no Ollama server",
+    ),
+    "store": (None, "is not a request field: the corpus is the tenant's (load it with POST /corpus)"),
+    # gateway-context-assembly.txt: AssembleContextInputSchema, GET /log's query
+    "mission_namespace": ("namespace", "use `namespace`"),
+    "offset": (
+        "cursor",
+        "use `cursor`: pass back the previous page's `next_cursor` (pages are keyset, so writes between pages "
+        "never shift one)",
+    ),
+}
+# gateway-context-assembly.txt and nexus-ai-search-dataflow.md mount their routes under /api.
+SEED_PATH_PREFIX = "/api"
+# gateway-context-assembly.txt: assembly_id is an integer > 0, and 0 marks an unlogged assembly.
+INTEGER_ASSEMBLY_ID = (
+    "must be the string `assembly_id` that POST /context/assemble returned (the seed's integer ids are not "
+    "Quarry's; an unlogged assembly answers `assembly_id: null`, where the seed answers 0)"
+)
+
+
+def seed_spelling(name: str, known: Iterable[str] | None = None) -> str | None:
+    """What to tell a request that used the seed's `name` for a field or parameter (when Quarry's form is
+    among `known`, if given), or None."""
+    found = SEED_SPELLINGS.get(name)
+    if found is None or (known is not None and found[0] is not None and found[0] not in known):
+        return None
+    return found[1]
+
+
+def unknown_parameters(given: Iterable[str], allowed: Iterable[str]) -> dict[str, str]:
+    """{parameter: message} for each query parameter a route does not take (a seed's spelling named)."""
+    known = set(allowed)
+    takes = "it takes " + ", ".join(sorted(known)) if known else "it takes none"
+    return {
+        name: seed_spelling(name, known) or f"is not a parameter of this route; {takes}"
+        for name in given
+        if name not in known
+    }
+
+
+def unprefixed(path: str) -> str | None:
+    """The path without the seeds' `/api` prefix, or None when it has none."""
+    if path.startswith(SEED_PATH_PREFIX + "/"):
+        return path[len(SEED_PATH_PREFIX) :]
+    return None

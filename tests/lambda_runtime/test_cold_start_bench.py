@@ -1,0 +1,38 @@
+"""bench/lambda_cold_start.py runs (at its smoke size: the API function only): its figures are there and plausible."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+BENCH_SECONDS = 600  # a fresh clone builds the artifact and the layer first
+
+
+def test_the_lambda_cold_start_bench_measures_every_function_warm_requests_and_serve(
+    lambda_runtime: None, opensearch_url: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "figures.json"
+    env = {**os.environ, "QUARRY_OPENSEARCH_URL": opensearch_url}
+    done = subprocess.run(
+        [sys.executable, "bench/lambda_cold_start.py", "--smoke", "--json", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BENCH_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert set(report["cold"]) == {"ApiFunction", "runtime (a handler doing nothing)"}
+    for row in report["cold"].values():
+        assert 0 < row["first_duration_ms"]["p50"] <= row["first_answer_ms"]["p50"]
+        assert row["peak_rss_mb"] > 0
+    assert set(report["warm"]) == {"health", "keyword search", "hybrid search", "assembly"}
+    assert report["serve_hybrid_round_trip_ms"]["p50"] > 0 and report["hybrid_vs_serve"] > 0
+    assert report["hybrid_paired"]["in_process_ms"]["p50"] > 0
+    assert "API cold start beyond the runtime's own start" in done.stdout
