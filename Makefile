@@ -24,6 +24,7 @@ ARTIFACTS_DIR ?= .aws-sam/artifact
 LAMBDA_PLATFORM ?=
 
 .PHONY: lambda-artifact lock-lambda lambda-runtime invoke lambda-serve $(addprefix build-,$(LAMBDA_FUNCTIONS))
+.PHONY: setup-clients test-clients client-models
 .PHONY: setup setup-bench serve test opensearch-up opensearch-down opensearch-cluster-up opensearch-cluster-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale bench-peers eval clean
 
 setup: $(STAMP)
@@ -49,9 +50,37 @@ $(BENCH_STAMP): $(STAMP)
 serve: setup
 	$(BIN)/quarry serve --host $(HOST) --port $(PORT)
 
-# The live OpenSearch suite runs against a local node started (and stopped) around pytest.
-test: setup lambda-runtime
+# The live OpenSearch suite runs against a local node started (and stopped) around pytest; then the client
+# package's suite (clients/python/tests) against `quarry serve` processes of the main venv.
+test: setup lambda-runtime setup-clients
 	scripts/with-opensearch.sh $(BIN)/python -m pytest
+	$(MAKE) --no-print-directory test-clients
+
+# quarry-client in a venv of its own: it must install and import without the server's packages, and the
+# frameworks its retrievers plug into (langchain-core, llama-index-core: ~230 MB with their dependencies,
+# no torch) and the generators the tests run (openapi-python-client, datamodel-code-generator) stay out of
+# the server's venv. Pinned generators: `make client-models` and its no-op test must write the same bytes.
+CLIENT_VENV := .venv-clients
+CLIENT_BIN  := $(CLIENT_VENV)/bin
+CLIENT_STAMP := $(CLIENT_VENV)/.installed
+CLIENT_TOOLS := 'datamodel-code-generator==0.89.0' 'ruff==0.17.6' 'openapi-python-client==0.29.1' \
+	'langchain-tests>=1.1,<2' 'pytest>=8'
+
+setup-clients: $(CLIENT_STAMP)
+
+$(CLIENT_STAMP): clients/python/pyproject.toml Makefile
+	test -x $(CLIENT_BIN)/python || { $(PYTHON) -m venv $(CLIENT_VENV) && $(CLIENT_BIN)/pip uninstall --quiet --yes setuptools; }
+	$(CLIENT_BIN)/pip install --quiet --no-compile $(CLIENT_TOOLS)
+	$(CLIENT_BIN)/pip install --quiet --no-compile -e './clients/python[langchain,llamaindex]'
+	touch $(CLIENT_STAMP)
+
+test-clients: setup setup-clients
+	QUARRY_SERVER_BIN=$(abspath $(BIN))/quarry $(CLIENT_BIN)/python -m pytest clients/python/tests
+
+# Regenerate the client's models from this server's OpenAPI document (commit both files).
+client-models: setup setup-clients
+	$(BIN)/quarry openapi --write clients/python/openapi.json
+	$(CLIENT_BIN)/python clients/python/generate_models.py
 
 # A single-node OpenSearch 2.19 + k-NN on 127.0.0.1 (from Maven Central, cached in .cache/opensearch).
 opensearch-up:
@@ -72,7 +101,7 @@ opensearch-cluster-down:
 # Python folder. mypy: strict on core (pyproject lists the flags); its default checks on the adapters, the
 # handlers, the deploy scripts and the benches — the SDKs and Powertools they call are untyped, so strict
 # there asks for casts at every call without finding more; the tests' doubles are not typed as ports.
-LINTED := core infra handlers tests bench deploy scripts
+LINTED := core infra handlers tests bench deploy scripts clients/python
 lint: setup
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
@@ -136,4 +165,4 @@ lock-lambda:
 	$(PYTHON) deploy/lambda_artifact.py --lock
 
 clean:
-	rm -rf $(VENV) .quarry .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CLIENT_VENV) .quarry .pytest_cache .mypy_cache .ruff_cache

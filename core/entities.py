@@ -193,6 +193,11 @@ class EntityTypeRegistry:
             raise InvalidInputError(f"unknown entity type '{name}'", {path: f"must be one of: {known}"})
         return found
 
+    def spellings(self) -> tuple[str, ...]:
+        """Every name `resolve` takes: each type's name and its plurals (`task`, `tasks`; `people`)."""
+        plurals = {f"{n}s" for n in self._types} | {a for a, n in _ALIASES.items() if n in self._types}
+        return tuple(sorted(set(self._types) | plurals))
+
     def resolve(self, name: str, path: str = "type") -> str:
         """The type a request names by its name or its plural (`task`, `tasks`, `people`: the search seed's
         spelling); an InvalidInputError naming `path` and the known types otherwise."""

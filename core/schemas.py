@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, StrictBool
 
-from core.base_model import QuarryModel
+from core.base_model import JsonInt, QuarryModel
 
 Scalar = str | int | float | bool
 FilterValue = Scalar | list[Scalar]
@@ -35,22 +35,15 @@ class SearchRequest(QuarryModel):
     filters: dict[str, FilterValue] | None = Field(
         default=None, description="Metadata filters, key → value(s)"
     )
-    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, strict=False)
+    limit: JsonInt = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     strategy: Strategy = "auto"
-    explain: bool = False
+    explain: StrictBool = False
     cursor: str | None = Field(
         default=None,
         max_length=1024,
         description="`next_cursor` of the previous page; send the same query, entities, filters, "
         "strategy and limit. Answers 409 `cursor_expired` when the tenant's index changed in between.",
     )
-
-    @field_validator("limit", mode="before")
-    @classmethod
-    def _integer_limit(cls, value: Any) -> Any:
-        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-            raise ValueError("must be an integer")
-        return value
 
 
 class RetrieverExplanation(QuarryModel):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 
 from core.entities import EntityType
@@ -20,6 +21,20 @@ MAX_LABEL_CHARS = 200  # source / owner / namespace are labels
 # characters; and not '.' or '..' (path segments with a meaning of their own).
 ID_PATTERN = re.compile(r"^[^\s/#|]{1,256}$")
 ID_RULE = f"must be 1-{MAX_ID_CHARS} characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'"
+# The same rule as one regular expression for the OpenAPI document, read alike by JSON Schema (ECMA-262)
+# and Python `re` (its look-ahead is beyond Rust `regex`): every character `str.isspace()` or category Cc
+# names, spelled out (`\s` differs between engines), and '/', '#', '|'. tests/handlers/
+# test_openapi_document.py checks it against `is_valid_id`.
+_SPACE_OR_CONTROL = r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# The end of the text is `(?![\s\S])`, not `$`: Python's `$` also matches before a final newline ("a\n"),
+# ECMA-262's does not; "no character follows" means the same in both.
+END_OF_TEXT = r"(?![\s\S])"
+ID_JSON_PATTERN = rf"^(?!\.\.?{END_OF_TEXT})[^{_SPACE_OR_CONTROL}/#|]{{1,{MAX_ID_CHARS}}}{END_OF_TEXT}"
+# Text with at least one character that `str.strip()` keeps (the whitespace `str.isspace()` names, spelled
+# out as above): what "not blank" means on every route.
+_WHITESPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+WHITESPACE_CLASS = f"[{_WHITESPACE}]"
+NONBLANK_PATTERN = f"[^{_WHITESPACE}]"
 VERSION_RULE = f"must be an integer from 0 to {INT64_MAX}"
 _BAD_CATEGORIES = frozenset({"Cc", "Cs"})  # controls (NUL included) and lone surrogates
 _SCALARS = (str, int, float, bool)
@@ -47,9 +62,24 @@ def _check_common(body: Mapping[str, Any], errors: dict[str, str], path: str) ->
             errors[path + label] = f"must be a non-empty string of at most {MAX_LABEL_CHARS} characters"
 
 
+def at_least_one(alternatives: list[dict[str, Any]]) -> dict[str, Any]:
+    """JSON Schema: at least one of `alternatives` holds. Written `not allOf not` rather than `anyOf`, the
+    same rule, so client generators keep the object one model (openapi-python-client types a top-level
+    `anyOf` as a union of partial objects, and cannot then reference it)."""
+    return {"not": {"allOf": [{"not": a} for a in alternatives]}}
+
+
+def is_whole_number(value: object) -> bool:
+    """A non-negative JSON integer: `7`, or `7.0` (JSON and JSON Schema do not tell them apart)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return value >= 0 and float(value).is_integer()
+
+
 def is_version(version: object) -> bool:
-    """True for a version a 64-bit store can hold: an integer from 0 to 2^63 - 1 (VERSION_RULE)."""
-    return isinstance(version, int) and not isinstance(version, bool) and 0 <= version <= INT64_MAX
+    """True for a version a 64-bit store can hold: a JSON integer (`7` or `7.0`) from 0 to 2^63 - 1
+    (VERSION_RULE)."""
+    return is_whole_number(version) and version <= INT64_MAX  # type: ignore[operator]
 
 
 def is_valid_id(entity_id: object) -> bool:
@@ -77,6 +107,39 @@ CALLER_RULE = (
     "overrides, zero-width) or '/', and not '.' or '..'"
 )
 _BAD_IN_NAMES = _BAD_CATEGORIES | {"Cf"}  # a caller is shown in the console, logs and exports
+
+
+def _character_class(excluded: Callable[[str], bool]) -> str:
+    """The inside of a regular-expression class listing every code point `excluded` holds for, read alike
+    by Python `re` and ECMA-262 with the `u` flag: BMP code points as `\\uXXXX`, others as themselves."""
+
+    def spell(code: int) -> str:
+        return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
+
+    spans: list[str] = []
+    start = None
+    for code in range(0x110000 + 1):
+        inside = code <= 0x10FFFF and excluded(chr(code))
+        if inside and start is None:
+            start = code
+        elif not inside and start is not None:
+            spans.append(spell(start) if start == code - 1 else f"{spell(start)}-{spell(code - 1)}")
+            start = None
+    return "".join(spans)
+
+
+def _not_in_caller(ch: str) -> bool:
+    return ch.isspace() or ch == "/" or unicodedata.category(ch) in _BAD_IN_NAMES
+
+
+@cache
+def caller_json_pattern(wildcard: bool = False) -> str:
+    """The caller rule as one pattern for the OpenAPI document (tests/handlers/test_openapi_document.py
+    checks it against `is_caller`); with `wildcard`, `*` too, where it means every caller. Built on first
+    use (0.2 s: every code point is looked at), never at import."""
+    excluded = _character_class(_not_in_caller)
+    reserved = r"\.\.?" if wildcard else r"(\.\.?|\*)"
+    return rf"^(?!{reserved}{END_OF_TEXT})[^{excluded}]{{1,{MAX_CALLER_CHARS}}}{END_OF_TEXT}"
 
 
 def validate_caller(caller: str, path: str = "caller", wildcard: bool = False) -> str:
@@ -144,4 +207,11 @@ def validate_body(
         errors[path.rstrip(".") or "body"] = "must change at least one field"
     if errors:
         raise InvalidInputError(f"invalid {etype.name}", errors)
-    return dict(body)
+    return _whole_version(dict(body))
+
+
+def _whole_version(body: dict[str, Any]) -> dict[str, Any]:
+    """`version: 7.0` stored as 7."""
+    if isinstance(body.get("version"), float):
+        body["version"] = int(body["version"])
+    return body

@@ -15,6 +15,7 @@ from typing import Any
 
 from core.errors import InvalidInputError, VersionConflictError, VersionSchemeError
 from core.models import EntityKey, StoredEntity, WriteOutcome
+from core.payload import INT64_MAX
 from core.scoring import parse_timestamp
 
 MS = 1000.0
@@ -73,9 +74,10 @@ def delete_version(given: int | None, stored_version: int | None, now: float) ->
         return given
     if stored_version is None:
         return None
+    following = min(stored_version + 1, INT64_MAX)  # at the top, the delete ties and wins the tie
     if is_clock_version(stored_version):
-        return max(stored_version + 1, int(now * MS))
-    return stored_version + 1
+        return max(following, min(int(now * MS), INT64_MAX))
+    return following
 
 
 def unchanged(prior: StoredEntity | None, version: int, body: Mapping[str, Any]) -> WriteOutcome | None:

@@ -16,6 +16,7 @@ from handlers.openapi import document as openapi_document
 from handlers.routes import catalog, context, entities, governance, jobs, lifecycle, search
 from handlers.routes.common import caller, decode_path_parameters, fence_tenant, services
 from infra import deadline, wiring
+from infra.wiring import Container
 
 VERSION = "0.1.0"
 # Kept from the context's remaining time to build and send the answer once a backend call has used the
@@ -41,7 +42,7 @@ app.include_router(catalog.router)
 app.include_router(lifecycle.router)
 
 
-@app.get("/health", summary="Liveness (no token needed)", tags=["meta"])
+@app.get("/health", summary="Liveness (no token needed)", tags=["meta"], operation_id="health")
 def health() -> dict[str, Any]:
     return {"status": "ok", "version": VERSION}
 
@@ -50,17 +51,27 @@ def health() -> dict[str, Any]:
     "/whoami",
     summary="The caller's tenant, scopes and bound caller (what a console may offer)",
     tags=["meta"],
+    operation_id="whoami",
 )
 def whoami() -> dict[str, Any]:
     who = caller(app, "read")
     return {"tenant": who.tenant_id, "scopes": sorted(who.scopes), "caller": who.caller}
 
 
-@app.get("/openapi.json", summary="This API's OpenAPI document", tags=["meta"])
+@app.get(
+    "/openapi.json",
+    summary="This API's OpenAPI document (no token needed: it holds no data)",
+    tags=["meta"],
+    operation_id="getOpenApi",
+)
 def openapi() -> dict[str, Any]:
-    caller(app, "read")
+    return published_openapi(services())
+
+
+def published_openapi(c: Container) -> dict[str, Any]:
+    """The OpenAPI document of the deployment `c` (also `quarry openapi`)."""
     generated = json.loads(app.get_openapi_json_schema(title="Quarry", version=VERSION))
-    return openapi_document(generated, services().registry)
+    return openapi_document(generated, c)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

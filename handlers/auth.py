@@ -23,6 +23,7 @@ from typing import Any
 from core.errors import ForbiddenError, UnauthorizedError
 
 SCOPES = frozenset({"read", "write", "admin"})
+PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})  # no token needed: neither holds tenant data
 ACT_AS_SCOPE = "admin"  # acting for another caller (its memory, its learning) needs admin
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import QuarryError
-from handlers import cli_governance, cli_mcp, cli_reindex
+from handlers import cli_governance, cli_mcp, cli_openapi, cli_reindex
 from handlers.cli_governance import DATA_DIR_HELP
 
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -306,6 +306,7 @@ def parser() -> argparse.ArgumentParser:
     cli_governance.register(sub)  # validate, load-corpus, retrieve, schema
     cli_mcp.register(sub)  # mcp
     cli_reindex.register(sub)  # reindex
+    cli_openapi.register(sub)  # openapi
     return p
 
 

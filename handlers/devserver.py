@@ -28,11 +28,11 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from handlers import cors
+from handlers.auth import PUBLIC_PATHS
 from handlers.console_static import console_file, is_console_path
 from handlers.devserver_http import ExpectContinue, read_body, refuse, shed, write_access_line
 from handlers.local_key import CONFIGURED_KEY_HINT
 
-PUBLIC_PATHS = frozenset({"/health"})
 DEFAULT_QUEUE = 32  # requests waiting per worker: ~32 × a few ms of work, so a queued request waits < 1 s
 RETRY_AFTER_SECONDS = 1  # an overloaded engine drains its queue in about this long
 IDLE_TIMEOUT_SECONDS = 30  # a keep-alive connection with no request for this long is closed

@@ -21,29 +21,45 @@ Resource templates (read scope): `quarry://overlays/{role_id}` (a role overlay) 
 Who is calling: over streamable HTTP, the bearer key of each request (looked up in QUARRY_API_KEYS,
 exactly as the dev server does); over stdio (and in-process) there are no headers, so the server acts
 as the one key it was started with (`--key` / QUARRY_MCP_KEY, see `stdio_principal`). A refused call is
-an MCP tool error whose text is the HTTP error body `{"error": {code, message, fields}}`.
+an MCP tool error whose text is the HTTP error body `{"error": {code, message, fields}}`. What an agent
+sees in `tools/list` (descriptions, limits, enums, closed schemas checked before each call, behaviour
+hints) is completed and enforced in handlers/mcp_tools.py.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as installed_version
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from pydantic import BaseModel, ValidationError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from pydantic import BaseModel, Field, ValidationError
 
-from core.catalog import EntityOut, EntityPage
-from core.context.schemas import AssembleRequest, AssembleResponse, FeedbackRequest, FeedbackResponse
-from core.errors import QuarryError, UnauthorizedError
+from core.catalog import DEFAULT_ENTITY_PAGE, MAX_ENTITY_PAGE, EntityOut, EntityPage
+from core.context.budget import MAX_TOKEN_BUDGET
+from core.context.links import MAX_LINKS
+from core.context.schemas import (
+    MAX_NAME_CHARS,
+    MAX_USED_IDS,
+    AssembleRequest,
+    AssembleResponse,
+    FeedbackRequest,
+    FeedbackResponse,
+)
+from core.errors import NotFoundError, QuarryError, UnauthorizedError
 from core.governance.bundle import RetrievalBundle
+from core.governance.overlay import MAX_TEXT_CHARS, ROLE_ID_PATTERN
 from core.governance.requests import RetrieveRequest
 from core.governance.validation import json_schema
-from core.payload import check_value
-from core.schemas import SearchRequest, SearchResponse, WriteResponse
+from core.payload import INT64_MAX
+from core.schemas import DEFAULT_LIMIT, MAX_LIMIT, SearchRequest, SearchResponse, WriteResponse
+from core.validation import ID_JSON_PATTERN, NONBLANK_PATTERN
 from handlers.auth import SCOPES, Principal
 from handlers.errors import STATUS, validation_fields
+from handlers.mcp_tools import DELETE, READ, UPSERT, WRITE, QuarryMCPServer, plain_snippets
 from infra.wiring import Container
 
 SERVER_NAME = "quarry"
@@ -53,6 +69,44 @@ INSTRUCTIONS = (
     "hits (pass `next_cursor` back as `cursor` for more); entity tools to read and write what is stored."
 )
 Model = TypeVar("Model", bound=BaseModel)
+# Arguments as an agent reads them in tools/list: what, limits, default; the deployment's entity types and
+# sources are added to the published schemas by handlers/mcp_tools.py.
+Query = Annotated[
+    str,
+    Field(
+        description="What to search for; `type:` prefixes (`task: login`), `@name` and quoted phrases work",
+        min_length=1,
+        pattern=NONBLANK_PATTERN,
+        examples=["rate limit for API clients"],
+    ),
+]
+EntityType = Annotated[str, Field(description="The entity type", examples=["memory"])]
+EntityId = Annotated[
+    str,
+    Field(
+        description="The entity id: 1-256 characters, no whitespace, '/', '#' or '|'",
+        json_schema_extra={"pattern": ID_JSON_PATTERN},
+        examples=["m-42"],
+    ),  # look-ahead: checked by jsonschema
+]
+Caller = Annotated[
+    str,
+    Field(
+        description="The agent or app asking: its budget, weights and own memory follow it",
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        pattern=NONBLANK_PATTERN,
+        examples=["my-agent"],
+    ),
+]
+Cursor = Annotated[
+    str | None,
+    Field(
+        description="`next_cursor` of the previous page (same other arguments); omit for the first page",
+        max_length=1024,
+        examples=[None],
+    ),
+]
 
 
 def error_text(exc: QuarryError) -> str:
@@ -118,21 +172,24 @@ def _validated(model: type[Model], payload: dict[str, Any]) -> Model:
 Act = Callable[[Context, str, Callable[[Principal, Container], Any]], Any]
 
 
-class QuarryServer(MCPServer):
-    """The SDK's server, with every tool call's arguments screened as the HTTP API screens a body (I-JSON:
-    integers a 64-bit store holds, bounded depth, no lone surrogates) before any tool runs."""
-
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        try:
-            check_value(arguments)
-        except QuarryError as exc:
-            raise ToolError(error_text(exc)) from exc
-        return await super().call_tool(name, arguments, context)
+def server_version() -> str:
+    """The installed Quarry's version (server_info.version)."""
+    try:
+        return installed_version("quarry")
+    except PackageNotFoundError:
+        return "0.0.0"
 
 
 def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
     """The MCPServer with Quarry's tools and resources; `container` is the composition root."""
-    server = QuarryServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = QuarryMCPServer(
+        container,
+        lambda exc: error_text(exc) if isinstance(exc, QuarryError) else str(exc),
+        name=SERVER_NAME,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        version=server_version(),
+    )
 
     def act(ctx: Context, scope: str, work: Callable[[Principal, Container], Any]) -> Any:
         """Run `work` for the caller once `scope` is checked, as one unit of work behind the tenant's fence
@@ -147,21 +204,36 @@ def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
     _search_tool(server, act)
     _context_tools(server, act)
     _entity_tools(server, act)
-    _governance(server, act)
+    _governance(server, act, container, gate)
     return server
 
 
 def _search_tool(server: MCPServer, act: Act) -> None:
-    @server.tool(description="Hybrid search over the tenant's entities (POST /search).")
+    @server.tool(
+        description="Hybrid search (BM25 + vectors) over the tenant's entities, best first (POST /search). "
+        "Snippets are plain text. For more hits pass `next_cursor` back as `cursor`.",
+        annotations=READ,
+    )
     def search(
         ctx: Context,
-        query: str,
-        entities: list[str] | None = None,
-        filters: dict[str, Any] | None = None,
-        limit: int = 20,
-        strategy: Literal["auto", "keyword", "semantic", "hybrid"] = "auto",
-        explain: bool = False,
-        cursor: str | None = None,
+        query: Query,
+        entities: Annotated[
+            list[str] | None, Field(description="Entity types to search (default: all)")
+        ] = None,
+        filters: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="Metadata filters, field → value or list of values (any of them)",
+                examples=[{"status": "open"}],
+            ),
+        ] = None,
+        limit: Annotated[int, Field(description="Hits per page", ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+        strategy: Annotated[
+            Literal["auto", "keyword", "semantic", "hybrid"],
+            Field(description="auto: identifiers lean keyword, questions lean semantic, the rest hybrid"),
+        ] = "auto",
+        explain: Annotated[bool, Field(description="Add each hit's ranks and scores per retriever")] = False,
+        cursor: Cursor = None,
     ) -> SearchResponse:
         request = {
             "query": query,
@@ -172,20 +244,44 @@ def _search_tool(server: MCPServer, act: Act) -> None:
             "explain": explain,
             "cursor": cursor,
         }
-        return act(ctx, "read", lambda w, c: c.search.search(w.tenant_id, _validated(SearchRequest, request)))
+        return act(
+            ctx,
+            "read",
+            lambda w, c: plain_snippets(c.search.search(w.tenant_id, _validated(SearchRequest, request))),
+        )
 
 
 def _context_tools(server: MCPServer, act: Act) -> None:
-    @server.tool(description="A token-budgeted context block for a caller (POST /context/assemble).")
+    @server.tool(
+        description="A token-budgeted context block for a caller, with its sources (POST /context/assemble). "
+        "Then call context_feedback with the source ids you used.",
+        annotations=WRITE,  # it logs the assembly (log: true) for the caller's learning
+    )
     def assemble_context(
         ctx: Context,
-        query: str,
-        caller: str,
-        namespace: str | None = None,
-        token_budget: int | None = None,
-        explicit_links: list[str] | None = None,
-        sources: list[str] | None = None,
-        log: bool = True,
+        query: Query,
+        caller: Caller,
+        namespace: Annotated[
+            str | None, Field(description="Mission namespace to retrieve within", max_length=MAX_NAME_CHARS)
+        ] = None,
+        token_budget: Annotated[
+            int | None,
+            Field(
+                description="Tokens for the block (default: the caller's learned budget)",
+                ge=1,
+                le=MAX_TOKEN_BUDGET,
+            ),
+        ] = None,
+        explicit_links: Annotated[
+            list[str] | None,
+            Field(
+                description="Entities (`type:id`) packed first, within 30% of the budget",
+                max_length=MAX_LINKS,
+                examples=[["memory:m-42"]],
+            ),
+        ] = None,
+        sources: Annotated[list[str] | None, Field(description="Sources to use (default: all)")] = None,
+        log: Annotated[bool, Field(description="false: do not log (no assembly_id, no learning)")] = True,
     ) -> AssembleResponse:
         request = {
             "query": query,
@@ -206,9 +302,21 @@ def _context_tools(server: MCPServer, act: Act) -> None:
             ),
         )
 
-    @server.tool(description="Which sources of an assembly the caller used (POST /context/feedback).")
+    @server.tool(
+        description="Which sources of an assembly the caller used (POST /context/feedback): the caller's "
+        "weights and budget learn from it. Once per assembly.",
+        annotations=WRITE,
+    )
     def context_feedback(
-        ctx: Context, assembly_id: str, used_source_ids: list[str], tokens_used: int | None = None
+        ctx: Context,
+        assembly_id: Annotated[
+            str, Field(description="assembly_id of assemble_context", min_length=1, max_length=MAX_NAME_CHARS)
+        ],
+        used_source_ids: Annotated[
+            list[str],
+            Field(description="ids from the assembly's sources that you used", max_length=MAX_USED_IDS),
+        ],
+        tokens_used: Annotated[int | None, Field(description="Tokens of the block you used", ge=0)] = None,
     ) -> FeedbackResponse:
         request = {"assembly_id": assembly_id, "used_source_ids": used_source_ids, "tokens_used": tokens_used}
         # a key bound to one caller steers only that caller's learning (another's assembly is not found)
@@ -220,19 +328,48 @@ def _context_tools(server: MCPServer, act: Act) -> None:
             ),
         )
 
-    @server.tool(description="Governed retrieval for a role: a RetrievalBundle (POST /retrieve).")
+    @server.tool(
+        description="Governed retrieval for a role: evidence selected and screened by the role's overlay, "
+        "with provenance and warnings (POST /retrieve).",
+        annotations=READ,
+    )
     def retrieve(
         ctx: Context,
-        role_id: str,
-        task_text: str,
-        overlay: dict[str, Any] | None = None,
-        context_summary: str | None = None,
-        lexical_only: bool = False,
+        role_id: Annotated[
+            str,
+            Field(
+                description="The role (its stored overlay applies)",
+                pattern=ROLE_ID_PATTERN,
+                examples=["support"],
+            ),
+        ],
+        task_text: Annotated[
+            str,
+            Field(
+                description="The task to gather evidence for",
+                min_length=1,
+                max_length=MAX_TEXT_CHARS,
+                pattern=NONBLANK_PATTERN,
+                examples=["customer cannot sign in after a password reset"],
+            ),
+        ],
+        overlay: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="A RoleOverlay to use instead of the stored one (resource quarry://schemas/"
+                "role_overlay); its role_id defaults to the role_id argument and must equal it",
+                examples=[{"mission": "help customers sign in", "vocabulary": {"boost": ["password"]}}],
+            ),
+        ] = None,
+        context_summary: Annotated[
+            str | None, Field(description="What is known so far", max_length=MAX_TEXT_CHARS)
+        ] = None,
+        lexical_only: Annotated[bool, Field(description="BM25 only: no embedding call")] = False,
     ) -> RetrievalBundle:
         request = {
             "role_id": role_id,
             "task_text": task_text,
-            "overlay": overlay,
+            "overlay": None if overlay is None else {"role_id": role_id, **overlay},
             "context_summary": context_summary,
             "lexical_only": lexical_only,
         }
@@ -243,14 +380,23 @@ def _context_tools(server: MCPServer, act: Act) -> None:
 
 def _entity_tools(server: MCPServer, act: Act) -> None:
     @server.tool(
-        description="A stored entity: fields, version, whether embedded (GET /entities/{type}/{id})."
+        description="A stored entity: fields, version, whether embedded (GET /entities/{type}/{id}).",
+        annotations=READ,
     )
-    def get_entity(ctx: Context, entity_type: str, entity_id: str) -> EntityOut:
+    def get_entity(ctx: Context, entity_type: EntityType, entity_id: EntityId) -> EntityOut:
         return act(ctx, "read", lambda w, c: c.catalog.get(w.tenant_id, entity_type, entity_id))
 
-    @server.tool(description="The tenant's entities, newest first, with cursor paging (GET /entities).")
+    @server.tool(
+        description="The tenant's entities, newest first, with cursor paging (GET /entities).",
+        annotations=READ,
+    )
     def list_entities(
-        ctx: Context, entity_type: str | None = None, limit: int = 50, cursor: str | None = None
+        ctx: Context,
+        entity_type: Annotated[str | None, Field(description="Only this type (default: every type)")] = None,
+        limit: Annotated[
+            int, Field(description="Entities per page", ge=1, le=MAX_ENTITY_PAGE)
+        ] = DEFAULT_ENTITY_PAGE,
+        cursor: Cursor = None,
     ) -> EntityPage:
         from handlers.mcp_entities import checked_page_size
 
@@ -262,36 +408,59 @@ def _entity_tools(server: MCPServer, act: Act) -> None:
 
     @server.tool(
         description="Create or replace an entity (PUT /entities/{type}/{id}); `partial: true` updates "
-        "only the given fields (PATCH). A `version` older than the stored one is refused."
+        "only the given fields (PATCH). A `version` older than the stored one is refused; the same call "
+        "again changes nothing.",
+        annotations=UPSERT,
     )
     def upsert_entity(
-        ctx: Context, entity_type: str, entity_id: str, fields: dict[str, Any], partial: bool = False
+        ctx: Context,
+        entity_type: EntityType,
+        entity_id: EntityId,
+        fields: Annotated[
+            dict[str, Any],
+            Field(
+                description="The entity's fields: its title field (`content` for a memory, `title` for a "
+                "task, ...), other text and metadata, optional `version`",
+                examples=[{"content": "The deploy needs a free cache volume", "version": 1}],
+            ),
+        ],
+        partial: Annotated[bool, Field(description="true: change only the given fields")] = False,
     ) -> WriteResponse:
         from handlers.mcp_entities import upsert
 
         return act(ctx, "write", lambda w, c: upsert(c, w.tenant_id, entity_type, entity_id, fields, partial))
 
-    @server.tool(description="Delete an entity (DELETE /entities/{type}/{id}).")
+    @server.tool(description="Delete an entity (DELETE /entities/{type}/{id}).", annotations=DELETE)
     def delete_entity(
-        ctx: Context, entity_type: str, entity_id: str, version: int | None = None
+        ctx: Context,
+        entity_type: EntityType,
+        entity_id: EntityId,
+        version: Annotated[
+            int | None, Field(description="The delete's version (default: the next one)", ge=0, le=INT64_MAX)
+        ] = None,
     ) -> WriteResponse:
         from handlers.mcp_entities import delete
 
         return act(ctx, "write", lambda w, c: delete(c, w.tenant_id, entity_type, entity_id, version))
 
 
-def _governance(server: MCPServer, act: Act) -> None:
+def _governance(server: MCPServer, act: Act, container: Callable[[], Container], gate: Gate) -> None:
     @server.tool(
-        description="The tenant's role overlay ids (read one as resource quarry://overlays/{role_id})."
+        description="The tenant's role overlay ids (read one as resource quarry://overlays/{role_id}).",
+        annotations=READ,
     )
     def list_overlays(ctx: Context) -> dict[str, list[str]]:
         return act(ctx, "read", lambda w, c: {"role_ids": c.state.list_overlays(w.tenant_id)})
 
     def read_resource(ctx: Context, work: Callable[[Principal, Container], Any]) -> str:
         try:
-            return json.dumps(act(ctx, "read", work), indent=2, sort_keys=True)
-        except ToolError as exc:
-            raise ResourceError(str(exc)) from exc
+            return json.dumps(
+                work(gate.principal(ctx.headers).require("read"), container()), indent=2, sort_keys=True
+            )
+        except NotFoundError as exc:  # answered as not found (-32602), not as a server error
+            raise ResourceNotFoundError(error_text(exc)) from exc
+        except QuarryError as exc:
+            raise ResourceError(error_text(exc)) from exc
 
     @server.resource(
         "quarry://overlays/{role_id}", mime_type="application/json", description="One role overlay"

@@ -1,37 +1,59 @@
 """The published OpenAPI document: Powertools' generated one, corrected to the contract (DESIGN.md §7).
 
 Powertools documents a 422 Quarry never sends and leaves bodies typed `dict` untyped. Here every
-operation gets the errors it really answers, all in the one `{error: {code, message, fields}}` body; the
-bearer scheme is declared; entity, overlay and corpus bodies get their schemas."""
+operation gets the errors it really answers, all in the one `{error: {code, message, fields}}` body (503
+with Retry-After, 413, the 202 of a write job); the bearer scheme is declared; entity, overlay and corpus
+bodies get their schemas, one per entity type (bulk items are a union on `type`); and every constraint
+the server enforces from its configuration (entity types, query length, sources) is stated, so a
+generated client, or a fuzzer (schemathesis.toml), learns the API from the document alone."""
 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core.entities import COMMON_FIELDS, EntityTypeRegistry
+from core.context.links import MAX_LINK_CHARS
+from core.entity_models import entity_models
+from core.governance.overlay import ROLE_ID_PATTERN
 from core.governance.requests import CorpusDocument
+from core.governance.validation import KIND_ALIASES, schema_names
+from core.jobs import MAX_JOB_ITEMS
 from core.payload import INT64_MAX
+from core.validation import (
+    ID_JSON_PATTERN,
+    MAX_CALLER_CHARS,
+    NONBLANK_PATTERN,
+    caller_json_pattern,
+)
+from handlers.auth import PUBLIC_PATHS as PUBLIC
+from handlers.openapi_examples import add_examples
+
+if TYPE_CHECKING:
+    from infra.wiring import Container
 
 REF = "#/components/schemas/{model}"
 POWERTOOLS_ONLY = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
-PUBLIC = frozenset({"/health"})
 FENCE_PATHS = frozenset({"/tenant", "/tenant/reopen"})  # erase and reopen act on the fence itself
 REFERS_TO_STORED = frozenset({"/context/feedback"})  # a body naming an object that may not exist
-ERRORS: dict[str, tuple[str, str, dict[str, Any]]] = {
+CONFLICTS = ("/search", "/context/feedback")  # an expired cursor; an assembly learned from already
+ERRORS: dict[str, tuple[str, str, dict[str, str]]] = {
     "400": ("BadRequest", "Invalid input: `fields` names each bad field (path → problem)", {}),
     "401": ("Unauthorized", "Missing or unknown bearer token", {}),
     "403": ("Forbidden", "The token lacks the scope this operation needs", {}),
     "404": ("NotFound", "No such object for this tenant (another tenant's object is not revealed)", {}),
     "405": ("MethodNotAllowed", "Wrong method for this path", {"Allow": "the methods this path accepts"}),
-    "409": ("Conflict", "A write older than the stored version (`fields.version` names it)", {}),
+    "409": (
+        "Conflict",
+        "A write older than the stored version (`fields.version` names it), or a stale cursor",
+        {},
+    ),
     "410": ("TenantErased", "The tenant was erased (DELETE /tenant) and is not reopened", {}),
     "413": ("PayloadTooLarge", "Body (or batch) over the configured limit", {}),
     "415": ("UnsupportedMediaType", "A body without `Content-Type: application/json`", {}),
     "503": (
         "Unavailable",
-        "A backend is down or the server is at capacity; retry",
-        {"Retry-After": "seconds"},
+        "A backend is down or the server is at capacity: retry after `Retry-After` seconds",
+        {"Retry-After": "seconds to wait before retrying"},
     ),
 }
 ERROR_BODY = {
@@ -49,49 +71,79 @@ ERROR_BODY = {
         }
     },
 }
-VALUE = {
-    "description": "searchable text (a string or list of strings) or filterable metadata",
+NONBLANK = {"type": "string", "pattern": NONBLANK_PATTERN}
+CALLER = {"type": "string", "minLength": 1, "maxLength": MAX_CALLER_CHARS}
+# Any value a body may carry where the schema names no type (an entity's own extra fields): the input gate
+# (core/payload.py) holds every integer within a signed 64-bit range.
+JSON_VALUE = {
+    "description": "Any JSON value; integers within ±(2^63 - 1) (RFC 7493)",
     "anyOf": [
         {"type": "string"},
-        {"type": "number"},
         {"type": "boolean"},
         {"type": "null"},
-        {"type": "array", "items": {"type": ["string", "number", "boolean"]}},
+        {"type": "integer"},
+        {"type": "number", "not": {"type": "integer"}},
+        {"type": "array", "items": {"$ref": REF.format(model="JsonValue")}},
+        {"type": "object", "additionalProperties": {"$ref": REF.format(model="JsonValue")}},
     ],
 }
-COMMON = {
-    "version": {"type": "integer", "minimum": 0, "maximum": INT64_MAX, "description": "newer wins"},
-    "created_at": {"type": "string", "description": "ISO-8601"},
-    "updated_at": {"type": "string", "description": "ISO-8601"},
-    "source": {"type": "string", "minLength": 1, "maxLength": 200},
-    "owner": {"type": "string", "minLength": 1, "maxLength": 200},
-    "namespace": {"type": "string", "minLength": 1, "maxLength": 200},
+OPEN_BODIES = ("Item", "Fields", "Patch", "CorpusDocument", "CorpusChunk")  # schemas that keep extra fields
+
+
+_ENTITY = {"entity_type": "$response.body#/entity_type", "entity_id": "$response.body#/entity_id"}
+_JOB = {"job_id": "$response.body#/job_id"}
+_ROLE = {"role_id": "$response.body#/role_id"}
+# (operation, status) → the operations its answer leads to (OpenAPI links: clients and fuzzers follow them)
+LINKS: dict[tuple[str, str], dict[str, tuple[str, dict[str, str]]]] = {
+    ("putEntity", "200"): {"GetEntity": ("getEntity", _ENTITY), "DeleteEntity": ("deleteEntity", _ENTITY)},
+    ("patchEntity", "200"): {"GetEntity": ("getEntity", _ENTITY)},
+    ("bulkWrite", "202"): {"GetJob": ("getJob", _JOB)},
+    ("loadCorpus", "202"): {"GetJob": ("getJob", _JOB)},
+    ("putOverlay", "200"): {
+        "GetOverlay": ("getOverlay", _ROLE),
+        "EvalOverlay": ("evalOverlay", _ROLE),
+        "TuneOverlay": ("tuneOverlay", _ROLE),
+        "DeleteOverlay": ("deleteOverlay", _ROLE),
+    },
 }
 
 
-JOB_ACCEPTED = {
-    "description": "Accepted as a write job: `Location: /jobs/{id}`, and GET /jobs/{job_id} follows it",
-    "content": {"application/json": {"schema": {"type": "object"}}},
-}
+def _links(op: dict[str, Any]) -> None:
+    for (operation, status), links in LINKS.items():
+        if op.get("operationId") == operation and status in op.get("responses", {}):
+            op["responses"][status]["links"] = {
+                name: {"operationId": target, "parameters": params}
+                for name, (target, params) in links.items()
+            }
 
 
-def _entity_schemas(registry: EntityTypeRegistry) -> dict[str, Any]:
-    names = registry.names()
-    titles = ", ".join(f"{n}: `{registry.get(n).title_field}`" for n in names)
-    fields = sorted({f for n in names for f in registry.get(n).known_fields} - set(COMMON_FIELDS))
-    entity: dict[str, Any] = {
-        "type": "object",
-        "description": f"An entity's fields. Each type requires its title field ({titles}).",
-        "properties": {**{f: VALUE for f in fields}, **COMMON},
-        "additionalProperties": VALUE,
+def _ref(model: str) -> dict[str, str]:
+    return {"$ref": REF.format(model=model)}
+
+
+def _entity_schemas(c: Container) -> dict[str, Any]:
+    """Per type: `<Type>Item` (bulk), `<Type>Fields` (PUT), `<Type>Patch` (PATCH); BulkItem is their union."""
+    models = entity_models(c.registry)
+    out: dict[str, Any] = {}
+    for group in (models.items, models.bodies, models.patches):
+        for model in group.values():
+            schema = model.model_json_schema(ref_template=REF)
+            out |= schema.pop("$defs", {})
+            out[model.__name__] = schema
+    items = {name: _ref(model.__name__) for name, model in models.items.items()}
+    out["BulkItem"] = {
+        "oneOf": list(items.values()),
+        "discriminator": {"propertyName": "type", "mapping": {n: r["$ref"] for n, r in items.items()}},
     }
-    item = copy.deepcopy(entity)
-    item["properties"] |= {
-        "type": {"type": "string", "enum": list(names)},
-        "id": {"type": "string", "minLength": 1, "maxLength": 256},
+    out["EntityFields"] = {
+        "description": "The fields of an entity of the path's type (see `<Type>Fields`)",
+        "anyOf": [_ref(m.__name__) for m in models.bodies.values()],
     }
-    item["required"] = ["type", "id"]
-    return {"Entity": entity, "BulkItem": item}
+    out["EntityPatch"] = {
+        "description": "Some fields of an entity of the path's type (see `<Type>Patch`); null removes one",
+        "anyOf": [_ref(m.__name__) for m in models.patches.values()],
+    }
+    return out
 
 
 def _corpus_schemas() -> dict[str, Any]:
@@ -100,30 +152,162 @@ def _corpus_schemas() -> dict[str, Any]:
     corpus = {
         "type": "object",
         "required": ["documents"],
-        "properties": {"documents": {"type": "array", "items": {"$ref": REF.format(model="CorpusDocument")}}},
+        "additionalProperties": False,
+        "properties": {
+            "documents": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_JOB_ITEMS,
+                "items": _ref("CorpusDocument"),
+            }
+        },
     }
     return {**defs, "CorpusDocument": doc, "Corpus": corpus}
 
 
+def _overlay_body(schemas: dict[str, Any]) -> None:
+    """PUT /overlays/{role_id}: a RoleOverlay whose role_id may be left out (the path's is used)."""
+    body = copy.deepcopy(schemas["RoleOverlay"])
+    body["required"] = [r for r in body.get("required", []) if r != "role_id"]
+    body["title"] = "RoleOverlayBody"
+    body["properties"]["role_id"]["description"] = "Optional; when given it must equal the path's role_id"
+    schemas["RoleOverlayBody"] = body
+
+
 def _body(op: dict[str, Any], model: str) -> None:
-    op["requestBody"] = {
-        "required": True,
-        "content": {"application/json": {"schema": {"$ref": REF.format(model=model)}}},
+    op["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(model)}}}
+
+
+def _type_bodies(paths: dict[str, Any]) -> None:
+    entity = paths.get("/entities/{entity_type}/{entity_id}", {})
+    for method, model in (("put", "EntityFields"), ("patch", "EntityPatch")):
+        if method in entity:
+            _body(entity[method], model)
+    if "put" in paths.get("/overlays/{role_id}", {}):
+        _body(paths["/overlays/{role_id}"]["put"], "RoleOverlayBody")
+    if "post" in paths.get("/corpus", {}):
+        _body(paths["/corpus"]["post"], "Corpus")
+
+
+def _parameter_schemas(c: Container) -> dict[tuple[str, str], dict[str, Any]]:
+    """(location, name) → the schema of that parameter, where the server enforces more than its type."""
+    types = {"type": "string", "enum": list(c.registry.names())}
+    sources = [s.name for s in c.context_settings.sources]
+    return {
+        ("path", "entity_type"): types,
+        ("query", "type"): types,
+        ("path", "entity_id"): {"type": "string", "pattern": ID_JSON_PATTERN},
+        ("path", "role_id"): {"type": "string", "pattern": ROLE_ID_PATTERN},
+        ("path", "name"): {"type": "string", "enum": [*schema_names(), *KIND_ALIASES]},
+        ("path", "caller"): {**CALLER, "pattern": caller_json_pattern(wildcard=True)},
+        ("query", "caller"): {**CALLER, "pattern": caller_json_pattern()},
+        ("path", "source"): {"type": "string", "enum": sources},
+        ("query", "version"): {"type": "integer", "minimum": 0, "maximum": INT64_MAX},
     }
+
+
+UNCHECKED_ROLE_IDS = frozenset({"/overlays/{role_id}/evals"})  # any name: an empty list, never a 400
+
+
+def _parameters(paths: dict[str, Any], c: Container) -> None:
+    table = _parameter_schemas(c)
+    for path, ops in paths.items():
+        for op in ops.values():
+            for param in op.get("parameters", []):
+                stated = table.get((param["in"], param["name"]))
+                if stated is None or (param["name"] == "role_id" and path in UNCHECKED_ROLE_IDS):
+                    continue
+                # an optional query parameter is left out, never null: a query string cannot say null
+                kept = {k: v for k, v in param["schema"].items() if k in ("title", "default", "description")}
+                param["schema"] = {**kept, **stated}
+
+
+def _search_request(schemas: dict[str, Any], c: Container) -> None:
+    """What the search service checks against the deployment: types, filter names, query length, limit."""
+    from core.service.search import COMMON_FILTERS  # loads numpy: only when the document is asked for
+
+    props = schemas["SearchRequest"]["properties"]
+    props["query"]["maxLength"] = c.settings.max_query_chars  # empty or blank: no results, not an error
+    props["limit"]["maximum"] = c.settings.max_limit
+    entities = next(s for s in props["entities"]["anyOf"] if s.get("type") == "array")
+    entities["items"] = {"type": "string", "enum": list(c.registry.spellings())}
+    filterable = sorted(
+        {f for n in c.registry.names() for f in c.registry.get(n).filterable} | set(COMMON_FILTERS)
+    )
+    filters = next(s for s in props["filters"]["anyOf"] if s.get("type") == "object")
+    filters["propertyNames"] = {"enum": filterable}
+    values = filters["additionalProperties"]["anyOf"]
+    for value in values:
+        if value.get("type") == "array":
+            value["minItems"] = 1
+    props["filters"]["description"] = (
+        "Metadata filters, field → value or values (any of them); the fields must be filterable for every "
+        "searched type"
+    )
+
+
+def _int64(node: Any) -> None:
+    """Every integer a body or parameter may carry is bounded by the input gate (core/payload.py)."""
+    if isinstance(node, dict):
+        if node.get("type") == "integer":
+            node["minimum"] = max(node.get("minimum", -INT64_MAX), -INT64_MAX)
+            node["maximum"] = min(node.get("maximum", INT64_MAX), INT64_MAX)
+        for key, value in node.items():
+            if key != "not":  # "not an integer" means any integer, however large
+                _int64(value)
+    elif isinstance(node, list):
+        for value in node:
+            _int64(value)
+
+
+def _open_bodies(schemas: dict[str, Any]) -> None:
+    """Extra fields of entities and corpus documents: any JSON value the gate accepts. Stated with
+    `patternProperties` (every name matches `^`), which validators apply and client generators that
+    cannot type a recursive union (openapi-python-client) leave alone, keeping `additionalProperties`."""
+    for name, schema in schemas.items():
+        if name.endswith(OPEN_BODIES) and schema.get("additionalProperties") is True:
+            schema["patternProperties"] = {"^": _ref("JsonValue")}
+
+
+def _assemble_request(schemas: dict[str, Any], c: Container) -> None:
+    """What the context service checks against the deployment: the configured sources."""
+    props = schemas["AssembleRequest"]["properties"]
+    props["query"]["pattern"] = NONBLANK_PATTERN
+    sources = next(s for s in props["sources"]["anyOf"] if s.get("type") == "array")
+    sources["items"] = {"type": "string", "enum": [s.name for s in c.context_settings.sources]}
+    types = "|".join(c.registry.names())
+    entity = {"type": "string", "pattern": rf"^({types}):[^/\\]+$", "description": "an entity, `type:id`"}
+    path = {
+        "type": "string",
+        "maxLength": MAX_LINK_CHARS,
+        "pattern": LINK_PATH_PATTERN,
+        "description": "a path",
+    }
+    # file links only where QUARRY_LINKS_ROOT is set
+    props["explicit_links"]["items"] = {"anyOf": [entity, path]} if c.settings.links_root else entity
+
+
+# core/context/links.py `check_relative_path`: not blank, no NUL, not absolute (`/`, `\`, `C:`, `~`), no `..`
+LINK_PATH_PATTERN = (
+    r"^(?![/\\~])(?![A-Za-z]:)(?!(?:[\s\S]*[/\\])?\.\.(?:[/\\]|$))[^\x00]*"
+    + NONBLANK_PATTERN.replace("[^", r"[^\x00", 1)
+    + r"[^\x00]*$"
+)
 
 
 def _errors_of(method: str, path: str, op: dict[str, Any]) -> list[str]:
     codes = ["400"] if op.get("parameters") or "requestBody" in op else []
     if path not in PUBLIC:
-        codes += ["401", "403", "503"]
+        codes += ["401", "403"]
         codes += [] if path in FENCE_PATHS else ["410"]  # an erased tenant: every route but these two
+    codes.append("503")  # a backend outage, or the local server at capacity (`overloaded`)
     if "{" in path or path in REFERS_TO_STORED:
         codes.append("404")
-    if path.startswith("/entities/") or path == "/search":  # stale version; expired search cursor
+    if path in CONFLICTS or (path.startswith("/entities/") and method != "get"):  # a stale version
         codes.append("409")
     if "requestBody" in op:
         codes += ["413", "415"]
-    return sorted(codes)
+    return sorted(set(codes))
 
 
 def _ndjson_export(paths: dict[str, Any]) -> None:
@@ -136,44 +320,20 @@ def _ndjson_export(paths: dict[str, Any]) -> None:
         }
 
 
-def _type_bodies(paths: dict[str, Any]) -> None:
-    entity = paths.get("/entities/{entity_type}/{entity_id}", {})
-    for method, model in (("put", "Entity"), ("patch", "Entity")):
-        if method in entity:
-            _body(entity[method], model)
-    if "put" in entity:  # a write, or a job when it is as large as a bulk job (handlers/routes/entities.py)
-        written = {"$ref": REF.format(model="WriteResponse")}
-        entity["put"]["responses"] = {
-            "200": {
-                "description": "Written (or already stored)",
-                "content": {"application/json": {"schema": written}},
-            }
-        }
-    for op in (
-        entity.get("put"),
-        paths.get("/entities", {}).get("post"),
-        paths.get("/corpus", {}).get("post"),
-    ):
-        if op is not None:
-            op.setdefault("responses", {})["202"] = JOB_ACCEPTED
-    if "put" in paths.get("/overlays/{role_id}", {}):
-        _body(paths["/overlays/{role_id}"]["put"], "RoleOverlay")
-    if "post" in paths.get("/corpus", {}):
-        _body(paths["/corpus"]["post"], "Corpus")
-
-
-def document(generated: dict[str, Any], registry: EntityTypeRegistry) -> dict[str, Any]:
-    """The corrected OpenAPI document (see module docstring)."""
-    doc = copy.deepcopy(generated)
+def _components(doc: dict[str, Any], c: Container) -> None:
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
     for name in POWERTOOLS_ONLY:
         schemas.pop(name, None)
-    schemas |= {"Error": ERROR_BODY, **_entity_schemas(registry), **_corpus_schemas()}
-    schemas["BulkRequest"]["properties"]["items"]["items"] = {"$ref": REF.format(model="BulkItem")}
+    schemas |= {"Error": ERROR_BODY, "JsonValue": JSON_VALUE, **_entity_schemas(c), **_corpus_schemas()}
+    _open_bodies(schemas)
+    schemas["BulkRequest"]["properties"]["items"]["items"] = _ref("BulkItem")
+    _overlay_body(schemas)
+    _search_request(schemas, c)
+    _assemble_request(schemas, c)
     doc["components"]["responses"] = {
         name: {
             "description": text,
-            "content": {"application/json": {"schema": {"$ref": REF.format(model="Error")}}},
+            "content": {"application/json": {"schema": _ref("Error")}},
             **(
                 {"headers": {h: {"description": d, "schema": {"type": "string"}} for h, d in headers.items()}}
                 if headers
@@ -190,9 +350,16 @@ def document(generated: dict[str, Any], registry: EntityTypeRegistry) -> dict[st
             "else the data directory's local key (`local-api-key`, printed by `quarry serve` at start)",
         }
     }
+
+
+def document(generated: dict[str, Any], c: Container) -> dict[str, Any]:
+    """The corrected OpenAPI document (see module docstring) of the deployment `c`."""
+    doc = copy.deepcopy(generated)
+    _components(doc, c)
     doc["security"] = [{"bearer": []}]
     _type_bodies(doc["paths"])
     _ndjson_export(doc["paths"])
+    _parameters(doc["paths"], c)
     for path, ops in doc["paths"].items():
         for method, op in ops.items():
             responses = op.setdefault("responses", {})
@@ -201,9 +368,13 @@ def document(generated: dict[str, Any], registry: EntityTypeRegistry) -> dict[st
                 responses[code] = {"$ref": f"#/components/responses/{ERRORS[code][0]}"}
             if path in PUBLIC:
                 op["security"] = []
+            _links(op)
+    _int64(doc)
+    add_examples(doc)
     doc["info"]["description"] = (
         "Hybrid search and RAG context assembly. Every error is `{error: {code, message, fields}}`. "
         "A method a path does not accept answers 405 with `Allow` (components.responses.MethodNotAllowed); "
-        "an unknown path 404."
+        "an unknown path 404. Large writes (`bulkWrite`, `loadCorpus`) answer 202 with a job to follow at "
+        "`GET /jobs/{job_id}`; a 503 carries `Retry-After`."
     )
     return doc

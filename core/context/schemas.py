@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StringConstraints, field_validator
 
-from core.base_model import QuarryModel
+from core.base_model import JSON_INTEGER, JSON_NUMBER, QuarryModel
 from core.conformance import INTEGER_ASSEMBLY_ID
 from core.context.budget import MAX_TOKEN_BUDGET
 from core.context.learning import TOKEN_SHARE_MAX, WEIGHT_MAX
 from core.context.links import MAX_LINKS
 from core.context.sources import MAX_SOURCES
 from core.errors import InvalidInputError
-from core.validation import validate_caller
+from core.validation import NONBLANK_PATTERN, validate_caller
 
 MAX_NAME_CHARS = 128  # caller and namespace names: identifiers, not prose
 
@@ -32,7 +32,12 @@ DEFAULT_LOG_PAGE = 20
 # response limit (a tenant with 38k rows answered 5.2 MB in one piece before paging; issue 10).
 DEFAULT_WEIGHTS_PAGE = 200
 MAX_WEIGHTS_PAGE = 1000
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
+Name = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS, pattern=NONBLANK_PATTERN
+    ),
+]
 # A caller: the one caller-name rule of every route (core/validation.py), after trimming surrounding spaces.
 CallerName = Annotated[Name, AfterValidator(_caller_name)]
 
@@ -47,7 +52,7 @@ class AssembleRequest(QuarryModel):
         description="The agent or app asking; weights, budgets and own memory follow it"
     )
     namespace: Name | None = Field(default=None, description="Mission namespace to retrieve within")
-    token_budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
+    token_budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET), JSON_INTEGER] | None = None
     explicit_links: list[str] = Field(
         default_factory=list,
         max_length=MAX_LINKS,
@@ -56,8 +61,10 @@ class AssembleRequest(QuarryModel):
     sources: list[str] | None = Field(
         default=None, max_length=MAX_SOURCES, description="Configured sources to use (default all)"
     )
-    log: bool = Field(default=True, description="false: do not log (health probes); assembly_id is null")
-    expand_namespaces: bool = Field(
+    log: StrictBool = Field(
+        default=True, description="false: do not log (health probes); assembly_id is null"
+    )
+    expand_namespaces: StrictBool = Field(
         default=True, description="With a namespace: also other namespaces' hits, at half score"
     )
 
@@ -99,7 +106,7 @@ class FeedbackRequest(QuarryModel):
 
     assembly_id: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
     used_source_ids: list[str] = Field(max_length=MAX_USED_IDS)
-    tokens_used: int | None = Field(default=None, ge=0)
+    tokens_used: Annotated[int, Field(ge=0), JSON_INTEGER] | None = None
 
     @field_validator("assembly_id", mode="before")
     @classmethod
@@ -197,9 +204,9 @@ class ManualWeightRequest(QuarryModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    weight: float | None = Field(default=None, ge=0.0, le=WEIGHT_MAX)
-    token_share: float | None = Field(default=None, ge=0.0, le=TOKEN_SHARE_MAX)
-    manual: bool = True
+    weight: Annotated[float, Field(ge=0.0, le=WEIGHT_MAX), JSON_NUMBER] | None = None
+    token_share: Annotated[float, Field(ge=0.0, le=TOKEN_SHARE_MAX), JSON_NUMBER] | None = None
+    manual: StrictBool = True
 
 
 class BudgetRequest(QuarryModel):
@@ -208,9 +215,9 @@ class BudgetRequest(QuarryModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
-    min_budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
-    max_budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
+    budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET), JSON_INTEGER] | None = None
+    min_budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET), JSON_INTEGER] | None = None
+    max_budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET), JSON_INTEGER] | None = None
 
 
 class WeightAdjustmentOut(QuarryModel):

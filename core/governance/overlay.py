@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, StrictBool, StringConstraints, model_validator
 
-from core.base_model import QuarryModel
+from core.base_model import JSON_INTEGER, JSON_NUMBER, JsonFloat, JsonInt, QuarryModel
+from core.validation import NONBLANK_PATTERN
 
 SCHEMA_VERSION: Literal["1.0"] = "1.0"  # seed: RetrievalBundle.version "1.0"; overlays share it
 ROLE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"  # a key in URLs and state stores
@@ -29,9 +30,18 @@ DEFAULT_SEMANTIC_WEIGHT = 0.6  # α of the convex fusion (seed thefold HYBRID_AL
 DEFAULT_RELEVANCE_WEIGHT = 0.7
 DEFAULT_SIGNAL_WEIGHT = 0.1
 
-Term = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
-SourceName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-LongText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT_CHARS)]
+Term = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100, pattern=NONBLANK_PATTERN)
+]
+SourceName = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=NONBLANK_PATTERN)
+]
+LongText = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True, min_length=1, max_length=MAX_TEXT_CHARS, pattern=NONBLANK_PATTERN
+    ),
+]
 TrustLevel = Literal["high", "medium", "low"]
 FusionName = Literal["convex", "rrf"]
 
@@ -67,27 +77,29 @@ class SourcePolicy(_Strict):
 class ScoreWeights(_Strict):
     """Weights of the final score: Σ wᵢ·signalᵢ / Σ wᵢ over relevance, trust, freshness and preference."""
 
-    relevance: float = Field(default=DEFAULT_RELEVANCE_WEIGHT, gt=0.0, le=1.0)
-    trust: float = Field(default=DEFAULT_SIGNAL_WEIGHT, ge=0.0, le=1.0)
-    freshness: float = Field(default=DEFAULT_SIGNAL_WEIGHT, ge=0.0, le=1.0)
-    preference: float = Field(default=DEFAULT_SIGNAL_WEIGHT, ge=0.0, le=1.0)
+    relevance: JsonFloat = Field(default=DEFAULT_RELEVANCE_WEIGHT, gt=0.0, le=1.0)
+    trust: JsonFloat = Field(default=DEFAULT_SIGNAL_WEIGHT, ge=0.0, le=1.0)
+    freshness: JsonFloat = Field(default=DEFAULT_SIGNAL_WEIGHT, ge=0.0, le=1.0)
+    preference: JsonFloat = Field(default=DEFAULT_SIGNAL_WEIGHT, ge=0.0, le=1.0)
 
 
 class RetrievalPolicy(_Strict):
     """How candidates are scored, cut and diversified."""
 
-    max_chunks: int = Field(default=DEFAULT_MAX_CHUNKS, ge=1, le=MAX_CHUNKS_LIMIT)
-    min_score: float = Field(
+    max_chunks: JsonInt = Field(default=DEFAULT_MAX_CHUNKS, ge=1, le=MAX_CHUNKS_LIMIT)
+    min_score: JsonFloat = Field(
         default=DEFAULT_MIN_SCORE, ge=0.0, le=1.0, description="Least relevance (0..1) a candidate needs"
     )
-    freshness_days: int | None = Field(
-        default=None, ge=1, le=36500, description="Older evidence is stale; null = no freshness window"
+    freshness_days: Annotated[int, Field(ge=1, le=36500), JSON_INTEGER] | None = Field(
+        default=None, description="Older evidence is stale; null = no freshness window"
     )
-    reject_stale: bool = Field(default=False, description="Reject stale candidates instead of flagging them")
-    diversity: float = Field(
+    reject_stale: StrictBool = Field(
+        default=False, description="Reject stale candidates instead of flagging them"
+    )
+    diversity: JsonFloat = Field(
         default=DEFAULT_DIVERSITY, ge=0.0, le=1.0, description="MMR λ: 1 = relevance only, 0 = diversity only"
     )
-    semantic_weight: float = Field(
+    semantic_weight: JsonFloat = Field(
         default=DEFAULT_SEMANTIC_WEIGHT, ge=0.0, le=1.0, description="α: share of semantic similarity"
     )
     fusion: FusionName = Field(default="convex", description="How the two retrievers' lists are ordered")
@@ -98,8 +110,8 @@ class SynthesisPolicy(_Strict):
     """Guidance for whoever writes from the bundle (returned to the caller, not enforced here)."""
 
     format: Annotated[str, StringConstraints(max_length=200)] | None = None
-    citation_required: bool = True
-    max_tokens: int | None = Field(default=None, ge=1, le=16000)
+    citation_required: StrictBool = True
+    max_tokens: Annotated[int, Field(ge=1, le=16000), JSON_INTEGER] | None = None
     instructions: list[LongText] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
 
 
@@ -116,7 +128,7 @@ class EvalProfile(_Strict):
     """The overlay's golden set and the nDCG@10 it must reach to pass."""
 
     golden_set: list[GoldenQuery] = Field(default_factory=list, max_length=MAX_GOLDEN_QUERIES)
-    min_ndcg_at_10: float | None = Field(default=None, ge=0.0, le=1.0)
+    min_ndcg_at_10: Annotated[float, Field(ge=0.0, le=1.0), JSON_NUMBER] | None = None
 
     @model_validator(mode="after")
     def _unique_ids(self) -> EvalProfile:

@@ -4,13 +4,25 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    StrictBool,
+    StringConstraints,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
-from core.base_model import QuarryModel
+from core.base_model import JsonFloat, QuarryModel
 from core.governance.overlay import MAX_TEXT_CHARS, ROLE_ID_PATTERN, RoleOverlay, SourceName
+from core.validation import NONBLANK_PATTERN, WHITESPACE_CLASS, at_least_one
 
 MAX_CORPUS_DOCUMENTS = 500  # one request; larger corpora go through `quarry load-corpus` in batches
 MAX_PREMADE_CHUNKS = 1000  # per document
+TRUST_LEVEL_PATTERN = (  # `_trust`: high, medium or low once stripped and lower-cased
+    f"^{WHITESPACE_CLASS}*([Hh][Ii][Gg][Hh]|[Mm][Ee][Dd][Ii][Uu][Mm]|[Ll][Oo][Ww]){WHITESPACE_CLASS}*$"
+)
 MAX_CHUNK_CHARS = 20_000  # a pre-made chunk is a passage (~300 tokens is ~1200 characters)
 
 RoleId = Annotated[str, StringConstraints(pattern=ROLE_ID_PATTERN)]
@@ -23,7 +35,10 @@ class RetrieveRequest(QuarryModel):
 
     role_id: RoleId
     task_text: Annotated[
-        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT_CHARS)
+        str,
+        StringConstraints(
+            strip_whitespace=True, min_length=1, max_length=MAX_TEXT_CHARS, pattern=NONBLANK_PATTERN
+        ),
     ]
     overlay: RoleOverlay | None = Field(
         default=None,
@@ -31,7 +46,7 @@ class RetrieveRequest(QuarryModel):
         "the shared corpus only (role-overlay-retrieval-api); absent: the stored one",
     )
     context_summary: Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)] | None = None
-    lexical_only: bool = Field(default=False, description="BM25 only: no embedder is called")
+    lexical_only: StrictBool = Field(default=False, description="BM25 only: no embedder is called")
 
     @property
     def shared_corpus_only(self) -> bool:
@@ -56,16 +71,41 @@ class CorpusChunk(QuarryModel):
 class CorpusDocument(QuarryModel):
     """One corpus document: `text` (chunked by Quarry) or `chunks` (used as they are); extra fields kept."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra=at_least_one(  # what `_has_content` checks, stated
+            [
+                {
+                    "required": ["text"],
+                    "properties": {"text": {"type": "string", "pattern": NONBLANK_PATTERN}},
+                },
+                {"required": ["chunks"], "properties": {"chunks": {"type": "array"}}},
+            ]
+        ),
+    )
 
     id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
-    title: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+    title: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000, pattern=NONBLANK_PATTERN)
+    ]
     text: str | None = None
     chunks: (
         list[CorpusChunk | Annotated[str, StringConstraints(min_length=1, max_length=MAX_CHUNK_CHARS)]] | None
     ) = Field(default=None, min_length=1, max_length=MAX_PREMADE_CHUNKS)
     source: SourceName | None = None
-    trust: str | float | None = None
+    trust: Annotated[
+        str | JsonFloat | None,
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "string", "pattern": TRUST_LEVEL_PATTERN},
+                    {"type": "number", "minimum": 0, "maximum": 1},
+                    {"type": "null"},
+                ],
+                "description": "high, medium or low (any case), or a number from 0 to 1",
+            }
+        ),
+    ] = None
     created_at: str | None = None
 
     @field_validator("trust")

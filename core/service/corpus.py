@@ -33,6 +33,24 @@ def corpus_documents(payload: Any) -> list[Any]:
         raise InvalidInputError(
             "corpus needs a `documents` list", {"documents": "must be a list of documents"}
         )
+    unknown = sorted(set(payload) - {"documents"})
+    if unknown:
+        raise InvalidInputError("corpus has unknown fields", {k: "is not a known field" for k in unknown})
+    return documents
+
+
+def check_documents(documents: list[Any]) -> list[Any]:
+    """`documents` when each one is a CorpusDocument (the published schema); else a 400 naming every bad
+    field as `documents.<n>.<field>`. Problems no schema states (invalid text) are reported per document."""
+    if not documents:
+        raise InvalidInputError("corpus has no documents", {"documents": "must hold at least one document"})
+    fields: dict[str, str] = {}
+    for position, raw in enumerate(documents):
+        parsed = _parse(position, raw)
+        if isinstance(parsed, CorpusError):
+            fields |= parsed.fields or {f"documents.{position}": "must be an object"}
+    if fields:
+        raise InvalidInputError("request is invalid: " + ", ".join(sorted(fields)[:20]), fields)
     return documents
 
 

@@ -24,13 +24,20 @@ from handlers.routes.common import caller, only_parameters, services
 router = Router()
 
 
-@router.get("/entities/<entity_type>/<entity_id>", summary="A stored entity", tags=["entities"])
+@router.get(
+    "/entities/<entity_type>/<entity_id>",
+    summary="A stored entity",
+    tags=["entities"],
+    operation_id="getEntity",
+)
 def get_entity(entity_type: str, entity_id: str) -> EntityOut:
     tenant = caller(router, "read").tenant_id
     return services().catalog.get(tenant, entity_type, entity_id)
 
 
-@router.get("/entities", summary="The tenant's entities, newest first", tags=["entities"])
+@router.get(
+    "/entities", summary="The tenant's entities, newest first", tags=["entities"], operation_id="listEntities"
+)
 def list_entities(
     type: Annotated[str | None, Query(max_length=64)] = None,  # noqa: A002 - the API's parameter name
     limit: Annotated[int, Query(ge=1, le=MAX_ENTITY_PAGE)] = DEFAULT_ENTITY_PAGE,
@@ -40,7 +47,12 @@ def list_entities(
     return services().catalog.list(tenant, type, limit, cursor)
 
 
-@router.get("/context/weights/history", summary="Weight changes, newest first", tags=["context"])
+@router.get(
+    "/context/weights/history",
+    summary="Weight changes, newest first",
+    tags=["context"],
+    operation_id="getWeightHistory",
+)
 def weight_history(
     caller_id: Annotated[str | None, Query(alias="caller", max_length=128)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_READ_ROWS)] = DEFAULT_READ_ROWS,
@@ -56,7 +68,12 @@ def weight_history(
     return services().catalog.weight_history(who.tenant_id, caller_id, limit)
 
 
-@router.get("/evals", summary="Stored golden-set evaluation figures, newest first", tags=["governance"])
+@router.get(
+    "/evals",
+    summary="Stored golden-set evaluation figures, newest first",
+    tags=["governance"],
+    operation_id="listEvals",
+)
 def evals(
     name: Annotated[str | None, Query(max_length=256)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_READ_ROWS)] = DEFAULT_READ_ROWS,
@@ -66,7 +83,10 @@ def evals(
 
 
 @router.get(
-    "/overlays/<role_id>/evals", summary="An overlay's stored golden-set figures", tags=["governance"]
+    "/overlays/<role_id>/evals",
+    summary="An overlay's stored golden-set figures",
+    tags=["governance"],
+    operation_id="listOverlayEvals",
 )
 def overlay_evals(
     role_id: str, limit: Annotated[int, Query(ge=1, le=MAX_READ_ROWS)] = DEFAULT_READ_ROWS

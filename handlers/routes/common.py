@@ -116,6 +116,25 @@ def path_value(raw: str, name: str) -> str:
         ) from exc
 
 
+def answer(model: type[Any], description: str = "Successful Response") -> dict[int, Any]:
+    """The documented 200 of a route that builds its JSON itself (handlers/openapi.py)."""
+    return {200: {"description": description, "content": {"application/json": {"model": model}}}}
+
+
+def written_or_queued(model: type[Any]) -> dict[int, Any]:
+    """A write answered at once (200 with `model`) or accepted as a job (202 with Location)."""
+    from handlers.openapi_models import Job
+
+    return {
+        **answer(model, "Done within the request"),
+        202: {
+            "description": "Too large for one request: accepted as a job; follow it at `Location`",
+            "headers": {"Location": {"description": "/jobs/{job_id}", "schema": {"type": "string"}}},
+            "content": {"application/json": {"model": Job}},
+        },
+    }
+
+
 def only_parameters(router: BaseRouter, *allowed: str) -> None:
     """400 naming each query parameter the route does not take (a seed's spelling says Quarry's form)."""
     problems = unknown_parameters(router.current_event.query_string_parameters or {}, allowed)

@@ -45,7 +45,12 @@ def _request_id() -> str | None:
     return next((headers[h] for h in TRACE_HEADERS if headers.get(h)), None)
 
 
-@router.post("/context/assemble", summary="Assemble a token-budgeted context block", tags=["context"])
+@router.post(
+    "/context/assemble",
+    summary="Assemble a token-budgeted context block",
+    tags=["context"],
+    operation_id="assembleContext",
+)
 def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
     who = principal(router, "read")
     who.act_as(request.caller)
@@ -80,7 +85,12 @@ def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
     return response
 
 
-@router.post("/context/feedback", summary="Record which items the caller used", tags=["context"])
+@router.post(
+    "/context/feedback",
+    summary="Record which items the caller used",
+    tags=["context"],
+    operation_id="sendFeedback",
+)
 def feedback(request: Annotated[FeedbackRequest, Body()]) -> FeedbackResponse:
     who = principal(router, "write")
     # a token bound to one caller steers only that caller's learning (another's assembly is a 404)
@@ -97,7 +107,12 @@ def feedback(request: Annotated[FeedbackRequest, Body()]) -> FeedbackResponse:
     return response
 
 
-@router.get("/context/weights", summary="Source weights and token shares, paged", tags=["context"])
+@router.get(
+    "/context/weights",
+    summary="Source weights and token shares, paged",
+    tags=["context"],
+    operation_id="listWeights",
+)
 def weights(
     limit: Annotated[int, Query(ge=1, le=MAX_WEIGHTS_PAGE)] = DEFAULT_WEIGHTS_PAGE,
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
@@ -107,14 +122,14 @@ def weights(
     return services().learning.weights(who.tenant_id, limit, cursor, who.bound_caller)
 
 
-@router.get("/context/budgets", summary="Caller token budgets", tags=["context"])
+@router.get("/context/budgets", summary="Caller token budgets", tags=["context"], operation_id="getBudgets")
 def budgets() -> BudgetsResponse:
     only_parameters(router)
     who = principal(router, "read")
     return services().learning.budgets(who.tenant_id, who.bound_caller)
 
 
-@router.get("/context/log", summary="The assembly log, newest first", tags=["context"])
+@router.get("/context/log", summary="The assembly log, newest first", tags=["context"], operation_id="getLog")
 def log(
     caller: Annotated[str | None, Query(max_length=128)] = None,
     namespace: Annotated[str | None, Query(max_length=128)] = None,
@@ -130,7 +145,12 @@ def log(
     return services().learning.log(who.tenant_id, caller, namespace, limit, cursor)
 
 
-@router.get("/context/log/callers", summary="Callers seen in the assembly log", tags=["context"])
+@router.get(
+    "/context/log/callers",
+    summary="Callers seen in the assembly log",
+    tags=["context"],
+    operation_id="listCallers",
+)
 def callers() -> CallersResponse:
     only_parameters(router)
     who = principal(router, "read")
@@ -141,6 +161,7 @@ def callers() -> CallersResponse:
     "/context/weights/<caller>/<source>",
     summary="Pin a caller's weight and share for a source (learning leaves it alone)",
     tags=["context"],
+    operation_id="setWeight",
 )
 def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest, Body()]) -> WeightOut:
     who = principal(router, "admin")
@@ -156,6 +177,7 @@ def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest,
     "/context/budgets/<caller>",
     summary="Set a caller's budget and the min/max learning keeps it within (`*` = every caller)",
     tags=["context"],
+    operation_id="setBudget",
 )
 def set_budget(caller: str, request: Annotated[BudgetRequest, Body()]) -> BudgetOut:
     who = principal(router, "admin")
@@ -168,7 +190,12 @@ def set_budget(caller: str, request: Annotated[BudgetRequest, Body()]) -> Budget
     return row
 
 
-@router.post("/context/eval", summary="Run the learning cycle for this tenant now", tags=["context"])
+@router.post(
+    "/context/eval",
+    summary="Run the learning cycle for this tenant now",
+    tags=["context"],
+    operation_id="runLearning",
+)
 def run_eval() -> EvalResponse:
     who = principal(router, "admin")
     report = services().learning.run(who.tenant_id)

@@ -8,12 +8,13 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
+from core.entity_models import entity_models
 from core.errors import StaleVersionError
 from core.models import WriteOutcome
 from core.payload import INT64_MAX
 from core.schemas import BulkRequest, BulkResponse, WriteResponse
 from handlers._observability import logger
-from handlers.routes.common import accepted, caller, services
+from handlers.routes.common import accepted, caller, services, written_or_queued
 from handlers.tenant_metrics import TenantMetric, count
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ def _written(action: str, tenant_id: str, result: WriteResult) -> WriteResponse:
     "/entities/<entity_type>/<entity_id>",
     summary="Create or replace an entity; one above the async size becomes a job (202, GET /jobs/{id})",
     tags=["entities"],
+    operation_id="putEntity",
+    responses=written_or_queued(WriteResponse),
 )
 def put_entity(
     entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]
@@ -72,14 +75,24 @@ def put_entity(
     return Response(200, content_types.APPLICATION_JSON, done.model_dump(mode="json"))
 
 
-@router.patch("/entities/<entity_type>/<entity_id>", summary="Update some fields", tags=["entities"])
+@router.patch(
+    "/entities/<entity_type>/<entity_id>",
+    summary="Update some fields",
+    tags=["entities"],
+    operation_id="patchEntity",
+)
 def patch_entity(entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]) -> WriteResponse:
     tenant = caller(router, "write").tenant_id
     c = services()
     return _written("patch", tenant, c.indexing.patch(tenant, entity_type, entity_id, body, c.clock.now()))
 
 
-@router.delete("/entities/<entity_type>/<entity_id>", summary="Delete an entity", tags=["entities"])
+@router.delete(
+    "/entities/<entity_type>/<entity_id>",
+    summary="Delete an entity",
+    tags=["entities"],
+    operation_id="deleteEntity",
+)
 def delete_entity(
     entity_type: str, entity_id: str, version: Annotated[int | None, Query(ge=0, le=INT64_MAX)] = None
 ) -> WriteResponse:
@@ -94,10 +107,13 @@ def delete_entity(
     "/entities",
     summary="Index entities: small requests at once (200), larger ones as a job (202, GET /jobs/{id})",
     tags=["entities"],
+    operation_id="bulkWrite",
+    responses=written_or_queued(BulkResponse),
 )
 def bulk(request: Annotated[BulkRequest, Body()]) -> Response[dict[str, Any]]:
     principal = caller(router, "write")
     c = services()
+    entity_models(c.registry).check_items(request.items)  # the published BulkItem schema, else a 400
     costs = c.jobs.costs("bulk", request.items)
     if c.jobs.is_large(costs) or len(request.items) > c.settings.max_batch_items:
         return accepted(c.jobs.submit(principal.tenant_id, "bulk", request.items, costs))

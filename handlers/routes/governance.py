@@ -11,18 +11,27 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 
 from core.errors import PayloadTooLargeError
-from core.governance.requests import MAX_CORPUS_DOCUMENTS, RetrieveRequest
+from core.governance.bundle import RetrievalBundle
+from core.governance.overlay import RoleOverlay
+from core.governance.requests import MAX_CORPUS_DOCUMENTS, CorpusReport, RetrieveRequest
 from core.governance.validation import json_schema
 from core.jobs import MAX_JOB_ITEMS
 from core.scoring import iso_timestamp
 from handlers._observability import logger, metrics
-from handlers.routes.common import accepted, caller, services
+from handlers.openapi_models import OverlayDeleted, OverlayEvaluation, OverlayTuning
+from handlers.routes.common import accepted, answer, caller, services, written_or_queued
 from handlers.tenant_metrics import TenantMetric, count
 
 router = Router()
 
 
-@router.post("/retrieve", summary="Governed retrieval for a role: a RetrievalBundle", tags=["governance"])
+@router.post(
+    "/retrieve",
+    summary="Governed retrieval for a role: a RetrievalBundle",
+    tags=["governance"],
+    operation_id="retrieve",
+    responses=answer(RetrievalBundle),
+)
 def retrieve(request: Annotated[RetrieveRequest, Body()]) -> dict[str, Any]:
     principal = caller(router, "read")
     bundle = services().retrieval.retrieve(principal.tenant_id, request)
@@ -46,7 +55,13 @@ def retrieve(request: Annotated[RetrieveRequest, Body()]) -> dict[str, Any]:
     return bundle.model_dump(mode="json")
 
 
-@router.put("/overlays/<role_id>", summary="Create or replace a role overlay", tags=["governance"])
+@router.put(
+    "/overlays/<role_id>",
+    summary="Create or replace a role overlay",
+    tags=["governance"],
+    operation_id="putOverlay",
+    responses=answer(RoleOverlay),
+)
 def put_overlay(role_id: str, body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
     principal = caller(router, "write")
     overlay = services().retrieval.put_overlay(principal.tenant_id, role_id, body)
@@ -54,13 +69,25 @@ def put_overlay(role_id: str, body: Annotated[dict[str, Any], Body()]) -> dict[s
     return overlay.model_dump(mode="json")
 
 
-@router.get("/overlays/<role_id>", summary="A role overlay", tags=["governance"])
+@router.get(
+    "/overlays/<role_id>",
+    summary="A role overlay",
+    tags=["governance"],
+    operation_id="getOverlay",
+    responses=answer(RoleOverlay),
+)
 def get_overlay(role_id: str) -> dict[str, Any]:
     principal = caller(router, "read")
     return services().retrieval.get_overlay(principal.tenant_id, role_id).model_dump(mode="json")
 
 
-@router.delete("/overlays/<role_id>", summary="Delete a role overlay", tags=["governance"])
+@router.delete(
+    "/overlays/<role_id>",
+    summary="Delete a role overlay",
+    tags=["governance"],
+    operation_id="deleteOverlay",
+    responses=answer(OverlayDeleted),
+)
 def delete_overlay(role_id: str) -> dict[str, Any]:
     principal = caller(router, "write")
     services().retrieval.delete_overlay(principal.tenant_id, role_id)
@@ -68,7 +95,13 @@ def delete_overlay(role_id: str) -> dict[str, Any]:
     return {"role_id": role_id, "deleted": True}
 
 
-@router.post("/overlays/<role_id>/eval", summary="Run and store an overlay's golden set", tags=["governance"])
+@router.post(
+    "/overlays/<role_id>/eval",
+    summary="Run and store an overlay's golden set",
+    tags=["governance"],
+    operation_id="evalOverlay",
+    responses=answer(OverlayEvaluation),
+)
 def eval_overlay(role_id: str) -> dict[str, Any]:
     from core.service.golden import run_golden_sets  # the evaluation code loads with its first use
 
@@ -92,6 +125,8 @@ def eval_overlay(role_id: str) -> dict[str, Any]:
     "/overlays/<role_id>/tune",
     summary="Tune the overlay's fusion on its golden set; adopt only an improvement",
     tags=["governance"],
+    operation_id="tuneOverlay",
+    responses=answer(OverlayTuning),
 )
 def tune_overlay_fusion(role_id: str) -> dict[str, Any]:
     from core.service.tuning import tune_overlay
@@ -100,7 +135,12 @@ def tune_overlay_fusion(role_id: str) -> dict[str, Any]:
     return tune_overlay(services().retrieval, principal.tenant_id, role_id).to_json()
 
 
-@router.get("/schemas/<name>", summary="JSON Schema: role_overlay or retrieval_bundle", tags=["governance"])
+@router.get(
+    "/schemas/<name>",
+    summary="JSON Schema: role_overlay or retrieval_bundle",
+    tags=["governance"],
+    operation_id="getSchema",
+)
 def schema(name: str) -> dict[str, Any]:
     caller(router, "read")
     return json_schema(name)
@@ -110,13 +150,15 @@ def schema(name: str) -> dict[str, Any]:
     "/corpus",
     summary="Load documents for retrieval: small loads at once, larger ones as a job (202)",
     tags=["governance"],
+    operation_id="loadCorpus",
+    responses=written_or_queued(CorpusReport),
 )
 def corpus(body: Annotated[dict[str, Any], Body()]) -> Response[dict[str, Any]]:
-    from core.service.corpus import corpus_documents, load_corpus
+    from core.service.corpus import check_documents, corpus_documents, load_corpus
 
     principal = caller(router, "write")
     c = services()
-    documents = corpus_documents(body)
+    documents = check_documents(corpus_documents(body))  # the published Corpus schema, else a 400
     if len(documents) > MAX_JOB_ITEMS:
         raise PayloadTooLargeError(
             f"at most {MAX_JOB_ITEMS} documents per request", c.settings.max_body_bytes

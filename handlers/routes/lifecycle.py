@@ -29,7 +29,12 @@ class EraseRequest(BaseModel):
     confirm: str = Field(min_length=1, max_length=256, description="Must equal the caller's tenant id")
 
 
-@router.get("/tenant/export", summary="Everything the tenant stored, as NDJSON pages", tags=["tenant"])
+@router.get(
+    "/tenant/export",
+    summary="Everything the tenant stored, as NDJSON pages",
+    tags=["tenant"],
+    operation_id="exportTenant",
+)
 def export(
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
     max_bytes: Annotated[int, Query(ge=MIN_EXPORT_PAGE_BYTES, le=EXPORT_PAGE_BYTES)] = EXPORT_PAGE_BYTES,
@@ -43,7 +48,12 @@ def export(
     return Response(status_code=200, content_type=NDJSON, body=body)
 
 
-@router.delete("/tenant", summary="Fence the tenant, then erase every trace of it (admin)", tags=["tenant"])
+@router.delete(
+    "/tenant",
+    summary="Fence the tenant, then erase every trace of it (admin)",
+    tags=["tenant"],
+    operation_id="eraseTenant",
+)
 def erase(request: Annotated[EraseRequest, Body()]) -> EraseReport:
     tenant = caller(router, "admin").tenant_id
     c = services()
@@ -63,7 +73,12 @@ def erase(request: Annotated[EraseRequest, Body()]) -> EraseReport:
     return report
 
 
-@router.post("/tenant/reopen", summary="Serve an erased tenant again, empty (admin)", tags=["tenant"])
+@router.post(
+    "/tenant/reopen",
+    summary="Serve an erased tenant again, empty (admin)",
+    tags=["tenant"],
+    operation_id="reopenTenant",
+)
 def reopen(request: Annotated[EraseRequest, Body()]) -> ReopenReport:
     tenant = caller(router, "admin").tenant_id
     c = services()

@@ -16,7 +16,9 @@ from handlers.tenant_metrics import TenantMetric, count
 router = Router()
 
 
-@router.post("/search", summary="Hybrid search over the tenant's entities", tags=["search"])
+@router.post(
+    "/search", summary="Hybrid search over the tenant's entities", tags=["search"], operation_id="search"
+)
 def search(request: Annotated[SearchRequest, Body()]) -> Annotated[SearchResponse, Body()]:
     principal = caller(router, "read")
     response = services().search.search(principal.tenant_id, request)

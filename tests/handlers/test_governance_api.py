@@ -50,18 +50,19 @@ def test_corpus_load_reports_documents_chunks_and_errors(app: Container) -> None
             "chunks": ["first passage", {"text": "second passage"}],
             "trust": 0.7,
         },
-        {"id": "no-content", "title": "Empty"},
-        {"title": "No id", "text": "x", "trust": "sky-high"},
+        {"id": "bad-text", "title": "Half an emoji", "text": "\ud800"},
     ]
+    # Documents that break the published CorpusDocument schema: the request is a 400 naming each field.
+    bad = [{"id": "no-content", "title": "Empty"}, {"title": "No id", "text": "x", "trust": "sky-high"}]
+    status, body = invoke(api_event("load_corpus", body={"documents": documents + bad}))
+    assert status == 400, body
+    assert set(body["error"]["fields"]) == {"documents.3", "documents.4.id", "documents.4.trust"}
     status, body = invoke(api_event("load_corpus", body={"documents": documents}))
     assert status == 200, body
     assert body["documents_ingested"] == 2
     # ~1200 words are chunked into several ~300-token chunks; the pre-made chunks are used as they are.
     assert body["chunks_ingested"] > 2 + 2
-    errors = {e["index"]: e for e in body["errors"]}
-    assert set(errors) == {2, 3}
-    assert errors[2]["id"] == "no-content" and "documents.2" in errors[2]["fields"]
-    assert set(errors[3]["fields"]) == {"documents.3.id", "documents.3.trust"}
+    assert [(e["index"], e["id"]) for e in body["errors"]] == [(2, "bad-text")]  # what no schema states
     # Each pre-made chunk is its own retrievable unit.
     hits = app.index.lexical("acme", LexicalQuery(terms=("second", "passage")), Filters(), 5)
     assert [(h.key.entity_id, h.chunk_no) for h in hits] == [("pre", 1)]

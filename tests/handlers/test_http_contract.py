@@ -74,10 +74,10 @@ def test_openapi_documents_the_real_errors_auth_and_bodies(local: Any) -> None:
     assert set(put["responses"]) == answered  # a write, or a job (202)
     assert all("202" in doc["paths"][p]["post"]["responses"] for p in ("/entities", "/corpus"))  # jobs
     assert put["requestBody"]["content"]["application/json"]["schema"] == {
-        "$ref": "#/components/schemas/Entity"
+        "$ref": "#/components/schemas/EntityFields"
     }
     body = doc["paths"]["/overlays/{role_id}"]["put"]["requestBody"]["content"]["application/json"]
-    assert body["schema"] == {"$ref": "#/components/schemas/RoleOverlay"}
+    assert body["schema"] == {"$ref": "#/components/schemas/RoleOverlayBody"}
     body = doc["paths"]["/corpus"]["post"]["requestBody"]["content"]["application/json"]
     assert body["schema"] == {"$ref": "#/components/schemas/Corpus"}
     items = doc["components"]["schemas"]["BulkRequest"]["properties"]["items"]["items"]

@@ -166,7 +166,6 @@ FIELD_CASES: list[tuple[str, dict[str, Any], int, str | None]] = [
     ("put_entity", {"scopes": ["read"]}, 403, None),
     ("context_put_weight", {"scopes": ["read", "write"]}, 403, None),
     ("load_corpus", {"scopes": ["read"]}, 403, None),
-    ("openapi", {"tenant": None}, 401, None),
     ("health", {"method": "POST"}, 405, "method"),
     ("search", {"method": "DELETE"}, 405, "method"),
     ("context_weights", {"method": "OPTIONS"}, 405, "method"),

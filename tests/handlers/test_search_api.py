@@ -65,11 +65,21 @@ def test_bulk_then_search_finds_the_task_with_a_highlighted_snippet(local: Any) 
 
 
 def test_bulk_reports_bad_items_by_position_and_indexes_the_rest(local: Any) -> None:
-    body = bulk([TASKS[0], {"type": "spaceship", "id": "x"}, {"type": "task", "id": "no-title"}])
+    status, body = invoke(
+        api_event(
+            "bulk_entities",
+            body={"items": [TASKS[0], {"type": "spaceship", "id": "x"}, {"type": "task", "id": "no-title"}]},
+        )
+    )
+    assert status == 400 and body["error"]["fields"] == {  # breaks the published BulkItem schema
+        "items.1.type": "must be one of: commitment, document, idea, memory, person, project, task",
+        "items.2.title": "is required",
+    }
+    assert search("login")["results"] == []  # nothing of a refused request is indexed
+    body = bulk([TASKS[0], {"type": "task", "id": "bad-text", "title": "\ud800"}])  # what no schema states
     assert body["indexed"] == 1
-    assert [(e["index"], e["entity_id"]) for e in body["errors"]] == [(1, "x"), (2, "no-title")]
-    assert "items.1.type" in body["errors"][0]["fields"]
-    assert "items.2.title" in body["errors"][1]["fields"]
+    assert [(e["index"], e["entity_id"]) for e in body["errors"]] == [(1, "bad-text")]
+    assert "items.1.title" in body["errors"][0]["fields"]
 
 
 def test_entity_prefix_and_mention_narrow_the_types(local: Any) -> None:

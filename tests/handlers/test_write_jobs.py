@@ -64,7 +64,7 @@ def test_a_2000_item_bulk_is_a_job_and_every_item_becomes_searchable(aws_jobs: A
     items = [
         {"type": "task", "id": f"t-{i}", "title": f"quarterly ledger {i} zebra{i}"} for i in range(ITEMS)
     ]
-    items[7] = {"type": "task", "id": "bad"}  # no title: reported by position, never blocks the others
+    items[7] = {"type": "task", "id": "bad", "title": "\ud800"}  # not Unicode: reported by position
 
     status, body = invoke(api_event("bulk_entities", body={"items": items}))
     assert status == 202, body
@@ -136,7 +136,7 @@ def test_locally_a_job_runs_in_a_background_thread(tmp_path: Path, fake_embedder
 
 def test_a_job_with_many_bad_items_keeps_its_status_small_and_counts_them_all(aws_jobs: Any) -> None:
     container, sqs, url, arn = aws_jobs
-    items = [{"type": "task", "id": f"b-{i}"} for i in range(600)]  # every one lacks its title
+    items = [{"type": "task", "id": f"b-{i}", "title": "\udc00"} for i in range(600)]  # none is Unicode
     status, body = invoke(api_event("bulk_entities", body={"items": items}))
     assert status == 202
     drain_through_consumer(sqs, url, arn)

@@ -39,3 +39,9 @@ def test_a_versionless_delete_takes_the_next_version_of_the_stored_kind() -> Non
     assert delete_version(None, int(NOW * 1000) - 10, NOW) == int(NOW * 1000)
     assert delete_version(9, 4, NOW) == 9
     assert delete_version(None, None, NOW) is None
+
+
+def test_a_versionless_delete_of_the_largest_version_ties_instead_of_overflowing() -> None:
+    top = 2**63 - 1  # the largest version a store holds (core/payload.py INT64_MAX)
+    assert delete_version(None, top, 0.0) == top
+    assert delete_version(None, top - 1, 0.0) == top

@@ -1,0 +1,2203 @@
+# Generated from clients/python/openapi.json by `make client-models` (datamodel-code-generator): do not edit.
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, confloat, conint, constr
+from typing import Any, Literal, Optional, Union
+from datetime import date, datetime
+
+
+class ExplicitLink(
+    RootModel[constr(pattern=r"^(commitment|document|idea|memory|person|project|task):[^/\\]+$")]
+):
+    root: constr(pattern=r"^(commitment|document|idea|memory|person|project|task):[^/\\]+$") = Field(
+        ..., description="an entity, `type:id`"
+    )
+
+
+class AssembleRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    caller: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        min_length=1,
+        max_length=128,
+    ) = Field(
+        ..., description="The agent or app asking; weights, budgets and own memory follow it", title="Caller"
+    )
+    expand_namespaces: bool | None = Field(
+        True,
+        description="With a namespace: also other namespaces' hits, at half score",
+        title="Expand Namespaces",
+    )
+    explicit_links: list[ExplicitLink] | None = Field(
+        None,
+        description="Entity ids (`type:id`) or paths under the links root, packed first (≤ 30% of budget)",
+        max_length=20,
+        title="Explicit Links",
+    )
+    log: bool | None = Field(
+        True, description="false: do not log (health probes); assembly_id is null", title="Log"
+    )
+    namespace: (
+        constr(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=128,
+        )
+        | None
+    ) = Field(None, description="Mission namespace to retrieve within", title="Namespace")
+    query: constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]") = (
+        Field(..., description="What the caller is working on; drives retrieval", title="Query")
+    )
+    sources: (
+        list[Literal["memory", "agent_memory_own", "agent_memory_peer", "vault", "psychic_cache"]] | None
+    ) = Field(None, description="Configured sources to use (default all)", title="Sources")
+    token_budget: conint(ge=1, le=16000) | None = Field(None, title="Token Budget")
+
+
+class BudgetAdjustmentOut(BaseModel):
+    caller: str = Field(..., title="Caller")
+    new_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="New Budget")
+    old_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Old Budget")
+    reason: str = Field(..., title="Reason")
+    tenant_id: str = Field(..., title="Tenant Id")
+
+
+class BudgetOut(BaseModel):
+    budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Budget")
+    caller: str = Field(..., title="Caller")
+    max_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Max Budget")
+    min_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Min Budget")
+    updated_at: str = Field(..., title="Updated At")
+
+
+class BudgetsResponse(BaseModel):
+    budgets: list[BudgetOut] = Field(..., title="Budgets")
+    default_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="Default Budget"
+    )
+    null_namespace_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="Null Namespace Budget"
+    )
+
+
+class BulkError(BaseModel):
+    code: str | None = Field("invalid_input", title="Code")
+    entity_id: str | None = Field(..., title="Entity Id")
+    error: str = Field(..., title="Error")
+    fields: dict[str, str] | None = Field(None, title="Fields")
+    index: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Index")
+
+
+class BulkResponse(BaseModel):
+    errors: list[BulkError] = Field(..., title="Errors")
+    indexed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Indexed")
+    skipped_stale: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Skipped Stale")
+
+
+class CallersResponse(BaseModel):
+    data: list[str] = Field(..., title="Data")
+
+
+class CommitmentFields(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    context_type: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="context_type"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The commitment's title (searchable)", title="description")
+    due_date: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="due_date")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    person_name: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="person_name"
+    )
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class CommitmentItem(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+        regex_engine="python-re",
+    )
+    context_type: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="context_type"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The commitment's title (searchable)", title="description")
+    due_date: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="due_date")
+    id: constr(
+        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+    ) = Field(
+        ...,
+        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
+        title="id",
+    )
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    person_name: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="person_name"
+    )
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    type: Literal["commitment"] = Field(..., description="The entity type", title="type")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class CommitmentPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    context_type: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="context_type"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 3 of 3)", title="description"
+    )
+    due_date: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="due_date")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    person_name: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="person_name"
+    )
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class ContextSource(BaseModel):
+    id: str = Field(..., title="Id")
+    score: float = Field(..., title="Score")
+    source: str = Field(..., title="Source")
+    title: str = Field(..., title="Title")
+    tokens: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Tokens")
+    truncated: bool | None = Field(False, title="Truncated")
+
+
+class CorpusChunk(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    text: constr(min_length=1, max_length=20000) = Field(..., title="Text")
+
+
+class CorpusDocument(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    chunks: list[CorpusChunk | constr(min_length=1, max_length=20000)] | None = Field(None, title="Chunks")
+    created_at: str | None = Field(None, title="Created At")
+    id: constr(min_length=1, max_length=256) = Field(..., title="Id")
+    source: (
+        constr(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=200,
+        )
+        | None
+    ) = Field(None, title="Source")
+    text: str | None = Field(None, title="Text")
+    title: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        min_length=1,
+        max_length=1000,
+    ) = Field(..., title="Title")
+    trust: (
+        constr(
+            pattern=r"^[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*([Hh][Ii][Gg][Hh]|[Mm][Ee][Dd][Ii][Uu][Mm]|[Ll][Oo][Ww])[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$"
+        )
+        | confloat(ge=0.0, le=1.0)
+        | None
+    ) = Field(None, description="high, medium or low (any case), or a number from 0 to 1", title="Trust")
+
+
+class CorpusError(BaseModel):
+    error: str = Field(..., title="Error")
+    fields: dict[str, str] | None = Field(None, title="Fields")
+    id: str | None = Field(..., title="Id")
+    index: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Index")
+
+
+class CorpusReport(BaseModel):
+    chunks_ingested: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="Chunks Ingested"
+    )
+    documents_ingested: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="Documents Ingested"
+    )
+    errors: list[CorpusError] = Field(..., title="Errors")
+
+
+class DocumentFields(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
+    title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
+    topic: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="topic")
+    trust: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="trust")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class DocumentItem(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+        regex_engine="python-re",
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    id: constr(
+        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+    ) = Field(
+        ...,
+        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
+        title="id",
+    )
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
+    title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
+    topic: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="topic")
+    trust: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="trust")
+    type: Literal["document"] = Field(..., description="The entity type", title="type")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class DocumentPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
+    title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
+    topic: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="topic")
+    trust: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="trust")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class EntityOut(BaseModel):
+    chunks: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., description="Indexed chunks (long documents are split)", title="Chunks"
+    )
+    created_at: str = Field(..., title="Created At")
+    embedded: bool = Field(
+        ..., description="True when every indexed chunk carries an embedding", title="Embedded"
+    )
+    entity_id: str = Field(..., title="Entity Id")
+    entity_type: str = Field(..., title="Entity Type")
+    fields: dict[str, Any] = Field(..., description="The entity's fields as stored", title="Fields")
+    metadata: dict[str, Any] = Field(..., title="Metadata")
+    namespace: str | None = Field(..., title="Namespace")
+    owner: str | None = Field(..., title="Owner")
+    source: str = Field(..., title="Source")
+    title: str = Field(..., title="Title")
+    updated_at: str = Field(..., title="Updated At")
+    version: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Version")
+
+
+class EntityPage(BaseModel):
+    data: list[EntityOut] = Field(..., title="Data")
+    next_cursor: str | None = Field(..., title="Next Cursor")
+
+
+class EraseReport(BaseModel):
+    cache_entries_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="Cache Entries Removed"
+    )
+    entities_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="Entities Removed"
+    )
+    state_rows_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="State Rows Removed"
+    )
+    tenant_id: str = Field(..., title="Tenant Id")
+
+
+class EraseRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    confirm: constr(min_length=1, max_length=256) = Field(
+        ..., description="Must equal the caller's tenant id", title="Confirm"
+    )
+
+
+class Error1(BaseModel):
+    code: str = Field(..., description="stable, machine-readable")
+    fields: dict[str, str]
+    message: str
+
+
+class Error(BaseModel):
+    error: Error1
+
+
+class EvalOut(BaseModel):
+    at: str = Field(..., title="At")
+    metrics: dict[str, Any] = Field(..., title="Metrics")
+    name: str = Field(..., title="Name")
+
+
+class EvalsResponse(BaseModel):
+    data: list[EvalOut] = Field(..., title="Data")
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    assembly_id: constr(min_length=1, max_length=128) = Field(..., title="Assembly Id")
+    tokens_used: conint(ge=0, le=9223372036854775807) | None = Field(None, title="Tokens Used")
+    used_source_ids: list[str] = Field(..., max_length=1000, title="Used Source Ids")
+
+
+class FeedbackResponse(BaseModel):
+    assembly_id: str = Field(..., title="Assembly Id")
+    ignored_ids: list[str] = Field(..., title="Ignored Ids")
+    recorded_ids: list[str] = Field(..., title="Recorded Ids")
+    success: bool = Field(..., title="Success")
+
+
+class ExpectedId(
+    RootModel[
+        constr(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=200,
+        )
+    ]
+):
+    root: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        min_length=1,
+        max_length=200,
+    )
+
+
+class GoldenQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    context_summary: (
+        constr(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=4000,
+        )
+        | None
+    ) = Field(None, title="Context Summary")
+    expected_ids: list[ExpectedId] = Field(..., max_length=100, min_length=1, title="Expected Ids")
+    id: constr(min_length=1, max_length=200) = Field(..., title="Id")
+    task_text: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        min_length=1,
+        max_length=4000,
+    ) = Field(..., title="Task Text")
+
+
+class IdeaFields(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    category: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="category"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="description"
+    )
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    title: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The idea's title (searchable)", title="title")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class IdeaItem(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+        regex_engine="python-re",
+    )
+    category: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="category"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="description"
+    )
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    id: constr(
+        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+    ) = Field(
+        ...,
+        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
+        title="id",
+    )
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    title: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The idea's title (searchable)", title="title")
+    type: Literal["idea"] = Field(..., description="The entity type", title="type")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class IdeaPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    category: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="category"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="description"
+    )
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    title: str | list[str] | None = Field(None, description="Searchable text (boost 3 of 3)", title="title")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class Job(BaseModel):
+    chunks: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., description="Chunks to embed, estimated from the request", title="Chunks"
+    )
+    created_at: str = Field(..., title="Created At")
+    documents_ingested: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
+        None, description="Corpus jobs: documents ingested so far", title="Documents Ingested"
+    )
+    errors: list[dict[str, Any]] = Field(
+        ...,
+        description="The first 100 item errors, by position in the request (`index`, the id, `error`, `fields`)",
+        title="Errors",
+    )
+    errors_total: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Errors Total")
+    indexed: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
+        None, description="Bulk jobs: items indexed so far", title="Indexed"
+    )
+    items: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., description="Items (or corpus documents) in the request", title="Items"
+    )
+    job_id: str = Field(..., title="Job Id")
+    kind: Literal["bulk", "corpus"] = Field(..., title="Kind")
+    parts: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Parts")
+    parts_done: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Parts Done")
+    skipped_stale: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Skipped Stale")
+    status: Literal["queued", "running", "done"] = Field(
+        ..., description="queued → running → done", title="Status"
+    )
+    updated_at: str = Field(..., title="Updated At")
+
+
+class JsonValue(
+    RootModel[
+        Optional[
+            Union[
+                str,
+                bool,
+                conint(ge=-9223372036854775807, le=9223372036854775807),
+                float,
+                list[Optional["JsonValue"]],
+                dict[str, Optional["JsonValue"]],
+            ]
+        ]
+    ]
+):
+    root: Optional[
+        Union[
+            str,
+            bool,
+            conint(ge=-9223372036854775807, le=9223372036854775807),
+            float,
+            list[Optional["JsonValue"]],
+            dict[str, Optional["JsonValue"]],
+        ]
+    ] = Field(..., description="Any JSON value; integers within ±(2^63 - 1) (RFC 7493)")
+
+
+class LogSource(BaseModel):
+    id: str = Field(..., title="Id")
+    score: float = Field(..., title="Score")
+    source: str = Field(..., title="Source")
+    tokens: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Tokens")
+
+
+class ManualWeightRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    manual: bool | None = Field(True, title="Manual")
+    token_share: confloat(ge=0.0, le=0.8) | None = Field(None, title="Token Share")
+    weight: confloat(ge=0.0, le=1.5) | None = Field(None, title="Weight")
+
+
+class MemoryFields(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    category: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="category"
+    )
+    content: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The memory's title (searchable)", title="content")
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    memory_type: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="memory_type")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    pinned: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="pinned")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    source_repo: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="source_repo")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    trust_level: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="trust_level")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class MemoryItem(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+        regex_engine="python-re",
+    )
+    category: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="category"
+    )
+    content: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The memory's title (searchable)", title="content")
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    id: constr(
+        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+    ) = Field(
+        ...,
+        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
+        title="id",
+    )
+    memory_type: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="memory_type")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    pinned: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="pinned")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    source_repo: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="source_repo")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    trust_level: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="trust_level")
+    type: Literal["memory"] = Field(..., description="The entity type", title="type")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class MemoryPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    category: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="category"
+    )
+    content: str | list[str] | None = Field(
+        None, description="Searchable text (boost 3 of 3)", title="content"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    memory_type: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="memory_type")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    pinned: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="pinned")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    source_repo: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="source_repo")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    trust_level: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="trust_level")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class OverlayDeleted(BaseModel):
+    deleted: bool = Field(..., title="Deleted")
+    role_id: str = Field(..., title="Role Id")
+
+
+class OverlayEvaluation(BaseModel):
+    default: str | None = Field(None, description="The strategy the overlay uses", title="Default")
+    message: str | None = Field(None, description="Set when the overlay has no golden set", title="Message")
+    min_ndcg_at_10: float | None = Field(None, title="Min Ndcg At 10")
+    passed: bool | None = Field(
+        None, description="The default strategy reached min_ndcg_at_10", title="Passed"
+    )
+    queries: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Queries")
+    role_id: str = Field(..., title="Role Id")
+    skipped: dict[str, str] | None = Field(
+        None, description="Strategies that could not run, and why", title="Skipped"
+    )
+    strategies: dict[str, dict[str, float]] = Field(
+        ..., description="strategy → {ndcg_at_10, recall_at_100, mrr_at_10}", title="Strategies"
+    )
+
+
+class OverlayTuning(BaseModel):
+    adopted: dict[str, Any] = Field(..., title="Adopted")
+    best: dict[str, Any] = Field(..., title="Best")
+    best_ndcg_at_10: float = Field(..., title="Best Ndcg At 10")
+    changed: bool = Field(..., title="Changed")
+    current: dict[str, Any] = Field(..., title="Current")
+    current_ndcg_at_10: float = Field(..., title="Current Ndcg At 10")
+    role_id: str = Field(..., title="Role Id")
+
+
+class PersonFields(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    name: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The person's title (searchable)", title="name")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    notes: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="notes")
+    organization: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="organization"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    relationship: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="relationship"
+    )
+    role: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="role")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class PersonItem(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+        regex_engine="python-re",
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    id: constr(
+        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+    ) = Field(
+        ...,
+        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
+        title="id",
+    )
+    name: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The person's title (searchable)", title="name")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    notes: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="notes")
+    organization: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="organization"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    relationship: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="relationship"
+    )
+    role: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="role")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    type: Literal["person"] = Field(..., description="The entity type", title="type")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class PersonPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    name: str | list[str] | None = Field(None, description="Searchable text (boost 3 of 3)", title="name")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    notes: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="notes")
+    organization: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="organization"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    relationship: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="relationship"
+    )
+    role: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="role")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class ProjectFields(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="description"
+    )
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    name: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The project's title (searchable)", title="name")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    objective: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="objective"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class ProjectItem(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+        regex_engine="python-re",
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="description"
+    )
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    id: constr(
+        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+    ) = Field(
+        ...,
+        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
+        title="id",
+    )
+    name: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The project's title (searchable)", title="name")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    objective: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="objective"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    type: Literal["project"] = Field(..., description="The entity type", title="type")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class ProjectPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="description"
+    )
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    name: str | list[str] | None = Field(None, description="Searchable text (boost 3 of 3)", title="name")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    objective: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="objective"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class QueryInfo(BaseModel):
+    cache: Literal["hit", "miss", "bypass"] = Field(..., title="Cache")
+    degraded: bool = Field(..., title="Degraded")
+    degraded_reason: str | None = Field(None, title="Degraded Reason")
+    entities_searched: list[str] = Field(..., title="Entities Searched")
+    fallback: str | None = Field(None, title="Fallback")
+    original_query: str = Field(..., title="Original Query")
+    parsed_query: str = Field(..., title="Parsed Query")
+    query_shape: Literal["question", "identifier", "plain"] | None = Field("plain", title="Query Shape")
+    strategy: str = Field(..., title="Strategy")
+    terms_truncated: bool | None = Field(False, title="Terms Truncated")
+
+
+class RejectReason(
+    RootModel[
+        Literal[
+            "forbidden_source", "below_min_trust", "below_min_score", "stale", "near_duplicate", "over_limit"
+        ]
+    ]
+):
+    root: Literal[
+        "forbidden_source", "below_min_trust", "below_min_score", "stale", "near_duplicate", "over_limit"
+    ] = Field(
+        ...,
+        description="Why a candidate was dropped; checked in this order, the first that applies is reported.",
+        title="RejectReason",
+    )
+
+
+class RejectedCandidate(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    chunk_id: constr(min_length=1) = Field(..., title="Chunk Id")
+    detail: constr(min_length=1) = Field(..., title="Detail")
+    document_id: constr(min_length=1) = Field(..., title="Document Id")
+    final: float | None = Field(..., title="Final")
+    reason: RejectReason
+    relevance: float = Field(..., title="Relevance")
+    source: str = Field(..., title="Source")
+    title: str = Field(..., title="Title")
+
+
+class RetrievalDiagnostics(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    counts: dict[str, conint(ge=-9223372036854775807, le=9223372036854775807)] = Field(..., title="Counts")
+    degraded_reason: str | None = Field(None, title="Degraded Reason")
+    depth: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Depth")
+    embedder: str | None = Field(..., title="Embedder")
+    timings_ms: dict[str, float] = Field(..., title="Timings Ms")
+
+
+class RetrieverExplanation(BaseModel):
+    rank: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(..., title="Rank")
+    score: float | None = Field(..., title="Score")
+
+
+class AntiGoal(RootModel[constr(min_length=1, max_length=500)]):
+    root: constr(min_length=1, max_length=500)
+
+
+class BoostItem(
+    RootModel[
+        constr(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=100,
+        )
+    ]
+):
+    root: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        min_length=1,
+        max_length=100,
+    )
+
+
+class SuppressItem(
+    RootModel[
+        constr(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=100,
+        )
+    ]
+):
+    root: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        min_length=1,
+        max_length=100,
+    )
+
+
+class RoleVocabulary(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    boost: list[BoostItem] | None = Field(None, max_length=100, title="Boost")
+    suppress: list[SuppressItem] | None = Field(None, max_length=100, title="Suppress")
+
+
+class ScoreBreakdown(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    final: float = Field(..., description="Σ wᵢ·signalᵢ / Σ wᵢ × penalty: the ranking score", title="Final")
+    freshness: float = Field(
+        ..., description="1 / (1 + ln(1 + age_days)); 1 when the age is unknown", title="Freshness"
+    )
+    fused: float = Field(
+        ..., description="the ordering signal: relevance (convex) or max-normalised RRF", title="Fused"
+    )
+    lexical: float = Field(..., description="BM25 / max BM25 × share of task terms matched", title="Lexical")
+    mmr: float | None = Field(None, description="λ·final − (1−λ)·max similarity to chosen", title="Mmr")
+    penalty: float = Field(
+        ..., description="multiplier < 1 when a suppressed term or an anti-goal matches", title="Penalty"
+    )
+    preference: float = Field(..., description="1 for a preferred source, else 0", title="Preference")
+    relevance: float = Field(
+        ..., description="α·vector + (1−α)·lexical: checked against min_score", title="Relevance"
+    )
+    trust: float = Field(..., title="Trust")
+    vector: float = Field(
+        ..., description="cosine similarity to the semantic query (0 below the noise floor)", title="Vector"
+    )
+
+
+class ScoreWeights(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    freshness: confloat(ge=0.0, le=1.0) | None = Field(0.1, title="Freshness")
+    preference: confloat(ge=0.0, le=1.0) | None = Field(0.1, title="Preference")
+    relevance: confloat(le=1.0, gt=0.0) | None = Field(0.7, title="Relevance")
+    trust: confloat(ge=0.0, le=1.0) | None = Field(0.1, title="Trust")
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    cursor: constr(max_length=1024) | None = Field(
+        None,
+        description="`next_cursor` of the previous page; send the same query, entities, filters, strategy and limit. Answers 409 `cursor_expired` when the tenant's index changed in between.",
+        title="Cursor",
+    )
+    entities: (
+        list[Literal["commitment", "document", "idea", "memory", "person", "project", "task"]] | None
+    ) = Field(None, description="Entity types to search (default: all)", title="Entities")
+    explain: bool | None = Field(False, title="Explain")
+    filters: (
+        dict[
+            Literal[
+                "category",
+                "domain",
+                "due_date",
+                "memory_type",
+                "namespace",
+                "owner",
+                "pinned",
+                "project_id",
+                "source",
+                "source_repo",
+                "status",
+                "topic",
+                "trust",
+                "trust_level",
+            ],
+            str
+            | conint(ge=-9223372036854775807, le=9223372036854775807)
+            | float
+            | bool
+            | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool],
+        ]
+        | None
+    ) = Field(
+        None,
+        description="Metadata filters, field → value or values (any of them); the fields must be filterable for every searched type",
+        title="Filters",
+    )
+    limit: conint(ge=1, le=100) | None = Field(20, title="Limit")
+    query: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]", max_length=1000
+    ) = Field(
+        ...,
+        description="What to search for; supports `type:` prefixes, `@name` and quoted phrases",
+        title="Query",
+    )
+    strategy: Literal["auto", "keyword", "semantic", "hybrid"] | None = Field("auto", title="Strategy")
+
+
+class SemanticPart(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    role: Literal["task", "context_summary", "mission"] = Field(..., title="Role")
+    text: str = Field(..., title="Text")
+    weight: float = Field(..., title="Weight")
+
+
+class ForbiddenItem(
+    RootModel[
+        constr(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=200,
+        )
+    ]
+):
+    root: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        min_length=1,
+        max_length=200,
+    )
+
+
+class PreferredItem(
+    RootModel[
+        constr(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=200,
+        )
+    ]
+):
+    root: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        min_length=1,
+        max_length=200,
+    )
+
+
+class SourcePolicy(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    forbidden: list[ForbiddenItem] | None = Field(None, max_length=100, title="Forbidden")
+    min_trust: Literal["high", "medium", "low"] | None = Field(
+        None, description="Candidates whose trust is below this level are rejected", title="Min Trust"
+    )
+    preferred: list[PreferredItem] | None = Field(None, max_length=100, title="Preferred")
+
+
+class SourceShare(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    preferred: bool = Field(..., title="Preferred")
+    selected: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Selected")
+    source: str = Field(..., title="Source")
+    trust: Literal["high", "medium", "low", "unknown"] = Field(..., title="Trust")
+
+
+class Instruction(
+    RootModel[
+        constr(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=4000,
+        )
+    ]
+):
+    root: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        min_length=1,
+        max_length=4000,
+    )
+
+
+class SynthesisPolicy(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    citation_required: bool | None = Field(True, title="Citation Required")
+    format: constr(max_length=200) | None = Field(None, title="Format")
+    instructions: list[Instruction] | None = Field(None, max_length=100, title="Instructions")
+    max_tokens: conint(ge=1, le=16000) | None = Field(None, title="Max Tokens")
+
+
+class TaskFields(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    contexts: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="contexts"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="description"
+    )
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    due_date: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="due_date")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    project_id: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="project_id")
+    project_name: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="project_name"
+    )
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    title: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The task's title (searchable)", title="title")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class TaskItem(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+        regex_engine="python-re",
+    )
+    contexts: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="contexts"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="description"
+    )
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    due_date: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="due_date")
+    id: constr(
+        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+    ) = Field(
+        ...,
+        description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
+        title="id",
+    )
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    project_id: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="project_id")
+    project_name: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="project_name"
+    )
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    title: (
+        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        | list[str]
+    ) = Field(..., description="The task's title (searchable)", title="title")
+    type: Literal["task"] = Field(..., description="The entity type", title="type")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class TaskPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    contexts: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="contexts"
+    )
+    created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    description: str | list[str] | None = Field(
+        None, description="Searchable text (boost 2 of 3)", title="description"
+    )
+    domain: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="domain")
+    due_date: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="due_date")
+    namespace: constr(min_length=1, max_length=200) | None = Field(
+        None, description="A mission namespace (filterable)", title="namespace"
+    )
+    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    project_id: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="project_id")
+    project_name: str | list[str] | None = Field(
+        None, description="Searchable text (boost 1 of 3)", title="project_name"
+    )
+    source: constr(min_length=1, max_length=200) | None = Field(
+        None, description="Where the entity comes from: a context source (filterable)", title="source"
+    )
+    status: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="status")
+    tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
+    title: str | list[str] | None = Field(None, description="Searchable text (boost 3 of 3)", title="title")
+    updated_at: datetime | date | None = Field(
+        None,
+        description="ISO-8601; without `version`, its time in milliseconds is the version",
+        title="updated_at",
+    )
+    version: conint(ge=0, le=9223372036854775807) | None = Field(
+        None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
+    )
+
+
+class WarningState(
+    RootModel[
+        Literal["healthy", "no_overlay", "no_strong_match", "stale_dominant", "forbidden_hit", "conflicting"]
+    ]
+):
+    root: Literal[
+        "healthy", "no_overlay", "no_strong_match", "stale_dominant", "forbidden_hit", "conflicting"
+    ] = Field(
+        ...,
+        description="Degradation signals of a bundle (seed table: state, action, when).",
+        title="WarningState",
+    )
+
+
+class WeightAdjustmentOut(BaseModel):
+    caller: str = Field(..., title="Caller")
+    effectiveness: float = Field(..., title="Effectiveness")
+    new_share: float = Field(..., title="New Share")
+    new_weight: float = Field(..., title="New Weight")
+    old_share: float = Field(..., title="Old Share")
+    old_weight: float = Field(..., title="Old Weight")
+    source: str = Field(..., title="Source")
+    tenant_id: str = Field(..., title="Tenant Id")
+
+
+class WeightChangeOut(BaseModel):
+    at: str = Field(..., title="At")
+    caller: str = Field(..., title="Caller")
+    new_share: float = Field(..., title="New Share")
+    new_weight: float = Field(..., title="New Weight")
+    old_share: float = Field(..., title="Old Share")
+    old_weight: float = Field(..., title="Old Weight")
+    reason: str = Field(..., title="Reason")
+    source: str = Field(..., title="Source")
+
+
+class WeightHistoryResponse(BaseModel):
+    data: list[WeightChangeOut] = Field(..., title="Data")
+
+
+class WeightOut(BaseModel):
+    caller: str = Field(..., title="Caller")
+    manual: bool = Field(..., title="Manual")
+    source: str = Field(..., title="Source")
+    token_share: float = Field(..., title="Token Share")
+    updated_at: str = Field(..., title="Updated At")
+    weight: float = Field(..., title="Weight")
+
+
+class WeightsResponse(BaseModel):
+    default_token_share: float = Field(..., title="Default Token Share")
+    default_weight: float = Field(..., title="Default Weight")
+    next_cursor: str | None = Field(None, title="Next Cursor")
+    sources: list[str] = Field(..., title="Sources")
+    weights: list[WeightOut] = Field(..., title="Weights")
+
+
+class WriteResponse(BaseModel):
+    entity_id: str = Field(..., title="Entity Id")
+    entity_type: str = Field(..., title="Entity Type")
+    message: str | None = Field(None, title="Message")
+    outcome: Literal["applied", "stale", "duplicate"] = Field(..., title="Outcome")
+    reembedded: bool = Field(..., title="Reembedded")
+    version: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Version")
+
+
+class AssembleResponse(BaseModel):
+    assembly_id: str | None = Field(..., title="Assembly Id")
+    context_block: str = Field(..., title="Context Block")
+    retrieval_ms: float = Field(..., title="Retrieval Ms")
+    sources: list[ContextSource] = Field(..., title="Sources")
+    token_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Token Budget")
+    total_tokens: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Total Tokens")
+    warnings: list[str] = Field(..., title="Warnings")
+
+
+class BulkItem(
+    RootModel[CommitmentItem | DocumentItem | IdeaItem | MemoryItem | PersonItem | ProjectItem | TaskItem]
+):
+    root: CommitmentItem | DocumentItem | IdeaItem | MemoryItem | PersonItem | ProjectItem | TaskItem = Field(
+        ..., discriminator="type"
+    )
+
+
+class BulkRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    items: list[BulkItem] = Field(
+        ...,
+        description="Entities: each its `type`, `id` and fields",
+        max_length=10000,
+        min_length=1,
+        title="Items",
+    )
+
+
+class Corpus(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    documents: list[CorpusDocument] = Field(..., max_length=10000, min_length=1)
+
+
+class EntityFields(
+    RootModel[
+        CommitmentFields
+        | DocumentFields
+        | IdeaFields
+        | MemoryFields
+        | PersonFields
+        | ProjectFields
+        | TaskFields
+    ]
+):
+    root: (
+        CommitmentFields
+        | DocumentFields
+        | IdeaFields
+        | MemoryFields
+        | PersonFields
+        | ProjectFields
+        | TaskFields
+    ) = Field(..., description="The fields of an entity of the path's type (see `<Type>Fields`)")
+
+
+class EntityPatch(
+    RootModel[
+        CommitmentPatch | DocumentPatch | IdeaPatch | MemoryPatch | PersonPatch | ProjectPatch | TaskPatch
+    ]
+):
+    root: (
+        CommitmentPatch | DocumentPatch | IdeaPatch | MemoryPatch | PersonPatch | ProjectPatch | TaskPatch
+    ) = Field(
+        ..., description="Some fields of an entity of the path's type (see `<Type>Patch`); null removes one"
+    )
+
+
+class EvalProfile(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    golden_set: list[GoldenQuery] | None = Field(None, max_length=200, title="Golden Set")
+    min_ndcg_at_10: confloat(ge=0.0, le=1.0) | None = Field(None, title="Min Ndcg At 10")
+
+
+class EvalResponse(BaseModel):
+    assemblies: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Assemblies")
+    budget_adjustments: list[BudgetAdjustmentOut] = Field(..., title="Budget Adjustments")
+    budgets_count: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Budgets Count")
+    callers: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Callers")
+    skipped: list[str] = Field(..., title="Skipped")
+    weight_adjustments: list[WeightAdjustmentOut] = Field(..., title="Weight Adjustments")
+    weights_count: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Weights Count")
+
+
+class Explanation(BaseModel):
+    alpha: float = Field(..., title="Alpha")
+    fallback: str | None = Field(None, title="Fallback")
+    field_boosts: dict[str, conint(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Field Boosts"
+    )
+    fusion: str = Field(..., title="Fusion")
+    lexical: RetrieverExplanation
+    matched_chunk: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Matched Chunk")
+    vector: RetrieverExplanation
+
+
+class LogEntryOut(BaseModel):
+    assembly_id: str = Field(..., title="Assembly Id")
+    budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Budget")
+    caller: str = Field(..., title="Caller")
+    created_at: str = Field(..., title="Created At")
+    feedback_at: str | None = Field(..., title="Feedback At")
+    namespace: str | None = Field(..., title="Namespace")
+    processed: bool = Field(..., title="Processed")
+    query_hash: str = Field(..., title="Query Hash")
+    request_id: str | None = Field(..., title="Request Id")
+    retrieval_ms: float = Field(..., title="Retrieval Ms")
+    sources: list[LogSource] = Field(..., title="Sources")
+    tokens_used: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
+        ..., title="Tokens Used"
+    )
+    total_ms: float = Field(..., title="Total Ms")
+    total_tokens: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Total Tokens")
+    used_ids: list[str] | None = Field(..., title="Used Ids")
+
+
+class LogResponse(BaseModel):
+    data: list[LogEntryOut] = Field(..., title="Data")
+    next_cursor: str | None = Field(..., title="Next Cursor")
+
+
+class ProvenanceSummary(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    forbidden_sources_removed: list[str] = Field(..., title="Forbidden Sources Removed")
+    freshness_posture: Literal["fresh", "mixed", "stale", "unbounded", "none"] = Field(
+        ..., title="Freshness Posture"
+    )
+    freshness_window_days: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
+        ..., title="Freshness Window Days"
+    )
+    mean_trust: float | None = Field(..., title="Mean Trust")
+    newest_created_at: str | None = Field(..., title="Newest Created At")
+    oldest_created_at: str | None = Field(..., title="Oldest Created At")
+    sources: list[SourceShare] = Field(..., title="Sources")
+    stale_selected: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="Stale Selected"
+    )
+    trust_posture: Literal["high", "mixed", "low", "none"] = Field(..., title="Trust Posture")
+
+
+class QueryTrace(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    anti_goals: list[str] = Field(..., title="Anti Goals")
+    boost_terms_added: list[str] = Field(..., title="Boost Terms Added")
+    context_summary: str | None = Field(..., title="Context Summary")
+    fusion: Literal["convex", "rrf"] = Field(..., title="Fusion")
+    lexical_terms: list[str] = Field(..., title="Lexical Terms")
+    mission: str | None = Field(..., title="Mission")
+    mode: Literal["hybrid", "lexical_only", "lexical_degraded", "semantic_only"] = Field(..., title="Mode")
+    penalised_terms: list[str] = Field(..., title="Penalised Terms")
+    semantic_parts: list[SemanticPart] = Field(..., title="Semantic Parts")
+    semantic_weight: float = Field(..., title="Semantic Weight")
+    suppress_terms_removed: list[str] = Field(..., title="Suppress Terms Removed")
+    task_terms: list[str] = Field(..., title="Task Terms")
+    task_text: str = Field(..., title="Task Text")
+
+
+class RetrievalPolicy(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    diversity: confloat(ge=0.0, le=1.0) | None = Field(
+        0.7, description="MMR λ: 1 = relevance only, 0 = diversity only", title="Diversity"
+    )
+    freshness_days: conint(ge=1, le=36500) | None = Field(
+        None, description="Older evidence is stale; null = no freshness window", title="Freshness Days"
+    )
+    fusion: Literal["convex", "rrf"] | None = Field(
+        "convex", description="How the two retrievers' lists are ordered", title="Fusion"
+    )
+    max_chunks: conint(ge=1, le=50) | None = Field(8, title="Max Chunks")
+    min_score: confloat(ge=0.0, le=1.0) | None = Field(
+        0.1, description="Least relevance (0..1) a candidate needs", title="Min Score"
+    )
+    reject_stale: bool | None = Field(
+        False, description="Reject stale candidates instead of flagging them", title="Reject Stale"
+    )
+    semantic_weight: confloat(ge=0.0, le=1.0) | None = Field(
+        0.6, description="α: share of semantic similarity", title="Semantic Weight"
+    )
+    weights: ScoreWeights | None = None
+
+
+class RetrievalSummary(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    candidates: conint(ge=0, le=9223372036854775807) = Field(..., title="Candidates")
+    mean_relevance: float = Field(..., title="Mean Relevance")
+    overlay_applied: bool = Field(..., title="Overlay Applied")
+    rejected: conint(ge=0, le=9223372036854775807) = Field(..., title="Rejected")
+    selected: conint(ge=0, le=9223372036854775807) = Field(..., title="Selected")
+    states: list[WarningState] = Field(..., title="States")
+    status: Literal["ok", "warn"] = Field(..., title="Status")
+    strong_match: bool = Field(..., title="Strong Match")
+    top_relevance: float = Field(..., title="Top Relevance")
+
+
+class RetrievalWarning(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    action: Literal["continue", "warn"] = Field(..., title="Action")
+    chunk_ids: list[str] | None = Field(None, title="Chunk Ids")
+    message: constr(min_length=1) = Field(..., title="Message")
+    state: WarningState
+
+
+class RetrievedChunk(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    age_days: float | None = Field(..., title="Age Days")
+    chunk_id: constr(min_length=1) = Field(..., title="Chunk Id")
+    chunk_no: conint(ge=0, le=9223372036854775807) = Field(..., title="Chunk No")
+    created_at: str | None = Field(..., title="Created At")
+    document_id: constr(min_length=1) = Field(..., title="Document Id")
+    lexical_rank: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
+        ..., title="Lexical Rank"
+    )
+    matched_terms: list[str] = Field(..., title="Matched Terms")
+    preferred: bool = Field(..., title="Preferred")
+    rank: conint(ge=1, le=9223372036854775807) = Field(..., title="Rank")
+    reason: constr(min_length=1) = Field(..., title="Reason")
+    scores: ScoreBreakdown
+    source: str = Field(..., title="Source")
+    stale: bool = Field(..., title="Stale")
+    text: str = Field(..., title="Text")
+    title: str = Field(..., title="Title")
+    trust: Literal["high", "medium", "low", "unknown"] = Field(..., title="Trust")
+    vector_rank: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
+        ..., title="Vector Rank"
+    )
+
+
+class RoleOverlay(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    anti_goals: list[AntiGoal] | None = Field(None, max_length=100, title="Anti Goals")
+    eval_profile: EvalProfile | None = None
+    mission: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        min_length=1,
+        max_length=4000,
+    ) = Field(..., title="Mission")
+    retrieval_policy: RetrievalPolicy | None = None
+    role_id: constr(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$") = Field(..., title="Role Id")
+    source_policy: SourcePolicy | None = None
+    synthesis_policy: SynthesisPolicy | None = None
+    version: Literal["1.0"] = Field("1.0", title="Version")
+    vocabulary: RoleVocabulary | None = None
+
+
+class RoleOverlayBody(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    anti_goals: list[AntiGoal] | None = Field(None, max_length=100, title="Anti Goals")
+    eval_profile: EvalProfile | None = None
+    mission: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        min_length=1,
+        max_length=4000,
+    ) = Field(..., title="Mission")
+    retrieval_policy: RetrievalPolicy | None = None
+    role_id: constr(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$") | None = Field(
+        None, description="Optional; when given it must equal the path's role_id", title="Role Id"
+    )
+    source_policy: SourcePolicy | None = None
+    synthesis_policy: SynthesisPolicy | None = None
+    version: Literal["1.0"] = Field("1.0", title="Version")
+    vocabulary: RoleVocabulary | None = None
+
+
+class SearchResult(BaseModel):
+    entity_id: str = Field(..., title="Entity Id")
+    entity_type: str = Field(..., title="Entity Type")
+    explanation: Explanation | None = None
+    metadata: dict[str, Any] = Field(..., title="Metadata")
+    score: float = Field(..., title="Score")
+    snippet: str = Field(..., title="Snippet")
+    title: str = Field(..., title="Title")
+
+
+class RetrievalBundle(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    diagnostics: RetrievalDiagnostics
+    provenance: ProvenanceSummary
+    query: QueryTrace
+    rejected: list[RejectedCandidate] = Field(..., title="Rejected")
+    role_id: constr(min_length=1) = Field(..., title="Role Id")
+    selected: list[RetrievedChunk] = Field(..., title="Selected")
+    summary: RetrievalSummary
+    version: Literal["1.0"] = Field("1.0", title="Version")
+    warnings: list[RetrievalWarning] = Field(..., min_length=1, title="Warnings")
+
+
+class RetrieveRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    context_summary: constr(max_length=4000) | None = Field(None, title="Context Summary")
+    lexical_only: bool | None = Field(
+        False, description="BM25 only: no embedder is called", title="Lexical Only"
+    )
+    overlay: RoleOverlay | None = Field(
+        None, description="Use this overlay instead of the one stored for role_id"
+    )
+    role_id: constr(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$") = Field(..., title="Role Id")
+    task_text: constr(
+        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+        min_length=1,
+        max_length=4000,
+    ) = Field(..., title="Task Text")
+
+
+class SearchResponse(BaseModel):
+    next_cursor: str | None = Field(
+        None,
+        description="Pass back as `cursor` for the next page; null on the last page",
+        title="Next Cursor",
+    )
+    query_info: QueryInfo
+    results: list[SearchResult] = Field(..., title="Results")
+    took_ms: float = Field(..., title="Took Ms")
+    total: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Total")
+
+
+JsonValue.model_rebuild()

@@ -1,0 +1,152 @@
+"""What makes Quarry's MCP tools usable by an agent that sees only `tools/list`: each input schema closed
+(`additionalProperties: false`) and completed with what the deployment allows (entity types, sources,
+query length), every call checked against that same schema first, so an unknown or bad argument is
+refused naming it, in the HTTP API's error body; behaviour hints; plain-text snippets."""
+
+from __future__ import annotations
+
+import copy
+import html
+import re
+from collections.abc import Callable
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError as SchemaError
+from jsonschema.exceptions import best_match
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+from core.errors import InvalidInputError, QuarryError
+from core.payload import check_value
+from core.schemas import SearchResponse
+from core.validation import ID_JSON_PATTERN, ID_RULE, NONBLANK_PATTERN
+from infra.wiring import Container
+
+READ = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+# Recorded, not repeated: a feedback or an assembly log entry once per call.
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+# Versioned writes: the same call again is a duplicate, never a second change.
+UPSERT = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+DELETE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+_MARK = re.compile(r"</?mark>")
+MAX_REPORTED = 20  # argument problems named in one error
+
+
+def plain_snippets(response: SearchResponse) -> SearchResponse:
+    """Search hits with plain-text snippets (no `<mark>`, no HTML entities): agents read text, not HTML."""
+    results = [
+        r.model_copy(update={"snippet": html.unescape(_MARK.sub("", r.snippet))}) for r in response.results
+    ]
+    return response.model_copy(update={"results": results})
+
+
+def _deployment(schema: dict[str, Any], c: Container) -> None:
+    """Values the deployment allows, stated in a tool's input schema (as /openapi.json states them)."""
+    props = schema.get("properties", {})
+    types = list(c.registry.names())
+    if "entity_type" in props:
+        target = next((s for s in props["entity_type"].get("anyOf", []) if s.get("type") == "string"), None)
+        (target or props["entity_type"])["enum"] = types
+    if "entities" in props:
+        for branch in props["entities"].get("anyOf", []):
+            if branch.get("type") == "array":
+                branch["items"] = {"type": "string", "enum": types}
+    if "sources" in props:
+        for branch in props["sources"].get("anyOf", []):
+            if branch.get("type") == "array":
+                branch["items"] = {"type": "string", "enum": [s.name for s in c.context_settings.sources]}
+    if "query" in props:
+        props["query"]["maxLength"] = c.settings.max_query_chars
+
+
+# jsonschema's failed keyword → the words the HTTP API uses for it (pydantic's, via handlers/errors.py)
+_WORDS: dict[str, Callable[[Any], str]] = {
+    "minimum": lambda v: f"input should be greater than or equal to {v}",
+    "maximum": lambda v: f"input should be less than or equal to {v}",
+    "minLength": lambda v: f"string should have at least {v} character{'s' * (v != 1)}",
+    "maxLength": lambda v: f"string should have at most {v} characters",
+    "maxItems": lambda v: f"list should have at most {v} items",
+    "pattern": lambda v: f"string should match pattern '{v}'",
+    "enum": lambda v: "input should be " + ", ".join(repr(x) for x in v),
+    "type": lambda v: f"input should be a valid {v if isinstance(v, str) else ' or '.join(v)}",
+}
+
+
+PATTERN_WORDS = {NONBLANK_PATTERN: "must not be empty or whitespace", ID_JSON_PATTERN: ID_RULE}
+
+
+def _words(err: SchemaError) -> str:
+    if err.validator == "pattern" and err.validator_value in PATTERN_WORDS:
+        return PATTERN_WORDS[err.validator_value]
+    if err.validator in ("anyOf", "oneOf") and err.context:
+        real = [e for e in err.context if e.validator != "type"] or list(err.context)
+        return _words(best_match(real))
+    said = _WORDS.get(str(err.validator))
+    return said(err.validator_value) if said else err.message
+
+
+def _problems(errors: list[SchemaError]) -> dict[str, str]:
+    """{argument path: problem} in the HTTP API's words."""
+    fields: dict[str, str] = {}
+    for err in errors[:MAX_REPORTED]:
+        if err.validator == "additionalProperties":
+            known = set(err.schema.get("properties", {}))
+            for name in sorted(set(err.instance) - known):
+                fields[name] = "is not a known argument; known: " + ", ".join(sorted(known))
+        elif err.validator == "required":
+            missing = err.message.split("'")[1] if "'" in err.message else "arguments"
+            fields.setdefault(missing, "is required")
+        else:
+            fields.setdefault(".".join(str(p) for p in err.absolute_path) or "arguments", _words(err))
+    return fields
+
+
+class QuarryMCPServer(MCPServer):
+    """MCPServer whose published input schemas are closed and deployment-complete, and enforced, and whose
+    tool arguments are screened as the HTTP API screens a body."""
+
+    def __init__(
+        self, container: Callable[[], Container], error_text: Callable[[Exception], str], **kw: Any
+    ) -> None:
+        super().__init__(**kw)
+        self._container = container
+        self._error_text = error_text
+        self._schemas: dict[str, dict[str, Any]] = {}
+
+    def _schema(self, name: str, published: dict[str, Any]) -> dict[str, Any]:
+        if name not in self._schemas:
+            schema = copy.deepcopy(published)
+            schema["additionalProperties"] = False
+            _deployment(schema, self._container())
+            self._schemas[name] = schema
+        return self._schemas[name]
+
+    async def list_tools(self) -> list[Any]:
+        tools = await super().list_tools()
+        return [t.model_copy(update={"input_schema": self._schema(t.name, t.input_schema)}) for t in tools]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:  # screened as the HTTP API screens a body (I-JSON: integers a 64-bit store holds, bounded
+            check_value(arguments)  # depth, no lone surrogates) before the schema or any tool sees them
+        except QuarryError as exc:
+            raise ToolError(self._error_text(exc)) from exc
+        if name not in self._schemas:
+            await self.list_tools()
+        schema = self._schemas.get(name)
+        if schema is not None:
+            errors = sorted(Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.path))
+            if errors:
+                fields = _problems(errors)
+                refused = InvalidInputError("invalid arguments: " + ", ".join(sorted(fields)), fields)
+                raise ToolError(self._error_text(refused))
+        return await super().call_tool(name, arguments, context)

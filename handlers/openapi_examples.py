@@ -1,0 +1,45 @@
+"""Request examples of the OpenAPI document, by operation id: what the README's "Try it" sends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
+    "search": {
+        "hybrid": {"query": "API throttling protection", "limit": 10},
+        "filtered": {"query": "task: login", "filters": {"status": "open"}, "explain": True},
+        "identifier": {"query": "checkRateLimit", "strategy": "keyword"},
+    },
+    "bulkWrite": {
+        "tasks and memories": {
+            "items": [
+                {"type": "task", "id": "t1", "title": "Fix login bug", "status": "open", "version": 1},
+                {"type": "memory", "id": "m1", "content": "checkRateLimit validates request frequency"},
+            ]
+        }
+    },
+    "putEntity": {"task": {"title": "Fix login bug", "description": "Users cannot sign in", "version": 2}},
+    "patchEntity": {"status only": {"status": "done", "version": 3}},
+    "assembleContext": {
+        "agent": {"query": "how do we rate-limit clients?", "caller": "support-bot", "token_budget": 2000}
+    },
+    "sendFeedback": {
+        "used two": {"assembly_id": "asm_01", "used_source_ids": ["memory:m1", "task:t1"], "tokens_used": 900}
+    },
+    "retrieve": {"role": {"role_id": "support", "task_text": "customer cannot sign in after reset"}},
+    "loadCorpus": {
+        "one document": {
+            "documents": [{"id": "doc-1", "title": "Rate limits", "text": "Each client may send 100 calls."}]
+        }
+    },
+}
+
+
+def add_examples(doc: dict[str, Any]) -> None:
+    """Attach REQUEST_EXAMPLES to the request bodies of their operations."""
+    for ops in doc["paths"].values():
+        for op in ops.values():
+            examples = REQUEST_EXAMPLES.get(op.get("operationId", ""))
+            body = op.get("requestBody", {}).get("content", {}).get("application/json")
+            if examples and body is not None:
+                body["examples"] = {name: {"value": value} for name, value in examples.items()}

@@ -1,0 +1,130 @@
+"""/openapi.json as a client generator reads it: short stable operation ids, one schema per entity type
+(a union on `type`), every real answer documented (202 job, 413, 503 with Retry-After), examples that
+the server accepts, served without a key; and the patterns it publishes mean what the server enforces."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
+
+from core.validation import ID_JSON_PATTERN, NONBLANK_PATTERN, caller_json_pattern, is_caller, is_valid_id
+from tests.conftest import api_event, invoke
+
+OPERATIONS = {
+    "search", "getEntity", "listEntities", "putEntity", "patchEntity", "deleteEntity", "bulkWrite", "getJob",
+    "assembleContext", "sendFeedback", "listWeights", "getBudgets", "getLog", "listCallers", "setWeight",
+    "runLearning", "retrieve", "putOverlay", "getOverlay", "deleteOverlay", "evalOverlay", "tuneOverlay",
+    "getSchema", "loadCorpus", "getWeightHistory", "listEvals", "listOverlayEvals", "exportTenant",
+    "eraseTenant", "reopenTenant", "setBudget", "health", "whoami", "getOpenApi",
+}  # fmt: skip
+
+
+@pytest.fixture
+def doc(local: Any) -> dict[str, Any]:
+    status, body = invoke(api_event("openapi", tenant=None))  # no token: the document holds no data
+    assert status == 200
+    return dict(body)
+
+
+def operations(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {op["operationId"]: op for ops in doc["paths"].values() for op in ops.values()}
+
+
+def body_validator(doc: dict[str, Any], schema: dict[str, Any]) -> Draft202012Validator:
+    registry: Registry[Any] = Registry().with_resource("urn:doc", DRAFT202012.create_resource(doc))
+    rebased = {"$ref": "urn:doc" + schema["$ref"]} if "$ref" in schema else schema
+    return Draft202012Validator(rebased, registry=registry)
+
+
+def test_operation_ids_are_short_stable_and_unique(doc: dict[str, Any]) -> None:
+    ids = [op["operationId"] for ops in doc["paths"].values() for op in ops.values()]
+    assert len(ids) == len(set(ids)) and set(ids) == OPERATIONS
+    assert all(re.fullmatch(r"[a-z][A-Za-z]{2,20}", i) for i in ids)
+
+
+def test_bulk_items_are_a_union_of_one_schema_per_entity_type(doc: dict[str, Any], local: Any) -> None:
+    schemas = doc["components"]["schemas"]
+    union = schemas["BulkItem"]
+    mapping = union["discriminator"]["mapping"]
+    assert union["discriminator"]["propertyName"] == "type" and set(mapping) == set(local.registry.names())
+    task = schemas["TaskItem"]
+    assert task["properties"]["type"]["const"] == "task" and set(task["required"]) >= {"type", "id", "title"}
+    assert task["properties"]["status"]["anyOf"][0] == {"type": "string"}  # filterable: typed, not `any`
+    assert "title" not in schemas["DocumentItem"].get("required", [])  # untitled documents need text instead
+
+
+def test_every_real_answer_is_documented(doc: dict[str, Any]) -> None:
+    ops = operations(doc)
+    for name in ("bulkWrite", "loadCorpus"):
+        accepted = ops[name]["responses"]["202"]
+        assert accepted["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Job"}
+        assert "Location" in accepted["headers"] and accepted["links"]["GetJob"]["operationId"] == "getJob"
+        assert "413" in ops[name]["responses"]
+    unavailable = doc["components"]["responses"]["Unavailable"]
+    assert "Retry-After" in unavailable["headers"]
+    assert all("503" in op["responses"] for op in ops.values())
+    assert ops["getOpenApi"]["security"] == [] and ops["health"]["security"] == []
+    retrieve = ops["retrieve"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert retrieve == {"$ref": "#/components/schemas/RetrievalBundle"}
+
+
+def test_configured_limits_are_stated(doc: dict[str, Any], local: Any) -> None:
+    search = doc["components"]["schemas"]["SearchRequest"]["properties"]
+    assert search["query"]["maxLength"] == local.settings.max_query_chars
+    entities = next(s for s in search["entities"]["anyOf"] if s.get("type") == "array")
+    assert entities["items"]["enum"] == list(local.registry.names())
+    source = next(
+        p for p in operations(doc)["setWeight"]["parameters"] if p["name"] == "source"
+    )  # the configured sources
+    assert source["schema"]["enum"] == [s.name for s in local.context_settings.sources]
+
+
+def test_every_request_example_is_valid_and_the_server_takes_it(doc: dict[str, Any]) -> None:
+    examples = 0
+    for op in operations(doc).values():
+        body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+        for example in body.get("examples", {}).values():
+            body_validator(doc, body["schema"]).validate(example["value"])
+            examples += 1
+    assert examples >= 8
+    search = operations(doc)["search"]["requestBody"]["content"]["application/json"]["examples"]
+    status, _ = invoke(api_event("search", body=search["filtered"]["value"]))
+    assert status == 200
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=8) | st.sampled_from([".", "..", "a..", "x" * 256, "x" * 257, "a b", "a/b", "\u3000"])
+)
+def test_the_published_id_pattern_is_the_servers_id_rule(candidate: str) -> None:
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in candidate):
+        return  # lone surrogates never reach an id: the input gate refuses them first (core/payload.py)
+    assert (re.search(ID_JSON_PATTERN, candidate) is not None) == is_valid_id(candidate)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=6)
+    | st.sampled_from(
+        ["*", ".", "..", "a.", "x" * 128, "x" * 129, "a b", "a/b", "a\n", "a\u200bb", "auth0|5f"]
+    )
+)
+def test_the_published_caller_patterns_are_the_servers_caller_rule(candidate: str) -> None:
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in candidate):
+        return  # lone surrogates never reach a caller: the input gate refuses them first
+    assert (re.search(caller_json_pattern(), candidate) is not None) == is_caller(candidate)
+    wildcard = re.search(caller_json_pattern(wildcard=True), candidate) is not None
+    assert wildcard == (is_caller(candidate) or candidate == "*")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=4))
+def test_nonblank_means_what_strip_means(candidate: str) -> None:
+    assert (re.search(NONBLANK_PATTERN, candidate) is not None) == bool(candidate.strip())
