@@ -189,7 +189,7 @@ def opensearch_container(args: argparse.Namespace) -> Iterator[Any]:
         set_container(container)
         index: Any = container.index  # the OpenSearch adapter, not just the port
         try:
-            if not args.reuse:
+            if not args.reuse or not index.client.indices.exists_alias(name=index.alias):
                 ingest(__import__("handlers.api", fromlist=["api"]).lambda_handler, args.entities)
             index.client.indices.refresh(index=index.alias)
             for name in ("embedder", "search", "indexing"):
@@ -210,7 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--cache-dir", default=".quarry/embeddings")
     parser.add_argument("--json", default="bench/results/opensearch_profile.json")
-    parser.add_argument("--reuse", default=None, help="an index prefix already holding the entities (kept)")
+    parser.add_argument(
+        "--reuse",
+        default=None,
+        help="an index prefix kept after the run (filled first when missing): paired runs share one index",
+    )
     parser.add_argument("--smoke", action="store_true", help="40 entities, 5 queries per strategy")
     args = parser.parse_args(argv)
     if args.smoke:

@@ -109,6 +109,8 @@ def byte_batches(sizes: Sequence[int], limit: int) -> list[list[int]]:
 
 
 VERSION_FIELDS = (m.TENANT, m.VERSION, m.DELETED)
+# What a read of stored chunk vectors needs (`chunk_vectors`): not the text tiers, title or metadata.
+VECTOR_FIELDS = (m.TENANT, m.ENTITY_TYPE, m.ENTITY_ID, m.CHUNK_NO, m.EMBEDDING)
 
 
 def mget_body(
@@ -116,13 +118,16 @@ def mget_body(
     with_chunks: bool = False,
     version_only: bool = False,
     routing: Sequence[str | None] | None = None,
+    vectors_only: bool = False,
 ) -> dict[str, Any]:
-    """`_mget` for entity documents: without their chunks unless asked (the embeddings are large), or only
-    what a whole-document write decides on (tenant, version, deleted); `routing`, one per id, on a routed
-    index (a document is found only on its routing's shard)."""
+    """`_mget` for entity documents: without their chunks unless asked (the embeddings are large), only
+    what a whole-document write decides on (tenant, version, deleted), or only the chunks' numbers and
+    vectors; `routing`, one per id, on a routed index (a document is found only on its routing's shard)."""
     source: Any = True if with_chunks else {"excludes": [m.CHUNKS]}
     if version_only:
         source = {"includes": list(VERSION_FIELDS)}
+    if vectors_only:
+        source = {"includes": list(VECTOR_FIELDS)}
     docs: list[dict[str, Any]] = [{"_id": i, "_source": source} for i in doc_ids]
     for doc, value in zip(docs, routing or [], strict=False):
         if value is not None:

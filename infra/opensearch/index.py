@@ -278,14 +278,14 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         return classify(status, error_type, reason)
 
     def _fetch(
-        self, tenant_id: str, doc_ids: Sequence[str], with_chunks: bool = False
+        self, tenant_id: str, doc_ids: Sequence[str], with_chunks: bool = False, vectors_only: bool = False
     ) -> list[Mapping[str, Any]]:
         from opensearchpy.exceptions import NotFoundError
 
         routing = [self._route(tenant_id)] * len(doc_ids)
         with translated():
             try:
-                body = bodies.mget_body(doc_ids, with_chunks, routing=routing)
+                body = bodies.mget_body(doc_ids, with_chunks, routing=routing, vectors_only=vectors_only)
                 response = self._client.mget(body=body, index=self._alias)
             except NotFoundError as exc:
                 if error_parts(exc.info)[0] == INDEX_MISSING:
@@ -436,13 +436,14 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
     def chunk_vectors(
         self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
     ) -> dict[tuple[EntityKey, int], Vector]:
-        """Stored chunk embeddings, from one `_mget` of the entities with their chunks."""
+        """Stored chunk embeddings, from one `_mget` of the entities' chunk numbers and vectors (no text)."""
         import numpy as np
 
         keys = sorted({key for key, _ in chunks})
         wanted = set(chunks)
         out: dict[tuple[EntityKey, int], Vector] = {}
-        for doc in self._fetch(tenant_id, [documents.doc_id(tenant_id, k) for k in keys], with_chunks=True):
+        ids = [documents.doc_id(tenant_id, k) for k in keys]
+        for doc in self._fetch(tenant_id, ids, vectors_only=True):
             if doc.get(mapping.TENANT) != tenant_id:
                 continue
             key = EntityKey(str(doc.get(mapping.ENTITY_TYPE)), str(doc.get(mapping.ENTITY_ID)))

@@ -126,8 +126,13 @@ def test_bulk_writes_validate_and_are_all_conditional() -> None:
 
 def test_mget_body_validates() -> None:
     ids = [documents.doc_id("t", EntityKey("task", str(i))) for i in range(3)]
-    for with_chunks, version_only in ((False, False), (True, False), (False, True)):
-        body = bodies.mget_body(ids, with_chunks, version_only)
+    for with_chunks, version_only, vectors_only in (
+        (False, False, False),
+        (True, False, False),
+        (False, True, False),
+        (False, False, True),
+    ):
+        body = bodies.mget_body(ids, with_chunks, version_only, vectors_only=vectors_only)
         assert_valid(spec.request_body_uri("_core", "mget"), body)
 
 
