@@ -267,11 +267,7 @@ def lexical_body(
     return _envelope(clamp(k), scope, lean)
 
 
-def vector_body(
-    tenant_id: str, embedding: Vector, filters: Filters, k: int, lean: bool = True
-) -> dict[str, Any]:
-    """k-NN search with efficient filtering: the filter runs inside the HNSW search, on parent fields."""
-    size = clamp(k)
+def _knn(tenant_id: str, embedding: Vector, filters: Filters, size: int) -> dict[str, Any]:
     knn = {
         m.EMBEDDING: {
             "vector": [float(x) for x in embedding],
@@ -279,7 +275,35 @@ def vector_body(
             "filter": filter_query(tenant_id, filters),
         }
     }
-    return _envelope(size, _nested({"knn": knn}, lean), lean)
+    return {"knn": knn}
+
+
+def vector_body(
+    tenant_id: str, embedding: Vector, filters: Filters, k: int, lean: bool = True
+) -> dict[str, Any]:
+    """k-NN search with efficient filtering: the filter runs inside the HNSW search, on parent fields."""
+    size = clamp(k)
+    return _envelope(size, _nested(_knn(tenant_id, embedding, filters, size), lean), lean)
+
+
+# What a ranking-only k-NN search reads of each hit: who it is (and the defence-in-depth tenant check).
+RANKING_VALUES = (m.TENANT, m.DELETED, m.ENTITY_TYPE, m.ENTITY_ID)
+
+
+def vector_ranking_body(tenant_id: str, embedding: Vector, filters: Filters, k: int) -> dict[str, Any]:
+    """`vector_body` for the ranking only (RetrievalSpec.vector_ranking_only): the same hits and scores,
+    without the inner hit naming each hit's best chunk (on the node it runs the nested query again for
+    every hit: bench/opensearch_profile.py) and without display values."""
+    size = clamp(k)
+    query = {"path": m.CHUNKS, "score_mode": "max", "query": _knn(tenant_id, embedding, filters, size)}
+    return {
+        "size": size,
+        "track_total_hits": False,
+        "_source": False,
+        "stored_fields": "_none_",
+        "docvalue_fields": list(RANKING_VALUES),
+        "query": {"nested": query},
+    }
 
 
 # What of an `_msearch` answer the adapter reads: the node leaves out the rest (each hit's index name but
