@@ -48,7 +48,18 @@ NEVER_AT_IMPORT = (
     "handlers.cli",
     "handlers.devserver",
 )
+# What the API function's import leaves to the routes that need it: the published OpenAPI document
+# (GET /openapi.json) and the golden-set evaluation (GET /evals).
+NOT_AT_API_IMPORT = ("handlers.openapi", "handlers.openapi_examples", "core.service.golden")
 HANDLERS = ("handlers.api", "handlers.indexing", "handlers.eval", "handlers.pretoken")
+HEALTH = """
+import json, sys
+from handlers.api import lambda_handler
+from handlers.devserver import FakeLambdaContext
+from tests.conftest import api_event
+answer = lambda_handler(api_event("health"), FakeLambdaContext())
+print(json.dumps([answer["statusCode"], sorted(sys.modules)]))
+"""
 PROBE = """
 import json, sys
 import {module}
@@ -83,3 +94,27 @@ def test_with_tracing_on_the_xray_sdk_is_loaded_at_import() -> None:
     """In Lambda (LAMBDA_TASK_ROOT set, tracing not disabled) the tracer patches botocore at init."""
     modules = imported_by("handlers.api", LAMBDA_TASK_ROOT=str(ROOT), AWS_LAMBDA_FUNCTION_NAME="quarry-api")
     assert loaded(modules, "aws_xray_sdk")
+
+
+def test_the_api_function_imports_no_openapi_document_and_no_evaluation() -> None:
+    modules = imported_by("handlers.api")
+    assert [name for name in NOT_AT_API_IMPORT if loaded(modules, name)] == []
+
+
+def test_a_cold_health_check_answers_without_the_aws_sdk_even_with_a_token() -> None:
+    """/health is public and holds no tenant data: its first answer reads no tenant fence, so a cold
+    function answers it without loading the AWS SDK or building a client (a caller's token included)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("QUARRY_", "POWERTOOLS_", "AWS_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", HEALTH],
+        env={**clean, **AWS_SETTINGS, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    status, modules = json.loads(done.stdout.splitlines()[-1])
+    assert status == 200
+    assert [
+        name for name in ("boto3", "botocore.session", "opensearchpy") if loaded(set(modules), name)
+    ] == []
