@@ -37,6 +37,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -156,40 +158,46 @@ def warm(api: EmulatedFunction, runs: int, stream: list[str]) -> dict[str, Any]:
 
 
 def paired_hybrid(local: Deployment, api: EmulatedFunction, runs: int, stream: list[str]) -> dict[str, Any]:
-    """The same hybrid searches through the emulated function and through the API handler called in this
-    interpreter with the function's settings and backends, alternating query by query so both share the
-    machine's noise: what the emulator adds, beside what the backends cost."""
+    """The same hybrid searches, alternating query by query so all share the machine's noise: through the
+    emulated function; through the API handler called in this interpreter with the function's settings and
+    backends (what the emulator adds); through `quarry serve` on the function's backends (the same search
+    on the same backends)."""
     from handlers.devserver import FakeLambdaContext
     from infra.wiring import set_container
 
     saved = dict(os.environ)
-    # quiet here (the function logs each search at INFO and prints its metrics: a fraction of a ms)
     os.environ.update(function_environment(local))
     set_container(None)
-    emulated, in_process = [], []
+    emulated, in_process, served = [], [], []
     try:
         from handlers import api as handler
 
-        for i in range(runs + 1):  # the first loads the model here
-            event = api_event("POST", "/search", {"query": stream[i % len(stream)], "strategy": "hybrid"})
-            emulated.append(answered(api, event).wall_ms)
-            started = time.perf_counter()
-            if handler.lambda_handler(event, FakeLambdaContext())["statusCode"] != 200:
-                raise RuntimeError("the in-process search failed")
-            in_process.append((time.perf_counter() - started) * 1000)
+        with served_search(function_environment(local)) as serve:
+            for i in range(runs + 1):  # the first loads the model in each
+                query = stream[i % len(stream)]
+                event = api_event("POST", "/search", {"query": query, "strategy": "hybrid"})
+                emulated.append(answered(api, event).wall_ms)
+                started = time.perf_counter()
+                if handler.lambda_handler(event, FakeLambdaContext())["statusCode"] != 200:
+                    raise RuntimeError("the in-process search failed")
+                in_process.append((time.perf_counter() - started) * 1000)
+                served.append(serve(query))
     finally:
         set_container(None)
         os.environ.clear()
         os.environ.update(saved)
-    return {"emulated_round_trip_ms": stats(emulated[1:]), "in_process_ms": stats(in_process[1:])}
+    return {
+        "emulated_round_trip_ms": stats(emulated[1:]),
+        "in_process_ms": stats(in_process[1:]),
+        "serve_same_backends_round_trip_ms": stats(served[1:]),
+    }
 
 
-def serve_hybrid(
-    runs: int, stream: list[str], items: int = 0, env: dict[str, str] | None = None
-) -> dict[str, float]:
-    """The same hybrid searches through `quarry serve` (one worker): on the embedded backend over `items`
-    ingested here, or, given the function's `env`, on the function's own backends (the OpenSearch node and
-    moto_server, the items the function indexed) — the same search on the same backends."""
+@contextmanager
+def served_search(env: dict[str, str] | None = None, items: int = 0) -> Iterator[Callable[[str], float]]:
+    """`quarry serve` (one worker) and a function timing one hybrid search's round trip through it (ms): on
+    the embedded backend over `items` ingested here, or, given the function's `env`, on the function's own
+    backends (the OpenSearch node and moto_server, the items the function indexed)."""
     from bench._common import start_server
     from bench.load import KEY, ingest
     from bench.load import start_server as start_embedded
@@ -201,22 +209,29 @@ def serve_hybrid(
         else:
             keys = json.dumps({KEY: {"tenant": TENANT, "scopes": ["read"]}})
             server = start_server(Path(tmp) / "data", 1, {**env, "QUARRY_API_KEYS": keys})
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+
+        def search(query: str) -> float:
+            started = time.perf_counter()
+            conn.request("POST", "/search", json.dumps({"query": query, "strategy": "hybrid"}), headers)
+            response = conn.getresponse()
+            response.read()
+            if response.status != 200:
+                raise RuntimeError(f"quarry serve answered {response.status}")
+            return (time.perf_counter() - started) * 1000
+
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-            headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
-            walls = []
-            for i in range(runs + 1):  # the first loads the model
-                body = json.dumps({"query": stream[i % len(stream)], "strategy": "hybrid"})
-                started = time.perf_counter()
-                conn.request("POST", "/search", body, headers)
-                response = conn.getresponse()
-                response.read()
-                if response.status != 200:
-                    raise RuntimeError(f"quarry serve answered {response.status}")
-                walls.append((time.perf_counter() - started) * 1000)
-            conn.close()
+            yield search
         finally:
+            conn.close()
             server.stop()
+
+
+def serve_hybrid(runs: int, stream: list[str], items: int) -> dict[str, float]:
+    """The same hybrid searches through `quarry serve` on the embedded backend."""
+    with served_search(items=items) as serve:
+        walls = [serve(stream[i % len(stream)]) for i in range(runs + 1)]  # the first loads the model
     return stats(walls[1:])
 
 
@@ -257,16 +272,15 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
             report["warm"] = warm(api, args.warm, stream)
             report["warm_peak_rss_mb"] = round(api.peak_rss_mb() or 0.0, 1)
             report["hybrid_paired"] = paired_hybrid(local, api, args.warm, stream)
-            report["serve_same_backends_hybrid_round_trip_ms"] = serve_hybrid(
-                args.warm, stream, env=function_environment(local)
-            )
         finally:
             _delete_index(url, name)
     report["serve_hybrid_round_trip_ms"] = serve_hybrid(args.warm, stream, items=args.items)
+    report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     lam = report["warm"]["hybrid search"]["round_trip_ms"]["p50"]
     report["hybrid_vs_serve"] = round(lam / report["serve_hybrid_round_trip_ms"]["p50"], 2)
+    paired = report["hybrid_paired"]
     report["hybrid_vs_serve_same_backends"] = round(
-        lam / report["serve_same_backends_hybrid_round_trip_ms"]["p50"], 2
+        paired["emulated_round_trip_ms"]["p50"] / paired["serve_same_backends_round_trip_ms"]["p50"], 2
     )
     runtime = report["cold"]["runtime (a handler doing nothing)"]["first_answer_ms"]["p50"]
     report["api_beyond_runtime_ms"] = round(
@@ -289,7 +303,7 @@ def _delete_index(url: str, prefix: str) -> None:
 
 def print_report(report: dict[str, Any]) -> None:
     print(
-        f"load average {report['load_average']} on {report['cpus']} cpus; {report['starts']} fresh starts each"
+        f"load average at the start {report['load_average']} on {report['cpus']} cpus; {report['starts']} fresh starts each"
     )
     print(
         f"{'function':38} {'first answer P50/max ms':>24} {'first Duration P50/max':>24} {'peak RSS MB':>12}"
@@ -310,11 +324,16 @@ def print_report(report: dict[str, Any]) -> None:
     emulated, inproc = paired["emulated_round_trip_ms"], paired["in_process_ms"]
     print(f"hybrid, alternating: emulated round trip P50/max {emulated['p50']} / {emulated['max']} ms, "
           f"the handler in-process on the same backends {inproc['p50']} / {inproc['max']} ms")  # fmt: skip
-    same = report["serve_same_backends_hybrid_round_trip_ms"]
-    print(f"quarry serve hybrid round trip P50/max, embedded backend: {serve['p50']} / {serve['max']} ms "
-          f"(emulated / serve: {report['hybrid_vs_serve']}x); on the function's backends: {same['p50']} / "
-          f"{same['max']} ms ({report['hybrid_vs_serve_same_backends']}x); API peak RSS "
-          f"{report['warm_peak_rss_mb']} MB")  # fmt: skip
+    same = paired["serve_same_backends_round_trip_ms"]
+    print(
+        f"  and quarry serve on the same backends, alternating: {same['p50']} / {same['max']} ms; "
+        f"emulated / serve on the same backends: {report['hybrid_vs_serve_same_backends']}x"
+    )
+    print(
+        f"quarry serve hybrid round trip P50/max, embedded backend: {serve['p50']} / {serve['max']} ms "
+        f"(emulated warm / serve: {report['hybrid_vs_serve']}x); API peak RSS {report['warm_peak_rss_mb']} MB"
+    )
+    print(f"load average at the end: {report['load_average_at_end']}")  # fmt: skip
 
 
 def main() -> None:
