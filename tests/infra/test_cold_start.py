@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,17 +68,22 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
-def imported_by(module: str, **env: str) -> set[str]:
+def fresh_interpreter(code: str, **env: str) -> Any:
+    """What `code` prints last as JSON, run in a fresh interpreter with the AWS backend settings."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("QUARRY_", "POWERTOOLS_", "AWS_"))}
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(module=module)],
+        [sys.executable, "-c", code],
         env={**clean, **AWS_SETTINGS, **env, "PYTHONPATH": str(ROOT)},
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     )
-    return set(json.loads(done.stdout))
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def imported_by(module: str, **env: str) -> set[str]:
+    return set(fresh_interpreter(PROBE.format(module=module), **env))
 
 
 def loaded(modules: set[str], name: str) -> bool:
@@ -104,16 +110,7 @@ def test_the_api_function_imports_no_openapi_document_and_no_evaluation() -> Non
 def test_a_cold_health_check_answers_without_the_aws_sdk_even_with_a_token() -> None:
     """/health is public and holds no tenant data: its first answer reads no tenant fence, so a cold
     function answers it without loading the AWS SDK or building a client (a caller's token included)."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("QUARRY_", "POWERTOOLS_", "AWS_"))}
-    done = subprocess.run(
-        [sys.executable, "-c", HEALTH],
-        env={**clean, **AWS_SETTINGS, "PYTHONPATH": str(ROOT)},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    status, modules = json.loads(done.stdout.splitlines()[-1])
+    status, modules = fresh_interpreter(HEALTH)
     assert status == 200
     assert [
         name for name in ("boto3", "botocore.session", "opensearchpy") if loaded(set(modules), name)
