@@ -13,7 +13,9 @@ from pydantic import ConfigDict, Field, PrivateAttr, StrictBool
 from core.base_model import JsonInt, QuarryModel
 
 Scalar = str | int | float | bool
-FilterValue = Scalar | list[Scalar]
+# A value, any of a list, or an object of operators (core/filters.py checks them, naming the field and
+# the operator; the OpenAPI document states the operators: handlers/openapi.py).
+FilterValue = Scalar | list[Scalar] | dict[str, Any]
 Strategy = Literal["auto", "keyword", "semantic", "hybrid"]
 MAX_LIMIT = 100  # DESIGN.md §3: limit ≤ 100
 DEFAULT_LIMIT = 20  # DESIGN.md §3: default 20
@@ -33,7 +35,8 @@ class SearchRequest(QuarryModel):
         default=None, description="Entity types to search, singular or plural (`task`, `tasks`); default all"
     )
     filters: dict[str, FilterValue] | None = Field(
-        default=None, description="Metadata filters, key → value(s)"
+        default=None,
+        description="Filters, field → a value, any of a list, or operators (gt, gte, lt, lte, in, not, exists)",
     )
     limit: JsonInt = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     strategy: Strategy = "auto"

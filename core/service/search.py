@@ -18,8 +18,9 @@ from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cach
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT, feedback_search
+from core.filters import COMMON_FILTERS, parse_filters
 from core.fusion import RRF_K, Fused, FusionMethod, count_legs, fuse
-from core.models import Candidate, Filters, LexicalQuery, MatchMode, Retrieval, Scalar
+from core.models import Candidate, Filters, LexicalQuery, MatchMode, Retrieval
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
 from core.query import MAX_TERMS, ParsedQuery, QueryShape, parse_query
 from core.schemas import (
@@ -59,7 +60,6 @@ def default_alpha(feedback_docs: int) -> float:
 # and Cranfield any lean ≥ 0.05 lowered nDCG@10 (bench/fusion_study.py). Kept as a named 0.
 SEMANTIC_LEAN = 0.0
 LEXICAL_LEAN = 0.45  # identifier-like queries move α this much toward BM25 (to 0.35, as before feedback)
-COMMON_FILTERS = ("source", "owner", "namespace")
 # Vector hits below this cosine are noise for all-MiniLM-L6-v2 (unrelated sentences score ~-0.1..0.15);
 # without a floor every query "matches" the whole tenant. Measured on SciFact/Cranfield in bench/.
 MIN_VECTOR_SIMILARITY = 0.2
@@ -186,29 +186,7 @@ class SearchService:
         allowed = set(COMMON_FILTERS)
         for name in types:
             allowed.update(self._registry.get(name).filterable)
-        errors: dict[str, str] = {}
-        metadata: dict[str, tuple[Scalar, ...]] = {}
-        common: dict[str, tuple[str, ...]] = {}
-        for key, value in (raw or {}).items():
-            values = tuple(value) if isinstance(value, list) else (value,)
-            if key not in allowed:
-                errors[f"filters.{key}"] = "is not filterable; filterable: " + ", ".join(sorted(allowed))
-            elif not values:
-                errors[f"filters.{key}"] = "must not be an empty list"
-            elif key in COMMON_FILTERS:
-                common[key] = tuple(str(v) for v in values)
-            else:
-                metadata[key] = values
-        if errors:
-            raise InvalidInputError("invalid filters", errors)
-        owner = common.get("owner", ())  # one or several: any of them (never silently dropped)
-        return Filters(
-            entity_types=tuple(types),
-            metadata=metadata,
-            sources=common.get("source", ()),
-            owners=owner,
-            namespaces=common.get("namespace", ()),
-        )
+        return parse_filters(raw, types, allowed)
 
     def search(self, tenant_id: str, request: SearchRequest) -> SearchResponse:
         """Run one search for `tenant_id`; never returns another tenant's entities."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, confloat, conint, constr
-from typing import Any, Literal, Optional, Union
+from typing import Any, Dict, Literal, Optional, Union
 from datetime import date, datetime
 
 
@@ -52,7 +52,8 @@ class AssembleRequest(BaseModel):
         Field(..., description="What the caller is working on; drives retrieval", title="Query")
     )
     sources: (
-        list[Literal["memory", "agent_memory_own", "agent_memory_peer", "vault", "psychic_cache"]] | None
+        list[Literal["memory", "agent_memory_own", "agent_memory_peer", "vault_index", "psychic_cache"]]
+        | None
     ) = Field(None, description="Configured sources to use (default all)", title="Sources")
     token_budget: conint(ge=1, le=16000) | None = Field(None, title="Token Budget")
 
@@ -71,6 +72,15 @@ class BudgetOut(BaseModel):
     max_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Max Budget")
     min_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Min Budget")
     updated_at: str = Field(..., title="Updated At")
+
+
+class BudgetRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    budget: conint(ge=1, le=16000) | None = Field(None, title="Budget")
+    max_budget: conint(ge=1, le=16000) | None = Field(None, title="Max Budget")
+    min_budget: conint(ge=1, le=16000) | None = Field(None, title="Min Budget")
 
 
 class BudgetsResponse(BaseModel):
@@ -171,7 +181,7 @@ class CommitmentItem(BaseModel):
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -363,7 +373,7 @@ class DocumentItem(BaseModel):
     )
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -455,7 +465,11 @@ class EntityOut(BaseModel):
     )
     entity_id: str = Field(..., title="Entity Id")
     entity_type: str = Field(..., title="Entity Type")
-    fields: dict[str, Any] = Field(..., description="The entity's fields as stored", title="Fields")
+    fields: dict[str, Any] = Field(
+        ...,
+        description="The entity's fields as stored, without what is shown above (version, source, owner, namespace, updated_at)",
+        title="Fields",
+    )
     metadata: dict[str, Any] = Field(..., title="Metadata")
     namespace: str | None = Field(..., title="Namespace")
     owner: str | None = Field(..., title="Owner")
@@ -477,6 +491,12 @@ class EraseReport(BaseModel):
     entities_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., title="Entities Removed"
     )
+    fenced_at: str = Field(..., title="Fenced At")
+    job_parts_discarded: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="Job Parts Discarded"
+    )
+    jobs_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Jobs Removed")
+    reopen_after: str = Field(..., title="Reopen After")
     state_rows_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., title="State Rows Removed"
     )
@@ -526,6 +546,56 @@ class FeedbackResponse(BaseModel):
     ignored_ids: list[str] = Field(..., title="Ignored Ids")
     recorded_ids: list[str] = Field(..., title="Recorded Ids")
     success: bool = Field(..., title="Success")
+
+
+class FilterOperators(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    exists: bool | None = Field(None, description="true: has a value; false: has none")
+    gt: (
+        conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = None
+    gte: (
+        conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = None
+    in_: list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool] | None = Field(
+        None, alias="in", description="any of these", min_length=1
+    )
+    lt: (
+        conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = None
+    lte: (
+        conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = None
+    not_: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, alias="not", description="none of these (no value passes)")
 
 
 class ExpectedId(
@@ -635,7 +705,7 @@ class IdeaItem(BaseModel):
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -743,7 +813,7 @@ class Job(BaseModel):
     parts: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Parts")
     parts_done: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Parts Done")
     skipped_stale: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Skipped Stale")
-    status: Literal["queued", "running", "done"] = Field(
+    status: Literal["queued", "running", "done", "failed"] = Field(
         ..., description="queued → running → done", title="Status"
     )
     updated_at: str = Field(..., title="Updated At")
@@ -867,7 +937,7 @@ class MemoryItem(BaseModel):
     ) = Field(..., description="The memory's title (searchable)", title="content")
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -1074,7 +1144,7 @@ class PersonItem(BaseModel):
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -1216,7 +1286,7 @@ class ProjectItem(BaseModel):
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -1345,6 +1415,21 @@ class RejectedCandidate(BaseModel):
     title: str = Field(..., title="Title")
 
 
+class ReopenReport(BaseModel):
+    cache_entries_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="Cache Entries Removed"
+    )
+    entities_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="Entities Removed"
+    )
+    jobs_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Jobs Removed")
+    reopened_at: str = Field(..., title="Reopened At")
+    state_rows_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="State Rows Removed"
+    )
+    tenant_id: str = Field(..., title="Tenant Id")
+
+
 class RetrievalDiagnostics(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -1439,60 +1524,6 @@ class ScoreWeights(BaseModel):
     preference: confloat(ge=0.0, le=1.0) | None = Field(0.1, title="Preference")
     relevance: confloat(le=1.0, gt=0.0) | None = Field(0.7, title="Relevance")
     trust: confloat(ge=0.0, le=1.0) | None = Field(0.1, title="Trust")
-
-
-class SearchRequest(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    cursor: constr(max_length=1024) | None = Field(
-        None,
-        description="`next_cursor` of the previous page; send the same query, entities, filters, strategy and limit. Answers 409 `cursor_expired` when the tenant's index changed in between.",
-        title="Cursor",
-    )
-    entities: (
-        list[Literal["commitment", "document", "idea", "memory", "person", "project", "task"]] | None
-    ) = Field(None, description="Entity types to search (default: all)", title="Entities")
-    explain: bool | None = Field(False, title="Explain")
-    filters: (
-        dict[
-            Literal[
-                "category",
-                "domain",
-                "due_date",
-                "memory_type",
-                "namespace",
-                "owner",
-                "pinned",
-                "project_id",
-                "source",
-                "source_repo",
-                "status",
-                "topic",
-                "trust",
-                "trust_level",
-            ],
-            str
-            | conint(ge=-9223372036854775807, le=9223372036854775807)
-            | float
-            | bool
-            | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool],
-        ]
-        | None
-    ) = Field(
-        None,
-        description="Metadata filters, field → value or values (any of them); the fields must be filterable for every searched type",
-        title="Filters",
-    )
-    limit: conint(ge=1, le=100) | None = Field(20, title="Limit")
-    query: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]", max_length=1000
-    ) = Field(
-        ...,
-        description="What to search for; supports `type:` prefixes, `@name` and quoted phrases",
-        title="Query",
-    )
-    strategy: Literal["auto", "keyword", "semantic", "hybrid"] | None = Field("auto", title="Strategy")
 
 
 class SemanticPart(BaseModel):
@@ -1680,7 +1711,7 @@ class TaskItem(BaseModel):
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -1791,6 +1822,54 @@ class TaskPatch(BaseModel):
     version: conint(ge=0, le=9223372036854775807) | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
+
+
+class TextFilterOperators(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    exists: bool | None = Field(None, description="true: has a value; false: has none")
+    in_: list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool] | None = Field(
+        None, alias="in", description="any of these", min_length=1
+    )
+    not_: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, alias="not", description="none of these (no value passes)")
+
+
+class TimeRange(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    gt: (
+        constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = Field(None, description="an ISO 8601 date or date-time")
+    gte: (
+        constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = Field(None, description="an ISO 8601 date or date-time")
+    lt: (
+        constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = Field(None, description="an ISO 8601 date or date-time")
+    lte: (
+        constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = Field(None, description="an ISO 8601 date or date-time")
 
 
 class WarningState(
@@ -2144,6 +2223,119 @@ class RoleOverlayBody(BaseModel):
     vocabulary: RoleVocabulary | None = None
 
 
+class Filters(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    __annotations__ = {
+        "__pydantic_extra__": Dict[
+            Literal[
+                "category",
+                "created_at",
+                "domain",
+                "due_date",
+                "memory_type",
+                "namespace",
+                "owner",
+                "pinned",
+                "project_id",
+                "source",
+                "source_repo",
+                "status",
+                "topic",
+                "trust",
+                "trust_level",
+                "updated_at",
+            ],
+            str
+            | conint(ge=-9223372036854775807, le=9223372036854775807)
+            | float
+            | bool
+            | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+            | FilterOperators,
+        ],
+    }
+    created_at: TimeRange | None = None
+    namespace: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | TextFilterOperators
+        | None
+    ) = None
+    owner: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | TextFilterOperators
+        | None
+    ) = None
+    source: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | TextFilterOperators
+        | None
+    ) = None
+    updated_at: TimeRange | None = None
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    cursor: constr(max_length=1024) | None = Field(
+        None,
+        description="`next_cursor` of the previous page; send the same query, entities, filters, strategy and limit. Answers 409 `cursor_expired` when the tenant's index changed in between.",
+        title="Cursor",
+    )
+    entities: (
+        list[
+            Literal[
+                "commitment",
+                "commitments",
+                "document",
+                "documents",
+                "idea",
+                "ideas",
+                "memory",
+                "memorys",
+                "people",
+                "person",
+                "persons",
+                "project",
+                "projects",
+                "task",
+                "tasks",
+            ]
+        ]
+        | None
+    ) = Field(
+        None,
+        description="Entity types to search, singular or plural (`task`, `tasks`); default all",
+        title="Entities",
+    )
+    explain: bool | None = Field(False, title="Explain")
+    filters: Filters | None = Field(
+        None,
+        description="Filters, field → a value, any of a list, or operators that must all hold (FilterOperators); the fields must be filterable for every searched type, or be source, owner, namespace (no ranges), created_at or updated_at (ranges only)",
+        title="Filters",
+    )
+    limit: conint(ge=1, le=100) | None = Field(20, title="Limit")
+    query: constr(max_length=1000) = Field(
+        ...,
+        description="What to search for; supports `type:` prefixes, `@name` and quoted phrases. Empty or whitespace: no results (not an error)",
+        title="Query",
+    )
+    strategy: Literal["auto", "keyword", "semantic", "hybrid"] | None = Field("auto", title="Strategy")
+
+
 class SearchResult(BaseModel):
     entity_id: str = Field(..., title="Entity Id")
     entity_type: str = Field(..., title="Entity Type")
@@ -2178,7 +2370,8 @@ class RetrieveRequest(BaseModel):
         False, description="BM25 only: no embedder is called", title="Lexical Only"
     )
     overlay: RoleOverlay | None = Field(
-        None, description="Use this overlay instead of the one stored for role_id"
+        None,
+        description="Use this overlay instead of the one stored for role_id; `null`: no overlay at all, the shared corpus only (role-overlay-retrieval-api); absent: the stored one",
     )
     role_id: constr(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$") = Field(..., title="Role Id")
     task_text: constr(
