@@ -6,11 +6,11 @@ services, which know the deployment's settings.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, PrivateAttr, StrictBool
 
-from core.base_model import JsonInt, QuarryModel
+from core.base_model import JSON_NUMBER, JsonInt, QuarryModel
 
 Scalar = str | int | float | bool
 # A value, any of a list, or an object of operators (core/filters.py checks them, naming the field and
@@ -41,6 +41,9 @@ class SearchRequest(QuarryModel):
     limit: JsonInt = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     strategy: Strategy = "auto"
     explain: StrictBool = False
+    min_score: Annotated[float, Field(ge=0, le=1), JSON_NUMBER] | None = Field(
+        default=None, description="Leave out results whose fused `score` is below this (0-1: fused scores are at most 1)"
+    )
     cursor: str | None = Field(
         default=None,
         max_length=1024,
@@ -53,7 +56,9 @@ class RetrieverExplanation(QuarryModel):
     """One retriever's view of a result."""
 
     rank: int | None
-    score: float | None
+    score: float | None = Field(
+        description="The retriever's own score, not normalised: BM25 for the keyword leg, cosine for the vector leg"
+    )
 
 
 class Explanation(QuarryModel):
@@ -77,6 +82,10 @@ class SearchResult(QuarryModel):
     snippet: str
     score: float
     metadata: dict[str, Any]
+    matched_terms: list[str] = Field(
+        default_factory=list,
+        description="The query's words found in the title or the matched text; empty: no query word matched",
+    )
     explanation: Explanation | None = None
 
 

@@ -87,6 +87,17 @@ def _pattern_for(text: str, terms: tuple[str, ...]) -> tuple[re.Pattern[str] | N
 SEARCH_SLACK = 60  # characters past the window still scanned, so a word crossing its end is not cut
 
 
+def matched_terms(texts: Sequence[str], terms: Sequence[str]) -> list[str]:
+    """The query terms found in any of `texts` as the snippet highlights them (stems, prefixes), in query
+    order: empty when no query word is there (a result only the vector retriever found)."""
+    found = []
+    for term in dict.fromkeys(terms):
+        pattern = _highlighter((term,))
+        if pattern is not None and any(pattern.search(text) for text in texts):
+            found.append(term)
+    return found
+
+
 def build_snippet(text: str, terms: Sequence[str], max_chars: int = SNIPPET_CHARS) -> str:
     """A window of `text` around the first matched term, matches highlighted, HTML-escaped.
 

@@ -32,7 +32,7 @@ from core.schemas import (
     SearchResult,
 )
 from core.search_paging import PAGING_DEPTH, SearchPage
-from core.snippet import build_snippet
+from core.snippet import build_snippet, matched_terms
 
 _log = logging.getLogger(__name__)
 
@@ -64,6 +64,8 @@ LEXICAL_LEAN = 0.45  # identifier-like queries move α this much toward BM25 (to
 # without a floor every query "matches" the whole tenant. Measured on SciFact/Cranfield in bench/.
 MIN_VECTOR_SIMILARITY = 0.2
 SCORE_DECIMALS = 6  # scores and α in answers: 0.35, not 0.8 - 0.45 = 0.35000000000000003
+# Request fields beyond the ranking's inputs that change the answer (part of the cache key when set).
+ANSWER_OPTIONS = {"min_score"}
 MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
 
 
@@ -217,6 +219,7 @@ class SearchService:
             generation,
             request.explain,
             repr(self.settings),  # processes with other ranking settings may share the cache
+            request.model_dump(include=ANSWER_OPTIONS, exclude_none=True),
         )
         page = SearchPage.first(tenant_id, request, types, generation)
         if request.cursor is not None:
@@ -324,6 +327,7 @@ class SearchService:
             # A reindex switched the tenant's model between embedding and retrieval: the vectors retrieved
             # against may be the new model's, so embed with it and ask again (once is enough: a swap is atomic).
         plan, lexical, embedding, fused, fallback, degraded_reason = got
+        fused = above(fused, request.min_score)
         window, total, next_cursor = fused[: request.limit], len(fused), None
         if page is not None:
             page.check_strategy(plan.strategy)
@@ -336,7 +340,7 @@ class SearchService:
             deep, fallback = self._retrieve(
                 tenant_id, lexical, embedding, filters, PAGING_DEPTH, plan, bool(types)
             )
-            rest = [f for f in deep if f.candidate.key not in shown]
+            rest = [f for f in above(deep, request.min_score) if f.candidate.key not in shown]
             window = rest[page.offset : page.offset + request.limit]
             total = len(shown) + len(rest)
             following = page.offset + request.limit
@@ -443,17 +447,24 @@ class SearchService:
             metadata["owner"] = c.owner
         if c.namespace:
             metadata["namespace"] = c.namespace
+        words = list(parsed.terms) + [w for p in parsed.phrases for w in p.split()]
         return SearchResult(
             entity_type=c.key.entity_type,
             entity_id=c.key.entity_id,
             title=c.title,
-            snippet=build_snippet(
-                c.text, list(parsed.terms) + [w for p in parsed.phrases for w in p.split()]
-            ),
+            snippet=build_snippet(c.text, words),
             score=round(f.score, SCORE_DECIMALS),
             metadata=metadata,
+            matched_terms=matched_terms((c.title, c.text), words),
             explanation=explanation,
         )
+
+
+def above(fused: list[Fused], min_score: float | None) -> list[Fused]:
+    """The fused results scoring at least `min_score` (all of them without one)."""
+    if min_score is None:
+        return fused
+    return [f for f in fused if round(f.score, SCORE_DECIMALS) >= min_score]  # as the answer shows it
 
 
 def _rounded(score: float | None) -> float | None:

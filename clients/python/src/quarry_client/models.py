@@ -1443,7 +1443,11 @@ class RetrievalDiagnostics(BaseModel):
 
 class RetrieverExplanation(BaseModel):
     rank: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(..., title="Rank")
-    score: float | None = Field(..., title="Score")
+    score: float | None = Field(
+        ...,
+        description="The retriever's own score, not normalised: BM25 for the keyword leg, cosine for the vector leg",
+        title="Score",
+    )
 
 
 class AntiGoal(RootModel[constr(min_length=1, max_length=500)]):
@@ -2328,6 +2332,11 @@ class SearchRequest(BaseModel):
         title="Filters",
     )
     limit: conint(ge=1, le=100) | None = Field(20, title="Limit")
+    min_score: confloat(ge=0.0, le=1.0) | None = Field(
+        None,
+        description="Leave out results whose fused `score` is below this (0-1: fused scores are at most 1)",
+        title="Min Score",
+    )
     query: constr(max_length=1000) = Field(
         ...,
         description="What to search for; supports `type:` prefixes, `@name` and quoted phrases. Empty or whitespace: no results (not an error)",
@@ -2340,6 +2349,11 @@ class SearchResult(BaseModel):
     entity_id: str = Field(..., title="Entity Id")
     entity_type: str = Field(..., title="Entity Type")
     explanation: Explanation | None = None
+    matched_terms: list[str] | None = Field(
+        None,
+        description="The query's words found in the title or the matched text; empty: no query word matched",
+        title="Matched Terms",
+    )
     metadata: dict[str, Any] = Field(..., title="Metadata")
     score: float = Field(..., title="Score")
     snippet: str = Field(..., title="Snippet")
