@@ -42,7 +42,8 @@ class SearchRequest(QuarryModel):
     strategy: Strategy = "auto"
     explain: StrictBool = False
     min_score: Annotated[float, Field(ge=0, le=1), JSON_NUMBER] | None = Field(
-        default=None, description="Leave out results whose fused `score` is below this (0-1: fused scores are at most 1)"
+        default=None,
+        description="Leave out results whose fused `score` is below this (0-1: fused scores are at most 1)",
     )
     cursor: str | None = Field(
         default=None,
