@@ -38,6 +38,33 @@ NUMBER = "number"
 DATE = "date"
 
 
+MAX_FACETS = 10  # facet fields per search
+FACET_VALUES = 100  # values per facet field, most frequent first (then by value)
+
+
+def facet_key(value: Any) -> str:
+    """A metadata value as a facet's key: true/false, 5 for 5.0, text as is (OpenSearch's filter terms,
+    infra/opensearch/documents.py keyword, are the same strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
+
+
+def check_facets(fields: Sequence[str] | None, filterable: set[str]) -> tuple[str, ...]:
+    """The facet fields asked for, each once: filterable fields and the text columns (not timestamps)."""
+    allowed = filterable - set(TIME_FIELDS)
+    errors = {
+        f"facets.{i}": "is not a facet field; facet fields: " + ", ".join(sorted(allowed))
+        for i, field in enumerate(fields or ())
+        if field not in allowed
+    }
+    if errors:
+        raise InvalidInputError("invalid facets", errors)
+    return tuple(dict.fromkeys(fields or ()))
+
+
 def parse_filters(raw: Mapping[str, Any] | None, types: Sequence[str], filterable: set[str]) -> Filters:
     """The request's filters for a search of `types`; InvalidInputError lists every bad field/operator."""
     errors: dict[str, str] = {}

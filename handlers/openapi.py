@@ -224,7 +224,7 @@ def _parameters(paths: dict[str, Any], c: Container) -> None:
 
 def _search_request(schemas: dict[str, Any], c: Container) -> None:
     """What the search service checks against the deployment: types, filter names, query length, limit."""
-    from core.filters import COMMON_FILTERS
+    from core.filters import COMMON_FILTERS, TIME_FIELDS
 
     props = schemas["SearchRequest"]["properties"]
     props["query"]["maxLength"] = c.settings.max_query_chars  # empty or blank: no results, not an error
@@ -236,6 +236,8 @@ def _search_request(schemas: dict[str, Any], c: Container) -> None:
     )
     filters = next(s for s in props["filters"]["anyOf"] if s.get("type") == "object")
     filters["propertyNames"] = {"enum": filterable}
+    facets = next(s for s in props["facets"]["anyOf"] if s.get("type") == "array")
+    facets["items"] = {"type": "string", "enum": [f for f in filterable if f not in TIME_FIELDS]}
     _filter_values(schemas, filters)
     props["filters"]["description"] = (
         "Filters, field → a value, any of a list, or operators that must all hold (FilterOperators); "
@@ -364,6 +366,7 @@ def _components(doc: dict[str, Any], c: Container) -> None:
     schemas["BulkRequest"]["properties"]["items"]["items"] = _ref("BulkItem")
     _overlay_body(schemas)
     _search_request(schemas, c)
+    schemas["EntityRef"]["properties"]["type"]["enum"] = list(c.registry.names())  # CatalogService.batch_get
     _assemble_request(schemas, c)
     doc["components"]["responses"] = {
         name: {

@@ -18,9 +18,9 @@ from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cach
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT, feedback_search
-from core.filters import COMMON_FILTERS, parse_filters
+from core.filters import COMMON_FILTERS, FACET_VALUES, check_facets, parse_filters
 from core.fusion import RRF_K, Fused, FusionMethod, count_legs, fuse
-from core.models import Candidate, Filters, LexicalQuery, MatchMode, Retrieval
+from core.models import Candidate, EntityKey, Filters, LexicalQuery, MatchMode, Retrieval
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
 from core.query import MAX_TERMS, ParsedQuery, QueryShape, parse_query
 from core.schemas import (
@@ -32,6 +32,7 @@ from core.schemas import (
     SearchResult,
 )
 from core.search_paging import PAGING_DEPTH, SearchPage
+from core.service.catalog import ATTRIBUTE_FIELDS
 from core.snippet import build_snippet, matched_terms
 
 _log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ LEXICAL_LEAN = 0.45  # identifier-like queries move α this much toward BM25 (to
 MIN_VECTOR_SIMILARITY = 0.2
 SCORE_DECIMALS = 6  # scores and α in answers: 0.35, not 0.8 - 0.45 = 0.35000000000000003
 # Request fields beyond the ranking's inputs that change the answer (part of the cache key when set).
-ANSWER_OPTIONS = {"min_score"}
+ANSWER_OPTIONS = {"min_score", "return_fields", "facets"}
 MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
 
 
@@ -184,11 +185,14 @@ class SearchService:
             return (parsed.entity_prefix,)
         return tuple(sorted(set(requested))) if requested else self._registry.names()
 
-    def _filters(self, types: Sequence[str], raw: Mapping[str, Any] | None) -> Filters:
+    def _filterable(self, types: Sequence[str]) -> set[str]:
         allowed = set(COMMON_FILTERS)
         for name in types:
             allowed.update(self._registry.get(name).filterable)
-        return parse_filters(raw, types, allowed)
+        return allowed
+
+    def _filters(self, types: Sequence[str], raw: Mapping[str, Any] | None) -> Filters:
+        return parse_filters(raw, types, self._filterable(types))
 
     def search(self, tenant_id: str, request: SearchRequest) -> SearchResponse:
         """Run one search for `tenant_id`; never returns another tenant's entities."""
@@ -197,6 +201,7 @@ class SearchService:
         parsed = parse_query(request.query, self._registry, self.settings.max_terms)
         types = self._entity_types(request, parsed)
         filters = self._filters(types, request.filters)
+        check_facets(request.facets, self._filterable(types))  # a 400 before any cache or index read
         plan = plan_strategy(request.strategy, parsed.shape, self.settings)
         if not request.query.strip():  # seed thefold: "empty query returns 0 results, not error"
             response = self._response(request, parsed, types, plan, [], 0, None, None, None)
@@ -349,7 +354,33 @@ class SearchService:
             request, parsed, types, plan, window, total, next_cursor, fallback, degraded_reason
         )
         response._legs = count_legs(fused, len(window), plan.alpha)
+        self._return_fields(tenant_id, request.return_fields, response.results)
+        if request.facets:
+            fields = check_facets(request.facets, self._filterable(types))
+            counted = self._index.facets(tenant_id, lexical, filters, fields, FACET_VALUES) if types else {}
+            response.facets = {f: counted.get(f, {}) for f in fields}
         return response
+
+    def _return_fields(
+        self, tenant_id: str, wanted: str | list[str] | None, results: list[SearchResult]
+    ) -> None:
+        """Each result's stored fields as asked (one read of the page's entities), or nothing but its
+        identity and scores for `none`."""
+        if wanted is None or not results:
+            return
+        if wanted == "none":
+            for r in results:
+                r.title, r.snippet, r.metadata = "", "", {}
+            return
+        keys = [EntityKey(r.entity_type, r.entity_id) for r in results]
+        stored = self._index.get(tenant_id, keys)
+        names = None if wanted == "all" else set(wanted)
+        for key, r in zip(keys, results, strict=True):
+            entity = stored.get(key)
+            body = entity.body if entity is not None and not entity.deleted else {}
+            r.fields = {
+                k: v for k, v in body.items() if k not in ATTRIBUTE_FIELDS and (names is None or k in names)
+            }
 
     def _response(
         self,

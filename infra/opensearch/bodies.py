@@ -25,6 +25,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from core.filters import COLUMN_FIELDS
 from core.models import Condition, Filters, LexicalQuery, MatchMode, Vector
 from infra.opensearch import mapping as m
 from infra.opensearch.documents import keyword, metadata_term, range_limits, range_term
@@ -283,6 +284,31 @@ def lexical_body(
     scope = filter_query(tenant_id, filters)
     scope["bool"]["must"] = [_nested(text_query(query), lean)]
     return _envelope(clamp(k), scope, lean)
+
+
+def facets_body(
+    tenant_id: str, query: LexicalQuery | None, filters: Filters, fields: Sequence[str], size: int
+) -> dict[str, Any]:
+    """Counts, no hits: per field a `terms` aggregation (documents per value) over the entities the query's
+    words match inside the filters (every entity inside them without words). Metadata values come from the
+    `key=value` filter terms (their key's prefix kept by `include`, then cut off: responses.facet_counts)."""
+    scope = filter_query(tenant_id, filters)
+    if query is not None and not query.empty:
+        scope["bool"]["must"] = [{"nested": {"path": m.CHUNKS, "query": text_query(query)}}]
+    aggs: dict[str, Any] = {}
+    for n, field in enumerate(fields):
+        if field in COLUMN_FIELDS:
+            terms: dict[str, Any] = {"field": field}
+        else:
+            terms = {"field": m.METADATA, "include": _literal_regexp(metadata_term(field, "")) + ".*"}
+        aggs[f"f{n}"] = {"terms": {**terms, "size": size, "order": [{"_count": "desc"}, {"_key": "asc"}]}}
+    return {"size": 0, "track_total_hits": False, "query": scope, "aggs": aggs}
+
+
+def _literal_regexp(text: str) -> str:
+    """`text` as a Lucene regular expression matching itself (every character but letters and digits
+    escaped; Lucene's syntax reserves many more than Java's)."""
+    return "".join(ch if ch.isalnum() and ch.isascii() else "\\" + ch for ch in text)
 
 
 def vector_body(

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from core.filters import COMMON_FILTERS, parse_filters
+from core.models import Filters, LexicalQuery
 from tests.adapters.search_index_contract import lex, record, unit, vec
 
 FILTERABLE = {"status", "tags", "due_date", "priority", *COMMON_FILTERS}
@@ -84,3 +85,21 @@ class SearchFilterContract:
         wanted = {"due0", "due1", "due2"}
         assert set(lex(index, "t", "shared", filters=filters, k=3)) == wanted
         assert set(vec(index, "t", unit(1, 0), filters, k=3)) == wanted
+
+    def test_facets_count_every_match_of_the_query_within_the_filters(self, index: Any) -> None:
+        _write(index, "t")
+        _write(index, "u", prefix="u-")  # another tenant's counts never add in
+        index.upsert(record("t", "task", "z", "other text", metadata={"status": "open", "tags": ["x"]}))
+        words = LexicalQuery(("shared",))
+        fields = ["status", "tags", "priority", "owner"]
+        counts = index.facets("t", words, Filters(), fields, 100)
+        assert counts["status"] == {"open": 2, "done": 1}
+        assert list(counts["tags"].items()) == [("y", 2), ("x", 1)]  # most frequent first
+        assert counts["priority"] == {"1": 1, "5.5": 1, "-2": 1, "high": 1, "true": 1}
+        assert counts["owner"] == {"o1": 1}
+        everything = index.facets("t", None, Filters(), ["status", "tags"], 100)  # no words: all entities
+        assert everything == {"status": {"open": 3, "done": 1}, "tags": {"x": 2, "y": 2}}
+        open_only = parse_filters({"status": "open", "due_date": {"lt": "2026-02-01"}}, (), FILTERABLE)
+        assert index.facets("t", words, open_only, ["tags"], 100) == {"tags": {"x": 1, "y": 1}}
+        assert list(index.facets("t", None, Filters(), ["tags"], 1)["tags"]) == ["x"]  # ties by value
+        assert index.facets("nobody", words, Filters(), ["tags"], 100) == {"tags": {}}

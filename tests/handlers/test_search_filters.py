@@ -76,3 +76,19 @@ def test_a_bad_filter_is_a_400_naming_the_field_and_the_operator(
     assert status == 400, body
     assert body["error"]["code"] == "invalid_input"
     assert field in body["error"]["fields"], body
+
+
+def test_facets_count_the_callers_matches_beyond_the_page(local: Any) -> None:
+    _write("acme", [_task(f"t{i}", None, "done" if i % 3 == 0 else "open") for i in range(12)])
+    _write("globex", [_task("theirs", None, "blocked")])
+    payload = {"query": "quarterly report", "limit": 2, "facets": ["status", "source"], "strategy": "keyword"}
+    status, body = invoke(api_event("search", body=payload))
+    assert status == 200 and len(body["results"]) == 2
+    assert body["facets"] == {"status": {"open": 8, "done": 4}, "source": {"tasks": 12}}
+    status, body = invoke(api_event("search", body={**payload, "filters": {"status": {"not": "open"}}}))
+    assert body["facets"]["status"] == {"done": 4}
+    status, body = invoke(api_event("search", tenant="globex", body=payload))
+    assert body["facets"]["status"] == {"blocked": 1}
+    for bad, field in ((["colour"], "facets.0"), (["status", "created_at"], "facets.1"), ([], "facets")):
+        status, body = invoke(api_event("search", body={"query": "report", "facets": bad}))
+        assert status == 400 and field in body["error"]["fields"], body

@@ -484,6 +484,16 @@ class EntityPage(BaseModel):
     next_cursor: str | None = Field(..., title="Next Cursor")
 
 
+class EntityRef(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    id: constr(min_length=1, max_length=256) = Field(..., title="Id")
+    type: Literal["commitment", "document", "idea", "memory", "person", "project", "task"] = Field(
+        ..., title="Type"
+    )
+
+
 class EraseReport(BaseModel):
     cache_entries_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., title="Cache Entries Removed"
@@ -1530,6 +1540,10 @@ class ScoreWeights(BaseModel):
     trust: confloat(ge=0.0, le=1.0) | None = Field(0.1, title="Trust")
 
 
+class ReturnField(RootModel[constr(min_length=1, max_length=256)]):
+    root: constr(min_length=1, max_length=256)
+
+
 class SemanticPart(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -1952,6 +1966,20 @@ class AssembleResponse(BaseModel):
     warnings: list[str] = Field(..., title="Warnings")
 
 
+class BatchGetRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    items: list[EntityRef] = Field(..., max_length=100, min_length=1, title="Items")
+
+
+class BatchGetResponse(BaseModel):
+    found: list[EntityOut] = Field(..., title="Found")
+    missing: list[EntityRef] = Field(
+        ..., description="Absent, deleted or another tenant's (indistinguishably)", title="Missing"
+    )
+
+
 class BulkItem(
     RootModel[CommitmentItem | DocumentItem | IdeaItem | MemoryItem | PersonItem | ProjectItem | TaskItem]
 ):
@@ -2326,6 +2354,31 @@ class SearchRequest(BaseModel):
         title="Entities",
     )
     explain: bool | None = Field(False, title="Explain")
+    facets: (
+        list[
+            Literal[
+                "category",
+                "domain",
+                "due_date",
+                "memory_type",
+                "namespace",
+                "owner",
+                "pinned",
+                "project_id",
+                "source",
+                "source_repo",
+                "status",
+                "topic",
+                "trust",
+                "trust_level",
+            ]
+        ]
+        | None
+    ) = Field(
+        None,
+        description="Fields to count: entities per value over every match of the query's words within the filters (every entity within them for a semantic search), not only this page",
+        title="Facets",
+    )
     filters: Filters | None = Field(
         None,
         description="Filters, field → a value, any of a list, or operators that must all hold (FilterOperators); the fields must be filterable for every searched type, or be source, owner, namespace (no ranges), created_at or updated_at (ranges only)",
@@ -2342,6 +2395,11 @@ class SearchRequest(BaseModel):
         description="What to search for; supports `type:` prefixes, `@name` and quoted phrases. Empty or whitespace: no results (not an error)",
         title="Query",
     )
+    return_fields: Literal["all", "none"] | list[ReturnField] | None = Field(
+        None,
+        description="Stored fields in each result's `fields`: `all`, a list of names, or `none` (ids and scores only: no title, snippet or metadata); default: title, snippet and metadata, no `fields`",
+        title="Return Fields",
+    )
     strategy: Literal["auto", "keyword", "semantic", "hybrid"] | None = Field("auto", title="Strategy")
 
 
@@ -2349,6 +2407,11 @@ class SearchResult(BaseModel):
     entity_id: str = Field(..., title="Entity Id")
     entity_type: str = Field(..., title="Entity Type")
     explanation: Explanation | None = None
+    fields: dict[str, Any] | None = Field(
+        None,
+        description="The stored fields asked for with `return_fields` (absent ones left out)",
+        title="Fields",
+    )
     matched_terms: list[str] | None = Field(
         None,
         description="The query's words found in the title or the matched text; empty: no query word matched",
@@ -2396,6 +2459,11 @@ class RetrieveRequest(BaseModel):
 
 
 class SearchResponse(BaseModel):
+    facets: dict[str, dict[str, conint(ge=-9223372036854775807, le=9223372036854775807)]] | None = Field(
+        None,
+        description="Per field asked for in `facets`: value → entities, most frequent first",
+        title="Facets",
+    )
     next_cursor: str | None = Field(
         None,
         description="Pass back as `cursor` for the next page; null on the last page",
