@@ -191,12 +191,16 @@ class BulkError(QuarryModel):
     fields: dict[str, str] = Field(default_factory=dict)
 
 
+UNINDEXED = "Fields the entity type neither searches nor filters on: stored and returned, never found"
+
+
 class BulkResponse(QuarryModel):
     """POST /entities response."""
 
     indexed: int
     skipped_stale: int
     errors: list[BulkError]
+    unindexed_fields: list[str] = Field(default_factory=list, description=UNINDEXED + " (of any item)")
 
 
 class WriteResponse(QuarryModel):
@@ -208,3 +212,4 @@ class WriteResponse(QuarryModel):
     outcome: Literal["applied", "stale", "duplicate"]
     reembedded: bool
     message: str | None = None
+    unindexed_fields: list[str] = Field(default_factory=list, description=UNINDEXED)

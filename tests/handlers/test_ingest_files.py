@@ -45,9 +45,7 @@ def test_json_arrays_and_csv_load_with_their_fields_mapped(tmp_path: Path, local
     array = tmp_path / "papers.json"
     array.write_text(json.dumps([{"key": 7, "name": "Graph neural networks", "abstract": "message passing"}]))
     table = tmp_path / "papers.csv"
-    table.write_text(
-        'key,name,abstract\nc1,"Sparse retrieval, revisited",inverted lists\n,No id,here\n'
-    )
+    table.write_text('key,name,abstract\nc1,"Sparse retrieval, revisited",inverted lists\n,No id,here\n')
     mapping = ["--type", "document", "--id-field", "key", "--map", "title=name,text=abstract", "--quiet"]
     assert main(["ingest", str(array), *mapping]) == 0
     assert main(["ingest", str(table), *mapping]) == 1  # row 3 has no id

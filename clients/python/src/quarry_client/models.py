@@ -105,6 +105,11 @@ class BulkResponse(BaseModel):
     errors: list[BulkError] = Field(..., title="Errors")
     indexed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Indexed")
     skipped_stale: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Skipped Stale")
+    unindexed_fields: list[str] | None = Field(
+        None,
+        description="Fields the entity type neither searches nor filters on: stored and returned, never found (of any item)",
+        title="Unindexed Fields",
+    )
 
 
 class CallersResponse(BaseModel):
@@ -1953,6 +1958,11 @@ class WriteResponse(BaseModel):
     message: str | None = Field(None, title="Message")
     outcome: Literal["applied", "stale", "duplicate"] = Field(..., title="Outcome")
     reembedded: bool = Field(..., title="Reembedded")
+    unindexed_fields: list[str] | None = Field(
+        None,
+        description="Fields the entity type neither searches nor filters on: stored and returned, never found",
+        title="Unindexed Fields",
+    )
     version: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Version")
 
 
