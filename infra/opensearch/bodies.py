@@ -291,7 +291,7 @@ def facets_body(
 ) -> dict[str, Any]:
     """Counts, no hits: per field a `terms` aggregation (documents per value) over the entities the query's
     words match inside the filters (every entity inside them without words). Metadata values come from the
-    `key=value` filter terms (their key's prefix kept by `include`, then cut off: responses.facet_counts)."""
+    `key=value` filter terms (their key's prefix kept by `include`, then cut off: catalog.OpenSearchCatalog.facets)."""
     scope = filter_query(tenant_id, filters)
     if query is not None and not query.empty:
         scope["bool"]["must"] = [{"nested": {"path": m.CHUNKS, "query": text_query(query)}}]
