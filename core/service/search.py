@@ -66,7 +66,7 @@ LEXICAL_LEAN = 0.45  # identifier-like queries move α this much toward BM25 (to
 MIN_VECTOR_SIMILARITY = 0.2
 SCORE_DECIMALS = 6  # scores and α in answers: 0.35, not 0.8 - 0.45 = 0.35000000000000003
 # Request fields beyond the ranking's inputs that change the answer (part of the cache key when set).
-ANSWER_OPTIONS = {"min_score", "return_fields", "facets"}
+ANSWER_OPTIONS = ("facets", "min_score", "return_fields")
 MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
 
 
@@ -224,7 +224,7 @@ class SearchService:
             generation,
             request.explain,
             repr(self.settings),  # processes with other ranking settings may share the cache
-            request.model_dump(include=ANSWER_OPTIONS, exclude_none=True),
+            {k: v for k in ANSWER_OPTIONS if (v := getattr(request, k)) is not None},
         )
         page = SearchPage.first(tenant_id, request, types, generation)
         if request.cursor is not None:
