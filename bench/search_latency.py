@@ -8,6 +8,7 @@ queries. Corpus embeddings are cached on disk (`.quarry/embeddings`), so only th
     .venv/bin/python bench/search_latency.py [--entities 10000] [--queries 300] [--json FILE]
     QUARRY_OPENSEARCH_URL=http://127.0.0.1:9200 .venv/bin/python bench/search_latency.py --index opensearch
     .venv/bin/python bench/search_latency.py --smoke   # 50 entities, 12 queries: that it runs
+    .venv/bin/python bench/search_latency.py --variant range   # with a range filter (or: facets)
 """
 
 from __future__ import annotations
@@ -70,13 +71,25 @@ def ingest(handler: Any, n: int) -> float:
     return time.perf_counter() - started
 
 
-def measure(handler: Any, strategy: str, stream: list[str]) -> dict[str, float]:
+# What each search adds to the query (`--variant`): nothing, a range filter every entity passes (the
+# filtered path of both retrievers at its widest: core/filters.py), or facet counts of two fields.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "plain": {},
+    "range": {"filters": {"created_at": {"gte": "2000-01-01"}}},
+    "facets": {"facets": ["status", "domain"]},
+}
+
+
+def measure(
+    handler: Any, strategy: str, stream: list[str], extra: dict[str, Any] | None = None
+) -> dict[str, float]:
+    extra = extra or {}
     for q in stream[:10]:  # warm-up: first calls load the model and build the vector matrix
-        call(handler, event("/search", {"query": q, "strategy": strategy}))
+        call(handler, event("/search", {"query": q, "strategy": strategy, **extra}))
     took = []
     for q in stream:
         started = time.perf_counter()
-        call(handler, event("/search", {"query": q, "strategy": strategy, "limit": 20}))
+        call(handler, event("/search", {"query": q, "strategy": strategy, "limit": 20, **extra}))
         took.append((time.perf_counter() - started) * 1000)
     return summary(took)
 
@@ -129,10 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="default bench/results/search_latency[_opensearch].json")
     parser.add_argument("--index", choices=["sqlite", "opensearch"], default="sqlite")
     parser.add_argument("--smoke", action="store_true", help="50 entities, 12 queries, no JSON unless --json")
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default="plain", help="what each search adds")
     args = parser.parse_args(argv)
     if args.smoke:
         args.entities, args.queries = 50, 12
-    suffix = "" if args.index == "sqlite" else f"_{args.index}"
+    suffix = ("" if args.index == "sqlite" else f"_{args.index}") + (
+        "" if args.variant == "plain" else f"_{args.variant}"
+    )
     args.json = args.json or (None if args.smoke else f"bench/results/search_latency{suffix}.json")
 
     from handlers import api
@@ -160,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         container.__dict__["embedder"] = model
         stream = queries(args.queries)
         results = {
-            s: measure(api.lambda_handler, s, stream) for s in ("keyword", "semantic", "hybrid", "auto")
+            s: measure(api.lambda_handler, s, stream, VARIANTS[args.variant])
+            for s in ("keyword", "semantic", "hybrid", "auto")
         }
         cached = Container(load_settings(data_dir=data, cache="memory", **backend))
         cached.__dict__["embedder"] = model
@@ -182,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     out = {
         "index": args.index,
+        "variant": args.variant,
         "entities": args.entities,
         "queries": args.queries,
         "ingest_seconds": ingest_s,

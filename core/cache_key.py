@@ -35,9 +35,11 @@ def search_cache_key(
     generation: int,
     explain: bool = False,
     variant: str = "",
+    options: Mapping[str, Any] | None = None,
 ) -> str:
     """sha256 over tenant, the query as sent, sorted types, sorted filters, strategy, limit, explain, the
-    ranking settings (`variant`: fusion, α, depths… of the deployment) and the generation."""
+    ranking settings (`variant`: fusion, α, depths… of the deployment), the answer's `options` (min_score…)
+    and the generation."""
     normalised = {
         "t": tenant_id,
         "q": query,
@@ -49,6 +51,8 @@ def search_cache_key(
         "x": explain,
         "g": generation,
     }
+    if options:  # absent otherwise: the keys of requests without options stay as they were
+        normalised["o"] = options
     payload = json.dumps(normalised, sort_keys=True, separators=(",", ":"), default=str)
     return search_key_prefix(tenant_id) + hashlib.sha256(payload.encode()).hexdigest()
 

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import InvalidInputError
 
@@ -116,6 +116,35 @@ class EntityOut(BaseModel):
     metadata: dict[str, Any]
     embedded: bool = Field(description="True when every indexed chunk carries an embedding")
     chunks: int = Field(description="Indexed chunks (long documents are split)")
+
+
+MAX_BATCH_GET = (
+    100  # ids per POST /entities/batch-get: one page of the largest search (core/schemas.py MAX_LIMIT)
+)
+
+
+class EntityRef(BaseModel):
+    """An entity by type and id."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    id: str = Field(min_length=1, max_length=256)
+
+
+class BatchGetRequest(BaseModel):
+    """POST /entities/batch-get."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[EntityRef] = Field(min_length=1, max_length=MAX_BATCH_GET)
+
+
+class BatchGetResponse(BaseModel):
+    """POST /entities/batch-get: the live entities found, in the order asked (each once), and the rest."""
+
+    found: list[EntityOut]
+    missing: list[EntityRef] = Field(description="Absent, deleted or another tenant's (indistinguishably)")
 
 
 class EntityPage(BaseModel):

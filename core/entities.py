@@ -18,6 +18,8 @@ BOOST_TIERS = (3, 2, 1)
 ENTITY_TYPE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
 
 # Fields every entity may carry besides its type's own (DESIGN.md §2).
+# A bulk item's type and id, and texts given as chunks (core/chunking.py PREMADE_CHUNKS_FIELD).
+WRITE_FIELDS = frozenset({"type", "id", "chunks"})
 COMMON_FIELDS = frozenset({"source", "owner", "namespace", "created_at", "updated_at", "version"})
 
 
@@ -49,6 +51,12 @@ class EntityType:
     def known_fields(self) -> frozenset[str]:
         """Every field this type understands."""
         return self.searchable_names | frozenset(self.filterable) | {self.title_field} | COMMON_FIELDS
+
+    def unindexed(self, body: Mapping[str, Any]) -> tuple[str, ...]:
+        """The body's fields this type neither searches nor filters on: stored and returned, never found
+        (a write reports them: `unindexed_fields`)."""
+        ignored = self.known_fields | WRITE_FIELDS
+        return tuple(sorted(name for name in body if name not in ignored))
 
 
 def _type(

@@ -156,7 +156,9 @@ def _has_content(etype: EntityType) -> Any:
     def check(body: Any) -> Any:
         if isinstance(body, Mapping) and not any(_text_in(body.get(n)) for n in names):
             raise PydanticCustomError(
-                "untitled", "is required for a {kind}", {"kind": etype.name, "field": etype.title_field}
+                "untitled",
+                "is required for a {kind} without {others}",
+                {"kind": etype.name, "field": etype.title_field, "others": " or ".join(names[1:])},
             )
         return body
 

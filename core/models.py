@@ -122,6 +122,23 @@ class LexicalQuery:
 
 
 @dataclass(frozen=True, slots=True)
+class Condition:
+    """One filter condition beyond equality (core/filters.py parses them from a search's `filters`).
+
+    `op` is `gt`/`gte`/`lt`/`lte` (a range bound: `values` holds the one bound, `kind` says how it
+    compares: `number` against numeric values, `date` against ISO 8601 text as text), `not` (none of
+    `values`; entities without the field pass) or `exists` (`values` = (True,) or (False,)). `column`:
+    the field is an entity column (source, owner, namespace, created_at, updated_at), not metadata.
+    """
+
+    field: str
+    op: str
+    values: tuple[Scalar, ...]
+    kind: str = ""
+    column: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Filters:
     """Restrictions applied inside retrieval (never post-filtered). Empty tuples mean "any"."""
 
@@ -132,6 +149,7 @@ class Filters:
     exclude_owner: str | None = None
     namespaces: tuple[str, ...] = ()
     owners: tuple[str, ...] = ()  # any of these owners (a search's `owner` filter with several values)
+    conditions: tuple[Condition, ...] = ()  # ranges, `not`, `exists`: every one must hold
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,6 +93,14 @@ class SearchIndex(Protocol):
         """BM25 over the boosted fields, best first, one candidate per entity."""
         ...
 
+    def facets(
+        self, tenant_id: str, query: LexicalQuery | None, filters: Filters, fields: Sequence[str], size: int
+    ) -> dict[str, dict[str, int]]:
+        """Per field, entities per value (core.filters.facet_key) over every entity the query's words match
+        within the filters (every entity within them without a query): the `size` most frequent values,
+        ties by value. A list field counts each of its values once per entity."""
+        ...
+
     def vector(self, tenant_id: str, embedding: Vector, filters: Filters, k: int) -> list[Candidate]:
         """Cosine k-NN, best first, one candidate per entity."""
         ...

@@ -6,17 +6,25 @@ services, which know the deployment's settings.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, PrivateAttr, StrictBool
+from pydantic import ConfigDict, Field, PrivateAttr, StrictBool, field_validator
 
-from core.base_model import JsonInt, QuarryModel
+from core.base_model import JSON_NUMBER, JsonInt, QuarryModel
+from core.filters import MAX_FACETS
 
 Scalar = str | int | float | bool
-FilterValue = Scalar | list[Scalar]
+# A value, any of a list, or an object of operators (core/filters.py checks them, naming the field and
+# the operator; the OpenAPI document states the operators: handlers/openapi.py).
+FilterValue = Scalar | list[Scalar] | dict[str, Any]
 Strategy = Literal["auto", "keyword", "semantic", "hybrid"]
 MAX_LIMIT = 100  # DESIGN.md §3: limit ≤ 100
 DEFAULT_LIMIT = 20  # DESIGN.md §3: default 20
+MAX_RETURN_FIELDS = 100  # field names a search may ask for (a type declares a few dozen at most)
+ReturnFieldList = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=256)]],
+    Field(min_length=1, max_length=MAX_RETURN_FIELDS),
+]
 MAX_BULK_ITEMS = 10_000  # core/jobs.py MAX_JOB_ITEMS: above the synchronous size a bulk becomes a job
 
 
@@ -33,11 +41,39 @@ class SearchRequest(QuarryModel):
         default=None, description="Entity types to search, singular or plural (`task`, `tasks`); default all"
     )
     filters: dict[str, FilterValue] | None = Field(
-        default=None, description="Metadata filters, key → value(s)"
+        default=None,
+        description="Filters, field → a value, any of a list, or operators (gt, gte, lt, lte, in, not, exists)",
     )
     limit: JsonInt = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     strategy: Strategy = "auto"
     explain: StrictBool = False
+    min_score: Annotated[float, Field(ge=0, le=1), JSON_NUMBER] | None = Field(
+        default=None,
+        description="Leave out results whose fused `score` is below this (0-1: fused scores are at most 1)",
+    )
+    facets: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_FACETS,
+        description="Fields to count: entities per value over every match of the query's words within the "
+        "filters (every entity within them for a semantic search), not only this page",
+    )
+    return_fields: Literal["all", "none"] | ReturnFieldList | None = Field(
+        default=None,
+        description="Stored fields in each result's `fields`: `all`, a list of names, or `none` (ids and "
+        "scores only: no title, snippet or metadata); default: title, snippet and metadata, no `fields`",
+    )
+
+    @field_validator("return_fields", mode="before")
+    @classmethod
+    def _one_of_the_forms(cls, value: Any) -> Any:
+        """One message for every wrong form (not pydantic's error per member of the union)."""
+        if value is None or value in ("all", "none"):
+            return value
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value
+        raise ValueError("must be 'all', 'none' or a list of field names")
+
     cursor: str | None = Field(
         default=None,
         max_length=1024,
@@ -50,7 +86,9 @@ class RetrieverExplanation(QuarryModel):
     """One retriever's view of a result."""
 
     rank: int | None
-    score: float | None
+    score: float | None = Field(
+        description="The retriever's own score, not normalised: BM25 for the keyword leg, cosine for the vector leg"
+    )
 
 
 class Explanation(QuarryModel):
@@ -74,6 +112,13 @@ class SearchResult(QuarryModel):
     snippet: str
     score: float
     metadata: dict[str, Any]
+    fields: dict[str, Any] | None = Field(
+        default=None, description="The stored fields asked for with `return_fields` (absent ones left out)"
+    )
+    matched_terms: list[str] = Field(
+        default_factory=list,
+        description="The query's words found in the title or the matched text; empty: no query word matched",
+    )
     explanation: Explanation | None = None
 
 
@@ -101,6 +146,9 @@ class SearchResponse(QuarryModel):
     took_ms: float
     next_cursor: str | None = Field(
         default=None, description="Pass back as `cursor` for the next page; null on the last page"
+    )
+    facets: dict[str, dict[str, int]] | None = Field(
+        default=None, description="Per field asked for in `facets`: value → entities, most frequent first"
     )
     # What each retriever contributed (core.fusion.LegCounts), for the log line; never in the body, and
     # None on a cache hit (nothing was retrieved).
@@ -143,12 +191,16 @@ class BulkError(QuarryModel):
     fields: dict[str, str] = Field(default_factory=dict)
 
 
+UNINDEXED = "Fields the entity type neither searches nor filters on: stored and returned, never found"
+
+
 class BulkResponse(QuarryModel):
     """POST /entities response."""
 
     indexed: int
     skipped_stale: int
     errors: list[BulkError]
+    unindexed_fields: list[str] = Field(default_factory=list, description=UNINDEXED + " (of any item)")
 
 
 class WriteResponse(QuarryModel):
@@ -160,3 +212,4 @@ class WriteResponse(QuarryModel):
     outcome: Literal["applied", "stale", "duplicate"]
     reembedded: bool
     message: str | None = None
+    unindexed_fields: list[str] = Field(default_factory=list, description=UNINDEXED)

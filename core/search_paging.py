@@ -38,6 +38,8 @@ def request_fingerprint(request: Any, entity_types: Sequence[str]) -> str:
         "s": request.strategy,
         "l": request.limit,
     }
+    if getattr(request, "min_score", None) is not None:  # absent otherwise: older cursors stay valid
+        normalised["m"] = request.min_score
     payload = json.dumps(normalised, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
@@ -64,7 +66,9 @@ class SearchPage:
         if p.get("f") != self.fingerprint:
             raise InvalidInputError(
                 "invalid cursor",
-                {"cursor": "was issued for another request (query, entities, filters, strategy or limit)"},
+                {
+                    "cursor": "was issued for another request (query, entities, filters, strategy, limit or min_score)"
+                },
             )
         if not isinstance(offset, int) or not isinstance(generation, int) or not isinstance(strategy, str):
             raise InvalidInputError("invalid cursor", {"cursor": "is not a cursor this API issued"})

@@ -87,6 +87,30 @@ def _pattern_for(text: str, terms: tuple[str, ...]) -> tuple[re.Pattern[str] | N
 SEARCH_SLACK = 60  # characters past the window still scanned, so a word crossing its end is not cut
 
 
+def matched_terms(texts: Sequence[str], terms: Sequence[str]) -> list[str]:
+    """The query terms found in any of `texts` as the snippet highlights them (stems, prefixes), in query
+    order: empty when no query word is there (a result only the vector retriever found). One scan per text
+    with the query's pattern; each word it finds is then told apart by term."""
+    unique = tuple(dict.fromkeys(terms))
+    found: set[str] = set()
+    for text in texts:
+        pattern, haystack = _pattern_for(text, unique)
+        if pattern is None:
+            return []
+        for match in pattern.finditer(haystack):
+            word = match.group()
+            found.update(t for t in unique if t not in found and _term_pattern(t).fullmatch(word))
+            if len(found) == len(unique):
+                return list(unique)
+    return [t for t in unique if t in found]
+
+
+@functools.lru_cache(maxsize=1024)
+def _term_pattern(term: str) -> re.Pattern[str]:
+    """One term's highlight pattern (never None: a term is a word or a CJK character)."""
+    return _highlighter((term,)) or re.compile(re.escape(term), re.IGNORECASE)
+
+
 def build_snippet(text: str, terms: Sequence[str], max_chars: int = SNIPPET_CHARS) -> str:
     """A window of `text` around the first matched term, matches highlighted, HTML-escaped.
 

@@ -180,6 +180,15 @@ def _untitled_document(etype: EntityType, body: Mapping[str, Any]) -> bool:
     return etype.chunked and any(_has_text(body.get(f)) for f in body_fields)
 
 
+def _title_required(etype: EntityType) -> str:
+    """Why a write without a title is refused, stating the rule whichever fields came: a document may have
+    text or chunks instead (`_untitled_document`)."""
+    if not etype.chunked:
+        return f"is required for a {etype.name}"
+    others = [f.name for f in etype.fields if f.boost == 1] + ["chunks"]
+    return f"is required for a {etype.name} without {' or '.join(others)}"
+
+
 def validate_body(
     etype: EntityType, body: Any, max_text_chars: int, partial: bool = False, path: str = ""
 ) -> dict[str, Any]:
@@ -202,7 +211,7 @@ def validate_body(
     _check_common(body, errors, path)
     errors.update(lone_surrogates(dict(body), path.rstrip(".")))
     if not partial and not _has_text(body.get(etype.title_field)) and not _untitled_document(etype, body):
-        errors.setdefault(path + etype.title_field, f"is required for a {etype.name}")
+        errors.setdefault(path + etype.title_field, _title_required(etype))
     if partial and not body:
         errors[path.rstrip(".") or "body"] = "must change at least one field"
     if errors:

@@ -1,11 +1,11 @@
-"""The `quarry` command: serve the API locally, ingest JSONL files, search from the shell."""
+"""The `quarry` command: serve the API locally, ingest JSONL, JSON or CSV files, search from the shell."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,13 +57,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _json_problem(exc: ValueError) -> str:
-    """What is wrong with a line that is not a JSON object, in words (column, not a Python repr)."""
-    if isinstance(exc, json.JSONDecodeError):
-        return f"not valid JSON ({exc.msg} at column {exc.colno})"
-    return str(exc)
-
-
 def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
     """What each worker runs after the fork: its own adapters, then a server on the shared socket."""
 
@@ -93,11 +86,13 @@ def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
     return start
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                yield number, line
+def _field_map(text: str) -> dict[str, str]:
+    from infra.record_files import parse_field_map
+
+    try:
+        return parse_field_map(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def readable_error(err: dict[str, Any]) -> str:
@@ -111,36 +106,40 @@ def readable_error(err: dict[str, Any]) -> str:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    """Index a JSONL file of entities (one object per line); bad lines are reported, never dropped silently."""
+    """Index a file of entities (JSONL, a JSON array or CSV), fields mapped as asked; bad records are
+    reported by position, never dropped silently. A missing file or an unknown type fails once (exit 2)."""
     from tqdm import tqdm
 
-    c = _container(args.data_dir)
+    from infra.record_files import mapped, read_records
+
     path = Path(args.file)
-    total = sum(1 for _ in _lines(path))
+    if not path.is_file():
+        print(f"error: {path}: no such file", file=sys.stderr)
+        return 2
+    c = _container(args.data_dir)
+    c.registry.get(args.type, path="--type")  # unknown: one error (main prints it, exit 2), not one a line
+    total = sum(1 for _ in read_records(path))
     indexed = stale = 0
     bad: list[str] = []
-    batch: list[tuple[int, dict[str, Any]]] = []
+    batch: list[tuple[str, dict[str, Any]]] = []
 
     def flush() -> None:
         nonlocal indexed, stale
-        items = [{"type": args.type, **{k: v for k, v in obj.items() if k != "type"}} for _, obj in batch]
+        items = [{"type": args.type, **mapped(obj, args.id_field, args.map)} for _, obj in batch]
         with c.gate.unit(args.tenant):  # an erased tenant is refused, as by the API
             report = c.indexing.bulk(args.tenant, items, c.clock.now())
         indexed += report.indexed
         stale += report.skipped_stale
         for err in report.errors:
-            bad.append(f"line {batch[err['index']][0]}: {readable_error(err)}")
+            bad.append(f"{batch[err['index']][0]}: {readable_error(err)}")
         batch.clear()
 
     with tqdm(total=total, unit="entity", disable=args.quiet) as bar:
-        for number, line in _lines(path):
-            try:
-                obj = json.loads(line)
-                if not isinstance(obj, dict):
-                    raise ValueError("not a JSON object (each line must be one entity object)")
-                batch.append((number, obj))
-            except ValueError as exc:
-                bad.append(f"line {number}: {_json_problem(exc)}")
+        for where, obj in read_records(path):
+            if isinstance(obj, str):
+                bad.append(f"{where}: {obj}")
+            else:
+                batch.append((where, obj))
             if len(batch) >= INGEST_BATCH:
                 flush()
             bar.update(1)
@@ -259,9 +258,17 @@ def parser() -> argparse.ArgumentParser:
         help="requests a worker holds waiting beyond the one it runs; more get 503 + Retry-After",
     )
     s.set_defaults(func=cmd_serve)
-    i = sub.add_parser("ingest", help="index a JSONL file")
+    i = sub.add_parser("ingest", help="index a file of entities: JSONL, a JSON array, or CSV with a header")
     i.add_argument("file")
-    i.add_argument("--type", required=True, help="entity type of every line")
+    i.add_argument("--type", required=True, help="entity type of every record")
+    i.add_argument("--id-field", default="id", help="the record field holding the entity id (BEIR: _id)")
+    i.add_argument(
+        "--map",
+        type=_field_map,
+        default=None,
+        metavar="FIELD=SOURCE,…",
+        help="entity fields from record fields (title=title,text=abstract); only these are taken",
+    )
     i.add_argument("--tenant", default="dev")
     i.add_argument("--quiet", action="store_true")
     i.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)

@@ -224,7 +224,7 @@ def _parameters(paths: dict[str, Any], c: Container) -> None:
 
 def _search_request(schemas: dict[str, Any], c: Container) -> None:
     """What the search service checks against the deployment: types, filter names, query length, limit."""
-    from core.service.search import COMMON_FILTERS  # loads numpy: only when the document is asked for
+    from core.filters import COMMON_FILTERS, TIME_FIELDS
 
     props = schemas["SearchRequest"]["properties"]
     props["query"]["maxLength"] = c.settings.max_query_chars  # empty or blank: no results, not an error
@@ -236,14 +236,51 @@ def _search_request(schemas: dict[str, Any], c: Container) -> None:
     )
     filters = next(s for s in props["filters"]["anyOf"] if s.get("type") == "object")
     filters["propertyNames"] = {"enum": filterable}
-    values = filters["additionalProperties"]["anyOf"]
-    for value in values:
-        if value.get("type") == "array":
-            value["minItems"] = 1
+    facets = next(s for s in props["facets"]["anyOf"] if s.get("type") == "array")
+    facets["items"] = {"type": "string", "enum": [f for f in filterable if f not in TIME_FIELDS]}
+    _filter_values(schemas, filters)
     props["filters"]["description"] = (
-        "Metadata filters, field → value or values (any of them); the fields must be filterable for every "
-        "searched type"
+        "Filters, field → a value, any of a list, or operators that must all hold (FilterOperators); "
+        "the fields must be filterable for every searched type, or be source, owner, namespace (no ranges), "
+        "created_at or updated_at (ranges only)"
     )
+
+
+def _filter_values(schemas: dict[str, Any], filters: dict[str, Any]) -> None:
+    """What core/filters.py accepts for each field: values and operators, per kind of field."""
+    from core.filters import COLUMN_FIELDS, DATE_PATTERN, RANGE_OPERATORS, TIME_FIELDS
+
+    scalar = [{"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}]
+    values = {"type": "array", "items": {"anyOf": scalar}, "minItems": 1, "description": "any of these"}
+    date = {"type": "string", "pattern": DATE_PATTERN, "description": "an ISO 8601 date or date-time"}
+    number = [{"type": "integer"}, {"type": "number", "not": {"type": "integer"}}]
+    text_ops = {
+        "in": values,
+        "not": {"anyOf": [*scalar, values], "description": "none of these (no value passes)"},
+        "exists": {"type": "boolean", "description": "true: has a value; false: has none"},
+    }
+
+    def operators(description: str, ops: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "description": description,
+            "properties": ops,
+            "additionalProperties": False,
+            "minProperties": 1,
+        }
+
+    schemas["FilterOperators"] = operators(
+        "Operators that must all hold: ranges on numbers or ISO 8601 dates (a date-only `lte`/`gt` bound "
+        "covers its whole day), any of, none of, has a value",
+        {**{op: {"anyOf": [*number, date]} for op in RANGE_OPERATORS}, **text_ops},
+    )
+    schemas["TextFilterOperators"] = operators("any of, none of, has a value", text_ops)
+    schemas["TimeRange"] = operators("A range of ISO 8601 dates", {op: date for op in RANGE_OPERATORS})
+    filters["additionalProperties"] = {"anyOf": [*scalar, values, _ref("FilterOperators")]}
+    filters["properties"] = {
+        **{f: {"anyOf": [*scalar, values, _ref("TextFilterOperators")]} for f in COLUMN_FIELDS},
+        **{f: _ref("TimeRange") for f in TIME_FIELDS},
+    }
 
 
 def _int64(node: Any) -> None:
@@ -329,6 +366,7 @@ def _components(doc: dict[str, Any], c: Container) -> None:
     schemas["BulkRequest"]["properties"]["items"]["items"] = _ref("BulkItem")
     _overlay_body(schemas)
     _search_request(schemas, c)
+    schemas["EntityRef"]["properties"]["type"]["enum"] = list(c.registry.names())  # CatalogService.batch_get
     _assemble_request(schemas, c)
     doc["components"]["responses"] = {
         name: {

@@ -4,9 +4,12 @@ stored golden-set evaluations. Only coordinates the ports; the tenant is always 
 from __future__ import annotations
 
 from core.catalog import (
+    BatchGetRequest,
+    BatchGetResponse,
     EntityOut,
     EntityPage,
     EntityPosition,
+    EntityRef,
     EvalOut,
     EvalsResponse,
     WeightChangeOut,
@@ -61,6 +64,22 @@ class CatalogService:
             raise NotFoundError("entity", str(key))
         status = self._index.embedding_status(tenant_id, [key]).get(key)
         return entity_out(entity, status.chunks if status else 0, status.embedded if status else 0)
+
+    def batch_get(self, tenant_id: str, request: BatchGetRequest) -> BatchGetResponse:
+        """Up to MAX_BATCH_GET entities of the tenant in one read, in the order asked, each once."""
+        for i, ref in enumerate(request.items):
+            self._registry.get(ref.type, path=f"items.{i}.type")
+        keys = list(dict.fromkeys(EntityKey(ref.type, ref.id) for ref in request.items))
+        stored = self._index.get(tenant_id, keys)
+        live = [k for k in keys if (e := stored.get(k)) is not None and not e.deleted]
+        status = self._index.embedding_status(tenant_id, live)
+        found = []
+        for key in live:
+            s = status.get(key)
+            found.append(entity_out(stored[key], s.chunks if s else 0, s.embedded if s else 0))
+        shown = set(live)
+        missing = [EntityRef(type=k.entity_type, id=k.entity_id) for k in keys if k not in shown]
+        return BatchGetResponse(found=found, missing=missing)
 
     def list(self, tenant_id: str, entity_type: str | None, limit: int, cursor: str | None) -> EntityPage:
         """Live entities newest first (by created_at, then type and id), `limit` per page.

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.cache_key import generation_key, settling_key
@@ -66,6 +66,7 @@ class WriteResult:
     outcome: WriteOutcome
     reembedded: bool
     stored_version: int | None = None
+    unindexed_fields: tuple[str, ...] = ()  # stored, neither searched nor filtered on (EntityType.unindexed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,7 @@ class BulkReport:
     indexed: int = 0
     skipped_stale: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
+    unindexed_fields: set[str] = field(default_factory=set)  # of the items written (EntityType.unindexed)
 
 
 def _bulk_error(position: int, entity_id: Any, exc: QuarryError) -> dict[str, Any]:
@@ -187,7 +189,11 @@ class IndexingService:
             raise UnavailableError("cache", f"cannot invalidate cached searches: {exc}") from exc
 
     def put(self, tenant_id: str, entity_type: str, entity_id: str, body: Any, now: float) -> WriteResult:
-        """Create or replace an entity (embeds its text)."""
+        """Create or replace an entity (embeds its text); the result names the fields its type does not index."""
+        result = self._put(tenant_id, entity_type, entity_id, body, now)
+        return replace(result, unindexed_fields=self._registry.get(entity_type).unindexed(body))
+
+    def _put(self, tenant_id: str, entity_type: str, entity_id: str, body: Any, now: float) -> WriteResult:
         draft = self._put_draft(tenant_id, entity_type, entity_id, body, now)
         if isinstance(draft, WriteResult):
             return draft
@@ -250,7 +256,14 @@ class IndexingService:
     def patch(
         self, tenant_id: str, entity_type: str, entity_id: str, changes: Any, now: float
     ) -> WriteResult:
-        """Partial update: metadata-only when no searchable field changed (no re-embedding, seed nexus §2.2)."""
+        """Partial update: metadata-only when no searchable field changed (no re-embedding, seed nexus §2.2);
+        the result names the changed fields its type does not index."""
+        result = self._patch(tenant_id, entity_type, entity_id, changes, now)
+        return replace(result, unindexed_fields=self._registry.get(entity_type).unindexed(changes))
+
+    def _patch(
+        self, tenant_id: str, entity_type: str, entity_id: str, changes: Any, now: float
+    ) -> WriteResult:
         etype = self._registry.get(entity_type)
         validate_id(entity_id)
         clean = validate_body(etype, changes, self._max_text, partial=True)
@@ -433,6 +446,8 @@ class IndexingService:
         if not valid:
             return report
         drafts = self._bulk_drafts(tenant_id, valid, report, now)
+        for _, draft in drafts:
+            report.unindexed_fields.update(draft.etype.unindexed(draft.body))
         records = self._records(tenant_id, [d for _, d in drafts], now)
         self._bump(tenant_id, "before")
         outcomes = self._index.upsert_many(records) if records else []

@@ -18,8 +18,17 @@ from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cach
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT, feedback_search
+from core.filters import COMMON_FILTERS, FACET_VALUES, check_facets, parse_filters
 from core.fusion import RRF_K, Fused, FusionMethod, count_legs, fuse
-from core.models import ALL_CHUNKS, Candidate, Filters, LexicalQuery, MatchMode, RetrievalSpec, Scalar
+from core.models import (
+    ALL_CHUNKS,
+    Candidate,
+    EntityKey,
+    Filters,
+    LexicalQuery,
+    MatchMode,
+    RetrievalSpec,
+)
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
 from core.query import MAX_TERMS, ParsedQuery, QueryShape, parse_query
 from core.schemas import (
@@ -31,7 +40,8 @@ from core.schemas import (
     SearchResult,
 )
 from core.search_paging import PAGING_DEPTH, SearchPage
-from core.snippet import build_snippet
+from core.service.catalog import ATTRIBUTE_FIELDS
+from core.snippet import build_snippet, matched_terms
 
 _log = logging.getLogger(__name__)
 
@@ -59,11 +69,12 @@ def default_alpha(feedback_docs: int) -> float:
 # and Cranfield any lean ≥ 0.05 lowered nDCG@10 (bench/fusion_study.py). Kept as a named 0.
 SEMANTIC_LEAN = 0.0
 LEXICAL_LEAN = 0.45  # identifier-like queries move α this much toward BM25 (to 0.35, as before feedback)
-COMMON_FILTERS = ("source", "owner", "namespace")
 # Vector hits below this cosine are noise for all-MiniLM-L6-v2 (unrelated sentences score ~-0.1..0.15);
 # without a floor every query "matches" the whole tenant. Measured on SciFact/Cranfield in bench/.
 MIN_VECTOR_SIMILARITY = 0.2
 SCORE_DECIMALS = 6  # scores and α in answers: 0.35, not 0.8 - 0.45 = 0.35000000000000003
+# Request fields beyond the ranking's inputs that change the answer (part of the cache key when set).
+ANSWER_OPTIONS = ("facets", "min_score", "return_fields")
 MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
 
 
@@ -182,33 +193,14 @@ class SearchService:
             return (parsed.entity_prefix,)
         return tuple(sorted(set(requested))) if requested else self._registry.names()
 
-    def _filters(self, types: Sequence[str], raw: Mapping[str, Any] | None) -> Filters:
+    def _filterable(self, types: Sequence[str]) -> set[str]:
         allowed = set(COMMON_FILTERS)
         for name in types:
             allowed.update(self._registry.get(name).filterable)
-        errors: dict[str, str] = {}
-        metadata: dict[str, tuple[Scalar, ...]] = {}
-        common: dict[str, tuple[str, ...]] = {}
-        for key, value in (raw or {}).items():
-            values = tuple(value) if isinstance(value, list) else (value,)
-            if key not in allowed:
-                errors[f"filters.{key}"] = "is not filterable; filterable: " + ", ".join(sorted(allowed))
-            elif not values:
-                errors[f"filters.{key}"] = "must not be an empty list"
-            elif key in COMMON_FILTERS:
-                common[key] = tuple(str(v) for v in values)
-            else:
-                metadata[key] = values
-        if errors:
-            raise InvalidInputError("invalid filters", errors)
-        owner = common.get("owner", ())  # one or several: any of them (never silently dropped)
-        return Filters(
-            entity_types=tuple(types),
-            metadata=metadata,
-            sources=common.get("source", ()),
-            owners=owner,
-            namespaces=common.get("namespace", ()),
-        )
+        return allowed
+
+    def _filters(self, types: Sequence[str], raw: Mapping[str, Any] | None) -> Filters:
+        return parse_filters(raw, types, self._filterable(types))
 
     def search(self, tenant_id: str, request: SearchRequest) -> SearchResponse:
         """Run one search for `tenant_id`; never returns another tenant's entities."""
@@ -217,6 +209,7 @@ class SearchService:
         parsed = parse_query(request.query, self._registry, self.settings.max_terms)
         types = self._entity_types(request, parsed)
         filters = self._filters(types, request.filters)
+        check_facets(request.facets, self._filterable(types))  # a 400 before any cache or index read
         plan = plan_strategy(request.strategy, parsed.shape, self.settings)
         if not request.query.strip():  # seed thefold: "empty query returns 0 results, not error"
             response = self._response(request, parsed, types, plan, [], 0, None, None, None)
@@ -239,6 +232,7 @@ class SearchService:
             generation,
             request.explain,
             repr(self.settings),  # processes with other ranking settings may share the cache
+            {k: v for k in ANSWER_OPTIONS if (v := getattr(request, k)) is not None},
         )
         page = SearchPage.first(tenant_id, request, types, generation)
         if request.cursor is not None:
@@ -346,6 +340,7 @@ class SearchService:
             # A reindex switched the tenant's model between embedding and retrieval: the vectors retrieved
             # against may be the new model's, so embed with it and ask again (once is enough: a swap is atomic).
         plan, lexical, embedding, fused, fallback, degraded_reason = got
+        fused = above(fused, request.min_score)
         window, total, next_cursor = fused[: request.limit], len(fused), None
         if page is not None:
             page.check_strategy(plan.strategy)
@@ -358,7 +353,7 @@ class SearchService:
             deep, fallback = self._retrieve(
                 tenant_id, lexical, embedding, filters, PAGING_DEPTH, plan, bool(types)
             )
-            rest = [f for f in deep if f.candidate.key not in shown]
+            rest = [f for f in above(deep, request.min_score) if f.candidate.key not in shown]
             window = rest[page.offset : page.offset + request.limit]
             total = len(shown) + len(rest)
             following = page.offset + request.limit
@@ -367,7 +362,33 @@ class SearchService:
             request, parsed, types, plan, window, total, next_cursor, fallback, degraded_reason
         )
         response._legs = count_legs(fused, len(window), plan.alpha)
+        self._return_fields(tenant_id, request.return_fields, response.results)
+        if request.facets:
+            fields = check_facets(request.facets, self._filterable(types))
+            counted = self._index.facets(tenant_id, lexical, filters, fields, FACET_VALUES) if types else {}
+            response.facets = {f: counted.get(f, {}) for f in fields}
         return response
+
+    def _return_fields(
+        self, tenant_id: str, wanted: str | list[str] | None, results: list[SearchResult]
+    ) -> None:
+        """Each result's stored fields as asked (one read of the page's entities), or nothing but its
+        identity and scores for `none`."""
+        if wanted is None or not results:
+            return
+        if wanted == "none":
+            for r in results:
+                r.title, r.snippet, r.metadata = "", "", {}
+            return
+        keys = [EntityKey(r.entity_type, r.entity_id) for r in results]
+        stored = self._index.get(tenant_id, keys)
+        names = None if wanted == "all" else set(wanted)
+        for key, r in zip(keys, results, strict=True):
+            entity = stored.get(key)
+            body = entity.body if entity is not None and not entity.deleted else {}
+            r.fields = {
+                k: v for k, v in body.items() if k not in ATTRIBUTE_FIELDS and (names is None or k in names)
+            }
 
     def _response(
         self,
@@ -489,17 +510,24 @@ class SearchService:
             metadata["owner"] = c.owner
         if c.namespace:
             metadata["namespace"] = c.namespace
+        words = list(parsed.terms) + [w for p in parsed.phrases for w in p.split()]
         return SearchResult(
             entity_type=c.key.entity_type,
             entity_id=c.key.entity_id,
             title=c.title,
-            snippet=build_snippet(
-                c.text, list(parsed.terms) + [w for p in parsed.phrases for w in p.split()]
-            ),
+            snippet=build_snippet(c.text, words),
             score=round(f.score, SCORE_DECIMALS),
             metadata=metadata,
+            matched_terms=matched_terms((c.title, c.text), words),
             explanation=explanation,
         )
+
+
+def above(fused: list[Fused], min_score: float | None) -> list[Fused]:
+    """The fused results scoring at least `min_score` (all of them without one)."""
+    if min_score is None:
+        return fused
+    return [f for f in fused if round(f.score, SCORE_DECIMALS) >= min_score]  # as the answer shows it
 
 
 def _rounded(score: float | None) -> float | None:

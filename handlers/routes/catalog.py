@@ -1,4 +1,4 @@
-"""Reading back what was stored: GET /entities/{type}/{id}, GET /entities (newest first, cursor paging),
+"""Reading back what was stored: GET /entities/{type}/{id}, POST /entities/batch-get, GET /entities (newest first, cursor paging),
 GET /context/weights/history and GET /evals (stored golden-set figures)."""
 
 from __future__ import annotations
@@ -6,13 +6,15 @@ from __future__ import annotations
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from core.catalog import (
     DEFAULT_ENTITY_PAGE,
     DEFAULT_READ_ROWS,
     MAX_ENTITY_PAGE,
     MAX_READ_ROWS,
+    BatchGetRequest,
+    BatchGetResponse,
     EntityOut,
     EntityPage,
     EvalsResponse,
@@ -32,6 +34,17 @@ router = Router()
 def get_entity(entity_type: str, entity_id: str) -> EntityOut:
     tenant = caller(router, "read").tenant_id
     return services().catalog.get(tenant, entity_type, entity_id)
+
+
+@router.post(
+    "/entities/batch-get",
+    summary="Up to 100 stored entities in one call",
+    tags=["entities"],
+    operation_id="batchGetEntities",
+)
+def batch_get_entities(request: Annotated[BatchGetRequest, Body()]) -> BatchGetResponse:
+    tenant = caller(router, "read").tenant_id
+    return services().catalog.batch_get(tenant, request)
 
 
 @router.get(

@@ -47,6 +47,7 @@ def _written(action: str, tenant_id: str, result: WriteResult) -> WriteResponse:
         outcome="duplicate" if duplicate else "applied",
         reembedded=result.reembedded,
         message="already at this version; nothing changed" if duplicate else None,
+        unindexed_fields=list(result.unindexed_fields),
     )
 
 
@@ -129,7 +130,12 @@ def bulk(request: Annotated[BulkRequest, Body()]) -> Response[dict[str, Any]]:
         },
     )
     done = BulkResponse.model_validate(
-        {"indexed": report.indexed, "skipped_stale": report.skipped_stale, "errors": report.errors}
+        {
+            "indexed": report.indexed,
+            "skipped_stale": report.skipped_stale,
+            "errors": report.errors,
+            "unindexed_fields": sorted(report.unindexed_fields),
+        }
     )
     return Response(200, content_types.APPLICATION_JSON, done.model_dump(mode="json"))
 

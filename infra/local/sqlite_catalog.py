@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from core.catalog import EmbeddingStatus, EntityPosition
-from core.models import EntityKey, StoredEntity
-from infra.local.fts_tables import fts_table
+from core.errors import UnavailableError
+from core.filters import COLUMN_FIELDS, facet_key
+from core.models import EntityKey, Filters, LexicalQuery, StoredEntity
+from infra.local.fts import fts5_expression, scoped_expression
+from infra.local.fts_tables import fts_table, is_missing_table
 from infra.local.keyword_files import remove_folder, tenant_folder, writer_lock
-from infra.local.sqlite_sql import ENTITY_COLUMNS, stored
+from infra.local.sqlite_sql import ENTITY_COLUMNS, JOIN, filter_sql, stored
 
 LISTING_INDEX = (
     "CREATE INDEX IF NOT EXISTS idx_entities_newest "
@@ -57,8 +60,67 @@ def checkpoint(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+def _facet_sql(matched: str, field: str) -> str:
+    """Entities per value of `field` among `matched` (a metadata key, or a column: core/filters.py)."""
+    join = "JOIN idx_entities e ON e.tenant_id = ? AND e.entity_type = m.entity_type AND e.entity_id = m.entity_id"
+    if field in COLUMN_FIELDS:
+        return (
+            f"SELECT e.{field}, 'text', count(*) FROM ({matched}) m {join} WHERE e.{field} IS NOT NULL "
+            f"GROUP BY e.{field} ORDER BY count(*) DESC, e.{field} LIMIT ?"
+        )
+    return (
+        f"SELECT j.value, j.type, count(DISTINCT e.rowid) FROM ({matched}) m {join}, json_each(e.metadata, ?) j "
+        "WHERE j.type NOT IN ('null', 'object', 'array') GROUP BY j.value, j.type "
+        "ORDER BY count(DISTINCT e.rowid) DESC, j.value LIMIT ?"
+    )
+
+
+def _facet_args(field: str) -> list[str]:
+    return [] if field in COLUMN_FIELDS else ['$."' + field.replace('"', "") + '"']
+
+
+def _json_value(kind: str, value: Any) -> Any:
+    """A json_each value back as JSON had it (SQLite reads true as 1)."""
+    return {"true": True, "false": False}.get(kind, value)
+
+
 class SqliteCatalog:
-    """Mixin of SqliteIndex: `list_entities`, `embedding_status`, `purge_tenant`."""
+    """Mixin of SqliteIndex: `list_entities`, `embedding_status`, `purge_tenant`, `facets`."""
+
+    def facets(
+        self: _IndexParts,
+        tenant_id: str,
+        query: LexicalQuery | None,
+        filters: Filters,
+        fields: Sequence[str],
+        size: int,
+    ) -> dict[str, dict[str, int]]:
+        """Entities per value of each field among the query's matches (core/ports.py SearchIndex.facets),
+        counted in SQL: one grouped read per field over the matched entities."""
+        where, params = filter_sql(filters)
+        if query is not None and not query.empty:
+            expression = fts5_expression(query, None)
+            if not expression:
+                return {f: {} for f in fields}
+            table = fts_table(tenant_id)
+            matched = (
+                f"SELECT DISTINCT c.entity_type, c.entity_id FROM {table} JOIN idx_chunks c ON c.id = "
+                f"{table}.rowid {JOIN} WHERE {table} MATCH ? AND +c.tenant_id = ? AND {where}"
+            )
+            args: list[Any] = [scoped_expression(expression, filters), tenant_id, *params]
+        else:
+            matched = f"SELECT DISTINCT c.entity_type, c.entity_id FROM idx_chunks c {JOIN} WHERE c.tenant_id = ? AND {where}"
+            args = [tenant_id, *params]
+        out: dict[str, dict[str, int]] = {}
+        for field in fields:
+            try:
+                rows = self._read(_facet_sql(matched, field), [*args, tenant_id, *_facet_args(field), size])
+            except UnavailableError:
+                if query is not None and is_missing_table(self._conn(), fts_table(tenant_id)):
+                    return {f: {} for f in fields}  # the tenant never wrote a chunk
+                raise
+            out[field] = {facet_key(_json_value(kind, value)): int(n) for value, kind, n in rows}
+        return out
 
     def _ensure_listing_index(self: _IndexParts) -> None:
         self._conn().execute(LISTING_INDEX)

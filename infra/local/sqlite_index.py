@@ -423,7 +423,9 @@ class SqliteIndex(SqliteCatalog):
             )
             return [(int(r[0]), float(r[1])) for r in rows]
 
-        if self._keywords is not None:
+        # Ranges, `not` and `exists` are SQL conditions (sqlite_sql.condition_sql), which the keyword
+        # index's scope tokens cannot state: FTS5 ranks those searches, with the conditions in its query.
+        if self._keywords is not None and not filters.conditions:
             try:
                 ranked = self._keywords.search(
                     self._conn(),
@@ -440,7 +442,7 @@ class SqliteIndex(SqliteCatalog):
                 raise UnavailableError("keywords", f"keyword index unusable: {exc}") from exc
             if ranked is not None:
                 return self._candidates(tenant_id, ranked, k)
-        if filters.metadata:
+        if filters.metadata or filters.conditions:
             where, params = filter_sql(filters)
             rows = self._read(
                 f"SELECT c.entity_type, c.entity_id, c.chunk_no, c.text, -bm25({table}, {weights}) AS score, "
@@ -498,7 +500,7 @@ class SqliteIndex(SqliteCatalog):
         if k <= 0:
             return []
         allowed = None
-        if filters.metadata:
+        if filters.metadata or filters.conditions:
             where, params = filter_sql(filters)
             allowed = [
                 r[0]

@@ -6,7 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from core.models import Candidate, EntityKey, Filters, StoredEntity
+from core.filters import DATE, NUMBER
+from core.models import Candidate, Condition, EntityKey, Filters, StoredEntity
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS idx_entities (
@@ -92,9 +93,46 @@ def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
     for key, values in sorted(filters.metadata.items()):
         marks = ",".join("?" * len(values))
         clauses.append(f"EXISTS (SELECT 1 FROM json_each(e.metadata, ?) WHERE value IN ({marks}))")
-        params.append('$."' + key.replace('"', "") + '"')
+        params.append(_json_path(key))
         params.extend(values)
+    for condition in filters.conditions:
+        sql, args = condition_sql(condition)
+        clauses.append(sql)
+        params.extend(args)
     return " AND ".join(clauses), params
+
+
+def _json_path(key: str) -> str:
+    return '$."' + key.replace('"', "") + '"'
+
+
+_COMPARE = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+# Which JSON values a range compares with (core/filters.py): numbers, or text that starts with a date
+# (the same test as infra/opensearch/documents.py DATED).
+_RANGE_VALUES = {
+    NUMBER: "type IN ('integer', 'real')",
+    DATE: "type = 'text' AND value GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*'",
+}
+
+
+def condition_sql(condition: Condition) -> tuple[str, list[Any]]:
+    """One range/not/exists condition as SQL on e = entities, with its parameters."""
+    values = list(condition.values)
+    if condition.column:
+        column = f"e.{condition.field}"
+        if condition.op == "exists":
+            return f"{column} IS {'NOT ' if values[0] else ''}NULL", []
+        if condition.op == "not":
+            return f"({column} IS NULL OR {column} NOT IN ({','.join('?' * len(values))}))", values
+        return f"{column} {_COMPARE[condition.op]} ?", values
+    each = "SELECT 1 FROM json_each(e.metadata, ?) WHERE "
+    path = _json_path(condition.field)
+    if condition.op == "exists":
+        return f"{'' if values[0] else 'NOT '}EXISTS ({each}type != 'null')", [path]
+    if condition.op == "not":
+        return f"NOT EXISTS ({each}value IN ({','.join('?' * len(values))}))", [path, *values]
+    compare = f"{_RANGE_VALUES[condition.kind]} AND value {_COMPARE[condition.op]} ?"
+    return f"EXISTS ({each}{compare})", [path, *values]
 
 
 def stored(row: Sequence[Any]) -> StoredEntity:

@@ -25,9 +25,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from core.models import Filters, LexicalQuery, MatchMode, Vector
+from core.filters import COLUMN_FIELDS
+from core.models import Condition, Filters, LexicalQuery, MatchMode, Vector
 from infra.opensearch import mapping as m
-from infra.opensearch.documents import keyword, metadata_term
+from infra.opensearch.documents import keyword, metadata_term, range_limits, range_term
 
 MAX_WINDOW = 10_000  # OpenSearch `index.max_result_window` default; also the k-NN plugin's maximum k
 INNER_HITS_NAME = "best_chunk"
@@ -160,14 +161,37 @@ def filter_clauses(tenant_id: str, filters: Filters) -> list[dict[str, Any]]:
         clauses.append(_terms(m.OWNER, filters.owners))
     for key, values in sorted(filters.metadata.items()):
         clauses.append({"terms": {m.METADATA: [metadata_term(key, v) for v in values]}})
+    clauses.extend(c for c, negated in map(condition_clause, filters.conditions) if not negated)
     return clauses
+
+
+def condition_clause(condition: Condition) -> tuple[dict[str, Any], bool]:
+    """One range/not/exists condition (core/filters.py) as a clause, and whether it goes in `must_not`;
+    the same semantics as infra/local/sqlite_sql.py condition_sql."""
+    field, op, values = condition.field, condition.op, condition.values
+    if op == "exists":
+        if condition.column:
+            return {"exists": {"field": field}}, not values[0]
+        return {"prefix": {m.METADATA: metadata_term(field, "")}}, not values[0]
+    if op == "not":
+        if condition.column:
+            return _terms(field, values), True
+        return {"terms": {m.METADATA: [metadata_term(field, v) for v in values]}}, True
+    if condition.column:  # created_at / updated_at: ISO 8601 keywords, in text order
+        return {"range": {field: {op: values[0]}}}, False
+    # The key's range terms only: bounded on the open side by the first or past-the-last of them.
+    low, high = range_limits(field, condition.kind)
+    other = {"lt": high} if op in ("gt", "gte") else {"gte": low}
+    return {"range": {m.METADATA: {op: range_term(field, condition.kind, values[0]), **other}}}, False
 
 
 def filter_query(tenant_id: str, filters: Filters) -> dict[str, Any]:
     """The filters as one bool query (entities without an owner survive `exclude_owner`)."""
     query: dict[str, Any] = {"filter": filter_clauses(tenant_id, filters)}
-    if filters.exclude_owner is not None:
-        query["must_not"] = [{"term": {m.OWNER: filters.exclude_owner}}]
+    excluded = [] if filters.exclude_owner is None else [{"term": {m.OWNER: filters.exclude_owner}}]
+    excluded.extend(c for c, negated in map(condition_clause, filters.conditions) if negated)
+    if excluded:
+        query["must_not"] = excluded
     return {"bool": query}
 
 
@@ -265,6 +289,31 @@ def lexical_body(
     scope = filter_query(tenant_id, filters)
     scope["bool"]["must"] = [_nested(text_query(query), lean)]
     return _envelope(clamp(k), scope, lean)
+
+
+def facets_body(
+    tenant_id: str, query: LexicalQuery | None, filters: Filters, fields: Sequence[str], size: int
+) -> dict[str, Any]:
+    """Counts, no hits: per field a `terms` aggregation (documents per value) over the entities the query's
+    words match inside the filters (every entity inside them without words). Metadata values come from the
+    `key=value` filter terms (their key's prefix kept by `include`, then cut off: catalog.OpenSearchCatalog.facets)."""
+    scope = filter_query(tenant_id, filters)
+    if query is not None and not query.empty:
+        scope["bool"]["must"] = [{"nested": {"path": m.CHUNKS, "query": text_query(query)}}]
+    aggs: dict[str, Any] = {}
+    for n, field in enumerate(fields):
+        if field in COLUMN_FIELDS:
+            terms: dict[str, Any] = {"field": field}
+        else:
+            terms = {"field": m.METADATA, "include": _literal_regexp(metadata_term(field, "")) + ".*"}
+        aggs[f"f{n}"] = {"terms": {**terms, "size": size, "order": [{"_count": "desc"}, {"_key": "asc"}]}}
+    return {"size": 0, "track_total_hits": False, "query": scope, "aggs": aggs}
+
+
+def _literal_regexp(text: str) -> str:
+    """`text` as a Lucene regular expression matching itself (every character but letters and digits
+    escaped; Lucene's syntax reserves many more than Java's)."""
+    return "".join(ch if ch.isalnum() and ch.isascii() else "\\" + ch for ch in text)
 
 
 def _knn(tenant_id: str, embedding: Vector, filters: Filters, size: int) -> dict[str, Any]:

@@ -9,8 +9,9 @@ from typing import Any, Protocol
 
 from core.catalog import EmbeddingStatus, EntityPosition
 from core.errors import UnavailableError
-from core.models import EntityKey, StoredEntity
-from infra.opensearch import documents
+from core.filters import COLUMN_FIELDS
+from core.models import EntityKey, Filters, LexicalQuery, StoredEntity
+from infra.opensearch import bodies, documents
 from infra.opensearch import mapping as m
 from infra.opensearch.errors import BACKEND, INDEX_MISSING, UNAVAILABLE_RETRY_AFTER, error_parts, translated
 from infra.opensearch.responses import partial
@@ -71,7 +72,41 @@ class _IndexParts(Protocol):
 
 
 class OpenSearchCatalog:
-    """Mixin of OpenSearchIndex: `list_entities`, `embedding_status`, `purge_tenant`."""
+    """Mixin of OpenSearchIndex: `list_entities`, `embedding_status`, `purge_tenant`, `facets`."""
+
+    def facets(
+        self: _IndexParts,
+        tenant_id: str,
+        query: LexicalQuery | None,
+        filters: Filters,
+        fields: Sequence[str],
+        size: int,
+    ) -> dict[str, dict[str, int]]:
+        """Entities per value of each field among the query's matches (core/ports.py SearchIndex.facets):
+        one search, no hits, a `terms` aggregation per field (bodies.facets_body)."""
+        from opensearchpy.exceptions import NotFoundError
+
+        if not fields:
+            return {}
+        with translated():
+            try:
+                response = self._client.search(
+                    index=self._alias,
+                    body=bodies.facets_body(tenant_id, query, filters, fields, size),
+                    routing=self._route(tenant_id),
+                )
+            except NotFoundError as exc:
+                if error_parts(exc.info)[0] == INDEX_MISSING:
+                    return {f: {} for f in fields}
+                raise
+        _whole(response, "a facet count")
+        aggregations = response.get("aggregations") or {}
+        out: dict[str, dict[str, int]] = {}
+        for n, field in enumerate(fields):
+            cut = 0 if field in COLUMN_FIELDS else len(documents.metadata_term(field, ""))
+            buckets = (aggregations.get(f"f{n}") or {}).get("buckets") or []
+            out[field] = {str(b["key"])[cut:]: int(b["doc_count"]) for b in buckets}
+        return out
 
     def list_entities(
         self: _IndexParts, tenant_id: str, entity_type: str | None, limit: int, after: EntityPosition | None

@@ -11,10 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
+import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from core.filters import DATE, NUMBER
 from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity
 from infra.opensearch import mapping as m
 
@@ -44,17 +47,58 @@ def keyword(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+# Range terms (core/filters.py): a number also as `%N<key>=<sortable hex>`, a text that starts with a
+# date also as `%D<key>=<text>`, so `range` on the one keyword field compares them in order. A key's own
+# `%` is escaped (`%25`), so no `key=value` term starts with `%N` or `%D`.
+NUMBER_PREFIX = "%N"
+DATE_PREFIX = "%D"
+DATED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # the same test as infra/local/sqlite_sql.py _RANGE_VALUES
+_SIGN = 1 << 63
+_ALL_BITS = (1 << 64) - 1
+
+
+def _escaped(key: str) -> str:
+    return key.replace("%", "%25").replace("=", "%3D")
+
+
+def sortable_number(value: float) -> str:
+    """A number as 16 hex digits whose text order is the numbers' order (IEEE 754 bits, sign folded)."""
+    (bits,) = struct.unpack(">Q", struct.pack(">d", float(value) + 0.0))  # -0.0 as 0.0
+    return f"{(bits ^ _ALL_BITS) if bits & _SIGN else (bits | _SIGN):016x}"
+
+
+def range_term(key: str, kind: str, value: Any) -> str:
+    """The term a range compares: `kind` is core.filters NUMBER or DATE."""
+    if kind == NUMBER:
+        return f"{NUMBER_PREFIX}{_escaped(key)}={sortable_number(value)}"
+    return f"{DATE_PREFIX}{_escaped(key)}={value}"
+
+
+def range_limits(key: str, kind: str) -> tuple[str, str]:
+    """The first and past-the-last terms of a key's range terms (`=` then `>`, the next character)."""
+    prefix = f"{NUMBER_PREFIX if kind == NUMBER else DATE_PREFIX}{_escaped(key)}"
+    return f"{prefix}=", f"{prefix}>"
+
+
 def metadata_term(key: str, value: Any) -> str:
     """One `key=value` filter term; `%` and `=` in the key are escaped so no two pairs collide."""
-    return f"{key.replace('%', '%25').replace('=', '%3D')}={keyword(value)}"
+    return f"{_escaped(key)}={keyword(value)}"
 
 
 def metadata_terms(metadata: Mapping[str, Any]) -> list[str]:
-    """The filter copy of metadata: a term per value, lists per element (any matches), None dropped."""
+    """The filter copy of metadata: a term per value, lists per element (any matches), None dropped; numbers
+    and dated texts also as range terms."""
     out: list[str] = []
     for key, value in metadata.items():
         values = value if isinstance(value, (list, tuple)) else [value]
-        out.extend(metadata_term(key, v) for v in values if v is not None)
+        for v in values:
+            if v is None:
+                continue
+            out.append(metadata_term(key, v))
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                out.append(range_term(key, NUMBER, v))
+            elif isinstance(v, str) and DATED.match(v):
+                out.append(range_term(key, DATE, v))
     return out
 
 
@@ -86,10 +130,15 @@ def for_layout(source: dict[str, Any], display_values: bool) -> dict[str, Any]:
 
 
 def with_display(source: dict[str, Any]) -> dict[str, Any]:
-    """A stored document with its display fields (re)computed (a reindex copies older documents)."""
+    """A stored document with its filter terms and display fields (re)computed (a reindex copies older
+    documents)."""
     texts = [str(c.get("text") or "") for c in source.get(m.CHUNKS) or []]
     metadata = source.get(m.METADATA_RAW) or {}
-    return {**source, **display_fields(str(source.get("title") or ""), texts, metadata)}
+    return {
+        **source,
+        m.METADATA: metadata_terms(metadata),  # an older copy may lack the range terms
+        **display_fields(str(source.get("title") or ""), texts, metadata),
+    }
 
 
 def _chunk(chunk: Chunk) -> dict[str, Any]:
@@ -148,8 +197,7 @@ def with_metadata(
         {
             m.VERSION: version,
             "body": dict(body),
-            m.METADATA: metadata_terms(metadata),
-            m.METADATA_RAW: dict(metadata),
+            m.METADATA_RAW: dict(metadata),  # with_display derives the filter terms
             "updated_at": updated_at,
         }
     )

@@ -180,6 +180,11 @@ class TenantIndexes:
     ) -> list[StoredEntity]:
         return self.for_tenant(tenant_id).list_entities(tenant_id, entity_type, limit, after)
 
+    def facets(
+        self, tenant_id: str, query: LexicalQuery | None, filters: Filters, fields: Sequence[str], size: int
+    ) -> dict[str, dict[str, int]]:
+        return self.for_tenant(tenant_id).facets(tenant_id, query, filters, fields, size)
+
     def embedding_status(self, tenant_id: str, keys: Sequence[EntityKey]) -> dict[EntityKey, EmbeddingStatus]:
         return self.for_tenant(tenant_id).embedding_status(tenant_id, keys)
 

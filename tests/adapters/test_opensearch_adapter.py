@@ -152,7 +152,10 @@ def test_metadata_updates_keep_text_and_vectors(server: FakeOpenSearch, index: O
     assert outcome is WriteOutcome.APPLIED
     doc = stored(server)
     assert doc["chunks"] == before and doc["version"] == 2 and doc["updated_at"] == "2026-11-02"
-    assert doc["metadata_terms"] == ["status=done", "n=3"] and doc["metadata_raw"] == {
+    # `n` also as its range term (documents.range_term: 3.0's IEEE 754 bits with the sign bit set)
+    assert doc["metadata_terms"] == ["status=done", "n=3", "%Nn=c008000000000000"] and doc[
+        "metadata_raw"
+    ] == {
         "status": "done",
         "n": 3,
     }

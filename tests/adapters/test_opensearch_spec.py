@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from core.filters import COMMON_FILTERS, parse_filters
 from core.models import EntityKey, Filters, LexicalQuery, MatchMode
 from infra.opensearch import bodies, documents, mapping
 from infra.opensearch.layout import Layout
@@ -42,6 +43,17 @@ ONE_FILTER_EACH = {
     "owner": Filters(owner="agent-1"),
     "exclude_owner": Filters(exclude_owner="agent-1"),
     "namespaces": Filters(namespaces=("ns",)),
+    "conditions": parse_filters(
+        {
+            "priority": {"gt": 1, "lte": 9.5},
+            "due_date": {"gte": "2026-01-01", "lte": "2026-01-31"},
+            "created_at": {"lt": "2026-02-01T00:00:00Z"},
+            "status": {"not": ["done"], "exists": True},
+            "owner": {"not": "agent-3", "exists": True},
+        },
+        ("task",),
+        {"priority", "due_date", "status", *COMMON_FILTERS},
+    ),
     "all": ALL_FILTERS,
 }
 QUERIES = {

@@ -11,6 +11,7 @@ import pytest
 
 from infra.local.sqlite_index import SqliteIndex
 from tests.adapters.opensearch_live_support import fresh_live_index, live_client
+from tests.adapters.search_filter_contract import SearchFilterContract
 from tests.adapters.search_index_contract import DIM, SearchIndexContract
 
 
@@ -27,3 +28,7 @@ def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 
 class TestSearchIndexContract(SearchIndexContract):
     """Every test of the contract, once per adapter."""
+
+
+class TestSearchFilterContract(SearchFilterContract):
+    """Every filter operator, once per adapter."""

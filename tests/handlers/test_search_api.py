@@ -54,7 +54,7 @@ def test_health_answers_without_a_token(local: Any) -> None:
 
 
 def test_bulk_then_search_finds_the_task_with_a_highlighted_snippet(local: Any) -> None:
-    assert bulk(TASKS) == {"indexed": 3, "skipped_stale": 0, "errors": []}
+    assert bulk(TASKS) == {"indexed": 3, "skipped_stale": 0, "errors": [], "unindexed_fields": []}
     body = search("login bug")
     assert ids(body)[0] == "t-login"
     top = body["results"][0]
@@ -141,7 +141,7 @@ def test_a_stale_version_never_overwrites_a_newer_one(local: Any) -> None:
     assert status == 409 and body["error"]["code"] == "stale_version"
     assert body["error"]["fields"]["version"] == "stored version is 5"
     again = bulk([{"type": "memory", "id": "m-deploy", "content": "old text", "version": 3}])
-    assert again == {"indexed": 0, "skipped_stale": 1, "errors": []}
+    assert again == {"indexed": 0, "skipped_stale": 1, "errors": [], "unindexed_fields": []}
     assert ids(search("canary stage", strategy="keyword")) == ["m-deploy"]
     assert ids(search("skip", strategy="keyword")) == []
 

@@ -349,6 +349,7 @@ ROUTE_SCOPES = {
     ("post", "/corpus"): "write",
     ("get", "/entities/{entity_type}/{entity_id}"): "read",
     ("get", "/entities"): "read",
+    ("post", "/entities/batch-get"): "read",
     ("get", "/context/weights/history"): "read",
     ("get", "/evals"): "read",
     ("get", "/overlays/{role_id}/evals"): "read",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, confloat, conint, constr
-from typing import Any, Literal, Optional, Union
+from typing import Any, Dict, Literal, Optional, Union
 from datetime import date, datetime
 
 
@@ -105,6 +105,11 @@ class BulkResponse(BaseModel):
     errors: list[BulkError] = Field(..., title="Errors")
     indexed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Indexed")
     skipped_stale: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Skipped Stale")
+    unindexed_fields: list[str] | None = Field(
+        None,
+        description="Fields the entity type neither searches nor filters on: stored and returned, never found (of any item)",
+        title="Unindexed Fields",
+    )
 
 
 class CallersResponse(BaseModel):
@@ -484,6 +489,16 @@ class EntityPage(BaseModel):
     next_cursor: str | None = Field(..., title="Next Cursor")
 
 
+class EntityRef(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    id: constr(min_length=1, max_length=256) = Field(..., title="Id")
+    type: Literal["commitment", "document", "idea", "memory", "person", "project", "task"] = Field(
+        ..., title="Type"
+    )
+
+
 class EraseReport(BaseModel):
     cache_entries_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., title="Cache Entries Removed"
@@ -546,6 +561,56 @@ class FeedbackResponse(BaseModel):
     ignored_ids: list[str] = Field(..., title="Ignored Ids")
     recorded_ids: list[str] = Field(..., title="Recorded Ids")
     success: bool = Field(..., title="Success")
+
+
+class FilterOperators(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    exists: bool | None = Field(None, description="true: has a value; false: has none")
+    gt: (
+        conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = None
+    gte: (
+        conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = None
+    in_: list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool] | None = Field(
+        None, alias="in", description="any of these", min_length=1
+    )
+    lt: (
+        conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = None
+    lte: (
+        conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = None
+    not_: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, alias="not", description="none of these (no value passes)")
 
 
 class ExpectedId(
@@ -1393,7 +1458,11 @@ class RetrievalDiagnostics(BaseModel):
 
 class RetrieverExplanation(BaseModel):
     rank: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(..., title="Rank")
-    score: float | None = Field(..., title="Score")
+    score: float | None = Field(
+        ...,
+        description="The retriever's own score, not normalised: BM25 for the keyword leg, cosine for the vector leg",
+        title="Score",
+    )
 
 
 class AntiGoal(RootModel[constr(min_length=1, max_length=500)]):
@@ -1476,79 +1545,8 @@ class ScoreWeights(BaseModel):
     trust: confloat(ge=0.0, le=1.0) | None = Field(0.1, title="Trust")
 
 
-class SearchRequest(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    cursor: constr(max_length=1024) | None = Field(
-        None,
-        description="`next_cursor` of the previous page; send the same query, entities, filters, strategy and limit. Answers 409 `cursor_expired` when the tenant's index changed in between.",
-        title="Cursor",
-    )
-    entities: (
-        list[
-            Literal[
-                "commitment",
-                "commitments",
-                "document",
-                "documents",
-                "idea",
-                "ideas",
-                "memories",
-                "memory",
-                "people",
-                "person",
-                "persons",
-                "project",
-                "projects",
-                "task",
-                "tasks",
-            ]
-        ]
-        | None
-    ) = Field(
-        None,
-        description="Entity types to search, singular or plural (`task`, `tasks`); default all",
-        title="Entities",
-    )
-    explain: bool | None = Field(False, title="Explain")
-    filters: (
-        dict[
-            Literal[
-                "category",
-                "domain",
-                "due_date",
-                "memory_type",
-                "namespace",
-                "owner",
-                "pinned",
-                "project_id",
-                "source",
-                "source_repo",
-                "status",
-                "topic",
-                "trust",
-                "trust_level",
-            ],
-            str
-            | conint(ge=-9223372036854775807, le=9223372036854775807)
-            | float
-            | bool
-            | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool],
-        ]
-        | None
-    ) = Field(
-        None,
-        description="Metadata filters, field → value or values (any of them); the fields must be filterable for every searched type",
-        title="Filters",
-    )
-    limit: conint(ge=1, le=100) | None = Field(20, title="Limit")
-    query: constr(max_length=1000) = Field(
-        ...,
-        description="What to search for; supports `type:` prefixes, `@name` and quoted phrases. Empty or whitespace: no results (not an error)",
-        title="Query",
-    )
-    strategy: Literal["auto", "keyword", "semantic", "hybrid"] | None = Field("auto", title="Strategy")
+class ReturnField(RootModel[constr(min_length=1, max_length=256)]):
+    root: constr(min_length=1, max_length=256)
 
 
 class SemanticPart(BaseModel):
@@ -1849,6 +1847,54 @@ class TaskPatch(BaseModel):
     )
 
 
+class TextFilterOperators(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    exists: bool | None = Field(None, description="true: has a value; false: has none")
+    in_: list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool] | None = Field(
+        None, alias="in", description="any of these", min_length=1
+    )
+    not_: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | None
+    ) = Field(None, alias="not", description="none of these (no value passes)")
+
+
+class TimeRange(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    gt: (
+        constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = Field(None, description="an ISO 8601 date or date-time")
+    gte: (
+        constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = Field(None, description="an ISO 8601 date or date-time")
+    lt: (
+        constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = Field(None, description="an ISO 8601 date or date-time")
+    lte: (
+        constr(
+            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+        )
+        | None
+    ) = Field(None, description="an ISO 8601 date or date-time")
+
+
 class WarningState(
     RootModel[
         Literal["healthy", "no_overlay", "no_strong_match", "stale_dominant", "forbidden_hit", "conflicting"]
@@ -1912,6 +1958,11 @@ class WriteResponse(BaseModel):
     message: str | None = Field(None, title="Message")
     outcome: Literal["applied", "stale", "duplicate"] = Field(..., title="Outcome")
     reembedded: bool = Field(..., title="Reembedded")
+    unindexed_fields: list[str] | None = Field(
+        None,
+        description="Fields the entity type neither searches nor filters on: stored and returned, never found",
+        title="Unindexed Fields",
+    )
     version: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Version")
 
 
@@ -1923,6 +1974,20 @@ class AssembleResponse(BaseModel):
     token_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Token Budget")
     total_tokens: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Total Tokens")
     warnings: list[str] = Field(..., title="Warnings")
+
+
+class BatchGetRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    items: list[EntityRef] = Field(..., max_length=100, min_length=1, title="Items")
+
+
+class BatchGetResponse(BaseModel):
+    found: list[EntityOut] = Field(..., title="Found")
+    missing: list[EntityRef] = Field(
+        ..., description="Absent, deleted or another tenant's (indistinguishably)", title="Missing"
+    )
 
 
 class BulkItem(
@@ -2200,10 +2265,168 @@ class RoleOverlayBody(BaseModel):
     vocabulary: RoleVocabulary | None = None
 
 
+class Filters(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    __annotations__ = {
+        "__pydantic_extra__": Dict[
+            Literal[
+                "category",
+                "created_at",
+                "domain",
+                "due_date",
+                "memory_type",
+                "namespace",
+                "owner",
+                "pinned",
+                "project_id",
+                "source",
+                "source_repo",
+                "status",
+                "topic",
+                "trust",
+                "trust_level",
+                "updated_at",
+            ],
+            str
+            | conint(ge=-9223372036854775807, le=9223372036854775807)
+            | float
+            | bool
+            | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+            | FilterOperators,
+        ],
+    }
+    created_at: TimeRange | None = None
+    namespace: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | TextFilterOperators
+        | None
+    ) = None
+    owner: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | TextFilterOperators
+        | None
+    ) = None
+    source: (
+        str
+        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | float
+        | bool
+        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | TextFilterOperators
+        | None
+    ) = None
+    updated_at: TimeRange | None = None
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    cursor: constr(max_length=1024) | None = Field(
+        None,
+        description="`next_cursor` of the previous page; send the same query, entities, filters, strategy and limit. Answers 409 `cursor_expired` when the tenant's index changed in between.",
+        title="Cursor",
+    )
+    entities: (
+        list[
+            Literal[
+                "commitment",
+                "commitments",
+                "document",
+                "documents",
+                "idea",
+                "ideas",
+                "memories",
+                "memory",
+                "people",
+                "person",
+                "persons",
+                "project",
+                "projects",
+                "task",
+                "tasks",
+            ]
+        ]
+        | None
+    ) = Field(
+        None,
+        description="Entity types to search, singular or plural (`task`, `tasks`); default all",
+        title="Entities",
+    )
+    explain: bool | None = Field(False, title="Explain")
+    facets: (
+        list[
+            Literal[
+                "category",
+                "domain",
+                "due_date",
+                "memory_type",
+                "namespace",
+                "owner",
+                "pinned",
+                "project_id",
+                "source",
+                "source_repo",
+                "status",
+                "topic",
+                "trust",
+                "trust_level",
+            ]
+        ]
+        | None
+    ) = Field(
+        None,
+        description="Fields to count: entities per value over every match of the query's words within the filters (every entity within them for a semantic search), not only this page",
+        title="Facets",
+    )
+    filters: Filters | None = Field(
+        None,
+        description="Filters, field → a value, any of a list, or operators that must all hold (FilterOperators); the fields must be filterable for every searched type, or be source, owner, namespace (no ranges), created_at or updated_at (ranges only)",
+        title="Filters",
+    )
+    limit: conint(ge=1, le=100) | None = Field(20, title="Limit")
+    min_score: confloat(ge=0.0, le=1.0) | None = Field(
+        None,
+        description="Leave out results whose fused `score` is below this (0-1: fused scores are at most 1)",
+        title="Min Score",
+    )
+    query: constr(max_length=1000) = Field(
+        ...,
+        description="What to search for; supports `type:` prefixes, `@name` and quoted phrases. Empty or whitespace: no results (not an error)",
+        title="Query",
+    )
+    return_fields: Literal["all", "none"] | list[ReturnField] | None = Field(
+        None,
+        description="Stored fields in each result's `fields`: `all`, a list of names, or `none` (ids and scores only: no title, snippet or metadata); default: title, snippet and metadata, no `fields`",
+        title="Return Fields",
+    )
+    strategy: Literal["auto", "keyword", "semantic", "hybrid"] | None = Field("auto", title="Strategy")
+
+
 class SearchResult(BaseModel):
     entity_id: str = Field(..., title="Entity Id")
     entity_type: str = Field(..., title="Entity Type")
     explanation: Explanation | None = None
+    fields: dict[str, Any] | None = Field(
+        None,
+        description="The stored fields asked for with `return_fields` (absent ones left out)",
+        title="Fields",
+    )
+    matched_terms: list[str] | None = Field(
+        None,
+        description="The query's words found in the title or the matched text; empty: no query word matched",
+        title="Matched Terms",
+    )
     metadata: dict[str, Any] = Field(..., title="Metadata")
     score: float = Field(..., title="Score")
     snippet: str = Field(..., title="Snippet")
@@ -2246,6 +2469,11 @@ class RetrieveRequest(BaseModel):
 
 
 class SearchResponse(BaseModel):
+    facets: dict[str, dict[str, conint(ge=-9223372036854775807, le=9223372036854775807)]] | None = Field(
+        None,
+        description="Per field asked for in `facets`: value → entities, most frequent first",
+        title="Facets",
+    )
     next_cursor: str | None = Field(
         None,
         description="Pass back as `cursor` for the next page; null on the last page",
