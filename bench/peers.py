@@ -172,7 +172,7 @@ def quarry_ingest(data_dir: Path, data: Any, cache_dir: Path, smoke: bool = Fals
 
     container = Container(load_settings(data_dir=data_dir))
     embedder = HashingEmbedder() if smoke else CachingEmbedder(LocalEmbedder(), cache_dir, progress=False)
-    container.__dict__["embedder"] = embedder
+    container.override(embedder=embedder)
     report = ingest(data, container.indexing, SystemClock().now(), progress=False)
     if report.errors or report.indexed != len(data.corpus) - len(report.empty):
         raise RuntimeError(f"ingest failed: {report.errors[:3]}")

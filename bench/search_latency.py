@@ -150,20 +150,19 @@ def main(argv: list[str] | None = None) -> int:
                 data_dir=data, cache_ttl_seconds=0, cache="memory", async_min_chunks=10_000, **backend
             )
         )
-        container.__dict__["embedder"] = CachingEmbedder(model, args.cache_dir, progress=False)
+        container.override(embedder=CachingEmbedder(model, args.cache_dir, progress=False))
         set_container(container)
         ingest_s = ingest(api.lambda_handler, args.entities)
         refresh(container)
         # Queries are embedded by the model itself, every time: their cost is part of the latency.
-        for name in ("embedder", "search", "indexing"):
-            container.__dict__.pop(name, None)
-        container.__dict__["embedder"] = model
+        container.override(embedder=model)  # the search and indexing services rebuild around it
         stream = queries(args.queries)
         results = {
             s: measure(api.lambda_handler, s, stream) for s in ("keyword", "semantic", "hybrid", "auto")
         }
-        cached = Container(load_settings(data_dir=data, cache="memory", **backend))
-        cached.__dict__["embedder"] = model
+        cached = Container(
+            load_settings(data_dir=data, cache="memory", **backend), overrides={"embedder": model}
+        )
         set_container(cached)
         ratio = cache_ratio(api.lambda_handler, queries(60, seed=3), 100 if args.smoke else 1000)
         set_container(None)

@@ -31,15 +31,14 @@ from core.evaluation import Metrics, Run, evaluate
 from core.fusion import CONVEX_ALPHA, RRF_K, FusionMethod
 from core.ports import Embedder, SearchIndex
 from core.schemas import SearchRequest
-from core.service.indexing import IndexingService
 from core.service.search import SearchService, SearchSettings
-from core.service.tuning import FusionTuningService
 from core.tuning import TuningResult
 from infra.beir import BeirDataset, document_entity
-from infra.clock import SystemClock
 
 if TYPE_CHECKING:
+    from core.service.indexing import IndexingService
     from infra.local.sqlite_index import SqliteIndex
+    from infra.wiring import Container
 
 EVAL_TENANT = "eval"
 SEARCH_LIMIT = 100  # Recall@100 needs 100 results; also DESIGN.md §3's maximum limit
@@ -268,6 +267,24 @@ def eval_index(settings: Any, dimension: int, kind: str) -> Iterator[SearchIndex
         index.drop()
 
 
+def _eval_container(
+    work_dir: Path,
+    embedder: Embedder,
+    index: SearchIndex,
+    registry: EntityTypeRegistry,
+    settings: SearchSettings,
+) -> Container:
+    """The composition root (infra/wiring.py) around one evaluation's index, embedder and search settings;
+    everything else local and in memory, whatever the environment configures."""
+    from infra.local.cache import MemoryCache
+    from infra.settings import load_settings
+    from infra.wiring import Container
+
+    local = load_settings(data_dir=work_dir, index="sqlite", state="sqlite", cache="memory")
+    parts = {"index": index, "embedder": embedder, "registry": registry, "search_settings": settings}
+    return Container(local, overrides={**parts, "cache": MemoryCache()})
+
+
 def evaluate_dataset(
     data: BeirDataset,
     embedder: Embedder,
@@ -292,22 +309,20 @@ def evaluate_dataset(
     settings = dataclasses.replace(
         default or SearchSettings(), max_query_chars=EVAL_MAX_QUERY_CHARS, max_terms=EVAL_MAX_TERMS
     )
-    types = registry or EntityTypeRegistry()
-    clock = SystemClock()
     fresh = None
     if index is None:
         index = fresh = _fresh_sqlite_index(work_dir, keyword_engine)
-    indexing = IndexingService(index, embedder, types, MemoryCache())
-    ingested = ingest(data, indexing, clock.now(), progress)
+    c = _eval_container(work_dir, embedder, index, registry or EntityTypeRegistry(), settings)
+    ingested = ingest(data, c.indexing, c.clock.now(), progress)
     if fresh is not None:
         fresh.settle()  # rank with the keyword engine alone, not its merge of the newest chunks
 
     def make_service(s: SearchSettings) -> SearchService:
-        return SearchService(index, embedder, MemoryCache(), types, clock, s)
+        return c.override(search_settings=s, cache=MemoryCache()).search  # each strategy its own cache
 
     query_errors: dict[str, dict[str, str]] = {}
     metrics, seconds = evaluate_strategies(data, make_service, _ordered(strategies), settings, query_errors)
-    tuner = FusionTuningService(index, embedder, types, settings)
+    tuner = c.override(search_settings=settings).fusion_tuning
     return EvalReport(
         dataset=data.name,
         split=data.split,

@@ -3,10 +3,12 @@ process (a warm Lambda container reuses its clients). `container()` is what hand
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
 import uuid
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
@@ -39,15 +41,48 @@ if TYPE_CHECKING:
     from core.service.lifecycle import LifecycleService
     from core.service.retrieval import RetrievalService
     from core.service.search import SearchService, SearchSettings
+    from core.service.tuning import FusionTuningService
     from infra.settings import Settings
 
 
 class Container:
-    """Adapters and services for one set of settings; every part is built once, on first use."""
+    """Adapters and services for one set of settings; every part is built once, on first use.
 
-    def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
+    Any part can be swapped for another (a fake embedder, a failing index, a fixed clock):
+    `Container(settings, overrides={"embedder": fake})` or `container.override(embedder=fake)`. An
+    override also drops every part already built from the old one, so services rebuild around the new
+    part on next use; an overridden part stays until overridden again."""
+
+    def __init__(
+        self, settings: Settings, clock: Clock | None = None, *, overrides: Mapping[str, Any] | None = None
+    ) -> None:
         self.settings = settings
         self.clock = clock or SystemClock()
+        self._overridden: set[str] = set()
+        if overrides:
+            self.override(**overrides)
+
+    def override(self, **parts: Any) -> Container:
+        """Use these parts instead of building them; drop the cached parts that were built from the old
+        ones (their dependents, transitively). Returns the container, for chaining."""
+        graph = _dependents()
+        unknown = sorted(set(parts) - graph.keys())
+        if unknown:
+            raise TypeError(
+                f"Container has no part named {', '.join(unknown)} (parts: {', '.join(sorted(graph))})"
+            )
+        self._overridden |= parts.keys()
+        stale: set[str] = set()
+        pending = list(parts)
+        while pending:
+            for dependent in graph[pending.pop()]:
+                if dependent not in stale:
+                    stale.add(dependent)
+                    pending.append(dependent)
+        for name in stale - self._overridden:
+            self.__dict__.pop(name, None)
+        self.__dict__.update(parts)
+        return self
 
     def check(self) -> None:
         """Build what configuration alone decides (no network): a wrong setting fails here, at start."""
@@ -212,6 +247,13 @@ class Container:
         return SearchService(
             self.index, self.embedder, self.cache, self.registry, self.clock, self.search_settings
         )
+
+    @cached_property
+    def fusion_tuning(self) -> FusionTuningService:
+        """Grid-searches the fusion setting on judged queries (`quarry eval --tune`, infra/evaluation.py)."""
+        from core.service.tuning import FusionTuningService
+
+        return FusionTuningService(self.index, self.embedder, self.registry, self.search_settings)
 
     @cached_property
     def indexing(self) -> IndexingService:
@@ -379,6 +421,52 @@ class Container:
 
         cs = self.context_settings
         return LearningService(self.state, self.clock, cs.sources, cs.default_budget)
+
+
+@functools.cache
+def _dependents() -> dict[str, frozenset[str]]:
+    """{part: the parts whose build reads it}, read from Container's own source: a reference inside a
+    lambda is resolved at call time, so it is not a build-time dependency (the job queue's callbacks
+    find the current `jobs`). Parsed only when a part is overridden (tests, benches), never at cold start."""
+    import ast
+    import inspect
+    import textwrap
+
+    parts = {
+        name
+        for name, member in vars(Container).items()
+        if isinstance(member, cached_property) or name == "load_embedder"
+    } | {"clock"}
+    uses: dict[str, set[str]] = {name: set() for name in parts}
+    source = ast.parse(textwrap.dedent(inspect.getsource(Container))).body[0]
+    assert isinstance(source, ast.ClassDef)
+    for node in source.body:
+        if isinstance(node, ast.FunctionDef) and node.name in parts:
+            for used in _self_reads(node, parts):
+                uses[used].add(node.name)
+    return {name: frozenset(users - {name}) for name, users in uses.items()}
+
+
+def _self_reads(function: Any, parts: set[str]) -> set[str]:
+    """The parts a method (an `ast.FunctionDef`) reads as `self.<part>` outside any lambda or nested
+    function."""
+    import ast
+
+    found: set[str] = set()
+    pending: list[Any] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+            and node.attr in parts
+        ):
+            found.add(node.attr)
+        pending.extend(ast.iter_child_nodes(node))
+    return found
 
 
 _lock = threading.Lock()

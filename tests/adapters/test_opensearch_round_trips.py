@@ -40,9 +40,7 @@ def traffic(tmp_path: Path, fake_embedder: FakeEmbedder) -> Iterator[tuple[list[
     CountingConnection.searches = searches  # type: ignore[attr-defined]
     client = OpenSearch(hosts=["http://127.0.0.1:9"], connection_class=CountingConnection, attempts=attempts)
     container = make_container(tmp_path / "data", fake_embedder)
-    container.__dict__["index"] = OpenSearchIndex(
-        client, dimension=fake_embedder.dimension, auto_create=False
-    )
+    container.override(index=OpenSearchIndex(client, dimension=fake_embedder.dimension, auto_create=False))
     wiring.set_container(container)
     yield attempts, searches
     wiring.set_container(None)

@@ -53,7 +53,7 @@ class FlakyCache:
 @pytest.fixture
 def flaky(local: Any) -> FlakyCache:
     cache = FlakyCache()
-    local.__dict__["cache"] = cache  # the container's cached_property slot: every service uses it
+    local.override(cache=cache)  # every service is rebuilt around it
     return cache
 
 
