@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from core.catalog import EntityPosition, decode_cursor, encode_cursor
+from core.catalog import EntityPosition
+from core.cursor import decode_cursor, encode_cursor
 from core.errors import ConflictError, InvalidInputError
 from core.ports import Cache, Clock, JobQueue, JobStore, SearchIndex, StateStore, TenantFences
 from core.scoring import iso_timestamp
