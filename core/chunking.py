@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.entities import EntityType
-from core.scoring import CHARS_PER_TOKEN
 from core.text import flatten, index_text
+from core.tokens import CHARS_PER_TOKEN
 
 CHUNK_TOKENS = 300  # DESIGN.md §2: ~300 tokens per chunk
 CHUNK_OVERLAP_TOKENS = 30  # DESIGN.md §2: "small overlap" — 10% keeps sentences cut at a border findable

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from core.chunking import CHUNK_OVERLAP_TOKENS, CHUNK_TOKENS
 from core.entities import EntityTypeRegistry
 from core.errors import QuarryError, UnavailableError
-from core.scoring import CHARS_PER_TOKEN
+from core.tokens import CHARS_PER_TOKEN
 
 JobKind = Literal["bulk", "corpus"]
 JobStatus = Literal["queued", "running", "done", "failed"]

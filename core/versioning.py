@@ -16,7 +16,7 @@ from typing import Any
 from core.errors import InvalidInputError, VersionConflictError, VersionSchemeError
 from core.models import EntityKey, StoredEntity, WriteOutcome
 from core.payload import INT64_MAX
-from core.scoring import parse_timestamp
+from core.timestamps import parse_timestamp
 
 MS = 1000.0
 # 10^11 ms after the epoch is 1973-03-03: every time-derived version (arrival time, or the `updated_at`

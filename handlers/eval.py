@@ -24,8 +24,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from core.errors import TenantErasedError
-from core.scoring import iso_timestamp
 from core.service.nightly import NightlyTask, plan_nightly
+from core.timestamps import iso_timestamp
 from handlers._observability import logger, metrics, tracer
 from infra.wiring import check_settings, container
 

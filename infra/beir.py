@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InvalidInputError
-from core.evaluation import Qrels
+from core.ranking_metrics import Qrels
 
 DEFAULT_SPLIT = "test"
 QRELS_COLUMNS = 3  # query-id, corpus-id, score

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from core.entities import EntityTypeRegistry
 from core.errors import ConfigurationError, InvalidInputError, QuarryError
-from core.evaluation import Metrics, Run, evaluate
 from core.fusion import CONVEX_ALPHA, RRF_K, FusionMethod
+from core.fusion_tuning import TuningResult
 from core.ports import Embedder, SearchIndex
+from core.ranking_metrics import Metrics, Run, evaluate
 from core.schemas import SearchRequest
 from core.service.search import SearchService, SearchSettings
-from core.tuning import TuningResult
 from infra.beir import BeirDataset, document_entity
 
 if TYPE_CHECKING:
@@ -300,7 +300,7 @@ def evaluate_dataset(
     """Ingest `data` into a fresh index (SQLite under `work_dir` unless an empty `index` is given) and score
     every strategy on its test queries.
 
-    With `tune`, also grid-search the fusion setting on these queries (core.tuning) and report it.
+    With `tune`, also grid-search the fusion setting on these queries (core.fusion_tuning) and report it.
     """
     from infra.local.cache import MemoryCache
 

@@ -13,11 +13,11 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from core.entity_validation import CALLER_RULE, is_caller
 from core.errors import ConfigurationError, InvalidInputError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT
 from core.jobs import MAX_PART_ATTEMPTS
 from core.state import REOPEN_AFTER_SECONDS
-from core.validation import CALLER_RULE, is_caller
 from core.versioning import MAX_CLOCK_SKEW_SECONDS
 
 ENV_PREFIX = "QUARRY_"

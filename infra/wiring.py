@@ -347,7 +347,7 @@ class Container:
     @cached_property
     def context(self) -> ContextService:
         from core.service.context import ContextService
-        from infra.links import FileLinkReader
+        from infra.file_links import FileLinkReader
 
         root = self.settings.links_root
         return ContextService(

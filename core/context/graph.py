@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from core.scoring import parse_timestamp
 from core.text import STOPWORDS, is_identifier
+from core.timestamps import parse_timestamp
 
 KG_BUDGET_SHARE = 0.075  # seed service.ts KG_BUDGET_SHARE
 MIN_KG_BUDGET_TOTAL = 500  # seed service.ts MIN_KG_BUDGET_TOTAL: smaller budgets get no graph lines

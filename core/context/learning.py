@@ -44,8 +44,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.context.budget import DEFAULT_MAX_BUDGET, DEFAULT_MIN_BUDGET
-from core.scoring import iso_timestamp
 from core.state import AssemblyLogEntry, CallerBudget, LearningUpdate, SourceWeight, WeightChange
+from core.timestamps import iso_timestamp
 
 LEARNING_RATE = 0.1  # seed repository.ts LEARNING_RATE
 WEIGHT_MIN, WEIGHT_MAX = 0.1, 1.5  # seed WEIGHT_MIN / WEIGHT_MAX

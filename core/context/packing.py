@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from core.context import render
 from core.context.scoring import ContextItem
-from core.scoring import TokenCounter
+from core.tokens import TokenCounter
 
 EXPLICIT_LINK_BUDGET_SHARE = 0.3  # seed service.ts EXPLICIT_LINK_BUDGET_SHARE
 # The packer aims to fill at least this much of the budget whenever there is enough material (issue 3).

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from core.fusion import RRF_K, fuse_rrf, normalise_max
 from core.models import Candidate, Retrieval
-from core.scoring import parse_timestamp, recency_boost
+from core.timestamps import parse_timestamp, recency_boost
 
 CROSS_NAMESPACE_SCORE_DISCOUNT = 0.5  # seed service.ts: other namespaces' hits count half
 # Floor of the recency boost: 1/(1+ln(1+age_days)) reaches 0.1 after ~22 years, so it only matters for

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from core.governance.bundle import TrustLabel
-from core.scoring import parse_timestamp
 from core.text import STOPWORDS, tokens
+from core.timestamps import parse_timestamp
 
 MIN_STEM_CHARS = 3  # never cut a word below three letters (`uses` stays `use`, not `u`)
 SECONDS_PER_DAY = 86400.0

@@ -15,10 +15,10 @@ from core.catalog import (
     entity_position,
 )
 from core.entities import EntityTypeRegistry
+from core.entity_validation import validate_caller
 from core.errors import NotFoundError
 from core.models import EntityKey, StoredEntity
 from core.ports import SearchIndex, StateStore
-from core.validation import validate_caller
 
 # What EntityOut shows as the entity's own attributes: kept in the stored body (a PATCH merges with it),
 # never repeated in `fields`.

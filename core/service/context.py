@@ -38,10 +38,11 @@ from core.fusion import RRF_K
 from core.models import LexicalQuery, Vector
 from core.ports import Clock, Embedder, LinkReader, SearchIndex, StateStore, TripleStore, tenant_embedder
 from core.query import parse_query
-from core.scoring import TokenCounter, estimate_tokens, iso_timestamp
 from core.service.context_retrieval import Fanout, Gathered, MapFn, load_links, plan_tasks
 from core.service.search import MAX_QUERY_CHARS, MIN_VECTOR_SIMILARITY
 from core.state import WILDCARD_CALLER, AssemblyLogEntry, AssemblySource, SourceWeight
+from core.timestamps import iso_timestamp
+from core.tokens import TokenCounter, estimate_tokens
 
 MS = 1000.0
 # Candidates per source: enough whole items to fill the budget at ~50 tokens each (a typical memory is

@@ -34,9 +34,9 @@ from core.context.schemas import (
 )
 from core.context.sources import SourceSpec
 from core.cursor import decode_position, encode_position
+from core.entity_validation import validate_caller
 from core.errors import InvalidInputError
 from core.ports import Clock, StateStore
-from core.scoring import iso_timestamp
 from core.state import (
     MAX_LEARNING_ROWS,
     WILDCARD_CALLER,
@@ -45,7 +45,7 @@ from core.state import (
     SourceWeight,
     WeightChange,
 )
-from core.validation import validate_caller
+from core.timestamps import iso_timestamp
 
 # Learning steps per caller per cycle: each takes up to MAX_LEARNING_ROWS assemblies, so one night absorbs
 # 16 × 64 = 1024 assemblies per caller; the rest waits for the next run (our bound, keeps a run short).

@@ -1,5 +1,5 @@
 """Golden sets of role overlays (DESIGN.md §6): every query of an overlay's eval_profile goes through
-governed retrieval per strategy, the selected documents (in order) are scored with core.evaluation's
+governed retrieval per strategy, the selected documents (in order) are scored with core.ranking_metrics's
 nDCG@10 / Recall@100 / MRR@10 against the expected ids, and the figures are stored as eval records."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import QuarryError
-from core.evaluation import Metrics, evaluate
 from core.governance.overlay import RoleOverlay
 from core.governance.requests import RetrieveRequest
 from core.ports import StateStore
+from core.ranking_metrics import Metrics, evaluate
 from core.service.retrieval import RetrievalService, Reuse, Strategy
 from core.state import EvalRecord
 

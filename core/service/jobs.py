@@ -18,9 +18,9 @@ from core.entities import EntityTypeRegistry
 from core.errors import NotFoundError, TenantErasedError
 from core.jobs import Job, JobKind, JobPart, PartReport, estimate_chunks, split_parts
 from core.ports import Clock, JobQueue, JobStore
-from core.scoring import iso_timestamp
 from core.service.fencing import TenantGate
 from core.service.indexing import IndexingService
+from core.timestamps import iso_timestamp
 
 # SQS takes 256 KB per message; the rest is the envelope's headroom (attributes, JSON escaping).
 DEFAULT_PART_BYTES = 200_000

@@ -22,9 +22,9 @@ from core.catalog import EntityPosition
 from core.cursor import decode_cursor, encode_cursor
 from core.errors import ConflictError, InvalidInputError
 from core.ports import Cache, Clock, JobQueue, JobStore, SearchIndex, StateStore, TenantFences
-from core.scoring import iso_timestamp
 from core.service.catalog import entity_out
 from core.state import REOPEN_AFTER_SECONDS
+from core.timestamps import iso_timestamp
 
 EXPORT_KIND = "export"
 

@@ -19,9 +19,9 @@ from core.context.learning import (
 )
 from core.context.schemas import ManualWeightRequest
 from core.context.sources import DEFAULT_SOURCES
-from core.scoring import iso_timestamp
 from core.service.context_learning import LearningService
 from core.state import AssemblyLogEntry, AssemblySource, CallerBudget, SourceWeight
+from core.timestamps import iso_timestamp
 from infra.local.sqlite_state import SqliteStateStore
 
 TENANT = "acme"

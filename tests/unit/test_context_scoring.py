@@ -16,8 +16,8 @@ from core.context.scoring import CROSS_NAMESPACE_SCORE_DISCOUNT, RECENCY_FLOOR, 
 from core.context.sources import DEFAULT_SOURCES, parse_sources, select_sources, union_filters
 from core.errors import InvalidInputError
 from core.models import Candidate, EntityKey, Retrieval
-from core.scoring import iso_timestamp, parse_timestamp
 from core.state import CallerBudget, SourceWeight
+from core.timestamps import iso_timestamp, parse_timestamp
 
 NOW = parse_timestamp("2026-06-01T12:00:00Z") or 0.0
 HOUR = 3600.0

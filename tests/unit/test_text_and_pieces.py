@@ -10,9 +10,10 @@ from core.cache_key import search_cache_key
 from core.chunking import chunk_text
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError
-from core.scoring import estimate_tokens, recency_boost
 from core.snippet import build_snippet
 from core.text import edit_distance, identifier_parts, index_text
+from core.timestamps import recency_boost
+from core.tokens import estimate_tokens
 
 
 def test_identifiers_are_indexed_whole_and_in_parts() -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from core.evaluation import NDCG_CUTOFF, Qrels, ndcg_at_k
 from core.fusion import CONVEX_ALPHA, RRF_K, FusionMethod, fuse
 from core.models import Candidate
+from core.ranking_metrics import NDCG_CUTOFF, Qrels, ndcg_at_k
 
 ALPHA_STEP = 0.05  # issue 5 brief: convex α over 0..1 in steps of 0.05
 ALPHA_GRID = tuple(round(i * ALPHA_STEP, 2) for i in range(21))

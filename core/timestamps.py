@@ -1,20 +1,12 @@
-"""Small scoring helpers shared by search and context assembly (seed gateway-shared-search-utils)."""
+"""Timestamps: ISO-8601 in and out, and the recency decay over an age (shared by search, context
+assembly, governance and the stores)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 HOURS_PER_DAY = 24.0
-CHARS_PER_TOKEN = 4  # seed gateway-shared-search-utils estimateTokens: ceil(len / 4)
-
-TokenCounter = Callable[[str], int]
-
-
-def estimate_tokens(text: str) -> int:
-    """Token estimate ceil(len/4) (seed estimateTokens); replaceable by any TokenCounter."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def parse_timestamp(value: str) -> float | None:
