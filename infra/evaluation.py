@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.entities import EntityTypeRegistry
 from core.errors import ConfigurationError, InvalidInputError, QuarryError
-from core.fusion import CONVEX_ALPHA, RRF_K, FusionMethod
+from core.fusion import PLAIN_CONVEX_ALPHA, RRF_K, FusionMethod
 from core.fusion_tuning import TuningResult
 from core.ports import Embedder, SearchIndex
 from core.ranking_metrics import Metrics, Run, evaluate
@@ -62,7 +62,7 @@ def strategy_specs(default: SearchSettings) -> dict[str, StrategySpec]:
     """The reported strategies; rrf and convex are the seeds' plain formulas, auto is the deployment's."""
     naive = dataclasses.replace(default, feedback_docs=0)  # the seeds' formulas alone, no feedback
     plain_rrf = dataclasses.replace(naive, fusion=FusionMethod.RRF, alpha=0.5, rrf_k=RRF_K)
-    plain_convex = dataclasses.replace(naive, fusion=FusionMethod.CONVEX, alpha=CONVEX_ALPHA)
+    plain_convex = dataclasses.replace(naive, fusion=FusionMethod.CONVEX, alpha=PLAIN_CONVEX_ALPHA)
     return {
         "keyword": StrategySpec("keyword", default),
         "semantic": StrategySpec("semantic", default),
