@@ -26,7 +26,7 @@ DEFAULT_BODY_LIMIT = 1_048_576  # 1 MiB: a 500-item bulk of typical entities fit
 
 
 class Settings(BaseSettings):
-    """Every QUARRY_* variable (see README, Configuration)."""
+    """Every QUARRY_* variable (docs/configuration.md)."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
 
