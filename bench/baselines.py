@@ -31,7 +31,7 @@ from infra.embedding_cache import CachingEmbedder  # noqa: E402
 DEPTH = 100  # candidates per retriever: Recall@100 needs 100, and fusion runs over both top-100 lists
 BM25_K1 = 1.2  # datasets/README.md reference setting (Lucene / Pyserini default is 0.9; BEIR uses 1.2)
 BM25_B = 0.75  # same
-RRF_K = 60  # Cormack et al. 2009; DESIGN.md §3
+RRF_K = 60  # Cormack et al. 2009
 CONVEX_ALPHA = 0.6  # seed thefold HYBRID_ALPHA
 MINMAX_WEIGHT = 0.5  # equal weights, as Pyserini's fusion experiments
 DEFAULT_CACHE = Path(__file__).resolve().parent.parent / ".quarry" / "embeddings"

@@ -1,4 +1,4 @@
-"""Quarry's local server beside a real OpenSearch node: keyword search over loopback HTTP (issue 15).
+"""Quarry's local server beside a real OpenSearch node: keyword search over loopback HTTP.
 
 SciFact (5,183 abstracts, its 300 test queries) goes into both:
 

@@ -1,4 +1,4 @@
-"""Fusion study, part 2 (issue 12): score normalisations (z-score, min-max with a lower bound), a per-query
+"""Fusion study, part 2: score normalisations (z-score, min-max with a lower bound), a per-query
 α choice, and pseudo-relevance feedback — Rocchio on the query vector (core.feedback) and RM3-style
 expansion of the keyword query — all through Quarry's own index, scored with core.ranking_metrics.
 

@@ -1,4 +1,4 @@
-"""Issue 12's idea, measured: vectors of two-sentence windows instead of (or beside) one vector per document.
+"""An idea, measured: vectors of two-sentence windows instead of (or beside) one vector per document.
 
 SciFact's claims are one sentence and usually match one or two sentences of an abstract; a single MiniLM
 vector of the whole abstract (truncated at 256 word pieces) blurs them. Here every abstract is split into

@@ -1,4 +1,5 @@
-"""Pydantic models of entity bodies, one per entity type, built from the registry (DESIGN.md §2).
+"""Pydantic models of entity bodies, one per entity type, built from the registry (docs/architecture.md, Write
+path).
 
 They publish the JSON Schema of PUT and PATCH bodies and of bulk items in the OpenAPI document
 (handlers/openapi.py), and they are the request-level check of bulk items: an item that breaks its type's

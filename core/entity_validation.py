@@ -1,4 +1,5 @@
-"""Validation of entity bodies against their type, naming each bad field (DESIGN.md §7)."""
+"""Validation of entity bodies against their type, naming each bad field (docs/architecture.md, Errors and
+authentication)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fusion of the lexical and vector candidate lists into one ranking (DESIGN.md §3 step 5).
+"""Fusion of the lexical and vector candidate lists into one ranking (docs/architecture.md, Read path).
 
 Both formulas keep lexical-only and vector-only hits. Ties break deterministically: score, then the best
 rank in either list, then the entity key.

@@ -1,5 +1,5 @@
 """Write jobs: bulk and corpus requests too big for one API invocation, split into parts that the
-indexing consumer processes from a queue (issue 11). Pure values and functions; the service that submits
+indexing consumer processes from a queue. Pure values and functions; the service that submits
 and processes them is core/service/jobs.py.
 
 A request is sized in chunks, not items: what costs time is one embedding per chunk (Titan embeds one

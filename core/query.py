@@ -1,4 +1,4 @@
-"""Query parsing (DESIGN.md §3 step 2; seed nexus §3.1): terms, quoted phrases, an entity prefix
+"""Query parsing (docs/architecture.md, Read path; seed nexus §3.1): terms, quoted phrases, an entity prefix
 (`task: fix bug`), a lone `@name` (people search), sanitised for any backend.
 
 Terms are plain lower-cased tokens with no syntax left in them, so no backend query language can be
@@ -52,7 +52,7 @@ _ERROR_LIKE = re.compile(r"\b\w*(Error|Exception|Errno|Traceback)\b|\w+::\w+|\w+
 
 
 class QueryShape(enum.Enum):
-    """What the query looks like, which picks the `auto` strategy (DESIGN.md §3 step 3)."""
+    """What the query looks like, which picks the `auto` strategy (docs/architecture.md, Read path)."""
 
     QUESTION = "question"
     IDENTIFIER = "identifier"

@@ -1,4 +1,5 @@
-"""Write versions (DESIGN.md §2): where a write's version comes from, and the two kinds that must not mix.
+"""Write versions (docs/architecture.md, Write path): where a write's version comes from, and the two kinds
+that must not mix.
 
 A version is either a *sequence number* the caller keeps (`version`: 1, 2, 3…) or a *time in
 milliseconds* (`updated_at`, or the arrival time when the write carries neither). Both are integers

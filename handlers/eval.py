@@ -1,5 +1,6 @@
-"""The nightly Lambda: the context learning cycle (DESIGN.md §4) and every stored overlay's golden set
-(DESIGN.md §6), as one task per tenant (learning) and per overlay (golden set) — core/service/nightly.py.
+"""The nightly Lambda: the context learning cycle (docs/architecture.md, The learning cycle) and every stored
+overlay's golden set (docs/architecture.md, Evaluation), as one task per tenant (learning) and per overlay
+(golden set) — core/service/nightly.py.
 
 - The EventBridge schedule invokes it with nothing the cycle needs: it plans tonight's tasks and, with a
   queue configured (QUARRY_EVAL_QUEUE_URL, as the stack sets), sends one message per task; an event whose

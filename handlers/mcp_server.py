@@ -1,4 +1,5 @@
-"""`quarry mcp`: the Model Context Protocol server (DESIGN.md §9), built with the official `mcp` SDK.
+"""`quarry mcp`: the Model Context Protocol server (docs/architecture.md, Entry points), built with the
+official `mcp` SDK.
 
 Tools call the same core services as the HTTP API, with the same request models (so the same limits and
 error texts), the same scopes and the same tenancy:

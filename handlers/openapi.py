@@ -1,4 +1,5 @@
-"""The published OpenAPI document: Powertools' generated one, corrected to the contract (DESIGN.md §7).
+"""The published OpenAPI document: Powertools' generated one, corrected to the contract (docs/architecture.md,
+Errors and authentication).
 
 Powertools documents a 422 Quarry never sends and leaves bodies typed `dict` untyped. Here every
 operation gets the errors it really answers, all in the one `{error: {code, message, fields}}` body (503

@@ -19,7 +19,7 @@ from core.ranking_metrics import Qrels
 
 DEFAULT_SPLIT = "test"
 QRELS_COLUMNS = 3  # query-id, corpus-id, score
-DOCUMENT_TYPE = "document"  # DESIGN.md §2 built-in type: title^2, text; chunked
+DOCUMENT_TYPE = "document"  # a built-in type (core/entities.py): title^2, text; chunked
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
-"""The `quarry eval` harness (issue 5, DESIGN.md §6): a BEIR folder → a fresh local index → every test
-query through SearchService per strategy → nDCG@10 / Recall@100 / MRR@10 as a table, JSON and a chart.
+"""The `quarry eval` harness (docs/architecture.md, Evaluation): a BEIR folder → a fresh local index → every
+test query through SearchService per strategy → nDCG@10 / Recall@100 / MRR@10 as a table, JSON and a chart.
 
 The corpus goes through the real write path (IndexingService: search text, ~300-token chunks, embeddings)
 into a fresh SqliteIndex, with embeddings cached on disk (CachingEmbedder) so a second run embeds
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from infra.wiring import Container
 
 EVAL_TENANT = "eval"
-SEARCH_LIMIT = 100  # Recall@100 needs 100 results; also DESIGN.md §3's maximum limit
+SEARCH_LIMIT = 100  # Recall@100 needs 100 results; also POST /search's maximum limit
 INDEX_BATCH = 128  # documents per IndexingService.bulk call (one embedding call each)
 DEFAULT_STRATEGY = "auto"  # SearchRequest.strategy's default: what POST /search does unasked
 ALL_STRATEGIES = ("keyword", "semantic", "rrf", "convex", DEFAULT_STRATEGY)

@@ -270,7 +270,8 @@ class Container:
 
     @cached_property
     def catalog(self) -> CatalogService:
-        """Reads of stored entities, weight history and eval records (DESIGN.md §9)."""
+        """Reads of stored entities, weight history and eval records (docs/architecture.md, A tenant's data
+        lifecycle)."""
         from core.service.catalog import CatalogService
 
         return CatalogService(self.index, self.state, self.registry)
@@ -289,7 +290,7 @@ class Container:
 
     @cached_property
     def lifecycle(self) -> LifecycleService:
-        """Export, erase and reopen of a tenant (DESIGN.md §9)."""
+        """Export, erase and reopen of a tenant (docs/architecture.md, A tenant's data lifecycle)."""
         from core.service.lifecycle import LifecycleService
 
         return LifecycleService(
@@ -313,7 +314,8 @@ class Container:
 
     @cached_property
     def retrieval(self) -> RetrievalService:
-        """Governed retrieval and overlays (DESIGN.md §5); the embedder is only called when not lexical_only."""
+        """Governed retrieval and overlays (docs/architecture.md, Governed retrieval); the embedder is only
+        called when not lexical_only."""
         from core.service.retrieval import RetrievalService
 
         return RetrievalService(self.index, self.state, self.clock, self.embedder)
@@ -407,7 +409,7 @@ class Container:
 
     @cached_property
     def jobs(self) -> JobService:
-        """Bulk and corpus writes too big for one API call (issue 11)."""
+        """Bulk and corpus writes too big for one API call."""
         from core.service.jobs import JobService, JobSettings
 
         settings = JobSettings(async_min_chunks=self.settings.async_min_chunks)

@@ -1,6 +1,6 @@
-"""The learning cycle (DESIGN.md §4; seed gateway-context-assembly repository.ts runEvalCycle): from a
-caller's logged assemblies and their feedback, move each source's weight and token share and the caller's
-budget. Pure: rows in, one LearningUpdate out; the service applies it atomically.
+"""The learning cycle (docs/architecture.md, The learning cycle; seed gateway-context-assembly repository.ts
+runEvalCycle): from a caller's logged assemblies and their feedback, move each source's weight and token share
+and the caller's budget. Pure: rows in, one LearningUpdate out; the service applies it atomically.
 
 Which assemblies learn: every caller's, not only those that send feedback (seed repository.ts takes all
 unprocessed rows). A row joins a batch once it has feedback, or once FEEDBACK_WINDOW_SECONDS have passed

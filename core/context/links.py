@@ -1,4 +1,5 @@
-"""Explicit links (DESIGN.md §4): entity ids (`type:id`) or file paths relative to a configured root.
+"""Explicit links (docs/architecture.md, Context assembly): entity ids (`type:id`) or file paths relative to a
+configured root.
 
 Core refuses, before anything is read, every path that is absolute or climbs (`..`); the file reader in
 `infra` resolves symlinks and refuses again whatever lands outside the root. A refused link is an

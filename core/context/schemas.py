@@ -29,7 +29,7 @@ MAX_USED_IDS = 1000  # feedback can name at most this many ids (an assembly retu
 MAX_LOG_PAGE = 100  # GET /context/log returns at most this many rows per page
 DEFAULT_LOG_PAGE = 20
 # GET /context/weights pages: a row is ~150 bytes of JSON, so 1,000 rows stay far below Lambda's 6 MB
-# response limit (a tenant with 38k rows answered 5.2 MB in one piece before paging; issue 10).
+# response limit (a tenant with 38k rows answered 5.2 MB in one piece before paging).
 DEFAULT_WEIGHTS_PAGE = 200
 MAX_WEIGHTS_PAGE = 1000
 Name = Annotated[

@@ -1,5 +1,5 @@
-"""One scale for every source (DESIGN.md §4; seed gateway-context-assembly tagAndScore, D23 funnel):
-per-source RRF of its lexical and vector lists, max-normalised to [0, 1], then
+"""One scale for every source (docs/architecture.md, Context assembly; seed gateway-context-assembly
+tagAndScore, D23 funnel): per-source RRF of its lexical and vector lists, max-normalised to [0, 1], then
 `score = normalised × weight(caller, source) × recency boost × (0.5 if from another namespace)`,
 and deduplication by entity and by normalised-content hash."""
 

@@ -110,7 +110,8 @@ def age_days(created_at: str | None, now: float) -> float | None:
 
 
 def freshness(age: float | None) -> float:
-    """Log decay 1/(1 + ln(1 + age_days)) (DESIGN.md §4's recency boost, in days); 1 when unknown."""
+    """Log decay 1/(1 + ln(1 + age_days)) (context assembly's recency boost, in days: docs/architecture.md,
+    Context assembly); 1 when unknown."""
     if age is None:
         return 1.0
     return 1.0 / (1.0 + math.log1p(age))

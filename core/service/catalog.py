@@ -1,5 +1,6 @@
-"""Reading back what a tenant stored (DESIGN.md §9): one entity, the entity listing, weight history and
-stored golden-set evaluations. Only coordinates the ports; the tenant is always the caller's."""
+"""Reading back what a tenant stored (docs/architecture.md, A tenant's data lifecycle): one entity, the entity
+listing, weight history and stored golden-set evaluations. Only coordinates the ports; the tenant is always
+the caller's."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Context assembly use cases (DESIGN.md §4): assemble a token-budgeted block for an LLM caller, record
-the caller's feedback, and read back weights, budgets, the assembly log and its callers.
+"""Context assembly use cases (docs/architecture.md, Context assembly): assemble a token-budgeted block for an
+LLM caller, record the caller's feedback, and read back weights, budgets, the assembly log and its callers.
 
 assemble: budget → weights → explicit links → embed the query → parallel fan-out (sources, their
 cross-namespace expansion, graph facts) → score → dedup → pack → render → log.

@@ -1,5 +1,6 @@
-"""The learning side of context assembly (DESIGN.md §4): the eval cycle (nightly or POST /context/eval),
-manual weight overrides, and the read views of what learning keeps (weights, budgets, log, callers)."""
+"""The learning side of context assembly (docs/architecture.md, The learning cycle): the eval cycle (nightly
+or POST /context/eval), manual weight overrides, and the read views of what learning keeps (weights, budgets,
+log, callers)."""
 
 from __future__ import annotations
 

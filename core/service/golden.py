@@ -1,6 +1,7 @@
-"""Golden sets of role overlays (DESIGN.md §6): every query of an overlay's eval_profile goes through
-governed retrieval per strategy, the selected documents (in order) are scored with core.ranking_metrics's
-nDCG@10 / Recall@100 / MRR@10 against the expected ids, and the figures are stored as eval records."""
+"""Golden sets of role overlays (docs/architecture.md, Evaluation): every query of an overlay's eval_profile
+goes through governed retrieval per strategy, the selected documents (in order) are scored with
+core.ranking_metrics's nDCG@10 / Recall@100 / MRR@10 against the expected ids, and the figures are stored as
+eval records."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from core.ranking_metrics import Metrics, evaluate
 from core.service.retrieval import RetrievalService, Reuse, Strategy
 from core.state import EvalRecord
 
-GOLDEN_STRATEGIES: tuple[Strategy, ...] = ("keyword", "semantic", "rrf", "convex")  # DESIGN.md §6
+# The strategies every evaluation reports (docs/architecture.md, Evaluation).
+GOLDEN_STRATEGIES: tuple[Strategy, ...] = ("keyword", "semantic", "rrf", "convex")
 EVAL_NAME_PREFIX = "overlay:"  # eval records are named `overlay:<role_id>`
 RELEVANT = 1  # an expected id is a binary judgement (graded relevance 1)
 

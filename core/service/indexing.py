@@ -1,5 +1,5 @@
-"""Indexing use cases (DESIGN.md §2): create/replace, partial update, delete and bulk — versioned, so
-retries and re-deliveries are harmless and an older write never overwrites a newer one.
+"""Indexing use cases (docs/architecture.md, Write path): create/replace, partial update, delete and bulk —
+versioned, so retries and re-deliveries are harmless and an older write never overwrites a newer one.
 
 Ordering: a delete always leaves a versioned tombstone (even for an entity never seen, when the delete
 carries a version), and a delete wins a tie with a write of the same version, so the newest operation

@@ -1,4 +1,4 @@
-"""Write jobs (issue 11): a bulk or corpus request above `async_min_chunks` is accepted (202) with a job
+"""Write jobs: a bulk or corpus request above `async_min_chunks` is accepted (202) with a job
 id, split into parts the indexing consumer processes from a queue, and answered later by GET /jobs/{id}.
 
 submit → JobStore.create_job + JobQueue.send(parts) ; consumer → process(part) → JobStore.record_part.

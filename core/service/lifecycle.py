@@ -1,4 +1,4 @@
-"""A tenant's data lifecycle (DESIGN.md §9): export everything it stored, and erase it completely.
+"""A tenant's data lifecycle (docs/architecture.md): export everything it stored, and erase it completely.
 
 Export is NDJSON, one `{"kind", "data"}` record per line, in three phases: `entity` (live entities,
 newest first, fields as stored; embeddings are derived data and left out), then `overlay`, `weight`,

@@ -1,6 +1,6 @@
 """`quarry reindex` on the embedded backend: re-embed every chunk (of the data file, or of one tenant) with
-another model while searches go on, then switch vectors and model in one transaction (DESIGN.md §9,
-issue 13).
+another model while searches go on, then switch vectors and model in one transaction (docs/architecture.md, A
+tenant's data lifecycle).
 
 Which model a tenant's vectors come from: `idx_tenant_model` (a row per tenant switched alone with
 `--tenant`), else `idx_embedding_model` (the whole file's, set by a run without `--tenant`, which also

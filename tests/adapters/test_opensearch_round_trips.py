@@ -1,4 +1,4 @@
-"""One index round trip per context assembly (issue 11): every source's lexical and vector query, and the
+"""One index round trip per context assembly: every source's lexical and vector query, and the
 cross-namespace expansion, go out in ONE `_msearch`. Counted at the HTTP layer: the real opensearch-py
 client and Transport run over a connection that counts requests and answers `_msearch` with one (empty)
 response per search it was sent."""

@@ -1,4 +1,4 @@
-"""Nothing tenant-owned leaks and nothing stale is served (issue 17): traces hold no results, error bodies
+"""Nothing tenant-owned leaks and nothing stale is served: traces hold no results, error bodies
 name no host, ARN or SDK exception, the embedding memo and timings tell nothing about another tenant, a
 write that search cannot see yet is never cached, and PATCHed source/owner/namespace filter correctly."""
 

@@ -1,6 +1,7 @@
-"""The learning cycle: effectiveness as DESIGN.md §4 defines it; a caller that always uses source A and
-never B moves A up and B down within the clamps; manual rows never move; every change has a history row;
-a second run over the same rows changes nothing; budgets grow when saturated and used, shrink when unused."""
+"""The learning cycle: effectiveness as docs/architecture.md, The learning cycle, defines it; a caller that
+always uses source A and never B moves A up and B down within the clamps; manual rows never move; every change
+has a history row; a second run over the same rows changes nothing; budgets grow when saturated and used,
+shrink when unused."""
 
 from __future__ import annotations
 
