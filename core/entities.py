@@ -200,7 +200,7 @@ class EntityTypeRegistry:
         return tuple(sorted(set(self._types) | plurals))
 
     def resolve(self, name: str, path: str = "type") -> str:
-        """The type a request names by its name or its plural (`task`, `tasks`, `people`: the search seed's
+        """The type a request names by its name or its plural (`task`, `tasks`, `people`: the nexus seed's
         spelling); an InvalidInputError naming `path` and the known types otherwise."""
         if name in self._types:
             return name

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from core.errors import InvalidInputError
 from core.models import EntityKey
 
-MAX_LINKS = 20  # per request; each is one index lookup or one file read (our bound; the seed has none)
+# Per request; each is one index lookup or one file read (our bound; the context-assembly seed has none).
+MAX_LINKS = 20
 MAX_LINK_CHARS = 1024  # a path or id longer than this is not a link anyone wrote by hand
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _ENTITY = re.compile(r"^([a-z][a-z0-9_]*):([^/\\]+)$")

@@ -17,7 +17,7 @@ from core.timestamps import parse_timestamp, recency_boost
 CROSS_NAMESPACE_SCORE_DISCOUNT = 0.5  # seed service.ts: other namespaces' hits count half
 # Floor of the recency boost: 1/(1+ln(1+age_days)) reaches 0.1 after ~22 years, so it only matters for
 # undated or absurdly old items, which still rank on relevance instead of vanishing. (Our choice; the
-# seed's recencyBoost takes the floor as a parameter, default 0.)
+# shared-utils seed's recencyBoost takes the floor as a parameter, default 0.)
 RECENCY_FLOOR = 0.1
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 

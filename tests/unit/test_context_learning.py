@@ -248,7 +248,7 @@ def test_a_caller_that_never_sends_feedback_gets_the_seeds_shrink_for_unused_bud
     state: SqliteStateStore, service: LearningService
 ) -> None:
     log_quiet(state, 0, count=EVAL_BATCH_SIZE - 1)
-    assert service.run(TENANT).callers == 0  # the seed's batch size still applies
+    assert service.run(TENANT).callers == 0  # the context-assembly seed's batch size still applies
     log_quiet(state, EVAL_BATCH_SIZE - 1, count=1)
     report = service.run(TENANT)
     assert (report.callers, report.assemblies) == (1, EVAL_BATCH_SIZE)

@@ -70,7 +70,8 @@ def test_a_fresher_item_outranks_an_equally_relevant_old_one() -> None:
 
 @pytest.mark.parametrize(
     ("age_days", "expected"),
-    # 1/(1 + ln(1 + days)). The seed's comment says "a week ≈ 0.5"; its own formula gives 0.325 (a day
+    # 1/(1 + ln(1 + days)). The shared-utils seed's comment says "a week ≈ 0.5"; its own formula gives 0.325
+    # (a day
     # gives 0.59): the formula is the contract, so these are its values.
     [(0, 1.0), (1, 0.591), (7, 0.325), (30, 0.226)],
 )
