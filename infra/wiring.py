@@ -3,7 +3,6 @@ process (a warm Lambda container reuses its clients). `container()` is what hand
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import threading
@@ -65,20 +64,10 @@ class Container:
     def override(self, **parts: Any) -> Container:
         """Use these parts instead of building them; drop the cached parts that were built from the old
         ones (their dependents, transitively). Returns the container, for chaining."""
-        graph = _dependents()
-        unknown = sorted(set(parts) - graph.keys())
-        if unknown:
-            raise TypeError(
-                f"Container has no part named {', '.join(unknown)} (parts: {', '.join(sorted(graph))})"
-            )
+        from infra.wiring_graph import built_from
+
+        stale = built_from(Container, parts)  # TypeError naming a part the container does not have
         self._overridden |= parts.keys()
-        stale: set[str] = set()
-        pending = list(parts)
-        while pending:
-            for dependent in graph[pending.pop()]:
-                if dependent not in stale:
-                    stale.add(dependent)
-                    pending.append(dependent)
         for name in stale - self._overridden:
             self.__dict__.pop(name, None)
         self.__dict__.update(parts)
@@ -423,52 +412,6 @@ class Container:
 
         cs = self.context_settings
         return LearningService(self.state, self.clock, cs.sources, cs.default_budget)
-
-
-@functools.cache
-def _dependents() -> dict[str, frozenset[str]]:
-    """{part: the parts whose build reads it}, read from Container's own source: a reference inside a
-    lambda is resolved at call time, so it is not a build-time dependency (the job queue's callbacks
-    find the current `jobs`). Parsed only when a part is overridden (tests, benches), never at cold start."""
-    import ast
-    import inspect
-    import textwrap
-
-    parts = {
-        name
-        for name, member in vars(Container).items()
-        if isinstance(member, cached_property) or name == "load_embedder"
-    } | {"clock"}
-    uses: dict[str, set[str]] = {name: set() for name in parts}
-    source = ast.parse(textwrap.dedent(inspect.getsource(Container))).body[0]
-    assert isinstance(source, ast.ClassDef)
-    for node in source.body:
-        if isinstance(node, ast.FunctionDef) and node.name in parts:
-            for used in _self_reads(node, parts):
-                uses[used].add(node.name)
-    return {name: frozenset(users - {name}) for name, users in uses.items()}
-
-
-def _self_reads(function: Any, parts: set[str]) -> set[str]:
-    """The parts a method (an `ast.FunctionDef`) reads as `self.<part>` outside any lambda or nested
-    function."""
-    import ast
-
-    found: set[str] = set()
-    pending: list[Any] = list(function.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef):
-            continue
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "self"
-            and node.attr in parts
-        ):
-            found.add(node.attr)
-        pending.extend(ast.iter_child_nodes(node))
-    return found
 
 
 _lock = threading.Lock()
