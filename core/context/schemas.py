@@ -211,7 +211,7 @@ class ManualWeightRequest(QuarryModel):
 
 class BudgetRequest(QuarryModel):
     """PUT /context/budgets/{caller}: the caller's budget and the bounds learning keeps it within (the
-    context-assembly seed's caller_budget_config min/max); what is left out keeps its value."""
+    seed's caller_budget_config min/max); what is left out keeps its value."""
 
     model_config = ConfigDict(extra="forbid")
 
