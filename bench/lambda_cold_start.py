@@ -8,14 +8,18 @@ the local-embedder layer at /opt (samconfig.toml's local parameters).
   start and the import because the emulator starts the runtime inside the first invocation — its own
   `Init Duration` only times handing over the init request, so it is not reported. The same for a handler
   that does nothing (`runtime`): the API's figure beyond it is what Quarry's import and first request cost.
+  The API function twice: first asked `GET /health` (what its init and the resolver cost) and first asked
+  a keyword search (plus the AWS SDK, the clients and the requests' DynamoDB and OpenSearch reads).
 - Warm: the API function's REPORT Duration (and the round trip through the emulator) for health, keyword
   search, hybrid search and one context assembly, search cache off (QUARRY_CACHE_TTL_SECONDS=0).
 - Peak RSS (VmHWM) of each function's runtime process after its runs: the emulator's "Max Memory Used"
   only repeats the configured size.
 - The same hybrid searches through the emulated function and the API handler called in this interpreter
   with the function's settings and backends, alternately (what the emulator adds), and through
-  `quarry serve` (one worker, the embedded backend) on the same items: its round trip beside the emulated
-  function's.
+  `quarry serve` (one worker) twice: on the function's own backends (the OpenSearch node, DynamoDB on
+  moto_server, the same indexed items: the same search on the same backends) and on the embedded backend
+  (SQLite, tantivy, memory-mapped vectors) over the same synthetic items — each round trip beside the
+  emulated function's.
 
     scripts/with-opensearch.sh .venv/bin/python bench/lambda_cold_start.py [--starts 10] [--warm 30]
         [--items 200] [--json bench/results/lambda_cold_start.json] [--env QUARRY_FEEDBACK_DOCS=0]
@@ -33,6 +37,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -47,6 +53,7 @@ EVENTS = Path(__file__).resolve().parent.parent / "events"
 TENANT = "bench"  # the tenant bench/load.py's server key reads
 BULK = 100  # items per POST /entities: below AsyncMinChunks (200), so indexed in the request
 SETTLE_SECONDS = 60.0
+SEARCH_FIRST = "ApiFunction (first request a keyword search)"
 NOOP = "def handler(event, context):\n    return {}\n"
 
 
@@ -151,59 +158,87 @@ def warm(api: EmulatedFunction, runs: int, stream: list[str]) -> dict[str, Any]:
 
 
 def paired_hybrid(local: Deployment, api: EmulatedFunction, runs: int, stream: list[str]) -> dict[str, Any]:
-    """The same hybrid searches through the emulated function and through the API handler called in this
-    interpreter with the function's settings and backends, alternating query by query so both share the
-    machine's noise: what the emulator adds, beside what the backends cost."""
+    """The same hybrid searches, alternating query by query so all share the machine's noise: through the
+    emulated function; through the API handler called in this interpreter with the function's settings and
+    backends (what the emulator adds); through `quarry serve` on the function's backends (the same search
+    on the same backends)."""
     from handlers.devserver import FakeLambdaContext
     from infra.wiring import set_container
 
     saved = dict(os.environ)
-    os.environ.update({**local.stack.function("ApiFunction").environment, **local.environment})
-    # quiet here (the function logs each search at INFO and prints its metrics: a fraction of a ms)
-    os.environ.update(POWERTOOLS_LOG_LEVEL="WARNING", POWERTOOLS_METRICS_DISABLED="true")
+    os.environ.update(function_environment(local))
     set_container(None)
-    emulated, in_process = [], []
+    emulated, in_process, served = [], [], []
     try:
         from handlers import api as handler
 
-        for i in range(runs + 1):  # the first loads the model here
-            event = api_event("POST", "/search", {"query": stream[i % len(stream)], "strategy": "hybrid"})
-            emulated.append(answered(api, event).wall_ms)
-            started = time.perf_counter()
-            if handler.lambda_handler(event, FakeLambdaContext())["statusCode"] != 200:
-                raise RuntimeError("the in-process search failed")
-            in_process.append((time.perf_counter() - started) * 1000)
+        with served_search(function_environment(local)) as serve:
+            for i in range(runs + 1):  # the first loads the model in each
+                query = stream[i % len(stream)]
+                event = api_event("POST", "/search", {"query": query, "strategy": "hybrid"})
+                emulated.append(answered(api, event).wall_ms)
+                started = time.perf_counter()
+                if handler.lambda_handler(event, FakeLambdaContext())["statusCode"] != 200:
+                    raise RuntimeError("the in-process search failed")
+                in_process.append((time.perf_counter() - started) * 1000)
+                served.append(serve(query))
     finally:
         set_container(None)
         os.environ.clear()
         os.environ.update(saved)
-    return {"emulated_round_trip_ms": stats(emulated[1:]), "in_process_ms": stats(in_process[1:])}
+    return {
+        "emulated_round_trip_ms": stats(emulated[1:]),
+        "in_process_ms": stats(in_process[1:]),
+        "serve_same_backends_round_trip_ms": stats(served[1:]),
+    }
 
 
-def serve_hybrid(items: int, runs: int, stream: list[str]) -> dict[str, float]:
-    """The same hybrid searches through `quarry serve` (one worker, the embedded backend)."""
-    from bench.load import KEY, ingest, start_server
+@contextmanager
+def served_search(env: dict[str, str] | None = None, items: int = 0) -> Iterator[Callable[[str], float]]:
+    """`quarry serve` (one worker) and a function timing one hybrid search's round trip through it (ms): on
+    the embedded backend over `items` ingested here, or, given the function's `env`, on the function's own
+    backends (the OpenSearch node and moto_server, the items the function indexed)."""
+    from bench._common import start_server
+    from bench.load import KEY, ingest
+    from bench.load import start_server as start_embedded
 
     with tempfile.TemporaryDirectory() as tmp:
-        ingest(Path(tmp) / "data", items, str(Path(tmp) / "embeddings"))
-        server = start_server(Path(tmp) / "data", 1, cache=False)
+        if env is None:
+            ingest(Path(tmp) / "data", items, str(Path(tmp) / "embeddings"))
+            server = start_embedded(Path(tmp) / "data", 1, cache=False)
+        else:
+            keys = json.dumps({KEY: {"tenant": TENANT, "scopes": ["read"]}})
+            server = start_server(Path(tmp) / "data", 1, {**env, "QUARRY_API_KEYS": keys})
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+
+        def search(query: str) -> float:
+            started = time.perf_counter()
+            conn.request("POST", "/search", json.dumps({"query": query, "strategy": "hybrid"}), headers)
+            response = conn.getresponse()
+            response.read()
+            if response.status != 200:
+                raise RuntimeError(f"quarry serve answered {response.status}")
+            return (time.perf_counter() - started) * 1000
+
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-            headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
-            walls = []
-            for i in range(runs + 1):  # the first loads the model
-                body = json.dumps({"query": stream[i % len(stream)], "strategy": "hybrid"})
-                started = time.perf_counter()
-                conn.request("POST", "/search", body, headers)
-                response = conn.getresponse()
-                response.read()
-                if response.status != 200:
-                    raise RuntimeError(f"quarry serve answered {response.status}")
-                walls.append((time.perf_counter() - started) * 1000)
-            conn.close()
+            yield search
         finally:
+            conn.close()
             server.stop()
+
+
+def serve_hybrid(runs: int, stream: list[str], items: int) -> dict[str, float]:
+    """The same hybrid searches through `quarry serve` on the embedded backend."""
+    with served_search(items=items) as serve:
+        walls = [serve(stream[i % len(stream)]) for i in range(runs + 1)]  # the first loads the model
     return stats(walls[1:])
+
+
+def function_environment(local: Deployment) -> dict[str, str]:
+    """The API function's settings and backends, for a process of this machine (quiet logs, no metrics)."""
+    env = {**local.stack.function("ApiFunction").environment, **local.environment}
+    return env | {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
 
 
 def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
@@ -223,6 +258,12 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                 for fn, event in first_events().items()
                 if fn in args.functions
             }
+            if "ApiFunction" in args.functions:  # the first request a search: the clients, the fence read
+                report["cold"][SEARCH_FIRST] = cold(
+                    lambda: local.function("ApiFunction"),
+                    api_event("POST", "/search", {"query": "cold start", "strategy": "keyword"}),
+                    args.starts,
+                )
             report["cold"]["runtime (a handler doing nothing)"] = cold(
                 lambda: noop(local, Path(tmp)), {}, args.starts
             )
@@ -233,16 +274,21 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
             report["hybrid_paired"] = paired_hybrid(local, api, args.warm, stream)
         finally:
             _delete_index(url, name)
-    report["serve_hybrid_round_trip_ms"] = serve_hybrid(args.items, args.warm, stream)
-    lam, serve = (
-        report["warm"]["hybrid search"]["round_trip_ms"]["p50"],
-        report["serve_hybrid_round_trip_ms"]["p50"],
+    report["serve_hybrid_round_trip_ms"] = serve_hybrid(args.warm, stream, items=args.items)
+    report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    lam = report["warm"]["hybrid search"]["round_trip_ms"]["p50"]
+    report["hybrid_vs_serve"] = round(lam / report["serve_hybrid_round_trip_ms"]["p50"], 2)
+    paired = report["hybrid_paired"]
+    report["hybrid_vs_serve_same_backends"] = round(
+        paired["emulated_round_trip_ms"]["p50"] / paired["serve_same_backends_round_trip_ms"]["p50"], 2
     )
-    report["hybrid_vs_serve"] = round(lam / serve, 2)
-    api_cold = report["cold"]["ApiFunction"]["first_answer_ms"]["p50"]
+    runtime = report["cold"]["runtime (a handler doing nothing)"]["first_answer_ms"]["p50"]
     report["api_beyond_runtime_ms"] = round(
-        api_cold - report["cold"]["runtime (a handler doing nothing)"]["first_answer_ms"]["p50"], 1
+        report["cold"]["ApiFunction"]["first_answer_ms"]["p50"] - runtime, 1
     )
+    if SEARCH_FIRST in report["cold"]:
+        first = report["cold"][SEARCH_FIRST]["first_answer_ms"]["p50"]
+        report["api_search_first_beyond_runtime_ms"] = round(first - runtime, 1)
     return report
 
 
@@ -257,7 +303,7 @@ def _delete_index(url: str, prefix: str) -> None:
 
 def print_report(report: dict[str, Any]) -> None:
     print(
-        f"load average {report['load_average']} on {report['cpus']} cpus; {report['starts']} fresh starts each"
+        f"load average at the start {report['load_average']} on {report['cpus']} cpus; {report['starts']} fresh starts each"
     )
     print(
         f"{'function':38} {'first answer P50/max ms':>24} {'first Duration P50/max':>24} {'peak RSS MB':>12}"
@@ -267,7 +313,9 @@ def print_report(report: dict[str, Any]) -> None:
         print(
             f"{fn:38} {a['p50']:>12} / {a['max']:<9} {d['p50']:>12} / {d['max']:<9} {row['peak_rss_mb']:>12}"
         )
-    print(f"API cold start beyond the runtime's own start (P50): {report['api_beyond_runtime_ms']} ms")
+    print(f"API cold start beyond the runtime's own start (P50): {report['api_beyond_runtime_ms']} ms"
+          + (f"; first request a search: {report['api_search_first_beyond_runtime_ms']} ms"
+             if "api_search_first_beyond_runtime_ms" in report else ""))  # fmt: skip
     print(f"{'warm API function':38} {'Duration P50/max ms':>24} {'round trip P50/max':>24}")
     for kind, row in report["warm"].items():
         d, w = row["duration_ms"], row["round_trip_ms"]
@@ -276,8 +324,16 @@ def print_report(report: dict[str, Any]) -> None:
     emulated, inproc = paired["emulated_round_trip_ms"], paired["in_process_ms"]
     print(f"hybrid, alternating: emulated round trip P50/max {emulated['p50']} / {emulated['max']} ms, "
           f"the handler in-process on the same backends {inproc['p50']} / {inproc['max']} ms")  # fmt: skip
-    print(f"quarry serve hybrid round trip P50/max: {serve['p50']} / {serve['max']} ms; "
-          f"emulated / serve: {report['hybrid_vs_serve']}x; API peak RSS {report['warm_peak_rss_mb']} MB")  # fmt: skip
+    same = paired["serve_same_backends_round_trip_ms"]
+    print(
+        f"  and quarry serve on the same backends, alternating: {same['p50']} / {same['max']} ms; "
+        f"emulated / serve on the same backends: {report['hybrid_vs_serve_same_backends']}x"
+    )
+    print(
+        f"quarry serve hybrid round trip P50/max, embedded backend: {serve['p50']} / {serve['max']} ms "
+        f"(emulated warm / serve: {report['hybrid_vs_serve']}x); API peak RSS {report['warm_peak_rss_mb']} MB"
+    )
+    print(f"load average at the end: {report['load_average_at_end']}")  # fmt: skip
 
 
 def main() -> None:

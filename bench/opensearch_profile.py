@@ -14,7 +14,8 @@ search's wall time is split into:
 
 It also counts round trips per search and the bytes sent and received. The same query sent directly to
 the node (`--direct`: the adapter's own lexical body, one `_search` on a keep-alive connection) gives the
-node's floor for the keyword goal.
+node's floor for the keyword goal. Last, a hybrid search's first `_msearch` is sent directly with its
+vector leg whole and for its ranking only (what it sends with feedback on), alternating query by query.
 
     QUARRY_OPENSEARCH_URL=http://127.0.0.1:9200 .venv/bin/python bench/opensearch_profile.py \
         [--entities 10000] [--queries 200] [--json bench/results/opensearch_profile.json]
@@ -168,6 +169,40 @@ def replay(client: Any, lines: Any) -> tuple[float, float]:
     return _ms(start), float(answer["took"])
 
 
+def first_legs(client: Any, container: Any, stream: list[str]) -> dict[str, dict[str, float]]:
+    """A hybrid search's first `_msearch` (both legs, k = 100) sent directly, its vector leg whole (with the
+    inner hit naming each hit's best chunk) or for its ranking only (what feedback needs), alternating query
+    by query: the node's `took` and the wall time, P50 ms."""
+    from core.models import Filters, LexicalQuery
+    from core.query import parse_query
+    from infra.opensearch import bodies
+
+    index = container.index
+    tenant, depth = "bench", 100
+    filters = Filters(entity_types=container.registry.names())  # what a search without filters asks
+    got: dict[str, tuple[list[float], list[float]]] = {"whole": ([], []), "ranking": ([], [])}
+    for n, q in enumerate(stream):
+        parsed = parse_query(q, container.registry)
+        lexical = bodies.lexical_body(
+            tenant, LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights), filters, depth
+        )
+        vector = container.embedder.embed_query([parsed.text])[0]
+        searches = {
+            "whole": [lexical, bodies.vector_body(tenant, vector, filters, depth)],
+            "ranking": [lexical, bodies.vector_ranking_body(tenant, vector, filters, depth)],
+        }
+        for kind in ("whole", "ranking") if n % 2 else ("ranking", "whole"):
+            lines = bodies.msearch_lines(index.alias, searches[kind], tenant)
+            start = time.perf_counter()
+            answer = client.msearch(body=lines, filter_path=bodies.MSEARCH_FILTER_PATH)
+            got[kind][1].append(_ms(start))
+            got[kind][0].append(float(answer["took"]))
+    return {
+        kind: {"took_p50": percentile(took, 50), "wall_p50": percentile(wall, 50)}
+        for kind, (took, wall) in got.items()
+    }
+
+
 @contextmanager
 def opensearch_container(args: argparse.Namespace) -> Iterator[Any]:
     """A Container over a fresh OpenSearch index (dropped afterwards), installed for the handler."""
@@ -189,7 +224,7 @@ def opensearch_container(args: argparse.Namespace) -> Iterator[Any]:
         set_container(container)
         index: Any = container.index  # the OpenSearch adapter, not just the port
         try:
-            if not args.reuse:
+            if not args.reuse or not index.client.indices.exists_alias(name=index.alias):
                 ingest(__import__("handlers.api", fromlist=["api"]).lambda_handler, args.entities)
             index.client.indices.refresh(index=index.alias)
             container.override(embedder=model)  # the search and indexing services rebuild around it
@@ -208,7 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--cache-dir", default=".quarry/embeddings")
     parser.add_argument("--json", default="bench/results/opensearch_profile.json")
-    parser.add_argument("--reuse", default=None, help="an index prefix already holding the entities (kept)")
+    parser.add_argument(
+        "--reuse",
+        default=None,
+        help="an index prefix kept after the run (filled first when missing): paired runs share one index",
+    )
     parser.add_argument("--smoke", action="store_true", help="40 entities, 5 queries per strategy")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -228,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
             s: profile(api.lambda_handler, rec, s, stream, direct if s == "keyword" else None)
             for s in STRATEGIES
         }
+        legs = first_legs(direct, container, stream)
     print(f"\n{args.entities} entities, {args.queries} queries per strategy, P50 ms (mean)")
     print(f"{'strategy':<10}" + "".join(f"{p:>15}" for p in (*PHASES, "total")) + "   trips  KB in")
     for s in STRATEGIES:
@@ -244,7 +284,16 @@ def main(argv: list[str] | None = None) -> int:
         f"P99 {d['direct_wall']['p99']:.2f}, took P50 {d['direct_took']['p50']:.1f} "
         f"(through the handler: P50 {d['total']['p50']:.2f})"
     )
+    print(
+        "a hybrid search's first _msearch sent directly, its vector leg whole / for its ranking only "
+        "(alternating): took P50 "
+        + " / ".join(f"{legs[k]['took_p50']:.1f}" for k in ("whole", "ranking"))
+        + " ms, wall P50 "
+        + " / ".join(f"{legs[k]['wall_p50']:.2f}" for k in ("whole", "ranking"))
+        + " ms"
+    )
     out = {
+        "first_msearch": legs,
         "entities": args.entities,
         "queries": args.queries,
         "load_average": os.getloadavg(),

@@ -130,6 +130,13 @@ BUILTIN_TYPES: dict[str, EntityType] = {
 _ALIASES = {"people": "person", "persons": "person"}
 
 
+def _plural(name: str) -> str:
+    """The English plural of a type name: `memory` → `memories`, `task` → `tasks`."""
+    if name.endswith("y") and name[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return name[:-1] + "ies"
+    return name + "s"
+
+
 def _field_error(path: str, message: str) -> InvalidInputError:
     return InvalidInputError(f"invalid entity type configuration: {path} {message}", {path: message})
 
@@ -195,28 +202,26 @@ class EntityTypeRegistry:
         return found
 
     def spellings(self) -> tuple[str, ...]:
-        """Every name `resolve` takes: each type's name and its plurals (`task`, `tasks`; `people`)."""
-        plurals = {f"{n}s" for n in self._types} | {a for a, n in _ALIASES.items() if n in self._types}
+        """Every name `resolve` takes: each type's name and its plural (`task`, `tasks`; `memory`,
+        `memories`; `person`, `people`)."""
+        plurals = {_plural(n) for n in self._types} | {a for a, n in _ALIASES.items() if n in self._types}
         return tuple(sorted(set(self._types) | plurals))
 
     def resolve(self, name: str, path: str = "type") -> str:
-        """The type a request names by its name or its plural (`task`, `tasks`, `people`: the nexus seed's
-        spelling); an InvalidInputError naming `path` and the known types otherwise."""
+        """The type a request names by its name or its plural (`task`, `tasks`, `memories`, `people`: the
+        search specification's spelling); an InvalidInputError naming `path` and the known types otherwise."""
         if name in self._types:
             return name
-        singular = _ALIASES.get(name) or (name[:-1] if name.endswith("s") else "")
-        return self.get(singular if singular in self._types else name, path).name
+        singular = self._singulars().get(name, name)
+        return self.get(singular, path).name
+
+    def _singulars(self) -> dict[str, str]:
+        return {_plural(n): n for n in self._types} | {a: n for a, n in _ALIASES.items() if n in self._types}
 
     def resolve_prefix(self, prefix: str) -> str | None:
-        """The type a query prefix names (`task`, `tasks`, `people`), or None."""
+        """The type a query prefix names (`task`, `tasks`, `memories`, `people`), or None."""
         word = prefix.lower()
-        if word in self._types:
-            return word
-        if word in _ALIASES and _ALIASES[word] in self._types:
-            return _ALIASES[word]
-        if word.endswith("s") and word[:-1] in self._types:
-            return word[:-1]
-        return None
+        return word if word in self._types else self._singulars().get(word)
 
     def __contains__(self, name: object) -> bool:
         return name in self._types

@@ -3,7 +3,9 @@
 The query vector moves toward the stored vectors of the first fused ranking's top results, and the
 vector leg is searched again with the moved vector: q' = (q + β · mean(top-k result vectors)) / ‖…‖.
 The stored vector of a result is that of the chunk the vector retriever matched (the chunk that made it
-similar to the query), else the chunk the lexical retriever matched.
+similar to the query), else the chunk the lexical retriever matched. A vector list retrieved for its ranking
+only (`RetrievalSpec.vector_ranking_only`) does not name the matched chunk: it is then the entity's stored
+chunk nearest the query (what a k-NN search's best chunk per entity is), read with the others.
 
 Measured in bench/prf_study.py (bench/QUALITY.md §6): k = 2, β = 1.0 and the final convex fusion at
 α = 0.8 raised nDCG@10 on SciFact train and Cranfield, the development sets (k 1–3 and β 0.5–2 studied).
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.fusion import Fused
-from core.models import Candidate, EntityKey, Filters, Vector
+from core.models import ALL_CHUNKS, Candidate, EntityKey, Filters, Vector
 from core.ports import SearchIndex
 
 FEEDBACK_DOCS = 2  # k: the top fused results whose vectors move the query (0 turns feedback off)
@@ -50,6 +52,29 @@ def rocchio(query: Vector, feedback: Sequence[Vector], weight: float = FEEDBACK_
     return unit
 
 
+def _matched(
+    chunk: tuple[EntityKey, int], stored: dict[tuple[EntityKey, int], Vector], query: Vector
+) -> Vector | None:
+    """The stored vector of `chunk`; for (entity, ALL_CHUNKS), of the entity's chunk nearest `query`
+    (highest cosine, then the lowest chunk number)."""
+    import numpy as np
+
+    key, chunk_no = chunk
+    if chunk_no != ALL_CHUNKS:
+        return stored.get(chunk)
+    q = np.asarray(query, dtype=np.float32)
+    best: tuple[float, int] | None = None
+    for (other, number), vector in stored.items():
+        if other != key:
+            continue
+        v = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(v))
+        similarity = float(q @ v) / norm if norm else -1.0  # the query is unit length (Embedder)
+        if best is None or (-similarity, number) < (-best[0], best[1]):
+            best = (similarity, number)
+    return None if best is None else stored[(key, best[1])]
+
+
 def feedback_search(
     index: SearchIndex,
     tenant_id: str,
@@ -71,7 +96,8 @@ def feedback_search(
     stored = index.chunk_vectors(tenant_id, chunks)
     # Only vectors of the query's model: during a reindex to another model the stored ones may not be.
     dimension = np.shape(query)[-1]
-    found = [stored[c] for c in chunks if c in stored and np.shape(stored[c])[-1] == dimension]
+    usable = {c: v for c, v in stored.items() if np.shape(v)[-1] == dimension}
+    found = [v for v in (_matched(c, usable, query) for c in chunks) if v is not None]
     if not found:
         return None
     return index.vector(tenant_id, rocchio(query, found, weight), filters, depth)

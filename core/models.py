@@ -151,6 +151,11 @@ class Candidate:
     metadata: Mapping[str, Any]
 
 
+# `chunk_no` of a candidate whose matched chunk is not known (RetrievalSpec.vector_ranking_only), and, in a
+# `SearchIndex.chunk_vectors` request, "every stored chunk of the entity".
+ALL_CHUNKS = -1
+
+
 @dataclass(frozen=True, slots=True)
 class RetrievalSpec:
     """One retrieval of a batch (`SearchIndex.retrieve_many`): what `retrieve` takes besides the tenant."""
@@ -159,6 +164,11 @@ class RetrievalSpec:
     embedding: Vector | None
     filters: Filters
     k: int
+    # Only the vector list's ranking is needed (keys and scores): vector pseudo-relevance feedback
+    # (core.feedback) replaces that list before anything is shown. An index may then leave out what names
+    # the matched chunk and shows the entity (OpenSearch: the nested inner hit, most of a k-NN search's
+    # time on the node); such candidates carry `chunk_no` ALL_CHUNKS and no display values.
+    vector_ranking_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,7 +127,8 @@ class SearchIndex(Protocol):
         self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
     ) -> dict[tuple[EntityKey, int], Vector]:
         """The stored embeddings of these (entity, chunk_no) pairs, in one round trip; missing ones are left
-        out (for MMR over retrieved candidates: nothing is embedded again)."""
+        out (for MMR over retrieved candidates: nothing is embedded again). A pair with chunk_no ALL_CHUNKS
+        asks for every stored chunk of the entity, each keyed by its own chunk number."""
         ...
 
     def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:

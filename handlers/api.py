@@ -12,7 +12,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from core.errors import ConfigurationError, InvalidInputError
 from handlers import errors, gate
 from handlers._observability import logger, metrics, tracer
-from handlers.openapi import document as openapi_document
 from handlers.routes import catalog, context, entities, governance, jobs, lifecycle, search
 from handlers.routes.common import caller, decode_path_parameters, fence_tenant, services
 from infra import deadline, wiring
@@ -69,7 +68,10 @@ def openapi() -> dict[str, Any]:
 
 
 def published_openapi(c: Container) -> dict[str, Any]:
-    """The OpenAPI document of the deployment `c` (also `quarry openapi`)."""
+    """The OpenAPI document of the deployment `c` (also `quarry openapi`); its corrections load here, on
+    this route only, not at the function's init."""
+    from handlers.openapi import document as openapi_document
+
     generated = json.loads(app.get_openapi_json_schema(title="Quarry", version=VERSION))
     return openapi_document(generated, c)
 

@@ -9,6 +9,14 @@ way — written before the fence, the erase's purge removed them; after, this pu
 per-process copy of the fence no older than ADMISSION_TTL_SECONDS (an erase elsewhere is seen within it),
 so a busy tenant costs one fence read per process per second, plus one (strongly consistent) per unit
 that may write: every API request but a GET, every queued change, job part, MCP call and nightly task.
+
+Why the check at the end reads afresh rather than a copy like admission's. With a copy read at t_c, a
+unit settling at t_s < t_c + TTL that found no fence keeps what it wrote until t_s; an erase that fenced
+at t_e > t_c and purged at once (LifecycleService.erase) has then already purged, so writes between that
+purge and t_s would outlive the erase. A copy is safe only if every erase waited out the copies' age (the
+TTL) between its fence and its purge: writes before t_s < t_c + TTL < t_e + TTL would all precede the
+purge. The erase does not wait, so the end-of-unit read stays fresh; it is one strongly consistent GetItem
+(single-digit milliseconds in DynamoDB).
 """
 
 from __future__ import annotations

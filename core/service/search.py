@@ -19,7 +19,7 @@ from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT, feedback_search
 from core.fusion import RRF_K, Fused, FusionMethod, count_legs, fuse
-from core.models import Candidate, Filters, LexicalQuery, MatchMode, Retrieval, Scalar
+from core.models import ALL_CHUNKS, Candidate, Filters, LexicalQuery, MatchMode, RetrievalSpec, Scalar
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
 from core.query import MAX_TERMS, ParsedQuery, QueryShape, parse_query
 from core.schemas import (
@@ -414,25 +414,17 @@ class SearchService:
         if not any_types or ((lexical is None or lexical.empty) and embedding is None):
             return [], None
         lex = lexical if lexical is not None and not lexical.empty else None
-        got: Retrieval = self._index.retrieve(tenant_id, lex, embedding, filters, depth)
+        # With feedback on, the first vector list only picks the feedback documents (its ranking): the
+        # feedback's list replaces it before anything is shown, so the index may leave out its chunks.
+        feedback = plan.lexical and embedding is not None and self.settings.feedback_docs > 0
+        spec = RetrievalSpec(lex, embedding, filters, depth, vector_ranking_only=feedback)
+        (got,) = self._index.retrieve_many(tenant_id, [spec])
         vector = strong_vector_hits(got.vector, self.settings)
         fused = fuse(self.settings.fusion, got.lexical, vector, plan.alpha, self.settings.rrf_k)
-        if plan.lexical and embedding is not None and self.settings.feedback_docs > 0 and fused:
-            # Vector pseudo-relevance feedback (core.feedback): fuse again with the moved query's hits.
-            again = feedback_search(
-                self._index,
-                tenant_id,
-                embedding,
-                fused,
-                vector,
-                filters,
-                depth,
-                self.settings.feedback_docs,
-                self.settings.feedback_weight,
+        if feedback and fused:
+            fused = self._with_feedback(
+                tenant_id, got.lexical, vector, fused, embedding, filters, depth, plan
             )
-            if again is not None:
-                vector = strong_vector_hits(again, self.settings)
-                fused = fuse(self.settings.fusion, got.lexical, vector, plan.alpha, self.settings.rrf_k)
         if fused or lex is None:
             return fused, None
         # Nothing matched: widen the lexical match before answering nothing (seed nexus §5.2).
@@ -442,6 +434,38 @@ class SearchService:
             if hits:
                 return fuse(self.settings.fusion, hits, [], 0.0, self.settings.rrf_k), mode.value
         return [], None
+
+    def _with_feedback(
+        self,
+        tenant_id: str,
+        lexical: Sequence[Candidate],
+        vector: list[Candidate],
+        fused: list[Fused],
+        embedding: Any,
+        filters: Filters,
+        depth: int,
+        plan: Plan,
+    ) -> list[Fused]:
+        """Vector pseudo-relevance feedback (core.feedback): fuse again with the moved query's hits. Without
+        feedback hits (no stored vector to move toward), a vector list retrieved for its ranking only is
+        retrieved again whole, since its candidates would be shown."""
+        again = feedback_search(
+            self._index,
+            tenant_id,
+            embedding,
+            fused,
+            vector,
+            filters,
+            depth,
+            self.settings.feedback_docs,
+            self.settings.feedback_weight,
+        )
+        if again is None:
+            if not any(c.chunk_no == ALL_CHUNKS for c in vector):
+                return fused
+            again = self._index.vector(tenant_id, embedding, filters, depth)
+        vector = strong_vector_hits(again, self.settings)
+        return fuse(self.settings.fusion, lexical, vector, plan.alpha, self.settings.rrf_k)
 
     def _result(
         self, f: Fused, parsed: ParsedQuery, plan: Plan, explain: bool, fallback: str | None

@@ -18,7 +18,6 @@ from core.catalog import (
     EvalsResponse,
     WeightHistoryResponse,
 )
-from core.service.golden import EVAL_NAME_PREFIX
 from handlers.routes.common import caller, only_parameters, services
 
 router = Router()
@@ -92,4 +91,6 @@ def overlay_evals(
     role_id: str, limit: Annotated[int, Query(ge=1, le=MAX_READ_ROWS)] = DEFAULT_READ_ROWS
 ) -> EvalsResponse:
     tenant = caller(router, "read").tenant_id
+    from core.service.golden import EVAL_NAME_PREFIX  # the evaluation code loads on this route only
+
     return services().catalog.evals(tenant, EVAL_NAME_PREFIX + role_id, limit)

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 
 from core.conformance import unknown_parameters
 from core.errors import InvalidInputError, QuarryError
-from handlers.auth import JwtPolicy, Principal, principal_from_event
+from handlers.auth import PUBLIC_PATHS, JwtPolicy, Principal, principal_from_event
 from infra.wiring import container
 
 if TYPE_CHECKING:
@@ -89,9 +89,12 @@ FENCE_ROUTES = frozenset({("DELETE", "/tenant"), ("POST", "/tenant/reopen")})
 def fence_tenant(app: Any, next_middleware: Callable[[Any], Response]) -> Response:
     """Every request of a tenant is a unit of work behind its fence (core/service/fencing.py): refused
     (410) while the tenant is erased; a request that may write (any method but GET) checks the fence again
-    when it ends, and undoes itself when an erase raced it."""
+    when it ends, and undoes itself when an erase raced it. The public routes hold no tenant data and are
+    not fenced: /health answers without reading a fence, with or without a token."""
     event = app.current_event
     method = event.http_method.upper()
+    if app.context["_route"].path in PUBLIC_PATHS:
+        return next_middleware(app)
     try:
         tenant = principal_from_event(event.raw_event, jwt_policy()).tenant_id
     except QuarryError:  # no principal: the route answers 401/403 itself (or is public)

@@ -590,8 +590,11 @@ class SqliteIndex(SqliteCatalog):
             return {}
         # The tenant inside each alternative: SQLite then looks each one up through idx_chunks_entity
         # (with it outside the OR it scanned every chunk of the tenant: ~80 ms for 2 chunks of 10k).
-        rows = " OR ".join(["(tenant_id=? AND entity_type=? AND entity_id=? AND chunk_no=?)"] * len(wanted))
-        args = [v for key, no in wanted for v in (tenant_id, key.entity_type, key.entity_id, no)]
+        # chunk_no ALL_CHUNKS: every chunk of the entity (`? < 0` matches them all)
+        rows = " OR ".join(
+            ["(tenant_id=? AND entity_type=? AND entity_id=? AND (chunk_no=? OR ? < 0))"] * len(wanted)
+        )
+        args = [v for key, no in wanted for v in (tenant_id, key.entity_type, key.entity_id, no, no)]
         found = self._conn().execute(
             f"SELECT entity_type, entity_id, chunk_no, embedding FROM idx_chunks "
             f"WHERE embedding IS NOT NULL AND ({rows})",

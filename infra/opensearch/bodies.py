@@ -109,6 +109,8 @@ def byte_batches(sizes: Sequence[int], limit: int) -> list[list[int]]:
 
 
 VERSION_FIELDS = (m.TENANT, m.VERSION, m.DELETED)
+# What a read of stored chunk vectors needs (`chunk_vectors`): not the text tiers, title or metadata.
+VECTOR_FIELDS = (m.TENANT, m.ENTITY_TYPE, m.ENTITY_ID, m.CHUNK_NO, m.EMBEDDING)
 
 
 def mget_body(
@@ -116,13 +118,16 @@ def mget_body(
     with_chunks: bool = False,
     version_only: bool = False,
     routing: Sequence[str | None] | None = None,
+    vectors_only: bool = False,
 ) -> dict[str, Any]:
-    """`_mget` for entity documents: without their chunks unless asked (the embeddings are large), or only
-    what a whole-document write decides on (tenant, version, deleted); `routing`, one per id, on a routed
-    index (a document is found only on its routing's shard)."""
+    """`_mget` for entity documents: without their chunks unless asked (the embeddings are large), only
+    what a whole-document write decides on (tenant, version, deleted), or only the chunks' numbers and
+    vectors; `routing`, one per id, on a routed index (a document is found only on its routing's shard)."""
     source: Any = True if with_chunks else {"excludes": [m.CHUNKS]}
     if version_only:
         source = {"includes": list(VERSION_FIELDS)}
+    if vectors_only:
+        source = {"includes": list(VECTOR_FIELDS)}
     docs: list[dict[str, Any]] = [{"_id": i, "_source": source} for i in doc_ids]
     for doc, value in zip(docs, routing or [], strict=False):
         if value is not None:
@@ -262,11 +267,7 @@ def lexical_body(
     return _envelope(clamp(k), scope, lean)
 
 
-def vector_body(
-    tenant_id: str, embedding: Vector, filters: Filters, k: int, lean: bool = True
-) -> dict[str, Any]:
-    """k-NN search with efficient filtering: the filter runs inside the HNSW search, on parent fields."""
-    size = clamp(k)
+def _knn(tenant_id: str, embedding: Vector, filters: Filters, size: int) -> dict[str, Any]:
     knn = {
         m.EMBEDDING: {
             "vector": [float(x) for x in embedding],
@@ -274,7 +275,35 @@ def vector_body(
             "filter": filter_query(tenant_id, filters),
         }
     }
-    return _envelope(size, _nested({"knn": knn}, lean), lean)
+    return {"knn": knn}
+
+
+def vector_body(
+    tenant_id: str, embedding: Vector, filters: Filters, k: int, lean: bool = True
+) -> dict[str, Any]:
+    """k-NN search with efficient filtering: the filter runs inside the HNSW search, on parent fields."""
+    size = clamp(k)
+    return _envelope(size, _nested(_knn(tenant_id, embedding, filters, size), lean), lean)
+
+
+# What a ranking-only k-NN search reads of each hit: who it is (and the defence-in-depth tenant check).
+RANKING_VALUES = (m.TENANT, m.DELETED, m.ENTITY_TYPE, m.ENTITY_ID)
+
+
+def vector_ranking_body(tenant_id: str, embedding: Vector, filters: Filters, k: int) -> dict[str, Any]:
+    """`vector_body` for the ranking only (RetrievalSpec.vector_ranking_only): the same hits and scores,
+    without the inner hit naming each hit's best chunk (on the node it runs the nested query again for
+    every hit: bench/opensearch_profile.py) and without display values."""
+    size = clamp(k)
+    query = {"path": m.CHUNKS, "score_mode": "max", "query": _knn(tenant_id, embedding, filters, size)}
+    return {
+        "size": size,
+        "track_total_hits": False,
+        "_source": False,
+        "stored_fields": "_none_",
+        "docvalue_fields": list(RANKING_VALUES),
+        "query": {"nested": query},
+    }
 
 
 # What of an `_msearch` answer the adapter reads: the node leaves out the rest (each hit's index name but

@@ -13,10 +13,12 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from core.errors import InvalidInputError, PayloadTooLargeError, QuarryError, UnavailableError
 from core.models import (
+    ALL_CHUNKS,
     Candidate,
     EntityKey,
     EntityRecord,
@@ -278,14 +280,14 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         return classify(status, error_type, reason)
 
     def _fetch(
-        self, tenant_id: str, doc_ids: Sequence[str], with_chunks: bool = False
+        self, tenant_id: str, doc_ids: Sequence[str], with_chunks: bool = False, vectors_only: bool = False
     ) -> list[Mapping[str, Any]]:
         from opensearchpy.exceptions import NotFoundError
 
         routing = [self._route(tenant_id)] * len(doc_ids)
         with translated():
             try:
-                body = bodies.mget_body(doc_ids, with_chunks, routing=routing)
+                body = bodies.mget_body(doc_ids, with_chunks, routing=routing, vectors_only=vectors_only)
                 response = self._client.mget(body=body, index=self._alias)
             except NotFoundError as exc:
                 if error_parts(exc.info)[0] == INDEX_MISSING:
@@ -436,19 +438,21 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
     def chunk_vectors(
         self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
     ) -> dict[tuple[EntityKey, int], Vector]:
-        """Stored chunk embeddings, from one `_mget` of the entities with their chunks."""
+        """Stored chunk embeddings, from one `_mget` of the entities' chunk numbers and vectors (no text)."""
         import numpy as np
 
         keys = sorted({key for key, _ in chunks})
         wanted = set(chunks)
         out: dict[tuple[EntityKey, int], Vector] = {}
-        for doc in self._fetch(tenant_id, [documents.doc_id(tenant_id, k) for k in keys], with_chunks=True):
+        ids = [documents.doc_id(tenant_id, k) for k in keys]
+        for doc in self._fetch(tenant_id, ids, vectors_only=True):
             if doc.get(mapping.TENANT) != tenant_id:
                 continue
             key = EntityKey(str(doc.get(mapping.ENTITY_TYPE)), str(doc.get(mapping.ENTITY_ID)))
+            every = (key, ALL_CHUNKS) in wanted
             for chunk in doc.get(mapping.CHUNKS) or []:
-                ref = (key, int(chunk.get("chunk_no", -1)))
-                if ref in wanted and chunk.get("embedding") is not None:
+                ref = (key, int(chunk.get("chunk_no", ALL_CHUNKS)))
+                if (every or ref in wanted) and ref[1] != ALL_CHUNKS and chunk.get("embedding") is not None:
                     out[ref] = np.asarray(chunk["embedding"], dtype=np.float32)
         return out
 
@@ -488,16 +492,7 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         only its own list; only when every search fails is the failure raised. A search the cluster could
         not answer whole (a shard unavailable, throttled past the retries, answered from some shards only)
         fails them all: never a list silently shorter than the index holds."""
-        searches: list[tuple[int, str, int, dict[str, Any]]] = []
-        for n, spec in enumerate(specs):
-            k = bodies.clamp(spec.k)
-            if spec.query is not None and not spec.query.empty and k > 0:
-                body = bodies.lexical_body(tenant_id, spec.query, spec.filters, k, self._display_values)
-                searches.append((n, "lexical", k, body))
-            vector = spec.embedding
-            if vector is not None and k > 0 and self._matches_dimension(vector) and any(vector):
-                body = bodies.vector_body(tenant_id, vector, spec.filters, k, self._display_values)
-                searches.append((n, "vector", k, body))
+        searches = self._searches(tenant_id, specs)
         lists: list[dict[str, list[Candidate]]] = [{"lexical": [], "vector": []} for _ in specs]
         if searches:
             results = self._msearch([body for *_, body in searches], self._route(tenant_id))
@@ -510,13 +505,39 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
                 if isinstance(result, QuarryError):
                     _log.warning("%s search failed, returning the other lists only: %s", kind, result)
                     continue
-                if result is not None:
-                    convert = responses.bm25 if kind == "lexical" else responses.cosine
-                    lists[n][kind] = responses.candidates(result, k, tenant_id, convert)
-                    incomplete |= responses.incomplete(result, tenant_id)
+                if result is None:
+                    continue
+                if kind == "ranking":  # who and how similar only: nothing of it is shown
+                    found = responses.candidates(result, k, tenant_id, responses.cosine)
+                    lists[n]["vector"] = [replace(c, chunk_no=ALL_CHUNKS) for c in found]
+                    continue
+                convert = responses.bm25 if kind == "lexical" else responses.cosine
+                lists[n][kind] = responses.candidates(result, k, tenant_id, convert)
+                incomplete |= responses.incomplete(result, tenant_id)
             if incomplete:
                 self._complete(tenant_id, incomplete, lists)
         return [Retrieval(lexical=tuple(got["lexical"]), vector=tuple(got["vector"])) for got in lists]
+
+    def _searches(
+        self, tenant_id: str, specs: Sequence[RetrievalSpec]
+    ) -> list[tuple[int, str, int, dict[str, Any]]]:
+        """(spec position, kind, k, body) of every search the specs need: "lexical", "vector", or "ranking"
+        (a vector list wanted for its ranking only, on an index with display values)."""
+        searches: list[tuple[int, str, int, dict[str, Any]]] = []
+        for n, spec in enumerate(specs):
+            k = bodies.clamp(spec.k)
+            if spec.query is not None and not spec.query.empty and k > 0:
+                body = bodies.lexical_body(tenant_id, spec.query, spec.filters, k, self._display_values)
+                searches.append((n, "lexical", k, body))
+            vector = spec.embedding
+            if vector is not None and k > 0 and self._matches_dimension(vector) and any(vector):
+                if spec.vector_ranking_only and self._display_values:
+                    body = bodies.vector_ranking_body(tenant_id, vector, spec.filters, k)
+                    searches.append((n, "ranking", k, body))
+                else:
+                    body = bodies.vector_body(tenant_id, vector, spec.filters, k, self._display_values)
+                    searches.append((n, "vector", k, body))
+        return searches
 
     def _complete(
         self, tenant_id: str, keys: set[EntityKey], lists: list[dict[str, list[Candidate]]]

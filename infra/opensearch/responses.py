@@ -103,11 +103,19 @@ def candidates(
     seen: set[EntityKey] = set()
     if k <= 0:
         return out
+    metadata: dict[str, dict[str, Any]] = {}  # metadata doc values decoded once per answer
     for hit in (response.get("hits") or {}).get("hits") or []:
-        source = hit_values(hit)
-        if source.get(m.TENANT) != tenant_id or source.get(m.DELETED):
-            continue  # defence in depth: the query already filters on both
-        found = candidate(hit, convert(float(hit.get("_score") or 0.0)), source)
+        score = convert(float(hit.get("_score") or 0.0))
+        fields = hit.get("fields")
+        if "_source" in hit or not fields:
+            source = hit_values(hit)
+            if source.get(m.TENANT) != tenant_id or source.get(m.DELETED):
+                continue  # defence in depth: the query already filters on both
+            found = candidate(hit, score, source)
+        else:
+            found = _lean_candidate(hit, fields, score, tenant_id, metadata)  # type: ignore[assignment]
+            if found is None:
+                continue
         if found.key in seen:
             continue
         seen.add(found.key)
@@ -115,6 +123,41 @@ def candidates(
         if len(out) >= k:
             break
     return out
+
+
+def _lean_candidate(
+    hit: Mapping[str, Any],
+    fields: Mapping[str, Any],
+    score: float,
+    tenant_id: str,
+    metadata: dict[str, dict[str, Any]],
+) -> Candidate | None:
+    """`candidate` for a lean hit, read straight from its doc values (each a one-element list): the same
+    Candidate, without the intermediate dict; None for another tenant's or a deleted entity."""
+
+    def first(name: str) -> Any:
+        found = fields.get(name)
+        return found[0] if found else None
+
+    if first(m.TENANT) != tenant_id or first(m.DELETED):
+        return None  # defence in depth: the query already filters on both
+    raw = first(m.METADATA_VALUE)
+    if raw is not None and raw not in metadata:
+        metadata[raw] = json.loads(raw) if raw != "{}" else {}
+    chunk_no, text = _best_chunk(hit)
+    return Candidate(
+        key=EntityKey(str(first(m.ENTITY_TYPE)), str(first(m.ENTITY_ID))),
+        score=score,
+        chunk_no=chunk_no,
+        title=str(first(m.TITLE_VALUE) or ""),
+        text=text,
+        source=str(first(m.SOURCE) or ""),
+        owner=first(m.OWNER),
+        namespace=first(m.NAMESPACE),
+        created_at=str(first("created_at") or ""),
+        updated_at=str(first("updated_at") or ""),
+        metadata=dict(metadata[raw]) if raw is not None else {},
+    )
 
 
 def incomplete(response: Mapping[str, Any], tenant_id: str) -> set[EntityKey]:

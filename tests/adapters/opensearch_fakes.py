@@ -219,7 +219,7 @@ class FakeOpenSearch:
                     for field in spec["_source"].get("excludes", []):
                         source.pop(field, None)
                     if "includes" in spec["_source"]:
-                        source = {k: v for k, v in source.items() if k in spec["_source"]["includes"]}
+                        source = _included(source, spec["_source"]["includes"])
                 seq_no, term = self.seq_nos[spec["_id"]]
                 entry.update(
                     {"_version": found[0], "_seq_no": seq_no, "_primary_term": term, "_source": source}
@@ -328,3 +328,21 @@ class FakeConnection(Connection):
         if not 200 <= status < 300 and status not in ignore:
             self._raise_error(status, raw, "application/json")
         return status, {"content-type": "application/json"}, raw
+
+
+def _included(source: dict[str, Any], paths: list[str]) -> dict[str, Any]:
+    """`_source` filtered to `paths` as OpenSearch filters it: a dotted path reaches into objects and into
+    every element of an array of objects (`chunks.embedding`)."""
+    out: dict[str, Any] = {}
+    for name, value in source.items():
+        if name in paths:
+            out[name] = value
+            continue
+        inner = [p[len(name) + 1 :] for p in paths if p.startswith(f"{name}.")]
+        if not inner:
+            continue
+        if isinstance(value, dict):
+            out[name] = _included(value, inner)
+        elif isinstance(value, list):
+            out[name] = [_included(v, inner) if isinstance(v, dict) else v for v in value]
+    return out

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from core.models import (
+    ALL_CHUNKS,
     Chunk,
     EntityKey,
     EntityRecord,
@@ -104,6 +105,40 @@ class SearchIndexContract:
         assert set(got) == {(d, 0), (d, 1)}
         assert np.allclose(got[(d, 1)], unit(1, 2), atol=1e-6)
         assert index.chunk_vectors("other", [(d, 0)]) == {}
+
+    def test_every_chunk_vector_of_an_entity_when_asked_for_all_chunks(self, index: Any) -> None:
+        index.upsert(record("t", "document", "d", "x", chunks=["first part", "second part"]))
+        index.upsert(record("t", "document", "e", "y", chunks=["other"]))
+        d = EntityKey("document", "d")
+        got = index.chunk_vectors("t", [(d, ALL_CHUNKS)])
+        assert set(got) == {(d, 0), (d, 1)}
+        assert np.allclose(got[(d, 0)], unit(1, 1), atol=1e-6) and np.allclose(
+            got[(d, 1)], unit(1, 2), atol=1e-6
+        )
+        assert index.chunk_vectors("other", [(d, ALL_CHUNKS)]) == {}
+
+    def test_a_vector_list_for_its_ranking_only_ranks_as_the_whole_one(self, index: Any) -> None:
+        # Given entities whose best chunk differs, when the vector list is asked for its ranking only,
+        # then it has the same entities, order and scores as the whole list (what it may leave out: which
+        # chunk matched, and what shows the entity).
+        index.upsert(record("t", "memory", "a", "a", chunks=["a one", "a two"]))
+        index.upsert(record("t", "memory", "b", "b", vec=unit(1, 0.2)))
+        index.upsert(record("t", "memory", "c", "c", vec=unit(0.1, 1)))
+        index.upsert(record("u", "memory", "x", "x", vec=unit(1, 0)))
+        query = unit(1, 0.1)
+        whole, ranking = index.retrieve_many(
+            "t",
+            [
+                RetrievalSpec(None, query, Filters(), 10),
+                RetrievalSpec(None, query, Filters(), 10, vector_ranking_only=True),
+            ],
+        )
+        assert [c.key for c in ranking.vector] == [c.key for c in whole.vector]
+        assert [c.key.entity_id for c in whole.vector] == ["b", "a", "c"]
+        assert np.allclose([c.score for c in ranking.vector], [c.score for c in whole.vector], atol=1e-5)
+        assert all(
+            c.chunk_no in (ALL_CHUNKS, w.chunk_no) for c, w in zip(ranking.vector, whole.vector, strict=True)
+        )
 
     def test_tenants_are_isolated(self, index: Any) -> None:
         index.upsert(record("t1", "memory", "a", "secret plans", vec=unit(1, 0)))

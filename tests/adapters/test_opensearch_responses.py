@@ -9,6 +9,7 @@ is added in the shape OpenSearch documents for nested k-NN (`_nested.offset`, `f
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -123,6 +124,35 @@ def test_candidates_collapse_duplicates_cap_at_k_and_drop_other_tenants() -> Non
     found = responses.candidates(base, 10, TENANT, responses.cosine)
     assert len(found) == 1 and found[0].key.entity_id == hit["_source"]["entity_id"]
     assert responses.candidates(base, 0, TENANT, responses.cosine) == []
+
+
+def lean(response: dict[str, Any]) -> dict[str, Any]:
+    """The grafted response as a lean search answers it: doc values (`fields`) instead of `_source`."""
+    leaned = copy.deepcopy(response)
+    for hit in leaned["hits"]["hits"]:
+        source = hit.pop("_source")
+        values = {f: source[f] for f in mapping.CANDIDATE_FIELDS if source.get(f) is not None}
+        values[mapping.TITLE_VALUE] = values.pop("title")
+        values[mapping.METADATA_VALUE] = json.dumps(values.pop(mapping.METADATA_RAW), separators=(",", ":"))
+        values[mapping.DISPLAY_CLIPPED] = False
+        hit["fields"] = {name: [value] for name, value in values.items()}
+    return leaned
+
+
+def test_lean_hits_parse_into_the_candidates_their_sources_give() -> None:
+    payload = knn_payload_with_hits()
+    from_source = graft(payload)
+    stranger = graft(payload, tenant="someone-else")["hits"]["hits"][0]
+    from_source["hits"]["hits"].insert(0, stranger)
+    gone = copy.deepcopy(from_source["hits"]["hits"][1])
+    gone["_source"].update(deleted=True, entity_id="gone")
+    from_source["hits"]["hits"].insert(1, gone)
+    want = responses.candidates(from_source, 10, TENANT, responses.cosine)
+    got = responses.candidates(lean(from_source), 10, TENANT, responses.cosine)
+    assert got == want and want and {c.key.entity_id for c in got}.isdisjoint({"gone"})
+    assert all(c.metadata == {"topic": "x"} for c in got)
+    if len(got) > 1:  # the same metadata text, decoded once: still one dict per candidate
+        assert got[0].metadata is not got[1].metadata
 
 
 def test_a_best_chunk_without_fields_falls_back_to_its_nested_offset() -> None:

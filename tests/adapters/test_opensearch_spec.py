@@ -126,8 +126,13 @@ def test_bulk_writes_validate_and_are_all_conditional() -> None:
 
 def test_mget_body_validates() -> None:
     ids = [documents.doc_id("t", EntityKey("task", str(i))) for i in range(3)]
-    for with_chunks, version_only in ((False, False), (True, False), (False, True)):
-        body = bodies.mget_body(ids, with_chunks, version_only)
+    for with_chunks, version_only, vectors_only in (
+        (False, False, False),
+        (True, False, False),
+        (False, True, False),
+        (False, False, True),
+    ):
+        body = bodies.mget_body(ids, with_chunks, version_only, vectors_only=vectors_only)
         assert_valid(spec.request_body_uri("_core", "mget"), body)
 
 
@@ -148,10 +153,13 @@ def test_every_filter_validates_in_both_queries_and_sits_inside_them(name: str) 
     filters = ONE_FILTER_EACH[name]
     lexical = bodies.lexical_body("tenant-1", LexicalQuery(("word",)), filters, 10)
     vector = bodies.vector_body("tenant-1", unit(1, 2), filters, 10)
-    for body in (lexical, vector):
+    ranking = bodies.vector_ranking_body("tenant-1", unit(1, 2), filters, 10)
+    for body in (lexical, vector, ranking):
         assert_valid(body_schema(), body)
         assert "post_filter" not in body  # never filtered after retrieval
     assert_valid(spec.schema_uri("_common.query_dsl", "KnnQuery"), knn_of(vector))
+    assert knn_of(ranking) == knn_of(vector)  # the same k-NN search, without the inner hit
+    assert "inner_hits" not in ranking["query"]["nested"]
     tenant = {"term": {"tenant_id": "tenant-1"}}
     assert tenant in lexical["query"]["bool"]["filter"]
     assert tenant in knn_of(vector)["filter"]["bool"]["filter"]  # k-NN efficient filtering

@@ -85,7 +85,7 @@ def test_configured_limits_are_stated(doc: dict[str, Any], local: Any) -> None:
     search = doc["components"]["schemas"]["SearchRequest"]["properties"]
     assert search["query"]["maxLength"] == local.settings.max_query_chars
     entities = next(s for s in search["entities"]["anyOf"] if s.get("type") == "array")
-    assert entities["items"]["enum"] == list(local.registry.names())
+    assert entities["items"]["enum"] == list(local.registry.spellings())  # names and plurals
     source = next(
         p for p in operations(doc)["setWeight"]["parameters"] if p["name"] == "source"
     )  # the configured sources

@@ -324,6 +324,9 @@ def test_plural_type_names_select_their_types(local: Any) -> None:
     assert body["query_info"]["entities_searched"] == ["person", "task"]
     assert ids(body) == ["t-login"]
     assert search("task: login", entities=["tasks"])["query_info"]["entities_searched"] == ["task"]
+    memories = search("login", entities=["memories"], strategy="keyword")  # English plurals, not name + "s"
+    assert memories["query_info"]["entities_searched"] == ["memory"] and ids(memories) == ["m-login"]
+    assert ids(search("memories: login", strategy="keyword")) == ["m-login"]
 
 
 def test_explain_rounds_alpha_and_scores(local: Any) -> None:

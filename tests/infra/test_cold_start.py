@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,18 @@ NEVER_AT_IMPORT = (
     "handlers.cli",
     "handlers.devserver",
 )
+# What the API function's import leaves to the routes that need it: the published OpenAPI document
+# (GET /openapi.json) and the golden-set evaluation (GET /evals).
+NOT_AT_API_IMPORT = ("handlers.openapi", "handlers.openapi_examples", "core.service.golden")
 HANDLERS = ("handlers.api", "handlers.indexing", "handlers.eval", "handlers.pretoken")
+HEALTH = """
+import json, sys
+from handlers.api import lambda_handler
+from handlers.devserver import FakeLambdaContext
+from tests.conftest import api_event
+answer = lambda_handler(api_event("health"), FakeLambdaContext())
+print(json.dumps([answer["statusCode"], sorted(sys.modules)]))
+"""
 PROBE = """
 import json, sys
 import {module}
@@ -56,17 +68,22 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
-def imported_by(module: str, **env: str) -> set[str]:
+def fresh_interpreter(code: str, **env: str) -> Any:
+    """What `code` prints last as JSON, run in a fresh interpreter with the AWS backend settings."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("QUARRY_", "POWERTOOLS_", "AWS_"))}
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(module=module)],
+        [sys.executable, "-c", code],
         env={**clean, **AWS_SETTINGS, **env, "PYTHONPATH": str(ROOT)},
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     )
-    return set(json.loads(done.stdout))
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def imported_by(module: str, **env: str) -> set[str]:
+    return set(fresh_interpreter(PROBE.format(module=module), **env))
 
 
 def loaded(modules: set[str], name: str) -> bool:
@@ -83,3 +100,18 @@ def test_with_tracing_on_the_xray_sdk_is_loaded_at_import() -> None:
     """In Lambda (LAMBDA_TASK_ROOT set, tracing not disabled) the tracer patches botocore at init."""
     modules = imported_by("handlers.api", LAMBDA_TASK_ROOT=str(ROOT), AWS_LAMBDA_FUNCTION_NAME="quarry-api")
     assert loaded(modules, "aws_xray_sdk")
+
+
+def test_the_api_function_imports_no_openapi_document_and_no_evaluation() -> None:
+    modules = imported_by("handlers.api")
+    assert [name for name in NOT_AT_API_IMPORT if loaded(modules, name)] == []
+
+
+def test_a_cold_health_check_answers_without_the_aws_sdk_even_with_a_token() -> None:
+    """/health is public and holds no tenant data: its first answer reads no tenant fence, so a cold
+    function answers it without loading the AWS SDK or building a client (a caller's token included)."""
+    status, modules = fresh_interpreter(HEALTH)
+    assert status == 200
+    assert [
+        name for name in ("boto3", "botocore.session", "opensearchpy") if loaded(set(modules), name)
+    ] == []

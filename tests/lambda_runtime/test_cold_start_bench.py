@@ -1,4 +1,5 @@
-"""bench/lambda_cold_start.py runs (at its smoke size: the API function only): its figures are there and plausible."""
+"""bench/lambda_cold_start.py runs (at its smoke size: the API function only, first asked /health and first
+asked a search): its figures are there and plausible."""
 
 from __future__ import annotations
 
@@ -28,11 +29,19 @@ def test_the_lambda_cold_start_bench_measures_every_function_warm_requests_and_s
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(out.read_text())
-    assert set(report["cold"]) == {"ApiFunction", "runtime (a handler doing nothing)"}
+    assert set(report["cold"]) == {
+        "ApiFunction",
+        "ApiFunction (first request a keyword search)",
+        "runtime (a handler doing nothing)",
+    }
     for row in report["cold"].values():
         assert 0 < row["first_duration_ms"]["p50"] <= row["first_answer_ms"]["p50"]
         assert row["peak_rss_mb"] > 0
     assert set(report["warm"]) == {"health", "keyword search", "hybrid search", "assembly"}
     assert report["serve_hybrid_round_trip_ms"]["p50"] > 0 and report["hybrid_vs_serve"] > 0
     assert report["hybrid_paired"]["in_process_ms"]["p50"] > 0
+    # quarry serve on the function's own backends, alternating with the emulated function
+    assert report["hybrid_paired"]["serve_same_backends_round_trip_ms"]["p50"] > 0
+    assert report["hybrid_vs_serve_same_backends"] > 0
+    assert "api_search_first_beyond_runtime_ms" in report
     assert "API cold start beyond the runtime's own start" in done.stdout

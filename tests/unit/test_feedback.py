@@ -86,3 +86,78 @@ def test_turning_feedback_off_brings_the_alpha_measured_without_it(tmp_path: Any
     assert alpha() == 0.8
     assert alpha(feedback_docs=0) == 0.7
     assert alpha(feedback_docs=0, alpha=0.65) == 0.65 and alpha(alpha=0.6) == 0.6
+
+
+def test_feedback_reads_the_stored_chunk_nearest_the_query_when_the_match_is_unnamed() -> None:
+    # A vector list retrieved for its ranking only names no chunk (ALL_CHUNKS): the entity's stored chunk
+    # nearest the query is the feedback, as a k-NN search's best chunk would be.
+    from core.feedback import feedback_search
+    from core.models import ALL_CHUNKS, Filters
+
+    a = EntityKey("memory", "a")
+    near, far = np.array([0.8, 0.6, 0.0], np.float32), np.array([0.0, 0.0, 1.0], np.float32)
+    index = _Index({(a, 0): far, (a, 1): near, (EntityKey("memory", "b"), 0): far})
+    index.chunk_vectors = lambda tenant_id, chunks: dict(index.stored)  # type: ignore[method-assign]
+    vector = [cand("a", 0.8, chunk_no=ALL_CHUNKS)]
+    query = np.array([1.0, 0.0, 0.0], np.float32)
+    assert feedback_search(index, "t", query, fuse_convex([], vector), vector, Filters(), 10, 1) == []  # type: ignore[arg-type]
+    assert np.allclose(index.searched[0], rocchio(query, [near]), atol=1e-6)
+
+
+class _RankingOnlyIndex(_Index):
+    """An index that answers the first vector list for its ranking only, and holds no stored vectors."""
+
+    def retrieve_many(self, tenant_id: str, specs: list) -> list:
+        from core.models import ALL_CHUNKS, Retrieval
+
+        (spec,) = specs
+        assert spec.vector_ranking_only
+        hit = Candidate(EntityKey("memory", "a"), 0.9, ALL_CHUNKS, "", "", "", None, None, "", "", {})
+        return [Retrieval(lexical=(), vector=(hit,))]
+
+    def vector(self, tenant_id: str, embedding: np.ndarray, filters: object, k: int) -> list:
+        self.searched.append(embedding)
+        return [cand("a", 0.9, chunk_no=2)]
+
+
+class _NoCache:
+    def get(self, key: str, now: float) -> None:
+        return None
+
+    def counter(self, key: str) -> int:
+        return 0
+
+
+class _Clock:
+    def now(self) -> float:
+        return 0.0
+
+    def monotonic(self) -> float:
+        return 0.0
+
+
+class _Embedder:
+    def embed_query(self, texts: list) -> list:
+        return [np.array([1.0, 0.0, 0.0], np.float32) for _ in texts]
+
+
+def test_a_ranking_only_vector_list_without_feedback_is_retrieved_whole_before_it_is_shown() -> None:
+    # Given feedback on and no stored vector to move toward, when the first vector list carried its
+    # ranking only, then the answer shows the entity's matched chunk and title from a whole vector list.
+    from core.entities import EntityTypeRegistry
+    from core.schemas import SearchRequest
+    from core.service.search import SearchService, SearchSettings
+
+    index = _RankingOnlyIndex({})
+    service = SearchService(
+        index,  # type: ignore[arg-type]
+        _Embedder(),  # type: ignore[arg-type]
+        _NoCache(),  # type: ignore[arg-type]
+        EntityTypeRegistry(),
+        _Clock(),  # type: ignore[arg-type]
+        SearchSettings(cache_ttl_seconds=0),
+    )
+    got = service.search("t", SearchRequest(query="anything at all", strategy="hybrid", explain=True))
+    (result,) = got.results
+    assert result.entity_id == "a" and result.title == "a" and result.explanation is not None
+    assert result.explanation.matched_chunk == 2 and len(index.searched) == 1

@@ -11,6 +11,7 @@ from quarry_client import (
     NotFoundError,
     PermissionDeniedError,
     Quarry,
+    TenantErasedError,
     models,
 )
 
@@ -128,7 +129,12 @@ def test_export_iterates_every_record_and_erase_empties_the_tenant(server: str) 
             f"e-{i}" for i in range(8)
         ]
         assert scratch.erase_tenant("scratch").entities_removed == 8
-        assert list(scratch.export()) == []
+        with pytest.raises(TenantErasedError) as erased:  # fenced: nothing read or written until reopened
+            list(scratch.export())
+        assert erased.value.status == 410 and erased.value.code == "tenant_erased"
+        with pytest.raises(ConflictError) as early:  # reopening waits out the server's delay
+            scratch.reopen_tenant("scratch")
+        assert early.value.status == 409
 
 
 def test_meta_routes(client: Quarry) -> None:

@@ -286,6 +286,10 @@ class AsyncQuarry:
     async def erase_tenant(self, confirm: str) -> m.EraseReport:
         return await self._send(ops.erase_tenant(confirm))
 
+    async def reopen_tenant(self, confirm: str) -> m.ReopenReport:
+        """Serve an erased tenant again, empty (410 until the server's reopen delay has passed)."""
+        return await self._send(ops.reopen_tenant(confirm))
+
     async def health(self) -> dict[str, Any]:
         return await self._send(ops.health())
 

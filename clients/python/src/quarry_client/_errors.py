@@ -67,6 +67,11 @@ class ConflictError(APIError):
     """409: a stale version (`fields.version`), a mixed version scheme, or an expired search cursor."""
 
 
+class TenantErasedError(APIError):
+    """410: the tenant was erased (`erase_tenant`); nothing is read or written for it until
+    `reopen_tenant` (allowed once the server's reopen delay has passed)."""
+
+
 class PayloadTooLargeError(APIError):
     """413: body or batch over the server's limit."""
 
@@ -98,6 +103,7 @@ STATUS_ERRORS: dict[int, type[APIError]] = {
     404: NotFoundError,
     405: MethodNotAllowedError,
     409: ConflictError,
+    410: TenantErasedError,
     413: PayloadTooLargeError,
     415: UnsupportedMediaTypeError,
     429: RateLimitError,

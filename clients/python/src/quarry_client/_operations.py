@@ -220,6 +220,10 @@ def erase_tenant(confirm: str) -> Call[m.EraseReport]:
     return Call("DELETE", "/tenant", m.EraseReport, json={"confirm": confirm})
 
 
+def reopen_tenant(confirm: str) -> Call[m.ReopenReport]:
+    return Call("POST", "/tenant/reopen", m.ReopenReport, json={"confirm": confirm})
+
+
 def health() -> Call[dict[str, Any]]:
     return Call("GET", "/health")
 

@@ -276,6 +276,10 @@ class Quarry:
     def erase_tenant(self, confirm: str) -> m.EraseReport:
         return self._send(ops.erase_tenant(confirm))
 
+    def reopen_tenant(self, confirm: str) -> m.ReopenReport:
+        """Serve an erased tenant again, empty (410 until the server's reopen delay has passed)."""
+        return self._send(ops.reopen_tenant(confirm))
+
     def health(self) -> dict[str, Any]:
         return self._send(ops.health())
 

@@ -52,7 +52,8 @@ class AssembleRequest(BaseModel):
         Field(..., description="What the caller is working on; drives retrieval", title="Query")
     )
     sources: (
-        list[Literal["memory", "agent_memory_own", "agent_memory_peer", "vault", "psychic_cache"]] | None
+        list[Literal["memory", "agent_memory_own", "agent_memory_peer", "vault_index", "psychic_cache"]]
+        | None
     ) = Field(None, description="Configured sources to use (default all)", title="Sources")
     token_budget: conint(ge=1, le=16000) | None = Field(None, title="Token Budget")
 
@@ -71,6 +72,15 @@ class BudgetOut(BaseModel):
     max_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Max Budget")
     min_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Min Budget")
     updated_at: str = Field(..., title="Updated At")
+
+
+class BudgetRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    budget: conint(ge=1, le=16000) | None = Field(None, title="Budget")
+    max_budget: conint(ge=1, le=16000) | None = Field(None, title="Max Budget")
+    min_budget: conint(ge=1, le=16000) | None = Field(None, title="Min Budget")
 
 
 class BudgetsResponse(BaseModel):
@@ -171,7 +181,7 @@ class CommitmentItem(BaseModel):
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -363,7 +373,7 @@ class DocumentItem(BaseModel):
     )
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -455,7 +465,11 @@ class EntityOut(BaseModel):
     )
     entity_id: str = Field(..., title="Entity Id")
     entity_type: str = Field(..., title="Entity Type")
-    fields: dict[str, Any] = Field(..., description="The entity's fields as stored", title="Fields")
+    fields: dict[str, Any] = Field(
+        ...,
+        description="The entity's fields as stored, without what is shown above (version, source, owner, namespace, updated_at)",
+        title="Fields",
+    )
     metadata: dict[str, Any] = Field(..., title="Metadata")
     namespace: str | None = Field(..., title="Namespace")
     owner: str | None = Field(..., title="Owner")
@@ -477,6 +491,12 @@ class EraseReport(BaseModel):
     entities_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., title="Entities Removed"
     )
+    fenced_at: str = Field(..., title="Fenced At")
+    job_parts_discarded: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="Job Parts Discarded"
+    )
+    jobs_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Jobs Removed")
+    reopen_after: str = Field(..., title="Reopen After")
     state_rows_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., title="State Rows Removed"
     )
@@ -635,7 +655,7 @@ class IdeaItem(BaseModel):
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -743,7 +763,7 @@ class Job(BaseModel):
     parts: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Parts")
     parts_done: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Parts Done")
     skipped_stale: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Skipped Stale")
-    status: Literal["queued", "running", "done"] = Field(
+    status: Literal["queued", "running", "done", "failed"] = Field(
         ..., description="queued → running → done", title="Status"
     )
     updated_at: str = Field(..., title="Updated At")
@@ -867,7 +887,7 @@ class MemoryItem(BaseModel):
     ) = Field(..., description="The memory's title (searchable)", title="content")
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -1074,7 +1094,7 @@ class PersonItem(BaseModel):
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -1216,7 +1236,7 @@ class ProjectItem(BaseModel):
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -1345,6 +1365,21 @@ class RejectedCandidate(BaseModel):
     title: str = Field(..., title="Title")
 
 
+class ReopenReport(BaseModel):
+    cache_entries_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="Cache Entries Removed"
+    )
+    entities_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="Entities Removed"
+    )
+    jobs_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Jobs Removed")
+    reopened_at: str = Field(..., title="Reopened At")
+    state_rows_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., title="State Rows Removed"
+    )
+    tenant_id: str = Field(..., title="Tenant Id")
+
+
 class RetrievalDiagnostics(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -1451,8 +1486,31 @@ class SearchRequest(BaseModel):
         title="Cursor",
     )
     entities: (
-        list[Literal["commitment", "document", "idea", "memory", "person", "project", "task"]] | None
-    ) = Field(None, description="Entity types to search (default: all)", title="Entities")
+        list[
+            Literal[
+                "commitment",
+                "commitments",
+                "document",
+                "documents",
+                "idea",
+                "ideas",
+                "memories",
+                "memory",
+                "people",
+                "person",
+                "persons",
+                "project",
+                "projects",
+                "task",
+                "tasks",
+            ]
+        ]
+        | None
+    ) = Field(
+        None,
+        description="Entity types to search, singular or plural (`task`, `tasks`); default all",
+        title="Entities",
+    )
     explain: bool | None = Field(False, title="Explain")
     filters: (
         dict[
@@ -1485,11 +1543,9 @@ class SearchRequest(BaseModel):
         title="Filters",
     )
     limit: conint(ge=1, le=100) | None = Field(20, title="Limit")
-    query: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]", max_length=1000
-    ) = Field(
+    query: constr(max_length=1000) = Field(
         ...,
-        description="What to search for; supports `type:` prefixes, `@name` and quoted phrases",
+        description="What to search for; supports `type:` prefixes, `@name` and quoted phrases. Empty or whitespace: no results (not an error)",
         title="Query",
     )
     strategy: Literal["auto", "keyword", "semantic", "hybrid"] | None = Field("auto", title="Strategy")
@@ -1680,7 +1736,7 @@ class TaskItem(BaseModel):
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
     id: constr(
-        pattern=r"^(?!\.\.?$)[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}$"
+        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
@@ -2178,7 +2234,8 @@ class RetrieveRequest(BaseModel):
         False, description="BM25 only: no embedder is called", title="Lexical Only"
     )
     overlay: RoleOverlay | None = Field(
-        None, description="Use this overlay instead of the one stored for role_id"
+        None,
+        description="Use this overlay instead of the one stored for role_id; `null`: no overlay at all, the shared corpus only (role-overlay-retrieval-api); absent: the stored one",
     )
     role_id: constr(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$") = Field(..., title="Role Id")
     task_text: constr(
