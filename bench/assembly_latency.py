@@ -139,9 +139,8 @@ def build(data: str, embedder: Any, workers: int) -> Any:
     from infra.settings import load_settings
     from infra.wiring import Container
 
-    c = Container(load_settings(data_dir=data, cache="memory", context_workers=workers))
-    c.__dict__["embedder"] = embedder
-    return c
+    settings = load_settings(data_dir=data, cache="memory", context_workers=workers)
+    return Container(settings, overrides={"embedder": embedder})
 
 
 def ingest(c: Any, items: list[dict[str, Any]]) -> float:

@@ -1,4 +1,4 @@
-"""Reference retrievers side by side with Quarry, scored by the same metric code (core.evaluation).
+"""Reference retrievers side by side with Quarry, scored by the same metric code (core.ranking_metrics).
 
 BM25 = bm25s (k1=1.2, b=0.75, Lucene variant, English Snowball stemmer via PyStemmer, English stop
 words) over title + text; dense = all-MiniLM-L6-v2 cosine over title + text (exact search); fusions over
@@ -23,15 +23,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import SMOKE_DATASET, HashingEmbedder  # noqa: E402
-from core.evaluation import Metrics, evaluate, ranking_from_scores  # noqa: E402
 from core.ports import Embedder  # noqa: E402
+from core.ranking_metrics import Metrics, evaluate, ranking_from_scores  # noqa: E402
 from infra.beir import BeirDataset, load_beir  # noqa: E402
 from infra.embedding_cache import CachingEmbedder  # noqa: E402
 
 DEPTH = 100  # candidates per retriever: Recall@100 needs 100, and fusion runs over both top-100 lists
 BM25_K1 = 1.2  # datasets/README.md reference setting (Lucene / Pyserini default is 0.9; BEIR uses 1.2)
 BM25_B = 0.75  # same
-RRF_K = 60  # Cormack et al. 2009; DESIGN.md §3
+RRF_K = 60  # Cormack et al. 2009
 CONVEX_ALPHA = 0.6  # seed thefold HYBRID_ALPHA
 MINMAX_WEIGHT = 0.5  # equal weights, as Pyserini's fusion experiments
 DEFAULT_CACHE = Path(__file__).resolve().parent.parent / ".quarry" / "embeddings"

@@ -3,7 +3,7 @@
 Each run is a fresh interpreter (as Lambda's init is): `python -c "import handlers.api"` timed from the
 inside (perf_counter around the import), next to a bare `python -c pass` start for scale. Prints min /
 median / max over --runs per handler. Quote the median; on a machine shared with other work the spread
-says how noisy it was. DESIGN.md §8's goal: `import handlers.api` ≤ 300 ms.
+says how noisy it was. The goal (docs/architecture.md, Performance goals): `import handlers.api` ≤ 300 ms.
 
     .venv/bin/python bench/cold_start.py [--runs 9] [--json FILE]                 # this source tree
     python3.12 deploy/lambda_artifact.py /tmp/art --platform manylinux2014_x86_64  # the artifact, importable here

@@ -35,7 +35,7 @@ TENANT = "bench"
 def build(data_dir: Path, n: int, fake: bool) -> Container:
     c = Container(load_settings(data_dir=data_dir))
     if fake:
-        c.__dict__["embedder"] = HashingEmbedder()
+        c.override(embedder=HashingEmbedder())
     items = synthetic_entities(n)
     started = time.perf_counter()
     for at in range(0, n, 500):

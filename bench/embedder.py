@@ -38,8 +38,8 @@ from bench._common import SMOKE_DATASET, shared_datasets, summary  # noqa: E402
 
 SCIFACT = shared_datasets() / "scifact" / "corpus.jsonl"
 QUERY = "which proteins regulate the estrogen receptor in breast cancer cells"  # 10 words, 14 word pieces
-GOAL_QUERY_P50_MS = 3.0  # DESIGN.md §8
-GOAL_PASSAGES_PER_S = 40.0  # DESIGN.md §8
+GOAL_QUERY_P50_MS = 3.0  # docs/architecture.md, Performance goals
+GOAL_PASSAGES_PER_S = 40.0  # docs/architecture.md, Performance goals
 
 _QUERY_PROBE = """
 import json, time

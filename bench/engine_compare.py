@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench._common import SMOKE_DATASET, HashingEmbedder, shared_datasets  # noqa: E402
 from core.entities import EntityTypeRegistry  # noqa: E402
-from core.evaluation import per_query  # noqa: E402
+from core.ranking_metrics import per_query  # noqa: E402
 from core.service.indexing import IndexingService  # noqa: E402
 from core.service.search import SearchService, SearchSettings  # noqa: E402
 from infra.beir import load_beir  # noqa: E402

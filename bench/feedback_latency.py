@@ -53,12 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             load_settings(data_dir=tmp, cache_ttl_seconds=0, cache="memory", async_min_chunks=10_000)
         )
         corpus = model if args.smoke else CachingEmbedder(model, args.cache_dir, progress=False)
-        container.__dict__["embedder"] = corpus
+        container.override(embedder=corpus)
         set_container(container)
         ingest(lambda_handler, args.entities)
-        for name in ("embedder", "search", "indexing"):
-            container.__dict__.pop(name, None)
-        container.__dict__["embedder"] = model
+        container.override(embedder=model)  # the search and indexing services rebuild around it
         service = container.search
         on = dataclasses.replace(service.settings, cache_ttl_seconds=0.0)
         off = dataclasses.replace(on, feedback_docs=0, alpha=0.7)

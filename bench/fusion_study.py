@@ -23,11 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import SMOKE_DATASET, HashingEmbedder  # noqa: E402
 from core.entities import EntityTypeRegistry  # noqa: E402
-from core.evaluation import Metrics, Qrels, evaluate  # noqa: E402
 from core.fusion import FusionMethod  # noqa: E402
+from core.fusion_tuning import FusionSetting, QueryLists, fused_ranking, settings_grid, tune_fusion  # noqa: E402
+from core.ranking_metrics import Metrics, Qrels, evaluate  # noqa: E402
 from core.service.search import SearchSettings  # noqa: E402
 from core.service.tuning import FusionTuningService, current_setting  # noqa: E402
-from core.tuning import FusionSetting, QueryLists, fused_ranking, settings_grid, tune_fusion  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
 from infra.embedding_cache import CachingEmbedder  # noqa: E402
 from infra.evaluation import EVAL_TENANT, INDEX_FILE, SEARCH_LIMIT, ingest  # noqa: E402

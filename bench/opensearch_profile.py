@@ -220,16 +220,14 @@ def opensearch_container(args: argparse.Namespace) -> Iterator[Any]:
                 data_dir=data, cache_ttl_seconds=0, cache="memory", async_min_chunks=10_000, **backend
             )
         )
-        container.__dict__["embedder"] = CachingEmbedder(model, args.cache_dir, progress=False)
+        container.override(embedder=CachingEmbedder(model, args.cache_dir, progress=False))
         set_container(container)
         index: Any = container.index  # the OpenSearch adapter, not just the port
         try:
             if not args.reuse or not index.client.indices.exists_alias(name=index.alias):
                 ingest(__import__("handlers.api", fromlist=["api"]).lambda_handler, args.entities)
             index.client.indices.refresh(index=index.alias)
-            for name in ("embedder", "search", "indexing"):
-                container.__dict__.pop(name, None)
-            container.__dict__["embedder"] = model
+            container.override(embedder=model)  # the search and indexing services rebuild around it
             yield container
         finally:
             set_container(None)

@@ -1,4 +1,4 @@
-"""Quarry's local server beside a real OpenSearch node: keyword search over loopback HTTP (issue 15).
+"""Quarry's local server beside a real OpenSearch node: keyword search over loopback HTTP.
 
 SciFact (5,183 abstracts, its 300 test queries) goes into both:
 
@@ -16,7 +16,7 @@ Each side is asked every query at top 10 and top 100 over one keep-alive connect
 time; the two sides alternate query by query (the order flips each query) so they share the machine's
 noise. After a warm-up pass, --rounds passes are timed: P50/P99/mean per side per size, client time from
 sending the request to the parsed JSON answer. nDCG@10 / Recall@100 / MRR@10 of both top-100 answers are
-computed with core/evaluation.py, so speed is not bought with ranking. Figures go to --json.
+computed with core/ranking_metrics.py, so speed is not bought with ranking. Figures go to --json.
 
     .venv/bin/python bench/peers.py [--rounds 3] [--workers 0] [--json bench/results/peers.json]
     .venv/bin/python bench/peers.py --smoke   # tests/fixtures/beir_tiny, one round, one worker
@@ -172,7 +172,7 @@ def quarry_ingest(data_dir: Path, data: Any, cache_dir: Path, smoke: bool = Fals
 
     container = Container(load_settings(data_dir=data_dir))
     embedder = HashingEmbedder() if smoke else CachingEmbedder(LocalEmbedder(), cache_dir, progress=False)
-    container.__dict__["embedder"] = embedder
+    container.override(embedder=embedder)
     report = ingest(data, container.indexing, SystemClock().now(), progress=False)
     if report.errors or report.indexed != len(data.corpus) - len(report.empty):
         raise RuntimeError(f"ingest failed: {report.errors[:3]}")
@@ -232,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.json is None:
         args.json = ROOT / "bench" / "results" / "peers.json"
 
-    from core.evaluation import evaluate
+    from core.ranking_metrics import evaluate
     from infra.beir import load_beir
     from infra.evaluation import EVAL_TENANT
 

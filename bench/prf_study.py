@@ -1,6 +1,6 @@
-"""Fusion study, part 2 (issue 12): score normalisations (z-score, min-max with a lower bound), a per-query
+"""Fusion study, part 2: score normalisations (z-score, min-max with a lower bound), a per-query
 α choice, and pseudo-relevance feedback — Rocchio on the query vector (core.feedback) and RM3-style
-expansion of the keyword query — all through Quarry's own index, scored with core.evaluation.
+expansion of the keyword query — all through Quarry's own index, scored with core.ranking_metrics.
 
     .venv/bin/python bench/prf_study.py --dataset ../shared/datasets/scifact --split train \
         [--work-dir .quarry/eval/scifact] [--reuse] [--rm3] [--json FILE]
@@ -33,15 +33,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.fusion_study import DEFAULT_CACHE, build_index, smoke_options  # noqa: E402
 from core.entities import EntityTypeRegistry  # noqa: E402
-from core.evaluation import Qrels, ndcg_at_k  # noqa: E402
 from core.feedback import feedback_chunks, rocchio  # noqa: E402
 from core.fusion import fuse_convex  # noqa: E402
+from core.fusion_tuning import QueryLists  # noqa: E402
 from core.models import Candidate, Filters, LexicalQuery  # noqa: E402
 from core.query import parse_query  # noqa: E402
+from core.ranking_metrics import Qrels, ndcg_at_k  # noqa: E402
 from core.service.search import SearchSettings  # noqa: E402
 from core.service.tuning import FusionTuningService  # noqa: E402
 from core.text import STOPWORDS, light_stem, tokens  # noqa: E402
-from core.tuning import QueryLists  # noqa: E402
 from infra.evaluation import EVAL_MAX_TERMS, EVAL_TENANT  # noqa: E402
 
 FLOOR = 0.2  # SearchSettings.min_vector_similarity

@@ -3,7 +3,7 @@
 Reads what `quarry eval --json` and `bench/baselines.py --json` wrote for each collection, prints them
 side by side (same metric code), and exits non-zero when Quarry's default (`auto`) scores below the best
 naive fusion of bm25s and the same embedding model (RRF k 60, convex α 0.6, min-max 0.5) on any of them,
-or when its keyword leg falls more than 0.005 below bm25s (issue 12's bars).
+or when its keyword leg falls more than 0.005 below bm25s (the quality bars below).
 
     .venv/bin/python bench/quality_gate.py scifact cranfield [--results bench/results]
     .venv/bin/python bench/quality_gate.py --smoke   # `make eval` on tests/fixtures/beir_tiny, then the gate
@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 NAIVE_FUSIONS = ("rrf", "convex", "minmax")
-KEYWORD_TOLERANCE = 0.005  # issue 12: keyword leg ≥ bm25s nDCG@10 − 0.005
+KEYWORD_TOLERANCE = 0.005  # the keyword leg must reach bm25s nDCG@10 − 0.005
 
 
 def verdict(name: str, quarry: dict, peers: dict) -> list[str]:

@@ -66,10 +66,7 @@ def build(data: str, shards: int, options: dict[str, Any], embedder: Any) -> Any
         async_min_chunks=10_000,
         **options,
     )
-    container = Container(settings)
-    container.__dict__["embedder"] = embedder
-    container.__dict__["configured_embedder"] = embedder
-    return container
+    return Container(settings, overrides={"embedder": embedder, "configured_embedder": embedder})
 
 
 def ingest(container: Any, entities: int, tenants: list[str]) -> None:

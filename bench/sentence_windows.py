@@ -1,4 +1,4 @@
-"""Issue 12's idea, measured: vectors of two-sentence windows instead of (or beside) one vector per document.
+"""An idea, measured: vectors of two-sentence windows instead of (or beside) one vector per document.
 
 SciFact's claims are one sentence and usually match one or two sentences of an abstract; a single MiniLM
 vector of the whole abstract (truncated at 256 word pieces) blurs them. Here every abstract is split into
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench._common import SMOKE_DATASET, HashingEmbedder, shared_datasets  # noqa: E402
 from bench.baselines import bm25_run  # noqa: E402
-from core.evaluation import evaluate, ranking_from_scores  # noqa: E402
+from core.ranking_metrics import evaluate, ranking_from_scores  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
 from infra.embedding_cache import CachingEmbedder  # noqa: E402
 from infra.local.embedder import LocalEmbedder  # noqa: E402

@@ -1,5 +1,5 @@
-"""The search cache key (DESIGN.md §3; seed nexus §6.1): a hash of everything that shapes the answer plus
-the tenant's index generation, so any write to the tenant changes every key at once.
+"""The search cache key (docs/architecture.md, Read path; seed nexus §6.1): a hash of everything that shapes
+the answer plus the tenant's index generation, so any write to the tenant changes every key at once.
 
 Unlike the seed's key (nexus §6.1 lower-cases and trims the query), the query goes in as sent: the answer
 depends on its case (`auto` reads `checkRateLimit` as an identifier and `checkratelimit` as a plain word)

@@ -1,21 +1,14 @@
-"""Reading back what a tenant stored: listing positions, embedding status, and opaque paging cursors.
-
-A cursor is base64url JSON naming what it pages (`kind`), a fingerprint of the tenant (so a cursor
-from another tenant, or a hand-made one, is refused with a 400 instead of paging something else) and
-the position. It carries no data of its own: forging one can only move within the caller's tenant.
-"""
+"""Reading back what a tenant stored: listing positions, embedding status, the entity listing's cursor
+(tenant-bound, core/cursor.py) and the response models of the read routes."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.cursor import decode_cursor, encode_cursor
 from core.errors import InvalidInputError
 
 DEFAULT_ENTITY_PAGE = 50  # GET /entities default page size (like the log's page)
@@ -44,40 +37,6 @@ class EmbeddingStatus:
     def is_embedded(self) -> bool:
         """True when every chunk has a vector (an entity with no chunks is not embedded)."""
         return self.chunks > 0 and self.embedded == self.chunks
-
-
-def tenant_mark(tenant_id: str) -> str:
-    """A short fingerprint of the tenant, so a cursor is only accepted by the tenant it was issued to."""
-    return hashlib.sha256(tenant_id.encode()).hexdigest()[:16]
-
-
-def encode_cursor(kind: str, tenant_id: str, position: dict[str, Any]) -> str:
-    """An opaque cursor for `position` (JSON-serialisable) of a `kind` listing, bound to the tenant."""
-    payload = {"k": kind, "t": tenant_mark(tenant_id), "p": position}
-    raw = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(kind: str, tenant_id: str, cursor: str) -> dict[str, Any]:
-    """The position inside `cursor`; InvalidInputError naming `cursor` when it is not one of ours."""
-    bad = InvalidInputError(
-        "invalid cursor", {"cursor": "is not a cursor this listing issued to this tenant"}
-    )
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        payload = json.loads(raw)
-    except (binascii.Error, ValueError) as exc:
-        raise bad from exc
-    if (
-        not isinstance(payload, dict)
-        or payload.get("k") != kind
-        or payload.get("t") != tenant_mark(tenant_id)
-    ):
-        raise bad
-    position = payload.get("p")
-    if not isinstance(position, dict):
-        raise bad
-    return position
 
 
 def entity_cursor(tenant_id: str, entity_type: str | None, last: EntityPosition) -> str:

@@ -1,5 +1,5 @@
-"""Chunking of long texts for indexing (DESIGN.md §2): ~300-token windows with a small overlap,
-cut at word boundaries; a hit on a chunk reports its parent entity."""
+"""Chunking of long texts for indexing (docs/architecture.md, Write path): ~300-token windows with a small
+overlap, cut at word boundaries; a hit on a chunk reports its parent entity."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.entities import EntityType
-from core.scoring import CHARS_PER_TOKEN
 from core.text import flatten, index_text
+from core.tokens import CHARS_PER_TOKEN
 
-CHUNK_TOKENS = 300  # DESIGN.md §2: ~300 tokens per chunk
-CHUNK_OVERLAP_TOKENS = 30  # DESIGN.md §2: "small overlap" — 10% keeps sentences cut at a border findable
+CHUNK_TOKENS = 300  # docs/architecture.md, Write path: ~300 tokens per chunk
+CHUNK_OVERLAP_TOKENS = 30  # a small overlap: 10% keeps sentences cut at a border findable
 # A chunked entity (a corpus document) may bring its own chunks under this field (POST /corpus).
 PREMADE_CHUNKS_FIELD = "chunks"
 

@@ -1,5 +1,5 @@
-"""Where Quarry's API spells a concept of the seed documents (`../shared/seeds/`, summarised in the
-README's "Conformance to the seeds") differently, and what a request in the seed's spelling is told.
+"""Where Quarry's API spells a concept of the seed documents (`../shared/seeds/`, summarised in
+docs/conformance.md) differently, and what a request in the seed's spelling is told.
 
 Quarry keeps one spelling per concept (snake_case fields, no `/api` prefix, string assembly ids). A request
 in a seed's spelling is refused with a 400 (or 404 for a path) whose message names Quarry's form, rather

@@ -1,7 +1,8 @@
 """Entity types: which fields are searchable (with their boost) and which are filterable.
 
-Built-in types and boosts follow DESIGN.md §2 (seed nexus §4; thefold's A/B/C weights). More types come
-from a configuration file (JSON) without code changes; `EntityTypeRegistry.with_config` merges them.
+Built-in types and boosts follow docs/architecture.md, Write path (seed nexus §4; thefold's A/B/C weights).
+More types come from a configuration file (JSON) without code changes; `EntityTypeRegistry.with_config` merges
+them.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from core.errors import InvalidInputError
 BOOST_TIERS = (3, 2, 1)
 ENTITY_TYPE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
 
-# Fields every entity may carry besides its type's own (DESIGN.md §2).
 # A bulk item's type and id, and texts given as chunks (core/chunking.py PREMADE_CHUNKS_FIELD).
 WRITE_FIELDS = frozenset({"type", "id", "chunks"})
+# Fields every entity may carry besides its type's own (docs/architecture.md, Write path).
 COMMON_FIELDS = frozenset({"source", "owner", "namespace", "created_at", "updated_at", "version"})
 
 

@@ -1,4 +1,4 @@
-"""Fusion of the lexical and vector candidate lists into one ranking (DESIGN.md §3 step 5).
+"""Fusion of the lexical and vector candidate lists into one ranking (docs/architecture.md, Read path).
 
 Both formulas keep lexical-only and vector-only hits. Ties break deterministically: score, then the best
 rank in either list, then the entity key.
@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from core.models import Candidate, EntityKey
 
 RRF_K = 60  # seed gateway-shared-search-utils / nexus §3.2: score = Σ 1/(k + rank + 1), rank from 0
-CONVEX_ALPHA = 0.6  # seed thefold HYBRID_ALPHA: 60% vector, 40% max-normalised BM25
+# The plain convex formula's α (60% vector, 40% max-normalised BM25; thefold's HYBRID_ALPHA), reported as the
+# `convex` baseline by `quarry eval`. Not the deployment's default: that is DEFAULT_ALPHA in
+# core/service/search.py (0.8, measured; docs/architecture.md "Fusion and its constants").
+PLAIN_CONVEX_ALPHA = 0.6
 NORMALISE_EPSILON = 1e-10  # seed gateway-shared-search-utils normaliseRrfScores epsilon floor
 
 
@@ -97,7 +100,7 @@ def fuse_rrf(
 
 
 def fuse_convex(
-    lexical: Sequence[Candidate], vector: Sequence[Candidate], alpha: float = CONVEX_ALPHA
+    lexical: Sequence[Candidate], vector: Sequence[Candidate], alpha: float = PLAIN_CONVEX_ALPHA
 ) -> list[Fused]:
     """Convex combination α·cosine + (1−α)·bm25/max(bm25) over the union (seed thefold, α = 0.6).
 

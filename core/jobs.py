@@ -1,5 +1,5 @@
 """Write jobs: bulk and corpus requests too big for one API invocation, split into parts that the
-indexing consumer processes from a queue (issue 11). Pure values and functions; the service that submits
+indexing consumer processes from a queue. Pure values and functions; the service that submits
 and processes them is core/service/jobs.py.
 
 A request is sized in chunks, not items: what costs time is one embedding per chunk (Titan embeds one
@@ -17,7 +17,7 @@ from typing import Any, Literal
 from core.chunking import CHUNK_OVERLAP_TOKENS, CHUNK_TOKENS
 from core.entities import EntityTypeRegistry
 from core.errors import QuarryError, UnavailableError
-from core.scoring import CHARS_PER_TOKEN
+from core.tokens import CHARS_PER_TOKEN
 
 JobKind = Literal["bulk", "corpus"]
 JobStatus = Literal["queued", "running", "done", "failed"]

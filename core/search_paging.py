@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.catalog import decode_cursor, encode_cursor
+from core.cursor import decode_cursor, encode_cursor
 from core.errors import CursorExpiredError, InvalidInputError
 
 CURSOR_KIND = "search"

@@ -1,4 +1,4 @@
-"""Snippets with the matched terms highlighted (DESIGN.md §3 step 7).
+"""Snippets with the matched terms highlighted (docs/architecture.md, Read path).
 
 The snippet is HTML-escaped and matches are wrapped in <mark>…</mark>, so it is safe to render as HTML.
 """

@@ -1,5 +1,6 @@
 """Values the StateStore keeps: source weights and token shares, caller budgets, weight history, the
-assembly log with its feedback, role overlays and evaluation results (DESIGN.md §4–6).
+assembly log with its feedback, role overlays and evaluation results (docs/architecture.md: Context assembly,
+The learning cycle, Governed retrieval, Evaluation).
 
 All timestamps are ISO-8601 UTC strings produced by an injected clock; ids are opaque strings.
 """

@@ -1,4 +1,5 @@
-"""Write versions (DESIGN.md §2): where a write's version comes from, and the two kinds that must not mix.
+"""Write versions (docs/architecture.md, Write path): where a write's version comes from, and the two kinds
+that must not mix.
 
 A version is either a *sequence number* the caller keeps (`version`: 1, 2, 3…) or a *time in
 milliseconds* (`updated_at`, or the arrival time when the write carries neither). Both are integers
@@ -16,7 +17,7 @@ from typing import Any
 from core.errors import InvalidInputError, VersionConflictError, VersionSchemeError
 from core.models import EntityKey, StoredEntity, WriteOutcome
 from core.payload import INT64_MAX
-from core.scoring import parse_timestamp
+from core.timestamps import parse_timestamp
 
 MS = 1000.0
 # 10^11 ms after the epoch is 1973-03-03: every time-derived version (arrival time, or the `updated_at`

@@ -52,9 +52,7 @@ from deploy.lambda_template import CACHE, ROOT, FunctionSpec, Stack
 
 RIE = CACHE / "go" / "bin" / "aws-lambda-rie"
 RUNTIME_PYTHON = CACHE / "python3.12" / "bin" / "python"
-SETUP_HINT = (
-    "run `make lambda-runtime` (builds both into .cache/lambda; README, Running the Lambda functions locally)"
-)
+SETUP_HINT = "run `make lambda-runtime` (builds both into .cache/lambda; docs/deployment.md, Running the Lambda functions locally)"
 EPHEMERAL_MB = 512  # Lambda's default /tmp (template.yaml sets no EphemeralStorage)
 START_SECONDS = 10.0  # the emulator listens within milliseconds; this bounds a stuck start
 REPORT_SECONDS = 5.0  # the REPORT line follows the answer at once

@@ -4,8 +4,8 @@ handlers/local_key.py) checked here — the authorizer's job in AWS — and inje
 context. It also answers CORS (handlers/cors.py; API Gateway's job in AWS) and writes one access-log line
 per request: method, path (no query), status, milliseconds and tenant; never a body or a key.
 
-Concurrency (DESIGN.md §9). Powertools keeps the current event, Lambda context and route on the
-resolver *class* (`BaseRouter.current_event`), i.e. per process: two requests resolved at once in one
+Concurrency (docs/architecture.md, Entry points). Powertools keeps the current event, Lambda context and route
+on the resolver *class* (`BaseRouter.current_event`), i.e. per process: two requests resolved at once in one
 process can swap tenants. So each process runs the handler on ONE engine thread, one request at a time
 (`Engine`), while connection threads only read and write sockets; parallelism comes from worker
 processes (`serve_workers`) that share the listening socket and the SQLite WAL file. Each engine admits

@@ -30,7 +30,7 @@ StartWorker = Callable[[socket.socket], Server]
 
 
 def default_workers() -> int:
-    """One worker per core this process may run on (DESIGN.md §9: use every core)."""
+    """One worker per core this process may run on (docs/architecture.md, Entry points: use every core)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux

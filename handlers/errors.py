@@ -75,7 +75,8 @@ def _field_path(loc: tuple[Any, ...]) -> str:
 
 
 def validation_fields(errors: list[dict[str, Any]]) -> dict[str, str]:
-    """Pydantic error list → {field.path: readable message} (the seed's formatZodError, done right)."""
+    """Pydantic error list → {field.path: readable message} (the shared-utils seed's formatZodError, done
+    right)."""
     fields: dict[str, str] = {}
     for err in errors:
         loc = tuple(err.get("loc", ()))

@@ -1,5 +1,6 @@
-"""The nightly Lambda: the context learning cycle (DESIGN.md §4) and every stored overlay's golden set
-(DESIGN.md §6), as one task per tenant (learning) and per overlay (golden set) — core/service/nightly.py.
+"""The nightly Lambda: the context learning cycle (docs/architecture.md, The learning cycle) and every stored
+overlay's golden set (docs/architecture.md, Evaluation), as one task per tenant (learning) and per overlay
+(golden set) — core/service/nightly.py.
 
 - The EventBridge schedule invokes it with nothing the cycle needs: it plans tonight's tasks and, with a
   queue configured (QUARRY_EVAL_QUEUE_URL, as the stack sets), sends one message per task; an event whose
@@ -24,8 +25,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from core.errors import TenantErasedError
-from core.scoring import iso_timestamp
 from core.service.nightly import NightlyTask, plan_nightly
+from core.timestamps import iso_timestamp
 from handlers._observability import logger, metrics, tracer
 from infra.wiring import check_settings, container
 

@@ -1,4 +1,5 @@
-"""`quarry mcp`: the Model Context Protocol server (DESIGN.md §9), built with the official `mcp` SDK.
+"""`quarry mcp`: the Model Context Protocol server (docs/architecture.md, Entry points), built with the
+official `mcp` SDK.
 
 Tools call the same core services as the HTTP API, with the same request models (so the same limits and
 error texts), the same scopes and the same tenancy:
@@ -49,6 +50,7 @@ from core.context.schemas import (
     FeedbackRequest,
     FeedbackResponse,
 )
+from core.entity_validation import ID_JSON_PATTERN, NONBLANK_PATTERN
 from core.errors import NotFoundError, QuarryError, UnauthorizedError
 from core.governance.bundle import RetrievalBundle
 from core.governance.overlay import MAX_TEXT_CHARS, ROLE_ID_PATTERN
@@ -56,7 +58,6 @@ from core.governance.requests import RetrieveRequest
 from core.governance.validation import json_schema
 from core.payload import INT64_MAX
 from core.schemas import DEFAULT_LIMIT, MAX_LIMIT, SearchRequest, SearchResponse, WriteResponse
-from core.validation import ID_JSON_PATTERN, NONBLANK_PATTERN
 from handlers.auth import SCOPES, Principal
 from handlers.errors import STATUS, validation_fields
 from handlers.mcp_tools import DELETE, READ, UPSERT, WRITE, QuarryMCPServer, plain_snippets

@@ -1,4 +1,5 @@
-"""The published OpenAPI document: Powertools' generated one, corrected to the contract (DESIGN.md §7).
+"""The published OpenAPI document: Powertools' generated one, corrected to the contract (docs/architecture.md,
+Errors and authentication).
 
 Powertools documents a 422 Quarry never sends and leaves bodies typed `dict` untyped. Here every
 operation gets the errors it really answers, all in the one `{error: {code, message, fields}}` body (503
@@ -14,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from core.context.links import MAX_LINK_CHARS
 from core.entity_models import entity_models
-from core.governance.overlay import ROLE_ID_PATTERN
-from core.governance.requests import CorpusDocument
-from core.governance.validation import KIND_ALIASES, schema_names
-from core.jobs import MAX_JOB_ITEMS
-from core.payload import INT64_MAX
-from core.validation import (
+from core.entity_validation import (
     ID_JSON_PATTERN,
     MAX_CALLER_CHARS,
     NONBLANK_PATTERN,
     caller_json_pattern,
 )
+from core.governance.overlay import ROLE_ID_PATTERN
+from core.governance.requests import CorpusDocument
+from core.governance.validation import KIND_ALIASES, schema_names
+from core.jobs import MAX_JOB_ITEMS
+from core.payload import INT64_MAX
 from handlers.auth import PUBLIC_PATHS as PUBLIC
 from handlers.openapi_examples import add_examples
 

@@ -1,12 +1,12 @@
 """Cognito pre-token-generation trigger (event version 2): puts the user's tenant into the ACCESS token.
 
-Quarry takes the tenant only from a claim the caller cannot set (DESIGN.md §7). A user can rewrite their
-own `custom:*` attributes unless the app client forbids it, and ID tokens are not API credentials, so
-the tenant comes from Cognito group membership, which only an administrator changes: a user in exactly
-one group named `tenant:<id>` gets the claim `tenant: <id>` in their access token (the claim name is
-QUARRY_JWT_TENANT_CLAIM, `tenant` by default). A user in no such group, or in several, gets no tenant
-claim and Quarry answers 403. Machine clients (client credentials) have no user: map their app client
-id to a tenant with QUARRY_JWT_CLIENT_TENANTS instead.
+Quarry takes the tenant only from a claim the caller cannot set (docs/architecture.md, Errors and
+authentication). A user can rewrite their own `custom:*` attributes unless the app client forbids it, and ID
+tokens are not API credentials, so the tenant comes from Cognito group membership, which only an administrator
+changes: a user in exactly one group named `tenant:<id>` gets the claim `tenant: <id>` in their access token
+(the claim name is QUARRY_JWT_TENANT_CLAIM, `tenant` by default). A user in no such group, or in several, gets
+no tenant claim and Quarry answers 403. Machine clients (client credentials) have no user: map their app
+client id to a tenant with QUARRY_JWT_CLIENT_TENANTS instead.
 
 Access-token customisation needs the user pool's Essentials or Plus feature plan and the trigger
 configured with LambdaVersion V2_0 (README, Authentication).

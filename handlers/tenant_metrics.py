@@ -1,4 +1,4 @@
-"""Typed per-tenant metrics (issue 11): what each tenant does and gets — searches, writes, assemblies,
+"""Typed per-tenant metrics: what each tenant does and gets — searches, writes, assemblies,
 cache hits and degraded answers — as CloudWatch metrics with a `tenant` dimension (EMF, Powertools
 `single_metric`, so the dimension never leaks onto the function-wide metrics of `handlers._observability`).
 The stack's dashboard (template.yaml QuarryDashboard) charts them per tenant.

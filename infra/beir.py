@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InvalidInputError
-from core.evaluation import Qrels
+from core.ranking_metrics import Qrels
 
 DEFAULT_SPLIT = "test"
 QRELS_COLUMNS = 3  # query-id, corpus-id, score
-DOCUMENT_TYPE = "document"  # DESIGN.md §2 built-in type: title^2, text; chunked
+DOCUMENT_TYPE = "document"  # a built-in type (core/entities.py): title^2, text; chunked
 
 
 @dataclass(frozen=True, slots=True)

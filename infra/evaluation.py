@@ -1,5 +1,5 @@
-"""The `quarry eval` harness (issue 5, DESIGN.md §6): a BEIR folder → a fresh local index → every test
-query through SearchService per strategy → nDCG@10 / Recall@100 / MRR@10 as a table, JSON and a chart.
+"""The `quarry eval` harness (docs/architecture.md, Evaluation): a BEIR folder → a fresh local index → every
+test query through SearchService per strategy → nDCG@10 / Recall@100 / MRR@10 as a table, JSON and a chart.
 
 The corpus goes through the real write path (IndexingService: search text, ~300-token chunks, embeddings)
 into a fresh SqliteIndex, with embeddings cached on disk (CachingEmbedder) so a second run embeds
@@ -27,22 +27,21 @@ from typing import TYPE_CHECKING, Any
 
 from core.entities import EntityTypeRegistry
 from core.errors import ConfigurationError, InvalidInputError, QuarryError
-from core.evaluation import Metrics, Run, evaluate
-from core.fusion import CONVEX_ALPHA, RRF_K, FusionMethod
+from core.fusion import PLAIN_CONVEX_ALPHA, RRF_K, FusionMethod
+from core.fusion_tuning import TuningResult
 from core.ports import Embedder, SearchIndex
+from core.ranking_metrics import Metrics, Run, evaluate
 from core.schemas import SearchRequest
-from core.service.indexing import IndexingService
 from core.service.search import SearchService, SearchSettings
-from core.service.tuning import FusionTuningService
-from core.tuning import TuningResult
 from infra.beir import BeirDataset, document_entity
-from infra.clock import SystemClock
 
 if TYPE_CHECKING:
+    from core.service.indexing import IndexingService
     from infra.local.sqlite_index import SqliteIndex
+    from infra.wiring import Container
 
 EVAL_TENANT = "eval"
-SEARCH_LIMIT = 100  # Recall@100 needs 100 results; also DESIGN.md §3's maximum limit
+SEARCH_LIMIT = 100  # Recall@100 needs 100 results; also POST /search's maximum limit
 INDEX_BATCH = 128  # documents per IndexingService.bulk call (one embedding call each)
 DEFAULT_STRATEGY = "auto"  # SearchRequest.strategy's default: what POST /search does unasked
 ALL_STRATEGIES = ("keyword", "semantic", "rrf", "convex", DEFAULT_STRATEGY)
@@ -60,10 +59,11 @@ class StrategySpec:
 
 
 def strategy_specs(default: SearchSettings) -> dict[str, StrategySpec]:
-    """The reported strategies; rrf and convex are the seeds' plain formulas, auto is the deployment's."""
-    naive = dataclasses.replace(default, feedback_docs=0)  # the seeds' formulas alone, no feedback
+    """The reported strategies; rrf and convex are the seeds' plain formulas (RRF k 60, convex α 0.6), auto is
+    the deployment's."""
+    naive = dataclasses.replace(default, feedback_docs=0)  # the plain formulas alone, no feedback
     plain_rrf = dataclasses.replace(naive, fusion=FusionMethod.RRF, alpha=0.5, rrf_k=RRF_K)
-    plain_convex = dataclasses.replace(naive, fusion=FusionMethod.CONVEX, alpha=CONVEX_ALPHA)
+    plain_convex = dataclasses.replace(naive, fusion=FusionMethod.CONVEX, alpha=PLAIN_CONVEX_ALPHA)
     return {
         "keyword": StrategySpec("keyword", default),
         "semantic": StrategySpec("semantic", default),
@@ -268,6 +268,24 @@ def eval_index(settings: Any, dimension: int, kind: str) -> Iterator[SearchIndex
         index.drop()
 
 
+def _eval_container(
+    work_dir: Path,
+    embedder: Embedder,
+    index: SearchIndex,
+    registry: EntityTypeRegistry,
+    settings: SearchSettings,
+) -> Container:
+    """The composition root (infra/wiring.py) around one evaluation's index, embedder and search settings;
+    everything else local and in memory, whatever the environment configures."""
+    from infra.local.cache import MemoryCache
+    from infra.settings import load_settings
+    from infra.wiring import Container
+
+    local = load_settings(data_dir=work_dir, index="sqlite", state="sqlite", cache="memory")
+    parts = {"index": index, "embedder": embedder, "registry": registry, "search_settings": settings}
+    return Container(local, overrides={**parts, "cache": MemoryCache()})
+
+
 def evaluate_dataset(
     data: BeirDataset,
     embedder: Embedder,
@@ -283,7 +301,7 @@ def evaluate_dataset(
     """Ingest `data` into a fresh index (SQLite under `work_dir` unless an empty `index` is given) and score
     every strategy on its test queries.
 
-    With `tune`, also grid-search the fusion setting on these queries (core.tuning) and report it.
+    With `tune`, also grid-search the fusion setting on these queries (core.fusion_tuning) and report it.
     """
     from infra.local.cache import MemoryCache
 
@@ -292,22 +310,20 @@ def evaluate_dataset(
     settings = dataclasses.replace(
         default or SearchSettings(), max_query_chars=EVAL_MAX_QUERY_CHARS, max_terms=EVAL_MAX_TERMS
     )
-    types = registry or EntityTypeRegistry()
-    clock = SystemClock()
     fresh = None
     if index is None:
         index = fresh = _fresh_sqlite_index(work_dir, keyword_engine)
-    indexing = IndexingService(index, embedder, types, MemoryCache())
-    ingested = ingest(data, indexing, clock.now(), progress)
+    c = _eval_container(work_dir, embedder, index, registry or EntityTypeRegistry(), settings)
+    ingested = ingest(data, c.indexing, c.clock.now(), progress)
     if fresh is not None:
         fresh.settle()  # rank with the keyword engine alone, not its merge of the newest chunks
 
     def make_service(s: SearchSettings) -> SearchService:
-        return SearchService(index, embedder, MemoryCache(), types, clock, s)
+        return c.override(search_settings=s, cache=MemoryCache()).search  # each strategy its own cache
 
     query_errors: dict[str, dict[str, str]] = {}
     metrics, seconds = evaluate_strategies(data, make_service, _ordered(strategies), settings, query_errors)
-    tuner = FusionTuningService(index, embedder, types, settings)
+    tuner = c.override(search_settings=settings).fusion_tuning
     return EvalReport(
         dataset=data.name,
         split=data.split,

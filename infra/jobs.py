@@ -4,7 +4,6 @@ infra/local/job_queue.py."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 from core.errors import UnavailableError
 from core.jobs import Job
-from infra.local.sqlite_connect import open_sqlite
+from infra.local.sqlite_connect import immediate, open_sqlite
 
 # SQS: short timeouts and botocore's standard retry mode, 3 attempts: a send stays within a few seconds,
 # far under the API function's 29 s (the caller gets 503 and retries the whole request).
@@ -76,20 +75,14 @@ class SqliteJobStore:
         return _load(row[0]) if row else None
 
     def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                job = self.get_job(tenant_id, job_id)
-                if job is not None:
-                    job.reports[part], job.updated_at = report, at
-                    self._conn.execute(
-                        "UPDATE jobs SET job = ? WHERE tenant_id = ? AND job_id = ?",
-                        (_dump(job), tenant_id, job_id),
-                    )
-                self._conn.execute("COMMIT")
-            except sqlite3.Error:
-                self._conn.execute("ROLLBACK")
-                raise
+        with self._lock, immediate(self._conn):
+            job = self.get_job(tenant_id, job_id)
+            if job is not None:
+                job.reports[part], job.updated_at = report, at
+                self._conn.execute(
+                    "UPDATE jobs SET job = ? WHERE tenant_id = ? AND job_id = ?",
+                    (_dump(job), tenant_id, job_id),
+                )
 
     def purge_tenant(self, tenant_id: str) -> int:
         """Erase the tenant's jobs (their bytes zeroed, the WAL truncated)."""

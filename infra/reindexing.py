@@ -1,5 +1,5 @@
 """`quarry reindex`: switch stored vectors to another embedding model with searches answering throughout
-(DESIGN.md §9, issue 13). One entry point for both backends, which the CLI calls:
+(docs/architecture.md, A tenant's data lifecycle). One entry point for both backends, which the CLI calls:
 
 - embedded (SQLite): the whole data file, or one tenant (`tenant`), shadowed, swapped in one transaction
   and settled (infra/local/reindex.py); other tenants keep their model.

@@ -13,11 +13,11 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from core.entity_validation import CALLER_RULE, is_caller
 from core.errors import ConfigurationError, InvalidInputError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT
 from core.jobs import MAX_PART_ATTEMPTS
 from core.state import REOPEN_AFTER_SECONDS
-from core.validation import CALLER_RULE, is_caller
 from core.versioning import MAX_CLOCK_SKEW_SECONDS
 
 ENV_PREFIX = "QUARRY_"
@@ -26,7 +26,7 @@ DEFAULT_BODY_LIMIT = 1_048_576  # 1 MiB: a 500-item bulk of typical entities fit
 
 
 class Settings(BaseSettings):
-    """Every QUARRY_* variable (see README, Configuration)."""
+    """Every QUARRY_* variable (docs/configuration.md)."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
 
@@ -84,7 +84,7 @@ class Settings(BaseSettings):
     # How far ahead of this server's clock a write's `updated_at` may be (core/versioning.py): a later one
     # is refused, since as a version it would make every later write without one stale until that date.
     max_clock_skew_seconds: float = Field(default=MAX_CLOCK_SKEW_SECONDS, ge=0.0, le=366 * 24 * 3600)
-    # Write jobs (issue 11): a bulk or corpus request estimated above this many chunks (one embedding
+    # Write jobs: a bulk or corpus request estimated above this many chunks (one embedding
     # each) is accepted as 202 with a job id and indexed by the indexing consumer from the jobs queue.
     # 200: Titan embeds one text per call (~30-50 ms), so 200 chunks take ~6-10 s inside the API's 29 s.
     # Parts hold at most as many chunks, within the consumer's 60 s. No queue URL: the local server runs
@@ -168,7 +168,8 @@ class Settings(BaseSettings):
     # so a hanging Bedrock degrades search to keyword in time (infra/bedrock.py).
     bedrock_budget_seconds: float = Field(default=10.0, gt=0.0, le=20.0)
 
-    # Context assembly (DESIGN.md §4). Explicit file links are read only under QUARRY_LINKS_ROOT (unset:
+    # Context assembly (docs/architecture.md, Context assembly). Explicit file links are read only under
+    # QUARRY_LINKS_ROOT (unset:
     # file links are refused); QUARRY_TRIPLES_FILE is a JSONL file of knowledge-graph facts (unset: no
     # graph lines, and assemblies say so in `warnings`); QUARRY_CONTEXT_SOURCES replaces the five default
     # sources with a JSON object (core/context/sources.py); QUARRY_CONTEXT_WORKERS threads fan out.

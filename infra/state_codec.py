@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Sequence
 from typing import Any
 
-from core.errors import InvalidInputError
+from core.cursor import decode_position, encode_position
 from core.state import AssemblySource
 
 
@@ -45,34 +43,12 @@ def dump_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
-def encode_cursor(position: Any) -> str:
-    """An opaque, url-safe cursor for a JSON-serialisable position."""
-    raw = json.dumps(position, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> Any:
-    """The position inside a cursor; InvalidInputError naming `cursor` when it is not one of ours."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        return json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, binascii.Error, UnicodeError) as exc:
-        raise invalid_cursor() from exc
-
-
 def encode_log_cursor(created_at: str, assembly_id: str) -> str:
     """The cursor after the log row (created_at, assembly_id)."""
-    return encode_cursor([created_at, assembly_id])
+    return encode_position((created_at, assembly_id))
 
 
 def decode_log_cursor(cursor: str) -> tuple[str, str]:
     """(created_at, assembly_id) of a log cursor; InvalidInputError when it is not one."""
-    position = decode_cursor(cursor)
-    if not (isinstance(position, list) and len(position) == 2 and all(isinstance(p, str) for p in position)):
-        raise invalid_cursor()
-    return position[0], position[1]
-
-
-def invalid_cursor() -> InvalidInputError:
-    """The error for a cursor this store did not issue (or issued for another query)."""
-    return InvalidInputError("invalid cursor", {"cursor": "not a cursor returned by this listing"})
+    created_at, assembly_id = decode_position(cursor, length=2)
+    return created_at, assembly_id

@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import uuid
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
@@ -39,15 +40,38 @@ if TYPE_CHECKING:
     from core.service.lifecycle import LifecycleService
     from core.service.retrieval import RetrievalService
     from core.service.search import SearchService, SearchSettings
+    from core.service.tuning import FusionTuningService
     from infra.settings import Settings
 
 
 class Container:
-    """Adapters and services for one set of settings; every part is built once, on first use."""
+    """Adapters and services for one set of settings; every part is built once, on first use.
 
-    def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
+    Any part can be swapped for another (a fake embedder, a failing index, a fixed clock):
+    `Container(settings, overrides={"embedder": fake})` or `container.override(embedder=fake)`. An
+    override also drops every part already built from the old one, so services rebuild around the new
+    part on next use; an overridden part stays until overridden again."""
+
+    def __init__(
+        self, settings: Settings, clock: Clock | None = None, *, overrides: Mapping[str, Any] | None = None
+    ) -> None:
         self.settings = settings
         self.clock = clock or SystemClock()
+        self._overridden: set[str] = set()
+        if overrides:
+            self.override(**overrides)
+
+    def override(self, **parts: Any) -> Container:
+        """Use these parts instead of building them; drop the cached parts that were built from the old
+        ones (their dependents, transitively). Returns the container, for chaining."""
+        from infra.wiring_graph import built_from
+
+        stale = built_from(Container, parts)  # TypeError naming a part the container does not have
+        self._overridden |= parts.keys()
+        for name in stale - self._overridden:
+            self.__dict__.pop(name, None)
+        self.__dict__.update(parts)
+        return self
 
     def check(self) -> None:
         """Build what configuration alone decides (no network): a wrong setting fails here, at start."""
@@ -214,6 +238,13 @@ class Container:
         )
 
     @cached_property
+    def fusion_tuning(self) -> FusionTuningService:
+        """Grid-searches the fusion setting on judged queries (`quarry eval --tune`, infra/evaluation.py)."""
+        from core.service.tuning import FusionTuningService
+
+        return FusionTuningService(self.index, self.embedder, self.registry, self.search_settings)
+
+    @cached_property
     def indexing(self) -> IndexingService:
         from core.service.indexing import IndexingService
 
@@ -228,7 +259,8 @@ class Container:
 
     @cached_property
     def catalog(self) -> CatalogService:
-        """Reads of stored entities, weight history and eval records (DESIGN.md §9)."""
+        """Reads of stored entities, weight history and eval records (docs/architecture.md, A tenant's data
+        lifecycle)."""
         from core.service.catalog import CatalogService
 
         return CatalogService(self.index, self.state, self.registry)
@@ -247,7 +279,7 @@ class Container:
 
     @cached_property
     def lifecycle(self) -> LifecycleService:
-        """Export, erase and reopen of a tenant (DESIGN.md §9)."""
+        """Export, erase and reopen of a tenant (docs/architecture.md, A tenant's data lifecycle)."""
         from core.service.lifecycle import LifecycleService
 
         return LifecycleService(
@@ -271,7 +303,8 @@ class Container:
 
     @cached_property
     def retrieval(self) -> RetrievalService:
-        """Governed retrieval and overlays (DESIGN.md §5); the embedder is only called when not lexical_only."""
+        """Governed retrieval and overlays (docs/architecture.md, Governed retrieval); the embedder is only
+        called when not lexical_only."""
         from core.service.retrieval import RetrievalService
 
         return RetrievalService(self.index, self.state, self.clock, self.embedder)
@@ -305,7 +338,7 @@ class Container:
     @cached_property
     def context(self) -> ContextService:
         from core.service.context import ContextService
-        from infra.links import FileLinkReader
+        from infra.file_links import FileLinkReader
 
         root = self.settings.links_root
         return ContextService(
@@ -365,7 +398,7 @@ class Container:
 
     @cached_property
     def jobs(self) -> JobService:
-        """Bulk and corpus writes too big for one API call (issue 11)."""
+        """Bulk and corpus writes too big for one API call."""
         from core.service.jobs import JobService, JobSettings
 
         settings = JobSettings(async_min_chunks=self.settings.async_min_chunks)

@@ -101,8 +101,7 @@ def make_container(data_dir: Path, embedder: Any | None = None, clock: Any = Non
 
     c = Container(load_settings(data_dir=data_dir, **settings), clock)
     if embedder is not None:
-        c.__dict__["embedder"] = embedder  # cached_property slot: use this embedder
-        c.__dict__["configured_embedder"] = embedder  # and size the OpenSearch index with it
+        c.override(embedder=embedder, configured_embedder=embedder)  # the latter sizes an OpenSearch index
     return c
 
 

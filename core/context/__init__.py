@@ -1,5 +1,6 @@
-"""Context assembly for LLM callers (DESIGN.md §4; seed gateway-context-assembly): sources, budgets,
-scoring, packing, knowledge-graph lines, explicit links and the learning cycle — pure functions only.
+"""Context assembly for LLM callers (docs/architecture.md, Context assembly; seed gateway-context-assembly):
+sources, budgets, scoring, packing, knowledge-graph lines, explicit links and the learning cycle — pure
+functions only.
 
 The use cases that coordinate them with the ports live in `core/service/context.py`.
 """

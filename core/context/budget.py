@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from core.state import CallerBudget, SourceWeight
 
 NULL_NAMESPACE_BUDGET = 2000  # seed service.ts NULL_NAMESPACE_BUDGET: no namespace → 2000 tokens
-# Global default when a namespace is given and nobody configured a budget. The seed reads it from its
+# Global default when a namespace is given and nobody configured a budget. The context-assembly seed reads it
+# from its
 # config table; 4000 is our choice: a mission-scoped request gets twice the namespace-less allowance.
 DEFAULT_TOKEN_BUDGET = 4000
 MAX_TOKEN_BUDGET = 16000  # seed AssembleContextInputSchema: token_budget ≤ 16000

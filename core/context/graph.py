@@ -1,10 +1,10 @@
 """Knowledge-graph enrichment (seed gateway-context-assembly, D1484): triples about the entities a query
 names, as `[GRAPH]` lines inside 7.5% of budgets of at least 500 tokens.
 
-The seed matched only capitalised runs of 3+ characters (a known limitation: it misses quoted names and
-identifiers and keeps sentence-initial words such as "What"). Here candidates are quoted phrases,
+The context-assembly seed matched only capitalised runs of 3+ characters (a known limitation: it misses quoted
+names and identifiers and keeps sentence-initial words such as "What"). Here candidates are quoted phrases,
 capitalised runs (multi-word names stay together, question words and stop words are dropped) and
-identifiers such as `checkRateLimit` or `rate_limiter`, capped like the seed at 10 entities × 5 triples.
+identifiers such as `checkRateLimit` or `rate_limiter`, capped like that seed at 10 entities × 5 triples.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from core.scoring import parse_timestamp
 from core.text import STOPWORDS, is_identifier
+from core.timestamps import parse_timestamp
 
 KG_BUDGET_SHARE = 0.075  # seed service.ts KG_BUDGET_SHARE
 MIN_KG_BUDGET_TOTAL = 500  # seed service.ts MIN_KG_BUDGET_TOTAL: smaller budgets get no graph lines

@@ -1,14 +1,14 @@
-"""The learning cycle (DESIGN.md §4; seed gateway-context-assembly repository.ts runEvalCycle): from a
-caller's logged assemblies and their feedback, move each source's weight and token share and the caller's
-budget. Pure: rows in, one LearningUpdate out; the service applies it atomically.
+"""The learning cycle (docs/architecture.md, The learning cycle; seed gateway-context-assembly repository.ts
+runEvalCycle): from a caller's logged assemblies and their feedback, move each source's weight and token share
+and the caller's budget. Pure: rows in, one LearningUpdate out; the service applies it atomically.
 
 Which assemblies learn: every caller's, not only those that send feedback (seed repository.ts takes all
 unprocessed rows). A row joins a batch once it has feedback, or once FEEDBACK_WINDOW_SECONDS have passed
-since it was logged without any (its caller had the time to report; it counts as unused, as in the seed).
-A batch needs EVAL_BATCH_SIZE such rows. The budget learns from the whole batch, so a caller that never
-sends feedback gets the seed's −5% for unused budget; weights learn only from the batch's rows with
-feedback (a departure: an assembly nobody reported on says nothing about which source helped, and
-appearance alone would reward whichever source already returns the most).
+since it was logged without any (its caller had the time to report; it counts as unused, as in the
+context-assembly seed). A batch needs EVAL_BATCH_SIZE such rows. The budget learns from the whole batch, so a
+caller that never sends feedback gets the context-assembly seed's −5% for unused budget; weights learn only
+from the batch's rows with feedback (a departure: an assembly nobody reported on says nothing about which
+source helped, and appearance alone would reward whichever source already returns the most).
 
 Per source, over the batch's N assemblies with feedback (items from explicit links and unconfigured
 sources are ignored):
@@ -44,14 +44,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.context.budget import DEFAULT_MAX_BUDGET, DEFAULT_MIN_BUDGET
-from core.scoring import iso_timestamp
 from core.state import AssemblyLogEntry, CallerBudget, LearningUpdate, SourceWeight, WeightChange
+from core.timestamps import iso_timestamp
 
 LEARNING_RATE = 0.1  # seed repository.ts LEARNING_RATE
 WEIGHT_MIN, WEIGHT_MAX = 0.1, 1.5  # seed WEIGHT_MIN / WEIGHT_MAX
 TOKEN_SHARE_MIN, TOKEN_SHARE_MAX = 0.05, 0.8  # seed TOKEN_SHARE_MIN / TOKEN_SHARE_MAX
 EVAL_BATCH_SIZE = 10  # seed EVAL_BATCH_SIZE: fewer assemblies ready to learn from → no learning yet
-# How long an assembly waits for feedback before it learns as unused. The seed has no wait (its nightly
+# How long an assembly waits for feedback before it learns as unused. The context-assembly seed has no wait
+# (its nightly
 # cycle takes every row, so feedback sent a minute after the run was never learned from); an agent reports
 # within its task, so an hour is generous (our judgement).
 FEEDBACK_WINDOW_SECONDS = 3600

@@ -1,4 +1,5 @@
-"""Explicit links (DESIGN.md §4): entity ids (`type:id`) or file paths relative to a configured root.
+"""Explicit links (docs/architecture.md, Context assembly): entity ids (`type:id`) or file paths relative to a
+configured root.
 
 Core refuses, before anything is read, every path that is absolute or climbs (`..`); the file reader in
 `infra` resolves symlinks and refuses again whatever lands outside the root. A refused link is an
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 from core.errors import InvalidInputError
 from core.models import EntityKey
 
-MAX_LINKS = 20  # per request; each is one index lookup or one file read (our bound; the seed has none)
+# Per request; each is one index lookup or one file read (our bound; the context-assembly seed has none).
+MAX_LINKS = 20
 MAX_LINK_CHARS = 1024  # a path or id longer than this is not a link anyone wrote by hand
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _ENTITY = re.compile(r"^([a-z][a-z0-9_]*):([^/\\]+)$")

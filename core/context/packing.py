@@ -1,7 +1,7 @@
-"""Packing a token budget (DESIGN.md §4; seed gateway-context-assembly service.ts): explicit links first
-within 30% of the budget, knowledge-graph lines within 7.5%, then each source up to its token share of
-what remains, then greedy overflow of the best leftovers, then one truncated item to fill the tail.
-Retrieved items that repeat a placed link (same id or same text) are left out; a link that did not fit
+"""Packing a token budget (docs/architecture.md, Context assembly; seed gateway-context-assembly service.ts):
+explicit links first within 30% of the budget, knowledge-graph lines within 7.5%, then each source up to its
+token share of what remains, then greedy overflow of the best leftovers, then one truncated item to fill the
+tail. Retrieved items that repeat a placed link (same id or same text) are left out; a link that did not fit
 its allowance leaves its entity to normal retrieval, where it competes like any other item.
 
 Every part is costed as it is rendered (header, text and separator), so the sum of the parts never
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from core.context import render
 from core.context.scoring import ContextItem
-from core.scoring import TokenCounter
+from core.tokens import TokenCounter
 
 EXPLICIT_LINK_BUDGET_SHARE = 0.3  # seed service.ts EXPLICIT_LINK_BUDGET_SHARE
-# The packer aims to fill at least this much of the budget whenever there is enough material (issue 3).
+# The packer aims to fill at least this much of the budget whenever there is enough material.
 TARGET_FILL = 0.9
 # A truncated item shorter than this is noise; below it the tail stays empty unless it is over 10% of
 # the budget (24 tokens ≈ one sentence at ceil(len/4)).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.scoring import TokenCounter
+from core.tokens import TokenCounter
 
 SEPARATOR = "\n\n"
 TRUNCATION_MARK = "…"

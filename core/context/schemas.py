@@ -12,8 +12,8 @@ from core.context.budget import MAX_TOKEN_BUDGET
 from core.context.learning import TOKEN_SHARE_MAX, WEIGHT_MAX
 from core.context.links import MAX_LINKS
 from core.context.sources import MAX_SOURCES
+from core.entity_validation import NONBLANK_PATTERN, validate_caller
 from core.errors import InvalidInputError
-from core.validation import NONBLANK_PATTERN, validate_caller
 
 MAX_NAME_CHARS = 128  # caller and namespace names: identifiers, not prose
 
@@ -29,7 +29,7 @@ MAX_USED_IDS = 1000  # feedback can name at most this many ids (an assembly retu
 MAX_LOG_PAGE = 100  # GET /context/log returns at most this many rows per page
 DEFAULT_LOG_PAGE = 20
 # GET /context/weights pages: a row is ~150 bytes of JSON, so 1,000 rows stay far below Lambda's 6 MB
-# response limit (a tenant with 38k rows answered 5.2 MB in one piece before paging; issue 10).
+# response limit (a tenant with 38k rows answered 5.2 MB in one piece before paging).
 DEFAULT_WEIGHTS_PAGE = 200
 MAX_WEIGHTS_PAGE = 1000
 Name = Annotated[
@@ -38,7 +38,7 @@ Name = Annotated[
         strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS, pattern=NONBLANK_PATTERN
     ),
 ]
-# A caller: the one caller-name rule of every route (core/validation.py), after trimming surrounding spaces.
+# A caller: the one caller-name rule of every route (core/entity_validation.py), after trimming surrounding spaces.
 CallerName = Annotated[Name, AfterValidator(_caller_name)]
 
 

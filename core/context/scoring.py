@@ -1,5 +1,5 @@
-"""One scale for every source (DESIGN.md §4; seed gateway-context-assembly tagAndScore, D23 funnel):
-per-source RRF of its lexical and vector lists, max-normalised to [0, 1], then
+"""One scale for every source (docs/architecture.md, Context assembly; seed gateway-context-assembly
+tagAndScore, D23 funnel): per-source RRF of its lexical and vector lists, max-normalised to [0, 1], then
 `score = normalised × weight(caller, source) × recency boost × (0.5 if from another namespace)`,
 and deduplication by entity and by normalised-content hash."""
 
@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 from core.fusion import RRF_K, fuse_rrf, normalise_max
 from core.models import Candidate, Retrieval
-from core.scoring import parse_timestamp, recency_boost
+from core.timestamps import parse_timestamp, recency_boost
 
 CROSS_NAMESPACE_SCORE_DISCOUNT = 0.5  # seed service.ts: other namespaces' hits count half
 # Floor of the recency boost: 1/(1+ln(1+age_days)) reaches 0.1 after ~22 years, so it only matters for
 # undated or absurdly old items, which still rank on relevance instead of vanishing. (Our choice; the
-# seed's recencyBoost takes the floor as a parameter, default 0.)
+# shared-utils seed's recencyBoost takes the floor as a parameter, default 0.)
 RECENCY_FLOOR = 0.1
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 

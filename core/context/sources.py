@@ -1,4 +1,5 @@
-"""The stores an assembly fans out to, and how each maps onto index filters (DESIGN.md §4).
+"""The stores an assembly fans out to, and how each maps onto index filters (docs/architecture.md, Context
+assembly).
 
 A source is a named slice of the tenant's index: which `source` values and entity types it covers and
 which owners count. The defaults are the seed's five stores under the seed's names (gateway-context-assembly

@@ -1,5 +1,6 @@
-"""Governed retrieval (DESIGN.md §5): role overlays, overlay-aware query building, governance filters,
-diversity-aware rerank, warning states and the RetrievalBundle — pure functions over what the ports return.
+"""Governed retrieval (docs/architecture.md, Governed retrieval): role overlays, overlay-aware query building,
+governance filters, diversity-aware rerank, warning states and the RetrievalBundle — pure functions over what
+the ports return.
 
 Pipeline (core/service/retrieval.py coordinates it):
 build_query → SearchIndex.retrieve → screen (score + filters) → select_mmr → assemble_bundle.

@@ -1,4 +1,5 @@
-"""RetrievalBundle: the governed output of every POST /retrieve (DESIGN.md §5; seed role-overlay-retrieval-api).
+"""RetrievalBundle: the governed output of every POST /retrieve (docs/architecture.md, Governed retrieval;
+seed role-overlay-retrieval-api).
 
 A bundle accounts for every candidate the index returned: each is either in `selected` (with its scores
 and why it was chosen) or in `rejected` (with the reason it was dropped). `warnings` always holds at least

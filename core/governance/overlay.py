@@ -1,4 +1,5 @@
-"""RoleOverlay: the declarative, per-role retrieval configuration (DESIGN.md §5; seed role-overlay-retrieval-api).
+"""RoleOverlay: the declarative, per-role retrieval configuration (docs/architecture.md, Governed retrieval;
+seed role-overlay-retrieval-api).
 
 An overlay says what a role retrieves for (mission), what it must not drift into (anti_goals), which words
 matter (vocabulary), which sources it prefers or may never see (source_policy), how candidates are scored
@@ -14,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, StrictBool, StringConstraints, model_validator
 
 from core.base_model import JSON_INTEGER, JSON_NUMBER, JsonFloat, JsonInt, QuarryModel
-from core.validation import NONBLANK_PATTERN
+from core.entity_validation import NONBLANK_PATTERN
 
 SCHEMA_VERSION: Literal["1.0"] = "1.0"  # seed: RetrievalBundle.version "1.0"; overlays share it
 ROLE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"  # a key in URLs and state stores
@@ -22,10 +23,11 @@ MAX_LIST_ITEMS = 100  # terms, sources, anti-goals, instructions: configuration,
 MAX_GOLDEN_QUERIES = 200  # a golden set runs every query through retrieval; keep the nightly run short
 MAX_TEXT_CHARS = 4000  # mission, task texts, context summaries: a paragraph or two
 MAX_CHUNKS_LIMIT = 50  # a bundle is evidence for one LLM call, not a result page
-DEFAULT_MAX_CHUNKS = 8  # ~8 × 300-token chunks ≈ 2400 tokens: the DESIGN.md §4 default budget's order
+# ~8 × 300-token chunks ≈ 2400 tokens: the order of context assembly's default budget (docs/architecture.md)
+DEFAULT_MAX_CHUNKS = 8
 DEFAULT_MIN_SCORE = 0.1  # relevance floor; measured on tests/fixtures/governance_corpus.json: junk < 0.06
 DEFAULT_DIVERSITY = 0.7  # MMR λ (Carbonell & Goldstein 1998): 0.7 keeps relevance first, trims repeats
-DEFAULT_SEMANTIC_WEIGHT = 0.6  # α of the convex fusion (seed thefold HYBRID_ALPHA, DESIGN.md §3 step 5)
+DEFAULT_SEMANTIC_WEIGHT = 0.6  # α of the convex fusion (seed thefold HYBRID_ALPHA; docs/conformance.md)
 # Default score weights: relevance decides, trust / freshness / preferred source break near-ties.
 DEFAULT_RELEVANCE_WEIGHT = 0.7
 DEFAULT_SIGNAL_WEIGHT = 0.1

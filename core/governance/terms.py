@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from core.governance.bundle import TrustLabel
-from core.scoring import parse_timestamp
 from core.text import STOPWORDS, tokens
+from core.timestamps import parse_timestamp
 
 MIN_STEM_CHARS = 3  # never cut a word below three letters (`uses` stays `use`, not `u`)
 SECONDS_PER_DAY = 86400.0
@@ -110,7 +110,8 @@ def age_days(created_at: str | None, now: float) -> float | None:
 
 
 def freshness(age: float | None) -> float:
-    """Log decay 1/(1 + ln(1 + age_days)) (DESIGN.md §4's recency boost, in days); 1 when unknown."""
+    """Log decay 1/(1 + ln(1 + age_days)) (context assembly's recency boost, in days: docs/architecture.md,
+    Context assembly); 1 when unknown."""
     if age is None:
         return 1.0
     return 1.0 / (1.0 + math.log1p(age))

@@ -1,5 +1,6 @@
-"""Reading back what a tenant stored (DESIGN.md §9): one entity, the entity listing, weight history and
-stored golden-set evaluations. Only coordinates the ports; the tenant is always the caller's."""
+"""Reading back what a tenant stored (docs/architecture.md, A tenant's data lifecycle): one entity, the entity
+listing, weight history and stored golden-set evaluations. Only coordinates the ports; the tenant is always
+the caller's."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from core.catalog import (
     entity_position,
 )
 from core.entities import EntityTypeRegistry
+from core.entity_validation import validate_caller
 from core.errors import NotFoundError
 from core.models import EntityKey, StoredEntity
 from core.ports import SearchIndex, StateStore
-from core.validation import validate_caller
 
 # What EntityOut shows as the entity's own attributes: kept in the stored body (a PATCH merges with it),
 # never repeated in `fields`.

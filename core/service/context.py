@@ -1,5 +1,5 @@
-"""Context assembly use cases (DESIGN.md §4): assemble a token-budgeted block for an LLM caller, record
-the caller's feedback, and read back weights, budgets, the assembly log and its callers.
+"""Context assembly use cases (docs/architecture.md, Context assembly): assemble a token-budgeted block for an
+LLM caller, record the caller's feedback, and read back weights, budgets, the assembly log and its callers.
 
 assemble: budget → weights → explicit links → embed the query → parallel fan-out (sources, their
 cross-namespace expansion, graph facts) → score → dedup → pack → render → log.
@@ -38,14 +38,16 @@ from core.fusion import RRF_K
 from core.models import LexicalQuery, Vector
 from core.ports import Clock, Embedder, LinkReader, SearchIndex, StateStore, TripleStore, tenant_embedder
 from core.query import parse_query
-from core.scoring import TokenCounter, estimate_tokens, iso_timestamp
 from core.service.context_retrieval import Fanout, Gathered, MapFn, load_links, plan_tasks
 from core.service.search import MAX_QUERY_CHARS, MIN_VECTOR_SIMILARITY
 from core.state import WILDCARD_CALLER, AssemblyLogEntry, AssemblySource, SourceWeight
+from core.timestamps import iso_timestamp
+from core.tokens import TokenCounter, estimate_tokens
 
 MS = 1000.0
 # Candidates per source: enough whole items to fill the budget at ~50 tokens each (a typical memory is
-# ~200 characters), never fewer than 20 nor more than 100 (our bounds; the seed searches a fixed 20).
+# ~200 characters), never fewer than 20 nor more than 100 (our bounds; the context-assembly seed searches a
+# fixed 20).
 TOKENS_PER_CANDIDATE = 50
 MIN_DEPTH, MAX_DEPTH = 20, 100
 
@@ -58,7 +60,7 @@ def is_degraded(warnings: Sequence[str]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ContextSettings:
-    """Tunable assembly behaviour; defaults are the seeds' constants."""
+    """Tunable assembly behaviour; defaults are the context-assembly seed's constants."""
 
     sources: tuple[SourceSpec, ...] = DEFAULT_SOURCES
     default_budget: int = DEFAULT_TOKEN_BUDGET

@@ -1,5 +1,6 @@
-"""The learning side of context assembly (DESIGN.md §4): the eval cycle (nightly or POST /context/eval),
-manual weight overrides, and the read views of what learning keeps (weights, budgets, log, callers)."""
+"""The learning side of context assembly (docs/architecture.md, The learning cycle): the eval cycle (nightly
+or POST /context/eval), manual weight overrides, and the read views of what learning keeps (weights, budgets,
+log, callers)."""
 
 from __future__ import annotations
 
@@ -34,9 +35,9 @@ from core.context.schemas import (
 )
 from core.context.sources import SourceSpec
 from core.cursor import decode_position, encode_position
+from core.entity_validation import validate_caller
 from core.errors import InvalidInputError
 from core.ports import Clock, StateStore
-from core.scoring import iso_timestamp
 from core.state import (
     MAX_LEARNING_ROWS,
     WILDCARD_CALLER,
@@ -45,7 +46,7 @@ from core.state import (
     SourceWeight,
     WeightChange,
 )
-from core.validation import validate_caller
+from core.timestamps import iso_timestamp
 
 # Learning steps per caller per cycle: each takes up to MAX_LEARNING_ROWS assemblies, so one night absorbs
 # 16 × 64 = 1024 assemblies per caller; the rest waits for the next run (our bound, keeps a run short).

@@ -18,8 +18,8 @@ from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
 from core.models import Filters, LexicalQuery, Retrieval, RetrievalSpec, Vector
 from core.ports import LinkReader, SearchIndex, TripleStore
-from core.scoring import CHARS_PER_TOKEN
 from core.text import flatten
+from core.tokens import CHARS_PER_TOKEN
 
 T = TypeVar("T")
 MapFn = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]

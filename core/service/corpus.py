@@ -1,6 +1,7 @@
-"""Corpus loading (seed loadCorpus; DESIGN.md §5): `{documents: [{id, title, text | chunks, source, trust,
-created_at, ...}]}` → `document` entities through the ordinary write path → `{documents_ingested,
-chunks_ingested, errors}`. A bad document is reported with its position and never blocks the others."""
+"""Corpus loading (seed loadCorpus; docs/architecture.md, Governed retrieval):
+`{documents: [{id, title, text | chunks, source, trust, created_at, ...}]}` → `document` entities through the
+ordinary write path → `{documents_ingested, chunks_ingested, errors}`. A bad document is reported with its
+position and never blocks the others."""
 
 from __future__ import annotations
 

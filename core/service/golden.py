@@ -1,6 +1,7 @@
-"""Golden sets of role overlays (DESIGN.md §6): every query of an overlay's eval_profile goes through
-governed retrieval per strategy, the selected documents (in order) are scored with core.evaluation's
-nDCG@10 / Recall@100 / MRR@10 against the expected ids, and the figures are stored as eval records."""
+"""Golden sets of role overlays (docs/architecture.md, Evaluation): every query of an overlay's eval_profile
+goes through governed retrieval per strategy, the selected documents (in order) are scored with
+core.ranking_metrics's nDCG@10 / Recall@100 / MRR@10 against the expected ids, and the figures are stored as
+eval records."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import QuarryError
-from core.evaluation import Metrics, evaluate
 from core.governance.overlay import RoleOverlay
 from core.governance.requests import RetrieveRequest
 from core.ports import StateStore
+from core.ranking_metrics import Metrics, evaluate
 from core.service.retrieval import RetrievalService, Reuse, Strategy
 from core.state import EvalRecord
 
-GOLDEN_STRATEGIES: tuple[Strategy, ...] = ("keyword", "semantic", "rrf", "convex")  # DESIGN.md §6
+# The strategies every evaluation reports (docs/architecture.md, Evaluation).
+GOLDEN_STRATEGIES: tuple[Strategy, ...] = ("keyword", "semantic", "rrf", "convex")
 EVAL_NAME_PREFIX = "overlay:"  # eval records are named `overlay:<role_id>`
 RELEVANT = 1  # an expected id is a binary judgement (graded relevance 1)
 

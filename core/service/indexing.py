@@ -1,5 +1,5 @@
-"""Indexing use cases (DESIGN.md §2): create/replace, partial update, delete and bulk — versioned, so
-retries and re-deliveries are harmless and an older write never overwrites a newer one.
+"""Indexing use cases (docs/architecture.md, Write path): create/replace, partial update, delete and bulk —
+versioned, so retries and re-deliveries are harmless and an older write never overwrites a newer one.
 
 Ordering: a delete always leaves a versioned tombstone (even for an entity never seen, when the delete
 carries a version), and a delete wins a tie with a write of the same version, so the newest operation
@@ -24,6 +24,7 @@ from typing import Any
 from core.cache_key import generation_key, settling_key
 from core.chunking import build_chunks, embedding_input
 from core.entities import EntityType, EntityTypeRegistry
+from core.entity_validation import VERSION_RULE, is_version, validate_body, validate_id
 from core.errors import (
     InvalidInputError,
     NotFoundError,
@@ -35,9 +36,8 @@ from core.errors import (
 from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
 from core.payload import lone_surrogates
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
-from core.scoring import iso_timestamp
 from core.text import flatten
-from core.validation import VERSION_RULE, is_version, validate_body, validate_id
+from core.timestamps import iso_timestamp
 from core.versioning import (
     MAX_CLOCK_SKEW_SECONDS,
     check_scheme,

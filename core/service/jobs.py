@@ -1,4 +1,4 @@
-"""Write jobs (issue 11): a bulk or corpus request above `async_min_chunks` is accepted (202) with a job
+"""Write jobs: a bulk or corpus request above `async_min_chunks` is accepted (202) with a job
 id, split into parts the indexing consumer processes from a queue, and answered later by GET /jobs/{id}.
 
 submit → JobStore.create_job + JobQueue.send(parts) ; consumer → process(part) → JobStore.record_part.
@@ -18,9 +18,9 @@ from core.entities import EntityTypeRegistry
 from core.errors import NotFoundError, TenantErasedError
 from core.jobs import Job, JobKind, JobPart, PartReport, estimate_chunks, split_parts
 from core.ports import Clock, JobQueue, JobStore
-from core.scoring import iso_timestamp
 from core.service.fencing import TenantGate
 from core.service.indexing import IndexingService
+from core.timestamps import iso_timestamp
 
 # SQS takes 256 KB per message; the rest is the envelope's headroom (attributes, JSON escaping).
 DEFAULT_PART_BYTES = 200_000

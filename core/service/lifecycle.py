@@ -1,4 +1,4 @@
-"""A tenant's data lifecycle (DESIGN.md §9): export everything it stored, and erase it completely.
+"""A tenant's data lifecycle (docs/architecture.md): export everything it stored, and erase it completely.
 
 Export is NDJSON, one `{"kind", "data"}` record per line, in three phases: `entity` (live entities,
 newest first, fields as stored; embeddings are derived data and left out), then `overlay`, `weight`,
@@ -18,12 +18,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from core.catalog import EntityPosition, decode_cursor, encode_cursor
+from core.catalog import EntityPosition
+from core.cursor import decode_cursor, encode_cursor
 from core.errors import ConflictError, InvalidInputError
 from core.ports import Cache, Clock, JobQueue, JobStore, SearchIndex, StateStore, TenantFences
-from core.scoring import iso_timestamp
 from core.service.catalog import entity_out
 from core.state import REOPEN_AFTER_SECONDS
+from core.timestamps import iso_timestamp
 
 EXPORT_KIND = "export"
 

@@ -1,4 +1,4 @@
-"""The nightly cycle as independent tasks (issue 11): one learning task per tenant with pending feedback
+"""The nightly cycle as independent tasks: one learning task per tenant with pending feedback
 and one golden-set task per stored overlay, so each runs in its own invocation (fanned out through a
 queue in AWS) and none depends on how many tenants there are. Locally they simply run one after another.
 """

@@ -1,5 +1,5 @@
-"""The governed-retrieval use case (DESIGN.md §5): overlay → query → retrieve → screen → MMR → bundle, and
-the overlays' CRUD through the StateStore.
+"""The governed-retrieval use case (docs/architecture.md, Governed retrieval): overlay → query → retrieve →
+screen → MMR → bundle, and the overlays' CRUD through the StateStore.
 
 Retrieval covers the tenant's `document` entities (the corpus: POST /corpus, or PUT /entities/document/…).
 `lexical_only` never touches the embedder, so it works with none configured; otherwise an embedder outage
@@ -33,7 +33,7 @@ from core.governance.validation import parse_overlay
 from core.models import EntityKey, Filters, Retrieval, Vector
 from core.ports import Clock, Embedder, SearchIndex, StateStore, tenant_embedder
 
-DOCUMENT_TYPE = "document"  # the corpus lives in the built-in chunked `document` type (DESIGN.md §2)
+DOCUMENT_TYPE = "document"  # the corpus lives in the built-in chunked `document` type (core/entities.py)
 MIN_DEPTH = 40  # candidates per retriever, at least: as core.service.search.MIN_CANDIDATE_DEPTH
 DEPTH_FACTOR = 4  # × max_chunks: room for forbidden, below-score and duplicate candidates to drop out
 MMR_POOL_FACTOR = 3  # MMR looks at the best 3 × max_chunks kept candidates (the rest cannot win)

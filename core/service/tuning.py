@@ -1,5 +1,5 @@
-"""Fusion tuning use cases, both retrieve-once: search fusion (issue 5: each golden query's candidate
-lists retrieved once, exactly as POST /search would, then `core.tuning` scores every fusion setting on
+"""Fusion tuning use cases, both retrieve-once: search fusion (each golden query's candidate
+lists retrieved once, exactly as POST /search would, then `core.fusion_tuning` scores every fusion setting on
 them) and an overlay's fusion for governed retrieval (`tune_overlay`: each golden query retrieved once,
 then re-ranked under every setting of the grid)."""
 
@@ -12,17 +12,24 @@ from typing import Any
 
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
-from core.evaluation import Qrels
 from core.feedback import feedback_search
 from core.fusion import FusionMethod, fuse
+from core.fusion_tuning import (
+    ALPHA_GRID,
+    PLAIN_RRF_ALPHA,
+    FusionSetting,
+    QueryLists,
+    TuningResult,
+    tune_fusion,
+)
 from core.governance.overlay import RoleOverlay
 from core.models import Filters, LexicalQuery
 from core.ports import Embedder, SearchIndex, tenant_embedder
 from core.query import parse_query
+from core.ranking_metrics import Qrels
 from core.service.golden import run_golden_set
 from core.service.retrieval import RetrievalService, Reuse
 from core.service.search import SearchSettings, plan_strategy, retrieval_depth, strong_vector_hits
-from core.tuning import PLAIN_RRF_ALPHA, FusionSetting, QueryLists, TuningResult, tune_fusion
 
 TUNING_LIMIT = 100  # lists as deep as a limit-100 search retrieves, so Recall@100 candidates are all there
 
@@ -108,7 +115,8 @@ class FusionTuningService:
         return tune_fusion(runs, qrels, current_setting(self._settings))
 
 
-TUNING_ALPHAS = tuple(round(0.1 * i, 1) for i in range(11))  # convex α grid, 0.0 … 1.0 (step 0.1)
+# The search grid's every other α (0.0 … 1.0 in steps of 0.1): each point re-runs governed retrieval.
+TUNING_ALPHAS = ALPHA_GRID[::2]
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from core.governance.overlay import RoleOverlay
 from core.governance.requests import MAX_CORPUS_DOCUMENTS, CorpusReport, RetrieveRequest
 from core.governance.validation import json_schema
 from core.jobs import MAX_JOB_ITEMS
-from core.scoring import iso_timestamp
+from core.timestamps import iso_timestamp
 from handlers._observability import logger, metrics
 from handlers.openapi_models import OverlayDeleted, OverlayEvaluation, OverlayTuning
 from handlers.routes.common import accepted, answer, caller, services, written_or_queued

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.catalog import tenant_mark
+from core.cursor import tenant_mark
 from core.errors import ForbiddenError
 from core.service.lifecycle import EXPORT_PAGE_BYTES, EraseReport, ReopenReport
 from handlers._observability import logger

@@ -1,5 +1,6 @@
 """FTS5 query syntax for sanitised lexical queries: every term and phrase is double-quoted, so nothing a
-user types can become FTS5 operators (the seed's buildFts5Query did the same by stripping characters)."""
+user types can become FTS5 operators (the shared-utils seed's buildFts5Query did the same by stripping
+characters)."""
 
 from __future__ import annotations
 

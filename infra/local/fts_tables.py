@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
-from infra.local.sqlite_connect import BUSY_TIMEOUT_MS
+from infra.local.sqlite_connect import immediate
 
 FTS_PREFIX = "idx_fts_"
 _DIGITS = 24  # hex digits of sha256 kept (96 bits): no two tenants of a file share a table
@@ -81,12 +81,7 @@ def split_shared_table(conn: sqlite3.Connection) -> None:
     first open after the upgrade (the rows are copied in SQL, without re-reading the entities)."""
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LEGACY,)).fetchone() is None:
         return
-    conn.execute(f"PRAGMA busy_timeout = {MIGRATION_WAIT_MS}")
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    finally:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    try:
+    with immediate(conn, wait_ms=MIGRATION_WAIT_MS):
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LEGACY,)).fetchone() is not None:
             tenants = [r[0] for r in conn.execute("SELECT DISTINCT tenant_id FROM idx_chunks")]
             for tenant in tenants:
@@ -99,7 +94,3 @@ def split_shared_table(conn: sqlite3.Connection) -> None:
                 )
             conn.execute("DROP TABLE IF EXISTS idx_vocab")
             conn.execute(f"DROP TABLE {LEGACY}")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from core.jobs import MAX_PART_ATTEMPTS, failure_reason
-from infra.local.sqlite_connect import open_sqlite
+from infra.local.sqlite_connect import immediate, open_sqlite
 
 _log = logging.getLogger(__name__)
 
@@ -83,14 +83,8 @@ class SqliteJobQueue:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+        with self._lock, immediate(self._conn) as conn:
+            yield conn
 
     def send(self, messages: Sequence[dict[str, Any]]) -> None:
         """Store every part (all or none), then wake this process's job thread."""

@@ -1,6 +1,6 @@
 """`quarry reindex` on the embedded backend: re-embed every chunk (of the data file, or of one tenant) with
-another model while searches go on, then switch vectors and model in one transaction (DESIGN.md §9,
-issue 13).
+another model while searches go on, then switch vectors and model in one transaction (docs/architecture.md, A
+tenant's data lifecycle).
 
 Which model a tenant's vectors come from: `idx_tenant_model` (a row per tenant switched alone with
 `--tenant`), else `idx_embedding_model` (the whole file's, set by a run without `--tenant`, which also
@@ -41,7 +41,7 @@ from core.chunking import embedding_input
 from core.entities import EntityTypeRegistry
 from core.errors import ConflictError
 from core.ports import Embedder
-from infra.local.sqlite_connect import open_sqlite
+from infra.local.sqlite_connect import immediate, open_sqlite
 from infra.local.vector_files import ColumnFiles
 from infra.local.vector_store import VectorStores
 
@@ -135,9 +135,8 @@ class SqliteReindexer:
             self._lock_file.close()
             self._lock_file = None
             raise ReindexBusyError(f"another quarry reindex is running on {self._path}") from exc
-        self._conn.execute("BEGIN IMMEDIATE")
-        self._conn.execute("DELETE FROM idx_reindex")
-        self._conn.execute("COMMIT")
+        with immediate(self._conn):
+            self._conn.execute("DELETE FROM idx_reindex")
 
     def end(self) -> None:
         """Release the reindex lock (closing the descriptor releases the flock)."""
@@ -172,19 +171,16 @@ class SqliteReindexer:
             if not rows:
                 return done
             pairs = self._embed(embedder, rows)
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany("INSERT OR REPLACE INTO idx_reindex VALUES (?, ?)", pairs)
-            self._conn.execute("COMMIT")
+            with immediate(self._conn):
+                self._conn.executemany("INSERT OR REPLACE INTO idx_reindex VALUES (?, ?)", pairs)
             done += len(rows)
 
     def try_swap(self, model_dir: str, embedder: Embedder, now: float) -> tuple[bool, int]:
         """Swap when no chunk in scope lacks a shadow; (swapped, the largest chunk id at the swap)."""
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(conn):
             if conn.execute(PENDING.format(scope=self._scope), (0, *self._scope_args, 1)).fetchone():
-                conn.execute("ROLLBACK")
-                return False, 0
+                return False, 0  # nothing written: the commit ends the transaction
             conn.execute(
                 "UPDATE idx_chunks SET embedding = (SELECT r.embedding FROM idx_reindex r WHERE r.chunk_id = "
                 f"idx_chunks.id) WHERE embedding IS NOT NULL {self._scope.replace('c.', '')}",
@@ -202,10 +198,6 @@ class SqliteReindexer:
                 conn.execute("UPDATE idx_generation SET gen = gen + 1 WHERE tenant_id = ?", (self._tenant,))
             conn.execute("DELETE FROM idx_reindex")
             top = conn.execute("SELECT coalesce(max(id), 0) FROM idx_chunks").fetchone()[0]
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         return True, int(top)
 
     def settle(self, embedder: Embedder, after_id: int) -> int:
@@ -218,12 +210,11 @@ class SqliteReindexer:
             if not rows:
                 return count
             pairs = self._embed(embedder, rows)
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany(
-                "UPDATE idx_chunks SET embedding = ? WHERE id = ?", [(b, i) for i, b in pairs]
-            )
-            self._bump()
-            self._conn.execute("COMMIT")
+            with immediate(self._conn):
+                self._conn.executemany(
+                    "UPDATE idx_chunks SET embedding = ? WHERE id = ?", [(b, i) for i, b in pairs]
+                )
+                self._bump()
             count += len(rows)
             after_id = pairs[-1][0]
 

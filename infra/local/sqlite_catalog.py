@@ -1,5 +1,6 @@
 """The read-back and erase half of `SqliteIndex`: listing a tenant's entities newest first, their embedding
-status, and purging a tenant so that nothing of it is left in the file (DESIGN.md §9, issue 13)."""
+status, and purging a tenant so that nothing of it is left in the file (docs/architecture.md, A tenant's data
+lifecycle)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,11 @@
-"""One way to open Quarry's local SQLite file: WAL, NORMAL sync, a busy timeout, autocommit mode."""
+"""One way to open Quarry's local SQLite file (WAL, NORMAL sync, a busy timeout, autocommit mode) and one
+way to write to it atomically (`immediate`)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # How long a writer waits for another connection's lock (a learning-cycle or bulk transaction takes a few
@@ -27,3 +30,24 @@ def open_sqlite(path_or_connection: str | Path | sqlite3.Connection) -> sqlite3.
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: no fsync per commit, never corrupt
     return conn
+
+
+@contextmanager
+def immediate(conn: sqlite3.Connection, wait_ms: int | None = None) -> Iterator[sqlite3.Connection]:
+    """A write-locked transaction (BEGIN IMMEDIATE, so two writers never deadlock upgrading a read lock):
+    committed when the block ends, rolled back when it raises (the error goes on). `wait_ms`: how long to
+    wait for the write lock, instead of BUSY_TIMEOUT_MS, for this BEGIN only."""
+    if wait_ms is not None:
+        conn.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    finally:
+        if wait_ms is not None:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:  # SQLite may have rolled back already (a full disk, an interrupt)
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

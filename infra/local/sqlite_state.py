@@ -26,7 +26,7 @@ from core.state import (
     WeightChange,
 )
 from infra.local import sqlite_state_schema as schema
-from infra.local.sqlite_connect import open_sqlite
+from infra.local.sqlite_connect import immediate, open_sqlite
 from infra.state_codec import decode_log_cursor, dump_ids, dump_json, encode_log_cursor
 
 
@@ -59,14 +59,8 @@ class SqliteStateStore:
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """An immediate (write-locked) transaction, committed on success and rolled back on any error."""
-        with self._guard() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        with self._guard() as conn, immediate(conn):
+            yield conn
 
     def _rows(self, sql: str, params: Sequence[Any]) -> list[sqlite3.Row]:
         with self._guard() as conn:

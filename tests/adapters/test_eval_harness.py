@@ -111,10 +111,10 @@ def test_plot_is_a_png_or_names_the_missing_bench_tools(tmp_path: Path) -> None:
 def test_tuning_lists_reproduce_what_search_returns(tmp_path: Path) -> None:
     # Given the tiny corpus indexed through the real write path,
     from core.entities import EntityTypeRegistry
+    from core.fusion_tuning import fused_ranking
     from core.service.indexing import IndexingService
     from core.service.search import SearchService, SearchSettings
     from core.service.tuning import FusionTuningService, current_setting
-    from core.tuning import fused_ranking
     from infra.beir import load_beir
     from infra.clock import SystemClock
     from infra.evaluation import EVAL_TENANT, ingest, run_queries

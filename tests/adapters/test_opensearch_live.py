@@ -128,7 +128,7 @@ def test_the_template_covers_the_next_index_generation(live_index: OpenSearchInd
     assert OpenSearchIndex(client, dimension=DIM, prefix=live_index.alias).ensure_index() is False
 
 
-# -- what a real cluster breaks (issue 9) -------------------------------------------------------------
+# -- what a real cluster breaks ----------------------------------------------------------------------
 
 METADATA_FLOOD_KEYS = 5_000  # distinct metadata keys across tenants: 5× the default field limit (1,000)
 FLOOD_TENANTS = 5

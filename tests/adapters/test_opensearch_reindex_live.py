@@ -86,9 +86,9 @@ def stack(tmp_path: Path, opensearch_url: str, prefix: str, loads: dict[str, Any
         opensearch_index_prefix=prefix,
         opensearch_refresh="true",
     )
-    c.__dict__["load_embedder"] = lambda folder: loads[str(Path(folder).resolve())]
+    c.override(load_embedder=lambda folder: loads[str(Path(folder).resolve())])
     index: Any = c.index
-    c.__dict__["embedder"] = SwitchingEmbedder(configured, c.load_embedder, lambda _t: index.live_model_dir())
+    c.override(embedder=SwitchingEmbedder(configured, c.load_embedder, lambda _t: index.live_model_dir()))
     for tenant in TENANTS:
         items = [{"type": "memory", "id": f"m-{i}", "content": content(i)} for i in range(MEMORIES)]
         items.append({"type": "document", "id": "d-1", "title": "Berth manual", "text": "quay gantry " * 400})
@@ -180,9 +180,9 @@ def test_reindex_builds_a_new_generation_and_swaps_it_in_with_searches_answering
     every_entity_is_found_semantically(c)
     # A process starting now (the container as wiring builds it, configured with the 64-dimension model)
     # embeds with the model the live generation names, and its index checks vectors of that dimension.
-    cold = Container(c.settings)
-    cold.__dict__["configured_embedder"] = FakeEmbedder(64)
-    cold.__dict__["load_embedder"] = c.load_embedder
+    cold = Container(
+        c.settings, overrides={"configured_embedder": FakeEmbedder(64), "load_embedder": c.load_embedder}
+    )
     assert cold.embedder.dimension == 16 and cold.embedder.for_tenant("acme") is loads[tiny]  # type: ignore[attr-defined]
     assert "m-4" in semantic_ids(cold, "beta", content(4))
 
@@ -296,8 +296,10 @@ def test_a_reindex_moves_the_shared_index_and_every_tenants_own_index(
         opensearch_refresh="true",
         opensearch_own_index_tenants=["acme"],  # acme has an index of its own, beta shares
     )
-    c.__dict__["configured_embedder"] = FakeEmbedder(64)
-    c.__dict__["load_embedder"] = lambda folder: {small: FakeEmbedder(32)}[str(Path(folder).resolve())]
+    c.override(
+        configured_embedder=FakeEmbedder(64),
+        load_embedder=lambda folder: {small: FakeEmbedder(32)}[str(Path(folder).resolve())],
+    )
     try:
         for tenant in TENANTS:
             items = [{"type": "memory", "id": f"m-{i}", "content": content(i)} for i in range(MEMORIES)]

@@ -1,4 +1,4 @@
-"""One index round trip per context assembly (issue 11): every source's lexical and vector query, and the
+"""One index round trip per context assembly: every source's lexical and vector query, and the
 cross-namespace expansion, go out in ONE `_msearch`. Counted at the HTTP layer: the real opensearch-py
 client and Transport run over a connection that counts requests and answers `_msearch` with one (empty)
 response per search it was sent."""
@@ -40,9 +40,7 @@ def traffic(tmp_path: Path, fake_embedder: FakeEmbedder) -> Iterator[tuple[list[
     CountingConnection.searches = searches  # type: ignore[attr-defined]
     client = OpenSearch(hosts=["http://127.0.0.1:9"], connection_class=CountingConnection, attempts=attempts)
     container = make_container(tmp_path / "data", fake_embedder)
-    container.__dict__["index"] = OpenSearchIndex(
-        client, dimension=fake_embedder.dimension, auto_create=False
-    )
+    container.override(index=OpenSearchIndex(client, dimension=fake_embedder.dimension, auto_create=False))
     wiring.set_container(container)
     yield attempts, searches
     wiring.set_container(None)

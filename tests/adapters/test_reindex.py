@@ -41,7 +41,7 @@ def setup(tmp_path: Path) -> Any:
     switching = SwitchingEmbedder(
         old, {NEW_MODEL: new_plain}.__getitem__, ActiveModel(c.settings.sqlite_path)
     )
-    c.__dict__["embedder"] = switching
+    c.override(embedder=switching)
     for tenant in ("acme", "beta"):
         items = [
             {"type": "memory", "id": f"m-{i}", "content": f"harbor crane log {i} cargo ship berth {i % 7}"}

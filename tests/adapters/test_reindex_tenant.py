@@ -25,7 +25,7 @@ def setup(tmp_path: Path) -> Any:
     models = {NEW_MODEL: FakeEmbedder(32), OTHER_MODEL: FakeEmbedder(16)}
     c = make_container(tmp_path / "data")
     switching = SwitchingEmbedder(FakeEmbedder(64), models.__getitem__, ActiveModel(c.settings.sqlite_path))
-    c.__dict__["embedder"] = switching
+    c.override(embedder=switching)
     for tenant in TENANTS:
         items = [
             {"type": "memory", "id": f"m-{i}", "content": f"harbor crane log {i} cargo ship berth {i % 7}"}

@@ -1,4 +1,4 @@
-"""A search cache that fails (issue 10, defect 3): search fails open — the index answers, the failure is
+"""A search cache that fails: search fails open — the index answers, the failure is
 logged and counted — and no write path leaves a stale cached result behind, even when the cache breaks
 between the write's steps."""
 
@@ -53,7 +53,7 @@ class FlakyCache:
 @pytest.fixture
 def flaky(local: Any) -> FlakyCache:
     cache = FlakyCache()
-    local.__dict__["cache"] = cache  # the container's cached_property slot: every service uses it
+    local.override(cache=cache)  # every service is rebuilt around it
     return cache
 
 

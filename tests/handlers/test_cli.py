@@ -1,4 +1,4 @@
-"""The quarry CLI (issue 10, defect 11): the top-level --data-dir counts for every subcommand, ingest
+"""The quarry CLI: the top-level --data-dir counts for every subcommand, ingest
 errors read as line number + field + problem, and nothing but our own output reaches stderr."""
 
 from __future__ import annotations

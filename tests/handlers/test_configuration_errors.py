@@ -1,4 +1,4 @@
-"""Configuration errors (issue 10, defect 7): a wrong or missing setting fails at start naming the
+"""Configuration errors: a wrong or missing setting fails at start naming the
 variable, and a request that meets one is a logged 500 — never the caller's 400."""
 
 from __future__ import annotations

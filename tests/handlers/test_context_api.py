@@ -179,7 +179,7 @@ def test_log_false_returns_a_null_id_and_logs_nothing(ctx: Any) -> None:
 
 def test_missing_enrichment_is_reported_in_warnings(tmp_path: Path) -> None:
     down = install(tmp_path)
-    down.__dict__["embedder"] = FakeDownEmbedder()  # the model goes down after indexing
+    down.override(embedder=FakeDownEmbedder())  # the model goes down after indexing
     try:
         body = ok(assemble())
         assert not any("triple" in w or "graph" in w for w in body["warnings"])  # none configured: no graph

@@ -1,4 +1,4 @@
-"""kill -9 during bulk ingest (issue 10): a child process bulk-indexes through the IndexingService and
+"""kill -9 during bulk ingest: a child process bulk-indexes through the IndexingService and
 prints an ack after each bulk call returns; the parent SIGKILLs it mid-run, at a random moment, several
 times over the same data directory. Every acknowledged write must be there after the restart."""
 

@@ -1,4 +1,4 @@
-"""Issue 10, defect 1: the local server under concurrency. Many client threads, two tenants, thousands of
+"""The local server under concurrency. Many client threads, two tenants, thousands of
 requests: every response belongs to its caller, every acknowledged write is stored under its caller's
 tenant, nothing answers 5xx — in one process and across worker processes. And it is bounded: beyond one
 running request and the queue, a request gets 503 with Retry-After at once."""

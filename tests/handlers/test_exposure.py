@@ -1,4 +1,4 @@
-"""Nothing tenant-owned leaks and nothing stale is served (issue 17): traces hold no results, error bodies
+"""Nothing tenant-owned leaks and nothing stale is served: traces hold no results, error bodies
 name no host, ARN or SDK exception, the embedding memo and timings tell nothing about another tenant, a
 write that search cannot see yet is never cached, and PATCHed source/owner/namespace filter correctly."""
 
@@ -131,7 +131,7 @@ ERRORS = {
 
 @pytest.mark.parametrize("error", list(ERRORS.values()), ids=list(ERRORS))
 def test_error_bodies_name_no_host_arn_or_sdk_exception(box: Container, error: Exception) -> None:
-    box.__dict__["index"] = FailingIndex(box.index, error)
+    box.override(index=FailingIndex(box.index, error))
     status, body = search("payroll")
     assert status in (500, 503)
     text = json.dumps(body)
@@ -227,7 +227,7 @@ def test_a_deleted_entity_is_never_served_from_the_cache_after_a_refresh_delayed
     c = make_container(tmp_path / "data", FakeEmbedder(), cache="memory")
     index = RefreshDelayedIndex(tmp_path)
     clock = StepClock()
-    c.__dict__["index"], c.clock = index, clock
+    c.override(index=index, clock=clock)
     set_container(c)
     try:
         assert put("key-1", {"content": "leaked api key sk-live-123", "version": 1}) in (200, 201)

@@ -134,8 +134,7 @@ def test_retrieve_with_an_inline_malformed_overlay_names_the_nested_fields(app: 
 
 def test_lexical_only_never_calls_the_embedder(app: Container) -> None:
     down = RaisingEmbedder()
-    app.__dict__["embedder"] = down
-    app.__dict__.pop("retrieval", None)  # rebuilt with the broken embedder
+    app.override(embedder=down)  # retrieval is rebuilt with the broken embedder
     body = {"role_id": "dba", "task_text": "rotate database credentials", "lexical_only": True}
     status, bundle = invoke(api_event("retrieve", body=body))
     assert status == 200, bundle

@@ -1,4 +1,4 @@
-"""Issue 10, defect 5: hostile JSON is a 400 naming the problem, never a 500; in a batch, one bad item is
+"""Hostile JSON is a 400 naming the problem, never a 500; in a batch, one bad item is
 reported in its place and the others are indexed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 10, defect 9: the HTTP contract — the OpenAPI document tells the truth about errors, auth and
+"""The HTTP contract — the OpenAPI document tells the truth about errors, auth and
 bodies; wrong methods are a JSON 405 with Allow (on the local server too); a body without Content-Type
 is a 415; an oversized body is a 413 the client can read; GET /context/weights is paged."""
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from core.catalog import encode_cursor
+from core.cursor import encode_cursor
 from core.service.lifecycle import EXPORT_KIND
 from tests.conftest import api_event, invoke
 

@@ -1,4 +1,4 @@
-"""Issue 10: a table of malformed requests across every route, through the Lambda handler. Each gets the
+"""A table of malformed requests across every route, through the Lambda handler. Each gets the
 documented 4xx with the one error body (`fields` naming the problem) — never a 5xx, never a stack trace.
 
 Classes: hostile JSON on every body route (lone surrogates, NaN/Infinity, duplicate keys, deep nesting,

@@ -1,4 +1,4 @@
-"""The nightly run fans out (issue 11): the schedule queues one task per tenant with pending feedback and
+"""The nightly run fans out: the schedule queues one task per tenant with pending feedback and
 one per stored overlay, and each task message runs in its own invocation — no invocation's work grows
 with the number of tenants. SQS on moto in-process; state on the local backend."""
 

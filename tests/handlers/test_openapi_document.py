@@ -14,7 +14,13 @@ from jsonschema import Draft202012Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from core.validation import ID_JSON_PATTERN, NONBLANK_PATTERN, caller_json_pattern, is_caller, is_valid_id
+from core.entity_validation import (
+    ID_JSON_PATTERN,
+    NONBLANK_PATTERN,
+    caller_json_pattern,
+    is_caller,
+    is_valid_id,
+)
 from tests.conftest import api_event, invoke
 
 OPERATIONS = {

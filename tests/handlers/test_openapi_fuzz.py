@@ -1,7 +1,7 @@
 """schemathesis with every check (`--checks all`: no 5xx, documented statuses, headers and bodies, schema-valid
 requests accepted, schema-violating ones refused, stateful links, auth) against the local server, as a user
 runs it: the CLI, reading the published /openapi.json and the repository's schemathesis.toml. Bounded
-(EXAMPLES per operation, derandomized); the full-size run is in the README (Clients)."""
+(EXAMPLES per operation, derandomized); the full-size run is in docs/clients.md."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ def partial_cluster(tmp_path: Path, fake_embedder: FakeEmbedder) -> Iterator[Fak
     server.msearch_responses = [answer] * 100
     container = make_container(tmp_path / "data", fake_embedder, cache_ttl_seconds=0)
     index = OpenSearchIndex(server, dimension=fake_embedder.dimension, retry=RetryPolicy(max_retries=1))
-    container.__dict__["index"] = index
+    container.override(index=index)
     wiring.set_container(container)
     yield server
     wiring.set_container(None)

@@ -183,7 +183,7 @@ def test_with_the_cache_down_pages_are_not_guessed(local: Any) -> None:
     from tests.handlers.test_cache_outage import FlakyCache
 
     flaky = FlakyCache()
-    local.__dict__["cache"] = flaky
+    local.override(cache=flaky)
     bulk(CORPUS[:20])
     request = {"query": "harbor", "limit": 5, "strategy": "keyword"}
     _, first = search(request)

@@ -1,6 +1,6 @@
 """Each example request of the five seed documents (`../shared/seeds/`), sent as the seed writes it: taken
 where Quarry takes that shape, else refused with a message naming Quarry's form (core/conformance.py).
-The README's "Conformance to the seeds" lists the same mappings."""
+docs/conformance.md lists the same mappings."""
 
 from __future__ import annotations
 

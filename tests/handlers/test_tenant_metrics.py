@@ -1,4 +1,4 @@
-"""Typed per-tenant metrics (issue 11): searches, cache hits, writes, assemblies and degraded answers are
+"""Typed per-tenant metrics: searches, cache hits, writes, assemblies and degraded answers are
 emitted as CloudWatch EMF with a `tenant` dimension, one tenant never counted under another."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Work sized to the function (issue 11): a bulk above the synchronous size is accepted as 202 with a job
+"""Work sized to the function: a bulk above the synchronous size is accepted as 202 with a job
 id, its parts travel through SQS to the indexing consumer, and every item becomes searchable; GET
 /jobs/{id} follows it. SQS and DynamoDB (job status) run on moto in-process; the index is the local one."""
 

@@ -1,4 +1,4 @@
-"""Write ordering through the HTTP API (issue 10, defects 4 and 8): the newest operation wins whatever
+"""Write ordering through the HTTP API: the newest operation wins whatever
 arrives first — a delete always leaves a versioned tombstone — and the two kinds of version (sequence
 numbers, times in ms) cannot be mixed on one entity by accident."""
 

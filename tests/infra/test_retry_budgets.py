@@ -1,5 +1,5 @@
 """One retry policy per client, from the libraries, each within a total time budget below the API
-function's 29 s (issue 11): botocore's standard retry mode for DynamoDB and SQS (opensearch-py's own
+function's 29 s: botocore's standard retry mode for DynamoDB and SQS (opensearch-py's own
 retries are covered in tests/adapters/test_opensearch_errors.py; Bedrock in test_bedrock_embedder.py)."""
 
 from __future__ import annotations

@@ -314,7 +314,7 @@ class _AnyLayer(str):
 ANY_LAYER = _AnyLayer("LocalEmbedderLayer*")  # the translator suffixes layer ids with a content hash
 
 
-# ---------------------------------------------------------------- issue 17: scopes, producers, least privilege
+# ---------------------------------------------------------------- scopes, producers, least privilege
 
 
 def quarry_scope(scope: str) -> dict[str, str]:

@@ -18,10 +18,10 @@ from core.entities import EntityTypeRegistry
 from core.governance.requests import CorpusDocument
 from core.governance.terms import stem
 from core.models import Candidate, EntityKey, Filters, LexicalQuery, Retrieval, Vector
-from core.scoring import parse_timestamp
 from core.service.retrieval import RetrievalService
 from core.state import EvalRecord
 from core.text import tokens
+from core.timestamps import parse_timestamp
 from tests.conftest import FakeEmbedder
 
 CORPUS_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "governance_corpus.json"

@@ -1,6 +1,7 @@
-"""The learning cycle: effectiveness as DESIGN.md §4 defines it; a caller that always uses source A and
-never B moves A up and B down within the clamps; manual rows never move; every change has a history row;
-a second run over the same rows changes nothing; budgets grow when saturated and used, shrink when unused."""
+"""The learning cycle: effectiveness as docs/architecture.md, The learning cycle, defines it; a caller that
+always uses source A and never B moves A up and B down within the clamps; manual rows never move; every change
+has a history row; a second run over the same rows changes nothing; budgets grow when saturated and used,
+shrink when unused."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from core.context.learning import (
 )
 from core.context.schemas import ManualWeightRequest
 from core.context.sources import DEFAULT_SOURCES
-from core.scoring import iso_timestamp
 from core.service.context_learning import LearningService
 from core.state import AssemblyLogEntry, AssemblySource, CallerBudget, SourceWeight
+from core.timestamps import iso_timestamp
 from infra.local.sqlite_state import SqliteStateStore
 
 TENANT = "acme"
@@ -247,7 +248,7 @@ def test_a_caller_that_never_sends_feedback_gets_the_seeds_shrink_for_unused_bud
     state: SqliteStateStore, service: LearningService
 ) -> None:
     log_quiet(state, 0, count=EVAL_BATCH_SIZE - 1)
-    assert service.run(TENANT).callers == 0  # the seed's batch size still applies
+    assert service.run(TENANT).callers == 0  # the context-assembly seed's batch size still applies
     log_quiet(state, EVAL_BATCH_SIZE - 1, count=1)
     report = service.run(TENANT)
     assert (report.callers, report.assemblies) == (1, EVAL_BATCH_SIZE)

@@ -13,7 +13,7 @@ from core.context.packing import EXPLICIT_LINK_BUDGET_SHARE, TARGET_FILL, Packer
 from core.context.render import LINK_LABEL
 from core.context.scoring import ContextItem, deduplicate, rank
 from core.context.sources import EXPLICIT_LINK_SOURCE
-from core.scoring import estimate_tokens
+from core.tokens import estimate_tokens
 
 SOURCES = ("memory", "agent_memory_own", "agent_memory_peer", "vault", "psychic_cache")
 LABELS = {**{s: s.upper() for s in SOURCES}, EXPLICIT_LINK_SOURCE: LINK_LABEL}

@@ -16,8 +16,8 @@ from core.context.scoring import CROSS_NAMESPACE_SCORE_DISCOUNT, RECENCY_FLOOR, 
 from core.context.sources import DEFAULT_SOURCES, parse_sources, select_sources, union_filters
 from core.errors import InvalidInputError
 from core.models import Candidate, EntityKey, Retrieval
-from core.scoring import iso_timestamp, parse_timestamp
 from core.state import CallerBudget, SourceWeight
+from core.timestamps import iso_timestamp, parse_timestamp
 
 NOW = parse_timestamp("2026-06-01T12:00:00Z") or 0.0
 HOUR = 3600.0
@@ -70,7 +70,8 @@ def test_a_fresher_item_outranks_an_equally_relevant_old_one() -> None:
 
 @pytest.mark.parametrize(
     ("age_days", "expected"),
-    # 1/(1 + ln(1 + days)). The seed's comment says "a week ≈ 0.5"; its own formula gives 0.325 (a day
+    # 1/(1 + ln(1 + days)). The shared-utils seed's comment says "a week ≈ 0.5"; its own formula gives 0.325
+    # (a day
     # gives 0.59): the formula is the contract, so these are its values.
     [(0, 1.0), (1, 0.591), (7, 0.325), (30, 0.226)],
 )

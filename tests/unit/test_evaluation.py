@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from core.evaluation import (
+from core.ranking_metrics import (
     Metrics,
     evaluate,
     ndcg_at_k,

@@ -1,11 +1,11 @@
-"""Golden sets from an overlay's eval_profile: scored per strategy with core.evaluation, stored as eval records."""
+"""Golden sets from an overlay's eval_profile: scored per strategy with core.ranking_metrics, stored as eval records."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.evaluation import ndcg_at_k
 from core.governance.overlay import RoleOverlay
+from core.ranking_metrics import ndcg_at_k
 from core.service.golden import EVAL_NAME_PREFIX, GOLDEN_STRATEGIES, run_golden_set, run_golden_sets
 from tests.unit.governance_fakes import FakeStateStore, overlay, service
 

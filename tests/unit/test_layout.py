@@ -20,9 +20,6 @@ KNOWN_DUPLICATES: dict[str, set[str]] = {
     "context": {"core/context", "core/service/context.py"},
     "jobs": {"core/jobs.py", "core/service/jobs.py"},
     "schemas": {"core/schemas.py", "core/context/schemas.py"},
-    "scoring": {"core/scoring.py", "core/context/scoring.py"},
-    "tuning": {"core/tuning.py", "core/service/tuning.py"},
-    "validation": {"core/validation.py", "core/governance/validation.py"},
 }
 
 

@@ -10,9 +10,10 @@ from core.cache_key import search_cache_key
 from core.chunking import chunk_text
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError
-from core.scoring import estimate_tokens, recency_boost
 from core.snippet import build_snippet
 from core.text import edit_distance, identifier_parts, index_text
+from core.timestamps import recency_boost
+from core.tokens import estimate_tokens
 
 
 def test_identifiers_are_indexed_whole_and_in_parts() -> None:
@@ -72,7 +73,8 @@ def test_snippet_windows_around_a_late_match() -> None:
 def test_recency_boost_follows_the_seed_curve() -> None:
     day = 86_400.0
     assert recency_boost(0, 0) == 1.0
-    # The formula gives 1/(1+ln 8) ≈ 0.325 at a week and ≈ 0.226 at 30 days (the seed's prose says
+    # The formula gives 1/(1+ln 8) ≈ 0.325 at a week and ≈ 0.226 at 30 days (the shared-utils seed's prose
+    # says
     # "≈ 0.5" and "≈ 0.25"; its own formula, which we keep, does not).
     assert abs(recency_boost(0, 7 * day) - 0.3247) < 0.001
     assert abs(recency_boost(0, 30 * day) - 0.2255) < 0.001

@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 
 from core.fusion import FusionMethod
-from core.models import Candidate, EntityKey
-from core.tuning import (
+from core.fusion_tuning import (
     FusionSetting,
     QueryLists,
     fused_ranking,
@@ -14,6 +13,7 @@ from core.tuning import (
     settings_grid,
     tune_fusion,
 )
+from core.models import Candidate, EntityKey
 
 CURRENT = FusionSetting(FusionMethod.CONVEX, alpha=0.6)
 

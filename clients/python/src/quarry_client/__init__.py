@@ -1,7 +1,7 @@
 """quarry-client: a typed client for Quarry's HTTP API, sync (`Quarry`) and async (`AsyncQuarry`).
 
 Models are generated from the server's OpenAPI document (`quarry_client.models`, see clients/python/README
-in the repository's README, section Clients); LangChain and LlamaIndex retrievers live in
+and the repository's docs/clients.md); LangChain and LlamaIndex retrievers live in
 `quarry_client.langchain` and `quarry_client.llama_index` (the `langchain` / `llamaindex` extras).
 """
 

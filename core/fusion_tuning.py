@@ -1,6 +1,6 @@
-"""Fusion tuning on a golden set (issue 5): grid-search the fusion method and its parameter (RRF k,
-convex α) for the best mean nDCG@10, and adopt the winner only if it does not score below the current
-setting on that same golden set.
+"""Fusion tuning on a golden set: grid-search the fusion method and its parameter (RRF k, convex α) for the
+best mean nDCG@10, and adopt the winner only when it scores strictly above the current setting on that same
+golden set (a tie keeps the current one).
 
 The input is what each retriever returned per query (the lists `SearchIndex.retrieve` gives the search
 service), so every setting is scored by re-fusing the same candidates with `core.fusion.fuse` — exactly
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from core.evaluation import NDCG_CUTOFF, Qrels, ndcg_at_k
-from core.fusion import CONVEX_ALPHA, RRF_K, FusionMethod, fuse
+from core.fusion import PLAIN_CONVEX_ALPHA, RRF_K, FusionMethod, fuse
 from core.models import Candidate
+from core.ranking_metrics import NDCG_CUTOFF, Qrels, ndcg_at_k
 
-ALPHA_STEP = 0.05  # issue 5 brief: convex α over 0..1 in steps of 0.05
+ALPHA_STEP = 0.05  # convex α over 0..1 in steps of 0.05 (the one α grid; overlays use every other point)
 ALPHA_GRID = tuple(round(i * ALPHA_STEP, 2) for i in range(21))
 # RRF k: small k trusts the top ranks, large k flattens toward rank-agnostic voting; 60 is Cormack et al.
 # 2009's default, the grid spans the range published sweeps explore (1 … 200).
@@ -29,7 +29,7 @@ class FusionSetting:
     """A fusion method with its parameter: α for convex, k for RRF."""
 
     method: FusionMethod
-    alpha: float = CONVEX_ALPHA
+    alpha: float = PLAIN_CONVEX_ALPHA
     rrf_k: int = RRF_K
 
     def describe(self) -> dict[str, object]:

@@ -1,20 +1,12 @@
-"""Small scoring helpers shared by search and context assembly (seed gateway-shared-search-utils)."""
+"""Timestamps: ISO-8601 in and out, and the recency decay over an age (shared by search, context
+assembly, governance and the stores)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 HOURS_PER_DAY = 24.0
-CHARS_PER_TOKEN = 4  # seed gateway-shared-search-utils estimateTokens: ceil(len / 4)
-
-TokenCounter = Callable[[str], int]
-
-
-def estimate_tokens(text: str) -> int:
-    """Token estimate ceil(len/4) (seed estimateTokens); replaceable by any TokenCounter."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def parse_timestamp(value: str) -> float | None:
@@ -37,7 +29,8 @@ def iso_timestamp(epoch_seconds: float) -> str:
 def recency_boost(created_at: float, now: float, floor: float = 0.0) -> float:
     """Log decay max(floor, 1/(1 + ln(1 + age_hours/24))): now = 1, a day ≈ 0.59, a week ≈ 0.32, a month ≈ 0.23.
 
-    (The seed's prose says a week ≈ 0.5 and a month ≈ 0.25; its formula, kept here, gives the values above.)
+    (The shared-utils seed's prose says a week ≈ 0.5 and a month ≈ 0.25; its formula, kept here, gives the
+    values above.)
     """
     age_hours = max(0.0, (now - created_at) / 3600.0)
     return max(floor, 1.0 / (1.0 + math.log1p(age_hours / HOURS_PER_DAY)))

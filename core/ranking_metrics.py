@@ -1,4 +1,5 @@
-"""Retrieval quality metrics over golden sets: nDCG@10, Recall@100 and MRR@10 (DESIGN.md §6).
+"""Retrieval quality metrics over golden sets: nDCG@10, Recall@100 and MRR@10 (docs/architecture.md,
+Evaluation).
 
 Definitions follow trec_eval (the reference implementation behind pytrec_eval and BEIR), and a test
 cross-checks them against pytrec_eval on random runs:
@@ -19,7 +20,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-# Cut-offs of DESIGN.md §6 (the BEIR conventions: nDCG@10 headline, Recall@100 for first-stage depth).
+# Cut-offs of every evaluation (docs/architecture.md, Evaluation; the BEIR conventions: nDCG@10 headline,
+# Recall@100 for first-stage depth).
 NDCG_CUTOFF = 10
 RECALL_CUTOFF = 100
 MRR_CUTOFF = 10
@@ -38,7 +40,7 @@ Run = Mapping[str, Ranking]
 
 @dataclass(frozen=True, slots=True)
 class Metrics:
-    """The three figures DESIGN.md §6 reports for one query or averaged over a golden set."""
+    """The three figures every evaluation reports for one query or averaged over a golden set."""
 
     ndcg_at_10: float
     recall_at_100: float

@@ -1,4 +1,5 @@
-"""Validation of entity bodies against their type, naming each bad field (DESIGN.md §7)."""
+"""Validation of entity bodies against their type, naming each bad field (docs/architecture.md, Errors and
+authentication)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from typing import Any
 from core.entities import EntityType
 from core.errors import InvalidInputError
 from core.payload import INT64_MAX, lone_surrogates
-from core.scoring import parse_timestamp
 from core.state import WILDCARD_CALLER
+from core.timestamps import parse_timestamp
 
 MAX_ID_CHARS = 256  # an id is a key, not a document
 MAX_LABEL_CHARS = 200  # source / owner / namespace are labels
