@@ -18,8 +18,8 @@ Scalar = str | int | float | bool
 # the operator; the OpenAPI document states the operators: handlers/openapi.py).
 FilterValue = Scalar | list[Scalar] | dict[str, Any]
 Strategy = Literal["auto", "keyword", "semantic", "hybrid"]
-MAX_LIMIT = 100  # DESIGN.md §3: limit ≤ 100
-DEFAULT_LIMIT = 20  # DESIGN.md §3: default 20
+MAX_LIMIT = 100  # a page holds at most 100 results
+DEFAULT_LIMIT = 20  # results per page when the request names no limit
 MAX_RETURN_FIELDS = 100  # field names a search may ask for (a type declares a few dozen at most)
 ReturnFieldList = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=256)]],

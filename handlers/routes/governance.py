@@ -1,4 +1,4 @@
-"""Governed retrieval (DESIGN.md §5): POST /retrieve, PUT|GET|DELETE /overlays/{role_id}, POST
+"""Governed retrieval (docs/architecture.md, Governed retrieval): POST /retrieve, PUT|GET|DELETE /overlays/{role_id}, POST
 /overlays/{role_id}/eval, GET /schemas/{name} and POST /corpus."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GET /jobs/{job_id}: the status of a bulk or corpus write job (issue 11)."""
+"""GET /jobs/{job_id}: the status of a bulk or corpus write job (docs/architecture.md, Write path)."""
 
 from __future__ import annotations
 

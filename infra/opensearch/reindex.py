@@ -1,5 +1,5 @@
 """`quarry reindex` on OpenSearch: a new index generation built with another embedding model behind the same
-alias, swapped in with one `_aliases` call; searches through the alias answer throughout (issue 13).
+alias, swapped in with one `_aliases` call; searches through the alias answer throughout (docs/reindexing.md).
 
 1. Create `<prefix>-v<n+1>` (the template and mapping of the new dimension; its mapping `_meta` names the
    model). Creating it is the run's lock: a second run finds it and stops.
