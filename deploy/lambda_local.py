@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 import uuid
@@ -160,6 +161,17 @@ def invoke(function_id: str, event_file: Path, overrides: Mapping[str, str]) -> 
     return 1 if answer.function_error else 0
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_on_signals() -> None:
+    """Ctrl-C and SIGTERM stop the server, the emulator and moto_server, whatever this process inherited:
+    a background job of a non-interactive shell starts with SIGINT ignored, and Python then leaves it so."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
 def serve(host: str, port: int, overrides: Mapping[str, str]) -> None:
     from handlers.devserver import make_server
     from handlers.local_key import local_keys
@@ -167,6 +179,7 @@ def serve(host: str, port: int, overrides: Mapping[str, str]) -> None:
 
     settings = load_settings()
     keys, fresh = local_keys(settings.api_keys, settings.data_dir)
+    _stop_on_signals()
     with deployment("local_start_api", _opensearch_url(), overrides) as local:
         api = local.function("ApiFunction").start()
         server = make_server(host, port, keys, gateway(api, local.stack), settings.max_body_bytes, queue=8)

@@ -38,8 +38,11 @@ def gateway(
     errors = tmp_path_factory.mktemp("gateway") / "stderr.log"
     # stderr to a file and stdout read to its end: output nobody reads fills the pipe, and a process that
     # blocks writing to it stops neither serving nor on Ctrl-C
-    with errors.open("w") as stderr:
-        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    with errors.open("w") as stderr:  # started as a non-interactive shell starts a background job: SIGINT
+        proc = subprocess.Popen(  # ignored, which the server inherits (Ctrl-C must stop it all the same)
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        )  # fmt: skip
     assert proc.stdout is not None
     drain = threading.Thread(target=proc.stdout.read, daemon=True)  # read to the end once the URL is out
     try:
