@@ -46,7 +46,7 @@ from core.snippet import build_snippet, matched_terms
 _log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 1000  # a query, not a document; longer is refused with 400 (configurable)
-CANDIDATE_DEPTH_FACTOR = 2  # retrieve at least 2 × limit from each retriever (docs/architecture.md, Read path)
+CANDIDATE_DEPTH_FACTOR = 2  # retrieve at least 2 × limit from each retriever (docs/architecture.md)
 # Fusion needs overlap between the two lists: with fewer than 100 candidates per retriever, documents
 # ranked well by both but deep in one list are missed (bench/fusion_study.py: SciFact train nDCG@10
 # 0.7352 at depth 40 vs 0.7378 at 100, α = 0.7). Single-retriever strategies only need 2 × limit.
