@@ -5,8 +5,10 @@ running request and the queue, a request gets 503 with Retry-After at once."""
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
+import multiprocessing
 import sqlite3
 import sys
 import threading
@@ -145,25 +147,44 @@ def test_one_process_never_answers_for_the_wrong_tenant(one_process: int, local:
     assert_every_answer_was_for_its_caller(one_process, local.settings.sqlite_path)
 
 
+def _start_worker(data: Path, sock: Any) -> Any:
+    from infra.wiring import set_container
+
+    set_container(make_container(data, FakeEmbedder()))
+    return make_server("127.0.0.1", 0, KEYS, api.lambda_handler, 1 << 20, sock=sock)
+
+
+def _serve_two_workers(data: str, ports: Any) -> None:
+    """`quarry serve --workers 2` with the test's keys and embedder, until SIGTERM: the schema, a socket,
+    the supervisor forking its two workers. Run in a spawned interpreter, as the CLI runs it: forked from
+    the test process, whose earlier tests leave threads (keyword followers, thread pools) that may hold a
+    lock at the moment of the fork, a worker could inherit that lock held forever."""
+    from handlers.devserver_workers import serve
+
+    init = make_container(Path(data), FakeEmbedder())
+    _ = init.index, init.state  # the schema exists before the workers start
+    sock = listen("127.0.0.1", 0)
+    ports.put(sock.getsockname()[1])
+    serve(sock, 2, functools.partial(_start_worker, Path(data)))
+
+
 def test_worker_processes_never_answer_for_the_wrong_tenant(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    init = make_container(data, FakeEmbedder())
-    _ = init.index, init.state  # the schema exists before the workers start
-
-    def start(sock: Any) -> Any:
-        from infra.wiring import set_container
-
-        set_container(make_container(data, FakeEmbedder()))
-        return make_server("127.0.0.1", 0, KEYS, api.lambda_handler, 1 << 20, sock=sock)
-
-    sock = listen("127.0.0.1", 0)
-    supervisor = Supervisor(sock, 2, start)
-    supervisor.spawn_all()
+    spawn = multiprocessing.get_context("spawn")
+    ports = spawn.Queue()
+    server = spawn.Process(target=_serve_two_workers, args=(str(data), ports))
+    server.start()
     try:
-        assert_every_answer_was_for_its_caller(sock.getsockname()[1], init.settings.sqlite_path)
+        port = ports.get(timeout=120)
+        assert_every_answer_was_for_its_caller(
+            port, make_container(data, FakeEmbedder()).settings.sqlite_path
+        )
     finally:
-        supervisor.stop()
-        sock.close()
+        server.terminate()  # SIGTERM: the supervisor stops both workers, then itself
+        server.join(60)
+        if server.is_alive():
+            server.kill()
+            server.join()
 
 
 def test_beyond_the_queue_a_request_gets_503_with_retry_after_at_once(local: Any) -> None:
