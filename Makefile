@@ -146,7 +146,7 @@ eval: setup-bench
 lambda-artifact $(addprefix build-,$(LAMBDA_FUNCTIONS)):
 	$(PYTHON) deploy/lambda_artifact.py "$(ARTIFACTS_DIR)" $(if $(LAMBDA_PLATFORM),--platform $(LAMBDA_PLATFORM))
 
-# The functions in the AWS Lambda Runtime Interface Emulator, without a container engine (README, Running the
+# The functions in the AWS Lambda Runtime Interface Emulator, without a container engine (docs/deployment.md, Running the
 # Lambda functions locally): the emulator and a Python 3.12 runtime environment, cached in .cache/lambda.
 lambda-runtime:
 	@scripts/lambda-runtime.sh

@@ -2,7 +2,7 @@
 whatever the server's speed (no coordinated omission: each latency is measured from the request's
 *scheduled* time), for keyword and hybrid searches. Reports the sustained rate, P50/P99 and errors per
 offered rate, and the highest offered rate *held*: served at ≥ 95% of the offered rate, with no error,
-and a P99 within --p99-ms (default 100 ms: the keyword P99 target in README's Benchmarks table).
+and a P99 within --p99-ms (default 100 ms: the keyword P99 target in docs/benchmarks.md).
 
 The corpus is ingested in-process first through POST /entities (bulks above QUARRY_ASYNC_MIN_CHUNKS become
 write jobs, followed until done; passage embeddings cached on disk, `.quarry/embeddings`), then the
@@ -45,7 +45,7 @@ from bench._common import (  # noqa: E402
 KEY = "bench-load-key"
 SENDERS = 64  # client threads: enough that the client never throttles the offered rate on loopback
 HELD_SHARE = 0.95  # a rate is held when at least this share of it is served...
-HELD_P99_MS = 100.0  # ...with no error and a P99 within this (README, Benchmarks: the keyword P99 target)
+HELD_P99_MS = 100.0  # ...with no error and a P99 within this (docs/benchmarks.md: the keyword P99 target)
 
 
 def ingest(data_dir: Path, n: int, cache_dir: str, embedder: Any = None) -> tuple[float, int]:

@@ -9,7 +9,7 @@ no tenant claim and Quarry answers 403. Machine clients (client credentials) hav
 client id to a tenant with QUARRY_JWT_CLIENT_TENANTS instead.
 
 Access-token customisation needs the user pool's Essentials or Plus feature plan and the trigger
-configured with LambdaVersion V2_0 (README, Authentication).
+configured with LambdaVersion V2_0 (docs/api.md, Authentication and tenancy).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     cors_origins: str = ""
     access_log: bool = True
 
-    # JWT authorizer (README, Authentication): only `<jwt_resource_server>/<scope>` counts; the tenant comes
+    # JWT authorizer (docs/api.md, Authentication and tenancy): only `<jwt_resource_server>/<scope>` counts; the tenant comes
     # from `jwt_tenant_claim` (added server-side, e.g. by handlers/pretoken.py) or from the app client id
     # through `jwt_client_tenants` ({"<client_id>": "<tenant>"}, for machine clients); only access tokens.
     jwt_resource_server: str = Field(default="quarry", min_length=1, max_length=256)
@@ -71,7 +71,7 @@ class Settings(BaseSettings):
     # None: 0.8 with vector feedback, 0.7 without (each the measured best; core.service.search.default_alpha)
     alpha: float | None = Field(default=None, ge=0.0, le=1.0)
     rrf_k: int = Field(default=60, ge=1, le=1000)
-    # Vector pseudo-relevance feedback on hybrid searches (README, Search quality): the top N fused
+    # Vector pseudo-relevance feedback on hybrid searches (docs/benchmarks.md, Retrieval quality): the top N fused
     # results' stored vectors move the query vector and the vector leg runs again. 0 turns it off
     # (and the default alpha with it to 0.7, the measured best without feedback).
     feedback_docs: int = Field(default=FEEDBACK_DOCS, ge=0, le=10)

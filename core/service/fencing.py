@@ -1,4 +1,4 @@
-"""The fence an erase puts around a tenant (README, Erasing a tenant): every unit of work for a tenant — an
+"""The fence an erase puts around a tenant (docs/api.md, Erasing a tenant): every unit of work for a tenant — an
 API request, an MCP tool call, a queued entity change, a job part — is admitted only while the tenant is
 not fenced, and checks the fence again when it ends.
 

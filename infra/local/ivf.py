@@ -6,7 +6,7 @@ rows appended since training (the tail, scored exactly), then drops tombstones a
 it never serves a deleted chunk and always sees new ones. Exact search stays below a size threshold
 (`QUARRY_ANN_MIN_CHUNKS`) and takes over whenever the approximate answer is short of k entities.
 
-Chosen over the registry's HNSW engines after measuring them here (see README, "What one machine holds"):
+Chosen over the registry's HNSW engines after measuring them here (see docs/benchmarks.md, "What one machine holds"):
 building an HNSW graph of 1M vectors takes most of an hour on two busy cores and must be rebuilt or
 mutated per write, while IVF trains in seconds to minutes, appends for free and maps as plain arrays.
 """

@@ -1,4 +1,4 @@
-"""An erased tenant stays erased (README, Erasing a tenant): the erase fences the tenant first — its
+"""An erased tenant stays erased (docs/api.md, Erasing a tenant): the erase fences the tenant first — its
 requests are refused (410), its queued changes and job parts discarded — removes jobs, entities, state and
 cached searches and says so; work that raced the erase undoes itself; the tenant can be reopened, empty,
 once nothing admitted before the erase can still run. Local backend; the same race on OpenSearch and

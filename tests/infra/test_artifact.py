@@ -1,7 +1,7 @@
 """The Lambda artifact (deploy/lambda_artifact.py, what `sam build` ships): the source packages without
 the local-only modules, and a lock that is closed, minimal and torch-free. Built as a file list from the
 same functions the build uses, offline: the dependencies' files come from this venv's installed metadata
-(same names; versions and platform may differ a little, so the size is an estimate — README gives the
+(same names; versions and platform may differ a little, so the size is an estimate — docs/deployment.md gives the
 measured arm64 build)."""
 
 from __future__ import annotations
