@@ -21,14 +21,14 @@ import numpy as np
 from core.errors import ConfigurationError, UnavailableError
 from core.models import (
     Candidate,
+    CandidateLists,
+    CandidateQuery,
     EntityKey,
     EntityRecord,
     Filters,
     LexicalQuery,
     MatchMode,
     Placement,
-    Retrieval,
-    RetrievalSpec,
     StoredEntity,
     Vector,
     WriteOutcome,
@@ -577,11 +577,11 @@ class SqliteIndex(SqliteCatalog):
 
     def retrieve(
         self, tenant_id: str, query: LexicalQuery | None, embedding: Vector | None, filters: Filters, k: int
-    ) -> Retrieval:
+    ) -> CandidateLists:
         """Both lists (locally there is no round trip to save)."""
         lexical = self.lexical(tenant_id, query, filters, k) if query is not None else []
         vector = self.vector(tenant_id, embedding, filters, k) if embedding is not None else []
-        return Retrieval(lexical=tuple(lexical), vector=tuple(vector))
+        return CandidateLists(lexical=tuple(lexical), vector=tuple(vector))
 
     def chunk_vectors(
         self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
@@ -604,7 +604,7 @@ class SqliteIndex(SqliteCatalog):
         )
         return {(EntityKey(t, i), int(no)): np.frombuffer(blob, dtype=np.float32) for t, i, no, blob in found}
 
-    def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
+    def retrieve_many(self, tenant_id: str, specs: Sequence[CandidateQuery]) -> list[CandidateLists]:
         """Each spec in turn (locally there is no round trip to save)."""
         return [self.retrieve(tenant_id, s.query, s.embedding, s.filters, s.k) for s in specs]
 

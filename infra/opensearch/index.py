@@ -20,13 +20,13 @@ from core.errors import InvalidInputError, PayloadTooLargeError, QuarryError, Un
 from core.models import (
     ALL_CHUNKS,
     Candidate,
+    CandidateLists,
+    CandidateQuery,
     EntityKey,
     EntityRecord,
     Filters,
     LexicalQuery,
     Placement,
-    Retrieval,
-    RetrievalSpec,
     StoredEntity,
     Vector,
     WriteOutcome,
@@ -481,11 +481,11 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
         embedding: Vector | None,
         filters: Filters,
         k: int,
-    ) -> Retrieval:
+    ) -> CandidateLists:
         """The lexical and the vector list in ONE `_msearch` round trip."""
-        return self.retrieve_many(tenant_id, [RetrievalSpec(query, embedding, filters, k)])[0]
+        return self.retrieve_many(tenant_id, [CandidateQuery(query, embedding, filters, k)])[0]
 
-    def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
+    def retrieve_many(self, tenant_id: str, specs: Sequence[CandidateQuery]) -> list[CandidateLists]:
         """Every spec's lexical and vector list in ONE `_msearch` round trip (a context assembly's sources).
 
         One search the cluster refuses as invalid (a zero query vector, which cosinesimil rejects) empties
@@ -516,10 +516,10 @@ class OpenSearchIndex(IndexLifecycle, OpenSearchCatalog):
                 incomplete |= responses.incomplete(result, tenant_id)
             if incomplete:
                 self._complete(tenant_id, incomplete, lists)
-        return [Retrieval(lexical=tuple(got["lexical"]), vector=tuple(got["vector"])) for got in lists]
+        return [CandidateLists(lexical=tuple(got["lexical"]), vector=tuple(got["vector"])) for got in lists]
 
     def _searches(
-        self, tenant_id: str, specs: Sequence[RetrievalSpec]
+        self, tenant_id: str, specs: Sequence[CandidateQuery]
     ) -> list[tuple[int, str, int, dict[str, Any]]]:
         """(spec position, kind, k, body) of every search the specs need: "lexical", "vector", or "ranking"
         (a vector list wanted for its ranking only, on an index with display values)."""

@@ -1,5 +1,5 @@
 """Fusion tuning use cases, both retrieve-once: search fusion (each golden query's candidate
-lists retrieved once, exactly as POST /search would, then `core.fusion_tuning` scores every fusion setting on
+lists retrieved once, exactly as POST /search would, then `core.search.fusion_tuning` scores every fusion setting on
 them) and an overlay's fusion for governed retrieval (`tune_overlay`: each golden query retrieved once,
 then re-ranked under every setting of the grid)."""
 
@@ -10,11 +10,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
-from core.feedback import feedback_search
-from core.fusion import FusionMethod, fuse
-from core.fusion_tuning import (
+from core.governance.golden_sets import run_golden_set
+from core.governance.governed_retrieval import GovernedRetrievalService, Reuse
+from core.governance.overlay import RoleOverlay
+from core.indexing.entity_types import EntityTypeRegistry
+from core.models import Filters, LexicalQuery
+from core.ports import Embedder, SearchIndex, tenant_embedder
+from core.search.fusion import FusionMethod, fuse
+from core.search.fusion_tuning import (
     ALPHA_GRID,
     PLAIN_RRF_ALPHA,
     FusionSetting,
@@ -22,14 +26,10 @@ from core.fusion_tuning import (
     TuningResult,
     tune_fusion,
 )
-from core.governance.overlay import RoleOverlay
-from core.models import Filters, LexicalQuery
-from core.ports import Embedder, SearchIndex, tenant_embedder
-from core.query import parse_query
-from core.ranking_metrics import Qrels
-from core.service.golden import run_golden_set
-from core.service.retrieval import RetrievalService, Reuse
-from core.service.search import SearchSettings, plan_strategy, retrieval_depth, strong_vector_hits
+from core.search.pseudo_relevance import feedback_search
+from core.search.query import parse_query
+from core.search.ranking_metrics import Qrels
+from core.search.search_service import SearchSettings, plan_strategy, retrieval_depth, strong_vector_hits
 
 TUNING_LIMIT = 100  # lists as deep as a limit-100 search retrieves, so Recall@100 candidates are all there
 
@@ -149,7 +149,9 @@ def _with_fusion(overlay: RoleOverlay, fusion: str, alpha: float) -> RoleOverlay
     return overlay.model_copy(update={"retrieval_policy": policy})
 
 
-def _golden_ndcg(retrieval: RetrievalService, tenant_id: str, overlay: RoleOverlay, reuse: Reuse) -> float:
+def _golden_ndcg(
+    retrieval: GovernedRetrievalService, tenant_id: str, overlay: RoleOverlay, reuse: Reuse
+) -> float:
     fusion = overlay.retrieval_policy.fusion
     report = run_golden_set(retrieval, tenant_id, overlay, (fusion,), reuse)
     if fusion not in report.strategies:
@@ -157,7 +159,7 @@ def _golden_ndcg(retrieval: RetrievalService, tenant_id: str, overlay: RoleOverl
     return report.strategies[fusion].ndcg_at_10
 
 
-def tune_overlay(retrieval: RetrievalService, tenant_id: str, role_id: str) -> OverlayTuning:
+def tune_overlay(retrieval: GovernedRetrievalService, tenant_id: str, role_id: str) -> OverlayTuning:
     """Grid-search the overlay's fusion (rrf, or convex α 0…1) on its golden set; adopt and store the best
     setting only when it scores strictly above the current one, so tuning never lowers the golden score.
 
