@@ -1,6 +1,9 @@
 """The ports: what core needs from the outside world, as Protocols. Adapters live in `infra/`.
 
 Every method takes the tenant explicitly; an adapter never returns another tenant's data.
+
+Longer than the ~300 lines a module keeps to, on purpose: it is the one page listing everything core asks of
+the outside world (docs/architecture.md, Ports and adapters), and its length is the ports' docstrings.
 """
 
 from __future__ import annotations

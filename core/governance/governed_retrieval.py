@@ -126,15 +126,9 @@ class GovernedRetrievalService:
         wanted: Mode = "lexical_only" if request.lexical_only or strategy == "keyword" else "hybrid"
         if strategy == "semantic" and not request.lexical_only:
             wanted = "semantic_only"
-        # embedding and retrieval are timed together: a separate embed lap would tell how warm the memo was
-        embedding, mode, degraded = self._embed_query(tenant_id, built, wanted)
         depth = max(MIN_DEPTH, DEPTH_FACTOR * policy.max_chunks)
-        key = (built.lexical, tuple(built.semantic_parts), mode, depth)  # what the index is asked
-        got = reuse.retrievals.get(key) if reuse is not None else None
-        if got is None:
-            got = self._retrieve(tenant_id, built, embedding, mode, depth)
-            if reuse is not None:
-                reuse.retrievals[key] = got
+        # embedding and retrieval are timed together: a separate embed lap would tell how warm the memo was
+        got, mode, degraded = self._candidates(tenant_id, built, wanted, depth, reuse)
         clock.lap("retrieve")
         screened = screen(got.lexical, got.vector, built, policy, sources, mode, now)
         clock.lap("screen")
@@ -161,6 +155,19 @@ class GovernedRetrievalService:
                 degraded_reason=degraded or sim_degraded,
             )
         )
+
+    def _candidates(
+        self, tenant_id: str, built: BuiltQuery, wanted: Mode, depth: int, reuse: Reuse | None
+    ) -> tuple[CandidateLists, Mode, str | None]:
+        """Both candidate lists for the built query, shared through `reuse` across one tuning job."""
+        embedding, mode, degraded = self._embed_query(tenant_id, built, wanted)
+        key = (built.lexical, tuple(built.semantic_parts), mode, depth)  # what the index is asked
+        got = reuse.retrievals.get(key) if reuse is not None else None
+        if got is None:
+            got = self._retrieve(tenant_id, built, embedding, mode, depth)
+            if reuse is not None:
+                reuse.retrievals[key] = got
+        return got, mode, degraded
 
     def _embed_query(
         self, tenant_id: str, built: BuiltQuery, wanted: Mode

@@ -15,7 +15,7 @@ from core.governance.golden_sets import run_golden_set
 from core.governance.governed_retrieval import GovernedRetrievalService, Reuse
 from core.governance.overlay import RoleOverlay
 from core.indexing.entity_types import EntityTypeRegistry
-from core.models import Filters, LexicalQuery
+from core.models import Filters, LexicalQuery, Vector
 from core.ports import Embedder, SearchIndex, tenant_embedder
 from core.search.fusion import FusionMethod, fuse
 from core.search.fusion_tuning import (
@@ -27,7 +27,7 @@ from core.search.fusion_tuning import (
     tune_fusion,
 )
 from core.search.pseudo_relevance import feedback_search
-from core.search.query import parse_query
+from core.search.query import ParsedQuery, parse_query
 from core.search.ranking_metrics import Qrels
 from core.search.search_service import SearchSettings, plan_strategy, retrieval_depth, strong_vector_hits
 
@@ -79,35 +79,46 @@ class FusionTuningService:
         ids = list(parsed)
         embedder = tenant_embedder(self._embedder, tenant_id)
         vectors = embedder.embed_query([parsed[q].text for q in ids]) if ids else []
-        out: dict[str, QueryLists] = {}
-        for qid, vector in zip(ids, vectors, strict=True):
-            query = parsed[qid]
-            types = (query.entity_prefix,) if query.entity_prefix else self._types
-            lexical = LexicalQuery(query.terms, query.phrases, weights=query.weights)
-            plan = plan_strategy(strategy, query.shape, settings)
-            depth = retrieval_depth(TUNING_LIMIT, plan, settings)
-            got = self._index.retrieve(
-                tenant_id, None if lexical.empty else lexical, vector, Filters(entity_types=types), depth
+        return {
+            qid: self._query_lists(tenant_id, parsed[qid], vector, strategy, settings, base)
+            for qid, vector in zip(ids, vectors, strict=True)
+        }
+
+    def _query_lists(
+        self,
+        tenant_id: str,
+        query: ParsedQuery,
+        vector: Vector,
+        strategy: str,
+        settings: SearchSettings,
+        base: float,
+    ) -> QueryLists:
+        """One query's lists, retrieved as POST /search would retrieve them."""
+        types = (query.entity_prefix,) if query.entity_prefix else self._types
+        lexical = LexicalQuery(query.terms, query.phrases, weights=query.weights)
+        plan = plan_strategy(strategy, query.shape, settings)
+        depth = retrieval_depth(TUNING_LIMIT, plan, settings)
+        got = self._index.retrieve(
+            tenant_id, None if lexical.empty else lexical, vector, Filters(entity_types=types), depth
+        )
+        vector_hits = tuple(strong_vector_hits(got.vector, settings))
+        if plan.lexical and plan.vector and settings.feedback_docs > 0:
+            # The vector list the final fusion sees: the feedback search's (as SearchService does).
+            first = fuse(settings.fusion, got.lexical, vector_hits, plan.alpha, settings.rrf_k)
+            again = feedback_search(
+                self._index,
+                tenant_id,
+                vector,
+                first,
+                vector_hits,
+                Filters(entity_types=types),
+                depth,
+                settings.feedback_docs,
+                settings.feedback_weight,
             )
-            vector_hits = tuple(strong_vector_hits(got.vector, settings))
-            if plan.lexical and plan.vector and settings.feedback_docs > 0:
-                # The vector list the final fusion sees: the feedback search's (as SearchService does).
-                first = fuse(settings.fusion, got.lexical, vector_hits, plan.alpha, settings.rrf_k)
-                again = feedback_search(
-                    self._index,
-                    tenant_id,
-                    vector,
-                    first,
-                    vector_hits,
-                    Filters(entity_types=types),
-                    depth,
-                    settings.feedback_docs,
-                    settings.feedback_weight,
-                )
-                if again is not None:
-                    vector_hits = tuple(strong_vector_hits(again, settings))
-            out[qid] = QueryLists(got.lexical, vector_hits, alpha_shift=plan.alpha - base)
-        return out
+            if again is not None:
+                vector_hits = tuple(strong_vector_hits(again, settings))
+        return QueryLists(got.lexical, vector_hits, alpha_shift=plan.alpha - base)
 
     def tune(self, tenant_id: str, queries: Mapping[str, str], qrels: Qrels) -> TuningResult:
         """The best fusion setting for the golden set, adopted only if it beats the current one."""
