@@ -231,7 +231,7 @@ def _search_tool(server: MCPServer, act: Act) -> None:
         limit: Annotated[int, Field(description="Hits per page", ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
         strategy: Annotated[
             Literal["auto", "keyword", "semantic", "hybrid"],
-            Field(description="auto: identifiers lean keyword, questions lean semantic, the rest hybrid"),
+            Field(description="auto: identifiers lean keyword, the rest hybrid"),
         ] = "auto",
         explain: Annotated[bool, Field(description="Add each hit's ranks and scores per retriever")] = False,
         cursor: Cursor = None,
