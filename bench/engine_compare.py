@@ -29,8 +29,9 @@ sys.path.insert(0, str(ROOT))
 from bench._common import SMOKE_DATASET, HashingEmbedder, shared_datasets  # noqa: E402
 from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.indexing.indexing_service import IndexingService  # noqa: E402
+from core.search.planning import SearchSettings  # noqa: E402
 from core.search.ranking_metrics import per_query  # noqa: E402
-from core.search.search_service import SearchService, SearchSettings  # noqa: E402
+from core.search.search_service import SearchService  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
 from infra.clock import SystemClock  # noqa: E402
 from infra.embedding_cache import CachingEmbedder  # noqa: E402

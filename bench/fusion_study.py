@@ -25,8 +25,8 @@ from bench._common import SMOKE_DATASET, HashingEmbedder  # noqa: E402
 from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.search.fusion import FusionMethod  # noqa: E402
 from core.search.fusion_tuning import FusionSetting, QueryLists, fused_ranking, settings_grid, tune_fusion  # noqa: E402
+from core.search.planning import SearchSettings  # noqa: E402
 from core.search.ranking_metrics import Metrics, Qrels, evaluate  # noqa: E402
-from core.search.search_service import SearchSettings  # noqa: E402
 from core.search.tuning_service import FusionTuningService, current_setting  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
 from infra.embedding_cache import CachingEmbedder  # noqa: E402

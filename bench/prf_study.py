@@ -36,10 +36,10 @@ from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.models import Candidate, Filters, LexicalQuery  # noqa: E402
 from core.search.fusion import fuse_convex  # noqa: E402
 from core.search.fusion_tuning import QueryLists  # noqa: E402
+from core.search.planning import SearchSettings  # noqa: E402
 from core.search.pseudo_relevance import feedback_chunks, rocchio  # noqa: E402
 from core.search.query import parse_query  # noqa: E402
 from core.search.ranking_metrics import Qrels, ndcg_at_k  # noqa: E402
-from core.search.search_service import SearchSettings  # noqa: E402
 from core.search.tuning_service import FusionTuningService  # noqa: E402
 from core.text import STOPWORDS, light_stem, tokens  # noqa: E402
 from infra.evaluation import EVAL_MAX_TERMS, EVAL_TENANT  # noqa: E402

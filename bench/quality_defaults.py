@@ -22,11 +22,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import core.search.search_service as search_module  # noqa: E402
+import core.search.planning as search_module  # noqa: E402
 from bench._common import SMOKE_DATASET, HashingEmbedder  # noqa: E402
 from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.indexing.indexing_service import IndexingService  # noqa: E402
-from core.search.search_service import SearchService, SearchSettings  # noqa: E402
+from core.search.planning import SearchSettings  # noqa: E402
+from core.search.search_service import SearchService  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
 from infra.clock import SystemClock  # noqa: E402
 from infra.embedding_cache import CachingEmbedder  # noqa: E402

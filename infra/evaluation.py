@@ -30,9 +30,10 @@ from core.indexing.entity_types import EntityTypeRegistry
 from core.ports import Embedder, SearchIndex
 from core.search.fusion import PLAIN_CONVEX_ALPHA, RRF_K, FusionMethod
 from core.search.fusion_tuning import TuningResult
+from core.search.planning import SearchSettings
 from core.search.ranking_metrics import Metrics, Run, evaluate
 from core.search.search_api import SearchRequest
-from core.search.search_service import SearchService, SearchSettings
+from core.search.search_service import SearchService
 from infra.beir import BeirDataset, document_entity
 
 if TYPE_CHECKING:

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
         TenantFences,
         TripleStore,
     )
-    from core.search.search_service import SearchService, SearchSettings
+    from core.search.planning import SearchSettings
+    from core.search.search_service import SearchService
     from core.search.tuning_service import FusionTuningService
     from core.tenancy.fencing import TenantGate
     from core.tenancy.lifecycle import LifecycleService
@@ -213,7 +214,7 @@ class Container:
     def search_settings(self) -> SearchSettings:
         """The deployment's search behaviour (also what `quarry eval` reports as the default)."""
         from core.search.fusion import FusionMethod
-        from core.search.search_service import SearchSettings, default_alpha
+        from core.search.planning import SearchSettings, default_alpha
 
         s = self.settings
         return SearchSettings(

@@ -38,8 +38,8 @@ from core.indexing.entity_types import EntityTypeRegistry
 from core.models import LexicalQuery, Vector
 from core.ports import Clock, Embedder, LinkReader, SearchIndex, StateStore, TripleStore, tenant_embedder
 from core.search.fusion import RRF_K
+from core.search.planning import MAX_QUERY_CHARS, MIN_VECTOR_SIMILARITY
 from core.search.query import parse_query
-from core.search.search_service import MAX_QUERY_CHARS, MIN_VECTOR_SIMILARITY
 from core.state import WILDCARD_CALLER, AssemblyLogEntry, AssemblySource, SourceWeight
 from core.timestamps import iso_timestamp
 from core.tokens import TokenCounter, estimate_tokens

@@ -26,10 +26,10 @@ from core.search.fusion_tuning import (
     TuningResult,
     tune_fusion,
 )
+from core.search.planning import SearchSettings, plan_strategy, retrieval_depth, strong_vector_hits
 from core.search.pseudo_relevance import feedback_search
 from core.search.query import ParsedQuery, parse_query
 from core.search.ranking_metrics import Qrels
-from core.search.search_service import SearchSettings, plan_strategy, retrieval_depth, strong_vector_hits
 
 TUNING_LIMIT = 100  # lists as deep as a limit-100 search retrieves, so Recall@100 candidates are all there
 

@@ -113,7 +113,8 @@ def test_tuning_lists_reproduce_what_search_returns(tmp_path: Path) -> None:
     from core.indexing.entity_types import EntityTypeRegistry
     from core.indexing.indexing_service import IndexingService
     from core.search.fusion_tuning import fused_ranking
-    from core.search.search_service import SearchService, SearchSettings
+    from core.search.planning import SearchSettings
+    from core.search.search_service import SearchService
     from core.search.tuning_service import FusionTuningService, current_setting
     from infra.beir import load_beir
     from infra.clock import SystemClock
@@ -136,7 +137,7 @@ def test_tuning_lists_reproduce_what_search_returns(tmp_path: Path) -> None:
 def test_tune_reports_a_setting_that_does_not_score_below_the_current_one(tmp_path: Path) -> None:
     report = run_eval(TINY, FakeBagOfWordsEmbedder(), work_dir=tmp_path, progress=False, tune=True)
     tuning = report.to_json()["tuning"]
-    from core.search.search_service import SearchSettings
+    from core.search.planning import SearchSettings
 
     assert tuning["current"]["fusion"] == SearchSettings().fusion.value
     assert tuning["best_ndcg_at_10"] >= tuning["current_ndcg_at_10"]

@@ -145,8 +145,9 @@ def test_a_ranking_only_vector_list_without_feedback_is_retrieved_whole_before_i
     # Given feedback on and no stored vector to move toward, when the first vector list carried its
     # ranking only, then the answer shows the entity's matched chunk and title from a whole vector list.
     from core.indexing.entity_types import EntityTypeRegistry
+    from core.search.planning import SearchSettings
     from core.search.search_api import SearchRequest
-    from core.search.search_service import SearchService, SearchSettings
+    from core.search.search_service import SearchService
 
     index = _RankingOnlyIndex({})
     service = SearchService(

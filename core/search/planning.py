@@ -1,0 +1,98 @@
+"""How a search is planned (docs/architecture.md, Read path): the search settings and their measured
+defaults (α, depths, the vector floor), which retrievers a strategy runs and with what α, and how deep each
+retriever reads. Pure values and functions, shared by the search use case and the fusion tuner."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.models import Candidate
+from core.search.cache_key import SEARCH_CACHE_TTL_SECONDS
+from core.search.fusion import RRF_K, FusionMethod
+from core.search.pseudo_relevance import FEEDBACK_DOCS, FEEDBACK_WEIGHT
+from core.search.query import MAX_TERMS, QueryShape
+
+MAX_QUERY_CHARS = 1000  # a query, not a document; longer is refused with 400 (configurable)
+CANDIDATE_DEPTH_FACTOR = 2  # retrieve at least 2 × limit from each retriever (docs/architecture.md)
+# Fusion needs overlap between the two lists: with fewer than 100 candidates per retriever, documents
+# ranked well by both but deep in one list are missed (bench/fusion_study.py: SciFact train nDCG@10
+# 0.7352 at depth 40 vs 0.7378 at 100, α = 0.7). Single-retriever strategies only need 2 × limit.
+MIN_FUSION_DEPTH = 100
+MIN_SINGLE_DEPTH = 40
+# The default α (vector share) of convex fusion. The seed's 0.6 (thefold) is what the `convex` evaluation
+# strategy keeps; without feedback 0.7 maximised nDCG@10 on SciFact's train split and Cranfield
+# (bench/results/fusion_study_*.json). With vector feedback (core.search.pseudo_relevance) the vector leg is stronger and
+# 0.8 is best on both (bench/prf_study.py); tuned on neither test split.
+DEFAULT_ALPHA = 0.8
+ALPHA_WITHOUT_FEEDBACK = 0.7  # the default with `feedback_docs = 0`
+
+
+def default_alpha(feedback_docs: int) -> float:
+    """The convex α a deployment gets unless it sets one: the measured best with or without feedback."""
+    return DEFAULT_ALPHA if feedback_docs > 0 else ALPHA_WITHOUT_FEEDBACK
+
+
+# Question-like queries could lean further to the vector side, but measurement says no: on SciFact train
+# and Cranfield any lean ≥ 0.05 lowered nDCG@10 (bench/fusion_study.py). Kept as a named 0.
+SEMANTIC_LEAN = 0.0
+LEXICAL_LEAN = 0.45  # identifier-like queries move α this much toward BM25 (to 0.35, as before feedback)
+# Vector hits below this cosine are noise for all-MiniLM-L6-v2 (unrelated sentences score ~-0.1..0.15);
+# without a floor every query "matches" the whole tenant. Measured on SciFact/Cranfield in bench/.
+MIN_VECTOR_SIMILARITY = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSettings:
+    """Tunable search behaviour; defaults are the seeds' constants (see `bench/` for measurements)."""
+
+    fusion: FusionMethod = FusionMethod.CONVEX
+    alpha: float = DEFAULT_ALPHA
+    rrf_k: int = RRF_K
+    max_query_chars: int = MAX_QUERY_CHARS
+    max_terms: int = MAX_TERMS  # the search box's cap (seed gateway-shared-search-utils); eval lifts it
+    max_limit: int = 100
+    cache_ttl_seconds: float = SEARCH_CACHE_TTL_SECONDS
+    min_depth: int = MIN_FUSION_DEPTH
+    min_vector_similarity: float = MIN_VECTOR_SIMILARITY
+    # Vector pseudo-relevance feedback on fused (hybrid) searches: the top `feedback_docs` fused results'
+    # stored vectors move the query vector (weight `feedback_weight`) and the vector leg runs again.
+    feedback_docs: int = FEEDBACK_DOCS
+    feedback_weight: float = FEEDBACK_WEIGHT
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPlan:
+    """Which retrievers run and how their lists are fused."""
+
+    strategy: str
+    lexical: bool
+    vector: bool
+    alpha: float
+
+
+def plan_strategy(requested: str, shape: QueryShape, settings: SearchSettings) -> SearchPlan:
+    """The retrievers and α for a requested strategy; `auto` leans by the query's shape."""
+    base = settings.alpha if settings.fusion is FusionMethod.CONVEX else 0.5
+    if requested == "keyword":
+        return SearchPlan("keyword", True, False, 0.0)
+    if requested == "semantic":
+        return SearchPlan("semantic", False, True, 1.0)
+    if requested == "hybrid" or shape is QueryShape.PLAIN:
+        return SearchPlan("hybrid", True, True, base)
+    if shape is QueryShape.QUESTION:
+        if SEMANTIC_LEAN <= 0:
+            return SearchPlan("hybrid", True, True, base)
+        return SearchPlan("hybrid:semantic-leaning", True, True, min(1.0, base + SEMANTIC_LEAN))
+    return SearchPlan("hybrid:lexical-leaning", True, True, max(0.0, base - LEXICAL_LEAN))
+
+
+def retrieval_depth(limit: int, plan: SearchPlan, settings: SearchSettings) -> int:
+    """Candidates per retriever: 2 × limit, at least the fusion depth when both lists are fused."""
+    floor = settings.min_depth if plan.lexical and plan.vector else MIN_SINGLE_DEPTH
+    return max(limit * CANDIDATE_DEPTH_FACTOR, floor)
+
+
+def strong_vector_hits(candidates: Sequence[Candidate], settings: SearchSettings) -> list[Candidate]:
+    """Vector candidates at or above the similarity floor (weaker ones are noise, see the constant)."""
+    return [c for c in candidates if c.score >= settings.min_vector_similarity]
