@@ -17,7 +17,9 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "lt": operator.lt,
     "lte": operator.le,
 }
-_DATED = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")  # text a date range compares with (sqlite_sql._RANGE_VALUES)
+_DATED = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+)  # text a date range compares with (sqlite_sql._RANGE_VALUES)
 
 
 def passes(entity: StoredEntity, filters: Filters) -> bool:

@@ -218,7 +218,8 @@ class FakeSearchIndex:
                 out += [
                     (w, 1)
                     for w in vocabulary
-                    if budget and min(edit_distance(term, w, budget), edit_distance(light_stem(term), w, budget))
+                    if budget
+                    and min(edit_distance(term, w, budget), edit_distance(light_stem(term), w, budget))
                     <= budget
                 ]
         return list(dict.fromkeys(out))
