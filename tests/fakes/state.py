@@ -179,14 +179,18 @@ class FakeStateStore:
 
     def purge_tenant(self, tenant_id: str) -> int:
         with self._lock:
-            removed = 0
-            for table in (self.weights, self.budgets, self.assemblies, self.overlays):
-                mine = [k for k in table if k[0] == tenant_id]
-                for k in mine:
-                    del table[k]
-                removed += len(mine)
+            tables: tuple[dict[Any, Any], ...] = (self.weights, self.budgets, self.assemblies, self.overlays)
+            removed = sum(_drop(table, tenant_id) for table in tables)
             kept_history = [(t, c) for t, c in self.history if t != tenant_id]
             kept_evals = [(t, r) for t, r in self.evals if t != tenant_id]
             removed += len(self.history) - len(kept_history) + len(self.evals) - len(kept_evals)
             self.history, self.evals = kept_history, kept_evals
             return removed
+
+
+def _drop(table: dict[Any, Any], tenant_id: str) -> int:
+    """Remove the tenant's rows (keys start with the tenant id); how many."""
+    mine = [k for k in table if k[0] == tenant_id]
+    for k in mine:
+        del table[k]
+    return len(mine)
