@@ -84,6 +84,14 @@ def test_a_caller_sees_its_own_memory_and_not_another_tenants(c: Any) -> None:
     assert [(s.id, s.source) for s in answer.sources] == [("memory:mine", "agent_memory_own")]
 
 
+def test_a_link_to_another_tenants_entity_is_not_found(c: Any) -> None:
+    write(c, *memories(3))
+    write(c, {"type": "memory", "id": "m-secret", "content": "globex merger terms"}, tenant="globex")
+    answer = assemble(c, explicit_links=["memory:m-secret"])
+    assert answer.warnings == ["explicit link 'memory:m-secret' not found"]
+    assert "merger" not in answer.context_block
+
+
 # failures
 
 

@@ -15,7 +15,7 @@ from core.errors import CursorExpiredError
 from core.schemas import SearchRequest, SearchResponse
 from core.service.search import DEFAULT_ALPHA, LEXICAL_LEAN
 from tests.conftest import FakeEmbedder
-from tests.fakes import FakeCache, RaisingEmbedder, fake_container
+from tests.fakes import FakeCache, FakeSearchIndex, RaisingEmbedder, fake_container
 
 
 class SynonymEmbedder(FakeEmbedder):
@@ -138,6 +138,21 @@ def test_min_score_keeps_what_scores_at_least_it_and_is_never_served_the_uncut_a
     assert ids(everything) == ["m-1", "m-2"] and len(cached(c)) == 1
     kept = search(c, "crane", strategy="keyword", min_score=everything.results[0].score)
     assert kept.query_info.cache == "miss" and ids(kept) == ["m-1"] and kept.total == 1
+
+
+class RefreshingIndex(FakeSearchIndex):
+    """An index whose writes show in search only after a refresh (OpenSearch without `refresh`)."""
+
+    visibility_delay_seconds = 1.0
+
+
+def test_answers_are_not_cached_while_a_write_may_still_be_invisible(tmp_path: Path) -> None:
+    c = fake_container(tmp_path, index=RefreshingIndex())
+    write(c, memory("m-1", "harbour crane schedule"))
+    assert ids(search(c, "crane")) == ["m-1"] and cached(c) == []  # answered, not kept
+    c.clock.advance(60)  # the write has settled
+    assert search(c, "crane").query_info.cache == "miss" and len(cached(c)) == 1
+    assert search(c, "crane").query_info.cache == "hit"
 
 
 # degraded answers
