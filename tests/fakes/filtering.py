@@ -36,13 +36,13 @@ def passes(entity: StoredEntity, filters: Filters) -> bool:
     if not all(checks):
         return False
     for name, allowed in filters.metadata.items():
-        if not any(_equal(v, a) for v in _values(entity, name, False) for a in allowed):
+        if not any(_equal(v, a) for v in field_values(entity, name, False) for a in allowed):
             return False
     return all(_holds(entity, c) for c in filters.conditions)
 
 
-def _values(entity: StoredEntity, name: str, column: bool) -> list[Any]:
-    """The field's non-null values (each value of a list)."""
+def field_values(entity: StoredEntity, name: str, column: bool) -> list[Any]:
+    """A field's non-null values (each value of a list): an entity column, or a metadata value."""
     value = getattr(entity, name) if column else entity.metadata.get(name)
     values = value if isinstance(value, list) else [value]
     return [v for v in values if v is not None]
@@ -54,7 +54,7 @@ def _equal(value: Any, wanted: Any) -> bool:
 
 
 def _holds(entity: StoredEntity, c: Condition) -> bool:
-    values = _values(entity, c.field, c.column)
+    values = field_values(entity, c.field, c.column)
     if c.op == "exists":
         return bool(values) == c.values[0]
     if c.op == "not":

@@ -2,24 +2,21 @@
 faithful enough to pass the same contract suites as SqliteIndex and OpenSearchIndex
 (tests/adapters/test_search_index_contract.py runs them on it as an in-process backend).
 
-Lexical: BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", k1 1.2,
-b 0.75) over each chunk's boost tiers weighted 3/2/1 (the title^3, strong^2, body^1 of
-infra/local/sqlite_index.py BM25_WEIGHTS), on light stems (core.text.light_stem), statistics per tenant.
-Vector: exact cosine over the stored chunk embeddings. Both keep each entity's best chunk."""
+Lexical: BM25 over each chunk's boost tiers (tests/fakes/lexical.py), statistics per tenant. Vector: exact
+cosine over the stored chunk embeddings. Both keep each entity's best chunk."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from core.catalog import EmbeddingStatus, EntityPosition
-from core.filters import facet_key
+from core.filters import COLUMN_FIELDS, facet_key
 from core.models import (
     ALL_CHUNKS,
     Candidate,
@@ -28,7 +25,6 @@ from core.models import (
     EntityRecord,
     Filters,
     LexicalQuery,
-    MatchMode,
     Placement,
     Retrieval,
     RetrievalSpec,
@@ -36,11 +32,8 @@ from core.models import (
     Vector,
     WriteOutcome,
 )
-from core.text import edit_distance, fuzzy_budget, light_stem, tokens
-from tests.fakes.filtering import passes
-
-K1, B = 1.2, 0.75  # BM25's usual constants (Lucene's defaults)
-TIER_WEIGHTS = (3, 2, 1)  # a chunk's tiers: title, strong fields, body
+from tests.fakes.filtering import field_values, passes
+from tests.fakes.lexical import bm25, has_phrases, index_chunk, stems, wanted_terms
 
 
 @dataclasses.dataclass(slots=True)
@@ -51,21 +44,6 @@ class _Entry:
     chunks: tuple[Chunk, ...] = ()
     words: tuple[Counter[str], ...] = ()  # per chunk: stem → tier-weighted frequency
     sequences: tuple[list[str], ...] = ()  # per chunk: its stems in order (for phrases)
-
-
-def _stems(text: str) -> list[str]:
-    return [light_stem(t) for t in tokens(text)]
-
-
-def _indexed(chunk: Chunk) -> tuple[Counter[str], list[str]]:
-    weighted: Counter[str] = Counter()
-    sequence: list[str] = []
-    for weight, tier in zip(TIER_WEIGHTS, chunk.tiers, strict=True):
-        stems = _stems(tier)
-        sequence += stems
-        for stem in stems:
-            weighted[stem] += weight
-    return weighted, sequence
 
 
 def _tombstone(tenant_id: str, key: EntityKey, version: int) -> StoredEntity:
@@ -104,7 +82,7 @@ class FakeSearchIndex:
             r.tenant_id, r.key, r.version, False, r.source, r.owner, r.namespace, r.created_at,
             r.updated_at, r.title, dict(r.body), dict(r.metadata), r.content_hash,
         )  # fmt: skip
-        indexed = [_indexed(c) for c in r.chunks]
+        indexed = [index_chunk(c) for c in r.chunks]
         self.entries[(r.tenant_id, r.key)] = _Entry(
             entity, r.chunks, tuple(w for w, _ in indexed), tuple(s for _, s in indexed)
         )
@@ -183,46 +161,19 @@ class FakeSearchIndex:
         chunks = [(e, n) for e in everything for n in range(len(e.chunks))]
         lengths = [sum(e.words[n].values()) for e, n in chunks]
         average = (sum(lengths) / len(lengths) if lengths else 0.0) or 1.0
-        terms = self._wanted(query, everything)
+        terms = wanted_terms(query, (w for e in everything for words in e.words for w in words))
         # Phrases must all occur and score as their words; terms are ORed (infra/local/fts.py's expression).
-        wanted = terms + [(s, 1) for p in query.phrases for s in _stems(p)]
+        wanted = terms + [(s, 1) for p in query.phrases for s in stems(p)]
         df = {stem: sum(1 for e, n in chunks if stem in e.words[n]) for stem, _ in wanted}
         scored: list[tuple[float, _Entry, int]] = []
         for (entry, n), length in zip(chunks, lengths, strict=True):
             words = entry.words[n]
             if query.terms and not any(stem in words for stem, _ in terms):
                 continue
-            if not _has_phrases(entry.sequences[n], query.phrases) or not passes(entry.entity, filters):
+            if not has_phrases(entry.sequences[n], query.phrases) or not passes(entry.entity, filters):
                 continue
-            norm = K1 * (1 - B + B * length / average)
-            score = sum(
-                weight * _idf(len(chunks), df[stem]) * words[stem] * (K1 + 1) / (words[stem] + norm)
-                for stem, weight in wanted
-                if stem in words
-            )
-            scored.append((score, entry, n))
+            scored.append((bm25(words, length, average, wanted, df, len(chunks)), entry, n))
         return _best_per_entity(scored, k)
-
-    def _wanted(self, query: LexicalQuery, entries: Iterable[_Entry]) -> list[tuple[str, int]]:
-        """(stem, query weight) to score: the terms' stems, or the tenant's words they prefix or nearly
-        spell (within core.text.fuzzy_budget edits, as Lucene's AUTO fuzziness)."""
-        if query.mode is MatchMode.EXACT:
-            return [(light_stem(t.lower()), query.weight(i)) for i, t in enumerate(query.terms)]
-        vocabulary = sorted({w for e in entries for words in e.words for w in words})
-        out: list[tuple[str, int]] = []
-        for term in (t.lower() for t in query.terms):
-            if query.mode is MatchMode.PREFIX:
-                out += [(w, 1) for w in vocabulary if w.startswith(term)]
-            else:
-                budget = fuzzy_budget(term)
-                out += [
-                    (w, 1)
-                    for w in vocabulary
-                    if budget
-                    and min(edit_distance(term, w, budget), edit_distance(light_stem(term), w, budget))
-                    <= budget
-                ]
-        return list(dict.fromkeys(out))
 
     def vector(self, tenant_id: str, embedding: Vector, filters: Filters, k: int) -> list[Candidate]:
         if k <= 0:
@@ -259,7 +210,7 @@ class FakeSearchIndex:
         for name in fields:
             counts: Counter[str] = Counter()
             for e in entries:
-                counts.update({facet_key(v) for v in _values(e.entity, name)})
+                counts.update({facet_key(v) for v in field_values(e.entity, name, name in COLUMN_FIELDS)})
             out[name] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:size])
         return out
 
@@ -297,29 +248,6 @@ class FakeSearchIndex:
                 if chunk.embedding is not None and wanted in (ALL_CHUNKS, chunk.chunk_no):
                     out[(key, chunk.chunk_no)] = np.asarray(chunk.embedding, dtype=np.float32)
         return out
-
-
-def _idf(chunks: int, df: int) -> float:
-    """BM25's idf, floored at 0 by the +1 (Lucene's form)."""
-    return math.log(1 + (chunks - df + 0.5) / (df + 0.5))
-
-
-def _has_phrases(sequence: list[str], phrases: Sequence[str]) -> bool:
-    for phrase in phrases:
-        stems = _stems(phrase)
-        if not any(sequence[i : i + len(stems)] == stems for i in range(len(sequence) - len(stems) + 1)):
-            return False
-    return True
-
-
-def _values(entity: StoredEntity, name: str) -> list[Any]:
-    """A field's non-null values: a column, or a metadata value (each value of a list)."""
-    if name in ("source", "owner", "namespace"):
-        value = getattr(entity, name)
-        return [] if value is None else [value]
-    value = entity.metadata.get(name)
-    values = value if isinstance(value, list) else [value]
-    return [v for v in values if v is not None]
 
 
 def _best_per_entity(scored: list[tuple[float, _Entry, int]], k: int) -> list[Candidate]:
