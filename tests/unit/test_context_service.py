@@ -167,7 +167,7 @@ def test_a_caller_that_uses_memory_and_never_the_vault_learns_to_weigh_memory_up
         c.context.feedback(TENANT, FeedbackRequest(assembly_id="a-1", used_source_ids=[]))
 
 
-def test_assemblies_without_feedback_wait_an_hour_then_shrink_the_budget(c: Any) -> None:
+def test_unreported_assemblies_wait_an_hour_then_shrink_the_next_budget(c: Any) -> None:
     write(c, *memories(40))
     for _ in range(EVAL_BATCH_SIZE):
         assemble(c)
@@ -178,3 +178,4 @@ def test_assemblies_without_feedback_wait_an_hour_then_shrink_the_budget(c: Any)
     ((adjustment),) = report.budget_adjustments
     assert adjustment.new_budget < adjustment.old_budget
     assert state(c).get_budget(TENANT, CALLER).budget == adjustment.new_budget  # type: ignore[union-attr]
+    assert assemble(c).token_budget == adjustment.new_budget  # the next assembly packs the learned budget
