@@ -7,7 +7,7 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
@@ -337,6 +337,11 @@ class Container:
         return JsonlTripleStore(self.settings.triples_file)
 
     @cached_property
+    def new_id(self) -> Callable[[], str]:
+        """The id source of logged assemblies (a test overrides it with a predictable sequence)."""
+        return lambda: uuid.uuid4().hex
+
+    @cached_property
     def context(self) -> ContextService:
         from core.context.context_service import ContextService
         from infra.file_links import FileLinkReader
@@ -348,7 +353,7 @@ class Container:
             self.state,
             self.registry,
             self.clock,
-            new_id=lambda: uuid.uuid4().hex,
+            new_id=self.new_id,
             settings=self.context_settings,
             map_fn=self.fanout_executor.map,
             links=FileLinkReader(root) if root is not None else None,

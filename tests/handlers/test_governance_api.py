@@ -15,7 +15,8 @@ from core.models import Filters, LexicalQuery
 from handlers import cli
 from infra.wiring import Container, set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
-from tests.unit.governance_fakes import FAKE_DIMENSION, FakeClock, RaisingEmbedder
+from tests.fakes import FakeClock, RaisingEmbedder
+from tests.unit.governance_fakes import FAKE_DIMENSION
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "governance_corpus.json"

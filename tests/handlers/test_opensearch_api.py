@@ -21,6 +21,7 @@ from moto.server import ThreadedMotoServer
 from infra.opensearch import build_client, mapping
 from infra.wiring import Container, set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
+from tests.fakes import FakeClock
 from tests.handlers import test_context_api as context_api
 from tests.handlers import test_governance_api as governance_api
 from tests.handlers.test_context_api import (  # noqa: F401 (collected by pytest)
@@ -53,7 +54,7 @@ from tests.handlers.test_search_api import (  # noqa: F401
     test_redelivering_the_same_version_is_harmless,
     test_tenants_never_see_each_other_including_cached_results,
 )
-from tests.unit.governance_fakes import FAKE_DIMENSION, FakeClock
+from tests.unit.governance_fakes import FAKE_DIMENSION
 
 pytestmark = [pytest.mark.live]
 _MOTO_ENV = {

@@ -11,7 +11,7 @@ from core.search.search_api import SearchRequest
 from infra.settings import load_settings
 from infra.wiring import Container
 from tests.conftest import FakeEmbedder
-from tests.unit.governance_fakes import RaisingEmbedder
+from tests.fakes import RaisingEmbedder
 
 DOCS = [{"type": "memory", "id": f"m-{i}", "content": f"harbor crane log {i} cargo berth"} for i in range(5)]
 

@@ -1,6 +1,7 @@
-"""Test doubles for governed retrieval: an in-memory SearchIndex over the fixture corpus, a StateStore that
-keeps overlays and eval records in dicts, and a fixed clock. The governance pipeline is what is under test;
-these only stand in for the ports around it."""
+"""Test doubles for governed retrieval: an in-memory SearchIndex over the fixture corpus (built once from
+the corpus, counting its reads, tf·idf over governance stems), with the state store, clock and failing
+embedder of tests/fakes. The governance pipeline is what is under test; these only stand in for the ports
+around it."""
 
 from __future__ import annotations
 
@@ -19,13 +20,11 @@ from core.governance.terms import stem
 from core.indexing.chunking import build_chunks
 from core.indexing.entity_types import EntityTypeRegistry
 from core.models import Candidate, CandidateLists, EntityKey, Filters, LexicalQuery, Vector
-from core.state import EvalRecord
 from core.text import tokens
-from core.timestamps import parse_timestamp
 from tests.conftest import FakeEmbedder
+from tests.fakes import FakeClock, FakeStateStore
 
 CORPUS_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "governance_corpus.json"
-NOW = parse_timestamp("2026-01-15T00:00:00Z") or 0.0
 FAKE_DIMENSION = 1024  # wide enough that the hashing embedder's collisions are rare on the fixture
 
 
@@ -101,60 +100,6 @@ class FakeIndex:
         self.vector_reads += 1
         position = {(c.key, c.chunk_no): i for i, (c, _) in enumerate(self.chunks)}
         return {ref: self.vectors[position[ref]] for ref in chunks if ref in position}
-
-
-class FakeStateStore:
-    """Overlays and eval records per tenant, in dicts (the rest of the StateStore is not used here)."""
-
-    def __init__(self) -> None:
-        self.overlays: dict[tuple[str, str], dict[str, Any]] = {}
-        self.evals: list[tuple[str, EvalRecord]] = []
-
-    def put_overlay(self, tenant_id: str, role_id: str, overlay: Mapping[str, Any]) -> None:
-        self.overlays[(tenant_id, role_id)] = json.loads(json.dumps(overlay))
-
-    def get_overlay(self, tenant_id: str, role_id: str) -> Mapping[str, Any] | None:
-        return self.overlays.get((tenant_id, role_id))
-
-    def delete_overlay(self, tenant_id: str, role_id: str) -> bool:
-        return self.overlays.pop((tenant_id, role_id), None) is not None
-
-    def put_eval(self, tenant_id: str, record: EvalRecord) -> None:
-        self.evals.append((tenant_id, record))
-
-
-class FakeClock:
-    """A fixed wall clock; the monotonic clock advances 1 ms per reading."""
-
-    def __init__(self, now: float = NOW) -> None:
-        self._now = now
-        self._mono = 0.0
-
-    def now(self) -> float:
-        return self._now
-
-    def monotonic(self) -> float:
-        self._mono += 0.001
-        return self._mono
-
-
-class RaisingEmbedder:
-    """An embedder that is down: every call raises (and is counted)."""
-
-    dimension = FAKE_DIMENSION
-    model_id = "down"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def embed(self, texts: Sequence[str]) -> list[Vector]:
-        from core.errors import UnavailableError
-
-        self.calls += 1
-        raise UnavailableError("embedder", "model endpoint unreachable")
-
-    def embed_query(self, texts: Sequence[str]) -> list[Vector]:
-        return self.embed(texts)
 
 
 def service(

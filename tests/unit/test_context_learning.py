@@ -5,7 +5,7 @@ shrink when unused."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -23,7 +23,7 @@ from core.context.learning_service import LearningService
 from core.context.sources import DEFAULT_SOURCES
 from core.state import AssemblyLogEntry, AssemblySource, CallerBudget, SourceWeight
 from core.timestamps import iso_timestamp
-from infra.local.sqlite_state import SqliteStateStore
+from tests.fakes import FakeStateStore
 
 TENANT = "acme"
 CALLER = "bot"
@@ -74,19 +74,17 @@ def uses_a(n: int) -> list[str]:
 
 
 @pytest.fixture
-def state() -> Iterator[SqliteStateStore]:
-    store = SqliteStateStore(":memory:")
-    yield store
-    store.close()
+def state() -> FakeStateStore:
+    return FakeStateStore()
 
 
 @pytest.fixture
-def service(state: SqliteStateStore) -> LearningService:
+def service(state: FakeStateStore) -> LearningService:
     return LearningService(state, FakeClock(), DEFAULT_SOURCES, default_budget=4000)
 
 
 def log_batch(
-    state: SqliteStateStore, start: int, used: object = uses_a, count: int = EVAL_BATCH_SIZE, **kw: object
+    state: FakeStateStore, start: int, used: object = uses_a, count: int = EVAL_BATCH_SIZE, **kw: object
 ) -> int:
     for n in range(start, start + count):
         e = entry(n, None, **kw)  # type: ignore[arg-type]
@@ -96,7 +94,7 @@ def log_batch(
     return start + count
 
 
-def row(state: SqliteStateStore, source: str, caller: str = CALLER) -> SourceWeight | None:
+def row(state: FakeStateStore, source: str, caller: str = CALLER) -> SourceWeight | None:
     return next((w for w in state.get_weights(TENANT, caller) if w.source == source), None)
 
 
@@ -118,7 +116,7 @@ def test_a_source_without_evidence_does_not_move() -> None:
 
 
 def test_feedback_that_always_uses_a_moves_a_up_and_b_down_within_the_clamps(
-    state: SqliteStateStore, service: LearningService
+    state: FakeStateStore, service: LearningService
 ) -> None:
     n, trail = 0, []
     for _ in range(40):
@@ -137,7 +135,7 @@ def test_feedback_that_always_uses_a_moves_a_up_and_b_down_within_the_clamps(
         assert WEIGHT_MIN <= w_b < w_a <= WEIGHT_MAX and TOKEN_SHARE_MIN <= s_b < s_a <= TOKEN_SHARE_MAX
 
 
-def test_every_change_has_a_history_row(state: SqliteStateStore, service: LearningService) -> None:
+def test_every_change_has_a_history_row(state: FakeStateStore, service: LearningService) -> None:
     n = 0
     changes = 0
     for _ in range(5):
@@ -150,7 +148,7 @@ def test_every_change_has_a_history_row(state: SqliteStateStore, service: Learni
     assert "effectiveness" in latest[A].reason
 
 
-def test_a_manual_row_never_moves(state: SqliteStateStore, service: LearningService) -> None:
+def test_a_manual_row_never_moves(state: FakeStateStore, service: LearningService) -> None:
     pinned = service.set_weight(TENANT, CALLER, B, ManualWeightRequest(weight=1.2, token_share=0.5))
     n = 0
     for _ in range(10):
@@ -168,7 +166,7 @@ def test_a_manual_row_never_moves(state: SqliteStateStore, service: LearningServ
 
 
 def test_a_manual_wildcard_row_is_not_overridden_for_a_caller(
-    state: SqliteStateStore, service: LearningService
+    state: FakeStateStore, service: LearningService
 ) -> None:
     service.set_weight(TENANT, "*", B, ManualWeightRequest(weight=0.9))
     log_batch(state, 0)
@@ -178,7 +176,7 @@ def test_a_manual_wildcard_row_is_not_overridden_for_a_caller(
 
 
 def test_running_the_cycle_twice_changes_nothing_the_second_time(
-    state: SqliteStateStore, service: LearningService
+    state: FakeStateStore, service: LearningService
 ) -> None:
     log_batch(state, 0)
     first = service.run(TENANT)
@@ -197,16 +195,14 @@ def test_running_the_cycle_twice_changes_nothing_the_second_time(
     ) == snapshot
 
 
-def test_fewer_than_a_batch_waits_for_more_feedback(
-    state: SqliteStateStore, service: LearningService
-) -> None:
+def test_fewer_than_a_batch_waits_for_more_feedback(state: FakeStateStore, service: LearningService) -> None:
     log_batch(state, 0, count=EVAL_BATCH_SIZE - 1)
     assert service.run(TENANT).callers == 0
     assert state.list_weights(TENANT) == []
 
 
 def test_budget_grows_when_saturated_and_used_and_shrinks_when_unused(
-    state: SqliteStateStore, service: LearningService
+    state: FakeStateStore, service: LearningService
 ) -> None:
     state.put_budget(TENANT, CallerBudget(CALLER, 2000, 1000, 2300))
     n = log_batch(state, 0, used=lambda n: uses_a(n) + [f"document:b{n}"])  # 1425 of 1900 tokens used
@@ -221,13 +217,13 @@ def test_budget_grows_when_saturated_and_used_and_shrinks_when_unused(
 
 
 def test_an_unsaturated_but_used_batch_keeps_its_budget(
-    state: SqliteStateStore, service: LearningService
+    state: FakeStateStore, service: LearningService
 ) -> None:
     log_batch(state, 0, total=800)  # 40% full: the budget was not the limit
     assert service.run(TENANT).budget_adjustments == []
 
 
-def test_callers_and_tenants_learn_separately(state: SqliteStateStore, service: LearningService) -> None:
+def test_callers_and_tenants_learn_separately(state: FakeStateStore, service: LearningService) -> None:
     log_batch(state, 0)
     log_batch(state, 0, caller="other", used=lambda n: [f"document:b{n}"])
     report = service.run(TENANT)
@@ -236,16 +232,14 @@ def test_callers_and_tenants_learn_separately(state: SqliteStateStore, service: 
     assert service.run("another-tenant").callers == 0
 
 
-def log_quiet(
-    state: SqliteStateStore, start: int, count: int = EVAL_BATCH_SIZE, caller: str = CALLER
-) -> None:
+def log_quiet(state: FakeStateStore, start: int, count: int = EVAL_BATCH_SIZE, caller: str = CALLER) -> None:
     """Assemblies logged long before the clock's now, their caller never sending feedback."""
     for n in range(start, start + count):
         state.log_assembly(entry(n, None, caller=caller))
 
 
 def test_a_caller_that_never_sends_feedback_gets_the_seeds_shrink_for_unused_budget(
-    state: SqliteStateStore, service: LearningService
+    state: FakeStateStore, service: LearningService
 ) -> None:
     log_quiet(state, 0, count=EVAL_BATCH_SIZE - 1)
     assert service.run(TENANT).callers == 0  # the context-assembly seed's batch size still applies
@@ -260,7 +254,7 @@ def test_a_caller_that_never_sends_feedback_gets_the_seeds_shrink_for_unused_bud
     assert service.run(TENANT).callers == 0  # every row learned from once
 
 
-def test_the_shrink_stops_at_the_callers_minimum(state: SqliteStateStore, service: LearningService) -> None:
+def test_the_shrink_stops_at_the_callers_minimum(state: FakeStateStore, service: LearningService) -> None:
     state.put_budget(TENANT, CallerBudget(CALLER, 1000, 980, 4000))
     log_quiet(state, 0)
     log_quiet(state, 100)
@@ -268,7 +262,7 @@ def test_the_shrink_stops_at_the_callers_minimum(state: SqliteStateStore, servic
     assert state.get_budget(TENANT, CALLER).budget == 980  # type: ignore[union-attr]
 
 
-def test_recent_assemblies_without_feedback_wait_for_it(state: SqliteStateStore) -> None:
+def test_recent_assemblies_without_feedback_wait_for_it(state: FakeStateStore) -> None:
     clock = FakeClock(start=1_700_000_000 + 1800.0)  # the assemblies are half an hour old
     service = LearningService(state, clock, DEFAULT_SOURCES, default_budget=4000)
     log_quiet(state, 0)
@@ -278,7 +272,7 @@ def test_recent_assemblies_without_feedback_wait_for_it(state: SqliteStateStore)
 
 
 def test_weights_learn_from_the_rows_with_feedback_and_the_budget_from_all(
-    state: SqliteStateStore, service: LearningService
+    state: FakeStateStore, service: LearningService
 ) -> None:
     n = log_batch(state, 0, count=3)  # 3 with feedback using A's items: half their tokens
     log_quiet(state, n, count=EVAL_BATCH_SIZE - 3)

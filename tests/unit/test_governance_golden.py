@@ -7,7 +7,8 @@ import pytest
 from core.governance.golden_sets import EVAL_NAME_PREFIX, GOLDEN_STRATEGIES, run_golden_set, run_golden_sets
 from core.governance.overlay import RoleOverlay
 from core.search.ranking_metrics import ndcg_at_k
-from tests.unit.governance_fakes import FakeStateStore, overlay, service
+from tests.fakes import FakeStateStore
+from tests.unit.governance_fakes import overlay, service
 
 GOLDEN = {
     "golden_set": [

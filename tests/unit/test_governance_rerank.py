@@ -18,7 +18,8 @@ from core.governance.selection import (
 )
 from core.governance.terms import freshness, stem, stems, trust_score
 from core.models import Candidate, EntityKey
-from tests.unit.governance_fakes import NOW, overlay
+from tests.fakes import NOW
+from tests.unit.governance_fakes import overlay
 
 
 def candidate(doc_id: str, text: str, score: float = 1.0, **fields: object) -> Candidate:
