@@ -287,6 +287,7 @@ class IndexingService:
         if early is not None:
             return self._unchanged(tenant_id, key, version, early, prior)
         searchable = etype.searchable_names | {etype.title_field} | ({"chunks"} if etype.chunked else set())
+        searchable |= {*etype.caught(merged), *etype.caught(prior.body)}  # a catch-all tier's text
         if all(merged.get(f) == prior.body.get(f) for f in searchable):
             metadata = {f: merged[f] for f in etype.filterable if merged.get(f) is not None}
             updated = str(clean.get("updated_at") or iso_timestamp(now))
