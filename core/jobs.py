@@ -88,6 +88,7 @@ class PartReport:
     skipped_stale: int = 0
     chunks: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
+    unindexed_fields: set[str] = field(default_factory=set)  # of the items written (EntityType.unindexed)
     failure: str | None = None  # why the part could not be processed at all (its items were not indexed)
     discarded: bool = False  # its job is gone or its tenant erased: nothing done, nothing recorded
 
@@ -96,7 +97,8 @@ class PartReport:
         for all parts together)."""
         kept = {"indexed": self.indexed, "skipped_stale": self.skipped_stale, "chunks": self.chunks,
                 "errors": self.errors[:MAX_ERRORS_PER_PART], "errors_total": len(self.errors)}  # fmt: skip
-        return kept | ({"failure": self.failure} if self.failure else {})
+        unindexed = {"unindexed_fields": sorted(self.unindexed_fields)} if self.unindexed_fields else {}
+        return kept | unindexed | ({"failure": self.failure} if self.failure else {})
 
 
 @dataclass(slots=True)
@@ -145,6 +147,7 @@ class Job:
             "errors": errors[:MAX_REPORTED_ERRORS],
             "errors_total": sum(int(r.get("errors_total", len(r.get("errors", [])))) for r in reports),
             "failures": self.failures,
+            "unindexed_fields": sorted({f for r in reports for f in r.get("unindexed_fields", ())}),
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }

@@ -108,9 +108,8 @@ class JobService:
             report = self._corpus(part, now)
         else:
             bulk = self._indexing.bulk(part.tenant_id, list(part.items), now, part.local_repeats())
-            report = PartReport(
-                bulk.indexed, bulk.skipped_stale, 0, [_shift(e, part.offset) for e in bulk.errors]
-            )
+            errors = [_shift(e, part.offset) for e in bulk.errors]
+            report = PartReport(bulk.indexed, bulk.skipped_stale, 0, errors, bulk.unindexed_fields)
         self._store.record_part(part.tenant_id, part.job_id, part.part, report.to_json(), iso_timestamp(now))
         return report
 
@@ -135,7 +134,8 @@ class JobService:
             repeats=part.local_repeats(),
         )
         errors = [_shift(e.model_dump(mode="json"), part.offset) for e in corpus.errors]
-        return PartReport(corpus.documents_ingested, 0, corpus.chunks_ingested, errors)
+        unindexed = set(corpus.unindexed_fields)
+        return PartReport(corpus.documents_ingested, 0, corpus.chunks_ingested, errors, unindexed)
 
 
 def _within(repeats: Mapping[int, int], offset: int, size: int) -> tuple[tuple[int, int], ...]:
