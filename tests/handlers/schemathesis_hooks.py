@@ -15,4 +15,6 @@ import schemathesis
 def ndjson(ctx: Any, value: Any) -> bytes:
     """Each item of a generated array as one line; anything else (a negative case) as one line."""
     items = value if isinstance(value, list) else [value]
-    return b"".join(json.dumps(item, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n" for item in items)
+    return b"".join(
+        json.dumps(item, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n" for item in items
+    )

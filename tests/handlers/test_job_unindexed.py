@@ -13,7 +13,9 @@ from tests.handlers.test_write_jobs import aws_jobs, drain_through_consumer  # n
 
 TASKS = [{"type": "task", "id": f"u-{i}", "title": f"ledger {i}", "estimate": i} for i in range(300)]
 TASKS[3] = {**TASKS[3], "notes": "undeclared"}
-DOCUMENTS = [{"id": f"d-{i}", "title": f"Paper {i}", "text": "cells divide", "journal": "J"} for i in range(3)]
+DOCUMENTS = [
+    {"id": f"d-{i}", "title": f"Paper {i}", "text": "cells divide", "journal": "J"} for i in range(3)
+]
 
 
 def _job(job_id: str) -> dict[str, Any]:

@@ -27,7 +27,9 @@ GOOD = 1200
 
 
 def _line(i: int, **extra: Any) -> bytes:
-    return json.dumps({"type": "task", "id": f"t-{i}", "title": f"quarterly ledger zebra{i}", **extra}).encode()
+    return json.dumps(
+        {"type": "task", "id": f"t-{i}", "title": f"quarterly ledger zebra{i}", **extra}
+    ).encode()
 
 
 def corpus() -> tuple[bytes, dict[int, str]]:
@@ -152,7 +154,9 @@ def server(tmp_path: Path, fake_embedder: FakeEmbedder) -> Iterator[tuple[str, A
     container = make_container(tmp_path / "data", fake_embedder)
     wiring.set_container(container)
     try:
-        with serving({"k": {"tenant": "acme", "scopes": ["read", "write"]}}, 4096, ndjson_limit=1 << 20) as url:
+        with serving(
+            {"k": {"tenant": "acme", "scopes": ["read", "write"]}}, 4096, ndjson_limit=1 << 20
+        ) as url:
             yield url, container
     finally:
         wiring.set_container(None)
