@@ -156,5 +156,5 @@ class CorpusReport(QuarryModel):
     errors: list[CorpusError]
     unindexed_fields: list[str] = Field(
         default_factory=list,
-        description="Fields of the documents a document neither searches nor filters on: stored, never found",
+        description="Fields of the documents no search will find (a document neither searches nor filters on them): stored, returned",
     )

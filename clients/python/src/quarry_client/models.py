@@ -331,7 +331,7 @@ class CorpusReport(BaseModel):
     errors: list[CorpusError] = Field(..., title="Errors")
     unindexed_fields: list[str] | None = Field(
         None,
-        description="Fields of the documents a document neither searches nor filters on: stored, never found",
+        description="Fields of the documents no search will find (a document neither searches nor filters on them): stored, returned",
         title="Unindexed Fields",
     )
 
