@@ -101,6 +101,7 @@ LINKS: dict[tuple[str, str], dict[str, tuple[str, dict[str, str]]]] = {
     ("patchEntity", "200"): {"GetEntity": ("getEntity", _ENTITY)},
     ("bulkWrite", "202"): {"GetJob": ("getJob", _JOB)},
     ("loadCorpus", "202"): {"GetJob": ("getJob", _JOB)},
+    ("uploadEntities", "202"): {"GetJob": ("getJob", _JOB)},
     ("putOverlay", "200"): {
         "GetOverlay": ("getOverlay", _ROLE),
         "EvalOverlay": ("evalOverlay", _ROLE),
