@@ -152,14 +152,14 @@ class RepeatedItemError(ConflictError):
 
     code = "duplicate_item"
 
-    def __init__(self, key: str, first: int) -> None:
+    def __init__(self, key: str, first: int, unit: str = "item") -> None:
         super().__init__(
-            f"'{key}' repeats item {first} of this request; an entity may appear once per request (send the "
+            f"'{key}' repeats {unit} {first} of this request; an entity may appear once per request (send the "
             "later change in a request of its own)"
         )
         self.key = key
         self.first = first
-        self.fields = {"id": f"repeats item {first}"}
+        self.fields = {"id": f"repeats {unit} {first}"}
 
 
 class CursorExpiredError(ConflictError):

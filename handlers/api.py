@@ -81,10 +81,10 @@ def published_openapi(c: Container) -> dict[str, Any]:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
-        limit = services().settings.max_body_bytes
+        settings = services().settings
     except ConfigurationError as exc:  # a wrong setting: a logged 500 on every request, never a 400
         return errors.configuration_failure(exc)
-    refused = gate.screen(event, limit)
+    refused = gate.screen(event, settings.max_body_bytes, settings.ndjson_limit)
     if refused is not None:
         return refused
     left = context.get_remaining_time_in_millis() / MS_PER_SECOND - ANSWER_MARGIN_SECONDS

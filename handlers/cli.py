@@ -76,6 +76,7 @@ def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
             keys,
             api.lambda_handler,
             settings.max_body_bytes,
+            max_ndjson_bytes=settings.ndjson_limit,
             queue=queue,
             sock=sock,
             key_hint=key_hint(settings.api_keys, settings.data_dir),
@@ -110,7 +111,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     reported by position, never dropped silently. A missing file or an unknown type fails once (exit 2)."""
     from tqdm import tqdm
 
-    from infra.record_files import mapped, read_records
+    from infra.record_files import item_mapper, read_records
 
     path = Path(args.file)
     if not path.is_file():
@@ -122,10 +123,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     indexed = stale = 0
     bad: list[str] = []
     batch: list[tuple[str, dict[str, Any]]] = []
+    to_item = item_mapper(args.type, args.id_field, args.map)
 
     def flush() -> None:
         nonlocal indexed, stale
-        items = [{"type": args.type, **mapped(obj, args.id_field, args.map)} for _, obj in batch]
+        items = [to_item(obj) for _, obj in batch]
         with c.gate.unit(args.tenant):  # an erased tenant is refused, as by the API
             report = c.indexing.bulk(args.tenant, items, c.clock.now())
         indexed += report.indexed

@@ -30,7 +30,16 @@ from urllib.parse import parse_qsl, urlsplit
 from handlers import cors
 from handlers.auth import PUBLIC_PATHS
 from handlers.console_static import console_file, is_console_path
-from handlers.devserver_http import ExpectContinue, read_body, refuse, shed, write_access_line
+from handlers.devserver_http import (
+    ExpectContinue,
+    copy_body,
+    read_body,
+    read_upload,
+    refuse,
+    shed,
+    write_access_line,
+)
+from handlers.gate import UPLOAD, UPLOAD_FILE
 from handlers.local_key import CONFIGURED_KEY_HINT
 
 DEFAULT_QUEUE = 32  # requests waiting per worker: ~32 × a few ms of work, so a queued request waits < 1 s
@@ -179,6 +188,7 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
     server: QuarryHTTPServer
     keys: Mapping[str, Any] = {}
     max_body_bytes: int = 0
+    max_ndjson_bytes: int = 0  # an NDJSON upload's own limit (QUARRY_MAX_NDJSON_BYTES)
     key_hint: str = CONFIGURED_KEY_HINT  # what a 401 says about where the key comes from
     origins: tuple[str, ...] = ()  # QUARRY_CORS_ORIGINS
     access_log: bool = False
@@ -214,6 +224,16 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
                 self.wfile.write(data)
         except OSError:  # the client went away (timed out, reset): nothing left to tell it
             self.close_connection = True
+
+    def _unauthorized(self) -> None:
+        refuse(self, 401, "unauthorized", "missing or unknown bearer token", {"authorization": self.key_hint})
+
+    def _is_upload(self) -> bool:
+        return (self.command, urlsplit(self.path).path) == UPLOAD
+
+    def body_limit(self) -> int:
+        """The size limit of this request's body: an NDJSON upload's own, else QUARRY_MAX_BODY_BYTES."""
+        return self.max_ndjson_bytes if self._is_upload() else self.max_body_bytes
 
     def _principal(self) -> Mapping[str, Any] | Literal[False] | None:
         """The authorizer context for the bearer key; None on a public path; False when refused."""
@@ -252,20 +272,34 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
         """Answer the request; the tenant it acted for, if any."""
         if self._cross_origin():
             return None
+        if self._is_upload():  # streamed to a file, handed to the handler as one (handlers/gate.py)
+            if self._principal() is False:  # a stranger's upload is read and thrown away, never stored
+                if copy_body(self, self.max_ndjson_bytes, lambda _: None):
+                    self._unauthorized()
+                return None
+            upload = read_upload(self, self.max_ndjson_bytes)
+            if upload is None:
+                return None  # read_upload answered (400 or 413)
+            with upload:
+                return self._forward(b"", upload)
         body = read_body(self, self.max_body_bytes)
         if body is None:
             return None  # read_body answered (400, 411 or 413)
+        return self._forward(body, None)
+
+    def _forward(self, body: bytes, upload: Any) -> str | None:
+        """Authenticate and hand the request to the engine; the tenant it acted for, if any."""
         if self.command in ("GET", "HEAD") and is_console_path(self.path):
             self.reply(*console_file(self.path))  # the console's files: public, they hold no data
             return None
         principal = self._principal()
         if principal is False:
-            refuse(
-                self, 401, "unauthorized", "missing or unknown bearer token", {"authorization": self.key_hint}
-            )
+            self._unauthorized()
             return None
         tenant = str(principal["tenant"]) if principal else None
         event = build_event(self.command, self.path, dict(self.headers.items()), body, principal or None)
+        if upload is not None:
+            event[UPLOAD_FILE] = upload
         try:
             result = self.server.engine.run(event)
         except Exception:  # the handler answers its own errors; this is a fault of the server itself
@@ -295,6 +329,7 @@ def make_server(
     handler: Handler,
     max_body_bytes: int,
     *,
+    max_ndjson_bytes: int | None = None,
     queue: int = DEFAULT_QUEUE,
     sock: socket.socket | None = None,
     max_connections: int = MAX_CONNECTIONS,
@@ -302,9 +337,11 @@ def make_server(
     origins: tuple[str, ...] = (),
     access_log: bool = False,
 ) -> QuarryHTTPServer:
-    """A server that authenticates and forwards every request to `handler` through one Engine; `origins`
-    may call it from a browser (CORS), and `access_log` writes a line per request."""
+    """A server that authenticates and forwards every request to `handler` through one Engine; an NDJSON
+    upload may be `max_ndjson_bytes` (default: `max_body_bytes`); `origins` may call it from a browser
+    (CORS), and `access_log` writes a line per request."""
     options = {"keys": dict(keys), "max_body_bytes": max_body_bytes, "key_hint": key_hint,
+               "max_ndjson_bytes": max_body_bytes if max_ndjson_bytes is None else max_ndjson_bytes,
                "origins": tuple(origins), "access_log": access_log}  # fmt: skip
     forwarder = type("Forwarder", (_Forwarder,), options)
     return QuarryHTTPServer((host, port), forwarder, Engine(handler, queue), sock, max_connections)

@@ -1,6 +1,7 @@
 """HTTP framing for the local server: read a request body (Content-Length or chunked) within the size
-limit, and refuse a request with the JSON error body — an oversized body is read and thrown away before
-the 413 is sent, so the client sees the 413 rather than a connection reset."""
+limit — an NDJSON upload streamed into a temporary file, never held whole in memory — and refuse a request
+with the JSON error body: an oversized body is read and thrown away before the 413 is sent, so the client
+sees the 413 rather than a connection reset."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ import contextlib
 import json
 import socket
 import sys
+import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import IO, Any
 
 DRAIN_LIMIT = 64 * 1024 * 1024  # read and discard at most this much of a refused body (then just close)
 DRAIN_SECONDS = 5.0  # and for at most this long
 CHUNK = 65536
+UPLOAD_IN_MEMORY = 1_048_576  # an upload above this spills from memory to a temporary file
 
 
 def refuse(
@@ -60,8 +63,8 @@ def _too_large(conn: BaseHTTPRequestHandler, limit: int, remaining: int | None) 
     )
 
 
-def _chunked(conn: BaseHTTPRequestHandler, limit: int) -> bytes | None:
-    parts: list[bytes] = []
+def _chunked(conn: BaseHTTPRequestHandler, limit: int, write: Callable[[bytes], Any]) -> bool:
+    """Copy a chunked body to `write`; False after answering 400/413."""
     size = 0
     while True:
         line = conn.rfile.readline(1024).split(b";", 1)[0].strip()
@@ -71,26 +74,67 @@ def _chunked(conn: BaseHTTPRequestHandler, limit: int) -> bytes | None:
             refuse(
                 conn, 400, "invalid_input", "malformed chunked body", {"body": "bad chunk size"}, close=True
             )
-            return None
+            return False
         if length == 0:
             while conn.rfile.readline(1024).strip():  # trailers
                 pass
-            return b"".join(parts)
+            return True
         size += length
         if size > limit:
             _too_large(conn, limit, None)
-            return None
-        parts.append(conn.rfile.read(length))
+            return False
+        while length > 0:  # in pieces of CHUNK: a client's chunk may be as large as the whole body
+            piece = conn.rfile.read(min(length, CHUNK))
+            if not piece:
+                return True  # the client went away: what came is judged (an unfinished line fails alone)
+            write(piece)
+            length -= len(piece)
         conn.rfile.readline(8)  # the CRLF after each chunk
+
+
+def copy_body(conn: BaseHTTPRequestHandler, limit: int, write: Callable[[bytes], Any]) -> bool:
+    """Copy the body, CHUNK by CHUNK, to `write` (a file, or nothing to throw it away); False after
+    answering 400/413."""
+    if "chunked" in conn.headers.get("transfer-encoding", "").lower():
+        return _chunked(conn, limit, write)
+    length = _length(conn, limit)
+    if length is None:
+        return False
+    while length:
+        piece = conn.rfile.read(min(length, CHUNK))
+        if not piece:
+            break
+        write(piece)
+        length -= len(piece)
+    return True
+
+
+def read_upload(conn: BaseHTTPRequestHandler, limit: int) -> IO[bytes] | None:
+    """An upload's body in a temporary file (memory up to UPLOAD_IN_MEMORY, then disk); None after
+    answering 400/413. The caller closes the file."""
+    spool = tempfile.SpooledTemporaryFile(max_size=UPLOAD_IN_MEMORY)  # noqa: SIM115 - the caller closes it
+    if not copy_body(conn, limit, spool.write):
+        spool.close()
+        return None
+    return spool  # type: ignore[return-value]  # a SpooledTemporaryFile is a binary file
 
 
 def read_body(conn: BaseHTTPRequestHandler, limit: int) -> bytes | None:
     """The request body, or None after answering 400/413 for a body that cannot or may not be read."""
     if "chunked" in conn.headers.get("transfer-encoding", "").lower():
-        return _chunked(conn, limit)
+        parts: list[bytes] = []
+        return b"".join(parts) if _chunked(conn, limit, parts.append) else None
+    length = _length(conn, limit)
+    if length is None:
+        return None
+    return conn.rfile.read(length) if length else b""
+
+
+def _length(conn: BaseHTTPRequestHandler, limit: int) -> int | None:
+    """The announced Content-Length (0 without one); None after answering 400/413 for a bad or large one."""
     raw = conn.headers.get("content-length")
     if raw is None:
-        return b""
+        return 0
     if not raw.strip().isdigit():
         refuse(
             conn,
@@ -105,18 +149,20 @@ def read_body(conn: BaseHTTPRequestHandler, limit: int) -> bytes | None:
     if length > limit:
         _too_large(conn, limit, length)
         return None
-    return conn.rfile.read(length) if length else b""
+    return length
 
 
 class ExpectContinue:
     """Mixin: answer `Expect: 100-continue` with 100 only when the announced body fits the limit."""
 
-    max_body_bytes: int
     headers: Any
+
+    def body_limit(self) -> int:
+        raise NotImplementedError
 
     def handle_expect_100(self) -> bool:
         raw = self.headers.get("content-length", "")
-        if raw.strip().isdigit() and int(raw) > self.max_body_bytes:
+        if raw.strip().isdigit() and int(raw) > self.body_limit():
             return True  # no 100: the client waits, gets the 413, and need not send the body
         return bool(BaseHTTPRequestHandler.handle_expect_100(self))  # type: ignore[arg-type]
 

@@ -27,6 +27,7 @@ from core.indexing.entity_validation import (
 from core.indexing.write_jobs import MAX_JOB_ITEMS
 from core.payload import INT64_MAX
 from handlers.auth import PUBLIC_PATHS as PUBLIC
+from handlers.gate import NDJSON_TYPES
 from handlers.openapi_examples import add_examples
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ LINKS: dict[tuple[str, str], dict[str, tuple[str, dict[str, str]]]] = {
     ("patchEntity", "200"): {"GetEntity": ("getEntity", _ENTITY)},
     ("bulkWrite", "202"): {"GetJob": ("getJob", _JOB)},
     ("loadCorpus", "202"): {"GetJob": ("getJob", _JOB)},
+    ("uploadEntities", "202"): {"GetJob": ("getJob", _JOB)},
     ("putOverlay", "200"): {
         "GetOverlay": ("getOverlay", _ROLE),
         "EvalOverlay": ("evalOverlay", _ROLE),
@@ -341,7 +343,8 @@ def _errors_of(method: str, path: str, op: dict[str, Any]) -> list[str]:
     codes.append("503")  # a backend outage, or the local server at capacity (`overloaded`)
     if "{" in path or path in REFERS_TO_STORED:
         codes.append("404")
-    if path in CONFLICTS or (path.startswith("/entities/") and method != "get"):  # a stale version
+    stale = path.startswith("/entities/") and method != "get" and path != "/entities/ndjson"
+    if path in CONFLICTS or stale:  # a stale version (an upload reports its lines in the job)
         codes.append("409")
     if "requestBody" in op:
         codes += ["413", "415"]
@@ -356,6 +359,26 @@ def _ndjson_export(paths: dict[str, Any]) -> None:
             "description": "NDJSON: `{kind, data}` per line; the last line is `{kind: next, cursor}` or `{kind: end}`",
             "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
         }
+
+
+def _ndjson_upload(paths: dict[str, Any]) -> None:
+    """POST /entities/ndjson takes NDJSON, one bulk item a line (core/indexing/ndjson.py), and always answers 202."""
+    op = paths.get("/entities/ndjson", {}).get("post")
+    if op is None:
+        return
+    # The lines as an array of their items (OpenAPI 3.1 has no schema for a sequence of JSON texts; 3.2's
+    # `itemSchema` will): each item is one line on the wire, not one JSON array.
+    lines = {"type": "array", "items": _ref("BulkItem"), "minItems": 1, "maxItems": MAX_JOB_ITEMS,
+             "description": "One `BulkItem` a line (NDJSON), not a JSON array; blank lines are skipped"}  # fmt: skip
+    op["requestBody"] = {"required": True, "content": dict.fromkeys(NDJSON_TYPES, {"schema": lines})}
+    responses = op.setdefault("responses", {})
+    responses.pop("200", None)
+    responses["202"] = {
+        "description": "Accepted as one job; follow it at `Location`. Lines refused on arrival are already in "
+        "its `errors`, each with its `line`",
+        "headers": {"Location": {"description": "/jobs/{job_id}", "schema": {"type": "string"}}},
+        "content": {"application/json": {"schema": _ref("Job")}},
+    }
 
 
 def _components(doc: dict[str, Any], c: Container) -> None:
@@ -398,6 +421,7 @@ def document(generated: dict[str, Any], c: Container) -> dict[str, Any]:
     doc["security"] = [{"bearer": []}]
     _type_bodies(doc["paths"])
     _ndjson_export(doc["paths"])
+    _ndjson_upload(doc["paths"])
     _parameters(doc["paths"], c)
     for path, ops in doc["paths"].items():
         for method, op in ops.items():

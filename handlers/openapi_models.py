@@ -28,6 +28,10 @@ class Job(BaseModel):
         "(`index`, the id, `error`, `fields`)"
     )
     errors_total: int
+    unindexed_fields: list[str] = Field(
+        default_factory=list,
+        description="Fields of the written items their types neither search nor filter on: stored, never found",
+    )
     created_at: str
     updated_at: str
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,19 @@ def mapped(obj: Mapping[str, Any], id_field: str, field_map: Mapping[str, str] |
         value = obj[id_field]
         fields["id"] = str(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else value
     return fields
+
+
+def item_mapper(
+    entity_type: str | None, id_field: str, field_map: Mapping[str, str] | None
+) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A record → a bulk item: `mapped`, typed `entity_type` (else the record's own `type`), as `quarry
+    ingest --type T --id-field F --map …` and POST /entities/ndjson?type=T&id_field=F&map=… map them."""
+
+    def item(obj: Mapping[str, Any]) -> dict[str, Any]:
+        kind = entity_type if entity_type is not None else obj.get("type")
+        return {**({"type": kind} if kind is not None else {}), **mapped(obj, id_field, field_map)}
+
+    return item
 
 
 def file_format(path: Path) -> str:

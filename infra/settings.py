@@ -23,6 +23,13 @@ from core.state import REOPEN_AFTER_SECONDS
 ENV_PREFIX = "QUARRY_"
 EVENTBRIDGE_SENDER_ID = "AIDAJXNJGGKNS7OSV23OI"  # SenderId of SQS messages EventBridge delivers
 DEFAULT_BODY_LIMIT = 1_048_576  # 1 MiB: a 500-item bulk of typical entities fits; API Gateway allows 10 MB
+# An NDJSON upload (POST /entities/ndjson) on Lambda: a synchronous invocation's payload is at most 6 MB
+# (6,291,456 bytes, the AWS Lambda quotas page), and API Gateway may hand the body over base64-encoded (4/3
+# as large): 4 MiB is 5.6 MB encoded, which leaves the event's headers and context room below 6 MB.
+LAMBDA_NDJSON_LIMIT = 4 * 1_048_576
+# `quarry serve` streams an upload to a temporary file (handlers/devserver_http.py): memory holds one part
+# of the job at a time, so the bound is the disk and the job's 10,000 lines (core/indexing/write_jobs.py MAX_JOB_ITEMS).
+LOCAL_NDJSON_LIMIT = 256 * 1_048_576
 
 
 class Settings(BaseSettings):
@@ -80,6 +87,8 @@ class Settings(BaseSettings):
     max_limit: int = Field(default=100, ge=1, le=100)
     max_body_bytes: int = Field(default=DEFAULT_BODY_LIMIT, ge=1024)
     max_batch_items: int = Field(default=500, ge=1, le=500)
+    # None: LAMBDA_NDJSON_LIMIT with QUARRY_BACKEND=aws, else LOCAL_NDJSON_LIMIT (`ndjson_limit`)
+    max_ndjson_bytes: int | None = Field(default=None, ge=1024)
     cache_ttl_seconds: float = Field(default=300.0, ge=0.0)
     # How far ahead of this server's clock a write's `updated_at` may be (core/indexing/versioning.py): a later one
     # is refused, since as a version it would make every later write without one stale until that date.
@@ -281,6 +290,13 @@ class Settings(BaseSettings):
             if "caller" in grant and not (isinstance(grant["caller"], str) and is_caller(grant["caller"])):
                 raise ValueError(f"key {key[:4]}…: 'caller' {CALLER_RULE}")
         return value
+
+    @property
+    def ndjson_limit(self) -> int:
+        """The body limit of an NDJSON upload (QUARRY_MAX_NDJSON_BYTES, else the backend's default)."""
+        if self.max_ndjson_bytes is not None:
+            return self.max_ndjson_bytes
+        return LAMBDA_NDJSON_LIMIT if self.backend == "aws" else LOCAL_NDJSON_LIMIT
 
     @property
     def index_kind(self) -> str:

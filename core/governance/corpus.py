@@ -107,6 +107,7 @@ def _ingest_batch(
         report.errors.append(CorpusError(index=position, id=doc.id, error=str(err["error"]), fields=fields))
     etype = registry.get(DOCUMENT_TYPE)
     report.documents_ingested += result.indexed
+    report.unindexed_fields = sorted(set(report.unindexed_fields) | result.unindexed_fields)
     report.chunks_ingested += sum(
         len(build_chunks(etype, item)) for i, item in enumerate(items) if i not in failed
     )

@@ -154,3 +154,7 @@ class CorpusReport(QuarryModel):
     documents_ingested: int
     chunks_ingested: int
     errors: list[CorpusError]
+    unindexed_fields: list[str] = Field(
+        default_factory=list,
+        description="Fields of the documents no search will find (a document neither searches nor filters on them): stored, returned",
+    )

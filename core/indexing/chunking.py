@@ -49,6 +49,8 @@ def _tiers(etype: EntityType, body: Mapping[str, Any]) -> dict[int, list[str]]:
         text = flatten(body.get(spec.name))
         if text:
             tiers[spec.boost].append(text)
+    if etype.catch_all is not None:  # undeclared text fields, in name order (EntityType.caught)
+        tiers[etype.catch_all].extend(t for name in etype.caught(body) if (t := flatten(body[name])))
     return tiers
 
 

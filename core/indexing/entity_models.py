@@ -242,16 +242,21 @@ class EntityModels:
         """InvalidInputError naming `<where>.<n>.<field>` for every item that breaks its type's schema."""
         fields: dict[str, str] = {}
         for position, item in enumerate(items):
-            if isinstance(item, Mapping) and lone_surrogates(dict(item)):
-                continue  # not text at all: reported per item by core/indexing/entity_validation.py, like invalid JSON text
-            try:
-                self.item_adapter.validate_python(item)
-            except ValidationError as exc:
-                kind = item.get("type") if isinstance(item, Mapping) else None
-                rules = self.rules.get(kind, {}) if isinstance(kind, str) else {}
-                fields |= _problems(exc, f"{where}.{position}", rules, self.registry.names())
+            fields |= self.item_problems(item, f"{where}.{position}")
         if fields:
             raise InvalidInputError("request is invalid: " + ", ".join(sorted(fields)[:20]), fields)
+
+    def item_problems(self, item: Any, where: str) -> dict[str, str]:
+        """{`<where>.<field>`: rule} for a bulk item that breaks its type's schema; {} for one that fits."""
+        if isinstance(item, Mapping) and lone_surrogates(dict(item)):
+            return {}  # not text at all: reported per item by core/indexing/entity_validation.py, like invalid JSON text
+        try:
+            self.item_adapter.validate_python(item)
+        except ValidationError as exc:
+            kind = item.get("type") if isinstance(item, Mapping) else None
+            rules = self.rules.get(kind, {}) if isinstance(kind, str) else {}
+            return _problems(exc, where, rules, self.registry.names())
+        return {}
 
 
 def _union(members: tuple[type[BaseModel], ...]) -> Any:

@@ -8,7 +8,7 @@ them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.errors import InvalidInputError
@@ -17,6 +17,8 @@ from core.errors import InvalidInputError
 # a fixed set of weighted text fields: tantivy field boosts (or FTS5 column weights) locally, `field^boost` in OpenSearch.
 BOOST_TIERS = (3, 2, 1)
 ENTITY_TYPE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
+# The tiers a type's `catch_all` may name (docs/configuration.md, Entity types), as words or as boosts.
+CATCH_ALL_TIERS = {"title": 3, "strong": 2, "body": 1}
 
 # A bulk item's type and id, and texts given as chunks (core/indexing/chunking.py PREMADE_CHUNKS_FIELD).
 WRITE_FIELDS = frozenset({"type", "id", "chunks"})
@@ -42,6 +44,7 @@ class EntityType:
     filterable: tuple[str, ...]
     default_source: str
     chunked: bool = False
+    catch_all: int | None = None  # the boost tier of undeclared text fields; None: they are not indexed
 
     @property
     def searchable_names(self) -> frozenset[str]:
@@ -53,11 +56,28 @@ class EntityType:
         """Every field this type understands."""
         return self.searchable_names | frozenset(self.filterable) | {self.title_field} | COMMON_FIELDS
 
+    def undeclared(self, body: Mapping[str, Any]) -> tuple[str, ...]:
+        """The body's fields this type does not declare (sorted)."""
+        ignored = self.known_fields | WRITE_FIELDS
+        return tuple(sorted(name for name in body if name not in ignored))
+
+    def caught(self, body: Mapping[str, Any]) -> tuple[str, ...]:
+        """The undeclared text fields (a string or a list of strings) its catch-all tier indexes."""
+        if self.catch_all is None:
+            return ()
+        return tuple(name for name in self.undeclared(body) if _is_text(body[name]))
+
     def unindexed(self, body: Mapping[str, Any]) -> tuple[str, ...]:
         """The body's fields this type neither searches nor filters on: stored and returned, never found
         (a write reports them: `unindexed_fields`)."""
-        ignored = self.known_fields | WRITE_FIELDS
-        return tuple(sorted(name for name in body if name not in ignored))
+        caught = set(self.caught(body))
+        return tuple(name for name in self.undeclared(body) if name not in caught)
+
+
+def _is_text(value: Any) -> bool:
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(v, str) for v in value)
+    return isinstance(value, str)
 
 
 def _type(
@@ -149,12 +169,27 @@ def _field_error(path: str, message: str) -> InvalidInputError:
     return InvalidInputError(f"invalid entity type configuration: {path} {message}", {path: message})
 
 
+def _catch_all(name: str, value: Any) -> int | None:
+    """The boost tier a `catch_all` setting names (a tier word or a boost), None when absent."""
+    if value is None:
+        return None
+    tier = CATCH_ALL_TIERS.get(value) if isinstance(value, str) else value
+    if not isinstance(tier, int) or isinstance(tier, bool) or tier not in BOOST_TIERS:
+        words = ", ".join(sorted(CATCH_ALL_TIERS))
+        raise _field_error(f"types.{name}.catch_all", f"must be one of: {words} (or 1, 2, 3)")
+    return tier
+
+
 def _parse_type(name: str, spec: Mapping[str, Any]) -> EntityType:
-    """Build one EntityType from its configuration mapping, naming the bad path on error."""
+    """Build one EntityType from its configuration mapping, naming the bad path on error. A built-in type
+    named without `fields` keeps its own and takes the rest (`catch_all`, `filterable`…) from `spec`."""
     import re
 
     if not re.match(ENTITY_TYPE_NAME_PATTERN, name):
         raise _field_error(f"types.{name}", "name must match " + ENTITY_TYPE_NAME_PATTERN)
+    builtin = BUILTIN_TYPES.get(name)
+    if builtin is not None and "fields" not in spec:
+        return _amend(builtin, spec)
     fields = spec.get("fields")
     if not isinstance(fields, Mapping) or not fields:
         raise _field_error(f"types.{name}.fields", "must be a non-empty object of field: boost")
@@ -175,6 +210,20 @@ def _parse_type(name: str, spec: Mapping[str, Any]) -> EntityType:
         filterable=tuple(filterable),
         default_source=str(spec.get("source", name)),
         chunked=bool(spec.get("chunked", False)),
+        catch_all=_catch_all(name, spec.get("catch_all")),
+    )
+
+
+def _amend(builtin: EntityType, spec: Mapping[str, Any]) -> EntityType:
+    """A built-in type with the settings `spec` gives (all but its searchable fields)."""
+    filterable = spec.get("filterable", list(builtin.filterable))
+    if not isinstance(filterable, list) or not all(isinstance(x, str) for x in filterable):
+        raise _field_error(f"types.{builtin.name}.filterable", "must be a list of field names")
+    return replace(
+        builtin,
+        filterable=tuple(filterable),
+        default_source=str(spec.get("source", builtin.default_source)),
+        catch_all=_catch_all(builtin.name, spec.get("catch_all")),
     )
 
 
@@ -186,7 +235,8 @@ class EntityTypeRegistry:
 
     @classmethod
     def with_config(cls, config: Mapping[str, Any]) -> EntityTypeRegistry:
-        """Built-ins plus `{"types": {name: {fields: {f: boost}, title_field?, filterable?, source?, chunked?}}}`."""
+        """Built-ins plus `{"types": {name: {fields: {f: boost}, title_field?, filterable?, source?, chunked?,
+        catch_all?}}}` (a built-in named without `fields` is amended, not replaced)."""
         declared = config.get("types", {})
         if not isinstance(declared, Mapping):
             raise _field_error("types", "must be an object")

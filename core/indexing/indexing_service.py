@@ -287,6 +287,7 @@ class IndexingService:
         if early is not None:
             return self._unchanged(tenant_id, key, version, early, prior)
         searchable = etype.searchable_names | {etype.title_field} | ({"chunks"} if etype.chunked else set())
+        searchable |= {*etype.caught(merged), *etype.caught(prior.body)}  # a catch-all tier's text
         if all(merged.get(f) == prior.body.get(f) for f in searchable):
             metadata = {f: merged[f] for f in etype.filterable if merged.get(f) is not None}
             updated = str(clean.get("updated_at") or iso_timestamp(now))
@@ -371,14 +372,14 @@ class IndexingService:
         first: dict[tuple[str, str], int] = {}
         found: dict[int, int] = {}
         for position, item in enumerate(items):
-            key = self._item_key(item)
+            key = self.item_key(item)
             if key in first:
                 found[position] = first[key]
             elif key is not None:
                 first[key] = position
         return found
 
-    def _item_key(self, item: Any) -> tuple[str, str] | None:
+    def item_key(self, item: Any) -> tuple[str, str] | None:
         """(type, id) of a bulk item, the type as the registry names it; None when it names no entity."""
         if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
             return None

@@ -12,12 +12,23 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from core.errors import NotFoundError, TenantErasedError
+from core.indexing.entity_models import entity_models
 from core.indexing.entity_types import EntityTypeRegistry
 from core.indexing.indexing_service import IndexingService
-from core.indexing.write_jobs import Job, JobKind, JobPart, PartReport, estimate_chunks, split_parts
+from core.indexing.ndjson import LineRules, ToItem, accepted_parts, relined, take_in
+from core.indexing.write_jobs import (
+    MAX_JOB_ITEMS,
+    Job,
+    JobKind,
+    JobPart,
+    PartReport,
+    estimate_chunks,
+    part_bounds,
+    split_parts,
+)
 from core.ports import Clock, JobQueue, JobStore
 from core.tenancy.fencing import TenantGate
 from core.timestamps import iso_timestamp
@@ -77,6 +88,32 @@ class JobService:
         self._queue.send(messages)
         return job
 
+    def submit_lines(self, tenant_id: str, stream: IO[bytes], to_item: ToItem | None = None) -> Job:
+        """ONE bulk job for an NDJSON upload (core/indexing/ndjson.py): each line checked on its own; a refused line
+        is reported in the job's status under its line number (a part of its own, recorded at once), the
+        others indexed by the parts sent here one at a time; a 400 when no line is accepted."""
+        rules = LineRules(
+            entity_models(self._registry).item_problems,
+            self._indexing.item_key,
+            lambda item: estimate_chunks(self._registry, "bulk", item),
+            MAX_JOB_ITEMS,
+        )
+        intake = take_in(stream, to_item, rules)
+        s = self._settings
+        bounds = list(part_bounds(intake.costs, intake.sizes, s.async_min_chunks, s.part_bytes))
+        at = iso_timestamp(self._clock.now())
+        refused = len(bounds) if intake.errors else None  # the part number of the refused lines' report
+        job = Job(self._new_id(), tenant_id, "bulk", intake.total, sum(intake.costs),
+                  len(bounds) + (refused is not None), at, at)  # fmt: skip
+        self._store.create_job(job)
+        if refused is not None:
+            job.reports[refused] = PartReport(errors=intake.errors).to_json()
+            self._store.record_part(tenant_id, job.job_id, refused, job.reports[refused], at)
+        for n, (offset, items, lines) in enumerate(accepted_parts(stream, to_item, intake, bounds)):
+            part = JobPart(job.job_id, tenant_id, "bulk", n, offset, tuple(items), lines=lines)
+            self._queue.send([part.to_message()])
+        return job
+
     def status(self, tenant_id: str, job_id: str) -> Job:
         """The tenant's job (404 for an unknown id or another tenant's job)."""
         job = self._store.get_job(tenant_id, job_id)
@@ -108,9 +145,8 @@ class JobService:
             report = self._corpus(part, now)
         else:
             bulk = self._indexing.bulk(part.tenant_id, list(part.items), now, part.local_repeats())
-            report = PartReport(
-                bulk.indexed, bulk.skipped_stale, 0, [_shift(e, part.offset) for e in bulk.errors]
-            )
+            errors = [relined(e, part.lines) if part.lines else _shift(e, part.offset) for e in bulk.errors]
+            report = PartReport(bulk.indexed, bulk.skipped_stale, 0, errors, bulk.unindexed_fields)
         self._store.record_part(part.tenant_id, part.job_id, part.part, report.to_json(), iso_timestamp(now))
         return report
 
@@ -135,7 +171,8 @@ class JobService:
             repeats=part.local_repeats(),
         )
         errors = [_shift(e.model_dump(mode="json"), part.offset) for e in corpus.errors]
-        return PartReport(corpus.documents_ingested, 0, corpus.chunks_ingested, errors)
+        unindexed = set(corpus.unindexed_fields)
+        return PartReport(corpus.documents_ingested, 0, corpus.chunks_ingested, errors, unindexed)
 
 
 def _within(repeats: Mapping[int, int], offset: int, size: int) -> tuple[tuple[int, int], ...]:

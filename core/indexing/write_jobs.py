@@ -59,6 +59,8 @@ class JobPart:
     # (position, earlier position) in the whole request of each item naming an entity an earlier item
     # names: refused, though the earlier one may travel in another part
     repeats: tuple[tuple[int, int], ...] = ()
+    # The line of an NDJSON upload each item came from (core/indexing/ndjson.py): its errors name the line
+    lines: tuple[int, ...] = ()
 
     def to_message(self) -> dict[str, Any]:
         message = {
@@ -66,14 +68,16 @@ class JobPart:
             "offset": self.offset,
             "items": list(self.items),
         }
+        message |= {"lines": list(self.lines)} if self.lines else {}
         return message | ({"repeats": [list(r) for r in self.repeats]} if self.repeats else {})
 
     @classmethod
     def from_message(cls, message: Mapping[str, Any]) -> JobPart:
         job = message["job"]
         repeats = tuple((int(p), int(f)) for p, f in message.get("repeats", ()))
+        lines = tuple(int(n) for n in message.get("lines", ()))
         return cls(job["id"], job["tenant_id"], job["kind"], int(job["part"]), int(message["offset"]),
-                   tuple(message["items"]), repeats)  # fmt: skip
+                   tuple(message["items"]), repeats, lines)  # fmt: skip
 
     def local_repeats(self) -> dict[int, int]:
         """{position in this part: earlier position in the request} of the part's repeated items."""
@@ -88,6 +92,7 @@ class PartReport:
     skipped_stale: int = 0
     chunks: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
+    unindexed_fields: set[str] = field(default_factory=set)  # of the items written (EntityType.unindexed)
     failure: str | None = None  # why the part could not be processed at all (its items were not indexed)
     discarded: bool = False  # its job is gone or its tenant erased: nothing done, nothing recorded
 
@@ -96,7 +101,8 @@ class PartReport:
         for all parts together)."""
         kept = {"indexed": self.indexed, "skipped_stale": self.skipped_stale, "chunks": self.chunks,
                 "errors": self.errors[:MAX_ERRORS_PER_PART], "errors_total": len(self.errors)}  # fmt: skip
-        return kept | ({"failure": self.failure} if self.failure else {})
+        unindexed = {"unindexed_fields": sorted(self.unindexed_fields)} if self.unindexed_fields else {}
+        return kept | unindexed | ({"failure": self.failure} if self.failure else {})
 
 
 @dataclass(slots=True)
@@ -145,6 +151,7 @@ class Job:
             "errors": errors[:MAX_REPORTED_ERRORS],
             "errors_total": sum(int(r.get("errors_total", len(r.get("errors", [])))) for r in reports),
             "failures": self.failures,
+            "unindexed_fields": sorted({f for r in reports for f in r.get("unindexed_fields", ())}),
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }
@@ -168,17 +175,30 @@ def estimate_chunks(registry: EntityTypeRegistry, kind: JobKind, item: Any) -> i
     return max(1, math.ceil(text / _CHUNK_STRIDE_CHARS))
 
 
+def message_bytes(item: Any) -> int:
+    """What an item adds to a part's queue message: its compact JSON and a separator."""
+    return len(json.dumps(item, separators=(",", ":"), default=str)) + 1
+
+
+def part_bounds(
+    costs: Sequence[int], sizes: Sequence[int], max_chunks: int, max_bytes: int
+) -> Iterator[tuple[int, int]]:
+    """[start, end) of each part, each within `max_chunks` chunks and `max_bytes` of message (an item above
+    either bound travels alone)."""
+    start, chunks, size = 0, 0, 0
+    for i, (cost, item_bytes) in enumerate(zip(costs, sizes, strict=True)):
+        if i > start and (chunks + cost > max_chunks or size + item_bytes > max_bytes):
+            yield start, i
+            start, chunks, size = i, 0, 0
+        chunks, size = chunks + cost, size + item_bytes
+    if start < len(costs):
+        yield start, len(costs)
+
+
 def split_parts(
     items: Sequence[Any], costs: Sequence[int], max_chunks: int, max_bytes: int
 ) -> Iterator[tuple[int, list[Any]]]:
-    """(offset, items) parts, each within `max_chunks` chunks and `max_bytes` of JSON (an item above
-    either bound travels alone)."""
-    start, chunks, size = 0, 0, 0
-    for i, (item, cost) in enumerate(zip(items, costs, strict=True)):
-        item_bytes = len(json.dumps(item, separators=(",", ":"), default=str)) + 1
-        if i > start and (chunks + cost > max_chunks or size + item_bytes > max_bytes):
-            yield start, list(items[start:i])
-            start, chunks, size = i, 0, 0
-        chunks, size = chunks + cost, size + item_bytes
-    if start < len(items):
-        yield start, list(items[start:])
+    """(offset, items) parts, each within `max_chunks` chunks and `max_bytes` of JSON (part_bounds)."""
+    sizes = [message_bytes(item) for item in items]
+    for start, end in part_bounds(costs, sizes, max_chunks, max_bytes):
+        yield start, list(items[start:end])

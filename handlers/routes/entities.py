@@ -1,4 +1,5 @@
-"""PUT | PATCH | DELETE /entities/{type}/{id} and POST /entities (bulk)."""
+"""PUT | PATCH | DELETE /entities/{type}/{id}, POST /entities (bulk) and POST /entities/ndjson (a corpus
+as one job)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from core.errors import StaleVersionError
+from core.errors import InvalidInputError, StaleVersionError
 from core.indexing.entity_models import entity_models
 from core.models import WriteOutcome
 from core.payload import INT64_MAX
 from core.search.search_api import BulkRequest, BulkResponse, WriteResponse
 from handlers._observability import logger
-from handlers.routes.common import accepted, caller, services, written_or_queued
+from handlers.gate import body_file
+from handlers.routes.common import accepted, caller, only_parameters, services, written_or_queued
 from handlers.tenant_metrics import TenantMetric, count
 
 if TYPE_CHECKING:
@@ -138,6 +140,35 @@ def bulk(request: Annotated[BulkRequest, Body()]) -> Response[dict[str, Any]]:
         }
     )
     return Response(200, content_types.APPLICATION_JSON, done.model_dump(mode="json"))
+
+
+@router.post(
+    "/entities/ndjson",
+    summary="Index a whole corpus, one entity a line (NDJSON), as ONE job (202, GET /jobs/{id}); a bad line "
+    "is reported with its number and the others indexed",
+    tags=["entities"],
+    operation_id="uploadEntities",
+)
+def upload(
+    entity_type: Annotated[str | None, Query(alias="type", description="Every line's type (else its own `type`)")] = None,
+    id_field: Annotated[str | None, Query(description="The line field holding the entity id (BEIR: _id)")] = None,
+    field_map: Annotated[str | None, Query(alias="map", description="`title=title,text=abstract`: entity field = line field; nothing else is taken")] = None,
+) -> Response[dict[str, Any]]:  # fmt: skip
+    from infra.record_files import item_mapper, parse_field_map
+
+    principal = caller(router, "write")
+    only_parameters(router, "type", "id_field", "map")
+    c = services()
+    to_item = None
+    if entity_type is not None or id_field is not None or field_map is not None:
+        try:
+            fields = parse_field_map(field_map) if field_map is not None else None
+        except ValueError as exc:
+            raise InvalidInputError(f"invalid map: {exc}", {"map": str(exc)}) from exc
+        kind = c.registry.resolve(entity_type, path="type") if entity_type is not None else None
+        to_item = item_mapper(kind, id_field or "id", fields)
+    job = c.jobs.submit_lines(principal.tenant_id, body_file(router.current_event.raw_event), to_item)
+    return accepted(job)
 
 
 written = _written  # the MCP server's entity tools shape their answers with the same helper

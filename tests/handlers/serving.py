@@ -17,12 +17,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(keys: dict[str, Any], body_limit: int) -> Iterator[str]:
+def serving(keys: dict[str, Any], body_limit: int, ndjson_limit: int | None = None) -> Iterator[str]:
     """The local API (handlers.api behind the dev server) on a free loopback port; yields its base URL."""
     from handlers import api
     from handlers.devserver import make_server
 
-    httpd = make_server("127.0.0.1", 0, keys, api.lambda_handler, body_limit)
+    httpd = make_server("127.0.0.1", 0, keys, api.lambda_handler, body_limit, max_ndjson_bytes=ndjson_limit)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:

@@ -184,7 +184,7 @@ def test_cli_validate_and_load_corpus(
     # load-corpus uses the installed container (no --data-dir): the fake embedder, tenant acme.
     assert cli.main(["load-corpus", str(CORPUS), "--tenant", "acme", "--quiet"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report == {"documents_ingested": 12, "chunks_ingested": 13, "errors": []}
+    assert report == {"documents_ingested": 12, "chunks_ingested": 13, "errors": [], "unindexed_fields": []}
     assert cli.main(["retrieve", "dba", "rotate database credentials", "--tenant", "acme", "--json"]) == 0
     bundle = json.loads(capsys.readouterr().out)
     assert bundle["role_id"] == "dba" and bundle["summary"]["states"] == ["no_overlay"]

@@ -24,7 +24,7 @@ from core.indexing.entity_validation import (
 from tests.conftest import api_event, invoke
 
 OPERATIONS = {
-    "search", "getEntity", "listEntities", "putEntity", "patchEntity", "deleteEntity", "bulkWrite", "getJob",
+    "search", "getEntity", "listEntities", "putEntity", "patchEntity", "deleteEntity", "bulkWrite", "uploadEntities", "getJob",
     "assembleContext", "sendFeedback", "listWeights", "getBudgets", "getLog", "listCallers", "setWeight",
     "runLearning", "retrieve", "putOverlay", "getOverlay", "deleteOverlay", "evalOverlay", "tuneOverlay",
     "getSchema", "loadCorpus", "getWeightHistory", "listEvals", "listOverlayEvals", "exportTenant",
@@ -68,7 +68,7 @@ def test_bulk_items_are_a_union_of_one_schema_per_entity_type(doc: dict[str, Any
 
 def test_every_real_answer_is_documented(doc: dict[str, Any]) -> None:
     ops = operations(doc)
-    for name in ("bulkWrite", "loadCorpus"):
+    for name in ("bulkWrite", "loadCorpus", "uploadEntities"):
         accepted = ops[name]["responses"]["202"]
         assert accepted["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Job"}
         assert "Location" in accepted["headers"] and accepted["links"]["GetJob"]["operationId"] == "getJob"

@@ -24,6 +24,10 @@ from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 from tests.fakes import FakeClock
 from tests.handlers import test_context_api as context_api
 from tests.handlers import test_governance_api as governance_api
+from tests.handlers.test_catch_all import (  # noqa: F401 (collected by pytest)
+    test_a_catch_all_type_finds_a_word_written_only_in_an_undeclared_field,
+    test_changing_only_a_caught_field_makes_the_new_word_findable,
+)
 from tests.handlers.test_context_api import (  # noqa: F401 (collected by pytest)
     links_root,
     test_feedback_is_recorded_and_foreign_or_unknown_assemblies_are_404,

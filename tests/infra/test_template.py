@@ -329,6 +329,7 @@ ROUTE_SCOPES = {
     ("patch", "/entities/{entity_type}/{entity_id}"): "write",
     ("delete", "/entities/{entity_type}/{entity_id}"): "write",
     ("post", "/entities"): "write",
+    ("post", "/entities/ndjson"): "write",
     ("post", "/context/assemble"): "read",
     ("post", "/context/feedback"): "write",
     ("get", "/context/weights"): "read",

@@ -329,6 +329,11 @@ class CorpusReport(BaseModel):
         ..., title="Documents Ingested"
     )
     errors: list[CorpusError] = Field(..., title="Errors")
+    unindexed_fields: list[str] | None = Field(
+        None,
+        description="Fields of the documents no search will find (a document neither searches nor filters on them): stored, returned",
+        title="Unindexed Fields",
+    )
 
 
 class DocumentFields(BaseModel):
@@ -830,6 +835,11 @@ class Job(BaseModel):
     skipped_stale: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Skipped Stale")
     status: Literal["queued", "running", "done", "failed"] = Field(
         ..., description="queued → running → done", title="Status"
+    )
+    unindexed_fields: list[str] | None = Field(
+        None,
+        description="Fields of the written items their types neither search nor filter on: stored, never found",
+        title="Unindexed Fields",
     )
     updated_at: str = Field(..., title="Updated At")
 
