@@ -28,9 +28,9 @@ from core.entities import EntityTypeRegistry  # noqa: E402
 from core.service.indexing import IndexingService  # noqa: E402
 from core.service.search import SearchService, SearchSettings  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
+from infra.beir_evaluation import ALL_STRATEGIES, INDEX_FILE, evaluate_strategies, ingest  # noqa: E402
 from infra.clock import SystemClock  # noqa: E402
 from infra.embedding_cache import CachingEmbedder  # noqa: E402
-from infra.evaluation import ALL_STRATEGIES, INDEX_FILE, evaluate_strategies, ingest  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -185,8 +185,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Measure retrieval quality on a BEIR folder: nDCG@10, Recall@100, MRR@10 per strategy."""
+    from infra.beir_evaluation import eval_index, run_eval
+    from infra.beir_report import format_table, plot_report
     from infra.embedding_cache import CachingEmbedder
-    from infra.evaluation import eval_index, format_table, plot_report, run_eval
 
     c = _container(args.data_dir)
     cache_dir = Path(args.cache_dir) if args.cache_dir else c.settings.data_dir / "embeddings"
