@@ -1,4 +1,4 @@
-"""Reference retrievers side by side with Quarry, scored by the same metric code (core.ranking_metrics).
+"""Reference retrievers side by side with Quarry, scored by the same metric code (core.search.ranking_metrics).
 
 BM25 = bm25s (k1=1.2, b=0.75, Lucene variant, English Snowball stemmer via PyStemmer, English stop
 words) over title + text; dense = all-MiniLM-L6-v2 cosine over title + text (exact search); fusions over
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import SMOKE_DATASET, HashingEmbedder  # noqa: E402
 from core.ports import Embedder  # noqa: E402
-from core.ranking_metrics import Metrics, evaluate, ranking_from_scores  # noqa: E402
+from core.search.ranking_metrics import Metrics, evaluate, ranking_from_scores  # noqa: E402
 from infra.beir import BeirDataset, load_beir  # noqa: E402
 from infra.embedding_cache import CachingEmbedder  # noqa: E402
 

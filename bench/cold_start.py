@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.infra.test_cold_start import AWS_SETTINGS  # noqa: E402  the same settings the budget test uses
 
-HANDLERS = ("handlers.api", "handlers.indexing", "handlers.eval", "handlers.pretoken")
+HANDLERS = ("handlers.api", "handlers.indexing", "handlers.nightly", "handlers.pretoken")
 PROBE = "import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
 
 

@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench._common import SMOKE_DATASET, HashingEmbedder, shared_datasets  # noqa: E402
-from core.entities import EntityTypeRegistry  # noqa: E402
-from core.ranking_metrics import per_query  # noqa: E402
-from core.service.indexing import IndexingService  # noqa: E402
-from core.service.search import SearchService, SearchSettings  # noqa: E402
+from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
+from core.indexing.indexing_service import IndexingService  # noqa: E402
+from core.search.ranking_metrics import per_query  # noqa: E402
+from core.search.search_service import SearchService, SearchSettings  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
 from infra.beir_evaluation import (  # noqa: E402
     ALL_STRATEGIES,

@@ -1,4 +1,4 @@
-"""What vector feedback (core.feedback) costs a hybrid search, through the HTTP API handler on 10,000
+"""What vector feedback (core.search.pseudo_relevance) costs a hybrid search, through the HTTP API handler on 10,000
 entities: the same queries with feedback on (the default) and off, interleaved query by query so that a
 busy machine's load falls on both alike. The cache is bypassed (TTL 0) so every call searches; queries
 are embedded by the model every time, as in bench/search_latency.py.

@@ -22,12 +22,12 @@ from typing import Any, cast
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import SMOKE_DATASET, HashingEmbedder  # noqa: E402
-from core.entities import EntityTypeRegistry  # noqa: E402
-from core.fusion import FusionMethod  # noqa: E402
-from core.fusion_tuning import FusionSetting, QueryLists, fused_ranking, settings_grid, tune_fusion  # noqa: E402
-from core.ranking_metrics import Metrics, Qrels, evaluate  # noqa: E402
-from core.service.search import SearchSettings  # noqa: E402
-from core.service.tuning import FusionTuningService, current_setting  # noqa: E402
+from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
+from core.search.fusion import FusionMethod  # noqa: E402
+from core.search.fusion_tuning import FusionSetting, QueryLists, fused_ranking, settings_grid, tune_fusion  # noqa: E402
+from core.search.ranking_metrics import Metrics, Qrels, evaluate  # noqa: E402
+from core.search.search_service import SearchSettings  # noqa: E402
+from core.search.tuning_service import FusionTuningService, current_setting  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
 from infra.beir_evaluation import EVAL_TENANT, INDEX_FILE, SEARCH_LIMIT, ingest  # noqa: E402
 from infra.embedding_cache import CachingEmbedder  # noqa: E402
@@ -62,7 +62,7 @@ def build_index(
 ) -> tuple[Any, Any, Any]:
     """The dataset, an index holding its corpus (built unless reused), and the cached embedder (hashing
     vectors for a smoke run)."""
-    from core.service.indexing import IndexingService
+    from core.indexing.indexing_service import IndexingService
     from infra.clock import SystemClock
     from infra.local.cache import MemoryCache
     from infra.local.embedder import LocalEmbedder

@@ -35,7 +35,7 @@ from bench.scale import (  # noqa: E402
     records,
     vocabulary,
 )
-from core.entities import EntityTypeRegistry  # noqa: E402
+from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.models import Filters  # noqa: E402
 
 

@@ -174,7 +174,7 @@ def first_legs(client: Any, container: Any, stream: list[str]) -> dict[str, dict
     inner hit naming each hit's best chunk) or for its ranking only (what feedback needs), alternating query
     by query: the node's `took` and the wall time, P50 ms."""
     from core.models import Filters, LexicalQuery
-    from core.query import parse_query
+    from core.search.query import parse_query
     from infra.opensearch import bodies
 
     index = container.index

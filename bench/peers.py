@@ -16,7 +16,7 @@ Each side is asked every query at top 10 and top 100 over one keep-alive connect
 time; the two sides alternate query by query (the order flips each query) so they share the machine's
 noise. After a warm-up pass, --rounds passes are timed: P50/P99/mean per side per size, client time from
 sending the request to the parsed JSON answer. nDCG@10 / Recall@100 / MRR@10 of both top-100 answers are
-computed with core/ranking_metrics.py, so speed is not bought with ranking. Figures go to --json.
+computed with core/search/ranking_metrics.py, so speed is not bought with ranking. Figures go to --json.
 
     .venv/bin/python bench/peers.py [--rounds 3] [--workers 0] [--json bench/results/peers.json]
     .venv/bin/python bench/peers.py --smoke   # tests/fixtures/beir_tiny, one round, one worker
@@ -54,7 +54,9 @@ from bench._common import (  # noqa: E402
 
 KEY = "bench-peers-key"
 SIZES = (10, 100)
-SNIPPET_CHARS = 200  # core/snippet.py SNIPPET_CHARS: the peer's fragment is as long as Quarry's snippet
+SNIPPET_CHARS = (
+    200  # core/search/snippet.py SNIPPET_CHARS: the peer's fragment is as long as Quarry's snippet
+)
 BULK_DOCS = 1000  # documents per _bulk request
 DEFAULT_DATASET = shared_datasets() / "scifact"
 DEFAULT_CACHE = Path(".quarry/embeddings")  # as bench/load.py; `quarry eval --cache-dir` shares one
@@ -232,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.json is None:
         args.json = ROOT / "bench" / "results" / "peers.json"
 
-    from core.ranking_metrics import evaluate
+    from core.search.ranking_metrics import evaluate
     from infra.beir import load_beir
     from infra.beir_evaluation import EVAL_TENANT
 

@@ -44,9 +44,9 @@ def cpu_ms(run: Callable[[int], Any], count: int, passes: int) -> float:
 def layers(data_dir: Path, queries: list[str], size: int, passes: int) -> dict[str, float]:
     """CPU ms per query for the index, the service and the handler at top `size`."""
     from core.models import Filters, LexicalQuery
-    from core.query import parse_query
-    from core.schemas import SearchRequest
-    from core.service.search import MIN_SINGLE_DEPTH
+    from core.search.query import parse_query
+    from core.search.search_api import SearchRequest
+    from core.search.search_service import MIN_SINGLE_DEPTH
     from handlers import api
     from handlers.devserver import FakeLambdaContext, build_event
     from infra.beir_evaluation import EVAL_TENANT

@@ -1,6 +1,6 @@
 """Fusion study, part 2: score normalisations (z-score, min-max with a lower bound), a per-query
-α choice, and pseudo-relevance feedback — Rocchio on the query vector (core.feedback) and RM3-style
-expansion of the keyword query — all through Quarry's own index, scored with core.ranking_metrics.
+α choice, and pseudo-relevance feedback — Rocchio on the query vector (core.search.pseudo_relevance) and RM3-style
+expansion of the keyword query — all through Quarry's own index, scored with core.search.ranking_metrics.
 
     .venv/bin/python bench/prf_study.py --dataset ../shared/datasets/scifact --split train \
         [--work-dir .quarry/eval/scifact] [--reuse] [--rm3] [--json FILE]
@@ -32,15 +32,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.fusion_study import DEFAULT_CACHE, build_index, smoke_options  # noqa: E402
-from core.entities import EntityTypeRegistry  # noqa: E402
-from core.feedback import feedback_chunks, rocchio  # noqa: E402
-from core.fusion import fuse_convex  # noqa: E402
-from core.fusion_tuning import QueryLists  # noqa: E402
+from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.models import Candidate, Filters, LexicalQuery  # noqa: E402
-from core.query import parse_query  # noqa: E402
-from core.ranking_metrics import Qrels, ndcg_at_k  # noqa: E402
-from core.service.search import SearchSettings  # noqa: E402
-from core.service.tuning import FusionTuningService  # noqa: E402
+from core.search.fusion import fuse_convex  # noqa: E402
+from core.search.fusion_tuning import QueryLists  # noqa: E402
+from core.search.pseudo_relevance import feedback_chunks, rocchio  # noqa: E402
+from core.search.query import parse_query  # noqa: E402
+from core.search.ranking_metrics import Qrels, ndcg_at_k  # noqa: E402
+from core.search.search_service import SearchSettings  # noqa: E402
+from core.search.tuning_service import FusionTuningService  # noqa: E402
 from core.text import STOPWORDS, light_stem, tokens  # noqa: E402
 from infra.beir_evaluation import EVAL_MAX_TERMS, EVAL_TENANT  # noqa: E402
 
@@ -109,7 +109,7 @@ def minmax(alpha: float, vector_bound: float | None, lexical_bound: float | None
 
 
 def ndcg(scores: Scores, judged: Mapping[str, int]) -> float:
-    """nDCG@10 of a score map (ties broken by id, as core.fusion's determinism)."""
+    """nDCG@10 of a score map (ties broken by id, as core.search.fusion's determinism)."""
     ranking = [d for d, _ in sorted(scores.items(), key=lambda x: (-x[1], x[0]))][:10]
     return ndcg_at_k(ranking, judged, 10)
 
@@ -175,7 +175,7 @@ def rocchio_lists(
     first_alpha: float,
     filters: Filters,
 ) -> tuple[dict[str, list[tuple[str, float]]], float]:
-    """Each query's vector leg searched again with the Rocchio-moved vector (core.feedback) after a first
+    """Each query's vector leg searched again with the Rocchio-moved vector (core.search.pseudo_relevance) after a first
     convex fusion at `first_alpha`; and the mean extra milliseconds per query."""
     out: dict[str, list[tuple[str, float]]] = {}
     started = time.perf_counter()

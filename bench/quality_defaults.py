@@ -5,7 +5,7 @@ strategy of `quarry eval` on each split, so a proposed default can be judged bef
         --alpha 0.7 --semantic-lean 0.0 --min-depth 100 [--json bench/results/defaults_compared_scifact.json]
     .venv/bin/python bench/quality_defaults.py --smoke   # tests/fixtures/beir_tiny, hashing vectors, α 0.7
 
-The candidate's α, question lean (core.service.search.SEMANTIC_LEAN) and minimum candidate depth replace
+The candidate's α, question lean (core.search.search_service.SEMANTIC_LEAN) and minimum candidate depth replace
 the current ones only inside this process. Embeddings come from the on-disk cache (.quarry/embeddings).
 """
 
@@ -22,11 +22,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import core.service.search as search_module  # noqa: E402
+import core.search.search_service as search_module  # noqa: E402
 from bench._common import SMOKE_DATASET, HashingEmbedder  # noqa: E402
-from core.entities import EntityTypeRegistry  # noqa: E402
-from core.service.indexing import IndexingService  # noqa: E402
-from core.service.search import SearchService, SearchSettings  # noqa: E402
+from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
+from core.indexing.indexing_service import IndexingService  # noqa: E402
+from core.search.search_service import SearchService, SearchSettings  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
 from infra.beir_evaluation import ALL_STRATEGIES, INDEX_FILE, evaluate_strategies, ingest  # noqa: E402
 from infra.clock import SystemClock  # noqa: E402

@@ -94,7 +94,7 @@ def touched(container: Any) -> list[int]:
 
 
 def searcher(container: Any, tenants: list[str], strategy: str) -> Callable[[str, int], float]:
-    from core.schemas import SearchRequest
+    from core.search.search_api import SearchRequest
 
     def one(query: str, n: int) -> float:
         started = time.perf_counter()

@@ -34,9 +34,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import SMOKE_DATASET, shared_datasets, summary  # noqa: E402
-from core.entities import EntityTypeRegistry  # noqa: E402
+from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery  # noqa: E402
-from core.query import parse_query  # noqa: E402
+from core.search.query import parse_query  # noqa: E402
 from infra.local.sqlite_vector_search import ANN_PROBE  # noqa: E402
 from infra.local.tantivy_query import STOP_WORDS  # noqa: E402
 
@@ -206,8 +206,8 @@ def measure_keyword(
 ) -> dict[str, Any]:
     """Keyword P50/P99 (narrow and broad, with a type filter too), hybrid P50 through SearchService, and
     the first keyword search after a write, on whichever keyword engine the index runs."""
-    from core.schemas import SearchRequest
-    from core.service.search import SearchService
+    from core.search.search_api import SearchRequest
+    from core.search.search_service import SearchService
     from infra.clock import SystemClock
 
     res: dict[str, Any] = {"keyword_engine": "tantivy" if index._keywords is not None else "fts5"}

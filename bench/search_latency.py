@@ -73,7 +73,7 @@ def ingest(handler: Any, n: int) -> float:
 
 
 # What each search adds to the query (`--variant`): nothing, a range filter every entity passes (the
-# filtered path of both retrievers at its widest: core/filters.py), or facet counts of two fields.
+# filtered path of both retrievers at its widest: core/search/filters.py), or facet counts of two fields.
 VARIANTS: dict[str, dict[str, Any]] = {
     "plain": {},
     "range": {"filters": {"created_at": {"gte": "2000-01-01"}}},

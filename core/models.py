@@ -123,7 +123,7 @@ class LexicalQuery:
 
 @dataclass(frozen=True, slots=True)
 class Condition:
-    """One filter condition beyond equality (core/filters.py parses them from a search's `filters`).
+    """One filter condition beyond equality (core/search/filters.py parses them from a search's `filters`).
 
     `op` is `gt`/`gte`/`lt`/`lte` (a range bound: `values` holds the one bound, `kind` says how it
     compares: `number` against numeric values, `date` against ISO 8601 text as text), `not` (none of
@@ -169,13 +169,13 @@ class Candidate:
     metadata: Mapping[str, Any]
 
 
-# `chunk_no` of a candidate whose matched chunk is not known (RetrievalSpec.vector_ranking_only), and, in a
+# `chunk_no` of a candidate whose matched chunk is not known (CandidateQuery.vector_ranking_only), and, in a
 # `SearchIndex.chunk_vectors` request, "every stored chunk of the entity".
 ALL_CHUNKS = -1
 
 
 @dataclass(frozen=True, slots=True)
-class RetrievalSpec:
+class CandidateQuery:
     """One retrieval of a batch (`SearchIndex.retrieve_many`): what `retrieve` takes besides the tenant."""
 
     query: LexicalQuery | None
@@ -183,14 +183,14 @@ class RetrievalSpec:
     filters: Filters
     k: int
     # Only the vector list's ranking is needed (keys and scores): vector pseudo-relevance feedback
-    # (core.feedback) replaces that list before anything is shown. An index may then leave out what names
+    # (core.search.pseudo_relevance) replaces that list before anything is shown. An index may then leave out what names
     # the matched chunk and shows the entity (OpenSearch: the nested inner hit, most of a k-NN search's
     # time on the node); such candidates carry `chunk_no` ALL_CHUNKS and no display values.
     vector_ranking_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
-class Retrieval:
+class CandidateLists:
     """What one round trip to the index returned: the lexical and the vector lists, best first."""
 
     lexical: tuple[Candidate, ...] = ()

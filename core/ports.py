@@ -1,6 +1,9 @@
 """The ports: what core needs from the outside world, as Protocols. Adapters live in `infra/`.
 
 Every method takes the tenant explicitly; an adapter never returns another tenant's data.
+
+Longer than the ~300 lines a module keeps to, on purpose: it is the one page listing everything core asks of
+the outside world (docs/architecture.md, Ports and adapters), and its length is the ports' docstrings.
 """
 
 from __future__ import annotations
@@ -8,18 +11,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from core.catalog import EmbeddingStatus, EntityPosition
 from core.context.graph import Triple
-from core.jobs import Job
+from core.indexing.catalog import EmbeddingStatus, EntityPosition
+from core.indexing.write_jobs import Job
 from core.models import (
     Candidate,
+    CandidateLists,
+    CandidateQuery,
     EntityKey,
     EntityRecord,
     Filters,
     LexicalQuery,
     Placement,
-    Retrieval,
-    RetrievalSpec,
     StoredEntity,
     Vector,
     WriteOutcome,
@@ -96,7 +99,7 @@ class SearchIndex(Protocol):
     def facets(
         self, tenant_id: str, query: LexicalQuery | None, filters: Filters, fields: Sequence[str], size: int
     ) -> dict[str, dict[str, int]]:
-        """Per field, entities per value (core.filters.facet_key) over every entity the query's words match
+        """Per field, entities per value (core.search.filters.facet_key) over every entity the query's words match
         within the filters (every entity within them without a query): the `size` most frequent values,
         ties by value. A list field counts each of its values once per entity."""
         ...
@@ -112,7 +115,7 @@ class SearchIndex(Protocol):
         embedding: Vector | None,
         filters: Filters,
         k: int,
-    ) -> Retrieval:
+    ) -> CandidateLists:
         """Both lists in one round trip where the backend allows (OpenSearch `_msearch`)."""
         ...
 
@@ -139,7 +142,7 @@ class SearchIndex(Protocol):
         asks for every stored chunk of the entity, each keyed by its own chunk number."""
         ...
 
-    def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
+    def retrieve_many(self, tenant_id: str, specs: Sequence[CandidateQuery]) -> list[CandidateLists]:
         """`retrieve` for every spec, in order, in ONE round trip where the backend allows (OpenSearch: one
         `_msearch` for all the lexical and vector queries); UnavailableError fails them all."""
         ...

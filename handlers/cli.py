@@ -160,7 +160,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """Search and print the results."""
-    from core.schemas import SearchRequest
+    from core.search.search_api import SearchRequest
 
     c = _container(args.data_dir)
     request = SearchRequest(
@@ -230,7 +230,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval_cycle(args: argparse.Namespace) -> int:
+def cmd_learning_cycle(args: argparse.Namespace) -> int:
     """Run the context learning cycle for every caller with enough new feedback; print what changed."""
     report = _container(args.data_dir).learning.run(args.tenant)
     print(report.model_dump_json(indent=2))
@@ -332,7 +332,7 @@ def _register_eval(sub: Any) -> None:
     lc = sub.add_parser("eval-cycle", help="run the context learning cycle (what the nightly Lambda does)")
     lc.add_argument("--tenant", default=None, help="only this tenant (default: every tenant)")
     lc.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
-    lc.set_defaults(func=cmd_eval_cycle)
+    lc.set_defaults(func=cmd_learning_cycle)
 
 
 # Third-party progress bars and chatter that would interleave with our own tqdm bar on stderr.

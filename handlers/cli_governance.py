@@ -36,7 +36,7 @@ def _container(args: argparse.Namespace) -> Any:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Print `{valid, errors}` for an overlay or bundle file; exit 0 when valid, 1 when not."""
-    from core.governance.validation import validate_document
+    from core.governance.schema_validation import validate_document
 
     try:
         result = validate_document(args.kind, _read_json(args.file))
@@ -50,7 +50,7 @@ def cmd_load_corpus(args: argparse.Namespace) -> int:
     """Load `{documents: [...]}` from a JSON file; print the report; exit 1 when any document failed."""
     from tqdm import tqdm
 
-    from core.service.corpus import corpus_documents, load_corpus
+    from core.governance.corpus import corpus_documents, load_corpus
 
     documents = corpus_documents(_read_json(args.file))
     c = _container(args)
@@ -78,7 +78,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
             **given,
         }
     )
-    bundle = c.retrieval.retrieve(args.tenant, request)
+    bundle = c.governed_retrieval.retrieve(args.tenant, request)
     if args.json:
         print(bundle.model_dump_json(indent=2))
         return 0
@@ -97,7 +97,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
 
 def cmd_schema(args: argparse.Namespace) -> int:
     """Print a published JSON Schema, or write every schema into a directory (`--write DIR`)."""
-    from core.governance.validation import json_schema, schema_names
+    from core.governance.schema_validation import json_schema, schema_names
 
     if args.write:
         out = Path(args.write)

@@ -63,9 +63,9 @@ from core.errors import (
     VersionConflictError,
     VersionSchemeError,
 )
+from core.indexing.indexing_service import IndexingService
 from core.models import WriteOutcome
 from core.payload import INT64_MAX
-from core.service.indexing import IndexingService
 from handlers._observability import logger, metrics, tracer
 from handlers.tenant_metrics import TenantMetric
 from handlers.tenant_metrics import count as tenant_metric
@@ -170,7 +170,7 @@ def _service() -> IndexingService:
 
 def apply_change(change: EntityChange, now: float) -> WriteOutcome:
     """Send the change to the indexing service, behind the tenant's fence (a change that originated before
-    the tenant's erase is discarded, core/service/fencing.py); stale and already-absent outcomes are
+    the tenant's erase is discarded, core/tenancy/fencing.py); stale and already-absent outcomes are
     successes."""
     with wiring.container().gate.unit(change.tenant_id, since=now):
         return _apply(change, now)
@@ -289,7 +289,7 @@ def process_job_part(record: SQSRecord) -> str:
 def _fail_on_last_delivery(record: SQSRecord, exc: Exception) -> None:
     """On the part's last delivery (the queue moves it to the DLQ next), record it failed with the reason,
     so its job ends `failed` rather than `running`; a redrive that succeeds replaces the record."""
-    from core.jobs import failure_reason
+    from core.indexing.write_jobs import failure_reason
 
     receives = int(record.attributes.approximate_receive_count or 0)
     if receives < wiring.container().settings.jobs_max_receives:

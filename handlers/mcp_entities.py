@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.catalog import MAX_ENTITY_PAGE
 from core.errors import InvalidInputError
-from core.schemas import WriteResponse
+from core.indexing.catalog import MAX_ENTITY_PAGE
+from core.search.search_api import WriteResponse
 from handlers.routes.entities import written
 from infra.wiring import Container
 

@@ -39,10 +39,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from pydantic import BaseModel, Field, ValidationError
 
-from core.catalog import DEFAULT_ENTITY_PAGE, MAX_ENTITY_PAGE, EntityOut, EntityPage
 from core.context.budget import MAX_TOKEN_BUDGET
-from core.context.links import MAX_LINKS
-from core.context.schemas import (
+from core.context.context_api import (
     MAX_NAME_CHARS,
     MAX_USED_IDS,
     AssembleRequest,
@@ -50,14 +48,16 @@ from core.context.schemas import (
     FeedbackRequest,
     FeedbackResponse,
 )
-from core.entity_validation import ID_JSON_PATTERN, NONBLANK_PATTERN
+from core.context.links import MAX_LINKS
 from core.errors import NotFoundError, QuarryError, UnauthorizedError
 from core.governance.bundle import RetrievalBundle
 from core.governance.overlay import MAX_TEXT_CHARS, ROLE_ID_PATTERN
 from core.governance.requests import RetrieveRequest
-from core.governance.validation import json_schema
+from core.governance.schema_validation import json_schema
+from core.indexing.catalog import DEFAULT_ENTITY_PAGE, MAX_ENTITY_PAGE, EntityOut, EntityPage
+from core.indexing.entity_validation import ID_JSON_PATTERN, NONBLANK_PATTERN
 from core.payload import INT64_MAX
-from core.schemas import DEFAULT_LIMIT, MAX_LIMIT, SearchRequest, SearchResponse, WriteResponse
+from core.search.search_api import DEFAULT_LIMIT, MAX_LIMIT, SearchRequest, SearchResponse, WriteResponse
 from handlers.auth import SCOPES, Principal
 from handlers.errors import STATUS, validation_fields
 from handlers.mcp_tools import DELETE, READ, UPSERT, WRITE, QuarryMCPServer, plain_snippets
@@ -194,7 +194,7 @@ def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
 
     def act(ctx: Context, scope: str, work: Callable[[Principal, Container], Any]) -> Any:
         """Run `work` for the caller once `scope` is checked, as one unit of work behind the tenant's fence
-        (core/service/fencing.py); core errors become tool errors."""
+        (core/tenancy/fencing.py); core errors become tool errors."""
         try:
             who, c = gate.principal(ctx.headers).require(scope), container()
             with c.gate.unit(who.tenant_id):
@@ -231,7 +231,7 @@ def _search_tool(server: MCPServer, act: Act) -> None:
         limit: Annotated[int, Field(description="Hits per page", ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
         strategy: Annotated[
             Literal["auto", "keyword", "semantic", "hybrid"],
-            Field(description="auto: identifiers lean keyword, questions lean semantic, the rest hybrid"),
+            Field(description="auto: identifiers lean keyword, the rest hybrid"),
         ] = "auto",
         explain: Annotated[bool, Field(description="Add each hit's ranks and scores per retriever")] = False,
         cursor: Cursor = None,
@@ -387,7 +387,9 @@ def _retrieve_tool(server: MCPServer, act: Act) -> None:
             "lexical_only": lexical_only,
         }
         return act(
-            ctx, "read", lambda w, c: c.retrieval.retrieve(w.tenant_id, _validated(RetrieveRequest, request))
+            ctx,
+            "read",
+            lambda w, c: c.governed_retrieval.retrieve(w.tenant_id, _validated(RetrieveRequest, request)),
         )
 
 
@@ -487,7 +489,7 @@ def _governance(server: MCPServer, act: Act, container: Callable[[], Container],
     )
     def overlay(role_id: str, ctx: Context) -> str:
         return read_resource(
-            ctx, lambda w, c: c.retrieval.get_overlay(w.tenant_id, role_id).model_dump(mode="json")
+            ctx, lambda w, c: c.governed_retrieval.get_overlay(w.tenant_id, role_id).model_dump(mode="json")
         )
 
     @server.resource(

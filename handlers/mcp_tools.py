@@ -18,10 +18,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
-from core.entity_validation import ID_JSON_PATTERN, ID_RULE, NONBLANK_PATTERN
 from core.errors import InvalidInputError, QuarryError
+from core.indexing.entity_validation import ID_JSON_PATTERN, ID_RULE, NONBLANK_PATTERN
 from core.payload import check_value
-from core.schemas import SearchResponse
+from core.search.search_api import SearchResponse
 from infra.wiring import Container
 
 READ = ToolAnnotations(

@@ -14,17 +14,17 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from core.context.links import MAX_LINK_CHARS
-from core.entity_models import entity_models
-from core.entity_validation import (
+from core.governance.overlay import ROLE_ID_PATTERN
+from core.governance.requests import CorpusDocument
+from core.governance.schema_validation import KIND_ALIASES, schema_names
+from core.indexing.entity_models import entity_models
+from core.indexing.entity_validation import (
     ID_JSON_PATTERN,
     MAX_CALLER_CHARS,
     NONBLANK_PATTERN,
     caller_json_pattern,
 )
-from core.governance.overlay import ROLE_ID_PATTERN
-from core.governance.requests import CorpusDocument
-from core.governance.validation import KIND_ALIASES, schema_names
-from core.jobs import MAX_JOB_ITEMS
+from core.indexing.write_jobs import MAX_JOB_ITEMS
 from core.payload import INT64_MAX
 from handlers.auth import PUBLIC_PATHS as PUBLIC
 from handlers.openapi_examples import add_examples
@@ -225,7 +225,7 @@ def _parameters(paths: dict[str, Any], c: Container) -> None:
 
 def _search_request(schemas: dict[str, Any], c: Container) -> None:
     """What the search service checks against the deployment: types, filter names, query length, limit."""
-    from core.filters import COMMON_FILTERS, TIME_FIELDS
+    from core.search.filters import COMMON_FILTERS, TIME_FIELDS
 
     props = schemas["SearchRequest"]["properties"]
     props["query"]["maxLength"] = c.settings.max_query_chars  # empty or blank: no results, not an error
@@ -248,8 +248,8 @@ def _search_request(schemas: dict[str, Any], c: Container) -> None:
 
 
 def _filter_values(schemas: dict[str, Any], filters: dict[str, Any]) -> None:
-    """What core/filters.py accepts for each field: values and operators, per kind of field."""
-    from core.filters import COLUMN_FIELDS, DATE_PATTERN, RANGE_OPERATORS, TIME_FIELDS
+    """What core/search/filters.py accepts for each field: values and operators, per kind of field."""
+    from core.search.filters import COLUMN_FIELDS, DATE_PATTERN, RANGE_OPERATORS, TIME_FIELDS
 
     scalar = [{"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}]
     values = {"type": "array", "items": {"anyOf": scalar}, "minItems": 1, "description": "any of these"}
@@ -349,7 +349,7 @@ def _errors_of(method: str, path: str, op: dict[str, Any]) -> list[str]:
 
 
 def _ndjson_export(paths: dict[str, Any]) -> None:
-    """GET /tenant/export answers NDJSON, one `{kind, data}` object per line (core.service.lifecycle)."""
+    """GET /tenant/export answers NDJSON, one `{kind, data}` object per line (core.tenancy.lifecycle)."""
     op = paths.get("/tenant/export", {}).get("get")
     if op is not None:
         op.setdefault("responses", {})["200"] = {

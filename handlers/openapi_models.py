@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from core.jobs import MAX_REPORTED_ERRORS, JobKind, JobStatus
+from core.indexing.write_jobs import MAX_REPORTED_ERRORS, JobKind, JobStatus
 
 
 class Job(BaseModel):

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InvalidInputError
-from core.ranking_metrics import Qrels
+from core.search.ranking_metrics import Qrels
 
 DEFAULT_SPLIT = "test"
 QRELS_COLUMNS = 3  # query-id, corpus-id, score
-DOCUMENT_TYPE = "document"  # a built-in type (core/entities.py): title^2, text; chunked
+DOCUMENT_TYPE = "document"  # a built-in type (core/indexing/entity_types.py): title^2, text; chunked
 
 
 @dataclass(frozen=True, slots=True)

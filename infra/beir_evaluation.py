@@ -30,18 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, QuarryError
-from core.fusion import PLAIN_CONVEX_ALPHA, RRF_K, FusionMethod
+from core.indexing.entity_types import EntityTypeRegistry
 from core.ports import Embedder, SearchIndex
-from core.ranking_metrics import Metrics, Run, evaluate
-from core.schemas import SearchRequest
-from core.service.search import SearchService, SearchSettings
+from core.search.fusion import PLAIN_CONVEX_ALPHA, RRF_K, FusionMethod
+from core.search.ranking_metrics import Metrics, Run, evaluate
+from core.search.search_api import SearchRequest
+from core.search.search_service import SearchService, SearchSettings
 from infra.beir import BeirDataset, document_entity
 from infra.beir_report import EvalReport, IngestReport
 
 if TYPE_CHECKING:
-    from core.service.indexing import IndexingService
+    from core.indexing.indexing_service import IndexingService
     from infra.local.sqlite_index import SqliteIndex
     from infra.wiring import Container
 
@@ -228,7 +228,7 @@ def evaluate_dataset(
     """Ingest `data` into a fresh index (SQLite under `work_dir` unless an empty `index` is given) and score
     every strategy on its test queries.
 
-    With `tune`, also grid-search the fusion setting on these queries (core.fusion_tuning) and report it.
+    With `tune`, also grid-search the fusion setting on these queries (core.search.fusion_tuning) and report it.
     """
     from infra.local.cache import MemoryCache
 

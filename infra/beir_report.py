@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigurationError
-from core.fusion_tuning import TuningResult
-from core.ranking_metrics import Metrics
+from core.search.fusion_tuning import TuningResult
+from core.search.ranking_metrics import Metrics
 
 
 @dataclass(slots=True)

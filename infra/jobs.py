@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UnavailableError
-from core.jobs import Job
+from core.indexing.write_jobs import Job
 from infra.local.sqlite_connect import immediate, open_sqlite
 
 # SQS: short timeouts and botocore's standard retry mode, 3 attempts: a send stays within a few seconds,
@@ -40,7 +40,7 @@ class SqsJobQueue:
 
     def discard_tenant(self, tenant_id: str) -> int:
         """SQS cannot drop chosen messages: the tenant's parts are discarded when processed (their job is
-        gone and the tenant fenced, core/service/jobs.py)."""
+        gone and the tenant fenced, core/indexing/write_job_service.py)."""
         return 0
 
     def send(self, messages: Sequence[dict[str, Any]]) -> None:

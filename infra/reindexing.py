@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cache_key import generation_key
 from core.errors import InvalidInputError
+from core.search.cache_key import generation_key
 from infra.opensearch.reindex import DEFAULT_SETTLE_SECONDS, MAX_CATCH_UP_PASSES, OpenSearchReindexer
 
 if TYPE_CHECKING:

@@ -13,12 +13,12 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
-from core.entity_validation import CALLER_RULE, is_caller
 from core.errors import ConfigurationError, InvalidInputError
-from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT
-from core.jobs import MAX_PART_ATTEMPTS
+from core.indexing.entity_validation import CALLER_RULE, is_caller
+from core.indexing.versioning import MAX_CLOCK_SKEW_SECONDS
+from core.indexing.write_jobs import MAX_PART_ATTEMPTS
+from core.search.pseudo_relevance import FEEDBACK_DOCS, FEEDBACK_WEIGHT
 from core.state import REOPEN_AFTER_SECONDS
-from core.versioning import MAX_CLOCK_SKEW_SECONDS
 
 ENV_PREFIX = "QUARRY_"
 EVENTBRIDGE_SENDER_ID = "AIDAJXNJGGKNS7OSV23OI"  # SenderId of SQS messages EventBridge delivers
@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     eventbridge_sender_ids: list[str] = Field(default_factory=lambda: [EVENTBRIDGE_SENDER_ID], min_length=1)
 
     fusion: Literal["rrf", "convex"] = "convex"
-    # None: 0.8 with vector feedback, 0.7 without (each the measured best; core.service.search.default_alpha)
+    # None: 0.8 with vector feedback, 0.7 without (each the measured best; core.search.search_service.default_alpha)
     alpha: float | None = Field(default=None, ge=0.0, le=1.0)
     rrf_k: int = Field(default=60, ge=1, le=1000)
     # Vector pseudo-relevance feedback on hybrid searches (docs/benchmarks.md, Retrieval quality): the top N fused
@@ -81,7 +81,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=DEFAULT_BODY_LIMIT, ge=1024)
     max_batch_items: int = Field(default=500, ge=1, le=500)
     cache_ttl_seconds: float = Field(default=300.0, ge=0.0)
-    # How far ahead of this server's clock a write's `updated_at` may be (core/versioning.py): a later one
+    # How far ahead of this server's clock a write's `updated_at` may be (core/indexing/versioning.py): a later one
     # is refused, since as a version it would make every later write without one stale until that date.
     max_clock_skew_seconds: float = Field(default=MAX_CLOCK_SKEW_SECONDS, ge=0.0, le=366 * 24 * 3600)
     # Write jobs: a bulk or corpus request estimated above this many chunks (one embedding
@@ -96,7 +96,7 @@ class Settings(BaseSettings):
     # its failure, so the job ends `failed` with the reason instead of `running` while the part sits in the DLQ.
     jobs_max_receives: int = Field(default=MAX_PART_ATTEMPTS, ge=1, le=1000)
     # What this process's work may write, so what it deletes again when its work raced an erase
-    # (core/service/lifecycle.py `purge`): all (the API, the local server), index (the queue consumer),
+    # (core/tenancy/lifecycle.py `purge`): all (the API, the local server), index (the queue consumer),
     # state (the nightly run). template.yaml sets it per function, matching each role's rights.
     erase_sweep: Literal["all", "index", "state"] = "all"
     # How long after its erase a tenant may be reopened (POST /tenant/reopen): no work admitted before the

@@ -13,13 +13,19 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.entities import EntityTypeRegistry
 from core.errors import ConfigurationError, InvalidInputError
+from core.indexing.entity_types import EntityTypeRegistry
 from infra.clock import SystemClock
 
 # Services and settings are imported where they are first built, not here: a handler's cold start pays
 # only for the services its first request uses (tests/infra/test_cold_start.py, bench/cold_start.py).
 if TYPE_CHECKING:
+    from core.context.context_service import ContextService, ContextSettings
+    from core.context.learning_service import LearningService
+    from core.governance.governed_retrieval import GovernedRetrievalService
+    from core.indexing.catalog_service import CatalogService
+    from core.indexing.indexing_service import IndexingService
+    from core.indexing.write_job_service import JobService
     from core.ports import (
         Cache,
         Clock,
@@ -31,16 +37,10 @@ if TYPE_CHECKING:
         TenantFences,
         TripleStore,
     )
-    from core.service.catalog import CatalogService
-    from core.service.context import ContextService, ContextSettings
-    from core.service.context_learning import LearningService
-    from core.service.fencing import TenantGate
-    from core.service.indexing import IndexingService
-    from core.service.jobs import JobService
-    from core.service.lifecycle import LifecycleService
-    from core.service.retrieval import RetrievalService
-    from core.service.search import SearchService, SearchSettings
-    from core.service.tuning import FusionTuningService
+    from core.search.search_service import SearchService, SearchSettings
+    from core.search.tuning_service import FusionTuningService
+    from core.tenancy.fencing import TenantGate
+    from core.tenancy.lifecycle import LifecycleService
     from infra.settings import Settings
 
 
@@ -212,8 +212,8 @@ class Container:
     @cached_property
     def search_settings(self) -> SearchSettings:
         """The deployment's search behaviour (also what `quarry eval` reports as the default)."""
-        from core.fusion import FusionMethod
-        from core.service.search import SearchSettings, default_alpha
+        from core.search.fusion import FusionMethod
+        from core.search.search_service import SearchSettings, default_alpha
 
         s = self.settings
         return SearchSettings(
@@ -231,7 +231,7 @@ class Container:
 
     @cached_property
     def search(self) -> SearchService:
-        from core.service.search import SearchService
+        from core.search.search_service import SearchService
 
         return SearchService(
             self.index, self.embedder, self.cache, self.registry, self.clock, self.search_settings
@@ -240,13 +240,13 @@ class Container:
     @cached_property
     def fusion_tuning(self) -> FusionTuningService:
         """Grid-searches the fusion setting on judged queries (`quarry eval --tune`, infra/beir_evaluation.py)."""
-        from core.service.tuning import FusionTuningService
+        from core.search.tuning_service import FusionTuningService
 
         return FusionTuningService(self.index, self.embedder, self.registry, self.search_settings)
 
     @cached_property
     def indexing(self) -> IndexingService:
-        from core.service.indexing import IndexingService
+        from core.indexing.indexing_service import IndexingService
 
         return IndexingService(
             self.index,
@@ -261,13 +261,13 @@ class Container:
     def catalog(self) -> CatalogService:
         """Reads of stored entities, weight history and eval records (docs/architecture.md, A tenant's data
         lifecycle)."""
-        from core.service.catalog import CatalogService
+        from core.indexing.catalog_service import CatalogService
 
         return CatalogService(self.index, self.state, self.registry)
 
     @cached_property
     def fences(self) -> TenantFences:
-        """Erased tenants' fences, beside the state (core/service/fencing.py)."""
+        """Erased tenants' fences, beside the state (core/tenancy/fencing.py)."""
         if self.settings.state_kind == "dynamodb":
             from infra.dynamodb.fences import DynamoTenantFences
 
@@ -280,7 +280,7 @@ class Container:
     @cached_property
     def lifecycle(self) -> LifecycleService:
         """Export, erase and reopen of a tenant (docs/architecture.md, A tenant's data lifecycle)."""
-        from core.service.lifecycle import LifecycleService
+        from core.tenancy.lifecycle import LifecycleService
 
         return LifecycleService(
             self.index,
@@ -296,23 +296,23 @@ class Container:
     @cached_property
     def gate(self) -> TenantGate:
         """Admits and settles each unit of work for a tenant against its fence."""
-        from core.service.fencing import TenantGate
+        from core.tenancy.fencing import TenantGate
 
         scope = self.settings.erase_sweep
         return TenantGate(self.fences, lambda tenant: self.lifecycle.purge(tenant, scope), self.clock)
 
     @cached_property
-    def retrieval(self) -> RetrievalService:
+    def governed_retrieval(self) -> GovernedRetrievalService:
         """Governed retrieval and overlays (docs/architecture.md, Governed retrieval); the embedder is only
         called when not lexical_only."""
-        from core.service.retrieval import RetrievalService
+        from core.governance.governed_retrieval import GovernedRetrievalService
 
-        return RetrievalService(self.index, self.state, self.clock, self.embedder)
+        return GovernedRetrievalService(self.index, self.state, self.clock, self.embedder)
 
     @cached_property
     def context_settings(self) -> ContextSettings:
+        from core.context.context_service import ContextSettings
         from core.context.sources import parse_sources
-        from core.service.context import ContextSettings
 
         s = self.settings
         return ContextSettings(
@@ -337,7 +337,7 @@ class Container:
 
     @cached_property
     def context(self) -> ContextService:
-        from core.service.context import ContextService
+        from core.context.context_service import ContextService
         from infra.file_links import FileLinkReader
 
         root = self.settings.links_root
@@ -399,7 +399,7 @@ class Container:
     @cached_property
     def jobs(self) -> JobService:
         """Bulk and corpus writes too big for one API call."""
-        from core.service.jobs import JobService, JobSettings
+        from core.indexing.write_job_service import JobService, JobSettings
 
         settings = JobSettings(async_min_chunks=self.settings.async_min_chunks)
         return JobService(
@@ -408,7 +408,7 @@ class Container:
 
     @cached_property
     def learning(self) -> LearningService:
-        from core.service.context_learning import LearningService
+        from core.context.learning_service import LearningService
 
         cs = self.context_settings
         return LearningService(self.state, self.clock, cs.sources, cs.default_budget)

@@ -2,5 +2,5 @@
 sources, budgets, scoring, packing, knowledge-graph lines, explicit links and the learning cycle — pure
 functions only.
 
-The use cases that coordinate them with the ports live in `core/service/context.py`.
+The use cases that coordinate them with the ports live in `core/context/context_service.py`.
 """

@@ -10,8 +10,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from core.fusion import RRF_K, fuse_rrf, normalise_max
-from core.models import Candidate, Retrieval
+from core.models import Candidate, CandidateLists
+from core.search.fusion import RRF_K, fuse_rrf, normalise_max
 from core.timestamps import parse_timestamp, recency_boost
 
 CROSS_NAMESPACE_SCORE_DISCOUNT = 0.5  # seed service.ts: other namespaces' hits count half
@@ -56,7 +56,7 @@ def recency(created_at: str, now: float, floor: float = RECENCY_FLOOR) -> float:
 
 def score_source(
     source: str,
-    retrieval: Retrieval,
+    retrieval: CandidateLists,
     weight: float,
     now: float,
     cross_namespace: bool = False,

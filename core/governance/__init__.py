@@ -2,7 +2,7 @@
 governance filters, diversity-aware rerank, warning states and the RetrievalBundle — pure functions over what
 the ports return.
 
-Pipeline (core/service/retrieval.py coordinates it):
+Pipeline (core/governance/governed_retrieval.py coordinates it):
 build_query → SearchIndex.retrieve → screen (score + filters) → select_mmr → assemble_bundle.
 """
 

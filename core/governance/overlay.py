@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, StrictBool, StringConstraints, model_validator
 
 from core.base_model import JSON_INTEGER, JSON_NUMBER, JsonFloat, JsonInt, QuarryModel
-from core.entity_validation import NONBLANK_PATTERN
+from core.indexing.entity_validation import NONBLANK_PATTERN
 
 SCHEMA_VERSION: Literal["1.0"] = "1.0"  # seed: RetrievalBundle.version "1.0"; overlays share it
 ROLE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"  # a key in URLs and state stores

@@ -10,7 +10,7 @@ from core.governance.bundle import PartRole
 from core.governance.overlay import RoleOverlay
 from core.governance.terms import content_tokens, stem
 from core.models import LexicalQuery
-from core.query import MAX_TERMS
+from core.search.query import MAX_TERMS
 from core.text import tokens
 
 # Weights of the semantic parts in the query vector (normalised Σ wᵢ·embed(partᵢ)). The task is what was

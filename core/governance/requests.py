@@ -15,8 +15,8 @@ from pydantic import (
 )
 
 from core.base_model import JsonFloat, QuarryModel
-from core.entity_validation import NONBLANK_PATTERN, WHITESPACE_CLASS, at_least_one
 from core.governance.overlay import MAX_TEXT_CHARS, ROLE_ID_PATTERN, RoleOverlay, SourceName
+from core.indexing.entity_validation import NONBLANK_PATTERN, WHITESPACE_CLASS, at_least_one
 
 MAX_CORPUS_DOCUMENTS = 500  # one request; larger corpora go through `quarry load-corpus` in batches
 MAX_PREMADE_CHUNKS = 1000  # per document

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.fusion import RRF_K, fuse_rrf, normalise_max
 from core.governance.bundle import Mode, RejectReason, TrustLabel
 from core.governance.overlay import RetrievalPolicy, SourcePolicy
 from core.governance.query_builder import BuiltQuery
@@ -35,10 +34,11 @@ from core.governance.terms import (
     trust_score,
 )
 from core.models import Candidate, EntityKey
+from core.search.fusion import RRF_K, fuse_rrf, normalise_max
 
 SUPPRESS_PENALTY = 0.5  # a suppressed term halves the score: demoted below clean peers, still findable
 # Cosine below this is noise for all-MiniLM-L6-v2 (unrelated sentences score ~-0.1..0.15); the same floor
-# as core.service.search.MIN_VECTOR_SIMILARITY, measured on SciFact/Cranfield in bench/.
+# as core.search.search_service.MIN_VECTOR_SIMILARITY, measured on SciFact/Cranfield in bench/.
 VECTOR_NOISE_FLOOR = 0.2
 
 
@@ -232,7 +232,7 @@ def screen(
     now: float,
 ) -> Screening:
     """Score every candidate of both lists and split them into kept (best first) and rejected."""
-    # Vector hits under the noise floor are not candidates at all (as in core.service.search): k-NN always
+    # Vector hits under the noise floor are not candidates at all (as in core.search.search_service): k-NN always
     # returns k neighbours, however unrelated.
     vector = [c for c in vector if c.score >= VECTOR_NOISE_FLOOR]
     ctx = _context(lexical, vector, built, policy, sources, alpha_for(mode, policy), now)

@@ -8,7 +8,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from core.catalog import (
+from core.indexing.catalog import (
     DEFAULT_ENTITY_PAGE,
     DEFAULT_READ_ROWS,
     MAX_ENTITY_PAGE,
@@ -104,6 +104,6 @@ def overlay_evals(
     role_id: str, limit: Annotated[int, Query(ge=1, le=MAX_READ_ROWS)] = DEFAULT_READ_ROWS
 ) -> EvalsResponse:
     tenant = caller(router, "read").tenant_id
-    from core.service.golden import EVAL_NAME_PREFIX  # the evaluation code loads on this route only
+    from core.governance.golden_sets import EVAL_NAME_PREFIX  # the evaluation code loads on this route only
 
     return services().catalog.evals(tenant, EVAL_NAME_PREFIX + role_id, limit)

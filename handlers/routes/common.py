@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
     from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
-    from core.jobs import Job
+    from core.indexing.write_jobs import Job
     from infra.settings import Settings
     from infra.wiring import Container
 
@@ -87,7 +87,7 @@ FENCE_ROUTES = frozenset({("DELETE", "/tenant"), ("POST", "/tenant/reopen")})
 
 
 def fence_tenant(app: Any, next_middleware: Callable[[Any], Response]) -> Response:
-    """Every request of a tenant is a unit of work behind its fence (core/service/fencing.py): refused
+    """Every request of a tenant is a unit of work behind its fence (core/tenancy/fencing.py): refused
     (410) while the tenant is erased; a request that may write (any method but GET) checks the fence again
     when it ends, and undoes itself when an erase raced it. The public routes hold no tenant data and are
     not fenced: /health answers without reading a fence, with or without a token."""

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.metrics import MetricUnit
 
-from core.context.schemas import (
+from core.context.context_api import (
     DEFAULT_LOG_PAGE,
     DEFAULT_WEIGHTS_PAGE,
     MAX_LOG_PAGE,
@@ -63,7 +63,7 @@ def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
     metrics.add_metric(name="AssemblyWarnings", unit=MetricUnit.Count, value=len(response.warnings))
     on = services().settings.tenant_metrics
     count(TenantMetric.ASSEMBLIES, who.tenant_id, enabled=on)
-    from core.service.context import is_degraded  # loaded already: services().context built it
+    from core.context.context_service import is_degraded  # loaded already: services().context built it
 
     degraded = is_degraded(response.warnings)
     count(TenantMetric.DEGRADED_ANSWERS, who.tenant_id, int(degraded), enabled=on)

@@ -8,17 +8,17 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from core.entity_models import entity_models
 from core.errors import StaleVersionError
+from core.indexing.entity_models import entity_models
 from core.models import WriteOutcome
 from core.payload import INT64_MAX
-from core.schemas import BulkRequest, BulkResponse, WriteResponse
+from core.search.search_api import BulkRequest, BulkResponse, WriteResponse
 from handlers._observability import logger
 from handlers.routes.common import accepted, caller, services, written_or_queued
 from handlers.tenant_metrics import TenantMetric, count
 
 if TYPE_CHECKING:
-    from core.service.indexing import WriteResult
+    from core.indexing.indexing_service import WriteResult
 
 router = Router()
 

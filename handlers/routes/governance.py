@@ -14,8 +14,8 @@ from core.errors import PayloadTooLargeError
 from core.governance.bundle import RetrievalBundle
 from core.governance.overlay import RoleOverlay
 from core.governance.requests import MAX_CORPUS_DOCUMENTS, CorpusReport, RetrieveRequest
-from core.governance.validation import json_schema
-from core.jobs import MAX_JOB_ITEMS
+from core.governance.schema_validation import json_schema
+from core.indexing.write_jobs import MAX_JOB_ITEMS
 from core.timestamps import iso_timestamp
 from handlers._observability import logger, metrics
 from handlers.openapi_models import OverlayDeleted, OverlayEvaluation, OverlayTuning
@@ -34,7 +34,7 @@ router = Router()
 )
 def retrieve(request: Annotated[RetrieveRequest, Body()]) -> dict[str, Any]:
     principal = caller(router, "read")
-    bundle = services().retrieval.retrieve(principal.tenant_id, request)
+    bundle = services().governed_retrieval.retrieve(principal.tenant_id, request)
     metrics.add_metric(
         name="RetrieveLatency", unit=MetricUnit.Milliseconds, value=bundle.diagnostics.timings_ms["total"]
     )
@@ -64,7 +64,7 @@ def retrieve(request: Annotated[RetrieveRequest, Body()]) -> dict[str, Any]:
 )
 def put_overlay(role_id: str, body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
     principal = caller(router, "write")
-    overlay = services().retrieval.put_overlay(principal.tenant_id, role_id, body)
+    overlay = services().governed_retrieval.put_overlay(principal.tenant_id, role_id, body)
     logger.info("overlay put", extra={"tenant": principal.tenant_id, "role": role_id})
     return overlay.model_dump(mode="json")
 
@@ -78,7 +78,7 @@ def put_overlay(role_id: str, body: Annotated[dict[str, Any], Body()]) -> dict[s
 )
 def get_overlay(role_id: str) -> dict[str, Any]:
     principal = caller(router, "read")
-    return services().retrieval.get_overlay(principal.tenant_id, role_id).model_dump(mode="json")
+    return services().governed_retrieval.get_overlay(principal.tenant_id, role_id).model_dump(mode="json")
 
 
 @router.delete(
@@ -90,7 +90,7 @@ def get_overlay(role_id: str) -> dict[str, Any]:
 )
 def delete_overlay(role_id: str) -> dict[str, Any]:
     principal = caller(router, "write")
-    services().retrieval.delete_overlay(principal.tenant_id, role_id)
+    services().governed_retrieval.delete_overlay(principal.tenant_id, role_id)
     logger.info("overlay deleted", extra={"tenant": principal.tenant_id, "role": role_id})
     return {"role_id": role_id, "deleted": True}
 
@@ -103,13 +103,13 @@ def delete_overlay(role_id: str) -> dict[str, Any]:
     responses=answer(OverlayEvaluation),
 )
 def eval_overlay(role_id: str) -> dict[str, Any]:
-    from core.service.golden import run_golden_sets  # the evaluation code loads with its first use
+    from core.governance.golden_sets import run_golden_sets  # the evaluation code loads with its first use
 
     principal = caller(router, "admin")
     c = services()
-    c.retrieval.get_overlay(principal.tenant_id, role_id)  # 404 before anything runs
+    c.governed_retrieval.get_overlay(principal.tenant_id, role_id)  # 404 before anything runs
     reports = run_golden_sets(
-        principal.tenant_id, [role_id], c.retrieval, c.state, iso_timestamp(c.clock.now())
+        principal.tenant_id, [role_id], c.governed_retrieval, c.state, iso_timestamp(c.clock.now())
     )
     if not reports:
         return {
@@ -129,10 +129,10 @@ def eval_overlay(role_id: str) -> dict[str, Any]:
     responses=answer(OverlayTuning),
 )
 def tune_overlay_fusion(role_id: str) -> dict[str, Any]:
-    from core.service.tuning import tune_overlay
+    from core.search.tuning_service import tune_overlay
 
     principal = caller(router, "admin")
-    return tune_overlay(services().retrieval, principal.tenant_id, role_id).to_json()
+    return tune_overlay(services().governed_retrieval, principal.tenant_id, role_id).to_json()
 
 
 @router.get(
@@ -154,7 +154,7 @@ def schema(name: str) -> dict[str, Any]:
     responses=written_or_queued(CorpusReport),
 )
 def corpus(body: Annotated[dict[str, Any], Body()]) -> Response[dict[str, Any]]:
-    from core.service.corpus import check_documents, corpus_documents, load_corpus
+    from core.governance.corpus import check_documents, corpus_documents, load_corpus
 
     principal = caller(router, "write")
     c = services()

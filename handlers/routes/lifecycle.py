@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.cursor import tenant_mark
 from core.errors import ForbiddenError
-from core.service.lifecycle import EXPORT_PAGE_BYTES, EraseReport, ReopenReport
+from core.tenancy.lifecycle import EXPORT_PAGE_BYTES, EraseReport, ReopenReport
 from handlers._observability import logger
 from handlers.routes.common import caller, services
 

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 
-from core.schemas import SearchRequest, SearchResponse
+from core.search.search_api import SearchRequest, SearchResponse
 from handlers._observability import logger, metrics
 from handlers.routes.common import caller, services
 from handlers.tenant_metrics import TenantMetric, count

@@ -6,7 +6,7 @@
     value     V#<key>                -           the same (the settling marker, any other key)
     counter   C#<key>                -           count (number, no TTL)
 
-A tenant's cached searches share one partition (core/cache_key.py `cache_partition`), so DELETE /tenant
+A tenant's cached searches share one partition (core/search/cache_key.py `cache_partition`), so DELETE /tenant
 finds every one of them with one strongly consistent Query and deletes them — none waits for its TTL.
 DynamoDB's TTL sweeper deletes expired items lazily (typically within days), so `get` compares the exact
 expiry with the injected `now` itself. Counters use `ADD` (atomic server-side) and are read strongly
@@ -19,7 +19,7 @@ import json
 import math
 from typing import Any
 
-from core.cache_key import SINGLE_ITEM, cache_partition, generation_key, search_partition, settling_key
+from core.search.cache_key import SINGLE_ITEM, cache_partition, generation_key, search_partition, settling_key
 from infra.dynamodb.errors import dynamodb_errors
 from infra.dynamodb.state_items import decode, encode
 from infra.dynamodb.state_log import pages

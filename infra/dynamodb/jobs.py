@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.jobs import Job
+from core.indexing.write_jobs import Job
 from infra.dynamodb.errors import dynamodb_errors, error_code
 from infra.dynamodb.state_items import esc, tenant_pk, unesc
 from infra.dynamodb.state_log import pages

@@ -18,14 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from core.cache_key import (
+from core.errors import UnavailableError
+from core.search.cache_key import (
     SEARCH_KEY_HASH_CHARS,
     generation_key,
     is_tenant_cache_key,
     search_key_prefix,
     settling_key,
 )
-from core.errors import UnavailableError
 from infra.local.sqlite_connect import open_sqlite
 
 # Sets between two sweeps of expired rows. Measured on the dev VM: a set takes ~0.1 ms and a sweep of 10k

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.jobs import MAX_PART_ATTEMPTS, failure_reason
+from core.indexing.write_jobs import MAX_PART_ATTEMPTS, failure_reason
 from infra.local.sqlite_connect import immediate, open_sqlite
 
 _log = logging.getLogger(__name__)

@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from core.chunking import embedding_input
-from core.entities import EntityTypeRegistry
 from core.errors import ConflictError
+from core.indexing.chunking import embedding_input
+from core.indexing.entity_types import EntityTypeRegistry
 from core.ports import Embedder
 from infra.local.sqlite_connect import immediate, open_sqlite
 from infra.local.vector_files import ColumnFiles
@@ -95,7 +95,7 @@ class ReindexReport:
 
 
 def passage_input(registry: EntityTypeRegistry, entity_type: str, title: str, text: str) -> str:
-    """The text a chunk's vector embeds, exactly as IndexingService builds it (core.chunking)."""
+    """The text a chunk's vector embeds, exactly as IndexingService builds it (core.indexing.chunking)."""
     chunked = entity_type in registry.names() and registry.get(entity_type).chunked
     return embedding_input(chunked, title, text)
 

@@ -11,10 +11,10 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from core.catalog import EmbeddingStatus, EntityPosition
 from core.errors import UnavailableError
-from core.filters import COLUMN_FIELDS, facet_key
+from core.indexing.catalog import EmbeddingStatus, EntityPosition
 from core.models import EntityKey, Filters, LexicalQuery, StoredEntity
+from core.search.filters import COLUMN_FIELDS, facet_key
 from infra.local.fts import fts5_expression, scoped_expression
 from infra.local.fts_tables import fts_table, is_missing_table
 from infra.local.keyword_files import remove_folder, tenant_folder, writer_lock
@@ -62,7 +62,7 @@ def checkpoint(conn: sqlite3.Connection) -> None:
 
 
 def _facet_sql(matched: str, field: str) -> str:
-    """Entities per value of `field` among `matched` (a metadata key, or a column: core/filters.py)."""
+    """Entities per value of `field` among `matched` (a metadata key, or a column: core/search/filters.py)."""
     join = "JOIN idx_entities e ON e.tenant_id = ? AND e.entity_type = m.entity_type AND e.entity_id = m.entity_id"
     if field in COLUMN_FIELDS:
         return (

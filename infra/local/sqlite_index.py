@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from core.models import EntityKey, Filters, LexicalQuery, Retrieval, RetrievalSpec, StoredEntity, Vector
+from core.models import CandidateLists, CandidateQuery, EntityKey, Filters, LexicalQuery, StoredEntity, Vector
 from infra.local.sqlite_catalog import SqliteCatalog
 from infra.local.sqlite_lexical import SqliteLexicalSearch
 from infra.local.sqlite_sql import ENTITY_COLUMNS, stored
@@ -63,12 +63,12 @@ class SqliteIndex(SqliteWrites, SqliteLexicalSearch, SqliteVectorSearch, SqliteC
 
     def retrieve(
         self, tenant_id: str, query: LexicalQuery | None, embedding: Vector | None, filters: Filters, k: int
-    ) -> Retrieval:
+    ) -> CandidateLists:
         """Both lists (locally there is no round trip to save)."""
         lexical = self.lexical(tenant_id, query, filters, k) if query is not None else []
         vector = self.vector(tenant_id, embedding, filters, k) if embedding is not None else []
-        return Retrieval(lexical=tuple(lexical), vector=tuple(vector))
+        return CandidateLists(lexical=tuple(lexical), vector=tuple(vector))
 
-    def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
+    def retrieve_many(self, tenant_id: str, specs: Sequence[CandidateQuery]) -> list[CandidateLists]:
         """Each spec in turn (locally there is no round trip to save)."""
         return [self.retrieve(tenant_id, s.query, s.embedding, s.filters, s.k) for s in specs]

@@ -6,8 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from core.filters import DATE, NUMBER
 from core.models import Candidate, Condition, EntityKey, Filters, StoredEntity
+from core.search.filters import DATE, NUMBER
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS idx_entities (
@@ -107,7 +107,7 @@ def _json_path(key: str) -> str:
 
 
 _COMPARE = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
-# Which JSON values a range compares with (core/filters.py): numbers, or text that starts with a date
+# Which JSON values a range compares with (core/search/filters.py): numbers, or text that starts with a date
 # (the same test as infra/opensearch/documents.py DATED).
 _RANGE_VALUES = {
     NUMBER: "type IN ('integer', 'real')",

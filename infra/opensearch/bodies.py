@@ -25,8 +25,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from core.filters import COLUMN_FIELDS
 from core.models import Condition, Filters, LexicalQuery, MatchMode, Vector
+from core.search.filters import COLUMN_FIELDS
 from infra.opensearch import mapping as m
 from infra.opensearch.documents import keyword, metadata_term, range_limits, range_term
 
@@ -166,7 +166,7 @@ def filter_clauses(tenant_id: str, filters: Filters) -> list[dict[str, Any]]:
 
 
 def condition_clause(condition: Condition) -> tuple[dict[str, Any], bool]:
-    """One range/not/exists condition (core/filters.py) as a clause, and whether it goes in `must_not`;
+    """One range/not/exists condition (core/search/filters.py) as a clause, and whether it goes in `must_not`;
     the same semantics as infra/local/sqlite_sql.py condition_sql."""
     field, op, values = condition.field, condition.op, condition.values
     if op == "exists":
@@ -340,7 +340,7 @@ RANKING_VALUES = (m.TENANT, m.DELETED, m.ENTITY_TYPE, m.ENTITY_ID)
 
 
 def vector_ranking_body(tenant_id: str, embedding: Vector, filters: Filters, k: int) -> dict[str, Any]:
-    """`vector_body` for the ranking only (RetrievalSpec.vector_ranking_only): the same hits and scores,
+    """`vector_body` for the ranking only (CandidateQuery.vector_ranking_only): the same hits and scores,
     without the inner hit naming each hit's best chunk (on the node it runs the nested query again for
     every hit: bench/opensearch_profile.py) and without display values."""
     size = clamp(k)

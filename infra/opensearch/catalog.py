@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from core.catalog import EmbeddingStatus, EntityPosition
 from core.errors import UnavailableError
-from core.filters import COLUMN_FIELDS
+from core.indexing.catalog import EmbeddingStatus, EntityPosition
 from core.models import EntityKey, Filters, LexicalQuery, StoredEntity
+from core.search.filters import COLUMN_FIELDS
 from infra.opensearch import bodies, documents
 from infra.opensearch import mapping as m
 from infra.opensearch.errors import BACKEND, INDEX_MISSING, UNAVAILABLE_RETRY_AFTER, error_parts, translated

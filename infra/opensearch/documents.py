@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from core.filters import DATE, NUMBER
 from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity
+from core.search.filters import DATE, NUMBER
 from infra.opensearch import mapping as m
 
 MAX_ID_BYTES = 512  # OpenSearch refuses longer `_id`s; longer keys are hashed
@@ -47,7 +47,7 @@ def keyword(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-# Range terms (core/filters.py): a number also as `%N<key>=<sortable hex>`, a text that starts with a
+# Range terms (core/search/filters.py): a number also as `%N<key>=<sortable hex>`, a text that starts with a
 # date also as `%D<key>=<text>`, so `range` on the one keyword field compares them in order. A key's own
 # `%` is escaped (`%25`), so no `key=value` term starts with `%N` or `%D`.
 NUMBER_PREFIX = "%N"
@@ -68,7 +68,7 @@ def sortable_number(value: float) -> str:
 
 
 def range_term(key: str, kind: str, value: Any) -> str:
-    """The term a range compares: `kind` is core.filters NUMBER or DATE."""
+    """The term a range compares: `kind` is core.search.filters NUMBER or DATE."""
     if kind == NUMBER:
         return f"{NUMBER_PREFIX}{_escaped(key)}={sortable_number(value)}"
     return f"{DATE_PREFIX}{_escaped(key)}={value}"

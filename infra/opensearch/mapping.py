@@ -45,7 +45,7 @@ DISPLAY_CLIPPED = "display_clipped"
 DISPLAY_VALUE_UNITS = 8191
 EMBEDDING = f"{CHUNKS}.embedding"
 TIER_FIELDS = tuple(f"{CHUNKS}.text_b{boost}" for boost in (3, 2, 1))  # order of Chunk.tiers
-TIER_BOOSTS = (3, 2, 1)  # core.entities.BOOST_TIERS
+TIER_BOOSTS = (3, 2, 1)  # core.indexing.entity_types.BOOST_TIERS
 PLAIN_SUBFIELD = "plain"  # unstemmed copy for prefix and fuzzy matching
 CANDIDATE_FIELDS = (
     TENANT,

@@ -30,9 +30,9 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from core.chunking import embedding_input
-from core.entities import EntityTypeRegistry
 from core.errors import ConflictError, InvalidInputError, UnavailableError
+from core.indexing.chunking import embedding_input
+from core.indexing.entity_types import EntityTypeRegistry
 from core.ports import Embedder
 from infra.opensearch import documents, mapping
 from infra.opensearch.errors import BACKEND, UNAVAILABLE_RETRY_AFTER, error_parts, translated

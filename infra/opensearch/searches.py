@@ -13,11 +13,11 @@ from core.errors import QuarryError, UnavailableError
 from core.models import (
     ALL_CHUNKS,
     Candidate,
+    CandidateLists,
+    CandidateQuery,
     EntityKey,
     Filters,
     LexicalQuery,
-    Retrieval,
-    RetrievalSpec,
     Vector,
 )
 from infra.opensearch import bodies, documents, mapping, responses
@@ -46,11 +46,11 @@ class IndexSearches(IndexCalls):
         embedding: Vector | None,
         filters: Filters,
         k: int,
-    ) -> Retrieval:
+    ) -> CandidateLists:
         """The lexical and the vector list in ONE `_msearch` round trip."""
-        return self.retrieve_many(tenant_id, [RetrievalSpec(query, embedding, filters, k)])[0]
+        return self.retrieve_many(tenant_id, [CandidateQuery(query, embedding, filters, k)])[0]
 
-    def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
+    def retrieve_many(self, tenant_id: str, specs: Sequence[CandidateQuery]) -> list[CandidateLists]:
         """Every spec's lexical and vector list in ONE `_msearch` round trip (a context assembly's sources).
 
         One search the cluster refuses as invalid (a zero query vector, which cosinesimil rejects) empties
@@ -68,9 +68,9 @@ class IndexSearches(IndexCalls):
             incomplete = _fill_lists(tenant_id, searches, results, lists)
             if incomplete:
                 self._complete(tenant_id, incomplete, lists)
-        return [Retrieval(lexical=tuple(got["lexical"]), vector=tuple(got["vector"])) for got in lists]
+        return [CandidateLists(lexical=tuple(got["lexical"]), vector=tuple(got["vector"])) for got in lists]
 
-    def _searches(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Search]:
+    def _searches(self, tenant_id: str, specs: Sequence[CandidateQuery]) -> list[Search]:
         """(spec position, kind, k, body) of every search the specs need: "lexical", "vector", or "ranking"
         (a vector list wanted for its ranking only, on an index with display values)."""
         searches: list[Search] = []

@@ -18,16 +18,16 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from core.catalog import EmbeddingStatus, EntityPosition
+from core.indexing.catalog import EmbeddingStatus, EntityPosition
 from core.models import (
     Candidate,
+    CandidateLists,
+    CandidateQuery,
     EntityKey,
     EntityRecord,
     Filters,
     LexicalQuery,
     Placement,
-    Retrieval,
-    RetrievalSpec,
     StoredEntity,
     Vector,
     WriteOutcome,
@@ -169,10 +169,10 @@ class TenantIndexes:
 
     def retrieve(
         self, tenant_id: str, query: LexicalQuery | None, embedding: Vector | None, filters: Filters, k: int
-    ) -> Retrieval:
+    ) -> CandidateLists:
         return self.for_tenant(tenant_id).retrieve(tenant_id, query, embedding, filters, k)
 
-    def retrieve_many(self, tenant_id: str, specs: Sequence[RetrievalSpec]) -> list[Retrieval]:
+    def retrieve_many(self, tenant_id: str, specs: Sequence[CandidateQuery]) -> list[CandidateLists]:
         return self.for_tenant(tenant_id).retrieve_many(tenant_id, specs)
 
     def list_entities(

@@ -1,4 +1,4 @@
-"""The filter operators of a search (core/filters.py: ranges, `in`, `not`, `exists`) on every SearchIndex
+"""The filter operators of a search (core/search/filters.py: ranges, `in`, `not`, `exists`) on every SearchIndex
 adapter, inside both retrievers: the same entities pass on SQLite and on OpenSearch."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from core.filters import COMMON_FILTERS, parse_filters
 from core.models import Filters, LexicalQuery
+from core.search.filters import COMMON_FILTERS, parse_filters
 from tests.adapters.search_index_contract import lex, record, unit, vec
 
 FILTERABLE = {"status", "tags", "due_date", "priority", *COMMON_FILTERS}

@@ -9,6 +9,7 @@ import numpy as np
 
 from core.models import (
     ALL_CHUNKS,
+    CandidateQuery,
     Chunk,
     EntityKey,
     EntityRecord,
@@ -16,7 +17,6 @@ from core.models import (
     LexicalQuery,
     MatchMode,
     Placement,
-    RetrievalSpec,
     WriteOutcome,
 )
 
@@ -90,9 +90,9 @@ class SearchIndexContract:
         index.upsert(record("t", "memory", "a", "rate limiter caps requests", vec=unit(1, 0)))
         index.upsert(record("t", "vault", "b", "grocery list milk", vec=unit(0, 1), source="vault"))
         specs = [
-            RetrievalSpec(LexicalQuery(("grocery",)), unit(0, 1), Filters(), 5),
-            RetrievalSpec(LexicalQuery(("limiter",)), None, Filters(sources=("memory",)), 5),
-            RetrievalSpec(None, unit(1, 0), Filters(sources=("vault",)), 5),
+            CandidateQuery(LexicalQuery(("grocery",)), unit(0, 1), Filters(), 5),
+            CandidateQuery(LexicalQuery(("limiter",)), None, Filters(sources=("memory",)), 5),
+            CandidateQuery(None, unit(1, 0), Filters(sources=("vault",)), 5),
         ]
         got = index.retrieve_many("t", specs)
         assert [[c.key.entity_id for c in r.lexical] for r in got] == [["b"], ["a"], []]
@@ -129,8 +129,8 @@ class SearchIndexContract:
         whole, ranking = index.retrieve_many(
             "t",
             [
-                RetrievalSpec(None, query, Filters(), 10),
-                RetrievalSpec(None, query, Filters(), 10, vector_ranking_only=True),
+                CandidateQuery(None, query, Filters(), 10),
+                CandidateQuery(None, query, Filters(), 10, vector_ranking_only=True),
             ],
         )
         assert [c.key for c in ranking.vector] == [c.key for c in whole.vector]

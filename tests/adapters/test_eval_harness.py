@@ -111,11 +111,11 @@ def test_plot_is_a_png_or_names_the_missing_bench_tools(tmp_path: Path) -> None:
 
 def test_tuning_lists_reproduce_what_search_returns(tmp_path: Path) -> None:
     # Given the tiny corpus indexed through the real write path,
-    from core.entities import EntityTypeRegistry
-    from core.fusion_tuning import fused_ranking
-    from core.service.indexing import IndexingService
-    from core.service.search import SearchService, SearchSettings
-    from core.service.tuning import FusionTuningService, current_setting
+    from core.indexing.entity_types import EntityTypeRegistry
+    from core.indexing.indexing_service import IndexingService
+    from core.search.fusion_tuning import fused_ranking
+    from core.search.search_service import SearchService, SearchSettings
+    from core.search.tuning_service import FusionTuningService, current_setting
     from infra.beir import load_beir
     from infra.beir_evaluation import EVAL_TENANT, ingest, run_queries
     from infra.clock import SystemClock
@@ -137,7 +137,7 @@ def test_tuning_lists_reproduce_what_search_returns(tmp_path: Path) -> None:
 def test_tune_reports_a_setting_that_does_not_score_below_the_current_one(tmp_path: Path) -> None:
     report = run_eval(TINY, FakeBagOfWordsEmbedder(), work_dir=tmp_path, progress=False, tune=True)
     tuning = report.to_json()["tuning"]
-    from core.service.search import SearchSettings
+    from core.search.search_service import SearchSettings
 
     assert tuning["current"]["fusion"] == SearchSettings().fusion.value
     assert tuning["best_ndcg_at_10"] >= tuning["current_ndcg_at_10"]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from core.errors import UnavailableError
-from core.jobs import MAX_PART_ATTEMPTS
+from core.indexing.write_jobs import MAX_PART_ATTEMPTS
 from infra.local import job_queue
 from infra.local.job_queue import SqliteJobQueue
 

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from core.errors import UnavailableError
+from core.indexing.indexing_service import IndexingService
 from core.models import EntityKey
-from core.schemas import SearchRequest
-from core.service.indexing import IndexingService
+from core.search.search_api import SearchRequest
 from infra.opensearch import mapping
 from infra.opensearch.reindex import OpenSearchReindexer
 from infra.reindexing import reindex_opensearch, reindex_store

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from core.entities import EntityTypeRegistry
 from core.errors import UnavailableError
+from core.indexing.entity_types import EntityTypeRegistry
 from infra.opensearch.reindex import OpenSearchReindexer
 from tests.conftest import FakeEmbedder
 

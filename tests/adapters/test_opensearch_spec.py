@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.filters import COMMON_FILTERS, parse_filters
 from core.models import EntityKey, Filters, LexicalQuery, MatchMode
+from core.search.filters import COMMON_FILTERS, parse_filters
 from infra.opensearch import bodies, documents, mapping
 from infra.opensearch.layout import Layout
 from tests.adapters import opensearch_spec as spec

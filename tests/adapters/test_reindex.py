@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.schemas import SearchRequest
+from core.search.search_api import SearchRequest
 from infra.local.reindex import SqliteReindexer, passage_input, reindex
 from infra.switching_embedder import ActiveModel, SwitchingEmbedder
 from tests.conftest import FakeEmbedder, make_container
@@ -122,7 +122,7 @@ def test_a_write_embedded_with_the_old_model_and_committed_after_the_swap_is_set
 
     def in_flight_write() -> None:
         # A server embedded this before the swap and commits it right after.
-        from core.service.indexing import IndexingService
+        from core.indexing.indexing_service import IndexingService
 
         stale["r"] = IndexingService(c.index, old, c.registry, c.cache).put(
             "acme", "memory", "in-flight", {"content": "harbor crane in flight"}, 2.0

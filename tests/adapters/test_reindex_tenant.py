@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from core.schemas import SearchRequest
+from core.search.search_api import SearchRequest
 from infra.local.reindex import ReindexBusyError, SqliteReindexer, reindex
 from infra.switching_embedder import ActiveModel, SwitchingEmbedder
 from tests.conftest import FakeEmbedder, make_container

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from core.jobs import Job
+from core.indexing.write_jobs import Job
 from core.state import TenantFence, fence_mark
 from infra.dynamodb.fences import DynamoTenantFences
 from infra.dynamodb.jobs import DynamoJobStore

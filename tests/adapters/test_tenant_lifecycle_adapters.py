@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from core.cache_key import generation_key, search_cache_key, settling_key
-from core.catalog import EntityPosition
+from core.indexing.catalog import EntityPosition
 from core.models import EntityKey
+from core.search.cache_key import generation_key, search_cache_key, settling_key
 from core.state import EvalRecord, SourceWeight
 from infra.dynamodb.cache import DynamoCache
 from infra.dynamodb.state import DynamoStateStore

@@ -1,5 +1,5 @@
-"""Every benchmark runs end to end at its smoke size (`--smoke`), so none rots unseen (STYLE.md, "What is not
-run rots"): each bench's own `main`, in this process, on tests/fixtures/beir_tiny where it needs a dataset,
+"""Every benchmark runs end to end at its smoke size (`--smoke`), so none rots unseen (docs/development.md,
+the checks CI runs): each bench's own `main`, in this process, on tests/fixtures/beir_tiny where it needs a dataset,
 with hashing vectors where it does not measure the embedder, on the OpenSearch node `make test` starts
 where it needs one, and in the browser when the console's browser tests may run. The figures are not
 judged (they come from a tiny corpus on a busy machine); that each is there and well formed is.

@@ -188,7 +188,7 @@ class Searcher(threading.Thread):
 
     def ask(self, query: str, strategy: str) -> tuple[str, ...] | Exception:
         from core.errors import UnavailableError
-        from core.schemas import SearchRequest
+        from core.search.search_api import SearchRequest
 
         request = SearchRequest(query=query, strategy=strategy, limit=SEARCH_DOCS)
         try:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from core.schemas import SearchRequest
+from core.search.search_api import SearchRequest
 from tests.cluster.conftest import Cluster, container_on
 
 pytestmark = [pytest.mark.live]

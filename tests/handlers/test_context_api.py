@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from core.errors import UnavailableError
-from handlers import eval as eval_handler
+from handlers import nightly as nightly_handler
 from handlers.cli import main as cli_main
 from handlers.devserver import FakeLambdaContext
 from infra.wiring import set_container
@@ -203,7 +203,7 @@ def test_the_default_setup_assembles_without_warnings(tmp_path: Path) -> None:
 
 
 def test_a_triple_store_that_fails_is_reported_and_counted_as_degraded(tmp_path: Path) -> None:
-    from core.service.context import is_degraded
+    from core.context.context_service import is_degraded
 
     facts = tmp_path / "facts.jsonl"
     facts.write_text("{not json\n")
@@ -472,7 +472,7 @@ def test_nightly_lambda_and_cli_run_the_cycle(ctx: Any, capsys: pytest.CaptureFi
                 )
             )
         )
-    result = eval_handler.lambda_handler(
+    result = nightly_handler.lambda_handler(
         load_event("eventbridge_nightly_eval"), FakeLambdaContext(aws_request_id="nightly")
     )
     assert result["callers"] == 1 and result["assemblies"] == 10

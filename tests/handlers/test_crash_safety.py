@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from core.models import EntityKey
-from core.schemas import SearchRequest
+from core.search.search_api import SearchRequest
 from tests.conftest import ROOT, FakeEmbedder, make_container
 
 ROUNDS = 3  # kills over the same data directory (each restart resumes on what the last one left)

@@ -207,7 +207,7 @@ def test_a_paraphrase_is_a_strong_match_only_with_real_semantics(semantic: Conta
 
 
 def test_the_nightly_run_scores_and_stores_every_stored_overlays_golden_set(app: Container) -> None:
-    from handlers import eval as nightly
+    from handlers import nightly
     from handlers.devserver import FakeLambdaContext
     from tests.conftest import load_event
 
@@ -229,7 +229,7 @@ def test_tuning_adopts_a_fusion_setting_only_when_it_improves_the_golden_set(app
     status, first = invoke(tune)
     assert status == 200, first
     assert first["best_ndcg_at_10"] >= first["current_ndcg_at_10"]
-    stored = app.retrieval.get_overlay("acme", "dba").retrieval_policy
+    stored = app.governed_retrieval.get_overlay("acme", "dba").retrieval_policy
     assert {"fusion": stored.fusion, "semantic_weight": stored.semantic_weight} == first["adopted"]
     assert first["changed"] == (first["best_ndcg_at_10"] > first["current_ndcg_at_10"])
     # Tuning again from the adopted setting finds nothing strictly better: nothing changes.

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from core.cursor import encode_cursor
-from core.service.lifecycle import EXPORT_KIND
+from core.tenancy.lifecycle import EXPORT_KIND
 from tests.conftest import api_event, invoke
 
 DEEP = "[" * 5000 + "]" * 5000

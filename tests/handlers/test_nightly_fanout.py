@@ -14,7 +14,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from handlers import eval as nightly
+from handlers import nightly
 from handlers.devserver import FakeLambdaContext
 from infra import wiring
 from tests.adapters.statestore_data import with_feedback

@@ -195,7 +195,7 @@ def test_a_put_as_large_as_a_bulk_job_is_a_job(tmp_path: Path, fake_embedder: Fa
 
 
 def test_the_template_and_the_consumer_agree_on_a_parts_last_delivery() -> None:
-    from core.jobs import MAX_PART_ATTEMPTS
+    from core.indexing.write_jobs import MAX_PART_ATTEMPTS
     from tests.conftest import ROOT
 
     template = (ROOT / "template.yaml").read_text()

@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from core.entity_validation import (
+from core.indexing.entity_validation import (
     ID_JSON_PATTERN,
     NONBLANK_PATTERN,
     caller_json_pattern,

@@ -52,8 +52,8 @@ NEVER_AT_IMPORT = (
 )
 # What the API function's import leaves to the routes that need it: the published OpenAPI document
 # (GET /openapi.json) and the golden-set evaluation (GET /evals).
-NOT_AT_API_IMPORT = ("handlers.openapi", "handlers.openapi_examples", "core.service.golden")
-HANDLERS = ("handlers.api", "handlers.indexing", "handlers.eval", "handlers.pretoken")
+NOT_AT_API_IMPORT = ("handlers.openapi", "handlers.openapi_examples", "core.governance.golden_sets")
+HANDLERS = ("handlers.api", "handlers.indexing", "handlers.nightly", "handlers.pretoken")
 HEALTH = """
 import json, sys
 from handlers.api import lambda_handler

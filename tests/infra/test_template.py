@@ -575,7 +575,7 @@ def test_the_consumer_policy_covers_exactly_the_items_its_writes_touch(
     """The LeadingKeys patterns match the keys IndexingService makes DynamoCache write (moto)."""
     import fnmatch
 
-    from core.cache_key import generation_key, search_cache_key, settling_key
+    from core.search.cache_key import generation_key, search_cache_key, settling_key
     from infra.dynamodb.cache import DynamoCache
     from tests.adapters.moto_support import moto_dynamodb
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.schemas import SearchRequest
+from core.search.search_api import SearchRequest
 from infra.settings import load_settings
 from infra.wiring import Container
 from tests.conftest import FakeEmbedder

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from core.chunking import build_chunks
-from core.entities import EntityTypeRegistry
+from core.governance.governed_retrieval import GovernedRetrievalService
 from core.governance.requests import CorpusDocument
 from core.governance.terms import stem
-from core.models import Candidate, EntityKey, Filters, LexicalQuery, Retrieval, Vector
-from core.service.retrieval import RetrievalService
+from core.indexing.chunking import build_chunks
+from core.indexing.entity_types import EntityTypeRegistry
+from core.models import Candidate, CandidateLists, EntityKey, Filters, LexicalQuery, Vector
 from core.state import EvalRecord
 from core.text import tokens
 from core.timestamps import parse_timestamp
@@ -87,12 +87,12 @@ class FakeIndex:
 
     def retrieve(
         self, tenant_id: str, query: LexicalQuery | None, embedding: Vector | None, filters: Filters, k: int
-    ) -> Retrieval:
+    ) -> CandidateLists:
         self.calls += 1
         assert filters.entity_types == ("document",)
         lexical = self._lexical(query, k) if query is not None else []
         vector = self._vector(embedding, k) if embedding is not None else []
-        return Retrieval(lexical=tuple(lexical), vector=tuple(vector))
+        return CandidateLists(lexical=tuple(lexical), vector=tuple(vector))
 
     def chunk_vectors(
         self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
@@ -157,12 +157,14 @@ class RaisingEmbedder:
         return self.embed(texts)
 
 
-def service(embedder: Any = "fake", documents: Sequence[Mapping[str, Any]] | None = None) -> RetrievalService:
-    """A RetrievalService over the fixture corpus; embedder "fake" (default), None, or any Embedder."""
+def service(
+    embedder: Any = "fake", documents: Sequence[Mapping[str, Any]] | None = None
+) -> GovernedRetrievalService:
+    """A GovernedRetrievalService over the fixture corpus; embedder "fake" (default), None, or any Embedder."""
     fake = FakeEmbedder(dimension=FAKE_DIMENSION)
     index = FakeIndex(documents if documents is not None else corpus(), fake)
     chosen = fake if embedder == "fake" else embedder
-    return RetrievalService(index, FakeStateStore(), FakeClock(), chosen)  # type: ignore[arg-type]
+    return GovernedRetrievalService(index, FakeStateStore(), FakeClock(), chosen)  # type: ignore[arg-type]
 
 
 def overlay(**changes: Any) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
+from core.context.context_api import ManualWeightRequest
 from core.context.learning import (
     EVAL_BATCH_SIZE,
     TOKEN_SHARE_MAX,
@@ -18,9 +19,8 @@ from core.context.learning import (
     collect_stats,
     learn,
 )
-from core.context.schemas import ManualWeightRequest
+from core.context.learning_service import LearningService
 from core.context.sources import DEFAULT_SOURCES
-from core.service.context_learning import LearningService
 from core.state import AssemblyLogEntry, AssemblySource, CallerBudget, SourceWeight
 from core.timestamps import iso_timestamp
 from infra.local.sqlite_state import SqliteStateStore

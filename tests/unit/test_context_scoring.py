@@ -15,7 +15,7 @@ from core.context.budget import (
 from core.context.scoring import CROSS_NAMESPACE_SCORE_DISCOUNT, RECENCY_FLOOR, recency, score_source
 from core.context.sources import DEFAULT_SOURCES, parse_sources, select_sources, union_filters
 from core.errors import InvalidInputError
-from core.models import Candidate, EntityKey, Retrieval
+from core.models import Candidate, CandidateLists, EntityKey
 from core.state import CallerBudget, SourceWeight
 from core.timestamps import iso_timestamp, parse_timestamp
 
@@ -44,14 +44,14 @@ def by_id(items: list) -> dict[str, float]:
 
 
 def test_scores_are_normalised_per_source_so_the_best_hit_is_one() -> None:
-    got = Retrieval(lexical=(cand("a", 12.0), cand("b", 3.0)), vector=(cand("b", 0.9), cand("c", 0.5)))
+    got = CandidateLists(lexical=(cand("a", 12.0), cand("b", 3.0)), vector=(cand("b", 0.9), cand("c", 0.5)))
     items = score_source("memory", got, weight=1.0, now=NOW)
     assert [i.id for i in items] == ["memory:b", "memory:a", "memory:c"]  # b is in both lists
     assert items[0].normalised == 1.0 and all(0.0 < i.normalised <= 1.0 for i in items)
 
 
 def test_weight_and_cross_namespace_discount_multiply_the_score() -> None:
-    got = Retrieval(lexical=(cand("a", 5.0), cand("b", 4.0)))
+    got = CandidateLists(lexical=(cand("a", 5.0), cand("b", 4.0)))
     plain = by_id(score_source("memory", got, weight=1.0, now=NOW))
     weighted = by_id(score_source("memory", got, weight=1.4, now=NOW))
     cross = score_source("memory", got, weight=1.0, now=NOW, cross_namespace=True)
@@ -62,7 +62,9 @@ def test_weight_and_cross_namespace_discount_multiply_the_score() -> None:
 
 def test_a_fresher_item_outranks_an_equally_relevant_old_one() -> None:
     # one item lexical-only, the other vector-only at the same rank: equal RRF, so age decides
-    got = Retrieval(lexical=(cand("old", 5.0, age_hours=24 * 30),), vector=(cand("new", 0.8, age_hours=1),))
+    got = CandidateLists(
+        lexical=(cand("old", 5.0, age_hours=24 * 30),), vector=(cand("new", 0.8, age_hours=1),)
+    )
     items = score_source("memory", got, weight=1.0, now=NOW)
     assert [i.id for i in items] == ["memory:new", "memory:old"]
     assert items[1].score == pytest.approx(items[0].normalised * recency(items[1].created_at, NOW))
@@ -85,7 +87,7 @@ def test_recency_never_drops_below_the_floor_and_undated_items_get_it() -> None:
 
 
 def test_weak_vector_hits_are_dropped_before_fusion() -> None:
-    got = Retrieval(vector=(cand("close", 0.6), cand("noise", 0.05)))
+    got = CandidateLists(vector=(cand("close", 0.6), cand("noise", 0.05)))
     items = score_source("memory", got, weight=1.0, now=NOW, min_vector_similarity=0.2)
     assert [i.id for i in items] == ["memory:close"]
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from core.ranking_metrics import (
+from core.search.ranking_metrics import (
     Metrics,
     evaluate,
     ndcg_at_k,

@@ -1,4 +1,4 @@
-"""Vector pseudo-relevance feedback (core.feedback): Rocchio's formula and which stored chunks it reads."""
+"""Vector pseudo-relevance feedback (core.search.pseudo_relevance): Rocchio's formula and which stored chunks it reads."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from core.feedback import feedback_chunks, rocchio
-from core.fusion import fuse_convex
 from core.models import Candidate, EntityKey
+from core.search.fusion import fuse_convex
+from core.search.pseudo_relevance import feedback_chunks, rocchio
 
 
 def cand(name: str, score: float, chunk_no: int = 0) -> Candidate:
@@ -63,8 +63,8 @@ class _Index:
 
 def test_stored_vectors_of_another_model_are_not_used_as_feedback() -> None:
     # Mid-reindex the stored vectors may be the old model's (another dimension): no feedback, no error.
-    from core.feedback import feedback_search
     from core.models import Filters
+    from core.search.pseudo_relevance import feedback_search
 
     lexical = [cand("a", 3.0)]
     fused = fuse_convex(lexical, [], alpha=0.5)
@@ -91,8 +91,8 @@ def test_turning_feedback_off_brings_the_alpha_measured_without_it(tmp_path: Any
 def test_feedback_reads_the_stored_chunk_nearest_the_query_when_the_match_is_unnamed() -> None:
     # A vector list retrieved for its ranking only names no chunk (ALL_CHUNKS): the entity's stored chunk
     # nearest the query is the feedback, as a k-NN search's best chunk would be.
-    from core.feedback import feedback_search
     from core.models import ALL_CHUNKS, Filters
+    from core.search.pseudo_relevance import feedback_search
 
     a = EntityKey("memory", "a")
     near, far = np.array([0.8, 0.6, 0.0], np.float32), np.array([0.0, 0.0, 1.0], np.float32)
@@ -108,12 +108,12 @@ class _RankingOnlyIndex(_Index):
     """An index that answers the first vector list for its ranking only, and holds no stored vectors."""
 
     def retrieve_many(self, tenant_id: str, specs: list) -> list:
-        from core.models import ALL_CHUNKS, Retrieval
+        from core.models import ALL_CHUNKS, CandidateLists
 
         (spec,) = specs
         assert spec.vector_ranking_only
         hit = Candidate(EntityKey("memory", "a"), 0.9, ALL_CHUNKS, "", "", "", None, None, "", "", {})
-        return [Retrieval(lexical=(), vector=(hit,))]
+        return [CandidateLists(lexical=(), vector=(hit,))]
 
     def vector(self, tenant_id: str, embedding: np.ndarray, filters: object, k: int) -> list:
         self.searched.append(embedding)
@@ -144,9 +144,9 @@ class _Embedder:
 def test_a_ranking_only_vector_list_without_feedback_is_retrieved_whole_before_it_is_shown() -> None:
     # Given feedback on and no stored vector to move toward, when the first vector list carried its
     # ranking only, then the answer shows the entity's matched chunk and title from a whole vector list.
-    from core.entities import EntityTypeRegistry
-    from core.schemas import SearchRequest
-    from core.service.search import SearchService, SearchSettings
+    from core.indexing.entity_types import EntityTypeRegistry
+    from core.search.search_api import SearchRequest
+    from core.search.search_service import SearchService, SearchSettings
 
     index = _RankingOnlyIndex({})
     service = SearchService(

@@ -1,4 +1,4 @@
-"""TenantGate (core/service/fencing.py) on fakes: admission reads a copy at most a TTL old, the check at the
+"""TenantGate (core/tenancy/fencing.py) on fakes: admission reads a copy at most a TTL old, the check at the
 end of a unit is fresh and purges when an erase came meanwhile — also when the unit failed — and work from
 before an erase stays refused after a reopen."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from core.errors import TenantErasedError
-from core.service.fencing import TenantGate
 from core.state import TenantFence
+from core.tenancy.fencing import TenantGate
 
 
 class FakeFences:

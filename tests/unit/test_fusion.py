@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.fusion import FusionMethod, fuse, fuse_convex, fuse_rrf, normalise_max
 from core.models import Candidate, EntityKey
+from core.search.fusion import FusionMethod, fuse, fuse_convex, fuse_rrf, normalise_max
 
 
 def cand(name: str, score: float) -> Candidate:

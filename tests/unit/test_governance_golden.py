@@ -1,12 +1,12 @@
-"""Golden sets from an overlay's eval_profile: scored per strategy with core.ranking_metrics, stored as eval records."""
+"""Golden sets from an overlay's eval_profile: scored per strategy with core.search.ranking_metrics, stored as eval records."""
 
 from __future__ import annotations
 
 import pytest
 
+from core.governance.golden_sets import EVAL_NAME_PREFIX, GOLDEN_STRATEGIES, run_golden_set, run_golden_sets
 from core.governance.overlay import RoleOverlay
-from core.ranking_metrics import ndcg_at_k
-from core.service.golden import EVAL_NAME_PREFIX, GOLDEN_STRATEGIES, run_golden_set, run_golden_sets
+from core.search.ranking_metrics import ndcg_at_k
 from tests.unit.governance_fakes import FakeStateStore, overlay, service
 
 GOLDEN = {
@@ -79,7 +79,7 @@ def test_run_golden_sets_stores_one_record_per_role_with_a_golden_set() -> None:
 def test_tuning_an_overlay_retrieves_each_golden_query_once() -> None:
     """12 fusion settings are scored, yet the index answers each golden query once (one retrieve-once
     tuner); the result equals running each setting from scratch."""
-    from core.service.tuning import TUNING_ALPHAS, tune_overlay
+    from core.search.tuning_service import TUNING_ALPHAS, tune_overlay
 
     svc = service()
     svc.put_overlay("acme", "dba", golden_overlay().model_dump(mode="json"))

@@ -6,7 +6,7 @@ from core.governance.overlay import RoleOverlay
 from core.governance.query_builder import CONTEXT_WEIGHT, MISSION_WEIGHT, TASK_WEIGHT, build_query
 from core.governance.requests import RetrieveRequest
 from core.governance.terms import stem
-from core.query import MAX_TERMS
+from core.search.query import MAX_TERMS
 from tests.unit.governance_fakes import overlay, service
 
 

@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 
 from core.errors import InvalidInputError, NotFoundError
 from core.governance.requests import RetrieveRequest
-from core.governance.validation import json_schema, parse_overlay, schema_names, validate_document
+from core.governance.schema_validation import json_schema, parse_overlay, schema_names, validate_document
 from tests.unit.governance_fakes import overlay, service
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,13 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.governance.bundle import RejectReason, RetrievalBundle, WarningState
+from core.governance.governed_retrieval import GovernedRetrievalService
 from core.governance.requests import RetrieveRequest
-from core.service.retrieval import RetrievalService
 from tests.unit.governance_fakes import overlay, service
 
 
 def retrieve(
-    svc: RetrievalService, task: str, overlay_json: dict[str, Any] | None = None, **request: Any
+    svc: GovernedRetrievalService, task: str, overlay_json: dict[str, Any] | None = None, **request: Any
 ) -> RetrievalBundle:
     given = {} if overlay_json is None else {"overlay": overlay_json}  # absent: the stored overlay
     body = {"role_id": "dba", "task_text": task, **given, **request}
@@ -33,11 +33,13 @@ def selected_ids(bundle: RetrievalBundle) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def svc() -> RetrievalService:
+def svc() -> GovernedRetrievalService:
     return service()
 
 
-def test_healthy_when_an_overlay_finds_strong_fresh_consistent_evidence(svc: RetrievalService) -> None:
+def test_healthy_when_an_overlay_finds_strong_fresh_consistent_evidence(
+    svc: GovernedRetrievalService,
+) -> None:
     bundle = retrieve(svc, "rotate database credentials", overlay())
     assert states(bundle) == ["healthy"]
     assert bundle.summary.status == "ok" and bundle.summary.strong_match
@@ -48,7 +50,7 @@ def test_healthy_when_an_overlay_finds_strong_fresh_consistent_evidence(svc: Ret
     assert "cosine" in mirror.detail  # hybrid retrieval diversifies over chunk embeddings
 
 
-def test_no_overlay_uses_the_shared_corpus_with_default_policy(svc: RetrievalService) -> None:
+def test_no_overlay_uses_the_shared_corpus_with_default_policy(svc: GovernedRetrievalService) -> None:
     bundle = retrieve(svc, "rotate database credentials")
     assert states(bundle) == ["no_overlay"]
     assert bundle.warnings[0].action == "continue"
@@ -70,14 +72,14 @@ def test_stored_overlay_is_used_when_the_request_has_none() -> None:
     assert not shared.summary.overlay_applied and "no_overlay" in states(shared)
 
 
-def test_no_strong_match_when_nothing_in_the_corpus_is_about_the_task(svc: RetrievalService) -> None:
+def test_no_strong_match_when_nothing_in_the_corpus_is_about_the_task(svc: GovernedRetrievalService) -> None:
     bundle = retrieve(svc, "quantum chromodynamics lattice simulation", overlay())
     assert states(bundle) == ["no_strong_match"]
     assert bundle.warnings[0].action == "warn" and bundle.summary.status == "warn"
     assert bundle.selected == [] and not bundle.summary.strong_match
 
 
-def test_forbidden_hit_removes_the_best_scoring_candidate_and_says_why(svc: RetrievalService) -> None:
+def test_forbidden_hit_removes_the_best_scoring_candidate_and_says_why(svc: GovernedRetrievalService) -> None:
     open_bundle = retrieve(svc, "rotate database credentials", overlay(), lexical_only=True)
     assert selected_ids(open_bundle)[0] == "rot-forum"  # the forum post is the strongest lexical match
     bundle = retrieve(
@@ -92,7 +94,9 @@ def test_forbidden_hit_removes_the_best_scoring_candidate_and_says_why(svc: Retr
     assert bundle.warnings[0].chunk_ids == ["rot-forum#0"]
 
 
-def test_stale_dominant_when_most_selected_evidence_is_outside_the_window(svc: RetrievalService) -> None:
+def test_stale_dominant_when_most_selected_evidence_is_outside_the_window(
+    svc: GovernedRetrievalService,
+) -> None:
     policy = {"freshness_days": 365}
     bundle = retrieve(svc, "expense reimbursement reports", overlay(retrieval_policy=policy))
     assert states(bundle) == ["stale_dominant"]
@@ -110,7 +114,7 @@ def test_stale_dominant_when_most_selected_evidence_is_outside_the_window(svc: R
     assert "stale_dominant" not in states(strict)
 
 
-def test_conflicting_when_two_high_trust_sources_say_opposite_things(svc: RetrievalService) -> None:
+def test_conflicting_when_two_high_trust_sources_say_opposite_things(svc: GovernedRetrievalService) -> None:
     bundle = retrieve(svc, "can production deploys happen on friday", overlay())
     assert states(bundle) == ["conflicting"]
     warning = bundle.warnings[0]
@@ -156,7 +160,7 @@ def test_without_an_embedder_a_hybrid_request_degrades_to_lexical_and_says_so() 
     assert "rot-runbook" in selected_ids(bundle)
 
 
-def test_every_candidate_is_selected_or_rejected_with_a_reason(svc: RetrievalService) -> None:
+def test_every_candidate_is_selected_or_rejected_with_a_reason(svc: GovernedRetrievalService) -> None:
     for task in (
         "rotate database credentials",
         "expense reimbursement reports",
@@ -169,7 +173,7 @@ def test_every_candidate_is_selected_or_rejected_with_a_reason(svc: RetrievalSer
         assert bundle.diagnostics.counts["selected"] == len(bundle.selected)
 
 
-def test_min_trust_rejects_low_trust_sources(svc: RetrievalService) -> None:
+def test_min_trust_rejects_low_trust_sources(svc: GovernedRetrievalService) -> None:
     bundle = retrieve(
         svc, "rotate database credentials", overlay(source_policy={"min_trust": "medium"}), lexical_only=True
     )
@@ -194,7 +198,7 @@ weights = st.floats(min_value=0.0, max_value=1.0)
     ),
 )
 def test_a_forbidden_source_is_never_selected_whatever_the_policy(
-    svc: RetrievalService,
+    svc: GovernedRetrievalService,
     relevance: float,
     trust: float,
     preference: float,

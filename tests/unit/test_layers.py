@@ -1,4 +1,4 @@
-"""The layer rule (STYLE.md): core imports only stdlib, pydantic, numpy and itself; infra never imports
+"""The layer rule (docs/architecture.md, Layers): core imports only stdlib, pydantic, numpy and itself; infra never imports
 handlers or the Powertools event handler; nothing reads the environment outside infra/settings.py."""
 
 from __future__ import annotations

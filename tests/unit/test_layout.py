@@ -1,9 +1,8 @@
-"""One name, one place (STYLE.md, "One name, one place"): no module or package name is used twice in `core/`,
+"""One name, one place (docs/architecture.md, Layers): no module or package name is used twice in `core/`,
 so a reader who sees `scoring` knows which room they are in.
 
-The names reused today are listed below, each with every place it is used; the restructuring of `core/` by
-capability removes them, and deletes each entry with its duplicate. An entry that no longer describes the
-tree fails too (a stale allowance would let the duplicate come back unseen).
+Nothing is allowed to be reused today; an entry added to KNOWN_DUPLICATES must describe the tree exactly
+(a stale allowance would let a duplicate come back unseen).
 """
 
 from __future__ import annotations
@@ -14,13 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "core"
 
-# name → every path (relative to the repository) where `core/` uses it, as the tree stands today
-KNOWN_DUPLICATES: dict[str, set[str]] = {
-    "catalog": {"core/catalog.py", "core/service/catalog.py"},
-    "context": {"core/context", "core/service/context.py"},
-    "jobs": {"core/jobs.py", "core/service/jobs.py"},
-    "schemas": {"core/schemas.py", "core/context/schemas.py"},
-}
+# name → every path (relative to the repository) where `core/` uses it: none since core/ was arranged by capability
+KNOWN_DUPLICATES: dict[str, set[str]] = {}
 
 
 def places_by_name(root: Path, base: Path = ROOT) -> dict[str, set[str]]:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.entities import EntityTypeRegistry
-from core.query import MAX_TERMS, QueryShape, parse_query
+from core.indexing.entity_types import EntityTypeRegistry
+from core.search.query import MAX_TERMS, QueryShape, parse_query
 
 REGISTRY = EntityTypeRegistry()
 

@@ -8,7 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.snippet import _highlighter, _pattern_for, build_snippet
+from core.search.snippet import _highlighter, _pattern_for, build_snippet
 
 
 def test_ascii_text_is_highlighted_whatever_its_case_at_word_starts_only() -> None:

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.cache_key import search_cache_key
-from core.chunking import chunk_text
-from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError
-from core.snippet import build_snippet
+from core.indexing.chunking import chunk_text
+from core.indexing.entity_types import EntityTypeRegistry
+from core.search.cache_key import search_cache_key
+from core.search.snippet import build_snippet
 from core.text import edit_distance, identifier_parts, index_text
 from core.timestamps import recency_boost
 from core.tokens import estimate_tokens

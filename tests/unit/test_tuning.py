@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import random
 
-from core.fusion import FusionMethod
-from core.fusion_tuning import (
+from core.models import Candidate, EntityKey
+from core.search.fusion import FusionMethod
+from core.search.fusion_tuning import (
     FusionSetting,
     QueryLists,
     fused_ranking,
@@ -13,7 +14,6 @@ from core.fusion_tuning import (
     settings_grid,
     tune_fusion,
 )
-from core.models import Candidate, EntityKey
 
 CURRENT = FusionSetting(FusionMethod.CONVEX, alpha=0.6)
 

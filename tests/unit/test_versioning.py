@@ -1,12 +1,12 @@
-"""The two kinds of version (core/versioning.py): sequence numbers and times in ms never mix silently."""
+"""The two kinds of version (core/indexing/versioning.py): sequence numbers and times in ms never mix silently."""
 
 from __future__ import annotations
 
 import pytest
 
 from core.errors import VersionSchemeError
+from core.indexing.versioning import check_scheme, delete_version, write_version
 from core.models import EntityKey
-from core.versioning import check_scheme, delete_version, write_version
 
 KEY = EntityKey("task", "t-1")
 NOW = 1_795_000_000.0  # seconds

@@ -14,12 +14,12 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from core.entities import EntityTypeRegistry
 from core.errors import NotFoundError, TenantErasedError
-from core.jobs import Job, JobKind, JobPart, PartReport, estimate_chunks, split_parts
+from core.indexing.entity_types import EntityTypeRegistry
+from core.indexing.indexing_service import IndexingService
+from core.indexing.write_jobs import Job, JobKind, JobPart, PartReport, estimate_chunks, split_parts
 from core.ports import Clock, JobQueue, JobStore
-from core.service.fencing import TenantGate
-from core.service.indexing import IndexingService
+from core.tenancy.fencing import TenantGate
 from core.timestamps import iso_timestamp
 
 # SQS takes 256 KB per message; the rest is the envelope's headroom (attributes, JSON escaping).
@@ -86,7 +86,7 @@ class JobService:
 
     def _repeats(self, kind: JobKind, items: Sequence[Any]) -> dict[int, int]:
         """Items naming an entity an earlier item of the request names (refused, whichever part they are in)."""
-        from core.service.corpus import document_repeats
+        from core.governance.corpus import document_repeats
 
         return document_repeats(items) if kind == "corpus" else self._indexing.repeats(items)
 
@@ -124,7 +124,7 @@ class JobService:
         )
 
     def _corpus(self, part: JobPart, now: float) -> PartReport:
-        from core.service.corpus import load_corpus
+        from core.governance.corpus import load_corpus
 
         corpus = load_corpus(
             self._indexing,

@@ -1,6 +1,6 @@
 """Golden sets of role overlays (docs/architecture.md, Evaluation): every query of an overlay's eval_profile
 goes through governed retrieval per strategy, the selected documents (in order) are scored with
-core.ranking_metrics's nDCG@10 / Recall@100 / MRR@10 against the expected ids, and the figures are stored as
+core.search.ranking_metrics's nDCG@10 / Recall@100 / MRR@10 against the expected ids, and the figures are stored as
 eval records."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import QuarryError
+from core.governance.governed_retrieval import GovernedRetrievalService, Reuse, Strategy
 from core.governance.overlay import RoleOverlay
 from core.governance.requests import RetrieveRequest
 from core.ports import StateStore
-from core.ranking_metrics import Metrics, evaluate
-from core.service.retrieval import RetrievalService, Reuse, Strategy
+from core.search.ranking_metrics import Metrics, evaluate
 from core.state import EvalRecord
 
 # The strategies every evaluation reports (docs/architecture.md, Evaluation).
@@ -56,7 +56,7 @@ class GoldenReport:
 
 
 def run_golden_set(
-    retrieval: RetrievalService,
+    retrieval: GovernedRetrievalService,
     tenant_id: str,
     overlay: RoleOverlay,
     strategies: Sequence[Strategy] = GOLDEN_STRATEGIES,
@@ -94,7 +94,7 @@ def run_golden_set(
 def run_golden_sets(
     tenant_id: str,
     role_ids: Sequence[str],
-    retrieval: RetrievalService,
+    retrieval: GovernedRetrievalService,
     state: StateStore,
     at: str,
     strategies: Sequence[Strategy] = GOLDEN_STRATEGIES,

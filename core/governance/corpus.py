@@ -10,13 +10,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.chunking import build_chunks
-from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, RepeatedItemError
+from core.governance.governed_retrieval import DOCUMENT_TYPE
 from core.governance.requests import CorpusDocument, CorpusError, CorpusReport
-from core.governance.validation import error_fields
-from core.service.indexing import IndexingService
-from core.service.retrieval import DOCUMENT_TYPE
+from core.governance.schema_validation import error_fields
+from core.indexing.chunking import build_chunks
+from core.indexing.entity_types import EntityTypeRegistry
+from core.indexing.indexing_service import IndexingService
 
 CORPUS_BATCH = 64  # documents per bulk write (one embedding call each): as the CLI's INGEST_BATCH
 

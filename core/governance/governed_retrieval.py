@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from core.errors import NotFoundError, PayloadTooLargeError, UnavailableError
-from core.governance.assembly import AssemblyInput, assemble_bundle
 from core.governance.bundle import Mode, RejectReason, RetrievalBundle
+from core.governance.bundle_assembly import AssemblyInput, assemble_bundle
 from core.governance.overlay import RetrievalPolicy, RoleOverlay, SourcePolicy
 from core.governance.query_builder import BuiltQuery, build_query
 from core.governance.requests import RetrieveRequest
+from core.governance.schema_validation import parse_overlay
 from core.governance.screening import Rejection, Scored, screen
 from core.governance.selection import (
     Selection,
@@ -29,12 +30,13 @@ from core.governance.selection import (
     jaccard_similarity,
     select_mmr,
 )
-from core.governance.validation import parse_overlay
-from core.models import EntityKey, Filters, Retrieval, Vector
+from core.models import CandidateLists, EntityKey, Filters, Vector
 from core.ports import Clock, Embedder, SearchIndex, StateStore, tenant_embedder
 
-DOCUMENT_TYPE = "document"  # the corpus lives in the built-in chunked `document` type (core/entities.py)
-MIN_DEPTH = 40  # candidates per retriever, at least: as core.service.search.MIN_CANDIDATE_DEPTH
+DOCUMENT_TYPE = (
+    "document"  # the corpus lives in the built-in chunked `document` type (core/indexing/entity_types.py)
+)
+MIN_DEPTH = 40  # candidates per retriever, at least: as core.search.search_service.MIN_CANDIDATE_DEPTH
 DEPTH_FACTOR = 4  # × max_chunks: room for forbidden, below-score and duplicate candidates to drop out
 MMR_POOL_FACTOR = 3  # MMR looks at the best 3 × max_chunks kept candidates (the rest cannot win)
 MS = 1000.0
@@ -56,11 +58,11 @@ class Reuse:
     query's candidate lists and the chunk vectors already read, so re-ranking them under another fusion
     setting costs no index round trip."""
 
-    retrievals: dict[tuple[object, ...], Retrieval] = field(default_factory=dict)
+    retrievals: dict[tuple[object, ...], CandidateLists] = field(default_factory=dict)
     vectors: dict[tuple[EntityKey, int], Vector] = field(default_factory=dict)
 
 
-class RetrievalService:
+class GovernedRetrievalService:
     """Governed retrieval for one tenant at a time; overlays are stored per tenant and role."""
 
     def __init__(
@@ -124,15 +126,9 @@ class RetrievalService:
         wanted: Mode = "lexical_only" if request.lexical_only or strategy == "keyword" else "hybrid"
         if strategy == "semantic" and not request.lexical_only:
             wanted = "semantic_only"
-        # embedding and retrieval are timed together: a separate embed lap would tell how warm the memo was
-        embedding, mode, degraded = self._embed_query(tenant_id, built, wanted)
         depth = max(MIN_DEPTH, DEPTH_FACTOR * policy.max_chunks)
-        key = (built.lexical, tuple(built.semantic_parts), mode, depth)  # what the index is asked
-        got = reuse.retrievals.get(key) if reuse is not None else None
-        if got is None:
-            got = self._retrieve(tenant_id, built, embedding, mode, depth)
-            if reuse is not None:
-                reuse.retrievals[key] = got
+        # embedding and retrieval are timed together: a separate embed lap would tell how warm the memo was
+        got, mode, degraded = self._candidates(tenant_id, built, wanted, depth, reuse)
         clock.lap("retrieve")
         screened = screen(got.lexical, got.vector, built, policy, sources, mode, now)
         clock.lap("screen")
@@ -160,6 +156,19 @@ class RetrievalService:
             )
         )
 
+    def _candidates(
+        self, tenant_id: str, built: BuiltQuery, wanted: Mode, depth: int, reuse: Reuse | None
+    ) -> tuple[CandidateLists, Mode, str | None]:
+        """Both candidate lists for the built query, shared through `reuse` across one tuning job."""
+        embedding, mode, degraded = self._embed_query(tenant_id, built, wanted)
+        key = (built.lexical, tuple(built.semantic_parts), mode, depth)  # what the index is asked
+        got = reuse.retrievals.get(key) if reuse is not None else None
+        if got is None:
+            got = self._retrieve(tenant_id, built, embedding, mode, depth)
+            if reuse is not None:
+                reuse.retrievals[key] = got
+        return got, mode, degraded
+
     def _embed_query(
         self, tenant_id: str, built: BuiltQuery, wanted: Mode
     ) -> tuple[Vector | None, Mode, str | None]:
@@ -184,10 +193,10 @@ class RetrievalService:
 
     def _retrieve(
         self, tenant_id: str, built: BuiltQuery, embedding: Vector | None, mode: Mode, depth: int
-    ) -> Retrieval:
+    ) -> CandidateLists:
         lexical = None if mode == "semantic_only" or built.lexical.empty else built.lexical
         if lexical is None and embedding is None:
-            return Retrieval()
+            return CandidateLists()
         filters = Filters(entity_types=(DOCUMENT_TYPE,))
         return self._index.retrieve(tenant_id, lexical, embedding, filters, depth)
 

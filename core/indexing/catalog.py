@@ -77,9 +77,7 @@ class EntityOut(BaseModel):
     chunks: int = Field(description="Indexed chunks (long documents are split)")
 
 
-MAX_BATCH_GET = (
-    100  # ids per POST /entities/batch-get: one page of the largest search (core/schemas.py MAX_LIMIT)
-)
+MAX_BATCH_GET = 100  # ids per POST /entities/batch-get: one page of the largest search (core/search/search_api.py MAX_LIMIT)
 
 
 class EntityRef(BaseModel):

@@ -4,7 +4,7 @@ versioned, so retries and re-deliveries are harmless and an older write never ov
 Ordering: a delete always leaves a versioned tombstone (even for an entity never seen, when the delete
 carries a version), and a delete wins a tie with a write of the same version, so the newest operation
 wins whatever order they arrive in. Versions of the two kinds (sequence numbers, times in ms) never mix
-on one entity (core/versioning.py).
+on one entity (core/indexing/versioning.py).
 
 Search-cache invalidation: the tenant's generation (a counter in the Cache) is bumped before a write
 reaches the index and again after it. A cache that cannot be bumped before makes the write a 503 with
@@ -21,10 +21,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from core.cache_key import generation_key, settling_key
-from core.chunking import build_chunks, embedding_input
-from core.entities import EntityType, EntityTypeRegistry
-from core.entity_validation import VERSION_RULE, is_version, validate_body, validate_id
 from core.errors import (
     InvalidInputError,
     NotFoundError,
@@ -33,12 +29,10 @@ from core.errors import (
     UnavailableError,
     VersionConflictError,
 )
-from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
-from core.payload import lone_surrogates
-from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
-from core.text import flatten
-from core.timestamps import iso_timestamp
-from core.versioning import (
+from core.indexing.chunking import build_chunks, embedding_input
+from core.indexing.entity_types import EntityType, EntityTypeRegistry
+from core.indexing.entity_validation import VERSION_RULE, is_version, validate_body, validate_id
+from core.indexing.versioning import (
     MAX_CLOCK_SKEW_SECONDS,
     check_scheme,
     delete_version,
@@ -48,6 +42,12 @@ from core.versioning import (
     unchanged,
     write_version,
 )
+from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
+from core.payload import lone_surrogates
+from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
+from core.search.cache_key import generation_key, settling_key
+from core.text import flatten
+from core.timestamps import iso_timestamp
 
 _log = logging.getLogger(__name__)
 

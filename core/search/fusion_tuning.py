@@ -3,7 +3,7 @@ best mean nDCG@10, and adopt the winner only when it scores strictly above the c
 golden set (a tie keeps the current one).
 
 The input is what each retriever returned per query (the lists `SearchIndex.retrieve` gives the search
-service), so every setting is scored by re-fusing the same candidates with `core.fusion.fuse` — exactly
+service), so every setting is scored by re-fusing the same candidates with `core.search.fusion.fuse` — exactly
 the ranking POST /search would produce with that setting, without re-running retrieval.
 """
 
@@ -12,16 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from core.fusion import PLAIN_CONVEX_ALPHA, RRF_K, FusionMethod, fuse
 from core.models import Candidate
-from core.ranking_metrics import NDCG_CUTOFF, Qrels, ndcg_at_k
+from core.search.fusion import PLAIN_CONVEX_ALPHA, RRF_K, FusionMethod, fuse
+from core.search.ranking_metrics import NDCG_CUTOFF, Qrels, ndcg_at_k
 
 ALPHA_STEP = 0.05  # convex α over 0..1 in steps of 0.05 (the one α grid; overlays use every other point)
 ALPHA_GRID = tuple(round(i * ALPHA_STEP, 2) for i in range(21))
 # RRF k: small k trusts the top ranks, large k flattens toward rank-agnostic voting; 60 is Cormack et al.
 # 2009's default, the grid spans the range published sweeps explore (1 … 200).
 RRF_K_GRID = (1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 150, 200)
-PLAIN_RRF_ALPHA = 0.5  # core.fusion.fuse_rrf: α = 0.5 weighs both lists equally (plain RRF)
+PLAIN_RRF_ALPHA = 0.5  # core.search.fusion.fuse_rrf: α = 0.5 weighs both lists equally (plain RRF)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,11 @@ from typing import Any
 from core.errors import InvalidInputError
 
 # Lexical boosts map onto three tiers (3 = title-like, 2 = strong, 1 = body), so every backend can index
-# a fixed set of weighted text fields: FTS5 column weights locally, `field^boost` in OpenSearch.
+# a fixed set of weighted text fields: tantivy field boosts (or FTS5 column weights) locally, `field^boost` in OpenSearch.
 BOOST_TIERS = (3, 2, 1)
 ENTITY_TYPE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
 
-# A bulk item's type and id, and texts given as chunks (core/chunking.py PREMADE_CHUNKS_FIELD).
+# A bulk item's type and id, and texts given as chunks (core/indexing/chunking.py PREMADE_CHUNKS_FIELD).
 WRITE_FIELDS = frozenset({"type", "id", "chunks"})
 # Fields every entity may carry besides its type's own (docs/architecture.md, Write path).
 COMMON_FIELDS = frozenset({"source", "owner", "namespace", "created_at", "updated_at", "version"})

@@ -15,7 +15,7 @@ from core.models import Candidate, EntityKey
 RRF_K = 60  # seed gateway-shared-search-utils / nexus §3.2: score = Σ 1/(k + rank + 1), rank from 0
 # The plain convex formula's α (60% vector, 40% max-normalised BM25; thefold's HYBRID_ALPHA), reported as the
 # `convex` baseline by `quarry eval`. Not the deployment's default: that is DEFAULT_ALPHA in
-# core/service/search.py (0.8, measured; docs/architecture.md "Fusion and its constants").
+# core/search/search_service.py (0.8, measured; docs/architecture.md "Fusion and its constants").
 PLAIN_CONVEX_ALPHA = 0.6
 NORMALISE_EPSILON = 1e-10  # seed gateway-shared-search-utils normaliseRrfScores epsilon floor
 

@@ -12,8 +12,8 @@ from core.context.budget import MAX_TOKEN_BUDGET
 from core.context.learning import TOKEN_SHARE_MAX, WEIGHT_MAX
 from core.context.links import MAX_LINKS
 from core.context.sources import MAX_SOURCES
-from core.entity_validation import NONBLANK_PATTERN, validate_caller
 from core.errors import InvalidInputError
+from core.indexing.entity_validation import NONBLANK_PATTERN, validate_caller
 
 MAX_NAME_CHARS = 128  # caller and namespace names: identifiers, not prose
 
@@ -38,7 +38,7 @@ Name = Annotated[
         strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS, pattern=NONBLANK_PATTERN
     ),
 ]
-# A caller: the one caller-name rule of every route (core/entity_validation.py), after trimming surrounding spaces.
+# A caller: the one caller-name rule of every route (core/indexing/entity_validation.py), after trimming surrounding spaces.
 CallerName = Annotated[Name, AfterValidator(_caller_name)]
 
 

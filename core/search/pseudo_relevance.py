@@ -4,7 +4,7 @@ The query vector moves toward the stored vectors of the first fused ranking's to
 vector leg is searched again with the moved vector: q' = (q + β · mean(top-k result vectors)) / ‖…‖.
 The stored vector of a result is that of the chunk the vector retriever matched (the chunk that made it
 similar to the query), else the chunk the lexical retriever matched. A vector list retrieved for its ranking
-only (`RetrievalSpec.vector_ranking_only`) does not name the matched chunk: it is then the entity's stored
+only (`CandidateQuery.vector_ranking_only`) does not name the matched chunk: it is then the entity's stored
 chunk nearest the query (what a k-NN search's best chunk per entity is), read with the others.
 
 Measured in bench/prf_study.py (bench/QUALITY.md §6): k = 2, β = 1.0 and the final convex fusion at
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.fusion import Fused
 from core.models import ALL_CHUNKS, Candidate, EntityKey, Filters, Vector
 from core.ports import SearchIndex
+from core.search.fusion import Fused
 
 FEEDBACK_DOCS = 2  # k: the top fused results whose vectors move the query (0 turns feedback off)
 FEEDBACK_WEIGHT = 1.0  # β: how far toward their mean (the original query keeps weight 1)

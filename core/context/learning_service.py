@@ -14,8 +14,7 @@ from core.context.budget import (
     default_share,
     resolve_weights,
 )
-from core.context.learning import EVAL_BATCH_SIZE, CallerLearning, learn, settled_before
-from core.context.schemas import (
+from core.context.context_api import (
     DEFAULT_WEIGHTS_PAGE,
     MAX_LOG_PAGE,
     MAX_WEIGHTS_PAGE,
@@ -32,10 +31,11 @@ from core.context.schemas import (
     WeightOut,
     WeightsResponse,
 )
+from core.context.learning import EVAL_BATCH_SIZE, CallerLearning, learn, settled_before
 from core.context.sources import SourceSpec
 from core.cursor import decode_position, encode_position
-from core.entity_validation import validate_caller
 from core.errors import InvalidInputError
+from core.indexing.entity_validation import validate_caller
 from core.ports import Clock, StateStore
 from core.state import (
     MAX_LEARNING_ROWS,

@@ -14,24 +14,26 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cache_key, settling_key
-from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
-from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT, feedback_search
-from core.filters import COMMON_FILTERS, FACET_VALUES, check_facets, parse_filters
-from core.fusion import RRF_K, Fused, FusionMethod, count_legs, fuse
+from core.indexing.catalog_service import ATTRIBUTE_FIELDS
+from core.indexing.entity_types import EntityTypeRegistry
 from core.models import (
     ALL_CHUNKS,
     Candidate,
+    CandidateQuery,
     EntityKey,
     Filters,
     LexicalQuery,
     MatchMode,
-    RetrievalSpec,
 )
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
-from core.query import MAX_TERMS, ParsedQuery, QueryShape, parse_query
-from core.schemas import (
+from core.search.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cache_key, settling_key
+from core.search.filters import COMMON_FILTERS, FACET_VALUES, check_facets, parse_filters
+from core.search.fusion import RRF_K, Fused, FusionMethod, count_legs, fuse
+from core.search.paging import PAGING_DEPTH, SearchPage
+from core.search.pseudo_relevance import FEEDBACK_DOCS, FEEDBACK_WEIGHT, feedback_search
+from core.search.query import MAX_TERMS, ParsedQuery, QueryShape, parse_query
+from core.search.search_api import (
     Explanation,
     QueryInfo,
     RetrieverExplanation,
@@ -39,9 +41,7 @@ from core.schemas import (
     SearchResponse,
     SearchResult,
 )
-from core.search_paging import PAGING_DEPTH, SearchPage
-from core.service.catalog import ATTRIBUTE_FIELDS
-from core.snippet import build_snippet, matched_terms
+from core.search.snippet import build_snippet, matched_terms
 
 _log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ MIN_FUSION_DEPTH = 100
 MIN_SINGLE_DEPTH = 40
 # The default α (vector share) of convex fusion. The seed's 0.6 (thefold) is what the `convex` evaluation
 # strategy keeps; without feedback 0.7 maximised nDCG@10 on SciFact's train split and Cranfield
-# (bench/results/fusion_study_*.json). With vector feedback (core.feedback) the vector leg is stronger and
+# (bench/results/fusion_study_*.json). With vector feedback (core.search.pseudo_relevance) the vector leg is stronger and
 # 0.8 is best on both (bench/prf_study.py); tuned on neither test split.
 DEFAULT_ALPHA = 0.8
 ALPHA_WITHOUT_FEEDBACK = 0.7  # the default with `feedback_docs = 0`
@@ -98,7 +98,7 @@ class SearchSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class SearchPlan:
     """Which retrievers run and how their lists are fused."""
 
     strategy: str
@@ -107,23 +107,23 @@ class Plan:
     alpha: float
 
 
-def plan_strategy(requested: str, shape: QueryShape, settings: SearchSettings) -> Plan:
+def plan_strategy(requested: str, shape: QueryShape, settings: SearchSettings) -> SearchPlan:
     """The retrievers and α for a requested strategy; `auto` leans by the query's shape."""
     base = settings.alpha if settings.fusion is FusionMethod.CONVEX else 0.5
     if requested == "keyword":
-        return Plan("keyword", True, False, 0.0)
+        return SearchPlan("keyword", True, False, 0.0)
     if requested == "semantic":
-        return Plan("semantic", False, True, 1.0)
+        return SearchPlan("semantic", False, True, 1.0)
     if requested == "hybrid" or shape is QueryShape.PLAIN:
-        return Plan("hybrid", True, True, base)
+        return SearchPlan("hybrid", True, True, base)
     if shape is QueryShape.QUESTION:
         if SEMANTIC_LEAN <= 0:
-            return Plan("hybrid", True, True, base)
-        return Plan("hybrid:semantic-leaning", True, True, min(1.0, base + SEMANTIC_LEAN))
-    return Plan("hybrid:lexical-leaning", True, True, max(0.0, base - LEXICAL_LEAN))
+            return SearchPlan("hybrid", True, True, base)
+        return SearchPlan("hybrid:semantic-leaning", True, True, min(1.0, base + SEMANTIC_LEAN))
+    return SearchPlan("hybrid:lexical-leaning", True, True, max(0.0, base - LEXICAL_LEAN))
 
 
-def retrieval_depth(limit: int, plan: Plan, settings: SearchSettings) -> int:
+def retrieval_depth(limit: int, plan: SearchPlan, settings: SearchSettings) -> int:
     """Candidates per retriever: 2 × limit, at least the fusion depth when both lists are fused."""
     floor = settings.min_depth if plan.lexical and plan.vector else MIN_SINGLE_DEPTH
     return max(limit * CANDIDATE_DEPTH_FACTOR, floor)
@@ -135,7 +135,7 @@ def strong_vector_hits(candidates: Sequence[Candidate], settings: SearchSettings
 
 
 class _Retrieved(NamedTuple):
-    plan: Plan
+    plan: SearchPlan
     lexical: LexicalQuery | None
     embedding: Any
     fused: list[Fused]
@@ -276,7 +276,7 @@ class SearchService:
         parsed: ParsedQuery,
         types: tuple[str, ...],
         filters: Filters,
-        plan: Plan,
+        plan: SearchPlan,
         started: float,
         cache: Literal["miss", "bypass"],
         page: SearchPage | None,
@@ -306,7 +306,7 @@ class SearchService:
         parsed: ParsedQuery,
         types: tuple[str, ...],
         filters: Filters,
-        plan: Plan,
+        plan: SearchPlan,
     ) -> _Retrieved:
         """Embed the query with `embedder` (keyword only when it is down) and retrieve and fuse."""
         degraded_reason: str | None = None
@@ -316,7 +316,7 @@ class SearchService:
                 embedding = embedder.embed_query([parsed.text])[0]
             except UnavailableError as exc:
                 degraded_reason = exc.public_message
-                plan = Plan("keyword", True, False, 0.0)
+                plan = SearchPlan("keyword", True, False, 0.0)
         lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights) if plan.lexical else None
         depth = retrieval_depth(request.limit, plan, self.settings)
         fused, fallback = self._retrieve(tenant_id, lexical, embedding, filters, depth, plan, bool(types))
@@ -329,7 +329,7 @@ class SearchService:
         parsed: ParsedQuery,
         types: tuple[str, ...],
         filters: Filters,
-        plan: Plan,
+        plan: SearchPlan,
         page: SearchPage | None,
     ) -> SearchResponse:
         for _ in range(MODEL_SWITCH_ATTEMPTS):
@@ -395,7 +395,7 @@ class SearchService:
         request: SearchRequest,
         parsed: ParsedQuery,
         types: tuple[str, ...],
-        plan: Plan,
+        plan: SearchPlan,
         window: Sequence[Fused],
         total: int,
         next_cursor: str | None,
@@ -429,7 +429,7 @@ class SearchService:
         embedding: Any,
         filters: Filters,
         depth: int,
-        plan: Plan,
+        plan: SearchPlan,
         any_types: bool,
     ) -> tuple[list[Fused], str | None]:
         if not any_types or ((lexical is None or lexical.empty) and embedding is None):
@@ -438,7 +438,7 @@ class SearchService:
         # With feedback on, the first vector list only picks the feedback documents (its ranking): the
         # feedback's list replaces it before anything is shown, so the index may leave out its chunks.
         feedback = plan.lexical and embedding is not None and self.settings.feedback_docs > 0
-        spec = RetrievalSpec(lex, embedding, filters, depth, vector_ranking_only=feedback)
+        spec = CandidateQuery(lex, embedding, filters, depth, vector_ranking_only=feedback)
         (got,) = self._index.retrieve_many(tenant_id, [spec])
         vector = strong_vector_hits(got.vector, self.settings)
         fused = fuse(self.settings.fusion, got.lexical, vector, plan.alpha, self.settings.rrf_k)
@@ -465,9 +465,9 @@ class SearchService:
         embedding: Any,
         filters: Filters,
         depth: int,
-        plan: Plan,
+        plan: SearchPlan,
     ) -> list[Fused]:
-        """Vector pseudo-relevance feedback (core.feedback): fuse again with the moved query's hits. Without
+        """Vector pseudo-relevance feedback (core.search.pseudo_relevance): fuse again with the moved query's hits. Without
         feedback hits (no stored vector to move toward), a vector list retrieved for its ranking only is
         retrieved again whole, since its candidates would be shown."""
         again = feedback_search(
@@ -489,7 +489,7 @@ class SearchService:
         return fuse(self.settings.fusion, lexical, vector, plan.alpha, self.settings.rrf_k)
 
     def _result(
-        self, f: Fused, parsed: ParsedQuery, plan: Plan, explain: bool, fallback: str | None
+        self, f: Fused, parsed: ParsedQuery, plan: SearchPlan, explain: bool, fallback: str | None
     ) -> SearchResult:
         c = f.candidate
         explanation = None

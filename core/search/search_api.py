@@ -11,10 +11,10 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, PrivateAttr, StrictBool, field_validator
 
 from core.base_model import JSON_NUMBER, JsonInt, QuarryModel
-from core.filters import MAX_FACETS
+from core.search.filters import MAX_FACETS
 
 Scalar = str | int | float | bool
-# A value, any of a list, or an object of operators (core/filters.py checks them, naming the field and
+# A value, any of a list, or an object of operators (core/search/filters.py checks them, naming the field and
 # the operator; the OpenAPI document states the operators: handlers/openapi.py).
 FilterValue = Scalar | list[Scalar] | dict[str, Any]
 Strategy = Literal["auto", "keyword", "semantic", "hybrid"]
@@ -25,7 +25,9 @@ ReturnFieldList = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=256)]],
     Field(min_length=1, max_length=MAX_RETURN_FIELDS),
 ]
-MAX_BULK_ITEMS = 10_000  # core/jobs.py MAX_JOB_ITEMS: above the synchronous size a bulk becomes a job
+MAX_BULK_ITEMS = (
+    10_000  # core/indexing/write_jobs.py MAX_JOB_ITEMS: above the synchronous size a bulk becomes a job
+)
 
 
 class SearchRequest(QuarryModel):
@@ -150,7 +152,7 @@ class SearchResponse(QuarryModel):
     facets: dict[str, dict[str, int]] | None = Field(
         default=None, description="Per field asked for in `facets`: value → entities, most frequent first"
     )
-    # What each retriever contributed (core.fusion.LegCounts), for the log line; never in the body, and
+    # What each retriever contributed (core.search.fusion.LegCounts), for the log line; never in the body, and
     # None on a cache hit (nothing was retrieved).
     _legs: Any = PrivateAttr(default=None)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from core.entities import EntityType
+from core.indexing.entity_types import EntityType
 from core.text import flatten, index_text
 from core.tokens import CHARS_PER_TOKEN
 

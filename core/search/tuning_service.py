@@ -1,5 +1,5 @@
 """Fusion tuning use cases, both retrieve-once: search fusion (each golden query's candidate
-lists retrieved once, exactly as POST /search would, then `core.fusion_tuning` scores every fusion setting on
+lists retrieved once, exactly as POST /search would, then `core.search.fusion_tuning` scores every fusion setting on
 them) and an overlay's fusion for governed retrieval (`tune_overlay`: each golden query retrieved once,
 then re-ranked under every setting of the grid)."""
 
@@ -10,11 +10,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
-from core.feedback import feedback_search
-from core.fusion import FusionMethod, fuse
-from core.fusion_tuning import (
+from core.governance.golden_sets import run_golden_set
+from core.governance.governed_retrieval import GovernedRetrievalService, Reuse
+from core.governance.overlay import RoleOverlay
+from core.indexing.entity_types import EntityTypeRegistry
+from core.models import Filters, LexicalQuery, Vector
+from core.ports import Embedder, SearchIndex, tenant_embedder
+from core.search.fusion import FusionMethod, fuse
+from core.search.fusion_tuning import (
     ALPHA_GRID,
     PLAIN_RRF_ALPHA,
     FusionSetting,
@@ -22,14 +26,10 @@ from core.fusion_tuning import (
     TuningResult,
     tune_fusion,
 )
-from core.governance.overlay import RoleOverlay
-from core.models import Filters, LexicalQuery
-from core.ports import Embedder, SearchIndex, tenant_embedder
-from core.query import parse_query
-from core.ranking_metrics import Qrels
-from core.service.golden import run_golden_set
-from core.service.retrieval import RetrievalService, Reuse
-from core.service.search import SearchSettings, plan_strategy, retrieval_depth, strong_vector_hits
+from core.search.pseudo_relevance import feedback_search
+from core.search.query import ParsedQuery, parse_query
+from core.search.ranking_metrics import Qrels
+from core.search.search_service import SearchSettings, plan_strategy, retrieval_depth, strong_vector_hits
 
 TUNING_LIMIT = 100  # lists as deep as a limit-100 search retrieves, so Recall@100 candidates are all there
 
@@ -79,35 +79,46 @@ class FusionTuningService:
         ids = list(parsed)
         embedder = tenant_embedder(self._embedder, tenant_id)
         vectors = embedder.embed_query([parsed[q].text for q in ids]) if ids else []
-        out: dict[str, QueryLists] = {}
-        for qid, vector in zip(ids, vectors, strict=True):
-            query = parsed[qid]
-            types = (query.entity_prefix,) if query.entity_prefix else self._types
-            lexical = LexicalQuery(query.terms, query.phrases, weights=query.weights)
-            plan = plan_strategy(strategy, query.shape, settings)
-            depth = retrieval_depth(TUNING_LIMIT, plan, settings)
-            got = self._index.retrieve(
-                tenant_id, None if lexical.empty else lexical, vector, Filters(entity_types=types), depth
+        return {
+            qid: self._query_lists(tenant_id, parsed[qid], vector, strategy, settings, base)
+            for qid, vector in zip(ids, vectors, strict=True)
+        }
+
+    def _query_lists(
+        self,
+        tenant_id: str,
+        query: ParsedQuery,
+        vector: Vector,
+        strategy: str,
+        settings: SearchSettings,
+        base: float,
+    ) -> QueryLists:
+        """One query's lists, retrieved as POST /search would retrieve them."""
+        types = (query.entity_prefix,) if query.entity_prefix else self._types
+        lexical = LexicalQuery(query.terms, query.phrases, weights=query.weights)
+        plan = plan_strategy(strategy, query.shape, settings)
+        depth = retrieval_depth(TUNING_LIMIT, plan, settings)
+        got = self._index.retrieve(
+            tenant_id, None if lexical.empty else lexical, vector, Filters(entity_types=types), depth
+        )
+        vector_hits = tuple(strong_vector_hits(got.vector, settings))
+        if plan.lexical and plan.vector and settings.feedback_docs > 0:
+            # The vector list the final fusion sees: the feedback search's (as SearchService does).
+            first = fuse(settings.fusion, got.lexical, vector_hits, plan.alpha, settings.rrf_k)
+            again = feedback_search(
+                self._index,
+                tenant_id,
+                vector,
+                first,
+                vector_hits,
+                Filters(entity_types=types),
+                depth,
+                settings.feedback_docs,
+                settings.feedback_weight,
             )
-            vector_hits = tuple(strong_vector_hits(got.vector, settings))
-            if plan.lexical and plan.vector and settings.feedback_docs > 0:
-                # The vector list the final fusion sees: the feedback search's (as SearchService does).
-                first = fuse(settings.fusion, got.lexical, vector_hits, plan.alpha, settings.rrf_k)
-                again = feedback_search(
-                    self._index,
-                    tenant_id,
-                    vector,
-                    first,
-                    vector_hits,
-                    Filters(entity_types=types),
-                    depth,
-                    settings.feedback_docs,
-                    settings.feedback_weight,
-                )
-                if again is not None:
-                    vector_hits = tuple(strong_vector_hits(again, settings))
-            out[qid] = QueryLists(got.lexical, vector_hits, alpha_shift=plan.alpha - base)
-        return out
+            if again is not None:
+                vector_hits = tuple(strong_vector_hits(again, settings))
+        return QueryLists(got.lexical, vector_hits, alpha_shift=plan.alpha - base)
 
     def tune(self, tenant_id: str, queries: Mapping[str, str], qrels: Qrels) -> TuningResult:
         """The best fusion setting for the golden set, adopted only if it beats the current one."""
@@ -149,7 +160,9 @@ def _with_fusion(overlay: RoleOverlay, fusion: str, alpha: float) -> RoleOverlay
     return overlay.model_copy(update={"retrieval_policy": policy})
 
 
-def _golden_ndcg(retrieval: RetrievalService, tenant_id: str, overlay: RoleOverlay, reuse: Reuse) -> float:
+def _golden_ndcg(
+    retrieval: GovernedRetrievalService, tenant_id: str, overlay: RoleOverlay, reuse: Reuse
+) -> float:
     fusion = overlay.retrieval_policy.fusion
     report = run_golden_set(retrieval, tenant_id, overlay, (fusion,), reuse)
     if fusion not in report.strategies:
@@ -157,7 +170,7 @@ def _golden_ndcg(retrieval: RetrievalService, tenant_id: str, overlay: RoleOverl
     return report.strategies[fusion].ndcg_at_10
 
 
-def tune_overlay(retrieval: RetrievalService, tenant_id: str, role_id: str) -> OverlayTuning:
+def tune_overlay(retrieval: GovernedRetrievalService, tenant_id: str, role_id: str) -> OverlayTuning:
     """Grid-search the overlay's fusion (rrf, or convex α 0…1) on its golden set; adopt and store the best
     setting only when it scores strictly above the current one, so tuning never lowers the golden score.
 

@@ -14,9 +14,9 @@ from core.context.links import Link
 from core.context.packing import EXPLICIT_LINK_BUDGET_SHARE
 from core.context.scoring import ContextItem, score_source
 from core.context.sources import EXPLICIT_LINK_SOURCE, SourceSpec, union_filters
-from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
-from core.models import Filters, LexicalQuery, Retrieval, RetrievalSpec, Vector
+from core.indexing.entity_types import EntityTypeRegistry
+from core.models import CandidateLists, CandidateQuery, Filters, LexicalQuery, Vector
 from core.ports import LinkReader, SearchIndex, TripleStore
 from core.text import flatten
 from core.tokens import CHARS_PER_TOKEN
@@ -38,7 +38,7 @@ class SourceTask:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class FanOutPlan:
     """The retrievals of one assembly: one per source, plus one cross-namespace expansion over the union
     of their slices (split back per source in memory: one namespace-free query instead of one per source,
     which measured ~4× cheaper on the local index at 10,000 items)."""
@@ -65,7 +65,7 @@ def plan_tasks(
     caller: str,
     namespace: str | None,
     expand: bool,
-) -> Plan:
+) -> FanOutPlan:
     """A task per source (muted sources, weight ≤ 0, are skipped) and the expansion when a namespace is set."""
     tasks = tuple(
         SourceTask(spec, spec.filters(caller, namespace), weights[spec.name])
@@ -73,7 +73,7 @@ def plan_tasks(
         if weights[spec.name] > 0
     )
     expansion = union_filters([t.spec for t in tasks]) if tasks and namespace is not None and expand else None
-    return Plan(tasks, caller, namespace, expansion)
+    return FanOutPlan(tasks, caller, namespace, expansion)
 
 
 def entity_text(registry: EntityTypeRegistry, entity_type: str, body: Mapping[str, Any]) -> tuple[str, str]:
@@ -155,7 +155,9 @@ class Fanout:
         self._map = map_fn
         self._triples = triples
 
-    def _retrieve_all(self, tenant_id: str, specs: list[RetrievalSpec]) -> list[Retrieval] | UnavailableError:
+    def _retrieve_all(
+        self, tenant_id: str, specs: list[CandidateQuery]
+    ) -> list[CandidateLists] | UnavailableError:
         """Every source's retrieval (and the expansion's) in one index round trip."""
         try:
             return self._index.retrieve_many(tenant_id, specs)
@@ -163,11 +165,11 @@ class Fanout:
             return exc
 
     @staticmethod
-    def _expanded(plan: Plan, got: Retrieval, scoring: Mapping[str, Any]) -> list[ContextItem]:
+    def _expanded(plan: FanOutPlan, got: CandidateLists, scoring: Mapping[str, Any]) -> list[ContextItem]:
         """Other namespaces' hits, split per source and scored at the cross-namespace discount."""
         items: list[ContextItem] = []
         for task in plan.tasks:
-            mine = Retrieval(
+            mine = CandidateLists(
                 tuple(
                     c
                     for c in got.lexical
@@ -196,7 +198,7 @@ class Fanout:
     def gather(
         self,
         tenant_id: str,
-        plan: Plan,
+        plan: FanOutPlan,
         query: tuple[LexicalQuery | None, Vector | None],
         depth: int,
         scoring: Mapping[str, Any],
@@ -204,9 +206,9 @@ class Fanout:
     ) -> Gathered:
         """Retrieve every source and the expansion in ONE index call (`retrieve_many`: one `_msearch` on
         OpenSearch), the graph facts alongside it, then score each source."""
-        specs = [RetrievalSpec(query[0], query[1], t.filters, depth) for t in plan.tasks]
+        specs = [CandidateQuery(query[0], query[1], t.filters, depth) for t in plan.tasks]
         if plan.expansion is not None:
-            specs.append(RetrievalSpec(query[0], query[1], plan.expansion, depth * len(plan.tasks)))
+            specs.append(CandidateQuery(query[0], query[1], plan.expansion, depth * len(plan.tasks)))
         jobs: list[Callable[[], Any]] = [partial(self._retrieve_all, tenant_id, specs)] if specs else []
         if graph_query is not None:
             jobs.append(partial(self._graph, tenant_id, graph_query, scoring["now"]))

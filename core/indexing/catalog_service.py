@@ -4,7 +4,8 @@ the caller's."""
 
 from __future__ import annotations
 
-from core.catalog import (
+from core.errors import NotFoundError
+from core.indexing.catalog import (
     BatchGetRequest,
     BatchGetResponse,
     EntityOut,
@@ -18,9 +19,8 @@ from core.catalog import (
     entity_cursor,
     entity_position,
 )
-from core.entities import EntityTypeRegistry
-from core.entity_validation import validate_caller
-from core.errors import NotFoundError
+from core.indexing.entity_types import EntityTypeRegistry
+from core.indexing.entity_validation import validate_caller
 from core.models import EntityKey, StoredEntity
 from core.ports import SearchIndex, StateStore
 

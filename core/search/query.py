@@ -11,7 +11,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from core.entities import EntityTypeRegistry
+from core.indexing.entity_types import EntityTypeRegistry
 from core.text import CJK_CHAR, STOPWORDS, is_identifier, tokens
 
 # seed gateway-shared-search-utils: buildFts5Query caps at 20 terms. A quoted phrase's words count too

@@ -1,6 +1,6 @@
 """Write jobs: bulk and corpus requests too big for one API invocation, split into parts that the
 indexing consumer processes from a queue. Pure values and functions; the service that submits
-and processes them is core/service/jobs.py.
+and processes them is core/indexing/write_job_service.py.
 
 A request is sized in chunks, not items: what costs time is one embedding per chunk (Titan embeds one
 text per call), and one corpus document can hold hundreds of chunks.
@@ -14,9 +14,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.chunking import CHUNK_OVERLAP_TOKENS, CHUNK_TOKENS
-from core.entities import EntityTypeRegistry
 from core.errors import QuarryError, UnavailableError
+from core.indexing.chunking import CHUNK_OVERLAP_TOKENS, CHUNK_TOKENS
+from core.indexing.entity_types import EntityTypeRegistry
 from core.tokens import CHARS_PER_TOKEN
 
 JobKind = Literal["bulk", "corpus"]
@@ -42,7 +42,7 @@ def failure_reason(exc: BaseException, attempts: int) -> str:
     return f"failed on each of its {attempts} attempts; the last: {last}"
 
 
-# Chunk text window (core/chunking.py) minus its overlap: how much new text each further chunk covers.
+# Chunk text window (core/indexing/chunking.py) minus its overlap: how much new text each further chunk covers.
 _CHUNK_STRIDE_CHARS = (CHUNK_TOKENS - CHUNK_OVERLAP_TOKENS) * CHARS_PER_TOKEN
 
 

@@ -1,6 +1,6 @@
 """The nightly Lambda: the context learning cycle (docs/architecture.md, The learning cycle) and every stored
 overlay's golden set (docs/architecture.md, Evaluation), as one task per tenant (learning) and per overlay
-(golden set) — core/service/nightly.py.
+(golden set) — core/nightly.py.
 
 - The EventBridge schedule invokes it with nothing the cycle needs: it plans tonight's tasks and, with a
   queue configured (QUARRY_EVAL_QUEUE_URL, as the stack sets), sends one message per task; an event whose
@@ -25,7 +25,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from core.errors import TenantErasedError
-from core.service.nightly import NightlyTask, plan_nightly
+from core.nightly import NightlyTask, plan_nightly
 from core.timestamps import iso_timestamp
 from handlers._observability import logger, metrics, tracer
 from infra.wiring import check_settings, container
@@ -58,10 +58,10 @@ def _run(c: Any, task: NightlyTask) -> dict[str, Any]:
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
         logger.info("learning cycle", extra={"tenant": task.tenant_id, **report.model_dump(mode="json")})
         return {"tenant": task.tenant_id, **report.model_dump(mode="json")}
-    from core.service.golden import run_golden_sets
+    from core.governance.golden_sets import run_golden_sets
 
     at = iso_timestamp(c.clock.now())
-    reports = run_golden_sets(task.tenant_id, [task.role_id or ""], c.retrieval, c.state, at)
+    reports = run_golden_sets(task.tenant_id, [task.role_id or ""], c.governed_retrieval, c.state, at)
     for golden in reports:
         for strategy, figures in golden.strategies.items():
             metrics.add_metric(

@@ -19,27 +19,27 @@ from core.context.budget import (
     resolve_budget,
     resolve_weights,
 )
-from core.context.graph import graph_allowance
-from core.context.links import parse_links
-from core.context.packing import Packer, Packing
-from core.context.render import LINK_LABEL
-from core.context.schemas import (
+from core.context.context_api import (
     AssembleRequest,
     AssembleResponse,
     ContextSource,
     FeedbackRequest,
     FeedbackResponse,
 )
+from core.context.fan_out import Fanout, Gathered, MapFn, load_links, plan_tasks
+from core.context.graph import graph_allowance
+from core.context.links import parse_links
+from core.context.packing import Packer, Packing
+from core.context.render import LINK_LABEL
 from core.context.scoring import RECENCY_FLOOR, ContextItem, deduplicate
 from core.context.sources import DEFAULT_SOURCES, EXPLICIT_LINK_SOURCE, SourceSpec, select_sources
-from core.entities import EntityTypeRegistry
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnavailableError
-from core.fusion import RRF_K
+from core.indexing.entity_types import EntityTypeRegistry
 from core.models import LexicalQuery, Vector
 from core.ports import Clock, Embedder, LinkReader, SearchIndex, StateStore, TripleStore, tenant_embedder
-from core.query import parse_query
-from core.service.context_retrieval import Fanout, Gathered, MapFn, load_links, plan_tasks
-from core.service.search import MAX_QUERY_CHARS, MIN_VECTOR_SIMILARITY
+from core.search.fusion import RRF_K
+from core.search.query import parse_query
+from core.search.search_service import MAX_QUERY_CHARS, MIN_VECTOR_SIMILARITY
 from core.state import WILDCARD_CALLER, AssemblyLogEntry, AssemblySource, SourceWeight
 from core.timestamps import iso_timestamp
 from core.tokens import TokenCounter, estimate_tokens

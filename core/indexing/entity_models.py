@@ -4,8 +4,8 @@ path).
 They publish the JSON Schema of PUT and PATCH bodies and of bulk items in the OpenAPI document
 (handlers/openapi.py), and they are the request-level check of bulk items: an item that breaks its type's
 schema makes the whole request a 400 naming `items.<n>.<field>`, so what the document says is what the
-server enforces. Strict, as core/entity_validation.py is: a number is never read from a string, nor a flag from
-a number. What a JSON Schema cannot state is still checked per entity by core/entity_validation.py (and reported
+server enforces. Strict, as core/indexing/entity_validation.py is: a number is never read from a string, nor a flag from
+a number. What a JSON Schema cannot state is still checked per entity by core/indexing/entity_validation.py (and reported
 per item in a bulk, the others indexed): lone surrogates, the total length of a list of strings,
 timestamps that do not parse, versions older than the stored one.
 """
@@ -30,9 +30,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from core.chunking import PREMADE_CHUNKS_FIELD
-from core.entities import COMMON_FIELDS, EntityType, EntityTypeRegistry
-from core.entity_validation import (
+from core.errors import InvalidInputError
+from core.indexing.chunking import PREMADE_CHUNKS_FIELD
+from core.indexing.entity_types import COMMON_FIELDS, EntityType, EntityTypeRegistry
+from core.indexing.entity_validation import (
     ID_JSON_PATTERN,
     ID_RULE,
     MAX_LABEL_CHARS,
@@ -40,7 +41,6 @@ from core.entity_validation import (
     at_least_one,
     is_whole_number,
 )
-from core.errors import InvalidInputError
 from core.payload import INT64_MAX, lone_surrogates
 from core.timestamps import parse_timestamp
 
@@ -125,11 +125,11 @@ def _field(annotation: Any, name: str, description: str, required: bool = False)
 
 def _fields(etype: EntityType, partial: bool) -> tuple[dict[str, tuple[Any, Any]], dict[str, str]]:
     """Field definitions of a type's body (its searchable text, its filterable metadata, the common fields),
-    and the rule each field's bad value is told (the words of core/entity_validation.py)."""
+    and the rule each field's bad value is told (the words of core/indexing/entity_validation.py)."""
     boosts = {f.name: f.boost for f in etype.fields}
     title_required = (
         not partial and not etype.chunked
-    )  # core/entity_validation.py: a document may be untitled
+    )  # core/indexing/entity_validation.py: a document may be untitled
     out: dict[str, tuple[Any, Any]] = {}
     rules: dict[str, str] = {}
     for name in sorted(etype.known_fields):
@@ -149,7 +149,7 @@ def _fields(etype: EntityType, partial: bool) -> tuple[dict[str, tuple[Any, Any]
 
 
 def _content_fields(etype: EntityType) -> list[str]:
-    """A chunked type (a document) needs text in one of these (core/entity_validation.py `_untitled_document`)."""
+    """A chunked type (a document) needs text in one of these (core/indexing/entity_validation.py `_untitled_document`)."""
     return [etype.title_field, *(f.name for f in etype.fields if f.boost == 1), PREMADE_CHUNKS_FIELD]
 
 
@@ -243,7 +243,7 @@ class EntityModels:
         fields: dict[str, str] = {}
         for position, item in enumerate(items):
             if isinstance(item, Mapping) and lone_surrogates(dict(item)):
-                continue  # not text at all: reported per item by core/entity_validation.py, like invalid JSON text
+                continue  # not text at all: reported per item by core/indexing/entity_validation.py, like invalid JSON text
             try:
                 self.item_adapter.validate_python(item)
             except ValidationError as exc:

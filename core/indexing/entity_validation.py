@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from core.entities import EntityType
 from core.errors import InvalidInputError
+from core.indexing.entity_types import EntityType
 from core.payload import INT64_MAX, lone_surrogates
 from core.state import WILDCARD_CALLER
 from core.timestamps import parse_timestamp

@@ -18,11 +18,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from core.catalog import EntityPosition
 from core.cursor import decode_cursor, encode_cursor
 from core.errors import ConflictError, InvalidInputError
+from core.indexing.catalog import EntityPosition
+from core.indexing.catalog_service import entity_out
 from core.ports import Cache, Clock, JobQueue, JobStore, SearchIndex, StateStore, TenantFences
-from core.service.catalog import entity_out
 from core.state import REOPEN_AFTER_SECONDS
 from core.timestamps import iso_timestamp
 
@@ -205,7 +205,7 @@ class LifecycleService:
 
         The fence goes up first and stays (keyed by a hash of the id, core/state.py): from that moment the
         tenant's requests are refused and its queued work discarded, and work that raced the erase purges
-        again when it ends (core/service/fencing.py). Erasing again is safe (a retry after a failure)."""
+        again when it ends (core/tenancy/fencing.py). Erasing again is safe (a retry after a failure)."""
         _confirmed(tenant_id, confirm)
         now = self._clock.now()
         self._fences.fence(tenant_id, now)
