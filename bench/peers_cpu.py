@@ -49,7 +49,7 @@ def layers(data_dir: Path, queries: list[str], size: int, passes: int) -> dict[s
     from core.search.search_api import SearchRequest
     from handlers import api
     from handlers.devserver import FakeLambdaContext, build_event
-    from infra.evaluation import EVAL_TENANT
+    from infra.beir_evaluation import EVAL_TENANT
     from infra.settings import load_settings
     from infra.wiring import Container, set_container
 

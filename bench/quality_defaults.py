@@ -29,9 +29,9 @@ from core.indexing.indexing_service import IndexingService  # noqa: E402
 from core.search.planning import SearchSettings  # noqa: E402
 from core.search.search_service import SearchService  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
+from infra.beir_evaluation import ALL_STRATEGIES, INDEX_FILE, evaluate_strategies, ingest  # noqa: E402
 from infra.clock import SystemClock  # noqa: E402
 from infra.embedding_cache import CachingEmbedder  # noqa: E402
-from infra.evaluation import ALL_STRATEGIES, INDEX_FILE, evaluate_strategies, ingest  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -37,7 +37,7 @@ from bench._common import SMOKE_DATASET, shared_datasets, summary  # noqa: E402
 from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery  # noqa: E402
 from core.search.query import parse_query  # noqa: E402
-from infra.local.sqlite_index import ANN_PROBE  # noqa: E402
+from infra.local.sqlite_vector_search import ANN_PROBE  # noqa: E402
 from infra.local.tantivy_query import STOP_WORDS  # noqa: E402
 
 SCIFACT = shared_datasets() / "scifact"  # its word frequencies and queries

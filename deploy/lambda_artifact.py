@@ -34,7 +34,8 @@ LOCAL_ONLY = (
     "handlers/local_key.py",
     "handlers/cors.py",
     "infra/beir.py",
-    "infra/evaluation.py",
+    "infra/beir_evaluation.py",
+    "infra/beir_report.py",
     "infra/embedding_cache.py",
 )
 # Folders of installed dependencies that never run in a function (numpy alone ships 15 MB of tests).

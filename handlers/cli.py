@@ -149,17 +149,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             flush()
     for message in bad:
         print(message, file=sys.stderr)
-    print(
-        json.dumps(
-            {
-                "file": str(path),
-                "lines": total,
-                "indexed": indexed,
-                "skipped_stale": stale,
-                "errors": len(bad),
-            }
-        )
-    )
+    summary = {
+        "file": str(path),
+        "lines": total,
+        "indexed": indexed,
+        "skipped_stale": stale,
+        "errors": len(bad),
+    }
+    print(json.dumps(summary))
     return 1 if bad else 0
 
 
@@ -187,8 +184,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Measure retrieval quality on a BEIR folder: nDCG@10, Recall@100, MRR@10 per strategy."""
+    from infra.beir_evaluation import eval_index, run_eval
+    from infra.beir_report import format_table, plot_report
     from infra.embedding_cache import CachingEmbedder
-    from infra.evaluation import eval_index, format_table, plot_report, run_eval
 
     c = _container(args.data_dir)
     cache_dir = Path(args.cache_dir) if args.cache_dir else c.settings.data_dir / "embeddings"
@@ -246,6 +244,19 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="quarry", description="Hybrid search and RAG context assembly")
     p.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     sub = p.add_subparsers(dest="command", required=True)
+    _register_serve(sub)
+    _register_ingest(sub)
+    _register_search(sub)
+    _register_eval(sub)  # eval, eval-cycle
+    cli_governance.register(sub)  # validate, load-corpus, retrieve, schema
+    cli_mcp.register(sub)  # mcp
+    cli_reindex.register(sub)  # reindex
+    cli_openapi.register(sub)  # openapi
+    return p
+
+
+def _register_serve(sub: Any) -> None:
+    """`quarry serve`: the local API."""
     s = sub.add_parser("serve", help="run the local API")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=3000)
@@ -260,6 +271,10 @@ def parser() -> argparse.ArgumentParser:
         help="requests a worker holds waiting beyond the one it runs; more get 503 + Retry-After",
     )
     s.set_defaults(func=cmd_serve)
+
+
+def _register_ingest(sub: Any) -> None:
+    """`quarry ingest FILE`: index a file of entities."""
     i = sub.add_parser("ingest", help="index a file of entities: JSONL, a JSON array, or CSV with a header")
     i.add_argument("file")
     i.add_argument("--type", required=True, help="entity type of every record")
@@ -275,6 +290,10 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--quiet", action="store_true")
     i.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     i.set_defaults(func=cmd_ingest)
+
+
+def _register_search(sub: Any) -> None:
+    """`quarry search QUERY`: search from the shell."""
     q = sub.add_parser("search", help="search from the shell")
     q.add_argument("query")
     q.add_argument("--tenant", default="dev")
@@ -284,6 +303,10 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true")
     q.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     q.set_defaults(func=cmd_search)
+
+
+def _register_eval(sub: Any) -> None:
+    """`quarry eval` (the BEIR run) and `quarry eval-cycle` (the context learning cycle)."""
     e = sub.add_parser("eval", help="measure retrieval quality on a BEIR-format dataset")
     e.add_argument("--dataset", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/")
     e.add_argument("--split", default="test", help="qrels split naming the test queries (default test)")
@@ -312,11 +335,6 @@ def parser() -> argparse.ArgumentParser:
     lc.add_argument("--tenant", default=None, help="only this tenant (default: every tenant)")
     lc.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     lc.set_defaults(func=cmd_learning_cycle)
-    cli_governance.register(sub)  # validate, load-corpus, retrieve, schema
-    cli_mcp.register(sub)  # mcp
-    cli_reindex.register(sub)  # reindex
-    cli_openapi.register(sub)  # openapi
-    return p
 
 
 # Third-party progress bars and chatter that would interleave with our own tqdm bar on stderr.

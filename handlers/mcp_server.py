@@ -253,6 +253,13 @@ def _search_tool(server: MCPServer, act: Act) -> None:
 
 
 def _context_tools(server: MCPServer, act: Act) -> None:
+    _assemble_tool(server, act)
+    _feedback_tool(server, act)
+    _retrieve_tool(server, act)
+
+
+def _assemble_tool(server: MCPServer, act: Act) -> None:
+    # ~50 lines: the tool's signature is its published input schema (one Annotated Field per argument)
     @server.tool(
         description="A token-budgeted context block for a caller, with its sources (POST /context/assemble). "
         "Then call context_feedback with the source ids you used.",
@@ -303,6 +310,8 @@ def _context_tools(server: MCPServer, act: Act) -> None:
             ),
         )
 
+
+def _feedback_tool(server: MCPServer, act: Act) -> None:
     @server.tool(
         description="Which sources of an assembly the caller used (POST /context/feedback): the caller's "
         "weights and budget learn from it. Once per assembly.",
@@ -329,6 +338,9 @@ def _context_tools(server: MCPServer, act: Act) -> None:
             ),
         )
 
+
+def _retrieve_tool(server: MCPServer, act: Act) -> None:
+    # ~50 lines: the tool's signature is its published input schema (one Annotated Field per argument)
     @server.tool(
         description="Governed retrieval for a role: evidence selected and screened by the role's overlay, "
         "with provenance and warnings (POST /retrieve).",
@@ -382,6 +394,11 @@ def _context_tools(server: MCPServer, act: Act) -> None:
 
 
 def _entity_tools(server: MCPServer, act: Act) -> None:
+    _entity_read_tools(server, act)
+    _entity_write_tools(server, act)
+
+
+def _entity_read_tools(server: MCPServer, act: Act) -> None:
     @server.tool(
         description="A stored entity: fields, version, whether embedded (GET /entities/{type}/{id}).",
         annotations=READ,
@@ -409,6 +426,8 @@ def _entity_tools(server: MCPServer, act: Act) -> None:
             lambda w, c: c.catalog.list(w.tenant_id, entity_type, checked_page_size(limit), cursor),
         )
 
+
+def _entity_write_tools(server: MCPServer, act: Act) -> None:
     @server.tool(
         description="Create or replace an entity (PUT /entities/{type}/{id}); `partial: true` updates "
         "only the given fields (PATCH). A `version` older than the stored one is refused; the same call "

@@ -240,7 +240,7 @@ class Container:
 
     @cached_property
     def fusion_tuning(self) -> FusionTuningService:
-        """Grid-searches the fusion setting on judged queries (`quarry eval --tune`, infra/evaluation.py)."""
+        """Grid-searches the fusion setting on judged queries (`quarry eval --tune`, infra/beir_evaluation.py)."""
         from core.search.tuning_service import FusionTuningService
 
         return FusionTuningService(self.index, self.embedder, self.registry, self.search_settings)

@@ -26,7 +26,6 @@ from core.context.context_api import (
     EvalResponse,
     LogEntryOut,
     LogResponse,
-    LogSource,
     ManualWeightRequest,
     WeightAdjustmentOut,
     WeightOut,
@@ -41,7 +40,6 @@ from core.ports import Clock, StateStore
 from core.state import (
     MAX_LEARNING_ROWS,
     WILDCARD_CALLER,
-    AssemblyLogEntry,
     CallerBudget,
     SourceWeight,
     WeightChange,
@@ -57,27 +55,6 @@ def _seen_by(caller: str, only: str | None) -> bool:
     """Whether a row of `caller` is shown to a principal bound to `only` (None: bound to no caller):
     its own rows and the `*` rows that apply to it."""
     return only is None or caller in (only, WILDCARD_CALLER)
-
-
-def _weight_out(w: SourceWeight) -> WeightOut:
-    return WeightOut(
-        caller=w.caller,
-        source=w.source,
-        weight=w.weight,
-        token_share=w.token_share,
-        manual=w.manual,
-        updated_at=w.updated_at,
-    )
-
-
-def _budget_out(b: CallerBudget) -> BudgetOut:
-    return BudgetOut(
-        caller=b.caller,
-        budget=b.budget,
-        min_budget=b.min_budget,
-        max_budget=b.max_budget,
-        updated_at=b.updated_at,
-    )
 
 
 def budget_row(caller: str, request: BudgetRequest, base: CallerBudget | None, at: str) -> CallerBudget:
@@ -98,26 +75,6 @@ def budget_row(caller: str, request: BudgetRequest, base: CallerBudget | None, a
     if budget is None:
         budget = min(high, max(low, base.budget if base else low))
     return CallerBudget(caller, budget, low, high, at)
-
-
-def _entry_out(e: AssemblyLogEntry) -> LogEntryOut:
-    return LogEntryOut(
-        assembly_id=e.assembly_id,
-        caller=e.caller,
-        namespace=e.namespace,
-        request_id=e.request_id,
-        query_hash=e.query_hash,
-        budget=e.budget,
-        total_tokens=e.total_tokens,
-        sources=[LogSource(id=s.id, source=s.source, score=s.score, tokens=s.tokens) for s in e.sources],
-        retrieval_ms=e.retrieval_ms,
-        total_ms=e.total_ms,
-        created_at=e.created_at,
-        used_ids=list(e.used_ids) if e.used_ids is not None else None,
-        tokens_used=e.tokens_used,
-        feedback_at=e.feedback_at,
-        processed=e.processed,
-    )
 
 
 class LearningService:
@@ -153,7 +110,7 @@ class LearningService:
         page = rows[:limit]
         more = len(rows) > limit
         return WeightsResponse(
-            weights=[_weight_out(w) for w in page],
+            weights=[WeightOut.model_validate(w, from_attributes=True) for w in page],
             next_cursor=encode_position((page[-1].caller, page[-1].source)) if more else None,
             sources=list(self._sources),
             default_weight=DEFAULT_WEIGHT,
@@ -163,7 +120,11 @@ class LearningService:
     def budgets(self, tenant_id: str, only: str | None = None) -> BudgetsResponse:
         """Configured and learned caller budgets, with the fallbacks (`only`: as in `weights`)."""
         return BudgetsResponse(
-            budgets=[_budget_out(b) for b in self._state.list_budgets(tenant_id) if _seen_by(b.caller, only)],
+            budgets=[
+                BudgetOut.model_validate(b, from_attributes=True)
+                for b in self._state.list_budgets(tenant_id)
+                if _seen_by(b.caller, only)
+            ],
             null_namespace_budget=NULL_NAMESPACE_BUDGET,
             default_budget=self._default_budget,
         )
@@ -177,7 +138,9 @@ class LearningService:
         if caller is not None:
             validate_caller(caller)
         page = self._state.list_assemblies(tenant_id, caller, namespace, limit, cursor)
-        return LogResponse(data=[_entry_out(e) for e in page.entries], next_cursor=page.next_cursor)
+        # from_attributes reaches the nested sources too (AssemblySource → LogSource)
+        entries = [LogEntryOut.model_validate(e, from_attributes=True) for e in page.entries]
+        return LogResponse(data=entries, next_cursor=page.next_cursor)
 
     def callers(self, tenant_id: str, only: str | None = None) -> CallersResponse:
         """Every caller in the tenant's assembly log (`only`: a bound key sees itself alone)."""
@@ -217,7 +180,7 @@ class LearningService:
             caller, source, current.weight, row.weight, current.token_share, row.token_share, reason, at
         )
         self._state.put_weight(tenant_id, row, change)
-        return _weight_out(row)
+        return WeightOut.model_validate(row, from_attributes=True)
 
     def set_budget(self, tenant_id: str, caller: str, request: BudgetRequest) -> BudgetOut:
         """Set a caller's budget and the min/max learning keeps it within; what the request leaves out
@@ -228,7 +191,7 @@ class LearningService:
             base = self._state.get_budget(tenant_id, WILDCARD_CALLER)
         row = budget_row(caller, request, base, iso_timestamp(self._clock.now()))
         self._state.put_budget(tenant_id, row)
-        return _budget_out(row)
+        return BudgetOut.model_validate(row, from_attributes=True)
 
     def _step(self, tenant_id: str, caller: str, at: str, settled: str) -> CallerLearning | None:
         entries = self._state.unprocessed_assemblies(tenant_id, caller, MAX_LEARNING_ROWS, settled)

@@ -116,4 +116,4 @@ class CatalogService:
     def evals(self, tenant_id: str, name: str | None, limit: int) -> EvalsResponse:
         """Stored golden-set evaluation figures, newest first, optionally of one set (an overlay's role)."""
         rows = self._state.list_evals(tenant_id, name, limit)
-        return EvalsResponse(data=[EvalOut(name=r.name, at=r.at, metrics=dict(r.metrics)) for r in rows])
+        return EvalsResponse(data=[EvalOut.model_validate(r, from_attributes=True) for r in rows])

@@ -52,112 +52,13 @@ def build(model_dir: Path, pooling: Pooling, variant: Variant = "fp32") -> Any:
     except Exception as exc:  # the Rust parser's errors do not name the file
         raise ValueError(f"model.safetensors: {type(exc).__name__}: {exc}") from exc
     enc = BertEncoder(config, weights)
-    fused_attention, quantized = variant == "fp32", variant == "int8"
-    g = _Builder()
-    h, heads = config.hidden_size, config.num_heads
-    width = h // heads
-    eps = float(config.layer_norm_eps)
-
     ids, mask = "input_ids", "attention_mask"
-    x = g.op("Gather", g.const("word", enc._word), ids)
-    seq = g.op("Shape", ids, start=1, end=2)
-    # position rows + the token-type-0 row: both added to every token, so added once into one table
-    positions = g.op(
-        "Slice",
-        g.const("position", enc._position + enc._token_type),
-        g.const("zero", [0]),
-        seq,
-        g.const("axis0", [0]),
-    )
-    x = g.op("Add", x, positions)
-
-    def norm(inp: str, gamma: np.ndarray, beta: np.ndarray, name: str) -> str:
-        return g.op(
-            "LayerNormalization",
-            inp,
-            g.const(name + "_g", gamma),
-            g.const(name + "_b", beta),
-            axis=-1,
-            epsilon=eps,
-        )
-
-    x = norm(x, enc._emb_ln[0], enc._emb_ln[1], "emb_ln")
-    if fused_attention:  # Attention takes the raw 0/1 (batch, tokens) mask and masks padding keys itself
-        mask_index = g.op("Cast", mask, to=onnx_proto.INT32)
-    else:  # padding keys get the most negative float32, as bert.py and Hugging Face do: (1 − mask)·min
-        mask4 = g.op("Unsqueeze", mask, g.const("axes12", [1, 2]))
-        fmin = g.scalar("fmin", float(np.finfo(np.float32).min))
-        bias = g.op("Mul", g.op("Sub", g.scalar("one", 1.0), mask4), fmin)
-        split_heads = g.const("split_heads", [0, 0, heads, width])
-        merge_heads = g.const("merge_heads", [0, 0, h])
+    g = _Encoder(config, fused_attention=variant == "fp32", quantized=variant == "int8")
+    x = g.embeddings(enc, ids)
+    g.attention_mask(mask)
     for i, layer in enumerate(enc._layers):
-        p = f"l{i}."
-
-        def dense(inp: str, w: np.ndarray, b: np.ndarray, name: str, p: str = p) -> str:
-            if quantized and name != "down":
-                scale, q = _quantize_columns(w)
-                return g.op(
-                    "DynamicQuantizeMatMul",
-                    inp,
-                    g.const(p + name + ".wq", q),
-                    g.const(p + name + ".scale", scale),
-                    g.const(p + name + ".zero", np.zeros_like(q[0])),
-                    g.const(p + name + ".b", b),
-                    domain="com.microsoft",
-                    node=p + name,
-                )
-            product = g.op("MatMul", inp, g.const(p + name + ".w", w), node=p + name)
-            return g.op("Add", product, g.const(p + name + ".b", b))
-
-        if fused_attention:
-            context = g.op(
-                "Attention",
-                x,
-                g.const(p + "qkv.w", layer.qkv_w),
-                g.const(p + "qkv.b", layer.qkv_b),
-                mask_index,
-                domain="com.microsoft",
-                num_heads=heads,
-                node=p + "attention",
-            )
-        else:
-            q, k, v = (
-                dense(x, layer.qkv_w[:, j * h : (j + 1) * h], layer.qkv_b[j * h : (j + 1) * h], n)
-                for j, n in enumerate(("q", "k", "v"))
-            )
-            q = g.op("Transpose", g.op("Reshape", q, split_heads), perm=[0, 2, 1, 3])
-            k = g.op("Transpose", g.op("Reshape", k, split_heads), perm=[0, 2, 3, 1])
-            v = g.op("Transpose", g.op("Reshape", v, split_heads), perm=[0, 2, 1, 3])
-            scores = g.op("Mul", g.op("MatMul", q, k), g.scalar(p + "scale", 1.0 / np.sqrt(width)))
-            probs = g.op("Softmax", g.op("Add", scores, bias), axis=-1)
-            merged = g.op("Transpose", g.op("MatMul", probs, v), perm=[0, 2, 1, 3])
-            context = g.op("Reshape", merged, merge_heads)
-        attended = g.op("Add", dense(context, layer.out_w, layer.out_b, "o"), x)
-        x = norm(attended, layer.ln1_g, layer.ln1_b, p + "ln1")
-        up = dense(x, layer.up_w, layer.up_b, "up")
-        erf = g.op("Erf", g.op("Div", up, g.scalar(p + "sqrt2", np.sqrt(2.0))))
-        act = g.op(
-            "Mul", g.op("Mul", up, g.op("Add", erf, g.scalar(p + "one", 1.0))), g.scalar(p + "half", 0.5)
-        )
-        out = g.op("Add", dense(act, layer.down_w, layer.down_b, "down"), x)
-        x = norm(out, layer.ln2_g, layer.ln2_b, p + "ln2")
-
-    if pooling == "cls":
-        pooled = g.op(
-            "Squeeze",
-            g.op("Slice", x, g.const("zero1", [0]), g.const("one1", [1]), g.const("axis1", [1])),
-            g.const("axis1b", [1]),
-        )
-    else:  # mean of the token states over the mask (sentence-transformers' clamp at 1e-9)
-        mask3 = g.op("Unsqueeze", mask, g.const("axes2", [2]))
-        summed = g.op("ReduceSum", g.op("Mul", x, mask3), g.const("axis1", [1]), keepdims=0)
-        counts = g.op(
-            "Max", g.op("ReduceSum", mask, g.const("axis1c", [1]), keepdims=1), g.scalar("tiny", 1e-9)
-        )
-        pooled = g.op("Div", summed, counts)
-    length = g.op("Max", g.op("ReduceL2", pooled, axes=[1], keepdims=1), g.scalar("eps12", 1e-12))
-    g.op("Div", pooled, length, out="embeddings")
-
+        x = g.layer(x, layer, f"l{i}.")
+    g.op("Div", *g.pooled(x, mask, pooling), out="embeddings")
     return onnx_proto.model(
         g.nodes,
         g.initializers,
@@ -165,7 +66,7 @@ def build(model_dir: Path, pooling: Pooling, variant: Variant = "fp32") -> Any:
             onnx_proto.value_info(ids, onnx_proto.INT64, ["batch", "tokens"]),
             onnx_proto.value_info(mask, onnx_proto.FLOAT, ["batch", "tokens"]),
         ],
-        outputs=[onnx_proto.value_info("embeddings", onnx_proto.FLOAT, ["batch", h])],
+        outputs=[onnx_proto.value_info("embeddings", onnx_proto.FLOAT, ["batch", config.hidden_size])],
         opsets={"": OPSET, "com.microsoft": 1},
         props={"quarry_graph_version": GRAPH_VERSION, "pooling": pooling, "variant": variant},
     )
@@ -211,6 +112,138 @@ class _Builder:
 
     def scalar(self, name: str, value: float) -> str:
         return self.const(name, np.float32(value))
+
+
+class _Encoder(_Builder):
+    """The encoder's parts written as graph nodes, in the order bert.py computes them (the node and tensor
+    names follow that order, so a graph built twice is the same bytes)."""
+
+    def __init__(self, config: BertConfig, fused_attention: bool, quantized: bool) -> None:
+        super().__init__()
+        self.h, self.heads = config.hidden_size, config.num_heads
+        self.width = self.h // self.heads
+        self.eps = float(config.layer_norm_eps)
+        self.fused_attention, self.quantized = fused_attention, quantized
+
+    def embeddings(self, enc: BertEncoder, ids: str) -> str:
+        """Word rows + position rows + the token-type-0 row, layer-normalised."""
+        x = self.op("Gather", self.const("word", enc._word), ids)
+        seq = self.op("Shape", ids, start=1, end=2)
+        # position rows + the token-type-0 row: both added to every token, so added once into one table
+        positions = self.op(
+            "Slice",
+            self.const("position", enc._position + enc._token_type),
+            self.const("zero", [0]),
+            seq,
+            self.const("axis0", [0]),
+        )
+        x = self.op("Add", x, positions)
+        return self.norm(x, enc._emb_ln[0], enc._emb_ln[1], "emb_ln")
+
+    def norm(self, inp: str, gamma: np.ndarray, beta: np.ndarray, name: str) -> str:
+        return self.op(
+            "LayerNormalization",
+            inp,
+            self.const(name + "_g", gamma),
+            self.const(name + "_b", beta),
+            axis=-1,
+            epsilon=self.eps,
+        )
+
+    def attention_mask(self, mask: str) -> None:
+        """What self-attention masks padding keys with, for every layer."""
+        if self.fused_attention:  # Attention takes the raw 0/1 (batch, tokens) mask and masks padding itself
+            self.mask_index = self.op("Cast", mask, to=onnx_proto.INT32)
+        else:  # padding keys get the most negative float32, as bert.py and Hugging Face do: (1 − mask)·min
+            mask4 = self.op("Unsqueeze", mask, self.const("axes12", [1, 2]))
+            fmin = self.scalar("fmin", float(np.finfo(np.float32).min))
+            self.bias = self.op("Mul", self.op("Sub", self.scalar("one", 1.0), mask4), fmin)
+            self.split_heads = self.const("split_heads", [0, 0, self.heads, self.width])
+            self.merge_heads = self.const("merge_heads", [0, 0, self.h])
+
+    def dense(self, inp: str, w: np.ndarray, b: np.ndarray, name: str) -> str:
+        """One projection: MatMul + Add, or int8 DynamicQuantizeMatMul (all but the down projection)."""
+        if self.quantized and not name.endswith("down"):
+            scale, q = _quantize_columns(w)
+            return self.op(
+                "DynamicQuantizeMatMul",
+                inp,
+                self.const(name + ".wq", q),
+                self.const(name + ".scale", scale),
+                self.const(name + ".zero", np.zeros_like(q[0])),
+                self.const(name + ".b", b),
+                domain="com.microsoft",
+                node=name,
+            )
+        product = self.op("MatMul", inp, self.const(name + ".w", w), node=name)
+        return self.op("Add", product, self.const(name + ".b", b))
+
+    def layer(self, x: str, layer: Any, p: str) -> str:
+        """One transformer layer (`p`: its name prefix): attention, Add + LayerNorm, the Erf GELU
+        feed-forward, Add + LayerNorm."""
+        attended = self.op(
+            "Add", self.dense(self.attention(x, layer, p), layer.out_w, layer.out_b, p + "o"), x
+        )
+        x = self.norm(attended, layer.ln1_g, layer.ln1_b, p + "ln1")
+        up = self.dense(x, layer.up_w, layer.up_b, p + "up")
+        erf = self.op("Erf", self.op("Div", up, self.scalar(p + "sqrt2", np.sqrt(2.0))))
+        act = self.op(
+            "Mul",
+            self.op("Mul", up, self.op("Add", erf, self.scalar(p + "one", 1.0))),
+            self.scalar(p + "half", 0.5),
+        )
+        out = self.op("Add", self.dense(act, layer.down_w, layer.down_b, p + "down"), x)
+        return self.norm(out, layer.ln2_g, layer.ln2_b, p + "ln2")
+
+    def attention(self, x: str, layer: Any, p: str) -> str:
+        """Self-attention's context: onnxruntime's fused kernel, or scaled masked softmax in standard ops."""
+        if self.fused_attention:
+            return self.op(
+                "Attention",
+                x,
+                self.const(p + "qkv.w", layer.qkv_w),
+                self.const(p + "qkv.b", layer.qkv_b),
+                self.mask_index,
+                domain="com.microsoft",
+                num_heads=self.heads,
+                node=p + "attention",
+            )
+        h = self.h
+        q, k, v = (
+            self.dense(x, layer.qkv_w[:, j * h : (j + 1) * h], layer.qkv_b[j * h : (j + 1) * h], p + n)
+            for j, n in enumerate(("q", "k", "v"))
+        )
+        q = self.op("Transpose", self.op("Reshape", q, self.split_heads), perm=[0, 2, 1, 3])
+        k = self.op("Transpose", self.op("Reshape", k, self.split_heads), perm=[0, 2, 3, 1])
+        v = self.op("Transpose", self.op("Reshape", v, self.split_heads), perm=[0, 2, 1, 3])
+        scores = self.op("Mul", self.op("MatMul", q, k), self.scalar(p + "scale", 1.0 / np.sqrt(self.width)))
+        probs = self.op("Softmax", self.op("Add", scores, self.bias), axis=-1)
+        merged = self.op("Transpose", self.op("MatMul", probs, v), perm=[0, 2, 1, 3])
+        return self.op("Reshape", merged, self.merge_heads)
+
+    def pooled(self, x: str, mask: str, pooling: Pooling) -> tuple[str, str]:
+        """(pooled states, their L2 length): the CLS token's state, or the mean over the mask."""
+        if pooling == "cls":
+            pooled = self.op(
+                "Squeeze",
+                self.op(
+                    "Slice", x, self.const("zero1", [0]), self.const("one1", [1]), self.const("axis1", [1])
+                ),
+                self.const("axis1b", [1]),
+            )
+        else:  # mean of the token states over the mask (sentence-transformers' clamp at 1e-9)
+            mask3 = self.op("Unsqueeze", mask, self.const("axes2", [2]))
+            summed = self.op("ReduceSum", self.op("Mul", x, mask3), self.const("axis1", [1]), keepdims=0)
+            counts = self.op(
+                "Max",
+                self.op("ReduceSum", mask, self.const("axis1c", [1]), keepdims=1),
+                self.scalar("tiny", 1e-9),
+            )
+            pooled = self.op("Div", summed, counts)
+        length = self.op(
+            "Max", self.op("ReduceL2", pooled, axes=[1], keepdims=1), self.scalar("eps12", 1e-12)
+        )
+        return pooled, length
 
 
 def write_graph(model_dir: Path, pooling: Pooling, variant: Variant, target: Path) -> None:

@@ -14,8 +14,9 @@ import pytest
 
 from core.errors import InvalidInputError
 from core.models import Vector
+from infra.beir_evaluation import run_eval
+from infra.beir_report import format_table, plot_report
 from infra.embedding_cache import CachingEmbedder
-from infra.evaluation import format_table, plot_report, run_eval
 
 TINY = Path(__file__).resolve().parent.parent / "fixtures" / "beir_tiny"
 DIMENSION = 64
@@ -117,8 +118,8 @@ def test_tuning_lists_reproduce_what_search_returns(tmp_path: Path) -> None:
     from core.search.search_service import SearchService
     from core.search.tuning_service import FusionTuningService, current_setting
     from infra.beir import load_beir
+    from infra.beir_evaluation import EVAL_TENANT, ingest, run_queries
     from infra.clock import SystemClock
-    from infra.evaluation import EVAL_TENANT, ingest, run_queries
     from infra.local.cache import MemoryCache
     from infra.local.sqlite_index import SqliteIndex
 
@@ -238,7 +239,7 @@ def scifact_slice(folder: Path, keep: slice = slice(None)) -> Path:
 def stored_vectors(work_dir: Path, doc_ids: list[str]) -> dict[tuple[str, int], bytes]:
     """Every chunk vector an evaluation's index holds, as raw bytes (for a bit-for-bit comparison)."""
     from core.models import EntityKey
-    from infra.evaluation import EVAL_TENANT, INDEX_FILE
+    from infra.beir_evaluation import EVAL_TENANT, INDEX_FILE
     from infra.local.sqlite_index import SqliteIndex
 
     wanted = [(EntityKey("document", d), n) for d in doc_ids for n in range(4)]

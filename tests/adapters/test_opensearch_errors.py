@@ -205,7 +205,7 @@ def test_throttled_bulk_items_are_resent_alone_after_a_backoff(bulk_sleeps: list
 
 
 def test_writes_that_keep_losing_to_concurrent_writers_end_as_unavailable() -> None:
-    from infra.opensearch.index import CAS_ROUNDS
+    from infra.opensearch.writes import CAS_ROUNDS
     from tests.adapters.opensearch_fakes import conflict_item
 
     server = FakeOpenSearch()

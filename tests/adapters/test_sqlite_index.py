@@ -6,7 +6,8 @@ import threading
 from pathlib import Path
 
 from core.models import Filters, LexicalQuery
-from infra.local.sqlite_index import READ_MMAP_BYTES, SqliteIndex
+from infra.local.sqlite_index import SqliteIndex
+from infra.local.sqlite_store import READ_MMAP_BYTES
 from tests.adapters.search_index_contract import record, unit
 
 

@@ -106,7 +106,7 @@ def sqlite_bytes(data_dir: Path) -> bytes:
 def insecure_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     """Open every SQLite connection with secure_delete OFF, the default of most SQLite builds (Debian's
     turns it on at compile time), so deleted and replaced rows leave their bytes in free space."""
-    from infra.local import cache, sqlite_connect, sqlite_index, sqlite_state
+    from infra.local import cache, sqlite_connect, sqlite_state, sqlite_store
 
     original = sqlite_connect.open_sqlite
 
@@ -115,7 +115,7 @@ def insecure_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
         conn.execute("PRAGMA secure_delete = OFF")
         return conn
 
-    for module in (sqlite_index, sqlite_state, cache):
+    for module in (sqlite_store, sqlite_state, cache):
         monkeypatch.setattr(module, "open_sqlite", insecure)
 
 

@@ -102,7 +102,13 @@ def test_the_artifact_holds_the_source_packages_and_nothing_local_only() -> None
     files = source_files()
     assert {f.parts[0] for f in files} == set(PACKAGES)
     assert all(f.suffix in {".py", ".json"} and "__pycache__" not in f.parts for f in files)
-    for local_only in ("handlers/cli.py", "handlers/devserver.py", "infra/beir.py", "infra/evaluation.py"):
+    for local_only in (
+        "handlers/cli.py",
+        "handlers/devserver.py",
+        "infra/beir.py",
+        "infra/beir_evaluation.py",
+        "infra/beir_report.py",
+    ):
         assert Path(local_only) not in files
     assert not [f for f in files if f.as_posix().startswith(LOCAL_ONLY)]
 

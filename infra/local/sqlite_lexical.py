@@ -1,0 +1,169 @@
+"""The keyword half of SqliteIndex's reads: BM25 over the tenant's own chunks, ranked by the tantivy index
+that follows the writes (keyword_index.py) or by the tenant's FTS5 table (fts_tables.py), fuzzy terms
+expanded from the tenant's own vocabulary, one candidate (best chunk) per entity."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable
+
+from core.errors import UnavailableError
+from core.models import Candidate, Filters, LexicalQuery, MatchMode
+from core.text import edit_distance, fuzzy_budget, light_stem
+from infra.local.fts import fts5_expression, is_scope_token, scoped_expression
+from infra.local.fts_tables import fts_table, is_missing_table, vocabulary
+from infra.local.sqlite_sql import CANDIDATE_SELECT, ENTITY_COLUMNS, JOIN, candidate, collapse, filter_sql
+from infra.local.sqlite_store import SqliteStore
+
+BM25_WEIGHTS = (0.0, 3.0, 2.0, 1.0)  # scope column (weight 0), then the boost tiers title^3, strong^2, body^1
+_WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
+CHUNK_ROWS_PER_ENTITY = 3  # fetch this many chunk rows per wanted entity before collapsing to entities
+MAX_FUZZY_EXPANSIONS = 8  # vocabulary terms one fuzzy term may expand to
+
+Ranked = list[tuple[int, float]]  # (chunk id, BM25 score), best first
+
+
+class SqliteLexicalSearch(SqliteStore):
+    """Mixed into SqliteIndex: `lexical` (see module docstring)."""
+
+    def lexical(self, tenant_id: str, query: LexicalQuery, filters: Filters, k: int) -> list[Candidate]:
+        """BM25 over the weighted tiers of the tenant's own chunks, with the tenant's own statistics (its
+        FTS5 table, its tantivy index: fts_tables.py), one candidate (best chunk) per entity."""
+        if query.empty or k <= 0:
+            return []
+        expansions = self._fuzzy_expansions(tenant_id, query) if query.mode is MatchMode.FUZZY else None
+        expression = fts5_expression(query, expansions)
+        if not expression:
+            return []
+        try:
+            return self._ranked(tenant_id, query, filters, k, expansions, expression)
+        except UnavailableError:
+            with contextlib.suppress(sqlite3.Error):
+                if is_missing_table(self._conn(), fts_table(tenant_id)):
+                    return []  # the tenant never wrote a chunk (or was erased)
+            raise
+
+    def _ranked(
+        self,
+        tenant_id: str,
+        query: LexicalQuery,
+        filters: Filters,
+        k: int,
+        expansions: dict[str, list[str]] | None,
+        expression: str,
+    ) -> list[Candidate]:
+        table = fts_table(tenant_id)
+        wanted = k * CHUNK_ROWS_PER_ENTITY
+        scoped = scoped_expression(expression, filters)
+        # Ranges, `not` and `exists` are SQL conditions (sqlite_sql.condition_sql), which the keyword
+        # index's scope tokens cannot state: FTS5 ranks those searches, with the conditions in its query.
+        if self._keywords is not None and not filters.conditions:
+            newer = None if filters.metadata else self._fts_newer(table, scoped)
+            ranked = self._engine_ranked(tenant_id, query, filters, expansions, wanted, newer)
+            if ranked is not None:
+                return self._candidates(tenant_id, ranked, k)
+        if filters.metadata or filters.conditions:
+            where, params = filter_sql(filters)
+            rows = self._read(
+                f"SELECT c.entity_type, c.entity_id, c.chunk_no, c.text, -bm25({table}, {_WEIGHTS}) AS score, "
+                f"{ENTITY_COLUMNS} FROM {table} JOIN idx_chunks c ON c.id = {table}.rowid {JOIN} "
+                f"WHERE {table} MATCH ? AND +c.tenant_id = ? AND {where} "
+                f"ORDER BY bm25({table}, {_WEIGHTS}) LIMIT ?",
+                [scoped, tenant_id, *params, wanted],
+            )
+            return collapse(rows, k)
+        # Fast path: FTS5 filters by scope tokens and ranks alone; only the winners are joined.
+        ranked = self._read(
+            f"SELECT rowid, -bm25({table}, {_WEIGHTS}) FROM {table} WHERE {table} MATCH ? "
+            f"ORDER BY bm25({table}, {_WEIGHTS}) LIMIT ?",
+            [scoped, wanted],
+        )
+        return self._candidates(tenant_id, [(int(r[0]), float(r[1])) for r in ranked], k)
+
+    def _fts_newer(self, table: str, scoped: str) -> Callable[[int, int], Ranked]:
+        """FTS5's ranking of the tenant's chunks written since the keyword index's last commit (above
+        `top_chunk`), which the keyword index merges into its own."""
+
+        def newer(top_chunk: int, limit: int) -> Ranked:
+            rows = self._read(
+                f"SELECT rowid, -bm25({table}, {_WEIGHTS}) FROM {table} WHERE {table} MATCH ? AND rowid > ? "
+                f"ORDER BY bm25({table}, {_WEIGHTS}) LIMIT ?",
+                [scoped, top_chunk, limit],
+            )
+            return [(int(r[0]), float(r[1])) for r in rows]
+
+        return newer
+
+    def _engine_ranked(
+        self,
+        tenant_id: str,
+        query: LexicalQuery,
+        filters: Filters,
+        expansions: dict[str, list[str]] | None,
+        wanted: int,
+        newer: Callable[[int, int], Ranked] | None,
+    ) -> Ranked | None:
+        """The tantivy index's ranking (None: it cannot answer this search, FTS5 ranks it instead)."""
+        try:
+            ranked: Ranked | None = self._keywords.search(
+                self._conn(), tenant_id, query, filters, expansions, wanted, newer
+            )
+        except sqlite3.OperationalError as exc:
+            raise UnavailableError("sqlite", str(exc)) from exc
+        except (OSError, ValueError) as exc:  # the index files beside the database
+            raise UnavailableError("keywords", f"keyword index unusable: {exc}") from exc
+        return ranked
+
+    def _fuzzy_expansions(self, tenant_id: str, query: LexicalQuery) -> dict[str, list[str]]:
+        """Each term's closest words of the tenant's own vocabulary (never another tenant's)."""
+        expansions: dict[str, list[str]] = {}
+        for term in query.terms:
+            budget = fuzzy_budget(term)
+            if budget == 0:
+                continue
+            try:
+                rows = vocabulary(
+                    self._conn(), tenant_id, term[0], (len(term) - budget - 3, len(term) + budget)
+                )
+            except sqlite3.OperationalError as exc:
+                raise UnavailableError("sqlite", str(exc)) from exc
+            stem = light_stem(term)
+            rows = [(t, d) for t, d in rows if not is_scope_token(t)]
+            close = [
+                (min(edit_distance(term, t, budget), edit_distance(stem, t, budget)), -d, t) for t, d in rows
+            ]
+            best = sorted(c for c in close if c[0] <= budget)[:MAX_FUZZY_EXPANSIONS]
+            expansions[term] = [t for _, _, t in best]
+        return expansions
+
+    def _candidates(self, tenant_id: str, picked: Ranked, k: int) -> list[Candidate]:
+        """Candidates for (chunk id, score) pairs, best first, one per entity (the tenant re-checked).
+
+        Two small reads: chunk keys to pick each entity's best chunk, then texts and display fields for
+        the k winners only (measured: 0.4 ms instead of 1.5 ms for joining all k × 3 rows).
+        """
+        if not picked:
+            return []
+        marks = ",".join("?" * len(picked))
+        keys = {
+            r[0]: (r[1], r[2])
+            for r in self._read(
+                # `+tenant_id`: look rows up by primary key, then re-check the tenant (an index scan over
+                # the tenant's chunks would cost 10x more).
+                f"SELECT id, entity_type, entity_id FROM idx_chunks WHERE id IN ({marks}) AND +tenant_id = ?",
+                [*[chunk_id for chunk_id, _ in picked], tenant_id],
+            )
+        }
+        best: dict[tuple[str, str], tuple[int, float]] = {}
+        for chunk_id, score in picked:
+            key = keys.get(chunk_id)
+            if key is not None and key not in best:
+                best[key] = (chunk_id, score)
+                if len(best) >= k:
+                    break
+        winners = dict(best.values())
+        marks = ",".join("?" * len(winners))
+        rows = self._read(f"{CANDIDATE_SELECT} WHERE c.id IN ({marks}) AND e.deleted = 0", list(winners))
+        by_id = {row[0]: row for row in rows}
+        return [candidate(by_id[i], score) for i, score in winners.items() if i in by_id]

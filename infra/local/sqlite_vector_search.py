@@ -1,0 +1,112 @@
+"""The vector half of SqliteIndex's reads: cosine k-NN over the tenant's chunk vectors, held in
+memory-mapped files that follow the writes (vector_store.py), exact or through the approximate index
+(ivf.py), filters applied before ranking; and the stored chunk embeddings read back."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+import numpy as np
+
+from core.errors import UnavailableError
+from core.models import Candidate, EntityKey, Filters, Vector
+from infra.local.sqlite_lexical import CHUNK_ROWS_PER_ENTITY
+from infra.local.sqlite_sql import CANDIDATE_SELECT, JOIN, candidate, filter_sql
+from infra.local.sqlite_store import SqliteStore
+from infra.local.vectors import VectorSnapshot
+
+ANN_PROBE = 24  # lists scored per approximate search (measured in bench/scale.py: recall@100 vs speed)
+VECTOR_ATTEMPTS = 3  # rankings retried when a concurrent write replaced a picked chunk
+
+
+class SqliteVectorSearch(SqliteStore):
+    """Mixed into SqliteIndex: `vector` and `chunk_vectors` (see module docstring)."""
+
+    def vector(
+        self, tenant_id: str, embedding: Vector, filters: Filters, k: int, exact: bool = False
+    ) -> list[Candidate]:
+        """Cosine k-NN over the tenant's chunk vectors, filters applied before ranking: exact, or through the
+        approximate index for a tenant past `ann_min_chunks` (unless `exact`)."""
+        if k <= 0:
+            return []
+        allowed = self._allowed_chunks(tenant_id, filters)
+        query = np.asarray(embedding, np.float32)
+        probe = 0 if exact else self._ann_probe
+        snap = self._tenant_vectors(tenant_id)
+        if snap.count and snap.matrix.shape[1] != query.shape[0]:
+            # The query comes from another model than the vectors in memory: a reindex swapped the stored
+            # vectors (a change the log does not carry), and a stale store must never answer with nothing.
+            self._vectors.tenant(tenant_id).rebuild(self._conn())
+        for _ in range(VECTOR_ATTEMPTS):
+            # A write committed after the snapshot was taken may have replaced a picked chunk: then take
+            # the newer snapshot and rank again, so the answer is neither stale nor short.
+            picked = self._tenant_vectors(tenant_id).top(
+                query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe
+            )
+            found = self._chunk_candidates(tenant_id, picked)
+            if len(found) == len(picked):
+                return found
+        # Writes keep landing in between: rank once more with writers held off for these few ms.
+        with self._tx():
+            picked = self._tenant_vectors(tenant_id).top(
+                query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe
+            )
+            return self._chunk_candidates(tenant_id, picked)
+
+    def _allowed_chunks(self, tenant_id: str, filters: Filters) -> list[int] | None:
+        """The ids of the tenant's chunks that metadata filters and conditions allow (None: the search has
+        neither, and the vector store applies the rest of the filters itself)."""
+        if not (filters.metadata or filters.conditions):
+            return None
+        where, params = filter_sql(filters)
+        return [
+            r[0]
+            for r in self._read(
+                f"SELECT c.id FROM idx_chunks c {JOIN} WHERE c.tenant_id = ? AND {where}",
+                [tenant_id, *params],
+            )
+        ]
+
+    def _tenant_vectors(self, tenant_id: str) -> VectorSnapshot:
+        row = self._read("SELECT gen FROM idx_generation WHERE tenant_id = ?", (tenant_id,))
+        generation = int(row[0][0]) if row else 0
+        try:
+            return self._vectors.tenant(tenant_id).snapshot(self._conn(), generation)
+        except sqlite3.OperationalError as exc:
+            raise UnavailableError("sqlite", str(exc)) from exc
+        except OSError as exc:  # the vector files beside the database: disk full, permissions
+            raise UnavailableError("vectors", f"vector files unusable: {exc}") from exc
+
+    def _chunk_candidates(self, tenant_id: str, picked: list[tuple[int, float]]) -> list[Candidate]:
+        """Candidates for (chunk id, score) pairs already one per entity: one read, by primary key."""
+        if not picked:
+            return []
+        marks = ",".join("?" * len(picked))
+        rows = self._read(
+            f"{CANDIDATE_SELECT} WHERE c.id IN ({marks}) AND +c.tenant_id = ? AND e.deleted = 0",
+            [*(chunk_id for chunk_id, _ in picked), tenant_id],
+        )
+        by_id = {row[0]: row for row in rows}
+        return [candidate(by_id[i], score) for i, score in picked if i in by_id]
+
+    def chunk_vectors(
+        self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
+    ) -> dict[tuple[EntityKey, int], Vector]:
+        """Stored chunk embeddings from idx_chunks (one query)."""
+        wanted = sorted(set(chunks))
+        if not wanted:
+            return {}
+        # The tenant inside each alternative: SQLite then looks each one up through idx_chunks_entity
+        # (with it outside the OR it scanned every chunk of the tenant: ~80 ms for 2 chunks of 10k).
+        # chunk_no ALL_CHUNKS: every chunk of the entity (`? < 0` matches them all)
+        rows = " OR ".join(
+            ["(tenant_id=? AND entity_type=? AND entity_id=? AND (chunk_no=? OR ? < 0))"] * len(wanted)
+        )
+        args = [v for key, no in wanted for v in (tenant_id, key.entity_type, key.entity_id, no, no)]
+        found = self._conn().execute(
+            f"SELECT entity_type, entity_id, chunk_no, embedding FROM idx_chunks "
+            f"WHERE embedding IS NOT NULL AND ({rows})",
+            args,
+        )
+        return {(EntityKey(t, i), int(no)): np.frombuffer(blob, dtype=np.float32) for t, i, no, blob in found}

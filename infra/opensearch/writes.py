@@ -1,0 +1,153 @@
+"""The writes of OpenSearchIndex: one document per entity, written compare-and-set — each document is read
+(`_mget`, real time), a `Build` decides what the write makes of it, and the `_bulk` writes only if the
+document is unchanged since the read; a write that lost to another in between is decided again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from core.errors import InvalidInputError, QuarryError, UnavailableError
+from core.models import EntityKey, EntityRecord, Placement, WriteOutcome
+from infra.opensearch import documents, mapping, responses
+from infra.opensearch.calls import IndexCalls, Write
+from infra.opensearch.errors import BACKEND, UNAVAILABLE_RETRY_AFTER, classify
+from infra.opensearch.responses import ItemResult
+
+# What a write makes of the stored document (None: none yet): the new `_source`, or the outcome without
+# writing (stale, duplicate, not found).
+Build = Callable[[Mapping[str, Any] | None], "dict[str, Any] | WriteOutcome"]
+CAS_ROUNDS = 16  # read-decide-write rounds per write before giving up under contention (each loses only
+# to a write that landed in between, so a round that fails means another writer made progress)
+
+
+class IndexWrites(IndexCalls):
+    """Mixed into OpenSearchIndex: upsert, metadata updates and tombstones (see module docstring)."""
+
+    def upsert_many(self, records: Sequence[EntityRecord]) -> list[WriteOutcome]:
+        """Upsert many entity versions (one `_mget` and one `_bulk` per round); one outcome per record."""
+        for record in records:
+            self._check_dimension(record)
+        return self._cas(
+            [(r.tenant_id, documents.doc_id(r.tenant_id, r.key), _replace_with(r)) for r in records]
+        )
+
+    def upsert(self, record: EntityRecord) -> WriteOutcome:
+        """Store a whole entity version, unless the stored one is as new or newer."""
+        return self.upsert_many([record])[0]
+
+    def update_metadata(
+        self,
+        tenant_id: str,
+        key: EntityKey,
+        version: int,
+        body: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        updated_at: str,
+        placement: Placement | None = None,
+    ) -> WriteOutcome:
+        """Rewrite the stored document with new body/metadata (and placement) at `version`, text and vectors
+        kept, built on the document as it is when written (a write landing after the read: read again)."""
+
+        def build(stored: Mapping[str, Any] | None) -> dict[str, Any] | WriteOutcome:
+            if not _owned(stored, tenant_id) or stored.get(mapping.DELETED):  # type: ignore[union-attr]
+                return WriteOutcome.NOT_FOUND
+            assert stored is not None
+            refused = responses.refused(int(stored[mapping.VERSION]), version)
+            return refused or documents.with_metadata(stored, version, body, metadata, updated_at, placement)
+
+        return self._cas([(tenant_id, documents.doc_id(tenant_id, key), build)], read="all")[0]
+
+    def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
+        """Replace the entity by a tombstone at `version` (stored + 1 when None); see SearchIndex.delete.
+
+        Unknown with a version: a tombstone alone (an older write arriving later is refused). A live
+        document at exactly `version` is replaced (a delete wins a tie).
+        """
+
+        def build(stored: Mapping[str, Any] | None) -> dict[str, Any] | WriteOutcome:
+            if not _owned(stored, tenant_id):
+                if version is None:
+                    return WriteOutcome.NOT_FOUND
+                return documents.new_tombstone(tenant_id, key, version)
+            assert stored is not None
+            current = int(stored[mapping.VERSION])
+            effective = current + 1 if version is None else version
+            if effective == current and not stored.get(mapping.DELETED):
+                return documents.tombstone(stored, effective)  # a delete wins a tie
+            refused = responses.refused(current, effective)
+            return refused or documents.tombstone(stored, effective)
+
+        return self._cas([(tenant_id, documents.doc_id(tenant_id, key), build)], read="entity")[0]
+
+    def _cas(self, jobs: Sequence[tuple[str, str, Build]], read: str = "version") -> list[WriteOutcome]:
+        """Compare-and-set writes: read each document, let its `Build` decide, write only if unchanged
+        since the read; a write that lost to another in between is decided again on the new document."""
+        if not jobs:
+            return []
+        outcomes: list[WriteOutcome | None] = [None] * len(jobs)
+        pending = list(range(len(jobs)))
+        for _ in range(CAS_ROUNDS):
+            stored = self._fetch_for_write([jobs[p][:2] for p in pending], read)
+            writes: list[Write] = []
+            positions: list[int] = []
+            for p in pending:
+                _, doc_id, build = jobs[p]
+                found = stored.get(doc_id)
+                decided = build(found.source if found else None)
+                if isinstance(decided, WriteOutcome):
+                    outcomes[p] = decided
+                    continue
+                source = documents.for_layout(decided, self._display_values)
+                writes.append((doc_id, found.seq if found else None, source))
+                positions.append(p)
+            pending = []
+            for p, item in zip(positions, self._bulk(writes) if writes else [], strict=True):
+                if item.ok:
+                    outcomes[p] = WriteOutcome.APPLIED
+                elif item.conflict:
+                    pending.append(p)  # written since our read: decide again
+                else:
+                    raise self._write_error(item)
+            if not pending:
+                return [o for o in outcomes if o is not None]
+        raise UnavailableError(
+            BACKEND, f"{len(pending)} writes kept losing to concurrent writes", UNAVAILABLE_RETRY_AFTER
+        )
+
+    def _write_error(self, item: ItemResult) -> QuarryError:
+        """A refused write; one refused for its vector dimension was embedded with the model of the
+        generation a reindex just swapped out: a 503 to retry (this process follows the new model by
+        then), never the caller's 400."""
+        if item.status == 400 and item.dimension_mismatch:
+            self.recheck_model()
+            return UnavailableError(
+                BACKEND, f"the index was reindexed with another embedding model: {item.reason}", 1
+            )
+        return classify(item.status, item.error_type, item.reason)
+
+    def _check_dimension(self, record: EntityRecord) -> None:
+        for chunk in record.chunks:
+            if chunk.embedding is not None and len(chunk.embedding) != self._dimension:
+                path = f"chunks.{chunk.chunk_no}.embedding"
+                raise InvalidInputError(
+                    f"embedding has {len(chunk.embedding)} dimensions, the index expects {self._dimension}",
+                    {path: f"must have {self._dimension} dimensions"},
+                )
+
+
+def _owned(stored: Mapping[str, Any] | None, tenant_id: str) -> bool:
+    return stored is not None and stored.get(mapping.TENANT) == tenant_id
+
+
+def _replace_with(record: EntityRecord) -> Build:
+    """A whole new version replaces the stored document unless that one is as new or newer."""
+
+    def build(stored: Mapping[str, Any] | None) -> dict[str, Any] | WriteOutcome:
+        if stored is not None:
+            refused = responses.refused(int(stored[mapping.VERSION]), record.version)
+            if refused is not None:
+                return refused
+        return documents.entity_source(record)
+
+    return build
