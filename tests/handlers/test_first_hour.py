@@ -242,9 +242,13 @@ def test_every_request_gets_one_access_line_without_bodies_or_keys(
                                                   "Content-Type": "application/json"}, body)  # fmt: skip
         raw(port, "GET", "/whoami", {"Authorization": "Bearer not-a-key"})
         raw(port, "GET", "/health", {})
-    lines = [
-        json.loads(line) for line in capsys.readouterr().out.splitlines() if '"message": "request"' in line
-    ]
+    # A request's line is written by its own thread once the answer is sent, so the client may see the
+    # answer before the line exists: read until all three are there (or the deadline says they never came).
+    out, deadline = "", time.monotonic() + 10
+    while out.count('"message": "request"') < 3 and time.monotonic() < deadline:
+        out += capsys.readouterr().out
+        time.sleep(0.01)
+    lines = [json.loads(line) for line in out.splitlines() if '"message": "request"' in line]
     assert [(x["method"], x["path"], x["status"], x["tenant"]) for x in lines] == [
         ("POST", "/search", 200, "dev"),
         ("GET", "/whoami", 401, None),
