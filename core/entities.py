@@ -18,8 +18,9 @@ from core.errors import InvalidInputError
 BOOST_TIERS = (3, 2, 1)
 ENTITY_TYPE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
 
-# A bulk item's type and id, and texts given as chunks (core/chunking.py PREMADE_CHUNKS_FIELD).
-WRITE_FIELDS = frozenset({"type", "id", "chunks"})
+# A bulk item's type and id, texts given as chunks (core/chunking.py PREMADE_CHUNKS_FIELD), and the
+# caller's own vector (core/caller_vectors.py; never stored in the body).
+WRITE_FIELDS = frozenset({"type", "id", "chunks", "embedding"})
 # Fields every entity may carry besides its type's own (docs/architecture.md, Write path).
 COMMON_FIELDS = frozenset({"source", "owner", "namespace", "created_at", "updated_at", "version"})
 

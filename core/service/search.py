@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cache_key, settling_key
+from core.caller_vectors import brings_own_vectors, caller_vector
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT, feedback_search
@@ -28,6 +29,7 @@ from core.models import (
     LexicalQuery,
     MatchMode,
     RetrievalSpec,
+    Vector,
 )
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
 from core.query import MAX_TERMS, ParsedQuery, QueryShape, parse_query
@@ -74,7 +76,7 @@ LEXICAL_LEAN = 0.45  # identifier-like queries move α this much toward BM25 (to
 MIN_VECTOR_SIMILARITY = 0.2
 SCORE_DECIMALS = 6  # scores and α in answers: 0.35, not 0.8 - 0.45 = 0.35000000000000003
 # Request fields beyond the ranking's inputs that change the answer (part of the cache key when set).
-ANSWER_OPTIONS = ("facets", "min_score", "return_fields")
+ANSWER_OPTIONS = ("facets", "min_score", "return_fields", "query_vector")
 MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
 
 
@@ -105,6 +107,9 @@ class Plan:
     lexical: bool
     vector: bool
     alpha: float
+    # The query vector is the caller's (`query_vector`): its model's cosines are not the deployment
+    # model's, so MIN_VECTOR_SIMILARITY (measured for all-MiniLM-L6-v2) does not apply; `min_score` does.
+    own_vector: bool = False
 
 
 def plan_strategy(requested: str, shape: QueryShape, settings: SearchSettings) -> Plan:
@@ -129,9 +134,31 @@ def retrieval_depth(limit: int, plan: Plan, settings: SearchSettings) -> int:
     return max(limit * CANDIDATE_DEPTH_FACTOR, floor)
 
 
-def strong_vector_hits(candidates: Sequence[Candidate], settings: SearchSettings) -> list[Candidate]:
-    """Vector candidates at or above the similarity floor (weaker ones are noise, see the constant)."""
-    return [c for c in candidates if c.score >= settings.min_vector_similarity]
+def strong_vector_hits(
+    candidates: Sequence[Candidate], settings: SearchSettings, own_vector: bool = False
+) -> list[Candidate]:
+    """Vector candidates at or above the similarity floor (weaker ones are noise, see the constant); all of
+    them for a caller's own query vector (Plan.own_vector)."""
+    floor = 0.0 if own_vector else settings.min_vector_similarity
+    return [c for c in candidates if c.score >= floor] if floor > 0 else list(candidates)
+
+
+def vector_plan(plan: Plan, query: str, own_vector: bool, own_vectors_tenant: bool, requested: str) -> Plan:
+    """The plan once the query vector's origin is known (docs/api.md, "Your own vectors"): a caller's
+    vector with no query text is a semantic search; a tenant bringing its own vectors with no query vector
+    searches by keywords (a semantic search then needs `query_vector`: 400)."""
+    if own_vector and plan.vector:
+        if not query.strip():
+            return Plan("semantic", False, True, 1.0, own_vector=True)
+        return Plan(plan.strategy, plan.lexical, plan.vector, plan.alpha, own_vector=True)
+    if own_vectors_tenant and plan.vector:
+        if requested == "semantic":
+            raise InvalidInputError(
+                "a semantic search of this tenant needs a query vector",
+                {"query_vector": "is required: this tenant's vectors come from its callers"},
+            )
+        return Plan("keyword", True, False, 0.0)
+    return plan
 
 
 class _Retrieved(NamedTuple):
@@ -210,8 +237,15 @@ class SearchService:
         types = self._entity_types(request, parsed)
         filters = self._filters(types, request.filters)
         check_facets(request.facets, self._filterable(types))  # a 400 before any cache or index read
-        plan = plan_strategy(request.strategy, parsed.shape, self.settings)
-        if not request.query.strip():  # seed thefold: "empty query returns 0 results, not error"
+        own = self._query_vector(tenant_id, request)
+        plan = vector_plan(
+            plan_strategy(request.strategy, parsed.shape, self.settings),
+            request.query,
+            own is not None,
+            brings_own_vectors(tenant_embedder(self._embedder, tenant_id)),
+            request.strategy,
+        )
+        if not request.query.strip() and not plan.own_vector:  # seed thefold: "empty query returns 0 results"
             response = self._response(request, parsed, types, plan, [], 0, None, None, None)
             response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
             return response
@@ -298,6 +332,13 @@ class SearchService:
         )
         return not ok or marker is not None  # unknown: do not cache what may be stale
 
+    def _query_vector(self, tenant_id: str, request: SearchRequest) -> Vector | None:
+        """The caller's `query_vector`, checked against the tenant's dimension and made unit length."""
+        if request.query_vector is None:
+            return None
+        dimension = tenant_embedder(self._embedder, tenant_id).dimension
+        return caller_vector(request.query_vector, dimension, "query_vector")
+
     def _embed_and_retrieve(
         self,
         tenant_id: str,
@@ -311,7 +352,9 @@ class SearchService:
         """Embed the query with `embedder` (keyword only when it is down) and retrieve and fuse."""
         degraded_reason: str | None = None
         embedding = None
-        if plan.vector and types:
+        if plan.own_vector and types:
+            embedding = self._query_vector(tenant_id, request)
+        elif plan.vector and types:
             try:
                 embedding = embedder.embed_query([parsed.text])[0]
             except UnavailableError as exc:
@@ -440,7 +483,7 @@ class SearchService:
         feedback = plan.lexical and embedding is not None and self.settings.feedback_docs > 0
         spec = RetrievalSpec(lex, embedding, filters, depth, vector_ranking_only=feedback)
         (got,) = self._index.retrieve_many(tenant_id, [spec])
-        vector = strong_vector_hits(got.vector, self.settings)
+        vector = strong_vector_hits(got.vector, self.settings, plan.own_vector)
         fused = fuse(self.settings.fusion, got.lexical, vector, plan.alpha, self.settings.rrf_k)
         if feedback and fused:
             fused = self._with_feedback(
@@ -485,7 +528,7 @@ class SearchService:
             if not any(c.chunk_no == ALL_CHUNKS for c in vector):
                 return fused
             again = self._index.vector(tenant_id, embedding, filters, depth)
-        vector = strong_vector_hits(again, self.settings)
+        vector = strong_vector_hits(again, self.settings, plan.own_vector)
         return fuse(self.settings.fusion, lexical, vector, plan.alpha, self.settings.rrf_k)
 
     def _result(
