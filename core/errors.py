@@ -201,7 +201,7 @@ class CallerVectorsError(UnavailableError):
 
     @property
     def public_message(self) -> str:
-        return "this tenant's vectors come from its callers: text is not embedded (send `query_vector`)"
+        return "this tenant's vectors come from its callers: no text is embedded, keywords only"
 
 
 class ConfigurationError(QuarryError):
