@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from core.caller_vectors import VECTOR_RULES, VectorList
+from core.caller_vectors import VectorList
 from core.chunking import PREMADE_CHUNKS_FIELD
 from core.entities import COMMON_FIELDS, EntityType, EntityTypeRegistry
 from core.entity_validation import (
@@ -119,10 +119,8 @@ COMMON_TYPES: dict[str, tuple[Any, str, str]] = {
 LABEL_RULE = f"must be a non-empty string of at most {MAX_LABEL_CHARS} characters"
 EMBEDDING = "embedding"
 EMBEDDING_TEXT = (
-    "Your own vector for this entity instead of the model's ("
-    + VECTOR_RULES
-    + "); it describes the whole entity (stored with its first chunk), is not returned in reads, and "
-    'a tenant bringing its own vectors without one is found by keywords only. See docs/api.md, "Your own vectors"'
+    "Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all "
+    'zero; not returned in reads (docs/api.md, "Your own vectors")'
 )
 
 

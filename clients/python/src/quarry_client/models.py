@@ -136,6 +136,11 @@ class CommitmentFields(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -185,6 +190,11 @@ class CommitmentItem(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -240,6 +250,11 @@ class CommitmentPatch(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -336,6 +351,11 @@ class DocumentFields(BaseModel):
         extra="allow",
     )
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -377,6 +397,11 @@ class DocumentItem(BaseModel):
         regex_engine="python-re",
     )
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -425,6 +450,11 @@ class DocumentPatch(BaseModel):
         extra="allow",
     )
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -669,6 +699,11 @@ class IdeaFields(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -719,6 +754,11 @@ class IdeaItem(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -776,6 +816,11 @@ class IdeaPatch(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -888,6 +933,11 @@ class MemoryFields(BaseModel):
         | list[str]
     ) = Field(..., description="The memory's title (searchable)", title="content")
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     memory_type: (
         str
         | conint(ge=-9223372036854775807, le=9223372036854775807)
@@ -951,6 +1001,11 @@ class MemoryItem(BaseModel):
         | list[str]
     ) = Field(..., description="The memory's title (searchable)", title="content")
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -1020,6 +1075,11 @@ class MemoryPatch(BaseModel):
         None, description="Searchable text (boost 3 of 3)", title="content"
     )
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     memory_type: (
         str
         | conint(ge=-9223372036854775807, le=9223372036854775807)
@@ -1115,6 +1175,11 @@ class PersonFields(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     name: (
         constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
         | list[str]
@@ -1158,6 +1223,11 @@ class PersonItem(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -1208,6 +1278,11 @@ class PersonPatch(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     name: str | list[str] | None = Field(None, description="Searchable text (boost 3 of 3)", title="name")
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
@@ -1250,6 +1325,11 @@ class ProjectFields(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     name: (
         constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
         | list[str]
@@ -1300,6 +1380,11 @@ class ProjectItem(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -1357,6 +1442,11 @@ class ProjectPatch(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     name: str | list[str] | None = Field(None, description="Searchable text (boost 3 of 3)", title="name")
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
@@ -1664,6 +1754,11 @@ class TaskFields(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -1733,6 +1828,11 @@ class TaskItem(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -1809,6 +1909,11 @@ class TaskPatch(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -2404,6 +2509,11 @@ class SearchRequest(BaseModel):
         ...,
         description="What to search for; supports `type:` prefixes, `@name` and quoted phrases. Empty or whitespace: no results (not an error)",
         title="Query",
+    )
+    query_vector: list[float] | None = Field(
+        None,
+        description="Your own query vector for the vector leg instead of embedding `query` (as many numbers as the tenant's vector dimension (the deployment model's, e.g. 384, or the one declared for a tenant bringing its own vectors), finite, not all zero; only its direction counts (cosine)); `query` may then be empty (a semantic search). See docs/api.md, \"Your own vectors\"",
+        title="Query Vector",
     )
     return_fields: Literal["all", "none"] | list[ReturnField] | None = Field(
         None,
