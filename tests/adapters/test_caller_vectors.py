@@ -172,3 +172,26 @@ def test_a_patch_may_replace_the_vector_alone(c: Any) -> None:
     assert search(c, query="", query_vector=second.tolist(), limit=1) == ["p"]
     got = c.index.chunk_vectors("t", [(EntityKey("memory", "p"), 0)])[(EntityKey("memory", "p"), 0)]
     assert float(np.asarray(got) @ second) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_reindex_never_re_embeds_a_tenant_bringing_its_own_vectors(c: Any, tmp_path: Path) -> None:
+    from infra.opensearch.tenancy import own_prefix
+    from infra.reindexing import reindex_store
+
+    own = unit([1, 0, 0, 0, 1])
+    put(c, "x", {"content": "walrus colony", "embedding": own.tolist()}, tenant="byo")
+    put(c, "m", {"content": "model words"})
+    with pytest.raises(InvalidInputError) as refused:
+        reindex_store(c, tmp_path, tenant="byo")
+    assert set(refused.value.fields) == {"--tenant"}
+    if c.settings.index_kind == "opensearch":  # its own index is left out of a whole run, and reported
+        byo_alias = own_prefix(c.settings.opensearch_index_prefix, "byo")
+        found = c.index.client.indices.get_alias(name=byo_alias)
+        assert any(byo_alias in entry["aliases"] for entry in found.values())  # it exists ...
+        assert c.index.aliases() == [c.index.alias]  # ... and a reindex does not go through it
+        assert c.index.caller_vector_tenants() == ["byo"]
+    else:  # one data file: a whole-file run is refused while the tenant has entities in it
+        with pytest.raises(InvalidInputError) as whole:
+            reindex_store(c, tmp_path)
+        assert set(whole.value.fields) == {"--tenant"}
+    assert search(c, "byo", query="", query_vector=own.tolist()) == ["x"]
