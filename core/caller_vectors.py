@@ -119,6 +119,13 @@ def brings_own_vectors(embedder: Embedder) -> bool:
     return isinstance(embedder, CallerVectors)
 
 
+def declared_own(embedder: Embedder, tenant_id: str) -> bool:
+    """Whether `tenant_id` is declared bring-your-own in `embedder` (a CallerVectorTenants): a dict lookup,
+    where resolving the tenant's embedder may read which model a reindex switched it to."""
+    check = getattr(embedder, "brings_own", None)
+    return bool(check is not None and check(tenant_id))
+
+
 class CallerVectorTenants:
     """An Embedder that is `inner` for every tenant but the bring-your-own ones, which get CallerVectors
     (resolved per tenant through core.ports.tenant_embedder, as a reindexed tenant's model is)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from core.cache_key import SEARCH_CACHE_TTL_SECONDS, generation_key, search_cache_key, settling_key
-from core.caller_vectors import brings_own_vectors, caller_vector
+from core.caller_vectors import caller_vector, declared_own
 from core.entities import EntityTypeRegistry
 from core.errors import InvalidInputError, UnavailableError
 from core.feedback import FEEDBACK_DOCS, FEEDBACK_WEIGHT, feedback_search
@@ -242,7 +242,7 @@ class SearchService:
             plan_strategy(request.strategy, parsed.shape, self.settings),
             request.query,
             own is not None,
-            brings_own_vectors(tenant_embedder(self._embedder, tenant_id)),
+            declared_own(self._embedder, tenant_id),
             request.strategy,
         )
         if not request.query.strip() and not plan.own_vector:  # seed thefold: "empty query returns 0 results"

@@ -95,6 +95,10 @@ def test_a_tenant_bringing_its_own_vectors_has_its_dimension_and_keyword_only_en
     put(c, "m", {"content": "walrus colony survey"})  # another tenant, on the model (8 dimensions)
     status = c.index.embedding_status("byo", [EntityKey("memory", "x"), EntityKey("memory", "y")])
     assert (status[EntityKey("memory", "x")].embedded, status[EntityKey("memory", "y")].embedded) == (1, 0)
+    assert (c.catalog.get("byo", "memory", "x").embedded, c.catalog.get("byo", "memory", "y").embedded) == (
+        True,
+        False,
+    )
     assert search(c, "byo", query="", query_vector=own.tolist()) == ["x"]
     assert search(c, "byo", query="yak census") == ["y"]
     answer = c.search.search("byo", SearchRequest(query="walrus"))
@@ -160,6 +164,7 @@ def test_a_long_text_with_its_own_vector_keeps_one_vector_and_every_chunk_for_ke
     put(c, "long", {"text": words, "title": "a long report", "embedding": own.tolist()}, etype="document")
     status = c.index.embedding_status("t", [EntityKey("document", "long")])[EntityKey("document", "long")]
     assert status.chunks > 1 and status.embedded == 1
+    assert c.catalog.get("t", "document", "long").embedded  # the entity has its (one) vector
     assert search(c, query="zeppelin") == ["long"]  # a word of the last chunk
     assert search(c, query="", query_vector=own.tolist()) == ["long"]
 

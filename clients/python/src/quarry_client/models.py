@@ -496,7 +496,9 @@ class EntityOut(BaseModel):
     )
     created_at: str = Field(..., title="Created At")
     embedded: bool = Field(
-        ..., description="True when every indexed chunk carries an embedding", title="Embedded"
+        ...,
+        description="True when the entity has its vectors: every indexed chunk the model's, or the caller's own `embedding` (one per entity)",
+        title="Embedded",
     )
     entity_id: str = Field(..., title="Entity Id")
     entity_type: str = Field(..., title="Entity Type")
