@@ -139,8 +139,7 @@ def strong_vector_hits(
 ) -> list[Candidate]:
     """Vector candidates at or above the similarity floor (weaker ones are noise, see the constant); all of
     them for a caller's own query vector (Plan.own_vector)."""
-    floor = 0.0 if own_vector else settings.min_vector_similarity
-    return [c for c in candidates if c.score >= floor] if floor > 0 else list(candidates)
+    return [c for c in candidates if own_vector or c.score >= settings.min_vector_similarity]
 
 
 def vector_plan(plan: Plan, query: str, own_vector: bool, own_vectors_tenant: bool, requested: str) -> Plan:
@@ -352,8 +351,8 @@ class SearchService:
         """Embed the query with `embedder` (keyword only when it is down) and retrieve and fuse."""
         degraded_reason: str | None = None
         embedding = None
-        if plan.own_vector and types:
-            embedding = self._query_vector(tenant_id, request)
+        if plan.own_vector and types:  # checked in `search` already
+            embedding = caller_vector(request.query_vector, embedder.dimension, "query_vector")
         elif plan.vector and types:
             try:
                 embedding = embedder.embed_query([parsed.text])[0]
