@@ -155,13 +155,16 @@ class IndexingService:
             for d, title, chunks in zip(drafts, titles, built, strict=True)
         ]
 
-    def _vector(self, tenant_id: str, body: Any, path: str = EMBEDDING_FIELD) -> tuple[Any, Vector | None]:
-        """(the body without `embedding`, the caller's vector checked against the tenant's dimension)."""
-        if not isinstance(body, Mapping) or body.get(EMBEDDING_FIELD) is None:
+    def _vector(self, tenant_id: str, body: Any) -> tuple[Any, Vector | None]:
+        """(the body without `embedding`, the caller's vector checked against the tenant's dimension; None
+        without one: `"embedding": null` is no vector, never a stored field)."""
+        if not isinstance(body, Mapping) or EMBEDDING_FIELD not in body:
             return body, None
         rest = {k: v for k, v in body.items() if k != EMBEDDING_FIELD}
+        if body[EMBEDDING_FIELD] is None:
+            return rest, None
         dimension = tenant_embedder(self._embedder, tenant_id).dimension
-        return rest, caller_vector(body[EMBEDDING_FIELD], dimension, path)
+        return rest, caller_vector(body[EMBEDDING_FIELD], dimension, EMBEDDING_FIELD)
 
     @staticmethod
     def _record(

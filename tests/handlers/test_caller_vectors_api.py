@@ -84,8 +84,10 @@ def test_a_bulk_reports_a_bad_embedding_as_its_items_error(app: Any) -> None:
 
 def test_reads_never_return_the_vector(app: Any) -> None:
     assert put("m1", {"content": "words", "embedding": axis(2)})[0] == 200
-    status, body = invoke(api_event("get_entity", path="/entities/memory/m1"))
-    assert status == 200 and body["fields"] == {"content": "words"}, body
+    assert put("m2", {"content": "words", "embedding": None})[0] == 200  # null: no vector, not a field
+    for eid in ("m1", "m2"):
+        status, body = invoke(api_event("get_entity", path=f"/entities/memory/{eid}"))
+        assert status == 200 and body["fields"] == {"content": "words"} and body["embedded"], body
 
 
 @pytest.mark.parametrize(
