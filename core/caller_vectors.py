@@ -53,15 +53,19 @@ def caller_vector(value: Any, dimension: int, path: str) -> Vector:
     if len(value) != dimension:
         rule = f"must have {dimension} numbers (the tenant's vector dimension), not {len(value)}"
         raise InvalidInputError(f"invalid {path}", {path: rule})
-    if not all(math.isfinite(v) for v in value):
-        raise InvalidInputError(f"invalid {path}", {path: "must hold finite numbers only"})
     import numpy as np  # here, not at import: a handler's cold start never pays for it
 
-    vector = np.asarray(value, dtype=np.float64)
-    norm = float(np.linalg.norm(vector))
-    if not math.isfinite(norm) or norm == 0.0:
+    try:
+        vector = np.asarray([float(v) for v in value], dtype=np.float64)
+    except OverflowError:  # an integer beyond any float (JSON allows 1 followed by 400 zeros)
+        vector = np.asarray([math.inf])
+    if not bool(np.all(np.isfinite(vector))):
+        raise InvalidInputError(f"invalid {path}", {path: "must hold finite numbers only"})
+    peak = float(np.max(np.abs(vector)))
+    if peak == 0.0:
         raise InvalidInputError(f"invalid {path}", {path: "must not be all zeros (it has no direction)"})
-    unit: Vector = (vector / norm).astype(np.float32)
+    scaled = vector / peak  # the norm of the numbers themselves may overflow (1e308 squared)
+    unit: Vector = (scaled / np.linalg.norm(scaled)).astype(np.float32)
     return unit
 
 

@@ -121,6 +121,7 @@ def test_a_tenant_bringing_its_own_vectors_has_its_dimension_and_keyword_only_en
         ([0.0] * DIM, "must not be all zeros (it has no direction)"),
         ([1.0] * (DIM - 1) + [float("inf")], "must hold finite numbers only"),
         ([1.0] * (DIM - 1) + [float("nan")], "must hold finite numbers only"),
+        ([1] * (DIM - 1) + [10**400], "must hold finite numbers only"),  # beyond any float
         ([1.0] * (DIM + 1), f"must have {DIM} numbers (the tenant's vector dimension), not {DIM + 1}"),
         ("0.1,0.2", "must be a list of numbers"),
         ([True] * DIM, "must be a list of numbers"),
@@ -139,6 +140,19 @@ def test_a_bad_embedding_is_refused_naming_it_and_in_a_bulk_only_its_item(
     report = c.indexing.bulk("t", items, NOW)
     assert report.indexed == 1
     assert [(e["index"], e["fields"]) for e in report.errors] == [(1, {"items.1.embedding": rule})]
+
+
+def test_huge_and_tiny_numbers_keep_their_direction(c: Any) -> None:
+    huge = [1.0e308] * DIM  # its norm overflows a float: the direction does not
+    tiny = [5e-324] + [0.0] * (DIM - 1)
+    put(c, "huge", {"content": "huge numbers", "embedding": huge})
+    put(c, "tiny", {"content": "tiny numbers", "embedding": tiny})
+    assert search(c, query="", query_vector=[1.0] * DIM, limit=1) == ["huge"]
+    assert search(c, query="", query_vector=axis0(), limit=1) == ["tiny"]
+
+
+def axis0() -> list[float]:
+    return [1.0] + [0.0] * (DIM - 1)
 
 
 def test_the_same_version_with_another_vector_is_other_content(c: Any) -> None:
