@@ -201,7 +201,7 @@ class CallerVectorsError(UnavailableError):
 
     @property
     def public_message(self) -> str:
-        return "this tenant's vectors come from its callers: no text is embedded, keywords only"
+        return "this tenant's vectors come from its callers: no text is embedded"
 
 
 class ConfigurationError(QuarryError):
