@@ -36,6 +36,9 @@ def c(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
             "opensearch_refresh": "true",
             "opensearch_shards": 1,
         }
+    else:  # FTS5 ranks keywords: tantivy's threads, ending seconds after an index is collected, would
+        # be counted by a later test (tests/adapters/test_tantivy_keywords.py); vectors are the subject here
+        settings["keyword_engine"] = "fts5"
     container = make_container(tmp_path / "data", FakeEmbedder(DIM), **settings)
     yield container
     if request.param == "opensearch":
