@@ -14,6 +14,8 @@ QuarryError
 │   ├── RepeatedItemError    first: the earlier position        (an id twice in one request)
 │   └── CursorExpiredError   a page cursor of an older index generation
 ├── UnavailableError         backend, retry_after seconds      → 503 with Retry-After
+│   └── CallerVectorsError   a tenant whose vectors come from its callers has no embedder (never raised
+│                            to a caller: the paths that embed query text fall back to keywords)
 └── ConfigurationError       variables: {VAR: problem}          → 500, logged (the server's fault)
 """
 
@@ -188,6 +190,18 @@ class UnavailableError(QuarryError):
     def public_message(self) -> str:
         """What a caller may read: which backend and when to retry; never the SDK's text (hosts, ARNs)."""
         return f"{self.backend} is temporarily unavailable; retry in {self.retry_after} s"
+
+
+class CallerVectorsError(UnavailableError):
+    """Query or passage text cannot be embedded for a tenant whose vectors come from its callers
+    (core/indexing/caller_vectors.py): not an outage, so it says so rather than "retry later"."""
+
+    def __init__(self, tenant_id: str) -> None:
+        super().__init__("embedder", f"tenant {tenant_id!r} brings its own vectors", retry_after=0)
+
+    @property
+    def public_message(self) -> str:
+        return "this tenant's vectors come from its callers: no text is embedded"
 
 
 class ConfigurationError(QuarryError):

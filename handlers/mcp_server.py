@@ -442,7 +442,8 @@ def _entity_write_tools(server: MCPServer, act: Act) -> None:
             dict[str, Any],
             Field(
                 description="The entity's fields: its title field (`content` for a memory, `title` for a "
-                "task, ...), other text and metadata, optional `version`",
+                "task, ...), other text and metadata, optional `version` and `embedding` (your own vector "
+                "of the tenant's dimension, used instead of the model's)",
                 examples=[{"content": "The deploy needs a free cache volume", "version": 1}],
             ),
         ],

@@ -9,6 +9,14 @@
 
 After the swap, each affected tenant's cache generation moves on, so no cached search of the old model
 is served.
+
+Tenants bringing their own vectors (QUARRY_BYO_VECTOR_TENANTS) are never re-embedded: no model can
+recompute a caller's vector. `--tenant` naming one is refused; on the embedded backend a whole-file run is
+refused while one of them has entities in the file (reindex the others one by one with `--tenant`); on
+OpenSearch their own indexes are left alone and reported (`skipped_caller_vector_tenants`). Entities of
+other tenants written with their own `embedding` are in the deployment model's space (their dimension was
+checked against it): a reindex moves the tenant to the new model, so they are re-embedded from their text
+like every other entity (docs/api.md, "Your own vectors").
 """
 
 from __future__ import annotations
@@ -39,6 +47,11 @@ def reindex_store(
     folder = Path(model_dir).resolve()
     if not folder.is_dir():
         raise InvalidInputError(f"no model folder at {folder}", {"--model-dir": "must be a directory"})
+    if tenant is not None and tenant in c.settings.byo_vector_tenants:
+        raise InvalidInputError(
+            f"tenant {tenant!r} brings its own vectors (QUARRY_BYO_VECTOR_TENANTS): no model can recompute them",
+            {"--tenant": "must name a tenant whose vectors a model makes"},
+        )
     if c.settings.index_kind == "opensearch":
         if tenant is not None:
             raise InvalidInputError(
@@ -60,6 +73,8 @@ def _invalidator(c: Container) -> Callable[[list[str]], None]:
 def _reindex_sqlite(c: Container, folder: Path, tenant: str | None, settle_seconds: float) -> Any:
     from infra.local.reindex import SqliteReindexer, reindex
 
+    if tenant is None:
+        _refuse_caller_vector_tenants(c)
     reindexer = SqliteReindexer(c.settings.sqlite_path, c.registry, tenant=tenant)
     try:
         if not reindexer.has_tenant():
@@ -76,6 +91,27 @@ def _reindex_sqlite(c: Container, folder: Path, tenant: str | None, settle_secon
         return report
     finally:
         reindexer.close()
+
+
+def _refuse_caller_vector_tenants(c: Container) -> None:
+    """A whole-file run would re-embed every tenant's chunks: refused while a tenant bringing its own
+    vectors has entities in the file."""
+    from infra.local.reindex import SqliteReindexer
+
+    present = []
+    for tenant in sorted(c.settings.byo_vector_tenants):
+        probe = SqliteReindexer(c.settings.sqlite_path, c.registry, tenant=tenant)
+        try:
+            if probe.has_tenant():
+                present.append(tenant)
+        finally:
+            probe.close()
+    if present:
+        raise InvalidInputError(
+            f"tenants {', '.join(present)} bring their own vectors (QUARRY_BYO_VECTOR_TENANTS), which no "
+            "model can recompute: reindex the other tenants one by one with --tenant",
+            {"--tenant": "is required while the data file holds tenants that bring their own vectors"},
+        )
 
 
 def _reindex_opensearch(c: Container, folder: Path, settle_seconds: float) -> dict[str, Any]:
@@ -101,7 +137,9 @@ def _reindex_opensearch(c: Container, folder: Path, settle_seconds: float) -> di
         invalidate(report.tenants)
         reports.append(dataclasses.asdict(report))
     index.recheck_model()
-    return {**reports[0], "own_indexes": reports[1:]} if len(reports) > 1 else reports[0]
+    out = {**reports[0], "own_indexes": reports[1:]} if len(reports) > 1 else reports[0]
+    skipped = index.caller_vector_tenants() if hasattr(index, "caller_vector_tenants") else []
+    return {**out, "skipped_caller_vector_tenants": skipped} if skipped else out
 
 
 @dataclass(slots=True)

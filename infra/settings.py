@@ -157,6 +157,10 @@ class Settings(BaseSettings):
     # 1_Pooling/config.json. The query prefix is prepended to search queries only (E5: "query: ").
     # Threads: onnxruntime's threads for one forward pass (2 = the cores of the machines measured on).
     embedder_model_dir: Path | None = None
+    # Tenants whose vectors come from their callers, each with its dimension ({"acme": 768}): no model
+    # embeds their text (core/indexing/caller_vectors.py; docs/api.md, "Your own vectors"). On OpenSearch each gets
+    # an index of its own at that dimension (infra/opensearch/tenancy.py).
+    byo_vector_tenants: dict[str, int] = Field(default_factory=dict)
     embedder_pooling: Literal["mean", "cls"] | None = None
     embedder_query_prefix: str = Field(default="", max_length=64)
     embedder_threads: int = Field(default=2, ge=1, le=64)
@@ -205,6 +209,17 @@ class Settings(BaseSettings):
                 "aoss (OpenSearch Serverless) is not supported: its vector collections refuse custom "
                 "document ids, which Quarry's versioned writes need; use a managed domain (es)"
             )
+        return value
+
+    @field_validator("byo_vector_tenants")
+    @classmethod
+    def _byo_dimensions(cls, value: dict[str, int]) -> dict[str, int]:
+        from core.indexing.caller_vectors import check_dimensions
+
+        problems = check_dimensions(value)
+        problems |= {t: "must name one tenant ('*' is not one)" for t in value if t == "*" or not t.strip()}
+        if problems:
+            raise ValueError("; ".join(f"{t!r}: {p}" for t, p in sorted(problems.items())))
         return value
 
     @field_validator("context_sources")

@@ -186,6 +186,16 @@ class Container:
         return SwitchingEmbedder(configured, self.load_embedder, ActiveModel(self.settings.sqlite_path))
 
     @cached_property
+    def vectors(self) -> Embedder:
+        """The embedder services use: `embedder`, except for tenants that bring their own vectors
+        (QUARRY_BYO_VECTOR_TENANTS), which have none (core/indexing/caller_vectors.py)."""
+        if not self.settings.byo_vector_tenants:
+            return self.embedder
+        from core.indexing.caller_vectors import CallerVectorTenants
+
+        return CallerVectorTenants(self.embedder, self.settings.byo_vector_tenants)
+
+    @cached_property
     def cache(self) -> Cache:
         kind = self.settings.cache_kind
         if kind == "memory":
@@ -235,7 +245,7 @@ class Container:
         from core.search.search_service import SearchService
 
         return SearchService(
-            self.index, self.embedder, self.cache, self.registry, self.clock, self.search_settings
+            self.index, self.vectors, self.cache, self.registry, self.clock, self.search_settings
         )
 
     @cached_property
@@ -251,7 +261,7 @@ class Container:
 
         return IndexingService(
             self.index,
-            self.embedder,
+            self.vectors,
             self.registry,
             self.cache,
             clock=self.clock,
@@ -308,7 +318,7 @@ class Container:
         called when not lexical_only."""
         from core.governance.governed_retrieval import GovernedRetrievalService
 
-        return GovernedRetrievalService(self.index, self.state, self.clock, self.embedder)
+        return GovernedRetrievalService(self.index, self.state, self.clock, self.vectors)
 
     @cached_property
     def context_settings(self) -> ContextSettings:
@@ -349,7 +359,7 @@ class Container:
         root = self.settings.links_root
         return ContextService(
             self.index,
-            self.embedder,
+            self.vectors,
             self.state,
             self.registry,
             self.clock,

@@ -73,7 +73,10 @@ class EntityOut(BaseModel):
         "namespace, updated_at)"
     )
     metadata: dict[str, Any]
-    embedded: bool = Field(description="True when every indexed chunk carries an embedding")
+    embedded: bool = Field(
+        description="True when the entity has its vectors: every indexed chunk the model's, or the caller's "
+        "own `embedding` (one per entity)"
+    )
     chunks: int = Field(description="Indexed chunks (long documents are split)")
 
 

@@ -5,6 +5,7 @@ the caller's."""
 from __future__ import annotations
 
 from core.errors import NotFoundError
+from core.indexing.caller_vectors import vector_mark
 from core.indexing.catalog import (
     BatchGetRequest,
     BatchGetResponse,
@@ -43,7 +44,9 @@ def entity_out(entity: StoredEntity, chunks: int, embedded: int) -> EntityOut:
         title=entity.title,
         fields={k: v for k, v in entity.body.items() if k not in ATTRIBUTE_FIELDS},
         metadata=dict(entity.metadata),
-        embedded=chunks > 0 and embedded == chunks,
+        # a caller's own vector is one per entity, stored with its first chunk (core/indexing/caller_vectors.py)
+        embedded=chunks > 0
+        and (embedded == chunks or (embedded > 0 and vector_mark(entity.content_hash) != "")),
         chunks=chunks,
     )
 

@@ -31,6 +31,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from core.errors import InvalidInputError
+from core.indexing.caller_vectors import VectorList
 from core.indexing.chunking import PREMADE_CHUNKS_FIELD
 from core.indexing.entity_types import COMMON_FIELDS, EntityType, EntityTypeRegistry
 from core.indexing.entity_validation import (
@@ -116,6 +117,11 @@ COMMON_TYPES: dict[str, tuple[Any, str, str]] = {
     "namespace": (Label, "A mission namespace (filterable)", ""),
 }
 LABEL_RULE = f"must be a non-empty string of at most {MAX_LABEL_CHARS} characters"
+EMBEDDING = "embedding"
+EMBEDDING_TEXT = (
+    "Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all "
+    'zero; not returned in reads (docs/api.md, "Your own vectors")'
+)
 
 
 def _field(annotation: Any, name: str, description: str, required: bool = False) -> tuple[Any, Any]:
@@ -145,6 +151,8 @@ def _fields(etype: EntityType, partial: bool) -> tuple[dict[str, tuple[Any, Any]
             annotation, text, rules[name] = Scalar | list[Scalar], "Filterable metadata", SCALAR_RULE
         required = name == etype.title_field and title_required
         out[f"f_{len(out)}"] = _field(annotation, name, text, required)
+    out["f_embedding"] = _field(VectorList, EMBEDDING, EMBEDDING_TEXT)
+    rules[EMBEDDING] = "must be a list of numbers"
     return out, rules
 
 

@@ -20,8 +20,9 @@ ENTITY_TYPE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
 # The tiers a type's `catch_all` may name (docs/configuration.md, Entity types), as words or as boosts.
 CATCH_ALL_TIERS = {"title": 3, "strong": 2, "body": 1}
 
-# A bulk item's type and id, and texts given as chunks (core/indexing/chunking.py PREMADE_CHUNKS_FIELD).
-WRITE_FIELDS = frozenset({"type", "id", "chunks"})
+# A bulk item's type and id, texts given as chunks (core/indexing/chunking.py PREMADE_CHUNKS_FIELD), and the
+# caller's own vector (core/indexing/caller_vectors.py; never stored in the body).
+WRITE_FIELDS = frozenset({"type", "id", "chunks", "embedding"})
 # Fields every entity may carry besides its type's own (docs/architecture.md, Write path).
 COMMON_FIELDS = frozenset({"source", "owner", "namespace", "created_at", "updated_at", "version"})
 

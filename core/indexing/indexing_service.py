@@ -29,6 +29,13 @@ from core.errors import (
     UnavailableError,
     VersionConflictError,
 )
+from core.indexing.caller_vectors import (
+    brings_own_vectors,
+    caller_vector,
+    fingerprint,
+    marked_hash,
+    vector_mark,
+)
 from core.indexing.chunking import build_chunks, embedding_input
 from core.indexing.entity_types import EntityType, EntityTypeRegistry
 from core.indexing.entity_validation import VERSION_RULE, is_version, validate_body, validate_id
@@ -38,7 +45,7 @@ from core.indexing.versioning import (
     delete_version,
     is_clock_version,
     refused,
-    same_content,
+    same_entity,
     unchanged,
     write_version,
 )
@@ -78,9 +85,17 @@ class _Draft:
     body: dict[str, Any]
     version: int
     prior: StoredEntity | None
+    vector: Vector | None = None  # the caller's own (core/indexing/caller_vectors.py), unit length
+
+    @property
+    def mark(self) -> str:
+        """The caller vector's fingerprint ("" without one): content, for the version rules."""
+        return "" if self.vector is None else fingerprint(self.vector)
 
 
-_Valid = tuple[int, EntityType, EntityKey, dict[str, Any]]  # (position, type, key, body) of a bulk item
+# (position, type, key, body, the caller's vector) of a bulk item
+_Valid = tuple[int, EntityType, EntityKey, dict[str, Any], Vector | None]
+EMBEDDING_FIELD = "embedding"  # a write's own vector (docs/api.md, "Your own vectors")
 
 
 @dataclass(slots=True)
@@ -127,20 +142,35 @@ class IndexingService:
         self._max_text = max_text_chars
 
     def _records(self, tenant_id: str, drafts: Sequence[_Draft], now: float) -> list[EntityRecord]:
-        """Build records for many drafts with ONE embedding call (batched encoding is several times faster)."""
+        """Build records for many drafts with ONE embedding call (batched encoding is several times faster).
+        A draft with the caller's vector is not embedded: the vector goes with its first chunk, the other
+        chunks are keyword-only; a tenant bringing its own vectors embeds nothing (core/indexing/caller_vectors.py)."""
         built = [build_chunks(d.etype, d.body) for d in drafts]
         titles = [flatten(d.body.get(d.etype.title_field)).strip() for d in drafts]
+        embedder = tenant_embedder(self._embedder, tenant_id)  # the tenant's model (quarry reindex)
+        model = not brings_own_vectors(embedder)
         inputs = [
             embedding_input(d.etype.chunked, title, plain)
             for d, title, chunks in zip(drafts, titles, built, strict=True)
+            if model and d.vector is None
             for _, plain in chunks
         ]
-        embedder = tenant_embedder(self._embedder, tenant_id)  # the tenant's model (quarry reindex)
         vectors = iter(embedder.embed(inputs) if inputs else [])
         return [
-            self._record(tenant_id, d, title, chunks, vectors, now)
+            self._record(tenant_id, d, title, chunks, _chunk_vectors(d, len(chunks), model, vectors), now)
             for d, title, chunks in zip(drafts, titles, built, strict=True)
         ]
+
+    def _vector(self, tenant_id: str, body: Any) -> tuple[Any, Vector | None]:
+        """(the body without `embedding`, the caller's vector checked against the tenant's dimension; None
+        without one: `"embedding": null` is no vector, never a stored field)."""
+        if not isinstance(body, Mapping) or EMBEDDING_FIELD not in body:
+            return body, None
+        rest = {k: v for k, v in body.items() if k != EMBEDDING_FIELD}
+        if body[EMBEDDING_FIELD] is None:
+            return rest, None
+        dimension = tenant_embedder(self._embedder, tenant_id).dimension
+        return rest, caller_vector(body[EMBEDDING_FIELD], dimension, EMBEDDING_FIELD)
 
     @staticmethod
     def _record(
@@ -148,7 +178,7 @@ class IndexingService:
         d: _Draft,
         title: str,
         chunks: list[tuple[tuple[str, str, str], str]],
-        vectors: Iterator[Vector],
+        vectors: Iterator[Vector | None],
         now: float,
     ) -> EntityRecord:
         body, etype = d.body, d.etype
@@ -165,7 +195,9 @@ class IndexingService:
             title=title,
             body=dict(body),
             metadata={f: body[f] for f in etype.filterable if body.get(f) is not None},
-            content_hash=hashlib.sha256(" ".join(p for _, p in chunks).lower().encode()).hexdigest(),
+            content_hash=marked_hash(
+                hashlib.sha256(" ".join(p for _, p in chunks).lower().encode()).hexdigest(), d.vector
+            ),
             chunks=tuple(
                 Chunk(chunk_no=i, tiers=t, text=plain, embedding=next(vectors))
                 for i, (t, plain) in enumerate(chunks)
@@ -216,7 +248,7 @@ class IndexingService:
             for d in drafts
             if (found := stored.get(d.key)) is not None
             and not found.deleted
-            and not same_content(found.body, d.body)
+            and not same_entity(found, d.body, d.mark)
         }
 
     def check_put(
@@ -233,16 +265,18 @@ class IndexingService:
         """The validated write, or the answer when the stored state already covers it."""
         etype = self._registry.get(entity_type)
         validate_id(entity_id)
+        body, vector = self._vector(tenant_id, body)
         clean = validate_body(etype, body, self._max_text)
         key = EntityKey(etype.name, entity_id)
         version = write_version(clean, now, self._skew)
         prior = self._index.get(tenant_id, [key]).get(key)
         if prior is not None:
             check_scheme(key, prior.version, version)
-        early = unchanged(prior, version, clean)
+        draft = _Draft(etype, key, clean, version, prior, vector)
+        early = unchanged(prior, version, clean, draft.mark)
         if early is not None:
             return self._unchanged(tenant_id, key, version, early, prior)
-        return _Draft(etype, key, clean, version, prior)
+        return draft
 
     def _unchanged(
         self, tenant_id: str, key: EntityKey, version: int, outcome: WriteOutcome, prior: StoredEntity | None
@@ -266,7 +300,10 @@ class IndexingService:
     ) -> WriteResult:
         etype = self._registry.get(entity_type)
         validate_id(entity_id)
-        clean = validate_body(etype, changes, self._max_text, partial=True)
+        changes, vector = self._vector(tenant_id, changes)
+        clean = (
+            validate_body(etype, changes, self._max_text, partial=True) if changes or vector is None else {}
+        )
         key = EntityKey(etype.name, entity_id)
         prior = self._index.get(tenant_id, [key]).get(key)
         version = write_version(clean, now, self._skew)
@@ -283,12 +320,13 @@ class IndexingService:
         check_scheme(key, prior.version, version)
         merged = {k: v for k, v in {**prior.body, **clean}.items() if v is not None}
         merged.pop("version", None)
-        early = unchanged(prior, version, merged)
+        mark = vector_mark(prior.content_hash) if vector is None else fingerprint(vector)
+        early = unchanged(prior, version, merged, mark)
         if early is not None:
             return self._unchanged(tenant_id, key, version, early, prior)
         searchable = etype.searchable_names | {etype.title_field} | ({"chunks"} if etype.chunked else set())
         searchable |= {*etype.caught(merged), *etype.caught(prior.body)}  # a catch-all tier's text
-        if all(merged.get(f) == prior.body.get(f) for f in searchable):
+        if vector is None and all(merged.get(f) == prior.body.get(f) for f in searchable):
             metadata = {f: merged[f] for f in etype.filterable if merged.get(f) is not None}
             updated = str(clean.get("updated_at") or iso_timestamp(now))
             place = Placement(
@@ -310,7 +348,7 @@ class IndexingService:
             merged.setdefault("created_at", prior.created_at)
             if "updated_at" not in clean:
                 merged.pop("updated_at", None)
-            record = self._records(tenant_id, [_Draft(etype, key, merged, version, prior)], now)[0]
+            record = self._records(tenant_id, [_Draft(etype, key, merged, version, prior, vector)], now)[0]
             self._bump(tenant_id, "before")
             outcome = self._index.upsert(record)
             reembedded = outcome is WriteOutcome.APPLIED
@@ -352,7 +390,9 @@ class IndexingService:
         self._bump(tenant_id, "after")
         return WriteResult(key, effective, outcome, False, prior.version)
 
-    def _draft(self, item: Any) -> tuple[EntityType, EntityKey, dict[str, Any]]:
+    def _draft(
+        self, tenant_id: str, item: Any
+    ) -> tuple[EntityType, EntityKey, dict[str, Any], Vector | None]:
         if not isinstance(item, Mapping):
             raise InvalidInputError("item must be an object", {"": "must be an object"})
         broken = lone_surrogates(dict(item))
@@ -364,8 +404,8 @@ class IndexingService:
             raise InvalidInputError("missing id", {"id": "is required"})
         etype = self._registry.get(item["type"])
         validate_id(item["id"])
-        body = {k: v for k, v in item.items() if k not in ("type", "id")}
-        return etype, EntityKey(etype.name, item["id"]), validate_body(etype, body, self._max_text)
+        body, vector = self._vector(tenant_id, {k: v for k, v in item.items() if k not in ("type", "id")})
+        return etype, EntityKey(etype.name, item["id"]), validate_body(etype, body, self._max_text), vector
 
     def repeats(self, items: Sequence[Any]) -> dict[int, int]:
         """{position: the earlier position} of every item naming an entity an earlier item names."""
@@ -390,14 +430,14 @@ class IndexingService:
             return (str(kind), item["id"])
 
     def _valid_items(
-        self, items: Sequence[Any], report: BulkReport, repeats: Mapping[int, int]
+        self, tenant_id: str, items: Sequence[Any], report: BulkReport, repeats: Mapping[int, int]
     ) -> list[_Valid]:
         """The items that validate and name an entity no earlier item names; each other one becomes an
         error naming its position."""
         valid: list[_Valid] = []
         for position, item in enumerate(items):
             try:
-                drafted = self._draft(item)
+                drafted = self._draft(tenant_id, item)
                 if position in repeats:
                     raise RepeatedItemError(str(drafted[1]), repeats[position])
                 valid.append((position, *drafted))
@@ -413,15 +453,16 @@ class IndexingService:
     ) -> list[tuple[int, _Draft]]:
         """(position, draft) of the items newer than stored; stale, duplicate and mixed-version items are
         reported."""
-        stored = self._index.get(tenant_id, [key for _, _, key, _ in valid])
+        stored = self._index.get(tenant_id, [key for _, _, key, _, _ in valid])
         drafts: list[tuple[int, _Draft]] = []
-        for position, etype, key, body in valid:
+        for position, etype, key, body, vector in valid:
             prior = stored.get(key)
             try:
                 version = write_version(body, now, self._skew)
                 if prior is not None:
                     check_scheme(key, prior.version, version)
-                early = unchanged(prior, version, body)
+                draft = _Draft(etype, key, body, version, prior, vector)
+                early = unchanged(prior, version, body, draft.mark)
             except QuarryError as exc:
                 report.errors.append(_bulk_error(position, key.entity_id, exc))
                 continue
@@ -430,7 +471,7 @@ class IndexingService:
             elif early is WriteOutcome.DUPLICATE:
                 report.indexed += 1  # a re-delivery: already indexed, harmless
             else:
-                drafts.append((position, _Draft(etype, key, body, version, prior)))
+                drafts.append((position, draft))
         return drafts
 
     def bulk(
@@ -443,7 +484,9 @@ class IndexingService:
         A backend outage (UnavailableError) fails the whole request, so the caller retries all of it.
         """
         report = BulkReport()
-        valid = self._valid_items(items, report, self.repeats(items) if repeats is None else repeats)
+        valid = self._valid_items(
+            tenant_id, items, report, self.repeats(items) if repeats is None else repeats
+        )
         if not valid:
             return report
         drafts = self._bulk_drafts(tenant_id, valid, report, now)
@@ -467,3 +510,15 @@ class IndexingService:
             else:
                 report.indexed += 1
         return report
+
+
+def _chunk_vectors(
+    draft: _Draft, chunks: int, model: bool, embedded: Iterator[Vector]
+) -> Iterator[Vector | None]:
+    """Each chunk's vector: the caller's with the first chunk (None with the others), else the model's next
+    ones, else (a tenant bringing its own vectors, none given) None: keyword-only."""
+    if draft.vector is not None:
+        return iter([draft.vector, *([None] * (chunks - 1))])
+    if not model:
+        return iter([None] * chunks)
+    return (next(embedded) for _ in range(chunks))

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.errors import InvalidInputError, VersionConflictError, VersionSchemeError
+from core.indexing.caller_vectors import vector_mark
 from core.models import EntityKey, StoredEntity, WriteOutcome
 from core.payload import INT64_MAX
 from core.timestamps import parse_timestamp
@@ -81,13 +82,22 @@ def delete_version(given: int | None, stored_version: int | None, now: float) ->
     return following
 
 
-def unchanged(prior: StoredEntity | None, version: int, body: Mapping[str, Any]) -> WriteOutcome | None:
+def unchanged(
+    prior: StoredEntity | None, version: int, body: Mapping[str, Any], mark: str = ""
+) -> WriteOutcome | None:
     """`refused`, and VersionConflictError when a write at the stored version brings other content (a
-    re-delivery is harmless; a different change at the same version would be lost)."""
+    re-delivery is harmless; a different change at the same version would be lost). `mark`: the write's
+    caller-vector fingerprint (core/indexing/caller_vectors.py; "" without one), content as much as the body is."""
     early = refused(prior, version)
-    if early is WriteOutcome.DUPLICATE and prior is not None and not same_content(prior.body, body):
+    if early is WriteOutcome.DUPLICATE and prior is not None and not same_entity(prior, body, mark):
         raise VersionConflictError(str(prior.key), version)
     return early
+
+
+def same_entity(stored: StoredEntity, body: Mapping[str, Any], mark: str) -> bool:
+    """Whether a write holds what is stored: the same fields and the same caller vector (`mark`, its
+    fingerprint: core/indexing/caller_vectors.py; "" for none)."""
+    return vector_mark(stored.content_hash) == mark and same_content(stored.body, body)
 
 
 def same_content(stored: Mapping[str, Any], body: Mapping[str, Any]) -> bool:

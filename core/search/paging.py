@@ -40,6 +40,8 @@ def request_fingerprint(request: Any, entity_types: Sequence[str]) -> str:
     }
     if getattr(request, "min_score", None) is not None:  # absent otherwise: older cursors stay valid
         normalised["m"] = request.min_score
+    if getattr(request, "query_vector", None) is not None:  # a cursor of one vector's ranking, not another's
+        normalised["v"] = request.query_vector
     payload = json.dumps(normalised, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.errors import InvalidInputError
 from core.models import Candidate
 from core.search.cache_key import SEARCH_CACHE_TTL_SECONDS
 from core.search.fusion import RRF_K, FusionMethod
@@ -69,6 +70,9 @@ class SearchPlan:
     lexical: bool
     vector: bool
     alpha: float
+    # The query vector is the caller's (`query_vector`): its model's cosines are not the deployment
+    # model's, so MIN_VECTOR_SIMILARITY (measured for all-MiniLM-L6-v2) does not apply; `min_score` does.
+    own_vector: bool = False
 
 
 def plan_strategy(requested: str, shape: QueryShape, settings: SearchSettings) -> SearchPlan:
@@ -93,6 +97,29 @@ def retrieval_depth(limit: int, plan: SearchPlan, settings: SearchSettings) -> i
     return max(limit * CANDIDATE_DEPTH_FACTOR, floor)
 
 
-def strong_vector_hits(candidates: Sequence[Candidate], settings: SearchSettings) -> list[Candidate]:
-    """Vector candidates at or above the similarity floor (weaker ones are noise, see the constant)."""
-    return [c for c in candidates if c.score >= settings.min_vector_similarity]
+def strong_vector_hits(
+    candidates: Sequence[Candidate], settings: SearchSettings, own_vector: bool = False
+) -> list[Candidate]:
+    """Vector candidates at or above the similarity floor (weaker ones are noise, see the constant); all of
+    them for a caller's own query vector (SearchPlan.own_vector)."""
+    return [c for c in candidates if own_vector or c.score >= settings.min_vector_similarity]
+
+
+def vector_plan(
+    plan: SearchPlan, query: str, own_vector: bool, own_vectors_tenant: bool, requested: str
+) -> SearchPlan:
+    """The plan once the query vector's origin is known (docs/api.md, "Your own vectors"): a caller's
+    vector with no query text is a semantic search; a tenant bringing its own vectors with no query vector
+    searches by keywords (a semantic search then needs `query_vector`: 400)."""
+    if own_vector and plan.vector:
+        if not query.strip():
+            return SearchPlan("semantic", False, True, 1.0, own_vector=True)
+        return SearchPlan(plan.strategy, plan.lexical, plan.vector, plan.alpha, own_vector=True)
+    if own_vectors_tenant and plan.vector:
+        if requested == "semantic":
+            raise InvalidInputError(
+                "a semantic search of this tenant needs a query vector",
+                {"query_vector": "is required: this tenant's vectors come from its callers"},
+            )
+        return SearchPlan("keyword", True, False, 0.0)
+    return plan

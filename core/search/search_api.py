@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, PrivateAttr, StrictBool, field_validator
 
 from core.base_model import JSON_NUMBER, JsonInt, QuarryModel
+from core.indexing.caller_vectors import VECTOR_RULES, VectorList
 from core.search.filters import MAX_FACETS
 
 Scalar = str | int | float | bool
@@ -76,6 +77,12 @@ class SearchRequest(QuarryModel):
             return value
         raise ValueError("must be 'all', 'none' or a list of field names")
 
+    query_vector: VectorList | None = Field(
+        default=None,
+        description="Your own query vector for the vector leg instead of embedding `query` ("
+        + VECTOR_RULES
+        + '); `query` may then be empty (a semantic search). See docs/api.md, "Your own vectors"',
+    )
     cursor: str | None = Field(
         default=None,
         max_length=1024,

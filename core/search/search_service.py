@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 from core.errors import InvalidInputError, UnavailableError
+from core.indexing.caller_vectors import caller_vector, declared_own
 from core.indexing.catalog_service import ATTRIBUTE_FIELDS
 from core.indexing.entity_types import EntityTypeRegistry
 from core.models import (
@@ -24,6 +25,7 @@ from core.models import (
     Filters,
     LexicalQuery,
     MatchMode,
+    Vector,
 )
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
 from core.search.cache_key import generation_key, search_cache_key, settling_key
@@ -36,6 +38,7 @@ from core.search.planning import (
     plan_strategy,
     retrieval_depth,
     strong_vector_hits,
+    vector_plan,
 )
 from core.search.pseudo_relevance import feedback_search
 from core.search.query import ParsedQuery, parse_query
@@ -53,7 +56,7 @@ _log = logging.getLogger(__name__)
 
 SCORE_DECIMALS = 6  # scores and α in answers: 0.35, not 0.8 - 0.45 = 0.35000000000000003
 # Request fields beyond the ranking's inputs that change the answer (part of the cache key when set).
-ANSWER_OPTIONS = ("facets", "min_score", "return_fields")
+ANSWER_OPTIONS = ("facets", "min_score", "return_fields", "query_vector")
 MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
 
 
@@ -133,8 +136,15 @@ class SearchService:
         types = self._entity_types(request, parsed)
         filters = self._filters(types, request.filters)
         check_facets(request.facets, self._filterable(types))  # a 400 before any cache or index read
-        plan = plan_strategy(request.strategy, parsed.shape, self.settings)
-        if not request.query.strip():  # seed thefold: "empty query returns 0 results, not error"
+        own = self._query_vector(tenant_id, request)
+        plan = vector_plan(
+            plan_strategy(request.strategy, parsed.shape, self.settings),
+            request.query,
+            own is not None,
+            declared_own(self._embedder, tenant_id),
+            request.strategy,
+        )
+        if not request.query.strip() and not plan.own_vector:  # seed thefold: "empty query returns 0 results"
             response = self._response(request, parsed, types, plan, [], 0, None, None, None)
             response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
             return response
@@ -221,6 +231,13 @@ class SearchService:
         )
         return not ok or marker is not None  # unknown: do not cache what may be stale
 
+    def _query_vector(self, tenant_id: str, request: SearchRequest) -> Vector | None:
+        """The caller's `query_vector`, checked against the tenant's dimension and made unit length."""
+        if request.query_vector is None:
+            return None
+        dimension = tenant_embedder(self._embedder, tenant_id).dimension
+        return caller_vector(request.query_vector, dimension, "query_vector")
+
     def _embed_and_retrieve(
         self,
         tenant_id: str,
@@ -234,7 +251,9 @@ class SearchService:
         """Embed the query with `embedder` (keyword only when it is down) and retrieve and fuse."""
         degraded_reason: str | None = None
         embedding = None
-        if plan.vector and types:
+        if plan.own_vector and types:  # checked in `search` already
+            embedding = caller_vector(request.query_vector, embedder.dimension, "query_vector")
+        elif plan.vector and types:
             try:
                 embedding = embedder.embed_query([parsed.text])[0]
             except UnavailableError as exc:
@@ -363,7 +382,7 @@ class SearchService:
         feedback = plan.lexical and embedding is not None and self.settings.feedback_docs > 0
         spec = CandidateQuery(lex, embedding, filters, depth, vector_ranking_only=feedback)
         (got,) = self._index.retrieve_many(tenant_id, [spec])
-        vector = strong_vector_hits(got.vector, self.settings)
+        vector = strong_vector_hits(got.vector, self.settings, plan.own_vector)
         fused = fuse(self.settings.fusion, got.lexical, vector, plan.alpha, self.settings.rrf_k)
         if feedback and fused:
             fused = self._with_feedback(
@@ -408,7 +427,7 @@ class SearchService:
             if not any(c.chunk_no == ALL_CHUNKS for c in vector):
                 return fused
             again = self._index.vector(tenant_id, embedding, filters, depth)
-        vector = strong_vector_hits(again, self.settings)
+        vector = strong_vector_hits(again, self.settings, plan.own_vector)
         return fuse(self.settings.fusion, lexical, vector, plan.alpha, self.settings.rrf_k)
 
     def _result(

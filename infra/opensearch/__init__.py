@@ -18,7 +18,9 @@ _REFRESH: dict[str, bool | str] = {"false": False, "true": True, "wait_for": "wa
 
 def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearchIndex | TenantIndexes:
     """The adapter from settings (`QUARRY_OPENSEARCH_*`); a missing URL fails naming the variable. With
-    tenants that have an index of their own, a TenantIndexes over the shared index and theirs."""
+    tenants that have an index of their own, a TenantIndexes over the shared index and theirs; a tenant
+    bringing its own vectors (QUARRY_BYO_VECTOR_TENANTS) has one at its declared dimension (a knn_vector
+    field holds one dimension per index)."""
     if client is None:
         if not settings.opensearch_url:
             raise ConfigurationError(
@@ -33,10 +35,10 @@ def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearch
             max_retries=settings.opensearch_max_retries,
         )
 
-    def make(prefix: str, shape: Layout) -> OpenSearchIndex:
+    def make(prefix: str, shape: Layout, own_dimension: int | None = None) -> OpenSearchIndex:
         return OpenSearchIndex(
             client,
-            dimension=dimension,
+            dimension=dimension if own_dimension is None else own_dimension,
             prefix=prefix,
             refresh=_REFRESH[settings.opensearch_refresh],
             retry=RetryPolicy(max_retries=settings.opensearch_max_retries),
@@ -48,10 +50,11 @@ def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearch
         )
 
     shared = make(settings.opensearch_index_prefix, layout(settings))
-    if not settings.opensearch_own_index_tenants:
+    byo: dict[str, int] = dict(getattr(settings, "byo_vector_tenants", {}) or {})
+    if not settings.opensearch_own_index_tenants and not byo:
         return shared
     return TenantIndexes(
-        shared, settings.opensearch_own_index_tenants, make, settings.opensearch_index_prefix
+        shared, settings.opensearch_own_index_tenants, make, settings.opensearch_index_prefix, byo
     )
 
 

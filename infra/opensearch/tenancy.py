@@ -7,6 +7,9 @@ terms, taken from the shard's whole term dictionary) can be crowded out by anoth
 tenant, with "*") gets its own alias `<prefix>-t-<hash of the tenant>` (one shard, not routed), so nothing
 of another tenant is in any statistic it is scored with. Every other tenant stays in the shared index.
 
+A tenant bringing its own vectors (QUARRY_BYO_VECTOR_TENANTS, core/indexing/caller_vectors.py) always gets its own
+index, built at its declared dimension: a knn_vector field has one dimension per index.
+
 This is a tier, not a default: each own index is at least one shard (with its replicas) on the cluster,
 and a cluster holds a few thousand shards at most (docs/scaling.md).
 """
@@ -57,12 +60,14 @@ class TenantIndexes:
         self,
         shared: OpenSearchIndex,
         own: Sequence[str],
-        make: Callable[[str, Layout], OpenSearchIndex],
+        make: Callable[[str, Layout, int | None], OpenSearchIndex],
         prefix: str,
+        dimensions: Mapping[str, int] | None = None,
     ) -> None:
         self._shared = shared
-        self._own = frozenset(own)
-        self._make = make  # (alias, layout) → an adapter on the same client and settings
+        self._dimensions = dict(dimensions or {})  # tenants bringing their own vectors: their dimension
+        self._own = frozenset(own) | self._dimensions.keys()
+        self._make = make  # (alias, layout, dimension or None) → an adapter on the same client and settings
         self._prefix = prefix
         self._layout = own_layout(shared.layout)
         self._indexes: dict[str, OpenSearchIndex] = {}
@@ -80,7 +85,8 @@ class TenantIndexes:
         with self._lock:
             index = self._indexes.get(alias)
             if index is None:
-                index = self._indexes[alias] = self._make(alias, self._layout)
+                own_dimension = self._dimensions.get(tenant_id)
+                index = self._indexes[alias] = self._make(alias, self._layout, own_dimension)
             return index
 
     # -- what is not a tenant's -----------------------------------------------------------------------------
@@ -99,12 +105,18 @@ class TenantIndexes:
         return self._shared.alias
 
     def aliases(self) -> list[str]:
-        """The shared alias and every tenant alias that exists (what `quarry reindex` goes through)."""
+        """The shared alias and every tenant alias that exists (what `quarry reindex` goes through), but
+        those of tenants bringing their own vectors: no model can recompute them (`caller_vector_tenants`)."""
         found = self.client.indices.get_alias(name=f"{self._prefix}-t-*", ignore=404) or {}
         names = {
             a for entry in found.values() if isinstance(entry, Mapping) for a in entry.get("aliases", {})
         }
-        return [self.alias, *sorted(names)]
+        skipped = {own_prefix(self._prefix, t) for t in self._dimensions}
+        return [self.alias, *sorted(names - skipped)]
+
+    def caller_vector_tenants(self) -> list[str]:
+        """The tenants bringing their own vectors, each in an index of its own that a reindex leaves alone."""
+        return sorted(self._dimensions)
 
     def live_model_dir(self, tenant_id: str | None = None) -> str | None:
         """The model folder behind the tenant's index (the shared one's without a tenant)."""

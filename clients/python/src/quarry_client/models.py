@@ -136,6 +136,11 @@ class CommitmentFields(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -185,6 +190,11 @@ class CommitmentItem(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -240,6 +250,11 @@ class CommitmentPatch(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -341,6 +356,11 @@ class DocumentFields(BaseModel):
         extra="allow",
     )
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -382,6 +402,11 @@ class DocumentItem(BaseModel):
         regex_engine="python-re",
     )
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -430,6 +455,11 @@ class DocumentPatch(BaseModel):
         extra="allow",
     )
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -471,7 +501,9 @@ class EntityOut(BaseModel):
     )
     created_at: str = Field(..., title="Created At")
     embedded: bool = Field(
-        ..., description="True when every indexed chunk carries an embedding", title="Embedded"
+        ...,
+        description="True when the entity has its vectors: every indexed chunk the model's, or the caller's own `embedding` (one per entity)",
+        title="Embedded",
     )
     entity_id: str = Field(..., title="Entity Id")
     entity_type: str = Field(..., title="Entity Type")
@@ -674,6 +706,11 @@ class IdeaFields(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -724,6 +761,11 @@ class IdeaItem(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -781,6 +823,11 @@ class IdeaPatch(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -898,6 +945,11 @@ class MemoryFields(BaseModel):
         | list[str]
     ) = Field(..., description="The memory's title (searchable)", title="content")
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     memory_type: (
         str
         | conint(ge=-9223372036854775807, le=9223372036854775807)
@@ -961,6 +1013,11 @@ class MemoryItem(BaseModel):
         | list[str]
     ) = Field(..., description="The memory's title (searchable)", title="content")
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -1030,6 +1087,11 @@ class MemoryPatch(BaseModel):
         None, description="Searchable text (boost 3 of 3)", title="content"
     )
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     memory_type: (
         str
         | conint(ge=-9223372036854775807, le=9223372036854775807)
@@ -1125,6 +1187,11 @@ class PersonFields(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     name: (
         constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
         | list[str]
@@ -1168,6 +1235,11 @@ class PersonItem(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -1218,6 +1290,11 @@ class PersonPatch(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     name: str | list[str] | None = Field(None, description="Searchable text (boost 3 of 3)", title="name")
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
@@ -1260,6 +1337,11 @@ class ProjectFields(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     name: (
         constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
         | list[str]
@@ -1310,6 +1392,11 @@ class ProjectItem(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -1367,6 +1454,11 @@ class ProjectPatch(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     name: str | list[str] | None = Field(None, description="Searchable text (boost 3 of 3)", title="name")
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
@@ -1674,6 +1766,11 @@ class TaskFields(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -1743,6 +1840,11 @@ class TaskItem(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     id: constr(
         pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
     ) = Field(
@@ -1819,6 +1921,11 @@ class TaskPatch(BaseModel):
         | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
+        title="embedding",
+    )
     namespace: constr(min_length=1, max_length=200) | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
@@ -2414,6 +2521,11 @@ class SearchRequest(BaseModel):
         ...,
         description="What to search for; supports `type:` prefixes, `@name` and quoted phrases. Empty or whitespace: no results (not an error)",
         title="Query",
+    )
+    query_vector: list[float] | None = Field(
+        None,
+        description="Your own query vector for the vector leg instead of embedding `query` (as many numbers as the tenant's vector dimension (the deployment model's, e.g. 384, or the one declared for a tenant bringing its own vectors), finite, not all zero; only its direction counts (cosine)); `query` may then be empty (a semantic search). See docs/api.md, \"Your own vectors\"",
+        title="Query Vector",
     )
     return_fields: Literal["all", "none"] | list[ReturnField] | None = Field(
         None,
