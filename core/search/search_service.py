@@ -4,6 +4,10 @@ snippet → respond, with a per-tenant generation-keyed cache in front.
 The cache fails open: when it cannot be read or written, the search is answered from the index with
 `query_info.cache = "bypass"`, the failure is logged and counted (`SearchService.cache_failures`), and
 nothing is cached for that request. (Writes are where a cache outage must stop things: see indexing.)
+
+Its rules live beside it (planning.py, candidate_fusion.py, results.py, paging.py, cache_key.py); what stays
+here, a little over the ~300 lines a module keeps to, is the coordination of one use case: the cache, a
+model switched mid-search, and the pages after the first.
 """
 
 from __future__ import annotations
@@ -15,46 +19,34 @@ from typing import Any, Literal, NamedTuple
 
 from core.errors import InvalidInputError, UnavailableError
 from core.indexing.caller_vectors import caller_vector, declared_own
-from core.indexing.catalog_service import ATTRIBUTE_FIELDS
 from core.indexing.entity_types import EntityTypeRegistry
 from core.models import (
-    ALL_CHUNKS,
-    Candidate,
-    CandidateQuery,
-    EntityKey,
     Filters,
     LexicalQuery,
-    MatchMode,
     Vector,
 )
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
 from core.search.cache_key import generation_key, search_cache_key, settling_key
+from core.search.candidate_fusion import fused_candidates
 from core.search.filters import COMMON_FILTERS, FACET_VALUES, check_facets, parse_filters
-from core.search.fusion import Fused, count_legs, fuse
+from core.search.fusion import Fused, count_legs
 from core.search.paging import PAGING_DEPTH, SearchPage
 from core.search.planning import (
     SearchPlan,
     SearchSettings,
     plan_strategy,
     retrieval_depth,
-    strong_vector_hits,
     vector_plan,
 )
-from core.search.pseudo_relevance import feedback_search
 from core.search.query import ParsedQuery, parse_query
+from core.search.results import above, fill_return_fields, search_response, search_result
 from core.search.search_api import (
-    Explanation,
-    QueryInfo,
-    RetrieverExplanation,
     SearchRequest,
     SearchResponse,
-    SearchResult,
 )
-from core.search.snippet import build_snippet, matched_terms
 
 _log = logging.getLogger(__name__)
 
-SCORE_DECIMALS = 6  # scores and α in answers: 0.35, not 0.8 - 0.45 = 0.35000000000000003
 # Request fields beyond the ranking's inputs that change the answer (part of the cache key when set).
 ANSWER_OPTIONS = ("facets", "min_score", "return_fields", "query_vector")
 MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
@@ -148,6 +140,20 @@ class SearchService:
             response = self._response(request, parsed, types, plan, [], 0, None, None, None)
             response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
             return response
+        return self._through_cache(tenant_id, request, parsed, types, filters, plan, started)
+
+    def _through_cache(
+        self,
+        tenant_id: str,
+        request: SearchRequest,
+        parsed: ParsedQuery,
+        types: tuple[str, ...],
+        filters: Filters,
+        plan: SearchPlan,
+        started: float,
+    ) -> SearchResponse:
+        """The answer from the tenant's generation-keyed cache, or from the index and then cached (not
+        when degraded, nor while a write may still be invisible); pages after the first bypass it."""
         ok, generation = self._cached(
             "generation read", lambda: self._cache.counter(generation_key(tenant_id))
         )
@@ -155,31 +161,11 @@ class SearchService:
             if request.cursor is not None:  # a cursor is only as good as the generation it is checked against
                 raise UnavailableError("cache", "the index generation behind search cursors cannot be read")
             return self._answer(tenant_id, request, parsed, types, filters, plan, started, "bypass", None)
-        key = search_cache_key(
-            tenant_id,
-            request.query,
-            types,
-            request.filters or {},
-            request.strategy,
-            request.limit,
-            generation,
-            request.explain,
-            repr(self.settings),  # processes with other ranking settings may share the cache
-            {k: v for k in ANSWER_OPTIONS if (v := getattr(request, k)) is not None},
-        )
+        key = self._cache_key(tenant_id, request, types, generation)
         page = SearchPage.first(tenant_id, request, types, generation)
         if request.cursor is not None:
-            return self._answer(
-                tenant_id,
-                request,
-                parsed,
-                types,
-                filters,
-                plan,
-                started,
-                "bypass",
-                page.resume(request.cursor),
-            )
+            resumed = page.resume(request.cursor)
+            return self._answer(tenant_id, request, parsed, types, filters, plan, started, "bypass", resumed)
         # A TTL of 0 turns the cache off: nothing is read (no entry can still be fresh) or written.
         caching = self.settings.cache_ttl_seconds > 0
         ok, cached = (
@@ -193,14 +179,33 @@ class SearchService:
         answered: Literal["miss", "bypass"] = "miss" if ok else "bypass"
         response = self._answer(tenant_id, request, parsed, types, filters, plan, started, answered, page)
         if caching and ok and not response.query_info.degraded and not self._settling(tenant_id):
-            value = response.model_dump(mode="json")
-            stored, _ = self._cached(
-                "write",
-                lambda: self._cache.set(key, value, self.settings.cache_ttl_seconds, self._clock.now()),
-            )
-            if not stored:
-                response.query_info.cache = "bypass"
+            self._store(key, response)
         return response
+
+    def _store(self, key: str, response: SearchResponse) -> None:
+        """Cache the answer; one the cache would not take is marked a bypass."""
+        value = response.model_dump(mode="json")
+        stored, _ = self._cached(
+            "write", lambda: self._cache.set(key, value, self.settings.cache_ttl_seconds, self._clock.now())
+        )
+        if not stored:
+            response.query_info.cache = "bypass"
+
+    def _cache_key(
+        self, tenant_id: str, request: SearchRequest, types: tuple[str, ...], generation: int
+    ) -> str:
+        return search_cache_key(
+            tenant_id,
+            request.query,
+            types,
+            request.filters or {},
+            request.strategy,
+            request.limit,
+            generation,
+            request.explain,
+            repr(self.settings),  # processes with other ranking settings may share the cache
+            {k: v for k in ANSWER_OPTIONS if (v := getattr(request, k)) is not None},
+        )
 
     def _answer(
         self,
@@ -304,33 +309,28 @@ class SearchService:
             request, parsed, types, plan, window, total, next_cursor, fallback, degraded_reason
         )
         response._legs = count_legs(fused, len(window), plan.alpha)
-        self._return_fields(tenant_id, request.return_fields, response.results)
+        fill_return_fields(self._index, tenant_id, request.return_fields, response.results)
         if request.facets:
             fields = check_facets(request.facets, self._filterable(types))
             counted = self._index.facets(tenant_id, lexical, filters, fields, FACET_VALUES) if types else {}
             response.facets = {f: counted.get(f, {}) for f in fields}
         return response
 
-    def _return_fields(
-        self, tenant_id: str, wanted: str | list[str] | None, results: list[SearchResult]
-    ) -> None:
-        """Each result's stored fields as asked (one read of the page's entities), or nothing but its
-        identity and scores for `none`."""
-        if wanted is None or not results:
-            return
-        if wanted == "none":
-            for r in results:
-                r.title, r.snippet, r.metadata = "", "", {}
-            return
-        keys = [EntityKey(r.entity_type, r.entity_id) for r in results]
-        stored = self._index.get(tenant_id, keys)
-        names = None if wanted == "all" else set(wanted)
-        for key, r in zip(keys, results, strict=True):
-            entity = stored.get(key)
-            body = entity.body if entity is not None and not entity.deleted else {}
-            r.fields = {
-                k: v for k, v in body.items() if k not in ATTRIBUTE_FIELDS and (names is None or k in names)
-            }
+    def _retrieve(
+        self,
+        tenant_id: str,
+        lexical: LexicalQuery | None,
+        embedding: Any,
+        filters: Filters,
+        depth: int,
+        plan: SearchPlan,
+        any_types: bool,
+    ) -> tuple[list[Fused], str | None]:
+        if not any_types:
+            return [], None
+        return fused_candidates(
+            self._index, self.settings, tenant_id, lexical, embedding, filters, depth, plan
+        )
 
     def _response(
         self,
@@ -344,133 +344,10 @@ class SearchService:
         fallback: str | None,
         degraded_reason: str | None,
     ) -> SearchResponse:
-        results = [self._result(f, parsed, plan, request.explain, fallback) for f in window]
-        return SearchResponse(
-            results=results,
-            next_cursor=next_cursor,
-            total=total,
-            query_info=QueryInfo(
-                original_query=request.query,
-                parsed_query=parsed.describe(),
-                entities_searched=list(types),
-                strategy=plan.strategy,
-                cache="miss",
-                degraded=degraded_reason is not None,
-                degraded_reason=degraded_reason,
-                fallback=fallback,
-                terms_truncated=parsed.truncated,
-                query_shape=parsed.shape.value,
-            ),
-            took_ms=0.0,
+        fusion, registry = self.settings.fusion, self._registry
+        results = [
+            search_result(f, parsed, plan, fusion, registry, request.explain, fallback) for f in window
+        ]
+        return search_response(
+            request, parsed, types, plan, results, total, next_cursor, fallback, degraded_reason
         )
-
-    def _retrieve(
-        self,
-        tenant_id: str,
-        lexical: LexicalQuery | None,
-        embedding: Any,
-        filters: Filters,
-        depth: int,
-        plan: SearchPlan,
-        any_types: bool,
-    ) -> tuple[list[Fused], str | None]:
-        if not any_types or ((lexical is None or lexical.empty) and embedding is None):
-            return [], None
-        lex = lexical if lexical is not None and not lexical.empty else None
-        # With feedback on, the first vector list only picks the feedback documents (its ranking): the
-        # feedback's list replaces it before anything is shown, so the index may leave out its chunks.
-        feedback = plan.lexical and embedding is not None and self.settings.feedback_docs > 0
-        spec = CandidateQuery(lex, embedding, filters, depth, vector_ranking_only=feedback)
-        (got,) = self._index.retrieve_many(tenant_id, [spec])
-        vector = strong_vector_hits(got.vector, self.settings, plan.own_vector)
-        fused = fuse(self.settings.fusion, got.lexical, vector, plan.alpha, self.settings.rrf_k)
-        if feedback and fused:
-            fused = self._with_feedback(
-                tenant_id, got.lexical, vector, fused, embedding, filters, depth, plan
-            )
-        if fused or lex is None:
-            return fused, None
-        # Nothing matched: widen the lexical match before answering nothing (seed nexus §5.2).
-        for mode in (MatchMode.PREFIX, MatchMode.FUZZY):
-            widened = LexicalQuery(lex.terms, lex.phrases if mode is MatchMode.PREFIX else (), mode)
-            hits = self._index.lexical(tenant_id, widened, filters, depth)
-            if hits:
-                return fuse(self.settings.fusion, hits, [], 0.0, self.settings.rrf_k), mode.value
-        return [], None
-
-    def _with_feedback(
-        self,
-        tenant_id: str,
-        lexical: Sequence[Candidate],
-        vector: list[Candidate],
-        fused: list[Fused],
-        embedding: Any,
-        filters: Filters,
-        depth: int,
-        plan: SearchPlan,
-    ) -> list[Fused]:
-        """Vector pseudo-relevance feedback (core.search.pseudo_relevance): fuse again with the moved query's hits. Without
-        feedback hits (no stored vector to move toward), a vector list retrieved for its ranking only is
-        retrieved again whole, since its candidates would be shown."""
-        again = feedback_search(
-            self._index,
-            tenant_id,
-            embedding,
-            fused,
-            vector,
-            filters,
-            depth,
-            self.settings.feedback_docs,
-            self.settings.feedback_weight,
-        )
-        if again is None:
-            if not any(c.chunk_no == ALL_CHUNKS for c in vector):
-                return fused
-            again = self._index.vector(tenant_id, embedding, filters, depth)
-        vector = strong_vector_hits(again, self.settings, plan.own_vector)
-        return fuse(self.settings.fusion, lexical, vector, plan.alpha, self.settings.rrf_k)
-
-    def _result(
-        self, f: Fused, parsed: ParsedQuery, plan: SearchPlan, explain: bool, fallback: str | None
-    ) -> SearchResult:
-        c = f.candidate
-        explanation = None
-        if explain:
-            etype = self._registry.get(c.key.entity_type)
-            explanation = Explanation(
-                fusion=self.settings.fusion.value,
-                alpha=round(plan.alpha, SCORE_DECIMALS),
-                lexical=RetrieverExplanation(rank=f.lexical_rank, score=_rounded(f.lexical_score)),
-                vector=RetrieverExplanation(rank=f.vector_rank, score=_rounded(f.vector_score)),
-                field_boosts={s.name: s.boost for s in etype.fields},
-                matched_chunk=c.chunk_no,
-                fallback=fallback,
-            )
-        metadata = dict(c.metadata)
-        metadata.update(source=c.source, created_at=c.created_at, updated_at=c.updated_at)
-        if c.owner:
-            metadata["owner"] = c.owner
-        if c.namespace:
-            metadata["namespace"] = c.namespace
-        words = list(parsed.terms) + [w for p in parsed.phrases for w in p.split()]
-        return SearchResult(
-            entity_type=c.key.entity_type,
-            entity_id=c.key.entity_id,
-            title=c.title,
-            snippet=build_snippet(c.text, words),
-            score=round(f.score, SCORE_DECIMALS),
-            metadata=metadata,
-            matched_terms=matched_terms((c.title, c.text), words),
-            explanation=explanation,
-        )
-
-
-def above(fused: list[Fused], min_score: float | None) -> list[Fused]:
-    """The fused results scoring at least `min_score` (all of them without one)."""
-    if min_score is None:
-        return fused
-    return [f for f in fused if round(f.score, SCORE_DECIMALS) >= min_score]  # as the answer shows it
-
-
-def _rounded(score: float | None) -> float | None:
-    return None if score is None else round(score, SCORE_DECIMALS)
