@@ -11,6 +11,10 @@ reaches the index and again after it. A cache that cannot be bumped before makes
 nothing applied; one that cannot be bumped after makes it a 503 too, and the retry (a duplicate, which
 bumps again) finishes the invalidation — a write is never acknowledged while a cached result could
 still show what it replaced.
+
+The drafts and results live in drafts.py, the item-by-item half of a bulk write in bulk_writes.py; what stays
+here (longer than the ~300 lines a module keeps to) is the one sequence every write kind shares — draft,
+embed, bump, write, bump, check for a racing writer — written once for put, patch, delete and bulk.
 """
 
 from __future__ import annotations
@@ -18,17 +22,17 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from core.errors import (
     InvalidInputError,
     NotFoundError,
-    QuarryError,
-    RepeatedItemError,
     UnavailableError,
     VersionConflictError,
 )
+from core.indexing.bulk_writes import BulkReport, bulk_error, newer_drafts, valid_items
+from core.indexing.bulk_writes import repeats as repeated_items
 from core.indexing.caller_vectors import (
     brings_own_vectors,
     caller_vector,
@@ -37,6 +41,7 @@ from core.indexing.caller_vectors import (
     vector_mark,
 )
 from core.indexing.chunking import build_chunks, embedding_input
+from core.indexing.drafts import EMBEDDING_FIELD, Draft, WriteResult, chunk_vectors
 from core.indexing.entity_types import EntityType, EntityTypeRegistry
 from core.indexing.entity_validation import VERSION_RULE, is_version, validate_body, validate_id
 from core.indexing.versioning import (
@@ -64,62 +69,6 @@ MAX_TEXT_CHARS = 1_000_000  # per field; a larger body is refused by the HTTP si
 SETTLE_INTERVALS = 2.0
 
 
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """The outcome of one write, with the version it carried and the version stored before it."""
-
-    key: EntityKey
-    version: int
-    outcome: WriteOutcome
-    reembedded: bool
-    stored_version: int | None = None
-    unindexed_fields: tuple[str, ...] = ()  # stored, neither searched nor filtered on (EntityType.unindexed)
-
-
-@dataclass(frozen=True, slots=True)
-class _Draft:
-    """A validated write waiting for its embeddings."""
-
-    etype: EntityType
-    key: EntityKey
-    body: dict[str, Any]
-    version: int
-    prior: StoredEntity | None
-    vector: Vector | None = None  # the caller's own (core/indexing/caller_vectors.py), unit length
-
-    @property
-    def mark(self) -> str:
-        """The caller vector's fingerprint ("" without one): content, for the version rules."""
-        return "" if self.vector is None else fingerprint(self.vector)
-
-
-# (position, type, key, body, the caller's vector) of a bulk item
-_Valid = tuple[int, EntityType, EntityKey, dict[str, Any], Vector | None]
-EMBEDDING_FIELD = "embedding"  # a write's own vector (docs/api.md, "Your own vectors")
-
-
-@dataclass(slots=True)
-class BulkReport:
-    """Counts and per-item errors of a bulk write (`index` is the item's position in the request)."""
-
-    indexed: int = 0
-    skipped_stale: int = 0
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    unindexed_fields: set[str] = field(default_factory=set)  # of the items written (EntityType.unindexed)
-
-
-def _bulk_error(position: int, entity_id: Any, exc: QuarryError) -> dict[str, Any]:
-    """One bulk item's error: its position, id, message and the bad fields under `items.<position>`."""
-    fields = getattr(exc, "fields", {})
-    return {
-        "index": position,
-        "entity_id": entity_id if isinstance(entity_id, str) else None,
-        "error": exc.message,
-        "code": exc.code,
-        "fields": {f"items.{position}.{k}".rstrip("."): v for k, v in fields.items()},
-    }
-
-
 class IndexingService:
     """Builds search text, chunks and embeddings for entities and writes them to the index."""
 
@@ -141,7 +90,7 @@ class IndexingService:
         self._cache = cache
         self._max_text = max_text_chars
 
-    def _records(self, tenant_id: str, drafts: Sequence[_Draft], now: float) -> list[EntityRecord]:
+    def _records(self, tenant_id: str, drafts: Sequence[Draft], now: float) -> list[EntityRecord]:
         """Build records for many drafts with ONE embedding call (batched encoding is several times faster).
         A draft with the caller's vector is not embedded: the vector goes with its first chunk, the other
         chunks are keyword-only; a tenant bringing its own vectors embeds nothing (core/indexing/caller_vectors.py)."""
@@ -157,7 +106,7 @@ class IndexingService:
         ]
         vectors = iter(embedder.embed(inputs) if inputs else [])
         return [
-            self._record(tenant_id, d, title, chunks, _chunk_vectors(d, len(chunks), model, vectors), now)
+            self._record(tenant_id, d, title, chunks, chunk_vectors(d, len(chunks), model, vectors), now)
             for d, title, chunks in zip(drafts, titles, built, strict=True)
         ]
 
@@ -175,7 +124,7 @@ class IndexingService:
     @staticmethod
     def _record(
         tenant_id: str,
-        d: _Draft,
+        d: Draft,
         title: str,
         chunks: list[tuple[tuple[str, str, str], str]],
         vectors: Iterator[Vector | None],
@@ -239,7 +188,7 @@ class IndexingService:
         stored = prior.version if prior is not None else None
         return WriteResult(key, version, outcome, outcome is WriteOutcome.APPLIED, stored)
 
-    def _raced(self, tenant_id: str, drafts: Sequence[_Draft]) -> set[EntityKey]:
+    def _raced(self, tenant_id: str, drafts: Sequence[Draft]) -> set[EntityKey]:
         """The drafts' keys at whose version another write stored other content meanwhile (the index found
         their version already there though none was stored when they were checked)."""
         stored = self._index.get(tenant_id, [d.key for d in drafts])
@@ -261,7 +210,7 @@ class IndexingService:
 
     def _put_draft(
         self, tenant_id: str, entity_type: str, entity_id: str, body: Any, now: float
-    ) -> _Draft | WriteResult:
+    ) -> Draft | WriteResult:
         """The validated write, or the answer when the stored state already covers it."""
         etype = self._registry.get(entity_type)
         validate_id(entity_id)
@@ -272,7 +221,7 @@ class IndexingService:
         prior = self._index.get(tenant_id, [key]).get(key)
         if prior is not None:
             check_scheme(key, prior.version, version)
-        draft = _Draft(etype, key, clean, version, prior, vector)
+        draft = Draft(etype, key, clean, version, prior, vector)
         early = unchanged(prior, version, clean, draft.mark)
         if early is not None:
             return self._unchanged(tenant_id, key, version, early, prior)
@@ -327,33 +276,42 @@ class IndexingService:
         searchable = etype.searchable_names | {etype.title_field} | ({"chunks"} if etype.chunked else set())
         searchable |= {*etype.caught(merged), *etype.caught(prior.body)}  # a catch-all tier's text
         if vector is None and all(merged.get(f) == prior.body.get(f) for f in searchable):
-            metadata = {f: merged[f] for f in etype.filterable if merged.get(f) is not None}
-            updated = str(clean.get("updated_at") or iso_timestamp(now))
-            place = Placement(
-                str(merged.get("source") or etype.default_source),
-                merged.get("owner"),
-                merged.get("namespace"),
-            )
-            moved = (place.source, place.owner, place.namespace) != (
-                prior.source,
-                prior.owner,
-                prior.namespace,
-            )
-            self._bump(tenant_id, "before")
-            outcome = self._index.update_metadata(
-                tenant_id, key, version, merged, metadata, updated, place if moved else None
-            )
+            outcome = self._metadata_only(tenant_id, etype, key, version, merged, clean, prior, now)
             reembedded = False
         else:
             merged.setdefault("created_at", prior.created_at)
             if "updated_at" not in clean:
                 merged.pop("updated_at", None)
-            record = self._records(tenant_id, [_Draft(etype, key, merged, version, prior, vector)], now)[0]
+            record = self._records(tenant_id, [Draft(etype, key, merged, version, prior, vector)], now)[0]
             self._bump(tenant_id, "before")
             outcome = self._index.upsert(record)
             reembedded = outcome is WriteOutcome.APPLIED
         self._bump(tenant_id, "after")
         return WriteResult(key, version, outcome, reembedded, prior.version)
+
+    def _metadata_only(
+        self,
+        tenant_id: str,
+        etype: EntityType,
+        key: EntityKey,
+        version: int,
+        merged: dict[str, Any],
+        clean: Mapping[str, Any],
+        prior: StoredEntity,
+        now: float,
+    ) -> WriteOutcome:
+        """A patch that changed no searchable text: the stored body, filter fields and placement move, the
+        chunks and their vectors stay (no re-embedding)."""
+        metadata = {f: merged[f] for f in etype.filterable if merged.get(f) is not None}
+        updated = str(clean.get("updated_at") or iso_timestamp(now))
+        place = Placement(
+            str(merged.get("source") or etype.default_source), merged.get("owner"), merged.get("namespace")
+        )
+        moved = (place.source, place.owner, place.namespace) != (prior.source, prior.owner, prior.namespace)
+        self._bump(tenant_id, "before")
+        return self._index.update_metadata(
+            tenant_id, key, version, merged, metadata, updated, place if moved else None
+        )
 
     def delete(
         self, tenant_id: str, entity_type: str, entity_id: str, version: int | None, now: float
@@ -407,73 +365,6 @@ class IndexingService:
         body, vector = self._vector(tenant_id, {k: v for k, v in item.items() if k not in ("type", "id")})
         return etype, EntityKey(etype.name, item["id"]), validate_body(etype, body, self._max_text), vector
 
-    def repeats(self, items: Sequence[Any]) -> dict[int, int]:
-        """{position: the earlier position} of every item naming an entity an earlier item names."""
-        first: dict[tuple[str, str], int] = {}
-        found: dict[int, int] = {}
-        for position, item in enumerate(items):
-            key = self.item_key(item)
-            if key in first:
-                found[position] = first[key]
-            elif key is not None:
-                first[key] = position
-        return found
-
-    def item_key(self, item: Any) -> tuple[str, str] | None:
-        """(type, id) of a bulk item, the type as the registry names it; None when it names no entity."""
-        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
-            return None
-        kind = item.get("type")
-        try:
-            return self._registry.get(str(kind)).name, item["id"]
-        except QuarryError:
-            return (str(kind), item["id"])
-
-    def _valid_items(
-        self, tenant_id: str, items: Sequence[Any], report: BulkReport, repeats: Mapping[int, int]
-    ) -> list[_Valid]:
-        """The items that validate and name an entity no earlier item names; each other one becomes an
-        error naming its position."""
-        valid: list[_Valid] = []
-        for position, item in enumerate(items):
-            try:
-                drafted = self._draft(tenant_id, item)
-                if position in repeats:
-                    raise RepeatedItemError(str(drafted[1]), repeats[position])
-                valid.append((position, *drafted))
-            except UnavailableError:
-                raise
-            except QuarryError as exc:
-                entity_id = item.get("id") if isinstance(item, Mapping) else None
-                report.errors.append(_bulk_error(position, entity_id, exc))
-        return valid
-
-    def _bulk_drafts(
-        self, tenant_id: str, valid: Sequence[_Valid], report: BulkReport, now: float
-    ) -> list[tuple[int, _Draft]]:
-        """(position, draft) of the items newer than stored; stale, duplicate and mixed-version items are
-        reported."""
-        stored = self._index.get(tenant_id, [key for _, _, key, _, _ in valid])
-        drafts: list[tuple[int, _Draft]] = []
-        for position, etype, key, body, vector in valid:
-            prior = stored.get(key)
-            try:
-                version = write_version(body, now, self._skew)
-                if prior is not None:
-                    check_scheme(key, prior.version, version)
-                draft = _Draft(etype, key, body, version, prior, vector)
-                early = unchanged(prior, version, body, draft.mark)
-            except QuarryError as exc:
-                report.errors.append(_bulk_error(position, key.entity_id, exc))
-                continue
-            if early is WriteOutcome.STALE:
-                report.skipped_stale += 1
-            elif early is WriteOutcome.DUPLICATE:
-                report.indexed += 1  # a re-delivery: already indexed, harmless
-            else:
-                drafts.append((position, draft))
-        return drafts
-
     def bulk(
         self, tenant_id: str, items: Sequence[Any], now: float, repeats: Mapping[int, int] | None = None
     ) -> BulkReport:
@@ -484,12 +375,12 @@ class IndexingService:
         A backend outage (UnavailableError) fails the whole request, so the caller retries all of it.
         """
         report = BulkReport()
-        valid = self._valid_items(
-            tenant_id, items, report, self.repeats(items) if repeats is None else repeats
-        )
+        repeated = repeated_items(self._registry, items) if repeats is None else repeats
+        valid = valid_items(items, report, repeated, lambda item: self._draft(tenant_id, item))
         if not valid:
             return report
-        drafts = self._bulk_drafts(tenant_id, valid, report, now)
+        stored = self._index.get(tenant_id, [key for _, _, key, _, _ in valid])
+        drafts = newer_drafts(stored, valid, report, now, self._skew)
         for _, draft in drafts:
             report.unindexed_fields.update(draft.etype.unindexed(draft.body))
         records = self._records(tenant_id, [d for _, d in drafts], now)
@@ -501,7 +392,7 @@ class IndexingService:
         for (position, draft), outcome in zip(drafts, outcomes, strict=True):
             if draft.key in raced:
                 report.errors.append(
-                    _bulk_error(
+                    bulk_error(
                         position, draft.key.entity_id, VersionConflictError(str(draft.key), draft.version)
                     )
                 )
@@ -510,15 +401,3 @@ class IndexingService:
             else:
                 report.indexed += 1
         return report
-
-
-def _chunk_vectors(
-    draft: _Draft, chunks: int, model: bool, embedded: Iterator[Vector]
-) -> Iterator[Vector | None]:
-    """Each chunk's vector: the caller's with the first chunk (None with the others), else the model's next
-    ones, else (a tenant bringing its own vectors, none given) None: keyword-only."""
-    if draft.vector is not None:
-        return iter([draft.vector, *([None] * (chunks - 1))])
-    if not model:
-        return iter([None] * chunks)
-    return (next(embedded) for _ in range(chunks))

@@ -45,7 +45,9 @@ class LineRules:
     """How the first pass judges a line: the item schema, the entity an item names, and its cost."""
 
     problems: Callable[[Any, str], dict[str, str]]  # {`<where>.<field>`: rule} (EntityModels.item_problems)
-    key: Callable[[Any], tuple[str, str] | None]  # (type, id) of an item (IndexingService.item_key)
+    key: Callable[
+        [Any], tuple[str, str] | None
+    ]  # (type, id) of an item (core/indexing/bulk_writes.py item_key)
     cost: Callable[[Any], int]  # chunks to embed (core/indexing/write_jobs.py estimate_chunks)
     max_lines: int
 

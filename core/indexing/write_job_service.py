@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from core.errors import NotFoundError, TenantErasedError
+from core.indexing.bulk_writes import item_key
+from core.indexing.bulk_writes import repeats as repeated_items
 from core.indexing.entity_models import entity_models
 from core.indexing.entity_types import EntityTypeRegistry
 from core.indexing.indexing_service import IndexingService
@@ -94,7 +96,7 @@ class JobService:
         others indexed by the parts sent here one at a time; a 400 when no line is accepted."""
         rules = LineRules(
             entity_models(self._registry).item_problems,
-            self._indexing.item_key,
+            lambda item: item_key(self._registry, item),
             lambda item: estimate_chunks(self._registry, "bulk", item),
             MAX_JOB_ITEMS,
         )
@@ -125,7 +127,7 @@ class JobService:
         """Items naming an entity an earlier item of the request names (refused, whichever part they are in)."""
         from core.governance.corpus import document_repeats
 
-        return document_repeats(items) if kind == "corpus" else self._indexing.repeats(items)
+        return document_repeats(items) if kind == "corpus" else repeated_items(self._registry, items)
 
     def process(self, message: Mapping[str, Any]) -> PartReport:
         """Index one part (bulk items or corpus documents) and record its report. A part of a job that is

@@ -20,7 +20,7 @@ from handlers.routes.common import accepted, caller, only_parameters, services, 
 from handlers.tenant_metrics import TenantMetric, count
 
 if TYPE_CHECKING:
-    from core.indexing.indexing_service import WriteResult
+    from core.indexing.drafts import WriteResult
 
 router = Router()
 
