@@ -37,7 +37,8 @@ REF = "#/components/schemas/{model}"
 POWERTOOLS_ONLY = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 FENCE_PATHS = frozenset({"/tenant", "/tenant/reopen"})  # erase and reopen act on the fence itself
 REFERS_TO_STORED = frozenset({"/context/feedback"})  # a body naming an object that may not exist
-CONFLICTS = ("/search", "/context/feedback")  # an expired cursor; an assembly learned from already
+# an expired cursor; an assembly learned from already; tuning a tenant that brings its own vectors
+CONFLICTS = ("/search", "/context/feedback", "/overlays/{role_id}/tune")
 ERRORS: dict[str, tuple[str, str, dict[str, str]]] = {
     "400": ("BadRequest", "Invalid input: `fields` names each bad field (path → problem)", {}),
     "401": ("Unauthorized", "Missing or unknown bearer token", {}),
@@ -46,7 +47,8 @@ ERRORS: dict[str, tuple[str, str, dict[str, str]]] = {
     "405": ("MethodNotAllowed", "Wrong method for this path", {"Allow": "the methods this path accepts"}),
     "409": (
         "Conflict",
-        "A write older than the stored version (`fields.version` names it), or a stale cursor",
+        "A write older than the stored version (`fields.version` names it), a stale cursor, or what the"
+        " tenant's configuration rules out (tuning the fusion of a tenant that brings its own vectors)",
         {},
     ),
     "410": ("TenantErased", "The tenant was erased (DELETE /tenant) and is not reopened", {}),

@@ -30,6 +30,7 @@ from core.governance.selection import (
     jaccard_similarity,
     select_mmr,
 )
+from core.indexing.caller_vectors import declared_own
 from core.models import CandidateLists, EntityKey, Filters, Vector
 from core.ports import Clock, Embedder, SearchIndex, StateStore, tenant_embedder
 
@@ -98,6 +99,11 @@ class GovernedRetrievalService:
         if overlay is None:
             raise NotFoundError("overlay", role_id)
         return overlay
+
+    def brings_own_vectors(self, tenant_id: str) -> bool:
+        """Whether the tenant's vectors come from its callers (docs/api.md, "Your own vectors"): its task
+        text is never embedded, so only keyword retrieval can run."""
+        return self._embedder is not None and declared_own(self._embedder, tenant_id)
 
     def delete_overlay(self, tenant_id: str, role_id: str) -> None:
         """Remove the tenant's overlay (404 when there is none)."""

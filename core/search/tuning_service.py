@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import InvalidInputError, UnavailableError
+from core.errors import ConflictError, InvalidInputError, UnavailableError
 from core.governance.golden_sets import run_golden_set
 from core.governance.governed_retrieval import GovernedRetrievalService, Reuse
 from core.governance.overlay import RoleOverlay
@@ -177,6 +177,12 @@ def tune_overlay(retrieval: GovernedRetrievalService, tenant_id: str, role_id: s
     Each golden query is retrieved ONCE (and its chunk vectors read once): every setting re-ranks those
     same candidate lists (`Reuse`), as FusionTuningService does for search."""
     overlay = retrieval.get_overlay(tenant_id, role_id)
+    if retrieval.brings_own_vectors(tenant_id):  # not an outage: retrying could never help
+        raise ConflictError(
+            "fusion tuning weighs keyword against embedded-text rankings; this tenant's vectors come from its"
+            " callers, so no task text is embedded and there is nothing to weigh (POST /overlays/{role_id}/eval"
+            " reports what keyword retrieval scores)"
+        )
     if not overlay.eval_profile.golden_set:
         raise InvalidInputError("the overlay has no golden set", {"eval_profile.golden_set": "is empty"})
     policy = overlay.retrieval_policy

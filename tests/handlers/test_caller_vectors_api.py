@@ -152,3 +152,15 @@ def test_the_caller_vector_is_used_as_given_not_the_models(app: Any) -> None:
     status, body = search({"query": "pear", "strategy": "semantic"})
     assert status == 200 and [r["entity_id"] for r in body["results"]] == ["a"], body
     assert np.isclose(body["results"][0]["score"], 1.0)
+
+
+def test_tuning_a_byo_tenants_overlay_is_a_409_that_says_why_not_a_503_to_retry(app: Any) -> None:
+    """Fusion tuning compares fused rankings of query text the deployment's model embeds: for a tenant whose
+    vectors come from its callers that can never happen, so retrying (what a 503 asks for) cannot help."""
+    assert invoke(api_event("put_overlay", tenant="byo"))[0] == 200
+    assert invoke(api_event("load_corpus", tenant="byo"))[0] == 200
+    status, body = invoke(api_event("tune_overlay", tenant="byo"))
+    assert status == 409, body
+    assert "vectors come from its callers" in body["error"]["message"]
+    status, report = invoke(api_event("eval_overlay", tenant="byo"))  # golden sets run what they can
+    assert status == 200 and set(report["strategies"]) == {"keyword"}, report
