@@ -224,8 +224,9 @@ def _search_tool(server: MCPServer, act: Act) -> None:
         filters: Annotated[
             dict[str, Any] | None,
             Field(
-                description="Metadata filters, field → value or list of values (any of them)",
-                examples=[{"status": "open"}],
+                description="Metadata filters, field → a value, a list of values (any of them), or operators "
+                "that must all hold: gt, gte, lt, lte (numbers, ISO dates), in, not, exists",
+                examples=[{"status": "open"}, {"due_date": {"gte": "2026-01-01"}, "status": {"not": "done"}}],
             ),
         ] = None,
         limit: Annotated[int, Field(description="Hits per page", ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
