@@ -53,7 +53,7 @@ def item_key(registry: EntityTypeRegistry, item: Any) -> tuple[str, str] | None:
         return (str(kind), item["id"])
 
 
-def repeats(registry: EntityTypeRegistry, items: Sequence[Any]) -> dict[int, int]:
+def repeated_items(registry: EntityTypeRegistry, items: Sequence[Any]) -> dict[int, int]:
     """{position: the earlier position} of every item naming an entity an earlier item names."""
     first: dict[tuple[str, str], int] = {}
     found: dict[int, int] = {}

@@ -31,8 +31,7 @@ from core.errors import (
     UnavailableError,
     VersionConflictError,
 )
-from core.indexing.bulk_writes import BulkReport, bulk_error, newer_drafts, valid_items
-from core.indexing.bulk_writes import repeats as repeated_items
+from core.indexing.bulk_writes import BulkReport, bulk_error, newer_drafts, repeated_items, valid_items
 from core.indexing.caller_vectors import (
     brings_own_vectors,
     caller_vector,

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from core.errors import NotFoundError, TenantErasedError
-from core.indexing.bulk_writes import item_key
-from core.indexing.bulk_writes import repeats as repeated_items
+from core.indexing.bulk_writes import item_key, repeated_items
 from core.indexing.entity_models import entity_models
 from core.indexing.entity_types import EntityTypeRegistry
 from core.indexing.indexing_service import IndexingService
