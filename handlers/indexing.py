@@ -168,11 +168,11 @@ def _service() -> IndexingService:
     return wiring.container().indexing
 
 
-def apply_change(change: EntityChange, now: float) -> WriteOutcome:
+def apply_change(change: EntityChange, now: float, retried: bool = False) -> WriteOutcome:
     """Send the change to the indexing service, behind the tenant's fence (a change that originated before
-    the tenant's erase is discarded, core/tenancy/fencing.py); stale and already-absent outcomes are
-    successes."""
-    with wiring.container().gate.unit(change.tenant_id, since=now):
+    the tenant's erase is discarded; `retried`, a delivery that may have run before, purges the erased
+    tenant as it is discarded: core/tenancy/fencing.py); stale and already-absent outcomes are successes."""
+    with wiring.container().gate.unit(change.tenant_id, since=now, retried=retried):
         return _apply(change, now)
 
 
@@ -196,11 +196,11 @@ def _apply(change: EntityChange, now: float) -> WriteOutcome:
     return result.outcome
 
 
-def _process(message_id: str | None, parse: Callable[[], tuple[EntityChange, float]]) -> str:
+def _process(message_id: str | None, parse: Callable[[], tuple[EntityChange, float]], retried: bool) -> str:
     """Parse and apply one change; log and count the outcome, or the failure before re-raising it."""
     try:
         change, now = parse()
-        outcome = apply_change(change, now)
+        outcome = apply_change(change, now, retried)
     except TenantErasedError:  # its tenant was erased: discarded (a success, so it never reaches the DLQ)
         metrics.add_metric(name=DISCARDED_METRIC, unit=MetricUnit.Count, value=1)
         logger.warning("entity change discarded: its tenant was erased", extra={"message_id": message_id})
@@ -259,11 +259,16 @@ def _is_job_part(record: SQSRecord) -> bool:
     return bool(arn) and record.event_source_arn == arn
 
 
+def _redelivered(record: SQSRecord) -> bool:
+    """Whether SQS delivered the record before: that delivery may have written and stopped short."""
+    return int(record.attributes.approximate_receive_count or 1) > 1
+
+
 def process_job_part(record: SQSRecord) -> str:
     """One part of a bulk or corpus job: index its items and record the part's report."""
     try:
         message = json.loads(record.body)
-        report = wiring.container().jobs.process(message)
+        report = wiring.container().jobs.process(message, _redelivered(record))
     except Exception as exc:
         metrics.add_metric(name=FAILED_METRIC, unit=MetricUnit.Count, value=1)
         logger.exception(
@@ -304,17 +309,19 @@ def record_handler(record: SQSRecord) -> str:
     """One SQS record; any exception makes it a `batchItemFailures` entry."""
     if _is_job_part(record):
         return process_job_part(record)
-    return _process(record.message_id, lambda: _parse_record(record))
+    return _process(record.message_id, lambda: _parse_record(record), _redelivered(record))
 
 
 def handle_eventbridge(event: Mapping[str, Any]) -> dict[str, str]:
-    """A direct EventBridge invocation: one change; failures raise (Lambda's async retries follow)."""
+    """A direct EventBridge invocation: one change; failures raise (Lambda's async retries follow). An
+    invocation cannot tell a retry from a first attempt, so each counts as one that may have run before:
+    an erased tenant's change then costs a purge (of nothing, but for a cut-off earlier attempt's writes)."""
 
     def parse() -> tuple[EntityChange, float]:
         change, when = parse_change(event)
         return change, when or time.time()
 
-    return {"outcome": _process(event.get("id"), parse)}
+    return {"outcome": _process(event.get("id"), parse, retried=True)}
 
 
 @logger.inject_lambda_context

@@ -36,12 +36,13 @@ check_settings()
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
-def run_task(task: NightlyTask) -> dict[str, Any]:
+def run_task(task: NightlyTask, retried: bool = False) -> dict[str, Any]:
     """Run one task, behind its tenant's fence, and emit its figures; the report is what the task changed
-    or measured (nothing for a tenant erased since the plan was made)."""
+    or measured (nothing for a tenant erased since the plan was made). `retried`: a redelivery, which
+    purges the erased tenant's state in case the first delivery wrote and stopped short (fencing.py)."""
     c = container()
     try:
-        with c.gate.unit(task.tenant_id):
+        with c.gate.unit(task.tenant_id, retried=retried):
             return _run(c, task)
     except TenantErasedError:
         logger.warning("nightly task skipped: its tenant was erased", extra={"kind": task.kind})
@@ -76,7 +77,8 @@ def _run(c: Any, task: NightlyTask) -> dict[str, Any]:
 
 def record_handler(record: SQSRecord) -> str:
     """One queued task; any exception makes it a `batchItemFailures` entry."""
-    run_task(NightlyTask.from_message(json.loads(record.body)))
+    retried = int(record.attributes.approximate_receive_count or 1) > 1
+    run_task(NightlyTask.from_message(json.loads(record.body)), retried)
     return "done"
 
 

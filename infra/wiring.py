@@ -380,7 +380,7 @@ class Container:
 
         return SqliteJobQueue(
             self.settings.sqlite_path,
-            lambda message: self.jobs.process(message),
+            lambda message, retried: self.jobs.process(message, retried),
             lambda message, reason: self.jobs.fail(message, reason),
         )
 

@@ -128,13 +128,16 @@ class JobService:
 
         return document_repeats(items) if kind == "corpus" else repeated_items(self._registry, items)
 
-    def process(self, message: Mapping[str, Any]) -> PartReport:
+    def process(self, message: Mapping[str, Any], retried: bool = False) -> PartReport:
         """Index one part (bulk items or corpus documents) and record its report. A part of a job that is
-        gone, or of an erased tenant, is discarded (`PartReport.discarded`): the erase removed the job."""
+        gone, or of an erased tenant, is discarded (`PartReport.discarded`): the erase removed the job.
+        `retried`: this part may have run before (a redelivery, a claim taken over); refused because its
+        tenant is erased, it purges the tenant, in case that run wrote after the erase (fencing.py)."""
         part = JobPart.from_message(message)
+        gate = self._gate
         try:
-            with self._gate.unit(part.tenant_id) if self._gate is not None else nullcontext():
-                if self._store.get_job(part.tenant_id, part.job_id) is None:
+            with gate.unit(part.tenant_id, retried=retried) if gate is not None else nullcontext():
+                if part.erased or self._store.get_job(part.tenant_id, part.job_id) is None:
                     return PartReport(discarded=True)
                 return self._process(part)
         except TenantErasedError:

@@ -61,6 +61,9 @@ class JobPart:
     repeats: tuple[tuple[int, int], ...] = ()
     # The line of an NDJSON upload each item came from (core/indexing/ndjson.py): its errors name the line
     lines: tuple[int, ...] = ()
+    # What an erase leaves of a part being processed when it came (infra/local/job_queue.py): no items,
+    # only the mark that a run cut off mid-way may have written, so whoever takes it over purges instead
+    erased: bool = False
 
     def to_message(self) -> dict[str, Any]:
         message = {
@@ -69,6 +72,7 @@ class JobPart:
             "items": list(self.items),
         }
         message |= {"lines": list(self.lines)} if self.lines else {}
+        message |= {"erased": True} if self.erased else {}
         return message | ({"repeats": [list(r) for r in self.repeats]} if self.repeats else {})
 
     @classmethod
@@ -77,7 +81,11 @@ class JobPart:
         repeats = tuple((int(p), int(f)) for p, f in message.get("repeats", ()))
         lines = tuple(int(n) for n in message.get("lines", ()))
         return cls(job["id"], job["tenant_id"], job["kind"], int(job["part"]), int(message["offset"]),
-                   tuple(message["items"]), repeats, lines)  # fmt: skip
+                   tuple(message["items"]), repeats, lines, bool(message.get("erased")))  # fmt: skip
+
+    def erased_mark(self) -> JobPart:
+        """The part as an erase leaves it while it is being processed: its job and tenant, no items."""
+        return JobPart(self.job_id, self.tenant_id, self.kind, self.part, self.offset, (), erased=True)
 
     def local_repeats(self) -> dict[int, int]:
         """{position in this part: earlier position in the request} of the part's repeated items."""

@@ -10,6 +10,14 @@ per-process copy of the fence no older than ADMISSION_TTL_SECONDS (an erase else
 so a busy tenant costs one fence read per process per second, plus one (strongly consistent) per unit
 that may write: every API request but a GET, every queued change, job part, MCP call and nightly task.
 
+Work that may have run before. A unit that wrote after the erase's purge and then stopped before its
+end-of-unit check (a crash, a timeout, a process exiting under its job thread) leaves writes nobody purges.
+Queued work says when it may have run before — a redelivered SQS message, a local job part whose claim
+was taken over, an EventBridge event (Lambda retries those without telling) — and such a unit, refused at
+admission while the tenant is still erased, purges the tenant before it is discarded. A local part claimed
+when the erase comes keeps its row, without its items, until it is done or taken over
+(infra/local/job_queue.py), so a part cut off mid-way is always taken over.
+
 Why the check at the end reads afresh rather than a copy like admission's. With a copy read at t_c, a
 unit settling at t_s < t_c + TTL that found no fence keeps what it wrote until t_s; an erase that fenced
 at t_e > t_c and purged at once (LifecycleService.erase) has then already purged, so writes between that
@@ -65,11 +73,15 @@ class TenantGate:
             self._seen[tenant_id] = (now, fence)
         return fence
 
-    def admit(self, tenant_id: str, since: float | None = None) -> None:
+    def admit(self, tenant_id: str, since: float | None = None, retried: bool = False) -> None:
         """TenantErasedError when the tenant is fenced, or when work that originated at `since` (epoch
-        seconds: a queued change's own time) predates its erase."""
-        fence = self._fence(tenant_id, fresh=False)
+        seconds: a queued change's own time) predates its erase. `retried`: the unit may have run before
+        and stopped before settling (see the module docstring); refused while the tenant is still erased,
+        it purges the tenant first."""
+        fence = self._fence(tenant_id, fresh=retried)
         if fence is not None and fence.refuses(since):
+            if retried and fence.closed:
+                self._purge(tenant_id)
             raise TenantErasedError()
 
     def settle(self, tenant_id: str) -> None:
@@ -81,10 +93,10 @@ class TenantGate:
             raise TenantErasedError()
 
     @contextmanager
-    def unit(self, tenant_id: str, since: float | None = None) -> Iterator[None]:
+    def unit(self, tenant_id: str, since: float | None = None, retried: bool = False) -> Iterator[None]:
         """Admit, run the block, settle — settled even when the block fails, since it may have written
         before failing."""
-        self.admit(tenant_id, since)
+        self.admit(tenant_id, since, retried)
         try:
             yield
         finally:

@@ -7,7 +7,9 @@ the oldest part that is free, processes it and deletes it. A claim names the cla
 claimed by a process that no longer runs (kill -9, a crash, a stop mid-part) is claimed again, as is a
 claim older than LEASE_SECONDS (a recycled pid). A part that raises is retried after RETRY_SECONDS; after
 MAX_PART_ATTEMPTS claims it is recorded as failed, with the reason, and its job ends `failed` — never
-`queued` or `running` forever. Parts of one job may run in several processes at once: each part's report
+`queued` or `running` forever. A claim taken over is a retry: should the part's tenant have been erased
+meanwhile, the part purges it (core/tenancy/fencing.py); an erase empties a claimed part to its erased mark
+rather than deleting it, for that reason. Parts of one job may run in several processes at once: each part's report
 is its own, and writes are versioned.
 """
 
@@ -24,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.indexing.write_jobs import MAX_PART_ATTEMPTS, failure_reason
+from core.indexing.write_jobs import MAX_PART_ATTEMPTS, JobPart, failure_reason
 from infra.local.sqlite_connect import immediate, open_sqlite
 
 _log = logging.getLogger(__name__)
@@ -69,12 +71,13 @@ class SqliteJobQueue:
     def __init__(
         self,
         path: str | Path,
-        process: Callable[[dict[str, Any]], Any],
+        process: Callable[[dict[str, Any], bool], Any],
         fail: Callable[[dict[str, Any], str], Any],
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._conn = open_sqlite(path)
         self._conn.execute(_DDL)
+        self._conn.execute("PRAGMA secure_delete = ON")  # a processed part's items are zeroed, not left free
         self._process, self._fail, self._clock = process, fail, clock
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -102,13 +105,31 @@ class SqliteJobQueue:
                 self._thread.start()
 
     def discard_tenant(self, tenant_id: str) -> int:
-        """Drop the tenant's parts not yet processed (an erase); a part running now finishes its call."""
+        """Drop the tenant's parts (an erase). A part claimed now keeps its row, emptied to its erased
+        mark (no items), until its claimant is done with it: should the claimant stop before its
+        end-of-unit check, the process that takes the claim over purges the tenant (core/tenancy/fencing.py)."""
         with self._transaction() as conn:
-            conn.execute("PRAGMA secure_delete = ON")
-            removed = int(conn.execute("DELETE FROM job_parts WHERE tenant_id = ?", (tenant_id,)).rowcount)
+            removed = int(
+                conn.execute(
+                    "DELETE FROM job_parts WHERE tenant_id = ? AND claimed_by IS NULL", (tenant_id,)
+                ).rowcount
+            )
+            claimed = conn.execute(
+                "SELECT seq, message FROM job_parts WHERE tenant_id = ?", (tenant_id,)
+            ).fetchall()
+            for seq, message in claimed:
+                mark = JobPart.from_message(json.loads(message)).erased_mark().to_message()
+                conn.execute(
+                    "UPDATE job_parts SET message = ? WHERE seq = ?",
+                    (json.dumps(mark, separators=(",", ":")), seq),
+                )
+        self._checkpoint()
+        return removed + len(claimed)
+
+    def _checkpoint(self) -> None:
+        """Write the WAL back into the file and truncate it, so no deleted part's bytes linger there."""
         with self._lock:
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return removed
 
     def pending(self) -> int:
         """Parts not yet processed (claimed ones included)."""
@@ -173,13 +194,14 @@ class SqliteJobQueue:
         return int(row[0]), int(row[1]) + 1, json.loads(row[2])
 
     def _work(self, seq: int, attempts: int, message: dict[str, Any]) -> None:
-        if attempts > MAX_PART_ATTEMPTS:  # every earlier claimant stopped while processing it
+        erased = bool(message.get("erased"))  # an erase emptied it: processing it only purges (if needed)
+        if attempts > MAX_PART_ATTEMPTS and not erased:  # every earlier claimant stopped while processing it
             self._finish(
                 seq, message, f"the server stopped while processing this part, {MAX_PART_ATTEMPTS} times"
             )
             return
         try:
-            self._process(message)
+            self._process(message, attempts > 1 or erased)
         except Exception as exc:  # noqa: BLE001 - the thread must outlive any part
             _log.exception("job part failed (attempt %d of %d)", attempts, MAX_PART_ATTEMPTS)
             if attempts >= MAX_PART_ATTEMPTS:
@@ -187,7 +209,7 @@ class SqliteJobQueue:
             else:
                 self._release(seq)
             return
-        self._delete(seq)
+        self._delete(seq, scrub=erased)
 
     def _finish(self, seq: int, message: dict[str, Any], reason: str) -> None:
         """Record the part as failed, then drop it."""
@@ -207,6 +229,11 @@ class SqliteJobQueue:
                 (self._clock() + RETRY_SECONDS, seq),
             )
 
-    def _delete(self, seq: int) -> None:
+    def _delete(self, seq: int, scrub: bool = False) -> None:
+        """Drop a processed part; `scrub`: zero its bytes, in the file and the WAL (an erased tenant's).
+        A part emptied by an erase while this thread ran it is scrubbed too, whatever the caller knew."""
         with self._transaction() as conn:
+            row = conn.execute("SELECT message FROM job_parts WHERE seq = ?", (seq,)).fetchone()
             conn.execute("DELETE FROM job_parts WHERE seq = ?", (seq,))
+        if scrub or (row is not None and json.loads(row[0]).get("erased")):
+            self._checkpoint()

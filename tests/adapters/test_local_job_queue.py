@@ -31,15 +31,17 @@ def dead_pid() -> int:
 class Recorder:
     def __init__(self, failing: bool = False) -> None:
         self.done: list[int] = []
+        self.retried: list[int] = []  # parts that may have run before (a claim taken over)
         self.failed: list[tuple[int, str]] = []
         self.failing = failing
         self.lock = threading.Lock()
 
-    def process(self, message: dict[str, Any]) -> None:
+    def process(self, message: dict[str, Any], retried: bool) -> None:
         if self.failing:
             raise UnavailableError("bedrock", "ThrottlingException: secret-host.internal")
         with self.lock:
             self.done.append(message["job"]["part"])
+            self.retried += [message["job"]["part"]] if retried else []
 
     def fail(self, message: dict[str, Any], reason: str) -> None:
         with self.lock:
@@ -59,6 +61,7 @@ def test_parts_survive_the_process_and_a_dead_claimants_part_is_claimed_again(tm
     resumed = SqliteJobQueue(path, recorder.process, recorder.fail)  # the restarted server
     resumed.drain(timeout=30)
     assert sorted(recorder.done) == [0, 1] and recorder.failed == []
+    assert recorder.retried == [0]  # the dead claimant's part may have written before it died
 
 
 def test_a_part_failing_every_time_ends_failed_with_a_reason_fit_for_the_caller(
@@ -99,3 +102,24 @@ def test_discarding_a_tenant_drops_only_its_waiting_parts(tmp_path: Path) -> Non
     assert queue.discard_tenant("gone") == 2
     queue.drain(timeout=30)
     assert recorder.done == [1]
+
+
+def test_a_part_claimed_when_its_tenant_is_discarded_keeps_only_its_erased_mark(tmp_path: Path) -> None:
+    """The claimant may still write; if it dies first, whoever takes the claim over gets the mark (as a
+    retry, so the tenant is purged) and no item of the part."""
+    recorder = Recorder()
+    queue = SqliteJobQueue(tmp_path / "quarry.db", recorder.process, recorder.fail)
+    claimed = part("gone", 0) | {"items": [{"type": "memory", "id": "m", "content": "secretword"}]}
+    with queue._transaction() as conn:  # noqa: SLF001 - claimed by a process that died mid-part
+        conn.execute(
+            "INSERT INTO job_parts (tenant_id, message, attempts, claimed_by, claimed_at) VALUES (?, ?, 1, ?, 0)",
+            ("gone", json.dumps(claimed), dead_pid()),
+        )
+    assert queue.discard_tenant("gone") == 1
+    assert b"secretword" not in (tmp_path / "quarry.db").read_bytes()
+    taken: list[dict[str, Any]] = []
+    queue._process = lambda message, retried: taken.append(message | {"retried": retried})  # noqa: SLF001
+    queue.drain(timeout=30)
+    assert taken == [{"job": claimed["job"], "offset": 0, "items": [], "erased": True, "retried": True}]
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert b"gone" not in raw  # the mark is zeroed once done with

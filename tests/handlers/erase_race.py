@@ -75,6 +75,36 @@ def traffic(role: str, settings: dict[str, Any], stop: Any, out: Any) -> None:
             out.put((role, name, started, status))
 
 
+def die_mid_part(settings: dict[str, Any], admitted: str, release: str) -> None:
+    """A process whose job thread takes a queued part of the doomed tenant, says so by creating `admitted`
+    once the part is admitted, waits until `release` exists (the erase has purged), writes the part's
+    items and dies before its end-of-unit check: a crash, a kill -9, or a daemon thread cut off when its
+    process exits."""
+    import os
+
+    from core.indexing.indexing_service import IndexingService
+    from core.tenancy.fencing import TenantGate
+    from infra.wiring import set_container
+    from tests.conftest import FakeEmbedder, make_container
+
+    bulk = IndexingService.bulk
+
+    def after_the_erase(self: IndexingService, *args: Any, **kwargs: Any) -> Any:
+        Path(admitted).touch()
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while not Path(release).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return bulk(self, *args, **kwargs)
+
+    IndexingService.bulk = after_the_erase  # type: ignore[method-assign]
+    TenantGate.settle = lambda self, tenant_id: os._exit(0)  # type: ignore[method-assign,assignment]
+    options = dict(settings)
+    container = make_container(Path(options.pop("data_dir")), FakeEmbedder(), **options)
+    set_container(container)
+    container.job_queue.start()
+    time.sleep(DEADLINE_SECONDS)  # the job thread ends this process
+
+
 def fill(tenant: str, word: str) -> None:
     """A tenant's data in every store: entities, a search cached, an assembly with feedback, an overlay."""
     from tests.conftest import api_event, invoke
@@ -182,3 +212,14 @@ def check_race(results: list[Result], erased_at: float) -> None:
 def data_bytes(data_dir: Path) -> bytes:
     """Every byte of every file under the data directory (SQLite file, WAL, vectors, keyword index)."""
     return b"".join(p.read_bytes() for p in sorted(data_dir.rglob("*")) if p.is_file())
+
+
+def files_holding(data_dir: Path, *needles: str) -> list[str]:
+    """The files under the data directory holding any of `needles`, relative to it (what a failed
+    erase left behind, by name)."""
+    found = []
+    for path in sorted(data_dir.rglob("*")):
+        if path.is_file():
+            raw = path.read_bytes()
+            found += [f"{path.relative_to(data_dir)}: {n}" for n in needles if n.encode() in raw]
+    return found

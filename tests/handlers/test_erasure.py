@@ -6,6 +6,7 @@ DynamoDB is in test_erasure_stack.py."""
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,9 @@ from tests.handlers.erase_race import (
     VISIBLE,
     check_race,
     data_bytes,
+    die_mid_part,
     erase,
+    files_holding,
     fill,
     racing,
 )
@@ -67,10 +70,50 @@ def test_an_erase_racing_writes_searches_and_jobs_leaves_no_byte_of_the_tenant(b
     assert report["tenant_id"] == DOOMED and report["fenced_at"]
     box.job_queue.drain()  # parts the racing processes left behind: discarded, their tenant being fenced
     assert invoke(api_event("search", tenant=KEPT, body={"query": f"{VISIBLE} harbor"}))[0] == 200
+    assert files_holding(data_dir, SECRET, DOOMED) == []
     raw = data_bytes(data_dir)
-    assert SECRET.encode() not in raw and DOOMED.encode() not in raw
     assert VISIBLE.encode() in raw and KEPT.encode() in raw
     assert export_all(KEPT) == before
+
+
+@pytest.mark.slow
+def test_a_part_cut_off_after_writing_past_the_erase_is_purged_by_whoever_takes_its_claim_over(
+    box: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job part admitted before the erase writes after the erase's purge, and its process dies before
+    the check that would purge again: the part's claim outlives the erase (without its items), and the
+    process that takes it over purges the tenant instead of running it."""
+    data_dir = box.settings.data_dir
+    items = [
+        {"type": "memory", "id": f"q-{i}", "content": f"{SECRET} queued {i}", "version": 1} for i in range(9)
+    ]
+    monkeypatch.setattr(box.job_queue, "start", lambda: None)  # the part runs in the other process
+    status, job = as_doomed("bulk_entities", body={"items": items})
+    assert status == 202 and job["parts"] > 1
+    admitted, release = tmp_path / "admitted", tmp_path / "erased"
+    ctx = multiprocessing.get_context("spawn")
+    child = ctx.Process(
+        target=die_mid_part,
+        args=({"data_dir": str(data_dir), "async_min_chunks": 4}, str(admitted), str(release)),
+    )
+    child.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not admitted.exists():
+            assert child.is_alive() and time.monotonic() < deadline, "the other process admitted no part"
+            time.sleep(0.05)
+        report = erase(DOOMED)
+        release.touch()
+        child.join(120)
+        assert child.exitcode == 0, "the other process did not die at its end-of-unit check"
+    finally:
+        if child.is_alive():
+            child.kill()
+    assert report["job_parts_discarded"] == job["parts"]
+    monkeypatch.undo()
+    box.job_queue.drain()
+    assert files_holding(data_dir, SECRET, DOOMED) == []
+    assert box.index.list_entities(DOOMED, None, 10, None) == []
 
 
 def test_the_erase_fences_first_then_removes_jobs_and_says_what_it_removed(

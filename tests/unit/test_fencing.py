@@ -88,3 +88,22 @@ def test_after_a_reopen_only_work_from_before_the_erase_is_refused(
     with gate.unit("t"):
         pass
     assert purged == []
+
+
+def test_a_retry_refused_while_the_tenant_is_erased_purges_it_first_and_never_after_a_reopen(
+    parts: tuple[TenantGate, FakeFences, FakeClock, list[str]],
+) -> None:
+    gate, fences, clock, purged = parts
+    sent = clock.t  # a change sent, delivered, cut off after writing; then the erase
+    clock.t += 1
+    fences.fence("t", clock.t)
+    with pytest.raises(TenantErasedError):
+        gate.admit("t", since=sent)  # a first delivery: it wrote nothing, so nothing to purge
+    assert purged == []
+    with pytest.raises(TenantErasedError):
+        gate.admit("t", since=sent, retried=True)  # its redelivery: the cut-off run's writes go
+    assert purged == ["t"]
+    fences.reopen("t", clock.t + 1000)
+    with pytest.raises(TenantErasedError):
+        gate.admit("t", since=sent, retried=True)  # still refused; the reopened tenant's data is kept
+    assert purged == ["t"]
