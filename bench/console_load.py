@@ -88,7 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.smoke:
         args.entities, args.runs, args.fake_embedder = 30, 2, True
     with tempfile.TemporaryDirectory() as tmp:
-        set_container(build(Path(tmp) / "data", args.entities, args.fake_embedder))
+        container = build(Path(tmp) / "data", args.entities, args.fake_embedder)
+        set_container(container)
         keys = {KEY: {"tenant": TENANT, "scopes": ["read"]}}
         httpd = make_server("127.0.0.1", 0, keys, api.lambda_handler, 1 << 20)
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -104,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             driver.quit()
             httpd.shutdown()
             httpd.server_close()
+            set_container(None)
+            container.close()  # before the directory goes: its keyword follower may still be running
     times.sort()
     result = {
         "entities": args.entities,

@@ -66,6 +66,7 @@ def ingest(data_dir: Path, n: int, cache_dir: str, embedder: Any = None) -> tupl
         jobs = index_entities(synthetic_entities(n))
     finally:
         set_container(None)
+        container.close()  # its background keyword follower must not outlive it into the server's run
     return time.perf_counter() - started, jobs
 
 

@@ -175,7 +175,10 @@ def quarry_ingest(data_dir: Path, data: Any, cache_dir: Path, smoke: bool = Fals
     container = Container(load_settings(data_dir=data_dir))
     embedder = HashingEmbedder() if smoke else CachingEmbedder(LocalEmbedder(), cache_dir, progress=False)
     container.override(embedder=embedder)
-    report = ingest(data, container.indexing, SystemClock().now(), progress=False)
+    try:
+        report = ingest(data, container.indexing, SystemClock().now(), progress=False)
+    finally:
+        container.close()  # nothing of it may write data_dir once the server has it, nor after its removal
     if report.errors or report.indexed != len(data.corpus) - len(report.empty):
         raise RuntimeError(f"ingest failed: {report.errors[:3]}")
     return report.seconds

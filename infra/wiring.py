@@ -74,6 +74,16 @@ class Container:
         self.__dict__.update(parts)
         return self
 
+    def close(self) -> None:
+        """Stop the background work of the parts built so far and close what they hold open: a tool that
+        ingests in-process and then removes the data directory (a benchmark, the evaluation harness) calls
+        it first. Parts given as overrides belong to the caller and are left alone."""
+        for name in ("index", "state", "cache"):
+            part = None if name in self._overridden else self.__dict__.get(name)
+            close = getattr(part, "close", None)
+            if callable(close):
+                close()
+
     def check(self) -> None:
         """Build what configuration alone decides (no network): a wrong setting fails here, at start."""
         from infra.settings import configuration_error, missing_settings

@@ -79,6 +79,7 @@ class KeywordIndex:
         self._wake = threading.Event()
         self._follower: threading.Thread | None = None
         self._follower_lock = threading.Lock()
+        self._closed = False
 
     def _tenant(self, tenant_id: str) -> TenantKeywordIndex:
         """The tenant's index, the most recently used of this process's open ones (the least recently
@@ -143,14 +144,26 @@ class KeywordIndex:
         for tantivy's commit (tens of ms of fsyncs); a search that comes first need not wait (`search`)."""
         self._wake.set()
         with self._follower_lock:
+            if self._closed:
+                return  # closed: the next search (here or elsewhere) catches up itself
             if self._follower is None or not self._follower.is_alive():
                 self._follower = threading.Thread(target=self._follow, daemon=True, name="quarry-keywords")
                 self._follower.start()
 
+    def close(self) -> None:
+        """Stop following: the background follower ends its pass and leaves; returns once it has (a tool
+        closing its container before it removes the data directory: a later pass would open the file)."""
+        with self._follower_lock:
+            self._closed = True
+            follower = self._follower
+        self._wake.set()  # out of its idle wait
+        if follower is not None:
+            follower.join()
+
     def _follow(self) -> None:
         while True:
             with self._follower_lock:
-                if not self._wake.is_set():
+                if self._closed or not self._wake.is_set():
                     self._follower = None
                     return
                 self._wake.clear()

@@ -107,6 +107,17 @@ class SqliteStore:
         if self._keywords is not None:
             self._keywords.settle(self._conn())
 
+    def close(self) -> None:
+        """Stop the background work this process runs on the file (the keyword follower, vector training)
+        and close this thread's connection: nothing of it touches the data directory afterwards."""
+        if self._keywords is not None:
+            self._keywords.close()
+        self._vectors.close()
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
     def _follow_writes(self) -> None:
         """Bring this process's loaded vector stores up to the write just committed (so the next search
         finds them current), and the keyword index in the background. Best effort: the write is committed;

@@ -274,6 +274,12 @@ class TenantStore:
             self._ivf_name = spec["name"]
         return self._ivf
 
+    def wait_for_training(self) -> None:
+        """Return once no background training of this store runs."""
+        training = self._training
+        if training is not None:
+            training.join()
+
     def _maybe_train(self, meta: Meta) -> None:
         """Start training in the background when the tenant is large and the index missing or outgrown."""
         if self._ann_min <= 0 or meta.count - meta.dead < self._ann_min:
@@ -355,6 +361,13 @@ class VectorStores:
     def loaded(self) -> list[str]:
         with self._lock:
             return list(self._stores)
+
+    def close(self) -> None:
+        """Wait for every tenant's background training to end (it writes index files)."""
+        with self._lock:
+            stores = list(self._stores.values())
+        for store in stores:
+            store.wait_for_training()
 
     def drop(self, tenant_id: str) -> None:
         """Forget a tenant and delete its files (DELETE /tenant); processes still mapping them keep their

@@ -22,6 +22,7 @@ import pytest
 from core.models import EntityKey, Filters, LexicalQuery, MatchMode, Placement
 from infra.local.sqlite_index import SqliteIndex
 from tests.adapters.search_index_contract import lex, record, unit
+from tests.conftest import FakeEmbedder, make_container
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -436,3 +437,27 @@ def test_an_erase_on_the_fts5_engine_removes_the_tenants_tantivy_index_too(tmp_p
     assert [h.score for h in reopened.lexical("gone", query, Filters(), 10)] == [
         h.score for h in fresh.lexical("gone", query, Filters(), 10)
     ]
+
+
+def test_a_closed_local_container_leaves_nothing_running_that_could_write_its_directory(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    """A tool that ingests in-process and then removes the data directory (a benchmark, the evaluation
+    harness) closes its container first: no keyword follower is left to open the file again."""
+    import shutil
+    import threading
+
+    data = tmp_path / "data"
+    container = make_container(data, fake_embedder)
+    items = [{"type": "memory", "id": f"m-{i}", "content": f"harbor note {i}"} for i in range(20)]
+    others = set(threading.enumerate())  # other tests' containers may still be following their files
+
+    def followers() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "quarry-keywords" and t not in others]
+
+    container.indexing.bulk("t", items, 1.0)
+    assert followers()  # following in the background
+    container.close()
+    assert followers() == []
+    shutil.rmtree(data)
+    assert not data.exists()
