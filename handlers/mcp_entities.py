@@ -1,12 +1,19 @@
-"""Entity writes and listing limits for the MCP tools, shaped exactly like the HTTP routes'."""
+"""The MCP entity tools (handlers/mcp_server.py): get_entity, list_entities, upsert_entity and delete_entity,
+with writes and listing limits shaped exactly like the HTTP routes'."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
 
 from core.errors import InvalidInputError
-from core.indexing.catalog import MAX_ENTITY_PAGE
+from core.indexing.catalog import DEFAULT_ENTITY_PAGE, MAX_ENTITY_PAGE, EntityOut, EntityPage
+from core.payload import INT64_MAX
 from core.search.search_api import WriteResponse
+from handlers.mcp_arguments import Act, Cursor, EntityId, EntityType
+from handlers.mcp_tools import DELETE, READ, UPSERT
 from handlers.routes.entities import written
 from infra.wiring import Container
 
@@ -35,3 +42,72 @@ def delete(c: Container, tenant: str, entity_type: str, entity_id: str, version:
     return written(
         "delete", tenant, c.indexing.delete(tenant, entity_type, entity_id, version, c.clock.now())
     )
+
+
+def register_entity_tools(server: MCPServer, act: Act) -> None:
+    """get_entity, list_entities, upsert_entity and delete_entity."""
+    _entity_read_tools(server, act)
+    _entity_write_tools(server, act)
+
+
+def _entity_read_tools(server: MCPServer, act: Act) -> None:
+    @server.tool(
+        description="A stored entity: fields, version, whether embedded (GET /entities/{type}/{id}).",
+        annotations=READ,
+    )
+    def get_entity(ctx: Context, entity_type: EntityType, entity_id: EntityId) -> EntityOut:
+        return act(ctx, "read", lambda w, c: c.catalog.get(w.tenant_id, entity_type, entity_id))
+
+    @server.tool(
+        description="The tenant's entities, newest first, with cursor paging (GET /entities).",
+        annotations=READ,
+    )
+    def list_entities(
+        ctx: Context,
+        entity_type: Annotated[str | None, Field(description="Only this type (default: every type)")] = None,
+        limit: Annotated[
+            int, Field(description="Entities per page", ge=1, le=MAX_ENTITY_PAGE)
+        ] = DEFAULT_ENTITY_PAGE,
+        cursor: Cursor = None,
+    ) -> EntityPage:
+        return act(
+            ctx,
+            "read",
+            lambda w, c: c.catalog.list(w.tenant_id, entity_type, checked_page_size(limit), cursor),
+        )
+
+
+def _entity_write_tools(server: MCPServer, act: Act) -> None:
+    @server.tool(
+        description="Create or replace an entity (PUT /entities/{type}/{id}); `partial: true` updates "
+        "only the given fields (PATCH). A `version` older than the stored one is refused; the same call "
+        "again changes nothing.",
+        annotations=UPSERT,
+    )
+    def upsert_entity(
+        ctx: Context,
+        entity_type: EntityType,
+        entity_id: EntityId,
+        fields: Annotated[
+            dict[str, Any],
+            Field(
+                description="The entity's fields: its title field (`content` for a memory, `title` for a "
+                "task, ...), other text and metadata, optional `version` and `embedding` (your own vector "
+                "of the tenant's dimension, used instead of the model's)",
+                examples=[{"content": "The deploy needs a free cache volume", "version": 1}],
+            ),
+        ],
+        partial: Annotated[bool, Field(description="true: change only the given fields")] = False,
+    ) -> WriteResponse:
+        return act(ctx, "write", lambda w, c: upsert(c, w.tenant_id, entity_type, entity_id, fields, partial))
+
+    @server.tool(description="Delete an entity (DELETE /entities/{type}/{id}).", annotations=DELETE)
+    def delete_entity(
+        ctx: Context,
+        entity_type: EntityType,
+        entity_id: EntityId,
+        version: Annotated[
+            int | None, Field(description="The delete's version (default: the next one)", ge=0, le=INT64_MAX)
+        ] = None,
+    ) -> WriteResponse:
+        return act(ctx, "write", lambda w, c: delete(c, w.tenant_id, entity_type, entity_id, version))

@@ -24,7 +24,9 @@ exactly as the dev server does); over stdio (and in-process) there are no header
 as the one key it was started with (`--key` / QUARRY_MCP_KEY, see `stdio_principal`). A refused call is
 an MCP tool error whose text is the HTTP error body `{"error": {code, message, fields}}`. What an agent
 sees in `tools/list` (descriptions, limits, enums, closed schemas checked before each call, behaviour
-hints) is completed and enforced in handlers/mcp_tools.py.
+hints) is completed and enforced in handlers/mcp_tools.py. This module registers `search` and the
+governance tool and resources; the context tools are in handlers/mcp_context.py, the entity tools in
+handlers/mcp_entities.py, the arguments they share in handlers/mcp_arguments.py.
 """
 
 from __future__ import annotations
@@ -33,34 +35,22 @@ import json
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as installed_version
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field
 
-from core.context.budget import MAX_TOKEN_BUDGET
-from core.context.context_api import (
-    MAX_NAME_CHARS,
-    MAX_USED_IDS,
-    AssembleRequest,
-    AssembleResponse,
-    FeedbackRequest,
-    FeedbackResponse,
-)
-from core.context.links import MAX_LINKS
 from core.errors import NotFoundError, QuarryError, UnauthorizedError
-from core.governance.bundle import RetrievalBundle
-from core.governance.overlay import MAX_TEXT_CHARS, ROLE_ID_PATTERN
-from core.governance.requests import RetrieveRequest
 from core.governance.schema_validation import json_schema
-from core.indexing.catalog import DEFAULT_ENTITY_PAGE, MAX_ENTITY_PAGE, EntityOut, EntityPage
-from core.indexing.entity_validation import ID_JSON_PATTERN, NONBLANK_PATTERN
-from core.payload import INT64_MAX
-from core.search.search_api import DEFAULT_LIMIT, MAX_LIMIT, SearchRequest, SearchResponse, WriteResponse
+from core.search.filters import MAX_FACETS
+from core.search.search_api import DEFAULT_LIMIT, MAX_LIMIT, SearchRequest, SearchResponse
 from handlers.auth import SCOPES, Principal
-from handlers.errors import STATUS, validation_fields
-from handlers.mcp_tools import DELETE, READ, UPSERT, WRITE, QuarryMCPServer, plain_snippets
+from handlers.errors import STATUS
+from handlers.mcp_arguments import Act, Cursor, Query, validated
+from handlers.mcp_context import register_context_tools
+from handlers.mcp_entities import register_entity_tools
+from handlers.mcp_tools import READ, QuarryMCPServer, plain_snippets
 from infra.wiring import Container
 
 SERVER_NAME = "quarry"
@@ -69,45 +59,6 @@ INSTRUCTIONS = (
     "for a ready context block, then `context_feedback` with the source ids you used; `search` for ranked "
     "hits (pass `next_cursor` back as `cursor` for more); entity tools to read and write what is stored."
 )
-Model = TypeVar("Model", bound=BaseModel)
-# Arguments as an agent reads them in tools/list: what, limits, default; the deployment's entity types and
-# sources are added to the published schemas by handlers/mcp_tools.py.
-Query = Annotated[
-    str,
-    Field(
-        description="What to search for; `type:` prefixes (`task: login`), `@name` and quoted phrases work",
-        min_length=1,
-        pattern=NONBLANK_PATTERN,
-        examples=["rate limit for API clients"],
-    ),
-]
-EntityType = Annotated[str, Field(description="The entity type", examples=["memory"])]
-EntityId = Annotated[
-    str,
-    Field(
-        description="The entity id: 1-256 characters, no whitespace, '/', '#' or '|'",
-        json_schema_extra={"pattern": ID_JSON_PATTERN},
-        examples=["m-42"],
-    ),  # look-ahead: checked by jsonschema
-]
-Caller = Annotated[
-    str,
-    Field(
-        description="The agent or app asking: its budget, weights and own memory follow it",
-        min_length=1,
-        max_length=MAX_NAME_CHARS,
-        pattern=NONBLANK_PATTERN,
-        examples=["my-agent"],
-    ),
-]
-Cursor = Annotated[
-    str | None,
-    Field(
-        description="`next_cursor` of the previous page (same other arguments); omit for the first page",
-        max_length=1024,
-        examples=[None],
-    ),
-]
 
 
 def error_text(exc: QuarryError) -> str:
@@ -158,21 +109,6 @@ class Gate:
         return grant_principal(grant)
 
 
-def _validated(model: type[Model], payload: dict[str, Any]) -> Model:
-    """The request model, or the InvalidInputError the HTTP API would answer with (same field texts)."""
-    from core.errors import InvalidInputError
-
-    try:
-        return model.model_validate({k: v for k, v in payload.items() if v is not None})
-    except ValidationError as exc:
-        # Located like the HTTP API's body errors, so the field paths read the same.
-        fields = validation_fields([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()])
-        raise InvalidInputError("request is invalid: " + ", ".join(sorted(fields)), fields) from exc
-
-
-Act = Callable[[Context, str, Callable[[Principal, Container], Any]], Any]
-
-
 def server_version() -> str:
     """The installed Quarry's version (server_info.version)."""
     try:
@@ -203,8 +139,8 @@ def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
             raise ToolError(error_text(exc)) from exc
 
     _search_tool(server, act)
-    _context_tools(server, act)
-    _entity_tools(server, act)
+    register_context_tools(server, act)
+    register_entity_tools(server, act)
     _governance(server, act, container, gate)
     return server
 
@@ -236,6 +172,32 @@ def _search_tool(server: MCPServer, act: Act) -> None:
         ] = "auto",
         explain: Annotated[bool, Field(description="Add each hit's ranks and scores per retriever")] = False,
         cursor: Cursor = None,
+        min_score: Annotated[
+            float | None,
+            Field(
+                description="Leave out hits whose fused score is below this (0..1)",
+                ge=0,
+                le=1,
+                examples=[0.2],
+            ),
+        ] = None,
+        facets: Annotated[
+            list[str] | None,
+            Field(
+                description="Fields to count values of over every match (the filterable ones: status, "
+                "source, owner, namespace, the types' declared metadata)",
+                max_length=MAX_FACETS,
+                examples=[["source"]],
+            ),
+        ] = None,
+        return_fields: Annotated[
+            Literal["all", "none"] | list[str] | None,
+            Field(
+                description="Stored fields in each hit's `fields`: all, or their names; none: ids and scores "
+                "only (default: title, snippet and metadata)",
+                examples=["all"],
+            ),
+        ] = None,
     ) -> SearchResponse:
         request = {
             "query": query,
@@ -245,227 +207,15 @@ def _search_tool(server: MCPServer, act: Act) -> None:
             "strategy": strategy,
             "explain": explain,
             "cursor": cursor,
+            "min_score": min_score,
+            "facets": facets,
+            "return_fields": return_fields,
         }
         return act(
             ctx,
             "read",
-            lambda w, c: plain_snippets(c.search.search(w.tenant_id, _validated(SearchRequest, request))),
+            lambda w, c: plain_snippets(c.search.search(w.tenant_id, validated(SearchRequest, request))),
         )
-
-
-def _context_tools(server: MCPServer, act: Act) -> None:
-    _assemble_tool(server, act)
-    _feedback_tool(server, act)
-    _retrieve_tool(server, act)
-
-
-def _assemble_tool(server: MCPServer, act: Act) -> None:
-    # ~50 lines: the tool's signature is its published input schema (one Annotated Field per argument)
-    @server.tool(
-        description="A token-budgeted context block for a caller, with its sources (POST /context/assemble). "
-        "Then call context_feedback with the source ids you used.",
-        annotations=WRITE,  # it logs the assembly (log: true) for the caller's learning
-    )
-    def assemble_context(
-        ctx: Context,
-        query: Query,
-        caller: Caller,
-        namespace: Annotated[
-            str | None, Field(description="Mission namespace to retrieve within", max_length=MAX_NAME_CHARS)
-        ] = None,
-        token_budget: Annotated[
-            int | None,
-            Field(
-                description="Tokens for the block (default: the caller's learned budget)",
-                ge=1,
-                le=MAX_TOKEN_BUDGET,
-            ),
-        ] = None,
-        explicit_links: Annotated[
-            list[str] | None,
-            Field(
-                description="Entities (`type:id`) packed first, within 30% of the budget",
-                max_length=MAX_LINKS,
-                examples=[["memory:m-42"]],
-            ),
-        ] = None,
-        sources: Annotated[list[str] | None, Field(description="Sources to use (default: all)")] = None,
-        log: Annotated[bool, Field(description="false: do not log (no assembly_id, no learning)")] = True,
-    ) -> AssembleResponse:
-        request = {
-            "query": query,
-            "caller": caller,
-            "namespace": namespace,
-            "token_budget": token_budget,
-            "explicit_links": explicit_links,
-            "sources": sources,
-            "log": log,
-        }
-        return act(
-            ctx,
-            "read",
-            lambda w, c: c.context.assemble(
-                w.tenant_id,
-                _validated(AssembleRequest, {**request, "caller": w.act_as(caller)}),
-                ctx.request_id,
-            ),
-        )
-
-
-def _feedback_tool(server: MCPServer, act: Act) -> None:
-    @server.tool(
-        description="Which sources of an assembly the caller used (POST /context/feedback): the caller's "
-        "weights and budget learn from it. Once per assembly.",
-        annotations=WRITE,
-    )
-    def context_feedback(
-        ctx: Context,
-        assembly_id: Annotated[
-            str, Field(description="assembly_id of assemble_context", min_length=1, max_length=MAX_NAME_CHARS)
-        ],
-        used_source_ids: Annotated[
-            list[str],
-            Field(description="ids from the assembly's sources that you used", max_length=MAX_USED_IDS),
-        ],
-        tokens_used: Annotated[int | None, Field(description="Tokens of the block you used", ge=0)] = None,
-    ) -> FeedbackResponse:
-        request = {"assembly_id": assembly_id, "used_source_ids": used_source_ids, "tokens_used": tokens_used}
-        # a key bound to one caller steers only that caller's learning (another's assembly is not found)
-        return act(
-            ctx,
-            "write",
-            lambda w, c: c.context.feedback(
-                w.tenant_id, _validated(FeedbackRequest, request), w.bound_caller
-            ),
-        )
-
-
-def _retrieve_tool(server: MCPServer, act: Act) -> None:
-    # ~50 lines: the tool's signature is its published input schema (one Annotated Field per argument)
-    @server.tool(
-        description="Governed retrieval for a role: evidence selected and screened by the role's overlay, "
-        "with provenance and warnings (POST /retrieve).",
-        annotations=READ,
-    )
-    def retrieve(
-        ctx: Context,
-        role_id: Annotated[
-            str,
-            Field(
-                description="The role (its stored overlay applies)",
-                pattern=ROLE_ID_PATTERN,
-                examples=["support"],
-            ),
-        ],
-        task_text: Annotated[
-            str,
-            Field(
-                description="The task to gather evidence for",
-                min_length=1,
-                max_length=MAX_TEXT_CHARS,
-                pattern=NONBLANK_PATTERN,
-                examples=["customer cannot sign in after a password reset"],
-            ),
-        ],
-        overlay: Annotated[
-            dict[str, Any] | None,
-            Field(
-                description="A RoleOverlay to use instead of the stored one (resource quarry://schemas/"
-                "role_overlay); its role_id defaults to the role_id argument and must equal it",
-                examples=[{"mission": "help customers sign in", "vocabulary": {"boost": ["password"]}}],
-            ),
-        ] = None,
-        context_summary: Annotated[
-            str | None, Field(description="What is known so far", max_length=MAX_TEXT_CHARS)
-        ] = None,
-        lexical_only: Annotated[bool, Field(description="BM25 only: no embedding call")] = False,
-    ) -> RetrievalBundle:
-        request = {
-            "role_id": role_id,
-            "task_text": task_text,
-            "overlay": None if overlay is None else {"role_id": role_id, **overlay},
-            "context_summary": context_summary,
-            "lexical_only": lexical_only,
-        }
-        return act(
-            ctx,
-            "read",
-            lambda w, c: c.governed_retrieval.retrieve(w.tenant_id, _validated(RetrieveRequest, request)),
-        )
-
-
-def _entity_tools(server: MCPServer, act: Act) -> None:
-    _entity_read_tools(server, act)
-    _entity_write_tools(server, act)
-
-
-def _entity_read_tools(server: MCPServer, act: Act) -> None:
-    @server.tool(
-        description="A stored entity: fields, version, whether embedded (GET /entities/{type}/{id}).",
-        annotations=READ,
-    )
-    def get_entity(ctx: Context, entity_type: EntityType, entity_id: EntityId) -> EntityOut:
-        return act(ctx, "read", lambda w, c: c.catalog.get(w.tenant_id, entity_type, entity_id))
-
-    @server.tool(
-        description="The tenant's entities, newest first, with cursor paging (GET /entities).",
-        annotations=READ,
-    )
-    def list_entities(
-        ctx: Context,
-        entity_type: Annotated[str | None, Field(description="Only this type (default: every type)")] = None,
-        limit: Annotated[
-            int, Field(description="Entities per page", ge=1, le=MAX_ENTITY_PAGE)
-        ] = DEFAULT_ENTITY_PAGE,
-        cursor: Cursor = None,
-    ) -> EntityPage:
-        from handlers.mcp_entities import checked_page_size
-
-        return act(
-            ctx,
-            "read",
-            lambda w, c: c.catalog.list(w.tenant_id, entity_type, checked_page_size(limit), cursor),
-        )
-
-
-def _entity_write_tools(server: MCPServer, act: Act) -> None:
-    @server.tool(
-        description="Create or replace an entity (PUT /entities/{type}/{id}); `partial: true` updates "
-        "only the given fields (PATCH). A `version` older than the stored one is refused; the same call "
-        "again changes nothing.",
-        annotations=UPSERT,
-    )
-    def upsert_entity(
-        ctx: Context,
-        entity_type: EntityType,
-        entity_id: EntityId,
-        fields: Annotated[
-            dict[str, Any],
-            Field(
-                description="The entity's fields: its title field (`content` for a memory, `title` for a "
-                "task, ...), other text and metadata, optional `version` and `embedding` (your own vector "
-                "of the tenant's dimension, used instead of the model's)",
-                examples=[{"content": "The deploy needs a free cache volume", "version": 1}],
-            ),
-        ],
-        partial: Annotated[bool, Field(description="true: change only the given fields")] = False,
-    ) -> WriteResponse:
-        from handlers.mcp_entities import upsert
-
-        return act(ctx, "write", lambda w, c: upsert(c, w.tenant_id, entity_type, entity_id, fields, partial))
-
-    @server.tool(description="Delete an entity (DELETE /entities/{type}/{id}).", annotations=DELETE)
-    def delete_entity(
-        ctx: Context,
-        entity_type: EntityType,
-        entity_id: EntityId,
-        version: Annotated[
-            int | None, Field(description="The delete's version (default: the next one)", ge=0, le=INT64_MAX)
-        ] = None,
-    ) -> WriteResponse:
-        from handlers.mcp_entities import delete
-
-        return act(ctx, "write", lambda w, c: delete(c, w.tenant_id, entity_type, entity_id, version))
 
 
 def _governance(server: MCPServer, act: Act, container: Callable[[], Container], gate: Gate) -> None:

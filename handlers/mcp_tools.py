@@ -21,6 +21,7 @@ from mcp_types import ToolAnnotations
 from core.errors import InvalidInputError, QuarryError
 from core.indexing.entity_validation import ID_JSON_PATTERN, ID_RULE, NONBLANK_PATTERN
 from core.payload import check_value
+from core.search.filters import COLUMN_FIELDS, TIME_FIELDS
 from core.search.search_api import SearchResponse
 from infra.wiring import Container
 
@@ -57,16 +58,27 @@ def _deployment(schema: dict[str, Any], c: Container) -> None:
     if "entity_type" in props:
         target = next((s for s in props["entity_type"].get("anyOf", []) if s.get("type") == "string"), None)
         (target or props["entity_type"])["enum"] = types
-    if "entities" in props:
-        for branch in props["entities"].get("anyOf", []):
-            if branch.get("type") == "array":
-                branch["items"] = {"type": "string", "enum": types}
+    _list_of(props, "entities", types)
     if "sources" in props:
-        for branch in props["sources"].get("anyOf", []):
-            if branch.get("type") == "array":
-                branch["items"] = {"type": "string", "enum": [s.name for s in c.context_settings.sources]}
+        _list_of(props, "sources", [s.name for s in c.context_settings.sources])
+    if "facets" in props:
+        _list_of(props, "facets", facet_fields(c))
     if "query" in props:
         props["query"]["maxLength"] = c.settings.max_query_chars
+
+
+def _list_of(props: dict[str, Any], name: str, allowed: list[str]) -> None:
+    """Argument `name` (a list, or null), when present: its items one of `allowed`."""
+    for branch in props.get(name, {}).get("anyOf", []):
+        if branch.get("type") == "array":
+            branch["items"] = {"type": "string", "enum": allowed}
+
+
+def facet_fields(c: Container) -> list[str]:
+    """What a search over every type may count (core/search/filters.py, check_facets): the columns every
+    entity has first, then the types' declared filterable fields."""
+    declared = {f for name in c.registry.names() for f in c.registry.get(name).filterable}
+    return [*COLUMN_FIELDS, *sorted(declared - set(COLUMN_FIELDS) - set(TIME_FIELDS))]
 
 
 # jsonschema's failed keyword → the words the HTTP API uses for it (pydantic's, via handlers/errors.py)

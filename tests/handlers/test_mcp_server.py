@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from handlers.auth import Principal
-from tests.conftest import ROOT
+from tests.conftest import ROOT, api_event, invoke
 
 pytest.importorskip("mcp")
 
@@ -109,6 +109,30 @@ def test_write_search_assemble_feedback_read_and_delete(local: Any) -> None:
         assert error_of(missing)["code"] == "not_found"
 
     run(server_for(local, {"read", "write"}), work)
+
+
+def test_search_takes_a_score_floor_facets_and_the_stored_fields_as_post_search_does(local: Any) -> None:
+    for task_id, status in (("t-1", "open"), ("t-2", "open"), ("t-3", "done")):
+        body = {"title": f"renew the harbor certificate {task_id}", "status": status}
+        assert invoke(api_event("put_entity", path=f"/entities/task/{task_id}", body=body))[0] == 200
+
+    async def work(client: Client) -> None:
+        args = {"query": "harbor certificate", "strategy": "keyword", "facets": ["status"]}
+        found = (await client.call_tool("search", args | {"return_fields": ["status"]})).structured_content
+        assert found["facets"] == {"status": {"open": 2, "done": 1}}
+        assert {r["entity_id"]: r["fields"] for r in found["results"]} == {
+            "t-1": {"status": "open"}, "t-2": {"status": "open"}, "t-3": {"status": "done"}
+        }  # fmt: skip
+        floor = (
+            await client.call_tool("search", {"query": "zzqxv harbor", "min_score": 0.99})
+        ).structured_content
+        assert all(r["score"] >= 0.99 for r in floor["results"])
+        bare = (await client.call_tool("search", args | {"return_fields": "none"})).structured_content
+        assert bare["results"] and all("fields" not in r or r["fields"] is None for r in bare["results"])
+        refused = error_of(await client.call_tool("search", {"query": "x", "facets": ["content"]}))
+        assert refused["code"] == "invalid_input" and "facets" in json.dumps(refused["fields"])
+
+    run(server_for(local, {"read"}), work)
 
 
 def test_bad_input_is_a_tool_error_with_the_http_apis_fields(local: Any) -> None:

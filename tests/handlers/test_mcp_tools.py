@@ -69,6 +69,8 @@ def example(schema: dict[str, Any], everything: bool) -> Any:
         return schema.get("maximum", schema.get("minimum", 1)) if everything else schema.get("minimum", 1)
     if kind == "boolean":
         return everything
+    if kind == "number":
+        return schema.get("minimum", 0.5)
     return "x" * max(1, schema.get("minLength", 1))
 
 
