@@ -10,6 +10,10 @@ process can swap tenants. So each process runs the handler on ONE engine thread,
 (`Engine`), while connection threads only read and write sockets; parallelism comes from worker
 processes (`serve_workers`) that share the listening socket and the SQLite WAL file. Each engine admits
 one running request plus a small queue; beyond that a request is answered 503 with Retry-After at once.
+
+Size: longer than ~300 lines because the request → event translation, the engine thread and the
+connection handling are one server; the worker processes are handlers/devserver_workers.py, uploads
+handlers/gate.py, CORS handlers/cors.py.
 """
 
 from __future__ import annotations

@@ -6,7 +6,12 @@ operation gets the errors it really answers, all in the one `{error: {code, mess
 with Retry-After, 413, the 202 of a write job); the bearer scheme is declared; entity, overlay and corpus
 bodies get their schemas, one per entity type (bulk items are a union on `type`); and every constraint
 the server enforces from its configuration (entity types, query length, sources) is stated, so a
-generated client, or a fuzzer (schemathesis.toml), learns the API from the document alone."""
+generated client, or a fuzzer (schemathesis.toml), learns the API from the document alone.
+
+Size: longer than ~300 lines because each correction above is a short function over the one document,
+applied in order to the one document; the models and examples they add are in handlers/openapi_models.py
+and handlers/openapi_examples.py.
+"""
 
 from __future__ import annotations
 

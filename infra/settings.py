@@ -2,6 +2,9 @@
 
 Nothing else in Quarry reads the environment. A wrong or missing setting fails at start with a message
 naming the variable (`load_settings`).
+
+Size: longer than ~300 lines because it is one field per `QUARRY_*` variable, each with its default,
+bounds and the sentence docs/configuration.md shows, plus the checks between variables.
 """
 
 from __future__ import annotations

@@ -1,5 +1,10 @@
 """The one composition root: settings → adapters → services, built lazily on first use and cached per
-process (a warm Lambda container reuses its clients). `container()` is what handlers call."""
+process (a warm Lambda container reuses its clients). `container()` is what handlers call.
+
+Size: longer than the ~300 lines a module keeps to, because it is the one page where every part is built —
+one cached property per port, adapter and service, each choosing its adapter from the settings. Split,
+the graph that `override` walks (infra/wiring_graph.py) would be spread over several classes.
+"""
 
 from __future__ import annotations
 

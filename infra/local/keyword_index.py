@@ -30,6 +30,10 @@ without this folder in sight), every tenant's index is removed and each is rebui
 fts5 engine keeps the registered position while this folder exists (delete it when leaving tantivy for
 good). One writer across processes: an exclusive `flock` around every change; readers reload after a
 commit (theirs or another process's).
+
+Size: longer than ~300 lines because following the log (the folder's position, the background
+follower, catch-up before a search) is one protocol; a tenant's own index is keyword_tenant.py, queries
+tantivy_query.py.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ The files are shared: every SqliteIndex over the same database (threads, the ser
 maps the same pages, so memory does not multiply with workers. Changes are made under an exclusive
 `flock`; rows are appended past the published count before `meta.json` is atomically replaced, so a
 reader (or a process killed mid-update) never sees a half-written row as live.
+
+Size: longer than ~300 lines because the file format and its catch-up protocol (append, tombstone,
+compact, publish `meta.json`, train the IVF index in the background) are one invariant, kept in one place;
+the column files themselves are vector_files.py, the IVF index ivf.py.
 """
 
 from __future__ import annotations
