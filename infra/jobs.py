@@ -11,7 +11,7 @@ from typing import Any
 
 from core.errors import UnavailableError
 from core.indexing.write_jobs import Job
-from infra.local.sqlite_connect import immediate, open_sqlite
+from infra.local.sqlite_connect import immediate, open_sqlite, reported
 
 # SQS: short timeouts and botocore's standard retry mode, 3 attempts: a send stays within a few seconds,
 # far under the API function's 29 s (the caller gets 503 and retries the whole request).
@@ -65,17 +65,18 @@ class SqliteJobStore:
         )
 
     def create_job(self, job: Job) -> None:
-        with self._lock:
+        with self._lock, reported():
             self._conn.execute("INSERT INTO jobs VALUES (?, ?, ?)", (job.tenant_id, job.job_id, _dump(job)))
 
     def get_job(self, tenant_id: str, job_id: str) -> Job | None:
-        row = self._conn.execute(
-            "SELECT job FROM jobs WHERE tenant_id = ? AND job_id = ?", (tenant_id, job_id)
-        ).fetchone()
+        with reported():
+            row = self._conn.execute(
+                "SELECT job FROM jobs WHERE tenant_id = ? AND job_id = ?", (tenant_id, job_id)
+            ).fetchone()
         return _load(row[0]) if row else None
 
     def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
-        with self._lock, immediate(self._conn):
+        with self._lock, reported(), immediate(self._conn):
             job = self.get_job(tenant_id, job_id)
             if job is not None:
                 job.reports[part], job.updated_at = report, at
@@ -86,7 +87,7 @@ class SqliteJobStore:
 
     def purge_tenant(self, tenant_id: str) -> int:
         """Erase the tenant's jobs (their bytes zeroed, the WAL truncated)."""
-        with self._lock:
+        with self._lock, reported():
             self._conn.execute("PRAGMA secure_delete = ON")
             removed = self._conn.execute("DELETE FROM jobs WHERE tenant_id = ?", (tenant_id,)).rowcount
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

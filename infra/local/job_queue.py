@@ -26,8 +26,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from core.errors import UnavailableError
 from core.indexing.write_jobs import MAX_PART_ATTEMPTS, JobPart, failure_reason
-from infra.local.sqlite_connect import immediate, open_sqlite
+from infra.local.sqlite_connect import immediate, open_sqlite, reported
 
 _log = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ class SqliteJobQueue:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, immediate(self._conn) as conn:
+        with self._lock, reported(), immediate(self._conn) as conn:
             yield conn
 
     def send(self, messages: Sequence[dict[str, Any]]) -> None:
@@ -153,14 +154,17 @@ class SqliteJobQueue:
         while True:
             try:
                 claimed = self._claim()
-            except sqlite3.Error:
+            except UnavailableError:  # the file locked past the busy timeout, or unreadable
                 _log.exception("job queue: cannot claim a part; trying again")
                 claimed = None
             if claimed is None:
                 self._wake.wait(IDLE_POLL_SECONDS)
                 self._wake.clear()
                 continue
-            self._work(*claimed)
+            try:
+                self._work(*claimed)
+            except UnavailableError:  # its end not recorded: the part runs again once its claim expires
+                _log.exception("job queue: cannot record the end of a part; trying again later")
             with self._done:
                 self._done.notify_all()
 

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from core.state import TenantFence, fence_mark
-from infra.local.sqlite_connect import open_sqlite
+from infra.local.sqlite_connect import open_sqlite, reported
 
 _DDL = (
     "CREATE TABLE IF NOT EXISTS tenant_fences "
@@ -25,7 +25,7 @@ class SqliteTenantFences:
 
     def fence(self, tenant_id: str, at: float) -> None:
         """Mark the tenant erased at `at`, closed (again, if it was reopened)."""
-        with self._lock:
+        with self._lock, reported():
             self._conn.execute(
                 "INSERT INTO tenant_fences (mark, erased_at) VALUES (?, ?) ON CONFLICT (mark) "
                 "DO UPDATE SET erased_at = excluded.erased_at, reopened_at = NULL",
@@ -34,7 +34,7 @@ class SqliteTenantFences:
 
     def fence_of(self, tenant_id: str) -> TenantFence | None:
         """The tenant's fence, or None."""
-        with self._lock:
+        with self._lock, reported():
             row = self._conn.execute(
                 "SELECT erased_at, reopened_at FROM tenant_fences WHERE mark = ?", (fence_mark(tenant_id),)
             ).fetchone()
@@ -42,7 +42,7 @@ class SqliteTenantFences:
 
     def reopen(self, tenant_id: str, at: float) -> None:
         """Serve the tenant again from `at`."""
-        with self._lock:
+        with self._lock, reported():
             self._conn.execute(
                 "UPDATE tenant_fences SET reopened_at = ? WHERE mark = ?", (at, fence_mark(tenant_id))
             )
