@@ -153,14 +153,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             flush()
     for message in bad:
         print(message, file=sys.stderr)
-    summary = {
-        "file": str(path),
-        "lines": total,
-        "indexed": indexed,
-        "skipped_stale": stale,
-        "errors": len(bad),
-    }
-    print(json.dumps(summary))
+    summary = {"file": str(path), "lines": total, "indexed": indexed}
+    print(json.dumps(summary | {"skipped_stale": stale, "errors": len(bad)}))
     return 1 if bad else 0
 
 

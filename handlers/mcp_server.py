@@ -146,6 +146,8 @@ def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
 
 
 def _search_tool(server: MCPServer, act: Act) -> None:
+    # ~70 lines: the tool's signature is its published input schema (one Annotated Field per argument of
+    # POST /search an agent may fill)
     @server.tool(
         description="Hybrid search (BM25 + vectors) over the tenant's entities, best first (POST /search). "
         "Snippets are plain text. For more hits pass `next_cursor` back as `cursor`.",
