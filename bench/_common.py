@@ -225,3 +225,10 @@ def start_server(data_dir: Path, workers: int, env: Mapping[str, str]) -> LocalS
             break
     LocalServer(proc, 0, None).stop()
     raise RuntimeError("the Quarry server did not start")
+
+
+def write_json(path: str | Path, body: Any, indent: int = 2) -> None:
+    """A benchmark's figures as JSON at `path` (its folder made), ending in a newline."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(body, indent=indent, ensure_ascii=False) + "\n")

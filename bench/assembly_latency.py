@@ -42,7 +42,7 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "QuarryBench")
 # see the default behaviour.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from bench._common import FILLER, TOPICS, VERBS, HashingEmbedder, queries, summary  # noqa: E402
+from bench._common import FILLER, TOPICS, VERBS, HashingEmbedder, queries, summary, write_json  # noqa: E402
 
 TENANT = "bench"
 AGENTS = [f"agent-{i}" for i in range(8)]
@@ -224,8 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
     }
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+        write_json(args.json, out)
     return 0
 
 

@@ -13,7 +13,6 @@ machine" table of ../shared/datasets/README.md, which proves the metric code.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -22,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import SMOKE_DATASET, HashingEmbedder  # noqa: E402
+from bench._common import SMOKE_DATASET, HashingEmbedder, write_json  # noqa: E402
 from core.ports import Embedder  # noqa: E402
 from core.search.ranking_metrics import Metrics, evaluate, ranking_from_scores  # noqa: E402
 from infra.beir import BeirDataset, load_beir  # noqa: E402
@@ -169,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         body = {"dataset": data.name, "split": args.split, "queries": len(data.qrels)}
         body["systems"] = {name: m.as_dict() for name, m in table.items()}
-        args.json.write_text(json.dumps(body, indent=2) + "\n")
+        write_json(args.json, body)
     return 0
 
 

@@ -20,7 +20,6 @@ Tracing is off here (as outside Lambda); in Lambda with Tracing: Active the X-Ra
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -32,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._common import write_json  # noqa: E402
 from tests.infra.test_cold_start import AWS_SETTINGS  # noqa: E402  the same settings the budget test uses
 
 HANDLERS = ("handlers.api", "handlers.indexing", "handlers.nightly", "handlers.pretoken")
@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         results[name] = {"min": min(times), "median": statistics.median(times), "max": max(times)}
         print(f"{name:34} {min(times):8.0f} {statistics.median(times):8.0f} {max(times):8.0f}")
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+        write_json(args.json, results)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench._common import TOPICS, VERBS, HashingEmbedder, synthetic_entities
+from bench._common import TOPICS, VERBS, HashingEmbedder, synthetic_entities, write_json
 from handlers import api
 from handlers.devserver import make_server
 from infra.settings import load_settings
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     print(json.dumps(result, indent=2))
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.json, result)
     return 0
 
 

@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._common import SMOKE_DATASET, shared_datasets, summary  # noqa: E402
+from bench._common import SMOKE_DATASET, shared_datasets, summary, write_json  # noqa: E402
 
 SCIFACT = shared_datasets() / "scifact" / "corpus.jsonl"
 QUERY = "which proteins regulate the estrogen receptor in breast cancer cells"  # 10 words, 14 word pieces
@@ -171,8 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.smoke and not args.json:
         return 0
     target = Path(args.json or f"bench/results/embedder{'-' + runtime if runtime else ''}.json")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(out, indent=2) + "\n")
+    write_json(target, out)
     return 0
 
 

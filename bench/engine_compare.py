@@ -14,7 +14,6 @@ write committed) before the queries, so it ranks alone.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -26,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._common import SMOKE_DATASET, HashingEmbedder, shared_datasets  # noqa: E402
+from bench._common import SMOKE_DATASET, HashingEmbedder, shared_datasets, write_json  # noqa: E402
 from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.indexing.indexing_service import IndexingService  # noqa: E402
 from core.search.planning import SearchSettings  # noqa: E402
@@ -129,8 +128,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{row['diff']:>+7.4f} {row['p']:>6.3f}"
             )
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"rounds": ROUNDS, "rows": rows}, indent=2) + "\n")
+        write_json(args.json, {"rounds": ROUNDS, "rows": rows})
 
 
 if __name__ == "__main__":

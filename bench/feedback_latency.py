@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import tempfile
 import time
@@ -21,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import HashingEmbedder, queries, summary  # noqa: E402
+from bench._common import HashingEmbedder, queries, summary, write_json  # noqa: E402
 from bench.search_latency import call, event, ingest  # noqa: E402
 
 
@@ -82,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, s in out.items():
         print(f"{name:<16} P50 {s['p50']:7.2f} ms   P99 {s['p99']:7.2f} ms   mean {s['mean']:7.2f} ms")
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+        write_json(args.json, out)
     return 0
 
 

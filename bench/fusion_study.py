@@ -12,7 +12,6 @@ Tune only on SciFact train or Cranfield; SciFact test is for reporting.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -21,7 +20,7 @@ from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import SMOKE_DATASET, HashingEmbedder  # noqa: E402
+from bench._common import SMOKE_DATASET, HashingEmbedder, write_json  # noqa: E402
 from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.search.fusion import FusionMethod  # noqa: E402
 from core.search.fusion_tuning import FusionSetting, QueryLists, fused_ranking, settings_grid, tune_fusion  # noqa: E402
@@ -163,7 +162,7 @@ def run(args: Any, work: Path) -> int:
     for key in ("current", "tuned_hybrid", "tuned_auto"):
         print(key, result[key])
     if args.json:
-        args.json.write_text(json.dumps({"dataset": data.name, "split": args.split, **result}, indent=1))
+        write_json(args.json, {"dataset": data.name, "split": args.split, **result}, indent=1)
     return 0
 
 

@@ -45,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import percentile, queries, synthetic_entities  # noqa: E402
+from bench._common import percentile, queries, synthetic_entities, write_json  # noqa: E402
 from deploy.lambda_emulator import EmulatedFunction  # noqa: E402
 from deploy.lambda_local import Deployment, deployment  # noqa: E402
 
@@ -355,7 +355,7 @@ def main() -> None:
         sys.exit("QUARRY_OPENSEARCH_URL is not set: run through scripts/with-opensearch.sh")
     report = run(args, url)
     if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        write_json(args.json, report)
     print_report(report)
 
 

@@ -40,6 +40,7 @@ from bench._common import (  # noqa: E402
     queries,
     summary,
     synthetic_entities,
+    write_json,
 )
 
 KEY = "bench-load-key"
@@ -233,8 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": f"{os.cpu_count()} cores, shared with other work while measured",
     }
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+        write_json(args.json, out)
     return 0
 
 

@@ -33,7 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._common import SMOKE_DATASET, shared_datasets  # noqa: E402
+from bench._common import SMOKE_DATASET, shared_datasets, write_json  # noqa: E402
 from bench.baselines import bm25_run  # noqa: E402
 from core.search.ranking_metrics import evaluate, ranking_from_scores  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
@@ -128,9 +128,8 @@ def run(args: argparse.Namespace) -> int:
     for name, m in (("quarry keyword", quarry), ("bm25s", bm25)):
         print(f"{name:<16} {m.ndcg_at_10:>8.3f} {m.recall_at_100:>8.3f} {m.mrr_at_10:>8.3f}")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         body = {"queries": len(data.qrels), "quarry_keyword": quarry.as_dict(), "bm25s": bm25.as_dict()}
-        args.json.write_text(json.dumps(body, indent=2) + "\n")
+        write_json(args.json, body)
     return 0
 
 

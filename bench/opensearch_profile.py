@@ -41,7 +41,7 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
-from bench._common import percentile, queries  # noqa: E402
+from bench._common import percentile, queries, write_json  # noqa: E402
 from bench.search_latency import call, event, ingest  # noqa: E402
 
 STRATEGIES = ("keyword", "semantic", "hybrid")
@@ -299,8 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average": os.getloadavg(),
         "profile_ms": results,
     }
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+    write_json(args.json, out)
     return 0
 
 

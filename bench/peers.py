@@ -50,6 +50,7 @@ from bench._common import (  # noqa: E402
     shared_datasets,
     start_server,
     summary,
+    write_json,
 )
 
 KEY = "bench-peers-key"
@@ -286,8 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             node.close()
     report["load_average"] = [round(x, 2) for x in os.getloadavg()]
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        write_json(args.json, report)
         print(f"wrote {args.json}")
     return 0
 

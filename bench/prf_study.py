@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import statistics
 import sys
 import tempfile
@@ -31,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._common import write_json
 from bench.fusion_study import DEFAULT_CACHE, build_index, smoke_options  # noqa: E402
 from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.models import Candidate, Filters, LexicalQuery  # noqa: E402
@@ -330,7 +330,7 @@ def run(args: Any, work: Path) -> int:
         print(f"{name:<48} {ms:.1f} ms/query (extra search, busy machine)")
     if args.json:
         body = {"dataset": data.name, "split": args.split, "queries": len(data.qrels), **result}
-        args.json.write_text(json.dumps(body, indent=1) + "\n")
+        write_json(args.json, body, indent=1)
     return 0
 
 

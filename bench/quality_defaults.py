@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -23,7 +22,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import core.search.planning as search_module  # noqa: E402
-from bench._common import SMOKE_DATASET, HashingEmbedder  # noqa: E402
+from bench._common import SMOKE_DATASET, HashingEmbedder, write_json  # noqa: E402
 from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.indexing.indexing_service import IndexingService  # noqa: E402
 from core.search.planning import SearchSettings  # noqa: E402
@@ -113,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         name, out = compare(args, args.work_dir or default_work)
     if args.json:
         candidate = {"alpha": args.alpha, "semantic_lean": args.semantic_lean, "min_depth": args.min_depth}
-        args.json.write_text(json.dumps({"dataset": name, "candidate": candidate, **out}, indent=1) + "\n")
+        write_json(args.json, {"dataset": name, "candidate": candidate, **out}, indent=1)
     return 0
 
 

@@ -15,7 +15,6 @@ each search touched are read from the node's answers (`_shards.total`). Indices 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import sys
@@ -31,7 +30,7 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
-from bench._common import queries, summary, synthetic_entities  # noqa: E402
+from bench._common import queries, summary, synthetic_entities, write_json  # noqa: E402
 
 STRATEGIES = ("keyword", "hybrid")
 BULK = 500
@@ -197,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average": os.getloadavg(),
         "results": results,
     }
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+    write_json(args.json, out)
     return 0
 
 

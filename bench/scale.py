@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import SMOKE_DATASET, shared_datasets, summary  # noqa: E402
+from bench._common import SMOKE_DATASET, shared_datasets, summary, write_json  # noqa: E402
 from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery  # noqa: E402
 from core.search.query import parse_query  # noqa: E402
@@ -410,7 +410,7 @@ def run(args: Any) -> None:
         report[str(n)] = row
         print(json.dumps({n: row}, indent=1), flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+        write_json(args.json, report, indent=1)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "QuarryBench")
 
-from bench._common import queries, summary, synthetic_entities  # noqa: E402
+from bench._common import queries, summary, synthetic_entities, write_json  # noqa: E402
 
 SEED_TARGETS_P50 = {"keyword": 50.0, "semantic": 100.0, "hybrid": 150.0, "auto": 150.0}  # seed nexus §7
 SEED_TARGET_P99_KEYWORD = 100.0  # seed nexus §7
@@ -208,8 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{os.cpu_count()} cores",
     }
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+        write_json(args.json, out)
     return 0
 
 

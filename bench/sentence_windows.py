@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -28,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._common import SMOKE_DATASET, HashingEmbedder, shared_datasets  # noqa: E402
+from bench._common import SMOKE_DATASET, HashingEmbedder, shared_datasets, write_json  # noqa: E402
 from bench.baselines import bm25_run  # noqa: E402
 from core.search.ranking_metrics import evaluate, ranking_from_scores  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
@@ -131,8 +130,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             out["rows"][f"{split}: {name}"] = row
             print(f"{split:<6} {name:<32} " + "  ".join(f"{k} {v:.4f}" for k, v in row.items()))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+        write_json(args.json, out)
 
 
 if __name__ == "__main__":
