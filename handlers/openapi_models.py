@@ -10,12 +10,21 @@ from pydantic import BaseModel, Field
 from core.indexing.write_jobs import MAX_REPORTED_ERRORS, JobKind, JobStatus
 
 
+class JobFailure(BaseModel):
+    """A part of a write job that could not be processed at all: its items were not indexed."""
+
+    part: int = Field(description="The part's number (0-based) among the job's parts")
+    reason: str = Field(description="Why, in words a caller may read (the last attempt's error)")
+
+
 class Job(BaseModel):
     """A write job (GET /jobs/{job_id}; the 202 answer of POST /entities and POST /corpus)."""
 
     job_id: str
     kind: JobKind
-    status: JobStatus = Field(description="queued → running → done")
+    status: JobStatus = Field(
+        description="queued → running → done, or failed once every part is processed and one could not be"
+    )
     items: int = Field(description="Items (or corpus documents) in the request")
     chunks: int = Field(description="Chunks to embed, estimated from the request")
     parts: int
@@ -28,6 +37,9 @@ class Job(BaseModel):
         "(`index`, the id, `error`, `fields`)"
     )
     errors_total: int
+    failures: list[JobFailure] = Field(
+        default_factory=list, description="Parts that failed on every attempt; their items can be sent again"
+    )
     unindexed_fields: list[str] = Field(
         default_factory=list,
         description="Fields of the written items their types neither search nor filter on: stored, never found",

@@ -134,3 +134,27 @@ def test_the_published_caller_patterns_are_the_servers_caller_rule(candidate: st
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=4))
 def test_nonblank_means_what_strip_means(candidate: str) -> None:
     assert (re.search(NONBLANK_PATTERN, candidate) is not None) == bool(candidate.strip())
+
+
+def test_a_jobs_answer_is_its_documented_schema_key_for_key(
+    doc: dict[str, Any], local: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A generated client keeps only what the schema names: a key the answer carries and the schema lacks
+    (why a part failed: `failures`) would be dropped on the way to the caller."""
+    from core.errors import UnavailableError
+    from infra.local import job_queue
+
+    def down(message: Any, retried: bool) -> None:
+        raise UnavailableError("bedrock", "ThrottlingException")
+
+    monkeypatch.setattr(job_queue, "RETRY_SECONDS", 0.0)
+    monkeypatch.setattr(local.job_queue, "_process", down)  # every attempt of every part fails
+    items = [{"type": "memory", "id": f"m-{i}", "content": f"note {i}"} for i in range(600)]
+    status, job = invoke(api_event("bulk_entities", body={"items": items}))
+    assert status == 202, job
+    local.job_queue.drain()
+    answer = invoke(api_event("get_job", path=f"/jobs/{job['job_id']}"))[1]
+    assert answer["status"] == "failed" and answer["failures"], answer
+    schema = doc["components"]["schemas"]["Job"]
+    assert set(answer) <= set(schema["properties"]), set(answer) - set(schema["properties"])
+    body_validator(doc, {"$ref": "#/components/schemas/Job"}).validate(answer)

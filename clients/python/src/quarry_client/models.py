@@ -855,40 +855,13 @@ class IdeaPatch(BaseModel):
     )
 
 
-class Job(BaseModel):
-    chunks: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
-        ..., description="Chunks to embed, estimated from the request", title="Chunks"
+class JobFailure(BaseModel):
+    part: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., description="The part's number (0-based) among the job's parts", title="Part"
     )
-    created_at: str = Field(..., title="Created At")
-    documents_ingested: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
-        None, description="Corpus jobs: documents ingested so far", title="Documents Ingested"
+    reason: str = Field(
+        ..., description="Why, in words a caller may read (the last attempt's error)", title="Reason"
     )
-    errors: list[dict[str, Any]] = Field(
-        ...,
-        description="The first 100 item errors, by position in the request (`index`, the id, `error`, `fields`)",
-        title="Errors",
-    )
-    errors_total: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Errors Total")
-    indexed: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
-        None, description="Bulk jobs: items indexed so far", title="Indexed"
-    )
-    items: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
-        ..., description="Items (or corpus documents) in the request", title="Items"
-    )
-    job_id: str = Field(..., title="Job Id")
-    kind: Literal["bulk", "corpus"] = Field(..., title="Kind")
-    parts: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Parts")
-    parts_done: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Parts Done")
-    skipped_stale: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Skipped Stale")
-    status: Literal["queued", "running", "done", "failed"] = Field(
-        ..., description="queued → running → done", title="Status"
-    )
-    unindexed_fields: list[str] | None = Field(
-        None,
-        description="Fields of the written items their types neither search nor filter on: stored, never found",
-        title="Unindexed Fields",
-    )
-    updated_at: str = Field(..., title="Updated At")
 
 
 class JsonValue(
@@ -2197,6 +2170,49 @@ class Explanation(BaseModel):
     lexical: RetrieverExplanation
     matched_chunk: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Matched Chunk")
     vector: RetrieverExplanation
+
+
+class Job(BaseModel):
+    chunks: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., description="Chunks to embed, estimated from the request", title="Chunks"
+    )
+    created_at: str = Field(..., title="Created At")
+    documents_ingested: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
+        None, description="Corpus jobs: documents ingested so far", title="Documents Ingested"
+    )
+    errors: list[dict[str, Any]] = Field(
+        ...,
+        description="The first 100 item errors, by position in the request (`index`, the id, `error`, `fields`)",
+        title="Errors",
+    )
+    errors_total: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Errors Total")
+    failures: list[JobFailure] | None = Field(
+        None,
+        description="Parts that failed on every attempt; their items can be sent again",
+        title="Failures",
+    )
+    indexed: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
+        None, description="Bulk jobs: items indexed so far", title="Indexed"
+    )
+    items: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., description="Items (or corpus documents) in the request", title="Items"
+    )
+    job_id: str = Field(..., title="Job Id")
+    kind: Literal["bulk", "corpus"] = Field(..., title="Kind")
+    parts: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Parts")
+    parts_done: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Parts Done")
+    skipped_stale: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Skipped Stale")
+    status: Literal["queued", "running", "done", "failed"] = Field(
+        ...,
+        description="queued → running → done, or failed once every part is processed and one could not be",
+        title="Status",
+    )
+    unindexed_fields: list[str] | None = Field(
+        None,
+        description="Fields of the written items their types neither search nor filter on: stored, never found",
+        title="Unindexed Fields",
+    )
+    updated_at: str = Field(..., title="Updated At")
 
 
 class LogEntryOut(BaseModel):
