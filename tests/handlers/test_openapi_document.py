@@ -158,3 +158,80 @@ def test_a_jobs_answer_is_its_documented_schema_key_for_key(
     schema = doc["components"]["schemas"]["Job"]
     assert set(answer) <= set(schema["properties"]), set(answer) - set(schema["properties"])
     body_validator(doc, {"$ref": "#/components/schemas/Job"}).validate(answer)
+
+
+# Every sample request of events/, in an order where each finds what it needs (the entity it reads, the
+# overlay it evaluates, an assembly to give feedback on); erasing the tenant comes last.
+REPLAYED = [
+    "put_entity", "bulk_entities", "load_corpus", "get_entity", "patch_entity", "list_entities",
+    "batch_get_entities", "search", "context_assemble", "context_weights", "context_budgets",
+    "context_put_weight", "context_put_budget", "weight_history", "context_log", "context_log_callers",
+    "context_eval", "put_overlay", "get_overlay", "retrieve", "eval_overlay", "tune_overlay", "list_evals",
+    "get_schema", "health", "delete_overlay", "delete_entity",
+]  # fmt: skip
+
+
+def resolved(doc: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        node: Any = doc
+        for step in schema["$ref"].removeprefix("#/").split("/"):
+            node = node[step]
+        schema = node
+    return schema
+
+
+def undocumented(doc: dict[str, Any], schema: dict[str, Any], value: Any, where: str = "") -> list[str]:
+    """The places in `value` a key stands that `schema` does not name (where it names its keys)."""
+    schema = resolved(doc, schema)
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if branches:
+        found = [undocumented(doc, b, value, where) for b in branches if matches(doc, b, value)]
+        return min(found, key=len) if found else []
+    if isinstance(value, list) and "items" in schema:
+        return [
+            p
+            for i, item in enumerate(value)
+            for p in undocumented(doc, schema["items"], item, f"{where}.{i}")
+        ]
+    if not isinstance(value, dict):
+        return []
+    props, extra = schema.get("properties"), schema.get("additionalProperties")
+    found = [f"{where}.{k}" for k in value if props is not None and k not in props and extra in (None, False)]
+    for k, v in value.items():
+        sub = (props or {}).get(k) or (extra if isinstance(extra, dict) else None)
+        found += undocumented(doc, sub, v, f"{where}.{k}") if sub else []
+    return found
+
+
+def matches(doc: dict[str, Any], schema: dict[str, Any], value: Any) -> bool:
+    return body_validator(doc, schema).is_valid(value)
+
+
+def documented_answer(doc: dict[str, Any], event: dict[str, Any], status: int) -> dict[str, Any]:
+    """The schema `doc` gives the answer `status` of the route `event` asks for."""
+    http = event["requestContext"]["http"]
+    for template, ops in doc["paths"].items():
+        if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", template), event["rawPath"]):
+            answer = ops[http["method"].lower()]["responses"][str(status)]
+            return dict(answer["content"]["application/json"]["schema"])
+    raise AssertionError(f"{http['method']} {event['rawPath']} is not documented")
+
+
+def test_every_sample_requests_answer_names_only_documented_keys(doc: dict[str, Any], local: Any) -> None:
+    """A generated client keeps only what a schema names: every key of every answer must be in its schema
+    (recursively), or a client built from /openapi.json loses it silently."""
+    for task_id in ("t-login", "task-1"):  # what the samples read, patch and delete
+        body = {"title": f"Fix the login bug {task_id}", "status": "open", "version": 1}
+        assert invoke(api_event("put_entity", path=f"/entities/task/{task_id}", body=body))[0] == 200
+    problems = {}
+    for name in REPLAYED:
+        event = api_event(name)
+        status, body = invoke(event)
+        assert 200 <= status < 300, (name, status, body)
+        schema = documented_answer(doc, event, status)
+        body_validator(doc, schema).validate(body)
+        if found := undocumented(doc, schema, body):
+            problems[name] = found
+        if resolved(doc, schema).get("properties"):  # the check itself sees a key the schema does not name
+            assert undocumented(doc, schema, {**body, "unnamed_key": 1}) == [".unnamed_key"], name
+    assert problems == {}
