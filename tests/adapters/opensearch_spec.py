@@ -142,8 +142,9 @@ def _absolute(base: str, ref: str) -> str:
     return (Path(base.removeprefix("file://")).parent / path).resolve().as_uri() + "#" + fragment
 
 
-def _close(documents: dict[str, Any]) -> None:
-    """Add `unevaluatedProperties: false` to every object schema that is not a building block."""
+def close_schemas(documents: dict[str, Any]) -> None:
+    """Add `unevaluatedProperties: false` to every object schema that is not a building block (of any
+    OpenAPI documents keyed by their URI: Quarry's own /openapi.json too, tests/handlers/test_openapi_document.py)."""
     composed_refs = _composed_targets(documents)
     for uri, document in documents.items():
         components = (document.get("components") or {}).get("schemas") or {}
@@ -222,7 +223,7 @@ def _documents(strict: bool) -> dict[str, Any]:
     documents = {p.resolve().as_uri(): _load(p) for p in sorted((SPEC_ROOT / "spec").rglob("*.yaml"))}
     if strict:
         documents = copy.deepcopy(documents)
-        _close(documents)
+        close_schemas(documents)
         _dispatch(documents)
     return documents
 
