@@ -213,7 +213,7 @@ class SqliteJobQueue:
             else:
                 self._release(seq)
             return
-        self._delete(seq, scrub=erased)
+        self._delete(seq)
 
     def _finish(self, seq: int, message: dict[str, Any], reason: str) -> None:
         """Record the part as failed, then drop it."""
@@ -233,11 +233,12 @@ class SqliteJobQueue:
                 (self._clock() + RETRY_SECONDS, seq),
             )
 
-    def _delete(self, seq: int, scrub: bool = False) -> None:
-        """Drop a processed part; `scrub`: zero its bytes, in the file and the WAL (an erased tenant's).
-        A part emptied by an erase while this thread ran it is scrubbed too, whatever the caller knew."""
+    def _delete(self, seq: int) -> None:
+        """Drop a processed part (zeroed: secure_delete); an erased mark, which an erase may have made of
+        it while it ran, is also checkpointed out of the WAL."""
         with self._transaction() as conn:
-            row = conn.execute("SELECT message FROM job_parts WHERE seq = ?", (seq,)).fetchone()
-            conn.execute("DELETE FROM job_parts WHERE seq = ?", (seq,))
-        if scrub or (row is not None and json.loads(row[0]).get("erased")):
+            rows = conn.execute(  # every row read, so the statement is done before the commit
+                "DELETE FROM job_parts WHERE seq = ? RETURNING json_extract(message, '$.erased')", (seq,)
+            ).fetchall()
+        if any(erased for (erased,) in rows):
             self._checkpoint()
