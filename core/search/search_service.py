@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from core.errors import InvalidInputError, UnavailableError
@@ -50,6 +51,20 @@ _log = logging.getLogger(__name__)
 # Request fields beyond the ranking's inputs that change the answer (part of the cache key when set).
 ANSWER_OPTIONS = ("facets", "min_score", "return_fields", "query_vector")
 MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
+
+
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """One search as checked and planned in `search`: what every later step reads."""
+
+    tenant_id: str
+    request: SearchRequest
+    parsed: ParsedQuery
+    types: tuple[str, ...]
+    filters: Filters
+    facets: tuple[str, ...]  # the facet fields asked for, checked (each once)
+    plan: SearchPlan
+    started: float  # the clock's monotonic time when the search began
 
 
 class _Retrieved(NamedTuple):
@@ -127,7 +142,7 @@ class SearchService:
         parsed = parse_query(request.query, self._registry, self.settings.max_terms)
         types = self._entity_types(request, parsed)
         filters = self._filters(types, request.filters)
-        check_facets(request.facets, self._filterable(types))  # a 400 before any cache or index read
+        facets = check_facets(request.facets, self._filterable(types))  # a 400 before any cache or index read
         own = self._query_vector(tenant_id, request)
         plan = vector_plan(
             plan_strategy(request.strategy, parsed.shape, self.settings),
@@ -140,32 +155,23 @@ class SearchService:
             response = self._response(request, parsed, types, plan, [], 0, None, None, None)
             response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
             return response
-        return self._through_cache(tenant_id, request, parsed, types, filters, plan, started)
+        return self._through_cache(_Search(tenant_id, request, parsed, types, filters, facets, plan, started))
 
-    def _through_cache(
-        self,
-        tenant_id: str,
-        request: SearchRequest,
-        parsed: ParsedQuery,
-        types: tuple[str, ...],
-        filters: Filters,
-        plan: SearchPlan,
-        started: float,
-    ) -> SearchResponse:
+    def _through_cache(self, s: _Search) -> SearchResponse:
         """The answer from the tenant's generation-keyed cache, or from the index and then cached (not
         when degraded, nor while a write may still be invisible); pages after the first bypass it."""
+        tenant_id, request = s.tenant_id, s.request
         ok, generation = self._cached(
             "generation read", lambda: self._cache.counter(generation_key(tenant_id))
         )
         if not ok:
             if request.cursor is not None:  # a cursor is only as good as the generation it is checked against
                 raise UnavailableError("cache", "the index generation behind search cursors cannot be read")
-            return self._answer(tenant_id, request, parsed, types, filters, plan, started, "bypass", None)
-        key = self._cache_key(tenant_id, request, types, generation)
-        page = SearchPage.first(tenant_id, request, types, generation)
+            return self._answer(s, "bypass", None)
+        key = self._cache_key(tenant_id, request, s.types, generation)
+        page = SearchPage.first(tenant_id, request, s.types, generation)
         if request.cursor is not None:
-            resumed = page.resume(request.cursor)
-            return self._answer(tenant_id, request, parsed, types, filters, plan, started, "bypass", resumed)
+            return self._answer(s, "bypass", page.resume(request.cursor))
         # A TTL of 0 turns the cache off: nothing is read (no entry can still be fresh) or written.
         caching = self.settings.cache_ttl_seconds > 0
         ok, cached = (
@@ -174,10 +180,10 @@ class SearchService:
         if cached is not None:
             response = SearchResponse.model_validate(cached)
             response.query_info.cache = "hit"
-            response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
+            response.took_ms = round((self._clock.monotonic() - s.started) * 1000, 3)
             return response
         answered: Literal["miss", "bypass"] = "miss" if ok else "bypass"
-        response = self._answer(tenant_id, request, parsed, types, filters, plan, started, answered, page)
+        response = self._answer(s, answered, page)
         if caching and ok and not response.query_info.degraded and not self._settling(tenant_id):
             self._store(key, response)
         return response
@@ -208,22 +214,13 @@ class SearchService:
         )
 
     def _answer(
-        self,
-        tenant_id: str,
-        request: SearchRequest,
-        parsed: ParsedQuery,
-        types: tuple[str, ...],
-        filters: Filters,
-        plan: SearchPlan,
-        started: float,
-        cache: Literal["miss", "bypass"],
-        page: SearchPage | None,
+        self, s: _Search, cache: Literal["miss", "bypass"], page: SearchPage | None
     ) -> SearchResponse:
         """Run the search against the index (no cache), marked with how the cache was involved; without a
         page (the generation is unknown) no cursor is issued."""
-        response = self._execute(tenant_id, request, parsed, types, filters, plan, page)
+        response = self._execute(s, page)
         response.query_info.cache = cache
-        response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
+        response.took_ms = round((self._clock.monotonic() - s.started) * 1000, 3)
         return response
 
     def _settling(self, tenant_id: str) -> bool:
@@ -243,17 +240,9 @@ class SearchService:
         dimension = tenant_embedder(self._embedder, tenant_id).dimension
         return caller_vector(request.query_vector, dimension, "query_vector")
 
-    def _embed_and_retrieve(
-        self,
-        tenant_id: str,
-        embedder: Embedder,
-        request: SearchRequest,
-        parsed: ParsedQuery,
-        types: tuple[str, ...],
-        filters: Filters,
-        plan: SearchPlan,
-    ) -> _Retrieved:
+    def _embed_and_retrieve(self, s: _Search, embedder: Embedder) -> _Retrieved:
         """Embed the query with `embedder` (keyword only when it is down) and retrieve and fuse."""
+        request, parsed, types, plan = s.request, s.parsed, s.types, s.plan
         degraded_reason: str | None = None
         embedding = None
         if plan.own_vector and types:  # checked in `search` already
@@ -266,22 +255,14 @@ class SearchService:
                 plan = SearchPlan("keyword", True, False, 0.0)
         lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights) if plan.lexical else None
         depth = retrieval_depth(request.limit, plan, self.settings)
-        fused, fallback = self._retrieve(tenant_id, lexical, embedding, filters, depth, plan, bool(types))
+        fused, fallback = self._retrieve(s.tenant_id, lexical, embedding, s.filters, depth, plan, bool(types))
         return _Retrieved(plan, lexical, embedding, fused, fallback, degraded_reason)
 
-    def _execute(
-        self,
-        tenant_id: str,
-        request: SearchRequest,
-        parsed: ParsedQuery,
-        types: tuple[str, ...],
-        filters: Filters,
-        plan: SearchPlan,
-        page: SearchPage | None,
-    ) -> SearchResponse:
+    def _execute(self, s: _Search, page: SearchPage | None) -> SearchResponse:
+        tenant_id, request, types, filters = s.tenant_id, s.request, s.types, s.filters
         for _ in range(MODEL_SWITCH_ATTEMPTS):
             embedder = tenant_embedder(self._embedder, tenant_id)
-            got = self._embed_and_retrieve(tenant_id, embedder, request, parsed, types, filters, plan)
+            got = self._embed_and_retrieve(s, embedder)
             if got.embedding is None or tenant_embedder(self._embedder, tenant_id) is embedder:
                 break
             # A reindex switched the tenant's model between embedding and retrieval: the vectors retrieved
@@ -306,14 +287,13 @@ class SearchService:
             following = page.offset + request.limit
             next_cursor = page.cursor(plan.strategy, following) if following < len(rest) else None
         response = self._response(
-            request, parsed, types, plan, window, total, next_cursor, fallback, degraded_reason
+            request, s.parsed, types, plan, window, total, next_cursor, fallback, degraded_reason
         )
         response._legs = count_legs(fused, len(window), plan.alpha)
         fill_return_fields(self._index, tenant_id, request.return_fields, response.results)
-        if request.facets:
-            fields = check_facets(request.facets, self._filterable(types))
-            counted = self._index.facets(tenant_id, lexical, filters, fields, FACET_VALUES) if types else {}
-            response.facets = {f: counted.get(f, {}) for f in fields}
+        if s.facets:
+            counted = self._index.facets(tenant_id, lexical, filters, s.facets, FACET_VALUES) if types else {}
+            response.facets = {f: counted.get(f, {}) for f in s.facets}
         return response
 
     def _retrieve(
