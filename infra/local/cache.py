@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from core.errors import UnavailableError
 from core.search.cache_key import (
     SEARCH_KEY_HASH_CHARS,
     generation_key,
@@ -26,7 +25,7 @@ from core.search.cache_key import (
     search_key_prefix,
     settling_key,
 )
-from infra.local.sqlite_connect import open_sqlite
+from infra.local.sqlite_connect import open_sqlite, reported
 
 # Sets between two sweeps of expired rows. Measured on the dev VM: a set takes ~0.1 ms and a sweep of 10k
 # rows (half expired) ~20 ms, so one sweep per 500 sets adds ~0.04 ms per set and bounds the table.
@@ -64,11 +63,8 @@ class SqliteCache:
     @contextmanager
     def _guard(self) -> Iterator[sqlite3.Connection]:
         """Serialise access; SQLite lock and I/O errors become UnavailableError here and only here."""
-        with self._lock:
-            try:
-                yield self._conn
-            except sqlite3.OperationalError as exc:
-                raise UnavailableError("sqlite", str(exc)) from exc
+        with self._lock, reported():
+            yield self._conn
 
     def get(self, key: str, now: float) -> Any | None:
         """The live value under `key`, or None (expired entries are never returned)."""

@@ -13,6 +13,7 @@ from core.models import Candidate, Filters, LexicalQuery, MatchMode
 from core.text import edit_distance, fuzzy_budget, light_stem
 from infra.local.fts import fts5_expression, is_scope_token, scoped_expression
 from infra.local.fts_tables import fts_table, is_missing_table, vocabulary
+from infra.local.sqlite_connect import reported
 from infra.local.sqlite_sql import CANDIDATE_SELECT, ENTITY_COLUMNS, JOIN, candidate, collapse, filter_sql
 from infra.local.sqlite_store import SqliteStore
 
@@ -122,12 +123,10 @@ class SqliteLexicalSearch(SqliteStore):
             budget = fuzzy_budget(term)
             if budget == 0:
                 continue
-            try:
+            with reported():
                 rows = vocabulary(
                     self._conn(), tenant_id, term[0], (len(term) - budget - 3, len(term) + budget)
                 )
-            except sqlite3.OperationalError as exc:
-                raise UnavailableError("sqlite", str(exc)) from exc
             stem = light_stem(term)
             rows = [(t, d) for t, d in rows if not is_scope_token(t)]
             close = [

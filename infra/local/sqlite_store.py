@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from core.errors import ConfigurationError, UnavailableError
 from infra.local.fts_tables import LEGACY, split_shared_table
-from infra.local.sqlite_connect import immediate, open_sqlite
+from infra.local.sqlite_connect import immediate, open_sqlite, reported
 from infra.local.sqlite_sql import CHANGE_LOG, KEYWORD_FLOOR, SCHEMA
 from infra.local.vector_store import VectorStores
 
@@ -87,18 +87,13 @@ class SqliteStore:
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """A write-locked transaction (sqlite_connect.immediate); the derived stores follow once committed."""
-        try:
-            with immediate(self._conn()) as conn:
-                yield conn
-        except sqlite3.OperationalError as exc:
-            raise UnavailableError("sqlite", str(exc)) from exc
+        with reported(), immediate(self._conn()) as conn:
+            yield conn
         self._follow_writes()
 
     def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        try:
+        with reported():
             return self._conn().execute(sql, params).fetchall()
-        except sqlite3.OperationalError as exc:
-            raise UnavailableError("sqlite", str(exc)) from exc
 
     def settle(self) -> None:
         """Bring the keyword index (tantivy engine) up to every committed write now, instead of letting
