@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.cursor import decode_cursor, encode_cursor
 from core.errors import InvalidInputError
+from core.indexing.entity_validation import MAX_ID_CHARS
 
 DEFAULT_ENTITY_PAGE = 50  # GET /entities default page size (like the log's page)
 MAX_ENTITY_PAGE = 500  # one page stays well under the 6 MB Lambda response limit at ~10 KB per entity
@@ -89,7 +90,7 @@ class EntityRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: str
-    id: str = Field(min_length=1, max_length=256)
+    id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
 
 
 class BatchGetRequest(BaseModel):

@@ -12,6 +12,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, StrictBool, field_validator
 
 from core.base_model import JSON_NUMBER, JsonInt, QuarryModel
 from core.indexing.caller_vectors import VECTOR_RULES, VectorList
+from core.indexing.entity_validation import MAX_ID_CHARS
 from core.search.filters import MAX_FACETS
 
 Scalar = str | int | float | bool
@@ -175,7 +176,7 @@ class BulkItem(QuarryModel):
     model_config = ConfigDict(extra="allow")
 
     type: str
-    id: str = Field(min_length=1, max_length=256)
+    id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
 
 
 class BulkRequest(QuarryModel):
