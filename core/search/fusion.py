@@ -1,7 +1,9 @@
 """Fusion of the lexical and vector candidate lists into one ranking (docs/architecture.md, Read path).
 
-Both formulas keep lexical-only and vector-only hits. Ties break deterministically: score, then the best
-rank in either list, then the entity key.
+Both formulas keep lexical-only and vector-only hits. Each list is first put in its canonical order, best
+score first and equal scores by entity key, so a rank never depends on the order in which an index returned
+equal scores (its insertion or segment order, which a re-ingest or a warm embedding cache changes). Fused
+ties then break deterministically: score, then the best rank in either list, then the entity key.
 """
 
 from __future__ import annotations
@@ -49,9 +51,18 @@ def normalise_max(scores: Mapping[EntityKey, float]) -> dict[EntityKey, float]:
     return {k: v / max(top, NORMALISE_EPSILON) for k, v in scores.items()}
 
 
+def _leg_order(cand: Candidate) -> tuple[float, EntityKey]:
+    return (-cand.score, cand.key)
+
+
+def in_leg_order(cands: Sequence[Candidate]) -> list[Candidate]:
+    """A retriever's list in its canonical order: best score first, equal scores by entity key."""
+    return sorted(cands, key=_leg_order)
+
+
 def _index(cands: Sequence[Candidate]) -> dict[EntityKey, tuple[int, Candidate]]:
     out: dict[EntityKey, tuple[int, Candidate]] = {}
-    for rank, cand in enumerate(cands):
+    for rank, cand in enumerate(in_leg_order(cands)):
         out.setdefault(cand.key, (rank, cand))
     return out
 
@@ -120,7 +131,7 @@ def _fuse_one(
     order as the two-list formulas (tests/unit/test_fusion.py), with one pass instead of a dozen dicts."""
     firsts: list[tuple[int, Candidate]] = []
     seen: set[EntityKey] = set()
-    for rank, cand in enumerate(cands):
+    for rank, cand in enumerate(in_leg_order(cands)):
         if cand.key not in seen:
             seen.add(cand.key)
             firsts.append((rank, cand))

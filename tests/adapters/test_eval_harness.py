@@ -276,3 +276,47 @@ def test_the_same_evaluation_ranks_the_same_cold_warm_and_resumed(
     assert len(cold[1]) >= len(doc_ids)
     assert cold[1] == warm[1] == resumed[1]  # the index holds the same vectors, to the last bit
     assert cold[0] == warm[0] == resumed[0]  # and so every figure
+
+
+def write_beir(
+    folder: Path, docs: list[dict[str, str]], queries: dict[str, str], qrels: dict[str, str]
+) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items())
+    )
+    lines = "".join(f"{q}\t{d}\t1\n" for q, d in qrels.items())
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + lines)
+    return folder
+
+
+def test_a_warm_cache_and_another_ingest_order_rank_exactly_like_a_cold_run(tmp_path: Path) -> None:
+    # Copies of one text score exactly alike on both legs, so only the tie rule orders them; one copy of
+    # each is the relevant one, so any order of arrival that decided a rank would change the metrics.
+    texts = [
+        "Glaciers carve valleys as the ice slowly flows downhill",
+        "Coral reefs bleach when the ocean water grows too warm",
+        "Bees pollinate flowers while they collect nectar",
+    ]
+    docs = [{"_id": f"g{g}c{c}", "title": "", "text": t} for g, t in enumerate(texts) for c in range(4)]
+    docs += [
+        {"_id": f"o{i}", "title": "", "text": f"unrelated note number {i} about shipping"} for i in range(6)
+    ]
+    queries = {
+        "q0": "how glaciers carve valleys",
+        "q1": "warm ocean bleaches coral",
+        "q2": "bees and flowers",
+    }
+    qrels = {"q0": "g0c2", "q1": "g1c1", "q2": "g2c3"}
+    cache = tmp_path / "cache"
+    cold = write_beir(tmp_path / "cold", docs, queries, qrels)
+    warm = write_beir(tmp_path / "warm", list(reversed(docs)), queries, qrels)
+    first_embedder = CachingEmbedder(FakeBagOfWordsEmbedder(), cache, progress=False)
+    first = run_eval(cold, first_embedder, work_dir=tmp_path / "w1", progress=False).to_json()
+    inner = FakeBagOfWordsEmbedder()
+    second = run_eval(
+        warm, CachingEmbedder(inner, cache, progress=False), work_dir=tmp_path / "w2", progress=False
+    )
+    assert inner.embedded == 0  # the second run took every passage and query from the cache
+    assert second.to_json()["strategies"] == first["strategies"]

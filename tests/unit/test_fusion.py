@@ -91,3 +91,39 @@ def test_one_list_fusion_equals_the_two_list_formulas(
         else fuse_convex(lexical, vector, alpha=alpha)
     )
     assert fuse(method, lexical, vector, alpha, 60) == general
+
+
+# Each leg as an index may return it: best first, but equal scores in whatever order the index happened to
+# hold them (insertion or segment order, which an evaluation with a warm embedding cache changes).
+tied_leg = st.lists(st.tuples(st.integers(0, 9), st.sampled_from([1.0, 2.0, 3.0])), max_size=12)
+
+
+def arrival_orders(
+    hits: list[tuple[int, float]], data: st.DataObject
+) -> tuple[list[Candidate], list[Candidate]]:
+    """One leg best first, and the same leg with its equal-score runs shuffled."""
+    ordered = [cand(f"d{i}", s) for i, s in sorted(hits, key=lambda p: -p[1])]
+    shuffled: list[Candidate] = []
+    for score in sorted({c.score for c in ordered}, reverse=True):
+        run = [c for c in ordered if c.score == score]
+        shuffled += data.draw(st.permutations(run))
+    return ordered, shuffled
+
+
+@given(
+    tied_leg, tied_leg, st.sampled_from(list(FusionMethod)), st.floats(min_value=0, max_value=1), st.data()
+)
+def test_equal_scores_rank_by_key_whatever_order_they_arrived_in(
+    lex: list[tuple[int, float]],
+    vec: list[tuple[int, float]],
+    method: FusionMethod,
+    alpha: float,
+    data: st.DataObject,
+) -> None:
+    lexical, lexical_arrived = arrival_orders(lex, data)
+    vector, vector_arrived = arrival_orders(vec, data)
+    first = fuse(method, lexical, vector, alpha)
+    again = fuse(method, lexical_arrived, vector_arrived, alpha)
+    assert [(f.candidate.key, f.score, f.lexical_rank, f.vector_rank) for f in first] == [
+        (f.candidate.key, f.score, f.lexical_rank, f.vector_rank) for f in again
+    ]
