@@ -29,14 +29,16 @@ LAMBDA_PLATFORM ?=
 
 setup: $(STAMP)
 
-# The venv stays lean: no setuptools (Python 3.11's venv adds it; nothing here imports it, and the editable
-# install builds in pip's isolated environment), and --no-compile: Python writes the bytecode of what is
-# imported on first import, instead of pip compiling every module of every package (200 MB, most of it for
-# modules never imported: sympy's physics, moto's hundreds of services, botocore's every client).
-PIP := $(BIN)/pip install --quiet --no-compile
+# The venv stays lean: no pip or setuptools inside it (17 MB that Quarry never imports: the interpreter that
+# made the venv installs into it with `pip --python`, and the editable install builds in pip's isolated
+# environment), and --no-compile: Python writes the bytecode of what is imported on first import, instead of
+# pip compiling every module of every package (200 MB, most of it for modules never imported: sympy's
+# physics, moto's hundreds of services, botocore's every client). `$(PYTHON) -m pip --python .venv/bin/python`
+# installs anything else into it.
+PIP := $(PYTHON) -m pip --python $(BIN)/python install --quiet --no-compile
 
 $(STAMP): pyproject.toml Makefile
-	test -x $(BIN)/python || { $(PYTHON) -m venv $(VENV) && $(BIN)/pip uninstall --quiet --yes setuptools; }
+	test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV)
 	$(PIP) -e '.[local,dev,mcp]'
 	$(PIP) --no-deps $(NODEPS)
 	touch $(STAMP)
