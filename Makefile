@@ -25,7 +25,7 @@ LAMBDA_PLATFORM ?=
 
 .PHONY: lambda-artifact lock-lambda lambda-runtime invoke lambda-serve $(addprefix build-,$(LAMBDA_FUNCTIONS))
 .PHONY: setup-clients test-clients client-models
-.PHONY: setup setup-bench serve test opensearch-up opensearch-down opensearch-cluster-up opensearch-cluster-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale bench-peers eval clean
+.PHONY: setup setup-bench serve test opensearch-up opensearch-down opensearch-cluster-up opensearch-cluster-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale bench-peers bench-compare eval clean
 
 setup: $(STAMP)
 
@@ -137,6 +137,15 @@ bench-peers: setup-bench
 		--cache-dir $(EMBED_CACHE) --json bench/results/peers.json
 
 bench: bench-embedder bench-search bench-assembly bench-load
+
+# The working tree against a release, alternating on this machine: `make bench-compare BASE=6532a22`
+# (BENCHES=search,peers,load ROUNDS=3 to choose); peers needs the OpenSearch node (started if not running).
+BASE ?= HEAD
+BENCHES ?= search,peers
+ROUNDS ?= 2
+bench-compare: setup-bench
+	$(BIN)/python bench/compare.py --base $(BASE) --benches $(BENCHES) --rounds $(ROUNDS) \
+		$(if $(findstring peers,$(BENCHES)),--opensearch "$$(scripts/opensearch.sh up | tail -n 1)")
 
 eval: setup-bench
 	$(BIN)/quarry eval --dataset ../shared/datasets/scifact --json bench/results/scifact.json

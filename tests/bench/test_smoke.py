@@ -277,3 +277,21 @@ def test_sentence_windows(tmp_path: Path) -> None:
     assert out["documents"] == 8 and out["windows"] >= 8
     assert {f"{split}: document" for split in ("train", "test")} <= set(out["rows"])
     assert all(0 <= v <= 1 for row in out["rows"].values() for v in row.values())
+
+
+@smoke("compare")
+def test_compare(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    assert (
+        run(
+            "compare", "--base", "HEAD", "--benches", "search", "--rounds", "1", "--smoke", "--json", str(out)
+        )
+        == 0
+    )
+    body = figures(out)
+    compared = {row["figure"]: row for row in body["benches"]["search"]["compared"]}
+    assert "latency_ms.keyword.p50" in compared and "latency_ms.hybrid.p50" in compared
+    assert all(row["ratio"] is not None and row["ratio"] > 0 for row in compared.values())
+    assert (
+        len(body["benches"]["search"]["runs"]["base"]) == len(body["benches"]["search"]["runs"]["head"]) == 1
+    )
