@@ -9,6 +9,7 @@ import functools
 import html
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from core.text import CJK_CHAR, MIN_STEM_CHARS, light_stem
 
@@ -55,8 +56,17 @@ except ImportError:  # pragma: no cover - another Python: every text takes the g
     CASE_FIXES = None
 
 
+class _Lowered(NamedTuple):
+    """The case-sensitive pattern for lower-cased text, the characters that rule it out, and the literal
+    every match of it starts with (each term's stem, or the CJK character itself)."""
+
+    pattern: re.Pattern[str]
+    others: str
+    literals: tuple[str, ...]
+
+
 @functools.lru_cache(maxsize=256)
-def _lowercase_highlighter(terms: tuple[str, ...]) -> tuple[re.Pattern[str], str] | None:
+def _lowercase_highlighter(terms: tuple[str, ...]) -> _Lowered | None:
     """`_highlighter`'s pattern without IGNORECASE, for text lower-cased, and the characters whose presence
     in the lower-cased text would make it match differently (IGNORECASE equates them with a stem's); None
     when no such pattern exists. Case-sensitive matching runs 1.2-1.6× faster and compiles no slower."""
@@ -69,19 +79,49 @@ def _lowercase_highlighter(terms: tuple[str, ...]) -> tuple[re.Pattern[str], str
         return None
     others = "".join(chr(x) for ch in set(literal) for x in CASE_FIXES.get(ord(ch), ()))
     alternatives = cjk + ([r"(?<![^\W_])(?:" + "|".join(s + t for s, t in words) + ")"] if words else [])
-    return re.compile("|".join(alternatives)), others
+    starts = tuple(t for t in terms if CJK_CHAR.fullmatch(t)) + tuple(_stem(t.lower()) for t in terms
+                                                                      if not CJK_CHAR.fullmatch(t))  # fmt: skip
+    return _Lowered(re.compile("|".join(alternatives)), others, tuple(dict.fromkeys(starts)))
 
 
-def _pattern_for(text: str, terms: tuple[str, ...]) -> tuple[re.Pattern[str] | None, str]:
+class _Scan(NamedTuple):
+    """What to search a text with: the pattern, the text to search it in, and (on lower-cased text) the
+    literals every match starts with; None where the pattern must try every position."""
+
+    pattern: re.Pattern[str] | None
+    haystack: str
+    literals: tuple[str, ...] | None
+
+
+def _pattern_for(text: str, terms: tuple[str, ...]) -> _Scan:
     """The pattern to search and the text to search it in: the lower-cased text with the case-sensitive
     pattern when that matches exactly what IGNORECASE would (same length, no specially folded character),
     else the text itself with the general pattern."""
     fast = _lowercase_highlighter(terms)
     if fast is not None:
         lowered = text.lower()
-        if len(lowered) == len(text) and not any(ch in lowered for ch in fast[1]):
-            return fast[0], lowered
-    return _highlighter(terms), text
+        if len(lowered) == len(text) and not any(ch in lowered for ch in fast.others):
+            return _Scan(fast.pattern, lowered, fast.literals)
+    return _Scan(_highlighter(terms), text, None)
+
+
+def first_match(scan: _Scan, pos: int = 0) -> re.Match[str] | None:
+    """`scan.pattern.search(scan.haystack, pos)`: with literals, the pattern is tried only where one of
+    them occurs (str.find runs in C), since every match starts with one; the leftmost wins, as in search."""
+    if scan.pattern is None:
+        return None
+    if scan.literals is None:
+        return scan.pattern.search(scan.haystack, pos)
+    best: re.Match[str] | None = None
+    for literal in scan.literals:
+        at = scan.haystack.find(literal, pos)
+        while at != -1 and (best is None or at < best.start()):
+            found = scan.pattern.match(scan.haystack, at)
+            if found is not None:
+                best = found
+                break
+            at = scan.haystack.find(literal, at + 1)
+    return best
 
 
 SEARCH_SLACK = 60  # characters past the window still scanned, so a word crossing its end is not cut
@@ -89,20 +129,51 @@ SEARCH_SLACK = 60  # characters past the window still scanned, so a word crossin
 
 def matched_terms(texts: Sequence[str], terms: Sequence[str]) -> list[str]:
     """The query terms found in any of `texts` as the snippet highlights them (stems, prefixes), in query
-    order: empty when no query word is there (a result only the vector retriever found). One scan per text
-    with the query's pattern; each word it finds is then told apart by term."""
+    order: empty when no query word is there (a result only the vector retriever found)."""
     unique = tuple(dict.fromkeys(terms))
     found: set[str] = set()
     for text in texts:
-        pattern, haystack = _pattern_for(text, unique)
-        if pattern is None:
+        scan = _pattern_for(text, unique)
+        if scan.pattern is None:
             return []
-        for match in pattern.finditer(haystack):
-            word = match.group()
-            found.update(t for t in unique if t not in found and _term_pattern(t).fullmatch(word))
-            if len(found) == len(unique):
-                return list(unique)
+        each = _term_scans(unique) if scan.literals is not None else None
+        if each is None:
+            _scan_words(scan, unique, found)
+        else:  # each term looked for where its stem occurs: a term absent from the text costs one `in`
+            lowered = scan.haystack
+            for term, stem, pattern in each:
+                if term not in found and stem in lowered and first_match(_Scan(pattern, lowered, (stem,))):
+                    found.add(term)
+        if len(found) == len(unique):
+            return list(unique)
     return [t for t in unique if t in found]
+
+
+@functools.lru_cache(maxsize=256)
+def _term_scans(unique: tuple[str, ...]) -> tuple[tuple[str, str, re.Pattern[str]], ...] | None:
+    """(term, stem, the term's case-sensitive pattern) for lower-cased text, per term of a query; None
+    when the query has a CJK term (a CJK match inside a word can hide a word match: one scan decides)."""
+    if any(CJK_CHAR.fullmatch(t) for t in unique):
+        return None
+    out = []
+    for term in unique:
+        own = _lowercase_highlighter((term,))
+        if own is None:
+            return None
+        out.append((term, own.literals[0], own.pattern))
+    return tuple(out)
+
+
+def _scan_words(scan: _Scan, unique: tuple[str, ...], found: set[str]) -> None:
+    """One scan of the text with the query's pattern; each word it finds is told apart by term. (Every
+    word match spans a whole run of letters and digits, so on lower-cased text without CJK terms this
+    finds what looking for each term on its own finds.)"""
+    assert scan.pattern is not None
+    for match in scan.pattern.finditer(scan.haystack):
+        word = match.group()
+        found.update(t for t in unique if t not in found and _term_pattern(t).fullmatch(word))
+        if len(found) == len(unique):
+            return
 
 
 @functools.lru_cache(maxsize=1024)
@@ -116,8 +187,9 @@ def build_snippet(text: str, terms: Sequence[str], max_chars: int = SNIPPET_CHAR
 
     Only the first match is searched for in the whole text; highlights are found inside the window.
     """
-    pattern, haystack = _pattern_for(text, tuple(terms))
-    first = pattern.search(haystack) if pattern is not None else None
+    scan = _pattern_for(text, tuple(terms))
+    pattern, haystack = scan.pattern, scan.haystack
+    first = first_match(scan)
     start = 0
     if first is not None and first.start() > max_chars // 3:
         start = text.rfind(" ", 0, first.start() - max_chars // 4) + 1

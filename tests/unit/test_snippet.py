@@ -8,7 +8,14 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.search.snippet import _highlighter, _pattern_for, build_snippet
+from core.search.snippet import (
+    _highlighter,
+    _pattern_for,
+    _scan_words,
+    build_snippet,
+    first_match,
+    matched_terms,
+)
 
 
 def test_ascii_text_is_highlighted_whatever_its_case_at_word_starts_only() -> None:
@@ -47,12 +54,43 @@ some_terms = st.lists(
 
 @given(some_text, some_terms)
 def test_the_chosen_highlighter_marks_what_the_general_one_marks(text: str, terms: list[str]) -> None:
-    pattern, haystack = _pattern_for(text, tuple(terms))
+    pattern, haystack, _ = _pattern_for(text, tuple(terms))
     general = _highlighter(tuple(terms))
     assert pattern is not None and general is not None and len(haystack) == len(text)
     assert [m.span() for m in pattern.finditer(haystack)] == [m.span() for m in general.finditer(text)]
 
 
 def test_plain_text_takes_the_case_sensitive_pattern() -> None:
-    pattern, haystack = _pattern_for("Rate LIMITS", ("limit",))
+    pattern, haystack, _ = _pattern_for("Rate LIMITS", ("limit",))
     assert haystack == "rate limits" and pattern is not None and not pattern.flags & re.IGNORECASE
+
+
+# Words of a few stems and their neighbours, CJK characters, separators: where a stem occurs inside a word,
+# at a word start, twice, or not at all.
+word_text = st.text(alphabet="abcdeginorstuABCDEGINORSTU_0 -.,'学習", max_size=160)
+word_terms = st.lists(
+    st.sampled_from(["a", "be", "cat", "dead", "sting", "rate", "rates", "ratelimit", "ing", "0", "学", "i"]),
+    min_size=1,
+    max_size=5,
+)
+
+
+@given(word_text, word_terms, st.integers(0, 40))
+def test_the_first_match_from_the_literals_is_the_one_a_full_scan_finds(
+    text: str, terms: list[str], pos: int
+) -> None:
+    scan = _pattern_for(text, tuple(terms))
+    expected = scan.pattern.search(scan.haystack, pos) if scan.pattern is not None else None
+    got = first_match(scan, pos)
+    assert (got.span(), got.group()) == (expected.span(), expected.group()) if expected else got is None
+
+
+@given(st.lists(word_text, min_size=1, max_size=3), word_terms)
+def test_matched_terms_finds_what_one_scan_per_text_finds(texts: list[str], terms: list[str]) -> None:
+    unique = tuple(dict.fromkeys(terms))
+    found: set[str] = set()
+    for text in texts:
+        scan = _pattern_for(text, unique)
+        if scan.pattern is not None:
+            _scan_words(scan, unique, found)
+    assert matched_terms(texts, terms) == [t for t in unique if t in found]
