@@ -27,6 +27,17 @@ def _container(data_dir: str | None) -> Any:
     return container(data_dir=data_dir) if data_dir else container()
 
 
+def thread_budget(workers: int, cores: int) -> dict[str, str]:
+    """The thread counts each server worker runs with, so that all of them together keep to the cores.
+
+    Parallelism comes from the worker processes: BLAS threads beyond cores/workers only spin against each
+    other (measured on 2 busy cores: a query embedding took 40 ms with 1 thread, 450 ms with 2), and two
+    workers of two onnxruntime threads each put four busy threads on two cores. Set before NumPy is first
+    imported."""
+    per_worker = str(max(1, cores // workers))
+    return {name: per_worker for name in (*BLAS_THREAD_VARIABLES, "QUARRY_EMBEDDER_THREADS")}
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start the local API: `--workers` processes over one socket and the SQLite WAL file."""
     import os
@@ -37,11 +48,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from handlers.devserver_workers import default_workers, listen, serve
 
     workers = args.workers or default_workers()
-    # Parallelism comes from the worker processes: BLAS threads beyond cores/workers only spin against
-    # each other (measured on 2 busy cores: a query embedding took 40 ms with 1 thread, 450 ms with 2).
-    # Set before NumPy is first imported; an explicit setting wins.
-    for name in BLAS_THREAD_VARIABLES:
-        os.environ.setdefault(name, str(max(1, default_workers() // workers)))
+    for name, value in thread_budget(workers, default_workers()).items():  # an explicit setting wins
+        os.environ.setdefault(name, value)
     from handlers.local_key import local_keys, print_key
     from infra.wiring import Container
 

@@ -88,3 +88,12 @@ def test_cli_ingest_reports_bad_lines_by_number_and_search_finds_the_rest(
     assert main(["search", "offsite venue", "--tenant", "dev", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)["results"]
     assert results[0]["entity_id"] == "c"
+
+
+def test_server_workers_together_run_no_more_busy_threads_than_cores() -> None:
+    from handlers.cli import thread_budget
+
+    assert set(thread_budget(2, 2).values()) == {"1"}  # two workers on two cores: one thread each
+    assert thread_budget(2, 2)["QUARRY_EMBEDDER_THREADS"] == "1"  # the model's threads too
+    assert set(thread_budget(1, 2).values()) == {"2"}
+    assert set(thread_budget(8, 2).values()) == {"1"}
