@@ -10,7 +10,6 @@ alone."""
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.api_gateway import Route
     from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
     from aws_lambda_powertools.event_handler.types import EventHandlerInstance
+    from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 
 
 @cache
@@ -39,14 +39,14 @@ def body_type(route: Route) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def check_body(route: Route, body: str | None) -> None:
+def check_body(route: Route, event: BaseProxyEvent) -> None:
     """InvalidInputError when a JSON body's top-level type is not the one `route` takes; a missing body
     is left to the route's validation (which names the body as required)."""
     expected = body_type(route)
-    if expected is None or not body:
+    if expected is None or not event.body:
         return
     try:
-        value = json.loads(body)
+        value = event.json_body  # parsed once: Powertools' validation reads the same cached value
     except ValueError:  # handlers/gate.py parsed it already; an unparsable body is validation's to name
         return
     check_top_type(value, expected)
@@ -56,7 +56,7 @@ class BodyTypeFirst(OpenAPIRequestValidationMiddleware):
     """Powertools' request validation, preceded by the body's top-level type."""
 
     def handler(self, app: EventHandlerInstance, next_middleware: NextMiddleware) -> Response[Any]:
-        check_body(app.context["_route"], app.current_event.body)
+        check_body(app.context["_route"], app.current_event)
         return super().handler(app, next_middleware)
 
 

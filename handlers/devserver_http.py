@@ -98,20 +98,21 @@ def _chunked(conn: BaseHTTPRequestHandler, limit: int, write: Callable[[bytes], 
         if size > limit:
             _too_large(conn, limit, None)
             return False
-        if not _copy(conn, length, write) or not conn.rfile.readline(8):  # the chunk, then its CRLF
+        if _copy(conn, length, write) < length or not conn.rfile.readline(8):  # the chunk, then its CRLF
             return _truncated(conn, "chunked body ended before its last chunk")
 
 
-def _copy(conn: BaseHTTPRequestHandler, length: int, write: Callable[[bytes], Any]) -> bool:
+def _copy(conn: BaseHTTPRequestHandler, length: int, write: Callable[[bytes], Any]) -> int:
     """Copy `length` bytes to `write` in pieces of CHUNK (a client's chunk may be as large as the whole
-    body); False when the client stopped sending first."""
-    while length > 0:
-        piece = conn.rfile.read(min(length, CHUNK))
+    body); how many came (fewer when the client stopped sending first)."""
+    copied = 0
+    while copied < length:
+        piece = conn.rfile.read(min(length - copied, CHUNK))
         if not piece:
-            return False
+            break
         write(piece)
-        length -= len(piece)
-    return True
+        copied += len(piece)
+    return copied
 
 
 def copy_body(conn: BaseHTTPRequestHandler, limit: int, write: Callable[[bytes], Any]) -> bool:
@@ -122,14 +123,8 @@ def copy_body(conn: BaseHTTPRequestHandler, limit: int, write: Callable[[bytes],
     length = _length(conn, limit)
     if length is None:
         return False
-    received = 0
-
-    def counted(piece: bytes) -> None:
-        nonlocal received
-        received += len(piece)
-        write(piece)
-
-    if not _copy(conn, length, counted):
+    received = _copy(conn, length, write)
+    if received < length:
         return _truncated(conn, f"the request body ended after {received} of {length} bytes")
     return True
 
