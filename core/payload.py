@@ -158,3 +158,31 @@ def check_text(value: Any, item_lists: tuple[str, ...] = ()) -> None:
     found = lone_surrogates(value)
     if found:
         raise InvalidInputError("request body is not valid Unicode: " + ", ".join(sorted(found)), found)
+
+
+# A JSON value's top-level type as JSON Schema names it, with the article a message puts before it.
+_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "boolean"),  # before int: a Python bool is an int
+    (dict, "object"),
+    (list, "array"),
+    (str, "string"),
+    ((int, float), "number"),
+    (type(None), "null"),
+)
+_ARTICLES = {"object": "a JSON object", "array": "an array", "string": "a string", "number": "a number",
+             "integer": "an integer", "boolean": "a boolean", "null": "null"}  # fmt: skip
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type of a parsed JSON value (`integer` is reported as `number`)."""
+    return next((name for kinds, name in _JSON_TYPES if isinstance(value, kinds)), "object")
+
+
+def check_top_type(value: Any, expected: str, what: str = "the request body", where: str = "body") -> None:
+    """InvalidInputError unless `value`'s top-level JSON type is `expected` (a JSON Schema type, the one the
+    route's request-body schema takes): a body of another type is refused whole, never applied in part."""
+    found = json_type(value)
+    if found == expected or (expected == "integer" and found == "number" and float(value).is_integer()):
+        return
+    wanted, got = _ARTICLES.get(expected, expected), _ARTICLES[found]
+    raise InvalidInputError(f"{what} must be {wanted}, not {got}", {where: f"must be {wanted}, not {got}"})

@@ -4,7 +4,20 @@ assembly, governance and the stores)."""
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+import re
+from datetime import UTC, date, datetime, time
+
+# An ISO 8601 date, optionally with a time and a zone: the pattern /openapi.json publishes for date bounds
+# (handlers/openapi.py). Its `^…$` means the whole text in ECMA-262; in Python `$` also matches before a
+# final newline, so `is_date_bound` matches it with `fullmatch`, and then reads the date and time for real
+# (no regular expression knows that 2026-02-30 or 25:99 is no moment).
+DATE_PATTERN = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+    r"([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+)
+_DATE_BOUND = re.compile(DATE_PATTERN)
+DATE_ONLY_CHARS = 10  # YYYY-MM-DD
+_MAX_OFFSET_HOURS, _MAX_MINUTES = 23, 59  # a zone offset is at most 23:59 (ISO 8601; Python's timezone)
 
 HOURS_PER_DAY = 24.0
 
@@ -18,6 +31,25 @@ def parse_timestamp(value: str) -> float | None:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.timestamp()
+
+
+def is_date_bound(text: str) -> bool:
+    """Whether `text` is, whole, an ISO 8601 date or date-time DATE_PATTERN describes, naming a real day,
+    time of day and zone offset."""
+    match = _DATE_BOUND.fullmatch(text)
+    if match is None:
+        return False
+    clock, seconds, _, zone = match.groups()
+    try:
+        date.fromisoformat(text[:DATE_ONLY_CHARS])
+        if clock:
+            time(int(clock[1:3]), int(clock[4:6]), int(seconds[1:3]) if seconds else 0)
+    except ValueError:  # day 30 of February, hour 25, minute 99…
+        return False
+    if zone and zone != "Z":
+        hours, minutes = int(zone[1:3]), int(zone[-2:])
+        return hours <= _MAX_OFFSET_HOURS and minutes <= _MAX_MINUTES
+    return True
 
 
 def iso_timestamp(epoch_seconds: float) -> str:

@@ -10,7 +10,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from core.errors import ConfigurationError, InvalidInputError
-from handlers import errors, gate
+from handlers import bodies, errors, gate
 from handlers._observability import logger, metrics, tracer
 from handlers.routes import catalog, context, entities, governance, jobs, lifecycle, search
 from handlers.routes.common import caller, decode_path_parameters, fence_tenant, services
@@ -28,6 +28,7 @@ MS_PER_SECOND = 1000.0
 wiring.check_settings()
 
 app = APIGatewayHttpResolver(enable_validation=True)
+bodies.install(app)  # a body of the wrong top-level type: a 400, before validation takes a list's head
 errors.register(app)
 app.use(middlewares=[decode_path_parameters, fence_tenant])  # one percent-decoding; erased tenants fenced
 

@@ -63,17 +63,32 @@ def _too_large(conn: BaseHTTPRequestHandler, limit: int, remaining: int | None) 
     )
 
 
+def _truncated(conn: BaseHTTPRequestHandler, message: str) -> bool:
+    """Answer 400 for a body the client stopped sending before its end (HTTP/1.1, RFC 9112 section 8: an
+    incomplete message); nothing of it reaches the handler. Always False, for the caller to return."""
+    refuse(conn, 400, "invalid_input", message, {"body": "is incomplete: " + message}, close=True)
+    return False
+
+
+def _chunk_size(conn: BaseHTTPRequestHandler) -> int | None:
+    """The next chunk's size; None after answering 400 for a malformed or missing size line."""
+    raw = conn.rfile.readline(1024)
+    if not raw:
+        _truncated(conn, "chunked body ended before its last chunk")
+        return None
+    try:
+        return int(raw.split(b";", 1)[0].strip(), 16)
+    except ValueError:
+        refuse(conn, 400, "invalid_input", "malformed chunked body", {"body": "bad chunk size"}, close=True)
+        return None
+
+
 def _chunked(conn: BaseHTTPRequestHandler, limit: int, write: Callable[[bytes], Any]) -> bool:
     """Copy a chunked body to `write`; False after answering 400/413."""
     size = 0
     while True:
-        line = conn.rfile.readline(1024).split(b";", 1)[0].strip()
-        try:
-            length = int(line, 16)
-        except ValueError:
-            refuse(
-                conn, 400, "invalid_input", "malformed chunked body", {"body": "bad chunk size"}, close=True
-            )
+        length = _chunk_size(conn)
+        if length is None:
             return False
         if length == 0:
             while conn.rfile.readline(1024).strip():  # trailers
@@ -83,29 +98,34 @@ def _chunked(conn: BaseHTTPRequestHandler, limit: int, write: Callable[[bytes], 
         if size > limit:
             _too_large(conn, limit, None)
             return False
-        while length > 0:  # in pieces of CHUNK: a client's chunk may be as large as the whole body
-            piece = conn.rfile.read(min(length, CHUNK))
-            if not piece:
-                return True  # the client went away: what came is judged (an unfinished line fails alone)
-            write(piece)
-            length -= len(piece)
-        conn.rfile.readline(8)  # the CRLF after each chunk
+        if _copy(conn, length, write) < length or not conn.rfile.readline(8):  # the chunk, then its CRLF
+            return _truncated(conn, "chunked body ended before its last chunk")
+
+
+def _copy(conn: BaseHTTPRequestHandler, length: int, write: Callable[[bytes], Any]) -> int:
+    """Copy `length` bytes to `write` in pieces of CHUNK (a client's chunk may be as large as the whole
+    body); how many came (fewer when the client stopped sending first)."""
+    copied = 0
+    while copied < length:
+        piece = conn.rfile.read(min(length - copied, CHUNK))
+        if not piece:
+            break
+        write(piece)
+        copied += len(piece)
+    return copied
 
 
 def copy_body(conn: BaseHTTPRequestHandler, limit: int, write: Callable[[bytes], Any]) -> bool:
     """Copy the body, CHUNK by CHUNK, to `write` (a file, or nothing to throw it away); False after
-    answering 400/413."""
+    answering 400/413 — a body that ends before its announced length or its last chunk included."""
     if "chunked" in conn.headers.get("transfer-encoding", "").lower():
         return _chunked(conn, limit, write)
     length = _length(conn, limit)
     if length is None:
         return False
-    while length:
-        piece = conn.rfile.read(min(length, CHUNK))
-        if not piece:
-            break
-        write(piece)
-        length -= len(piece)
+    received = _copy(conn, length, write)
+    if received < length:
+        return _truncated(conn, f"the request body ended after {received} of {length} bytes")
     return True
 
 
@@ -120,14 +140,10 @@ def read_upload(conn: BaseHTTPRequestHandler, limit: int) -> IO[bytes] | None:
 
 
 def read_body(conn: BaseHTTPRequestHandler, limit: int) -> bytes | None:
-    """The request body, or None after answering 400/413 for a body that cannot or may not be read."""
-    if "chunked" in conn.headers.get("transfer-encoding", "").lower():
-        parts: list[bytes] = []
-        return b"".join(parts) if _chunked(conn, limit, parts.append) else None
-    length = _length(conn, limit)
-    if length is None:
-        return None
-    return conn.rfile.read(length) if length else b""
+    """The request body, or None after answering 400/413 for a body that cannot or may not be read (one
+    that ends before its announced length or its last chunk included)."""
+    parts: list[bytes] = []
+    return b"".join(parts) if copy_body(conn, limit, parts.append) else None
 
 
 def _length(conn: BaseHTTPRequestHandler, limit: int) -> int | None:

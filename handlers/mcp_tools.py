@@ -20,7 +20,7 @@ from mcp_types import ToolAnnotations
 
 from core.errors import InvalidInputError, QuarryError
 from core.indexing.entity_validation import ID_JSON_PATTERN, ID_RULE, NONBLANK_PATTERN
-from core.payload import check_value
+from core.payload import check_top_type, check_value
 from core.search.filters import COLUMN_FIELDS, TIME_FIELDS
 from core.search.search_api import SearchResponse
 from infra.wiring import Container
@@ -148,8 +148,11 @@ class QuarryMCPServer(MCPServer):
         return [t.model_copy(update={"input_schema": self._schema(t.name, t.input_schema)}) for t in tools]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        try:  # screened as the HTTP API screens a body (I-JSON: integers a 64-bit store holds, bounded
-            check_value(arguments)  # depth, no lone surrogates) before the schema or any tool sees them
+        # Screened as the HTTP API screens a body, before any schema or tool sees them: an object (as every
+        # MCP input schema is), and I-JSON (integers a 64-bit store holds, bounded depth, no lone surrogates).
+        try:
+            check_top_type(arguments, "object", "tool arguments", "arguments")
+            check_value(arguments)
         except QuarryError as exc:
             raise ToolError(self._error_text(exc)) from exc
         if name not in self._schemas:

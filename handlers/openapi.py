@@ -258,7 +258,8 @@ def _search_request(schemas: dict[str, Any], c: Container) -> None:
 
 def _filter_values(schemas: dict[str, Any], filters: dict[str, Any]) -> None:
     """What core/search/filters.py accepts for each field: values and operators, per kind of field."""
-    from core.search.filters import COLUMN_FIELDS, DATE_PATTERN, RANGE_OPERATORS, TIME_FIELDS
+    from core.search.filters import COLUMN_FIELDS, RANGE_OPERATORS, TIME_FIELDS
+    from core.timestamps import DATE_PATTERN
 
     scalar = [{"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}]
     values = {"type": "array", "items": {"anyOf": scalar}, "minItems": 1, "description": "any of these"}

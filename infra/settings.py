@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator
+from pydantic import Field, StrictInt, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from core.errors import ConfigurationError, InvalidInputError
@@ -22,6 +22,7 @@ from core.indexing.versioning import MAX_CLOCK_SKEW_SECONDS
 from core.indexing.write_jobs import MAX_PART_ATTEMPTS
 from core.search.pseudo_relevance import FEEDBACK_DOCS, FEEDBACK_WEIGHT
 from core.state import REOPEN_AFTER_SECONDS
+from infra.setting_types import WholeNumber
 
 ENV_PREFIX = "QUARRY_"
 EVENTBRIDGE_SENDER_ID = "AIDAJXNJGGKNS7OSV23OI"  # SenderId of SQS messages EventBridge delivers
@@ -38,7 +39,8 @@ LOCAL_NDJSON_LIMIT = 256 * 1_048_576
 class Settings(BaseSettings):
     """Every QUARRY_* variable (docs/configuration.md)."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
+    # allow_inf_nan: a float setting is a finite number ("inf" is no TTL or retention).
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True, allow_inf_nan=False)
 
     backend: Literal["local", "aws"] = "local"
     data_dir: Path = Path(".quarry")
@@ -48,8 +50,8 @@ class Settings(BaseSettings):
     embedder: Literal["local", "bedrock"] | None = None
     entity_types_file: Path | None = None
     # Tenants with at least this many chunks get an approximate vector index (IVF); 0 = always exact.
-    ann_min_chunks: int = Field(default=200_000, ge=0)
-    ann_probe: int = Field(default=24, ge=1, le=4096)
+    ann_min_chunks: WholeNumber = Field(default=200_000, ge=0)
+    ann_probe: WholeNumber = Field(default=24, ge=1, le=4096)
     # Who ranks keyword searches on the embedded backend: a tantivy index beside the database that
     # follows the writes (BM25 with block-max WAND: 5-25x faster from 10k chunks up), or SQLite FTS5.
     keyword_engine: Literal["fts5", "tantivy"] = "tantivy"
@@ -80,18 +82,18 @@ class Settings(BaseSettings):
     fusion: Literal["rrf", "convex"] = "convex"
     # None: 0.8 with vector feedback, 0.7 without (each the measured best; core.search.search_service.default_alpha)
     alpha: float | None = Field(default=None, ge=0.0, le=1.0)
-    rrf_k: int = Field(default=60, ge=1, le=1000)
+    rrf_k: WholeNumber = Field(default=60, ge=1, le=1000)
     # Vector pseudo-relevance feedback on hybrid searches (docs/benchmarks.md, Retrieval quality): the top N fused
     # results' stored vectors move the query vector and the vector leg runs again. 0 turns it off
     # (and the default alpha with it to 0.7, the measured best without feedback).
-    feedback_docs: int = Field(default=FEEDBACK_DOCS, ge=0, le=10)
+    feedback_docs: WholeNumber = Field(default=FEEDBACK_DOCS, ge=0, le=10)
     feedback_weight: float = Field(default=FEEDBACK_WEIGHT, ge=0.0, le=5.0)
-    max_query_chars: int = Field(default=1000, ge=1, le=100_000)
-    max_limit: int = Field(default=100, ge=1, le=100)
-    max_body_bytes: int = Field(default=DEFAULT_BODY_LIMIT, ge=1024)
-    max_batch_items: int = Field(default=500, ge=1, le=500)
+    max_query_chars: WholeNumber = Field(default=1000, ge=1, le=100_000)
+    max_limit: WholeNumber = Field(default=100, ge=1, le=100)
+    max_body_bytes: WholeNumber = Field(default=DEFAULT_BODY_LIMIT, ge=1024)
+    max_batch_items: WholeNumber = Field(default=500, ge=1, le=500)
     # None: LAMBDA_NDJSON_LIMIT with QUARRY_BACKEND=aws, else LOCAL_NDJSON_LIMIT (`ndjson_limit`)
-    max_ndjson_bytes: int | None = Field(default=None, ge=1024)
+    max_ndjson_bytes: WholeNumber | None = Field(default=None, ge=1024)
     cache_ttl_seconds: float = Field(default=300.0, ge=0.0)
     # How far ahead of this server's clock a write's `updated_at` may be (core/indexing/versioning.py): a later one
     # is refused, since as a version it would make every later write without one stale until that date.
@@ -101,12 +103,12 @@ class Settings(BaseSettings):
     # 200: Titan embeds one text per call (~30-50 ms), so 200 chunks take ~6-10 s inside the API's 29 s.
     # Parts hold at most as many chunks, within the consumer's 60 s. No queue URL: the local server runs
     # jobs in a background thread. The ARN tells the consumer which SQS records are job parts.
-    async_min_chunks: int = Field(default=200, ge=1, le=10_000)
+    async_min_chunks: WholeNumber = Field(default=200, ge=1, le=10_000)
     jobs_queue_url: str | None = None
     jobs_queue_arn: str | None = None
     # The write-jobs queue's maxReceiveCount (template.yaml): on a part's last delivery the consumer records
     # its failure, so the job ends `failed` with the reason instead of `running` while the part sits in the DLQ.
-    jobs_max_receives: int = Field(default=MAX_PART_ATTEMPTS, ge=1, le=1000)
+    jobs_max_receives: WholeNumber = Field(default=MAX_PART_ATTEMPTS, ge=1, le=1000)
     # What this process's work may write, so what it deletes again when its work raced an erase
     # (core/tenancy/lifecycle.py `purge`): all (the API, the local server), index (the queue consumer),
     # state (the nightly run). template.yaml sets it per function, matching each role's rights.
@@ -125,19 +127,19 @@ class Settings(BaseSettings):
     opensearch_service: Literal["es", "aoss"] = "es"
     opensearch_index_prefix: str = Field(default="quarry", pattern=r"^[a-z][a-z0-9_-]{0,200}$")
     opensearch_timeout: float = Field(default=5.0, gt=0.0, le=60.0)
-    opensearch_max_retries: int = Field(default=3, ge=0, le=10)
+    opensearch_max_retries: WholeNumber = Field(default=3, ge=0, le=10)
     opensearch_refresh: Literal["false", "true", "wait_for"] = "false"
     # Bytes per _bulk request (infra/opensearch/index.py): below the domain's request size cap.
-    opensearch_max_bulk_bytes: int = Field(default=5 * 1024 * 1024, ge=65_536, le=100 * 1024 * 1024)
+    opensearch_max_bulk_bytes: WholeNumber = Field(default=5 * 1024 * 1024, ge=65_536, le=100 * 1024 * 1024)
     # Seconds between a process's reads of which model built the generation behind the alias: a
     # `quarry reindex` swap is followed within this (infra/opensearch/lifecycle.py).
     opensearch_model_check_seconds: float = Field(default=5.0, ge=0.0, le=300.0)
     # The layout of new index generations (infra/opensearch/layout.py, docs/scaling.md): primaries,
     # replicas (a number or an auto-expand range), routing by tenant and over how many shards.
-    opensearch_shards: int = Field(default=2, ge=1, le=1024)
+    opensearch_shards: WholeNumber = Field(default=2, ge=1, le=1024)
     opensearch_replicas: str = Field(default="0-1", pattern=r"^\d{1,2}(-(\d{1,2}|all))?$")
     opensearch_routing: Literal["tenant", "none"] = "tenant"
-    opensearch_routing_partition_size: int = Field(default=1, ge=1, le=1024)
+    opensearch_routing_partition_size: WholeNumber = Field(default=1, ge=1, le=1024)
     # Tenants whose documents get an index of their own (ranking statistics of their own; "*": every
     # tenant): infra/opensearch/tenancy.py.
     opensearch_own_index_tenants: list[str] = Field(default_factory=list)
@@ -163,10 +165,10 @@ class Settings(BaseSettings):
     # Tenants whose vectors come from their callers, each with its dimension ({"acme": 768}): no model
     # embeds their text (core/indexing/caller_vectors.py; docs/api.md, "Your own vectors"). On OpenSearch each gets
     # an index of its own at that dimension (infra/opensearch/tenancy.py).
-    byo_vector_tenants: dict[str, int] = Field(default_factory=dict)
+    byo_vector_tenants: dict[str, StrictInt] = Field(default_factory=dict)  # strict: `true` is not 1
     embedder_pooling: Literal["mean", "cls"] | None = None
     embedder_query_prefix: str = Field(default="", max_length=64)
-    embedder_threads: int = Field(default=2, ge=1, le=64)
+    embedder_threads: WholeNumber = Field(default=2, ge=1, le=64)
     # Runtime: numpy (the reference pass), onnx (the same encoder in onnxruntime, same vectors, ~3× faster)
     # or onnx-int8 (quantised: faster, cosine ≥ 0.98 to the reference). Unset: onnx when onnxruntime is
     # installed, else numpy. The ONNX graph is built once per model into the cache dir (default
@@ -178,7 +180,7 @@ class Settings(BaseSettings):
     # Changing the dimension needs a reindex (the k-NN field's dimension follows it). Region: boto3's own
     # (AWS_REGION in Lambda) unless set.
     bedrock_model_id: str = "amazon.titan-embed-text-v2:0"
-    bedrock_dimensions: int = 1024
+    bedrock_dimensions: WholeNumber = 1024
     bedrock_region: str | None = None
     # The whole embedding call, retries included, must end well before the API function's 29 s timeout
     # so a hanging Bedrock degrades search to keyword in time (infra/bedrock.py).
@@ -192,8 +194,8 @@ class Settings(BaseSettings):
     links_root: Path | None = None
     triples_file: Path | None = None
     context_sources: dict[str, Any] | None = None
-    context_default_budget: int = Field(default=4000, ge=1, le=16000)
-    context_workers: int = Field(default=8, ge=1, le=64)
+    context_default_budget: WholeNumber = Field(default=4000, ge=1, le=16000)
+    context_workers: WholeNumber = Field(default=8, ge=1, le=64)
 
     @field_validator("bedrock_dimensions")
     @classmethod
@@ -370,7 +372,7 @@ def load_settings(**overrides: Any) -> Settings:
         settings = Settings(**overrides)
     except ValidationError as exc:
         problems = {
-            ENV_PREFIX + str(err["loc"][0]).upper(): str(err["msg"]).removeprefix("Value error, ")
+            ENV_PREFIX + str(err["loc"][0]).upper(): ": ".join([*map(str, err["loc"][1:]), _message(err)])
             for err in exc.errors()
             if err.get("loc")
         }
@@ -381,6 +383,10 @@ def load_settings(**overrides: Any) -> Settings:
     if missing:
         raise configuration_error(missing)
     return settings
+
+
+def _message(err: Any) -> str:
+    return str(err["msg"]).removeprefix("Value error, ")
 
 
 def _unparsable(exc: SettingsError) -> dict[str, str]:

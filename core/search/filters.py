@@ -13,25 +13,18 @@ share a time zone designator (write UTC, `Z`, as `created_at` and `updated_at` a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.errors import InvalidInputError
 from core.models import Condition, Filters, Scalar
+from core.timestamps import DATE_ONLY_CHARS, is_date_bound
 
 RANGE_OPERATORS = ("gt", "gte", "lt", "lte")
 OPERATORS = (*RANGE_OPERATORS, "in", "not", "exists")
 COLUMN_FIELDS = ("source", "owner", "namespace")  # text columns: values, `in`, `not`, `exists`
 TIME_FIELDS = ("created_at", "updated_at")  # timestamp columns: ranges only
 COMMON_FILTERS = (*COLUMN_FIELDS, *TIME_FIELDS)
-# An ISO 8601 date, optionally with a time and a zone; the OpenAPI document states the same pattern.
-DATE_PATTERN = (
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
-    r"([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
-)
-_DATE = re.compile(DATE_PATTERN)
-DATE_ONLY_CHARS = 10  # YYYY-MM-DD
 # Sorts after anything a time can add to a date (UTF-8 bytes, as SQLite's and Lucene's text order compare).
 DAY_END = "\uffff"
 NUMBER = "number"
@@ -130,7 +123,7 @@ def _operand(key: str, op: str, operand: Any) -> Condition | tuple[Scalar, ...]:
 def _bound(op: str, operand: Any) -> tuple[str, Any]:
     if isinstance(operand, (int, float)) and not isinstance(operand, bool):
         return NUMBER, operand
-    if isinstance(operand, str) and _DATE.match(operand):
+    if isinstance(operand, str) and is_date_bound(operand):
         return DATE, operand
     raise ValueError("must be a number or an ISO 8601 date (2026-01-31 or 2026-01-31T09:30:00Z)")
 

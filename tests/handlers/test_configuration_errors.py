@@ -76,3 +76,37 @@ def test_a_broken_entity_types_file_is_a_500_for_the_caller(
     monkeypatch.setenv("QUARRY_DATA_DIR", str(tmp_path / "data"))
     status, body = invoke(api_event("search"))
     assert status == 500 and body["error"]["code"] == "configuration_error", body
+
+
+def test_serve_refuses_to_start_with_a_bool_for_a_tenants_dimension(tmp_path: Path) -> None:
+    done = _serve(tmp_path, QUARRY_BYO_VECTOR_TENANTS='{"gamma": true}')  # not a tenant of dimension 1
+    assert done.returncode == 2, done.stdout
+    assert "QUARRY_BYO_VECTOR_TENANTS" in done.stderr and "gamma" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "Quarry API on" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("QUARRY_BYO_VECTOR_TENANTS", '{"gamma": true}'),
+        ("QUARRY_BYO_VECTOR_TENANTS", '{"gamma": "384"}'),
+        ("QUARRY_BYO_VECTOR_TENANTS", '{"gamma": 384.5}'),
+        ("QUARRY_MAX_BODY_BYTES", "1048576.0"),
+        ("QUARRY_ANN_PROBE", "1.5"),
+        ("QUARRY_ANN_PROBE", "2_4"),
+        ("QUARRY_BEDROCK_DIMENSIONS", "1e3"),
+        ("QUARRY_CACHE_TTL_SECONDS", "inf"),
+        ("QUARRY_LOG_RETENTION_DAYS", "infinity"),
+        ("QUARRY_ALPHA", "nan"),
+    ],
+)
+def test_a_setting_is_validated_before_any_coercion(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    from core.errors import ConfigurationError
+    from infra.settings import load_settings
+
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigurationError) as refused:
+        load_settings()
+    assert variable in refused.value.variables, refused.value.variables

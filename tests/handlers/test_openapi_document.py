@@ -22,6 +22,7 @@ from core.indexing.entity_validation import (
     is_caller,
     is_valid_id,
 )
+from core.timestamps import DATE_PATTERN, is_date_bound
 from tests.adapters.opensearch_spec import close_schemas
 from tests.conftest import api_event, invoke
 
@@ -130,6 +131,19 @@ def test_the_published_caller_patterns_are_the_servers_caller_rule(candidate: st
     assert (re.search(caller_json_pattern(), candidate) is not None) == is_caller(candidate)
     wildcard = re.search(caller_json_pattern(wildcard=True), candidate) is not None
     assert wildcard == (is_caller(candidate) or candidate == "*")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.from_regex(DATE_PATTERN)
+    | st.text(alphabet="0123456789-T:Z+.\n ", max_size=20)
+    | st.sampled_from(["2026-01-01\n", "2026-01-01T25:99", "2026-02-30", "2024-02-29T23:59:59.5+05:30"])
+)
+def test_the_published_date_pattern_admits_every_date_bound_the_server_takes(candidate: str) -> None:
+    """The server's rule is the published pattern, matched whole (ECMA-262's `$`), plus a real moment."""
+    if is_date_bound(candidate):
+        assert re.fullmatch(DATE_PATTERN, candidate) is not None
+        assert not candidate.endswith("\n")  # ECMA-262's `$` is the end: no newline after it
 
 
 @settings(max_examples=300, deadline=None)

@@ -92,3 +92,28 @@ def test_facets_count_the_callers_matches_beyond_the_page(local: Any) -> None:
     for bad, field in ((["colour"], "facets.0"), (["status", "created_at"], "facets.1"), ([], "facets")):
         status, body = invoke(api_event("search", body={"query": "report", "facets": bad}))
         assert status == 400 and field in body["error"]["fields"], body
+
+
+@pytest.mark.parametrize(
+    "bound",
+    ["2026-01-01\n", "2026-01-01T25:99", "2026-02-30", "2026-01-01T23:60", "2026-01-01T09:30:61Z",
+     "2026-01-01T09:30+24:00", "2026-13-01", "2026-01-01T09:30Z\n"],
+)  # fmt: skip
+@pytest.mark.parametrize("field", ["due_date", "created_at"])
+def test_a_date_bound_that_names_no_real_moment_is_a_400_naming_the_bound(
+    local: Any, field: str, bound: str
+) -> None:
+    filters = {field: {"gte": bound}}
+    status, body = invoke(api_event("search", body={"query": "report", "filters": filters}))
+    assert status == 400, body
+    assert f"filters.{field}.gte" in body["error"]["fields"], body
+
+
+@pytest.mark.parametrize(
+    "bound",
+    ["2026-01-01", "2026-01-01T09:30", "2026-01-01 09:30:15", "2026-01-01T09:30:15.250Z",
+     "2026-01-01T09:30:15,5+01:00", "2026-01-01T09:30-0530", "2024-02-29T23:59:59Z"],
+)  # fmt: skip
+def test_every_form_of_a_real_date_bound_is_accepted(local: Any, bound: str) -> None:
+    _write("acme", [_task("later", "2027-06-01", "open")])
+    assert _ids("acme", {"due_date": {"gte": bound}, "created_at": {"gte": bound}}) == {"later"}
