@@ -4,6 +4,11 @@ whatever the server's speed (no coordinated omission: each latency is measured f
 offered rate, and the highest offered rate *held*: served at ≥ 95% of the offered rate, with no error,
 and a P99 within --p99-ms (default 100 ms: the keyword P99 target in docs/benchmarks.md).
 
+Capacity is stated as a share of a bound measured in the same run, on the same machine, before the server
+starts: for hybrid, the machine's cores each embedding one query at a time on one thread (the model alone,
+CPU per query embedding); for keyword, the cores each running the keyword engine's own search at the same
+depth (CPU per search, in-process). A figure from another machine carries over only as that share.
+
 The corpus is ingested in-process first through POST /entities (bulks above QUARRY_ASYNC_MIN_CHUNKS become
 write jobs, followed until done; passage embeddings cached on disk, `.quarry/embeddings`), then the
 server runs as its own process tree (`--workers`) on that data directory. The search cache is off (TTL 0)
@@ -47,6 +52,52 @@ KEY = "bench-load-key"
 SENDERS = 64  # client threads: enough that the client never throttles the offered rate on loopback
 HELD_SHARE = 0.95  # a rate is held when at least this share of it is served...
 HELD_P99_MS = 100.0  # ...with no error and a P99 within this (docs/benchmarks.md: the keyword P99 target)
+BOUND_SAMPLES = 200  # queries timed for each bound (after BOUND_WARMUP untimed ones)
+BOUND_WARMUP = 20
+LIMIT = 20  # results per search, as every search here asks
+
+
+def cpu_per_call(calls: Sequence[Any]) -> float:
+    """Seconds of this process's CPU per call (after a warm-up): what one core spends on one."""
+    for call in calls[:BOUND_WARMUP]:
+        call()
+    timed = calls[BOUND_WARMUP : BOUND_WARMUP + BOUND_SAMPLES]
+    started = time.process_time()
+    for call in timed:
+        call()
+    return (time.process_time() - started) / len(timed)
+
+
+def bounds(
+    data_dir: Path, stream: list[str], cores: int, embedder: Any = None
+) -> dict[str, dict[str, Any]]:
+    """What bounds each strategy's capacity on this machine, measured in this run: a hybrid search cannot
+    outrun `cores` engines each embedding one query at a time on one thread (the model alone); a keyword
+    search cannot outrun the keyword engine's own search at the same depth. Searches/s = cores / CPU each."""
+    from core.indexing.entity_types import EntityTypeRegistry
+    from core.models import Filters, LexicalQuery
+    from core.search.query import parse_query
+    from infra.settings import load_settings
+    from infra.wiring import Container
+
+    if embedder is None:
+        from infra.local.embedder import LocalEmbedder
+
+        embedder = LocalEmbedder(threads=1)
+    embed = cpu_per_call([lambda q=q: embedder.embed_query([q]) for q in stream])
+    container = Container(load_settings(data_dir=data_dir))
+    try:
+        index, registry = container.index, EntityTypeRegistry()
+        parsed = [parse_query(q, registry) for q in stream]
+        lexical = [LexicalQuery(p.terms, p.phrases, weights=p.weights) for p in parsed]
+        keyword = cpu_per_call([lambda q=q: index.lexical("bench", q, Filters(), LIMIT) for q in lexical])
+    finally:
+        container.close()
+    return {
+        "hybrid": {"bound": "query embedding", "cpu_ms_each": embed * 1000, "cores": cores, "per_s": cores / embed},
+        "keyword": {"bound": "keyword engine search", "cpu_ms_each": keyword * 1000, "cores": cores,
+                    "per_s": cores / keyword},
+    }  # fmt: skip
 
 
 def ingest(data_dir: Path, n: int, cache_dir: str, embedder: Any = None) -> tuple[float, int]:
@@ -123,7 +174,7 @@ def run_rate(port: int, strategy: str, rate: float, seconds: float, stream: list
     start = time.perf_counter() + 0.2
 
     def fire(i: int, scheduled: float) -> None:
-        status = sender.search({"query": stream[i % len(stream)], "strategy": strategy, "limit": 20})
+        status = sender.search({"query": stream[i % len(stream)], "strategy": strategy, "limit": LIMIT})
         took = (time.perf_counter() - scheduled) * 1000
         with lock:
             statuses[status] = statuses.get(status, 0) + 1
@@ -150,6 +201,21 @@ def run_rate(port: int, strategy: str, rate: float, seconds: float, stream: list
         "statuses": {str(k): v for k, v in sorted(statuses.items())},
         "sustained_per_s": ok / elapsed,
         "latency_ms": summary(latencies) if latencies else None,
+    }
+
+
+def capacity_row(
+    strategy: str, held_rate: float, results: list[dict[str, Any]], bound: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A strategy's capacity beside its bound: the highest rate held, what was sustained there, and the
+    share of the bound it is."""
+    at = [r for r in results if r["strategy"] == strategy and r["offered_per_s"] == held_rate]
+    per_s = bound["per_s"] if bound else None
+    return {
+        "held_per_s": held_rate,
+        "sustained_per_s": at[0]["sustained_per_s"] if at else 0.0,
+        "bound_per_s": per_s,
+        "share_of_bound": held_rate / per_s if per_s else None,
     }
 
 
@@ -198,6 +264,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             data, args.entities, args.cache_dir, HashingEmbedder() if args.smoke else None
         )
         print(f"{args.entities} entities ingested in {ingest_s:.1f} s ({jobs} write jobs)", flush=True)
+        cores = os.cpu_count() or 1
+        bound = bounds(data, stream, cores, HashingEmbedder() if args.smoke else None)
+        for s, b in bound.items():
+            print(
+                f"{s} bound: {b['bound']} {b['cpu_ms_each']:.2f} ms CPU each × {cores} cores → {b['per_s']:.0f}/s"
+            )
         server = start_server(data, args.workers, args.cache)
         port = server.port
         try:
@@ -223,6 +295,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     rule = f"sustained ≥ {HELD_SHARE:.0%} of offered, no error, P99 ≤ {args.p99_ms:.0f} ms"
     print(f"highest offered rate held ({rule}): " + ", ".join(f"{s} {v:.0f}/s" for s, v in highest.items()))
+    capacity = {s: capacity_row(s, highest[s], results, bound.get(s)) for s in highest}
+    for s, c in capacity.items():
+        if c["share_of_bound"] is not None:
+            print(
+                f"{s}: held {c['held_per_s']:.0f}/s = {c['share_of_bound']:.0%} of its bound ({c['bound_per_s']:.0f}/s)"
+            )
     out = {
         "entities": args.entities,
         "seconds_per_rate": args.seconds,
@@ -230,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cache": args.cache,
         "runs": [{**r, "held": held(r, args.p99_ms)} for r in results],
         "held": {"rule": rule, "highest_offered_per_s": highest},
+        "bounds": bound,
+        "capacity": capacity,
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "machine": f"{os.cpu_count()} cores, shared with other work while measured",
     }

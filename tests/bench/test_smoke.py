@@ -184,6 +184,15 @@ def test_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         served = r["sustained_per_s"] >= HELD_SHARE * r["offered_per_s"]
         assert r["held"] == (r["errors"] == 0 and served and r["latency_ms"]["p99"] <= HELD_P99_MS)
     assert "P99 ≤ 100 ms" in out["held"]["rule"]
+    # capacity as a share of a bound measured in the same run
+    assert set(out["bounds"]) == {"hybrid", "keyword"}
+    for strategy, bound in out["bounds"].items():
+        assert bound["cpu_ms_each"] > 0 and bound["per_s"] == pytest.approx(
+            bound["cores"] * 1000 / bound["cpu_ms_each"]
+        )
+        row = out["capacity"][strategy]
+        assert row["held_per_s"] == out["held"]["highest_offered_per_s"][strategy]
+        assert row["share_of_bound"] == pytest.approx(row["held_per_s"] / bound["per_s"])
 
 
 @smoke("long_queries")
