@@ -21,7 +21,7 @@ from core.search.search_api import (
     SearchResponse,
     SearchResult,
 )
-from core.search.snippet import build_snippet, matched_terms
+from core.search.snippet import highlight
 
 SCORE_DECIMALS = 6  # scores and α in answers: 0.35, not 0.8 - 0.45 = 0.35000000000000003
 
@@ -67,14 +67,15 @@ def search_result(
     if c.namespace:
         metadata["namespace"] = c.namespace
     words = list(parsed.terms) + [w for p in parsed.phrases for w in p.split()]
+    snippet, matched = highlight(c.title, c.text, words)
     return SearchResult(
         entity_type=c.key.entity_type,
         entity_id=c.key.entity_id,
         title=c.title,
-        snippet=build_snippet(c.text, words),
+        snippet=snippet,
         score=round(f.score, SCORE_DECIMALS),
         metadata=metadata,
-        matched_terms=matched_terms((c.title, c.text), words),
+        matched_terms=matched,
         explanation=explanation,
     )
 

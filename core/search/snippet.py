@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from core.text import CJK_CHAR, MIN_STEM_CHARS, light_stem
@@ -37,7 +37,12 @@ def _word_patterns(terms: tuple[str, ...]) -> list[tuple[str, str]]:
     return words
 
 
-@functools.lru_cache(maxsize=256)
+# Compiled patterns kept per process: a query's own, and one per term (matched terms look for each term on
+# its own). A search of 10 terms fills 11 entries: 4,096 hold the last few hundred queries' terms.
+PATTERN_CACHE = 4096
+
+
+@functools.lru_cache(maxsize=PATTERN_CACHE)
 def _highlighter(terms: tuple[str, ...]) -> re.Pattern[str] | None:
     """One compiled pattern for all of a query's terms (built once per query, reused for every result).
 
@@ -65,7 +70,7 @@ class _Lowered(NamedTuple):
     literals: tuple[str, ...]
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=PATTERN_CACHE)
 def _lowercase_highlighter(terms: tuple[str, ...]) -> _Lowered | None:
     """`_highlighter`'s pattern without IGNORECASE, for text lower-cased, and the characters whose presence
     in the lower-cased text would make it match differently (IGNORECASE equates them with a stem's); None
@@ -131,9 +136,22 @@ def matched_terms(texts: Sequence[str], terms: Sequence[str]) -> list[str]:
     """The query terms found in any of `texts` as the snippet highlights them (stems, prefixes), in query
     order: empty when no query word is there (a result only the vector retriever found)."""
     unique = tuple(dict.fromkeys(terms))
+    return _matched((_pattern_for(text, unique) for text in texts), unique)
+
+
+def highlight(
+    title: str, text: str, terms: Sequence[str], max_chars: int = SNIPPET_CHARS
+) -> tuple[str, list[str]]:
+    """`build_snippet(text, terms)` and `matched_terms((title, text), terms)` of one result, the text
+    lower-cased and its pattern chosen once for both."""
+    unique = tuple(dict.fromkeys(terms))
+    scan = _pattern_for(text, unique)
+    return _snippet(text, scan, max_chars), _matched(iter((_pattern_for(title, unique), scan)), unique)
+
+
+def _matched(scans: Iterator[_Scan], unique: tuple[str, ...]) -> list[str]:
     found: set[str] = set()
-    for text in texts:
-        scan = _pattern_for(text, unique)
+    for scan in scans:
         if scan.pattern is None:
             return []
         each = _term_scans(unique) if scan.literals is not None else None
@@ -187,7 +205,10 @@ def build_snippet(text: str, terms: Sequence[str], max_chars: int = SNIPPET_CHAR
 
     Only the first match is searched for in the whole text; highlights are found inside the window.
     """
-    scan = _pattern_for(text, tuple(terms))
+    return _snippet(text, _pattern_for(text, tuple(dict.fromkeys(terms))), max_chars)
+
+
+def _snippet(text: str, scan: _Scan, max_chars: int) -> str:
     pattern, haystack = scan.pattern, scan.haystack
     first = first_match(scan)
     start = 0

@@ -14,6 +14,7 @@ from core.search.snippet import (
     _scan_words,
     build_snippet,
     first_match,
+    highlight,
     matched_terms,
 )
 
@@ -94,3 +95,10 @@ def test_matched_terms_finds_what_one_scan_per_text_finds(texts: list[str], term
         if scan.pattern is not None:
             _scan_words(scan, unique, found)
     assert matched_terms(texts, terms) == [t for t in unique if t in found]
+
+
+@given(word_text, word_text, word_terms)
+def test_one_result_highlighted_at_once_is_its_snippet_and_matched_terms(
+    title: str, text: str, terms: list[str]
+) -> None:
+    assert highlight(title, text, terms) == (build_snippet(text, terms), matched_terms((title, text), terms))
