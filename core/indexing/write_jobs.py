@@ -26,6 +26,12 @@ MAX_REPORTED_ERRORS = 100  # a status answer lists the first errors and counts t
 # Errors kept per part: 10,000 items make ~50 parts; 20 errors of ~200 bytes each keep a job's item far
 # below DynamoDB's 400 KB.
 MAX_ERRORS_PER_PART = 20
+# A refused item's report names it by a cut id and cut texts, so that whatever a request held (a line of an
+# NDJSON upload may carry a 100,000-character id) a part's 20 errors stay a few tens of KB of the job item.
+REPORTED_ID_CHARS = 64  # as many as a log line shows of an id (a judgement call)
+REPORTED_TEXT_CHARS = 300  # an error message or a field's rule: the longest the service writes is ~200
+REPORTED_FIELDS = 10  # bad fields named per error; the message says how many there were
+CUT_MARK = "…"
 # Attempts at one part before it is recorded as failed: the write-jobs queue's maxReceiveCount in
 # template.yaml (QUARRY_JOBS_MAX_RECEIVES follows it), and the local queue's bound (infra/local/job_queue.py).
 MAX_PART_ATTEMPTS = 5
@@ -107,8 +113,9 @@ class PartReport:
     def to_json(self) -> dict[str, Any]:
         """What the job store keeps: the counts and the part's first errors (a DynamoDB item holds 400 KB
         for all parts together)."""
+        errors = [bounded_error(e) for e in self.errors[:MAX_ERRORS_PER_PART]]
         kept = {"indexed": self.indexed, "skipped_stale": self.skipped_stale, "chunks": self.chunks,
-                "errors": self.errors[:MAX_ERRORS_PER_PART], "errors_total": len(self.errors)}  # fmt: skip
+                "errors": errors, "errors_total": len(self.errors)}  # fmt: skip
         unindexed = {"unindexed_fields": sorted(self.unindexed_fields)} if self.unindexed_fields else {}
         return kept | unindexed | ({"failure": self.failure} if self.failure else {})
 
@@ -181,6 +188,28 @@ def estimate_chunks(registry: EntityTypeRegistry, kind: JobKind, item: Any) -> i
         return len(premade)
     text = sum(len(v) for v in item.values() if isinstance(v, str))
     return max(1, math.ceil(text / _CHUNK_STRIDE_CHARS))
+
+
+def cut(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and a mark saying it was cut."""
+    return text if len(text) <= limit else text[:limit] + CUT_MARK
+
+
+def bounded_error(error: dict[str, Any]) -> dict[str, Any]:
+    """An item error as a job keeps it: the id cut to REPORTED_ID_CHARS, texts and field paths cut, at
+    most REPORTED_FIELDS fields (a job item holds 400 KB whatever the request held)."""
+    bounded = dict(error)
+    if isinstance(bounded.get("entity_id"), str):
+        bounded["entity_id"] = cut(bounded["entity_id"], REPORTED_ID_CHARS)
+    if isinstance(bounded.get("error"), str):
+        bounded["error"] = cut(bounded["error"], REPORTED_TEXT_CHARS)
+    fields = bounded.get("fields")
+    if isinstance(fields, Mapping):
+        kept = sorted(fields.items(), key=lambda kv: str(kv[0]))[:REPORTED_FIELDS]
+        bounded["fields"] = {
+            cut(str(k), REPORTED_TEXT_CHARS): cut(str(v), REPORTED_TEXT_CHARS) for k, v in kept
+        }
+    return bounded
 
 
 def message_bytes(item: Any) -> int:
