@@ -348,6 +348,10 @@ class JobStore(Protocol):
 
     def get_job(self, tenant_id: str, job_id: str) -> Job | None: ...
 
+    def delete_job(self, tenant_id: str, job_id: str) -> None:
+        """Remove one job (its parts could not all be queued); nothing when it is already gone."""
+        ...
+
     def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
         """Store one part's report; recording a part twice (a queue re-delivery) keeps one report; a job
         that no longer exists (erased) stays absent."""

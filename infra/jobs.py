@@ -75,6 +75,10 @@ class SqliteJobStore:
             ).fetchone()
         return _load(row[0]) if row else None
 
+    def delete_job(self, tenant_id: str, job_id: str) -> None:
+        with self._lock, reported():
+            self._conn.execute("DELETE FROM jobs WHERE tenant_id = ? AND job_id = ?", (tenant_id, job_id))
+
     def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
         with self._lock, reported(), immediate(self._conn):
             job = self.get_job(tenant_id, job_id)

@@ -1,7 +1,9 @@
 """Write jobs: a bulk or corpus request above `async_min_chunks` is accepted (202) with a job
 id, split into parts the indexing consumer processes from a queue, and answered later by GET /jobs/{id}.
 
-submit → JobStore.create_job + JobQueue.send(parts) ; consumer → process(part) → JobStore.record_part.
+submit → JobStore.create_job, JobQueue.send(parts) (the job deleted again when a send fails) ; consumer →
+process(part) → JobStore.record_part. Why the job is stored before its parts are sent: docs/architecture.md,
+Write jobs.
 A re-delivered part re-runs the same versioned writes (duplicates, no re-embedding) and overwrites its
 own report, so counts never double.
 """
@@ -9,8 +11,8 @@ own report, so counts never double.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -73,12 +75,12 @@ class JobService:
         return sum(costs) > self._settings.async_min_chunks
 
     def submit(self, tenant_id: str, kind: JobKind, items: Sequence[Any], costs: Sequence[int]) -> Job:
-        """Store the job and enqueue its parts; UnavailableError when the queue cannot take them."""
+        """Store the job and enqueue its parts; UnavailableError (and no job left) when the queue cannot
+        take them."""
         at = iso_timestamp(self._clock.now())
         job_id = self._new_id()
         parts = list(split_parts(items, costs, self._settings.async_min_chunks, self._settings.part_bytes))
         job = Job(job_id, tenant_id, kind, len(items), sum(costs), len(parts), at, at)
-        self._store.create_job(job)
         repeats = self._repeats(kind, items)
         messages = [
             JobPart(
@@ -86,8 +88,20 @@ class JobService:
             ).to_message()
             for n, (offset, chunk) in enumerate(parts)
         ]
-        self._queue.send(messages)
+        self._store.create_job(job)
+        with self._undone_on_failure(job):
+            self._queue.send(messages)
         return job
+
+    @contextmanager
+    def _undone_on_failure(self, job: Job) -> Iterator[None]:
+        """Delete the job when its parts could not all be sent: no job stays `queued` whose parts are not
+        all queued (the parts sent are discarded when processed, their job being gone)."""
+        try:
+            yield
+        except BaseException:
+            self._store.delete_job(job.tenant_id, job.job_id)
+            raise
 
     def submit_lines(self, tenant_id: str, stream: IO[bytes], to_item: ToItem | None = None) -> Job:
         """ONE bulk job for an NDJSON upload (core/indexing/ndjson.py): each line checked on its own; a refused line
@@ -107,12 +121,13 @@ class JobService:
         job = Job(self._new_id(), tenant_id, "bulk", intake.total, sum(intake.costs),
                   len(bounds) + (refused is not None), at, at)  # fmt: skip
         self._store.create_job(job)
-        if refused is not None:
-            job.reports[refused] = PartReport(errors=intake.errors).to_json()
-            self._store.record_part(tenant_id, job.job_id, refused, job.reports[refused], at)
-        for n, (offset, items, lines) in enumerate(accepted_parts(stream, to_item, intake, bounds)):
-            part = JobPart(job.job_id, tenant_id, "bulk", n, offset, tuple(items), lines=lines)
-            self._queue.send([part.to_message()])
+        with self._undone_on_failure(job):
+            if refused is not None:
+                job.reports[refused] = PartReport(errors=intake.errors).to_json()
+                self._store.record_part(tenant_id, job.job_id, refused, job.reports[refused], at)
+            for n, (offset, items, lines) in enumerate(accepted_parts(stream, to_item, intake, bounds)):
+                part = JobPart(job.job_id, tenant_id, "bulk", n, offset, tuple(items), lines=lines)
+                self._queue.send([part.to_message()])
         return job
 
     def status(self, tenant_id: str, job_id: str) -> Job:
