@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UnavailableError
-from core.indexing.write_jobs import Job
+from core.indexing.write_jobs import SQS_MAX_MESSAGE_BYTES, Job
+from infra.job_payloads import S3JobPayloads, outgoing
 from infra.local.sqlite_connect import immediate, open_sqlite, reported
 
 # SQS: short timeouts and botocore's standard retry mode, 3 attempts: a send stays within a few seconds,
@@ -33,10 +34,16 @@ def default_sqs_client() -> Any:
 
 
 class SqsJobQueue:
-    """JobQueue on an SQS queue: one message per part (parts are sized below SQS's 256 KB)."""
+    """JobQueue on an SQS queue: one message per part, its body the part's encoded JSON
+    (core/indexing/write_jobs.py encode_message); a part above SQS's 262,144 bytes goes to the payload
+    bucket and its message points to it (infra/job_payloads.py). Without a bucket such a part is refused
+    before anything is stored (JobSettings.max_message_bytes)."""
 
-    def __init__(self, queue_url: str, client: Any | None = None) -> None:
+    def __init__(
+        self, queue_url: str, client: Any | None = None, payloads: S3JobPayloads | None = None
+    ) -> None:
         self._url, self._client = queue_url, client or default_sqs_client()
+        self._payloads = payloads
 
     def discard_tenant(self, tenant_id: str) -> int:
         """SQS cannot drop chosen messages: the tenant's parts are discarded when processed (their job is
@@ -48,7 +55,8 @@ class SqsJobQueue:
 
         try:
             for message in messages:
-                self._client.send_message(QueueUrl=self._url, MessageBody=json.dumps(message))
+                body = outgoing(message, SQS_MAX_MESSAGE_BYTES, self._payloads)
+                self._client.send_message(QueueUrl=self._url, MessageBody=body)
         except (BotoCoreError, ClientError) as exc:
             raise UnavailableError("sqs", f"the job queue refused the job: {type(exc).__name__}") from exc
 

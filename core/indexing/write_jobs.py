@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -32,6 +33,9 @@ REPORTED_ID_CHARS = 64  # as many as a log line shows of an id (a judgement call
 REPORTED_TEXT_CHARS = 300  # an error message or a field's rule: the longest the service writes is ~200
 REPORTED_FIELDS = 10  # bad fields named per error; the message says how many there were
 CUT_MARK = "…"
+# The largest body SQS takes: 262,144 bytes (the write-jobs queue's MaximumMessageSize in template.yaml);
+# a part's message above it travels as an S3 object the message points to (infra/jobs.py).
+SQS_MAX_MESSAGE_BYTES = 262_144
 # Attempts at one part before it is recorded as failed: the write-jobs queue's maxReceiveCount in
 # template.yaml (QUARRY_JOBS_MAX_RECEIVES follows it), and the local queue's bound (infra/local/job_queue.py).
 MAX_PART_ATTEMPTS = 5
@@ -212,9 +216,29 @@ def bounded_error(error: dict[str, Any]) -> dict[str, Any]:
     return bounded
 
 
+# What SQS refuses in a message body (XML 1.0's excluded characters): JSON escapes the C0 controls itself.
+_NOT_IN_SQS = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def encode_message(message: Any) -> str:
+    """A part's message as sent: compact JSON, non-ASCII text as itself (`é` is 2 bytes of UTF-8, not a
+    6-byte `\\u00e9`), escaped only where SQS refuses the character (a lone surrogate, U+FFFE, U+FFFF)."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _NOT_IN_SQS.sub(_escape, text)
+
+
+def encoded_bytes(message: Any) -> int:
+    """The UTF-8 bytes of `encode_message(message)`: what the queue counts against its limit."""
+    return len(encode_message(message).encode())
+
+
 def message_bytes(item: Any) -> int:
-    """What an item adds to a part's queue message: its compact JSON and a separator."""
-    return len(json.dumps(item, separators=(",", ":"), default=str)) + 1
+    """What an item adds to a part's queue message: its encoded JSON (encode_message) and a separator."""
+    return encoded_bytes(item) + 1
 
 
 def part_bounds(

@@ -438,6 +438,7 @@ OWN_INDEX_API = (
 ALLOWED = {
     "ApiFunction": {
         "WriteJobsQueue": {"sqs:SendMessage"},  # parts of large bulk and corpus requests
+        "JobPayloadsBucket": {"s3:PutObject"},  # a part too big for one SQS message
         "StateTable": {
             "dynamodb:GetItem",
             "dynamodb:PutItem",
@@ -477,6 +478,7 @@ ALLOWED = {
         "StateTable": {"dynamodb:GetItem", "dynamodb:UpdateItem"},  # job items and fences only
         "EntityChangesQueue": set(CONSUMER_QUEUE_ACTIONS),
         "WriteJobsQueue": set(CONSUMER_QUEUE_ACTIONS),
+        "JobPayloadsBucket": {"s3:GetObject", "s3:DeleteObject"},  # read, then deleted once the part is done
         "es": {
             ("es:ESHttpPost", "/_bulk"),
             ("es:ESHttpPost", "/quarry/_mget"),
@@ -521,28 +523,34 @@ def _resources_of(statement: dict[str, Any]) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
+def _target(action: str, resource: Any) -> Any:
+    """What a granted action applies to: a table, a queue, a bucket, or ("es", its path)."""
+    service = action.split(":")[0]
+    if service == "dynamodb":
+        return ref_target(resource) if "Fn::Sub" not in resource else resource["Fn::Sub"][2:].split(".")[0]
+    if service == "s3":
+        bucket, _, objects = resource["Fn::Sub"].partition(".Arn}/")
+        assert objects == "job-parts/*", resource  # only the payload objects, never the bucket itself
+        return bucket.removeprefix("${")
+    if service == "sqs":
+        return ref_target(resource)
+    if service == "es":
+        return "es", resource["Fn::Sub"][0].split("domain/${D}")[1]
+    return None
+
+
 def granted_by_target(function: str) -> dict[str, set[Any]]:
     found: dict[str, set[Any]] = {}
     for statement in role_statements(function):
         if statement["Effect"] != "Allow":
             continue
         for action in actions(statement):
-            service = action.split(":")[0]
-            if service == "dynamodb":
-                for resource in _resources_of(statement):
-                    table = (
-                        ref_target(resource)
-                        if "Fn::Sub" not in resource
-                        else resource["Fn::Sub"][2:].split(".")[0]
-                    )
-                    found.setdefault(table, set()).add(action)
-            elif service == "sqs":
-                for resource in _resources_of(statement):
-                    found.setdefault(ref_target(resource), set()).add(action)
-            elif service == "es":
-                for resource in _resources_of(statement):
-                    path = resource["Fn::Sub"][0].split("domain/${D}")[1]
-                    found.setdefault("es", set()).add((action, path))
+            for resource in _resources_of(statement):
+                target = _target(action, resource)
+                if isinstance(target, tuple):
+                    found.setdefault(target[0], set()).add((action, target[1]))
+                elif target is not None:
+                    found.setdefault(target, set()).add(action)
     return found
 
 
@@ -624,3 +632,24 @@ def test_cors_is_off_unless_origins_are_given_and_then_answered_by_the_http_api(
     assert allowed["allowOrigins"]["Fn::Split"][0] == ","
     assert set(allowed["allowHeaders"]) == {"authorization", "content-type"}
     assert sam_template()["Parameters"]["CorsAllowOrigins"]["Default"] == ""
+
+
+def test_the_job_payload_bucket_is_private_encrypted_and_expires_its_parts() -> None:
+    """Parts too big for one SQS message (infra/job_payloads.py): tenant data, so encrypted, never public,
+    TLS only, and expired after the 14 days the write-jobs DLQ keeps a part for a redrive."""
+    bucket = resources()["JobPayloadsBucket"]["Properties"]
+    assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+    assert (
+        all(bucket["PublicAccessBlockConfiguration"].values())
+        and len(bucket["PublicAccessBlockConfiguration"]) == 4
+    )
+    [rule] = bucket["LifecycleConfiguration"]["Rules"]
+    dlq_days = resources()["WriteJobsDLQ"]["Properties"]["MessageRetentionPeriod"] // 86400
+    assert (rule["Status"], rule["Prefix"], rule["ExpirationInDays"]) == ("Enabled", "job-parts/", dlq_days)
+    [deny] = resources()["JobPayloadsBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    from core.indexing.write_jobs import SQS_MAX_MESSAGE_BYTES
+
+    assert resources()["WriteJobsQueue"]["Properties"]["MaximumMessageSize"] == SQS_MAX_MESSAGE_BYTES
+    variables = sam_template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["QUARRY_JOBS_PAYLOAD_BUCKET"] == {"Ref": "JobPayloadsBucket"}
