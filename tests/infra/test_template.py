@@ -187,6 +187,7 @@ def test_permissions_follow_what_each_function_does() -> None:
     assert [(s["Sid"], actions(s)) for s in state] == [
         ("JobProgress", ["dynamodb:GetItem", "dynamodb:UpdateItem"]),
         ("TenantFences", ["dynamodb:GetItem"]),
+        ("ErasePurgeCounts", ["dynamodb:UpdateItem"]),
     ]
 
 
@@ -563,7 +564,7 @@ def test_the_consumer_touches_only_generation_and_settling_cache_items_and_job_i
     for statement in role_statements("IndexingConsumerFunction"):
         if any(a.startswith("dynamodb:") for a in actions(statement)):
             keys = statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
-            assert keys in (["C#gen:*"], ["V#settling:*"], ["T#*#J#*"], ["F#*"])
+            assert keys in (["C#gen:*"], ["V#settling:*"], ["T#*#J#*"], ["F#*"], ["R#*"])
 
 
 def test_the_job_items_pattern_matches_the_job_keys_and_no_other_state_item() -> None:
