@@ -216,3 +216,29 @@ def test_an_ndjson_upload_with_many_long_refused_ids_keeps_its_report_within_the
     ids = [e["entity_id"] for e in done["errors"]]
     assert all(len(i) <= 65 and i.endswith("…") for i in ids), ids
     assert len(json.dumps(done).encode()) < 100_000
+
+
+def test_a_part_delivered_again_after_its_payload_was_deleted_is_skipped_not_failed(aws_s3: Any) -> None:
+    """SQS delivers at least once: a pointer to a part already done (its object deleted) succeeds as a
+    no-op, so it never counts towards the DLQ nor records the done part as failed."""
+    import copy
+
+    from handlers import indexing
+    from handlers.devserver import FakeLambdaContext
+    from tests.conftest import load_event
+
+    _, sqs, url, arn, s3 = aws_s3
+    items = [{"type": "document", "id": "twice", **_accented("twice")}]
+    status, job = invoke(
+        _utf8_event("bulk_entities", json.dumps({"items": items}, ensure_ascii=False).encode())
+    )
+    assert status == 202, job
+    [message] = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    record = copy.deepcopy(load_event("sqs_entity_changes")["Records"][0])
+    record.update(messageId=message["MessageId"], body=message["Body"], eventSourceARN=arn)
+    for receives in ("1", "5"):  # the last delivery before the DLQ records failures: not this one
+        record["attributes"]["ApproximateReceiveCount"] = receives
+        result = indexing.lambda_handler({"Records": [record]}, FakeLambdaContext(aws_request_id="t"))
+        assert result == {"batchItemFailures": []}
+    assert s3.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 0
+    _done(job["job_id"], 1)

@@ -479,7 +479,8 @@ ALLOWED = {
         "StateTable": {"dynamodb:GetItem", "dynamodb:UpdateItem"},  # job items and fences only
         "EntityChangesQueue": set(CONSUMER_QUEUE_ACTIONS),
         "WriteJobsQueue": set(CONSUMER_QUEUE_ACTIONS),
-        "JobPayloadsBucket": {"s3:GetObject", "s3:DeleteObject"},  # read, then deleted once the part is done
+        # read, then deleted once the part is done; listed so that a deleted part reads as 404, not 403
+        "JobPayloadsBucket": {"s3:GetObject", "s3:DeleteObject", "s3:ListBucket"},
         "es": {
             ("es:ESHttpPost", "/_bulk"),
             ("es:ESHttpPost", "/quarry/_mget"),
@@ -529,6 +530,8 @@ def _target(action: str, resource: Any) -> Any:
     service = action.split(":")[0]
     if service == "dynamodb":
         return ref_target(resource) if "Fn::Sub" not in resource else resource["Fn::Sub"][2:].split(".")[0]
+    if action == "s3:ListBucket":  # the bucket itself: its keys are job ids and part numbers
+        return ref_target(resource)
     if service == "s3":
         bucket, _, objects = resource["Fn::Sub"].partition(".Arn}/")
         assert objects == "job-parts/*", resource  # only the payload objects, never the bucket itself
