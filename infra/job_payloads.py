@@ -95,9 +95,13 @@ class S3JobPayloads:
             self._client.delete_object(Bucket=self._bucket, Key=str(pointer[POINTER]["key"]))
 
 
-def outgoing(message: Mapping[str, Any], limit: int, payloads: S3JobPayloads | None) -> str:
-    """The body to send for a part: its encoded message, or, above `limit` bytes, a pointer to it in S3."""
+def outgoing(
+    message: Mapping[str, Any], limit: int, payloads: S3JobPayloads | None
+) -> tuple[str, dict[str, Any] | None]:
+    """(the body to send for a part, the pointer it is when the part went to S3): its encoded message, or,
+    above `limit` bytes, a pointer to it in S3."""
     text = encode_message(message)
     if payloads is None or len(text.encode()) <= limit:
-        return text
-    return encode_message(payloads.put(message, text))
+        return text, None
+    pointer = payloads.put(message, text)
+    return encode_message(pointer), pointer

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +54,19 @@ class SqsJobQueue:
     def send(self, messages: Sequence[dict[str, Any]]) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        try:
-            for message in messages:
-                body = outgoing(message, SQS_MAX_MESSAGE_BYTES, self._payloads)
+        for message in messages:
+            body, pointer = outgoing(message, SQS_MAX_MESSAGE_BYTES, self._payloads)
+            try:
                 self._client.send_message(QueueUrl=self._url, MessageBody=body)
-        except (BotoCoreError, ClientError) as exc:
-            raise UnavailableError("sqs", f"the job queue refused the job: {type(exc).__name__}") from exc
+            except (BotoCoreError, ClientError) as exc:
+                self._withdraw(pointer)
+                raise UnavailableError("sqs", f"the job queue refused the job: {type(exc).__name__}") from exc
+
+    def _withdraw(self, pointer: dict[str, Any] | None) -> None:
+        """Delete the object of a part whose message could not be sent (else the lifecycle rule would)."""
+        if pointer is not None and self._payloads is not None:
+            with suppress(UnavailableError):
+                self._payloads.release(pointer)
 
 
 class SqliteJobStore:

@@ -242,3 +242,23 @@ def test_a_part_delivered_again_after_its_payload_was_deleted_is_skipped_not_fai
         assert result == {"batchItemFailures": []}
     assert s3.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 0
     _done(job["job_id"], 1)
+
+
+def test_a_failed_send_of_parts_in_s3_leaves_no_object_behind(aws_s3: Any) -> None:
+    """Two items each above one message (140,000 × `é`, 280,000 bytes): the second send fails, so its
+    object is withdrawn at once; the first part's message was sent, so the consumer discards it (its job
+    is gone) and deletes its object."""
+    container, sqs, url, arn, s3 = aws_s3
+    container.override(
+        job_queue=SqsJobQueue(url, client=_FailingSecondSend(sqs), payloads=container.job_payloads)
+    )
+    items = [
+        {"type": "document", "id": f"half-{i}", "title": "half", "text": "é" * 140_000} for i in range(2)
+    ]
+    status, body = invoke(
+        _utf8_event("bulk_entities", json.dumps({"items": items}, ensure_ascii=False).encode())
+    )
+    assert status == 503, body
+    assert _job_rows(container) == [] and s3.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 1
+    assert drain_through_consumer(sqs, url, arn) == 1
+    assert s3.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 0 and _job_rows(container) == []
