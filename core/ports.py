@@ -295,7 +295,18 @@ class TenantFences(Protocol):
     the tenant id), outside the tenant's own rows, so an erase's purge leaves them."""
 
     def fence(self, tenant_id: str, at: float) -> None:
-        """Mark the tenant erased at `at` (closed; erasing again moves `erased_at` on and closes it)."""
+        """Mark the tenant erased at `at` (closed; erasing again moves `erased_at` on and closes it), and
+        start its count of what purges remove from zero (before the fence goes up: every purge this
+        erase causes is counted)."""
+        ...
+
+    def count_removed(self, tenant_id: str, removed: Mapping[str, int]) -> None:
+        """Add what one purge of the tenant removed ({what: how many}) to its count since its fence."""
+        ...
+
+    def removed_since_fence(self, tenant_id: str) -> dict[str, int]:
+        """What every purge of the tenant removed since its fence went up, whoever purged (read strongly
+        consistent); {} before any purge."""
         ...
 
     def fence_of(self, tenant_id: str) -> TenantFence | None:
@@ -347,6 +358,10 @@ class JobStore(Protocol):
     def create_job(self, job: Job) -> None: ...
 
     def get_job(self, tenant_id: str, job_id: str) -> Job | None: ...
+
+    def delete_job(self, tenant_id: str, job_id: str) -> None:
+        """Remove one job (its parts could not all be queued); nothing when it is already gone."""
+        ...
 
     def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
         """Store one part's report; recording a part twice (a queue re-delivery) keeps one report; a job

@@ -1,5 +1,5 @@
 """The stack's AWS resources on local servers: DynamoDB tables, SQS queues with their dead-letter queues,
-and the entity event bus with its rule, created on `moto_server` from their template.yaml properties, as
+the job payload bucket, and the entity event bus with its rule, created on `moto_server` from their template.yaml properties, as
 CloudFormation would create them; the OpenSearch domain is the local node (scripts/opensearch.sh).
 
 One deliberate difference, for tests only: `visibility_timeout` shortens the queues' VisibilityTimeout
@@ -102,7 +102,13 @@ def _queues(stack: Stack, endpoint: str, visibility_timeout: int | None) -> None
         props = stack.properties(logical)
         attributes: dict[str, str] = {
             k: str(props[k]).lower() if isinstance(props[k], bool) else str(props[k])
-            for k in ("VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "SqsManagedSseEnabled")
+            for k in (
+                "VisibilityTimeout",
+                "MessageRetentionPeriod",
+                "DelaySeconds",
+                "SqsManagedSseEnabled",
+                "MaximumMessageSize",
+            )
             if k in props
         }
         if visibility_timeout is not None:
@@ -113,6 +119,16 @@ def _queues(stack: Stack, endpoint: str, visibility_timeout: int | None) -> None
         url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
         arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         stack.bind(logical, url, Arn=arn, QueueName=name)
+
+
+def _buckets(stack: Stack, endpoint: str) -> None:
+    """The S3 buckets (the job payload bucket), named after the stack; encryption, public access and
+    lifecycle are CloudFormation's business, not what the functions call."""
+    s3 = client("s3", endpoint)
+    for logical in stack.resources("AWS::S3::Bucket"):
+        name = f"{stack.name}-{logical}".lower()
+        s3.create_bucket(Bucket=name)
+        stack.bind(logical, name, Arn=f"arn:aws:s3:::{name}")
 
 
 def _buses(stack: Stack, endpoint: str) -> None:
@@ -145,6 +161,7 @@ def provision(
     stack.bind("SearchDomain", "local", DomainEndpoint=urlsplit(opensearch_url).netloc)
     _tables(stack, endpoint)
     _queues(stack, endpoint, visibility_timeout)
+    _buckets(stack, endpoint)
     _buses(stack, endpoint)
 
 

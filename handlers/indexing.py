@@ -60,6 +60,7 @@ from core.errors import (
     NotFoundError,
     StaleVersionError,
     TenantErasedError,
+    UnavailableError,
     VersionConflictError,
     VersionSchemeError,
 )
@@ -264,11 +265,40 @@ def _redelivered(record: SQSRecord) -> bool:
     return int(record.attributes.approximate_receive_count or 1) > 1
 
 
+def _read_part(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The part a message carries, or the one in S3 it points to (infra/job_payloads.py); None when that
+    object is gone (the part was done before, or expired)."""
+    from infra.job_payloads import is_pointer
+
+    payloads = wiring.container().job_payloads
+    if not is_pointer(body):
+        return body
+    if payloads is None:
+        raise UnavailableError("s3", "a job part points to the payload bucket, which is not configured")
+    return payloads.read(body)
+
+
+def _release_part(body: dict[str, Any]) -> None:
+    """Delete the S3 object of a part that is done (nothing for a part carried in its message)."""
+    from infra.job_payloads import is_pointer
+
+    payloads = wiring.container().job_payloads
+    if payloads is not None and is_pointer(body):
+        payloads.release(body)
+
+
 def process_job_part(record: SQSRecord) -> str:
     """One part of a bulk or corpus job: index its items and record the part's report."""
     try:
-        message = json.loads(record.body)
+        body = json.loads(record.body)
+        message = _read_part(body)
+        if message is None:
+            logger.warning(
+                "job part already done: its payload is gone", extra={"message_id": record.message_id}
+            )
+            return "discarded"
         report = wiring.container().jobs.process(message, _redelivered(record))
+        _release_part(body)
     except Exception as exc:
         metrics.add_metric(name=FAILED_METRIC, unit=MetricUnit.Count, value=1)
         logger.exception(

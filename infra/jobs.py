@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 from core.errors import UnavailableError
-from core.indexing.write_jobs import Job
+from core.indexing.write_jobs import SQS_MAX_MESSAGE_BYTES, Job
+from infra.job_payloads import S3JobPayloads, outgoing
 from infra.local.sqlite_connect import immediate, open_sqlite, reported
 
 # SQS: short timeouts and botocore's standard retry mode, 3 attempts: a send stays within a few seconds,
@@ -33,10 +35,16 @@ def default_sqs_client() -> Any:
 
 
 class SqsJobQueue:
-    """JobQueue on an SQS queue: one message per part (parts are sized below SQS's 256 KB)."""
+    """JobQueue on an SQS queue: one message per part, its body the part's encoded JSON
+    (core/indexing/write_jobs.py encode_message); a part above SQS's 262,144 bytes goes to the payload
+    bucket and its message points to it (infra/job_payloads.py). Without a bucket such a part is refused
+    before anything is stored (JobSettings.max_message_bytes)."""
 
-    def __init__(self, queue_url: str, client: Any | None = None) -> None:
+    def __init__(
+        self, queue_url: str, client: Any | None = None, payloads: S3JobPayloads | None = None
+    ) -> None:
         self._url, self._client = queue_url, client or default_sqs_client()
+        self._payloads = payloads
 
     def discard_tenant(self, tenant_id: str) -> int:
         """SQS cannot drop chosen messages: the tenant's parts are discarded when processed (their job is
@@ -46,11 +54,19 @@ class SqsJobQueue:
     def send(self, messages: Sequence[dict[str, Any]]) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        try:
-            for message in messages:
-                self._client.send_message(QueueUrl=self._url, MessageBody=json.dumps(message))
-        except (BotoCoreError, ClientError) as exc:
-            raise UnavailableError("sqs", f"the job queue refused the job: {type(exc).__name__}") from exc
+        for message in messages:
+            body, pointer = outgoing(message, SQS_MAX_MESSAGE_BYTES, self._payloads)
+            try:
+                self._client.send_message(QueueUrl=self._url, MessageBody=body)
+            except (BotoCoreError, ClientError) as exc:
+                self._withdraw(pointer)
+                raise UnavailableError("sqs", f"the job queue refused the job: {type(exc).__name__}") from exc
+
+    def _withdraw(self, pointer: dict[str, Any] | None) -> None:
+        """Delete the object of a part whose message could not be sent (else the lifecycle rule would)."""
+        if pointer is not None and self._payloads is not None:
+            with suppress(UnavailableError):
+                self._payloads.release(pointer)
 
 
 class SqliteJobStore:
@@ -74,6 +90,10 @@ class SqliteJobStore:
                 "SELECT job FROM jobs WHERE tenant_id = ? AND job_id = ?", (tenant_id, job_id)
             ).fetchone()
         return _load(row[0]) if row else None
+
+    def delete_job(self, tenant_id: str, job_id: str) -> None:
+        with self._lock, reported():
+            self._conn.execute("DELETE FROM jobs WHERE tenant_id = ? AND job_id = ?", (tenant_id, job_id))
 
     def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
         with self._lock, reported(), immediate(self._conn):

@@ -106,6 +106,9 @@ class Settings(BaseSettings):
     async_min_chunks: WholeNumber = Field(default=200, ge=1, le=10_000)
     jobs_queue_url: str | None = None
     jobs_queue_arn: str | None = None
+    # The S3 bucket where a job part too big for one SQS message (262,144 bytes) travels (infra/job_payloads.py);
+    # unset with a queue: such a part is a 413.
+    jobs_payload_bucket: str | None = None
     # The write-jobs queue's maxReceiveCount (template.yaml): on a part's last delivery the consumer records
     # its failure, so the job ends `failed` with the reason instead of `running` while the part sits in the DLQ.
     jobs_max_receives: WholeNumber = Field(default=MAX_PART_ATTEMPTS, ge=1, le=1000)

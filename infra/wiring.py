@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from core.search.tuning_service import FusionTuningService
     from core.tenancy.fencing import TenantGate
     from core.tenancy.lifecycle import LifecycleService
+    from infra.job_payloads import S3JobPayloads
     from infra.settings import Settings
 
 
@@ -390,7 +391,7 @@ class Container:
         if self.settings.jobs_queue_url:
             from infra.jobs import SqsJobQueue
 
-            return SqsJobQueue(self.settings.jobs_queue_url)
+            return SqsJobQueue(self.settings.jobs_queue_url, payloads=self.job_payloads)
         from infra.local.job_queue import SqliteJobQueue
 
         return SqliteJobQueue(
@@ -398,6 +399,15 @@ class Container:
             lambda message, retried: self.jobs.process(message, retried),
             lambda message, reason: self.jobs.fail(message, reason),
         )
+
+    @cached_property
+    def job_payloads(self) -> S3JobPayloads | None:
+        """Where a job part too big for one SQS message travels (QUARRY_JOBS_PAYLOAD_BUCKET), if set."""
+        if not self.settings.jobs_payload_bucket:
+            return None
+        from infra.job_payloads import S3JobPayloads
+
+        return S3JobPayloads(self.settings.jobs_payload_bucket)
 
     def resume_jobs(self) -> None:
         """Locally (no queue configured), run the job thread now, so parts a stopped server left resume."""
@@ -431,8 +441,14 @@ class Container:
     def jobs(self) -> JobService:
         """Bulk and corpus writes too big for one API call."""
         from core.indexing.write_job_service import JobService, JobSettings
+        from core.indexing.write_jobs import SQS_MAX_MESSAGE_BYTES
 
-        settings = JobSettings(async_min_chunks=self.settings.async_min_chunks)
+        # SQS without a payload bucket carries a part of at most one message; the local queue any part
+        sqs_only = bool(self.settings.jobs_queue_url) and not self.settings.jobs_payload_bucket
+        settings = JobSettings(
+            async_min_chunks=self.settings.async_min_chunks,
+            max_message_bytes=SQS_MAX_MESSAGE_BYTES if sqs_only else None,
+        )
         return JobService(
             self.job_store, self.job_queue, self.indexing, self.registry, self.clock, settings, gate=self.gate
         )

@@ -1,7 +1,9 @@
 """Write jobs: a bulk or corpus request above `async_min_chunks` is accepted (202) with a job
 id, split into parts the indexing consumer processes from a queue, and answered later by GET /jobs/{id}.
 
-submit → JobStore.create_job + JobQueue.send(parts) ; consumer → process(part) → JobStore.record_part.
+submit → JobStore.create_job, JobQueue.send(parts) (the job deleted again when a send fails) ; consumer →
+process(part) → JobStore.record_part. Why the job is stored before its parts are sent: docs/architecture.md,
+Write jobs.
 A re-delivered part re-runs the same versioned writes (duplicates, no re-embedding) and overwrites its
 own report, so counts never double.
 """
@@ -9,12 +11,12 @@ own report, so counts never double.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import IO, Any
 
-from core.errors import NotFoundError, TenantErasedError
+from core.errors import NotFoundError, PayloadTooLargeError, TenantErasedError
 from core.indexing.bulk_writes import item_key, repeated_items
 from core.indexing.entity_models import entity_models
 from core.indexing.entity_types import EntityTypeRegistry
@@ -26,6 +28,7 @@ from core.indexing.write_jobs import (
     JobKind,
     JobPart,
     PartReport,
+    encoded_bytes,
     estimate_chunks,
     part_bounds,
     split_parts,
@@ -34,16 +37,20 @@ from core.ports import Clock, JobQueue, JobStore
 from core.tenancy.fencing import TenantGate
 from core.timestamps import iso_timestamp
 
-# SQS takes 256 KB per message; the rest is the envelope's headroom (attributes, JSON escaping).
+# Items of a part, in encoded bytes (write_jobs.encode_message): SQS takes 262,144 per message; the rest is
+# headroom for the part's header (job, offset, repeats, line numbers). One item above it travels alone.
 DEFAULT_PART_BYTES = 200_000
 
 
 @dataclass(frozen=True, slots=True)
 class JobSettings:
-    """When a write becomes a job and how big its parts are (chunks bound the consumer's time)."""
+    """When a write becomes a job and how big its parts are (chunks bound the consumer's time).
+    `max_message_bytes`: the largest part message the queue can carry at all (None: any; SQS with an S3
+    payload bucket carries any part); a part above it is a 413 before anything is stored."""
 
     async_min_chunks: int
     part_bytes: int = DEFAULT_PART_BYTES
+    max_message_bytes: int | None = None
 
 
 class JobService:
@@ -73,12 +80,12 @@ class JobService:
         return sum(costs) > self._settings.async_min_chunks
 
     def submit(self, tenant_id: str, kind: JobKind, items: Sequence[Any], costs: Sequence[int]) -> Job:
-        """Store the job and enqueue its parts; UnavailableError when the queue cannot take them."""
+        """Store the job and enqueue its parts: a 413 when a part can never travel, UnavailableError (and
+        no job left) when the queue cannot take them now."""
         at = iso_timestamp(self._clock.now())
         job_id = self._new_id()
         parts = list(split_parts(items, costs, self._settings.async_min_chunks, self._settings.part_bytes))
         job = Job(job_id, tenant_id, kind, len(items), sum(costs), len(parts), at, at)
-        self._store.create_job(job)
         repeats = self._repeats(kind, items)
         messages = [
             JobPart(
@@ -86,8 +93,31 @@ class JobService:
             ).to_message()
             for n, (offset, chunk) in enumerate(parts)
         ]
-        self._queue.send(messages)
+        self._check_fits(max((encoded_bytes(m) for m in messages), default=0))
+        self._store.create_job(job)
+        with self._undone_on_failure(job):
+            self._queue.send(messages)
         return job
+
+    def _check_fits(self, largest: int) -> None:
+        """A 413 naming the queue's limit when a part's message (`largest` bytes) can never be sent."""
+        limit = self._settings.max_message_bytes
+        if limit is not None and largest > limit:
+            raise PayloadTooLargeError(
+                f"an item needs a {largest}-byte queue message; the job queue takes at most {limit} bytes "
+                "per message (no payload bucket is configured)",
+                limit,
+            )
+
+    @contextmanager
+    def _undone_on_failure(self, job: Job) -> Iterator[None]:
+        """Delete the job when its parts could not all be sent: no job stays `queued` whose parts are not
+        all queued (the parts sent are discarded when processed, their job being gone)."""
+        try:
+            yield
+        except BaseException:
+            self._store.delete_job(job.tenant_id, job.job_id)
+            raise
 
     def submit_lines(self, tenant_id: str, stream: IO[bytes], to_item: ToItem | None = None) -> Job:
         """ONE bulk job for an NDJSON upload (core/indexing/ndjson.py): each line checked on its own; a refused line
@@ -106,13 +136,16 @@ class JobService:
         refused = len(bounds) if intake.errors else None  # the part number of the refused lines' report
         job = Job(self._new_id(), tenant_id, "bulk", intake.total, sum(intake.costs),
                   len(bounds) + (refused is not None), at, at)  # fmt: skip
+        empty = JobPart(job.job_id, tenant_id, "bulk", len(bounds), intake.total, (), lines=(intake.total,))
+        self._check_fits(encoded_bytes(empty.to_message()) + max(intake.sizes, default=0))  # a one-line part
         self._store.create_job(job)
-        if refused is not None:
-            job.reports[refused] = PartReport(errors=intake.errors).to_json()
-            self._store.record_part(tenant_id, job.job_id, refused, job.reports[refused], at)
-        for n, (offset, items, lines) in enumerate(accepted_parts(stream, to_item, intake, bounds)):
-            part = JobPart(job.job_id, tenant_id, "bulk", n, offset, tuple(items), lines=lines)
-            self._queue.send([part.to_message()])
+        with self._undone_on_failure(job):
+            if refused is not None:
+                job.reports[refused] = PartReport(errors=intake.errors).to_json()
+                self._store.record_part(tenant_id, job.job_id, refused, job.reports[refused], at)
+            for n, (offset, items, lines) in enumerate(accepted_parts(stream, to_item, intake, bounds)):
+                part = JobPart(job.job_id, tenant_id, "bulk", n, offset, tuple(items), lines=lines)
+                self._queue.send([part.to_message()])
         return job
 
     def status(self, tenant_id: str, job_id: str) -> Job:
@@ -157,10 +190,10 @@ class JobService:
     def fail(self, message: Mapping[str, Any], reason: str) -> None:
         """Record that a part will never be processed (it failed on every attempt): its job ends failed,
         saying why, instead of staying `running` forever."""
-        part = JobPart.from_message(message)
+        job = message["job"]  # the header alone: a part whose items are in S3 fails without them
         at = iso_timestamp(self._clock.now())
         self._store.record_part(
-            part.tenant_id, part.job_id, part.part, PartReport(failure=reason).to_json(), at
+            job["tenant_id"], job["id"], int(job["part"]), PartReport(failure=reason).to_json(), at
         )
 
     def _corpus(self, part: JobPart, now: float) -> PartReport:

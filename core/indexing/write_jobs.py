@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -26,6 +27,15 @@ MAX_REPORTED_ERRORS = 100  # a status answer lists the first errors and counts t
 # Errors kept per part: 10,000 items make ~50 parts; 20 errors of ~200 bytes each keep a job's item far
 # below DynamoDB's 400 KB.
 MAX_ERRORS_PER_PART = 20
+# A refused item's report names it by a cut id and cut texts, so that whatever a request held (a line of an
+# NDJSON upload may carry a 100,000-character id) a part's 20 errors stay a few tens of KB of the job item.
+REPORTED_ID_CHARS = 64  # as many as a log line shows of an id (a judgement call)
+REPORTED_TEXT_CHARS = 300  # an error message or a field's rule: the longest the service writes is ~200
+REPORTED_FIELDS = 10  # bad fields named per error; the message says how many there were
+CUT_MARK = "…"
+# The largest body SQS takes: 262,144 bytes (the write-jobs queue's MaximumMessageSize in template.yaml);
+# a part's message above it travels as an S3 object the message points to (infra/jobs.py).
+SQS_MAX_MESSAGE_BYTES = 262_144
 # Attempts at one part before it is recorded as failed: the write-jobs queue's maxReceiveCount in
 # template.yaml (QUARRY_JOBS_MAX_RECEIVES follows it), and the local queue's bound (infra/local/job_queue.py).
 MAX_PART_ATTEMPTS = 5
@@ -107,8 +117,9 @@ class PartReport:
     def to_json(self) -> dict[str, Any]:
         """What the job store keeps: the counts and the part's first errors (a DynamoDB item holds 400 KB
         for all parts together)."""
+        errors = [bounded_error(e) for e in self.errors[:MAX_ERRORS_PER_PART]]
         kept = {"indexed": self.indexed, "skipped_stale": self.skipped_stale, "chunks": self.chunks,
-                "errors": self.errors[:MAX_ERRORS_PER_PART], "errors_total": len(self.errors)}  # fmt: skip
+                "errors": errors, "errors_total": len(self.errors)}  # fmt: skip
         unindexed = {"unindexed_fields": sorted(self.unindexed_fields)} if self.unindexed_fields else {}
         return kept | unindexed | ({"failure": self.failure} if self.failure else {})
 
@@ -183,9 +194,51 @@ def estimate_chunks(registry: EntityTypeRegistry, kind: JobKind, item: Any) -> i
     return max(1, math.ceil(text / _CHUNK_STRIDE_CHARS))
 
 
+def cut(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and a mark saying it was cut."""
+    return text if len(text) <= limit else text[:limit] + CUT_MARK
+
+
+def bounded_error(error: dict[str, Any]) -> dict[str, Any]:
+    """An item error as a job keeps it: the id cut to REPORTED_ID_CHARS, texts and field paths cut, at
+    most REPORTED_FIELDS fields (a job item holds 400 KB whatever the request held)."""
+    bounded = dict(error)
+    if isinstance(bounded.get("entity_id"), str):
+        bounded["entity_id"] = cut(bounded["entity_id"], REPORTED_ID_CHARS)
+    if isinstance(bounded.get("error"), str):
+        bounded["error"] = cut(bounded["error"], REPORTED_TEXT_CHARS)
+    fields = bounded.get("fields")
+    if isinstance(fields, Mapping):
+        kept = sorted(fields.items(), key=lambda kv: str(kv[0]))[:REPORTED_FIELDS]
+        bounded["fields"] = {
+            cut(str(k), REPORTED_TEXT_CHARS): cut(str(v), REPORTED_TEXT_CHARS) for k, v in kept
+        }
+    return bounded
+
+
+# What SQS refuses in a message body (XML 1.0's excluded characters): JSON escapes the C0 controls itself.
+_NOT_IN_SQS = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def encode_message(message: Any) -> str:
+    """A part's message as sent: compact JSON, non-ASCII text as itself (`é` is 2 bytes of UTF-8, not a
+    6-byte `\\u00e9`), escaped only where SQS refuses the character (a lone surrogate, U+FFFE, U+FFFF)."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _NOT_IN_SQS.sub(_escape, text)
+
+
+def encoded_bytes(message: Any) -> int:
+    """The UTF-8 bytes of `encode_message(message)`: what the queue counts against its limit."""
+    return len(encode_message(message).encode())
+
+
 def message_bytes(item: Any) -> int:
-    """What an item adds to a part's queue message: its compact JSON and a separator."""
-    return len(json.dumps(item, separators=(",", ":"), default=str)) + 1
+    """What an item adds to a part's queue message: its encoded JSON (encode_message) and a separator."""
+    return encoded_bytes(item) + 1
 
 
 def part_bounds(

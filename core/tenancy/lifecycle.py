@@ -72,6 +72,15 @@ class Removed:
     jobs: int
     job_parts: int
 
+    def tally(self) -> dict[str, int]:
+        """The counts as TenantFences.count_removed keeps them (only what is not zero)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v}
+
+    @classmethod
+    def from_tally(cls, tally: dict[str, int]) -> Removed:
+        """The counts TenantFences.removed_since_fence read back."""
+        return cls(*(int(tally.get(f.name, 0)) for f in dataclasses.fields(cls)))
+
     def counts(self, tenant_id: str) -> dict[str, Any]:
         """The fields both reports share."""
         return {
@@ -209,7 +218,10 @@ class LifecycleService:
         _confirmed(tenant_id, confirm)
         now = self._clock.now()
         self._fences.fence(tenant_id, now)
-        removed = self.purge(tenant_id)
+        self.purge(tenant_id)
+        # What every purge since the fence removed, this one's and those of work that raced the erase and
+        # purged first (which leave this purge nothing to find): what the tenant held, whoever removed it.
+        removed = Removed.from_tally(self._fences.removed_since_fence(tenant_id))
         return EraseReport(
             **removed.counts(tenant_id),
             fenced_at=iso_timestamp(now),
@@ -222,7 +234,14 @@ class LifecycleService:
         when it ends). `scope`: the stores a process's work may write, so each function needs rights to
         delete only what it writes — all (the API, the local server), index (the queue consumer: index
         documents and the cache's generation and settling marks) or state (the nightly run). Jobs first:
-        the local index's purge rebuilds the file they share."""
+        the local index's purge rebuilds the file they share. What it removed is added to the tenant's
+        count since its fence, which the erase's receipt reports."""
+        removed = self._removed(tenant_id, scope)
+        if removed.tally():  # counted for the erase's receipt, whoever purged (TenantFences.count_removed)
+            self._fences.count_removed(tenant_id, removed.tally())
+        return removed
+
+    def _removed(self, tenant_id: str, scope: SweepScope) -> Removed:
         if scope == "index":
             entities = self._index.purge_tenant(tenant_id)
             return Removed(entities, 0, self._cache.drop_marks(tenant_id), 0, 0)

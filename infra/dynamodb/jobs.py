@@ -75,6 +75,14 @@ class DynamoJobStore:
         return Job(job_id, tenant_id, v["kind"], int(v["items"]), int(v["chunks"]), int(v["parts"]),
                    v["created_at"], v["updated_at"], reports)  # fmt: skip
 
+    def delete_job(self, tenant_id: str, job_id: str) -> None:
+        """Delete the job item, then its listing (the order create_job's reverse, so an item is never
+        without its listing)."""
+        listing = {"pk": tenant_pk(tenant_id), "sk": f"J#{esc(job_id)}"}
+        with dynamodb_errors():
+            self._client.delete_item(TableName=self._table, Key=self._item(job_key(tenant_id, job_id)))
+            self._client.delete_item(TableName=self._table, Key=self._item(listing))
+
     def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
         from botocore.exceptions import ClientError
 
@@ -102,8 +110,6 @@ class DynamoJobStore:
         }
         with dynamodb_errors():
             jobs = [unesc(self._de.deserialize(i["sk"])[2:]) for i in pages(self._client.query, query)]
-            for job_id in jobs:
-                self._client.delete_item(TableName=self._table, Key=self._item(job_key(tenant_id, job_id)))
-                listing = {"pk": tenant_pk(tenant_id), "sk": f"J#{esc(job_id)}"}
-                self._client.delete_item(TableName=self._table, Key=self._item(listing))
+        for job_id in jobs:
+            self.delete_job(tenant_id, job_id)
         return len(jobs)

@@ -86,3 +86,18 @@ def test_an_erased_tenants_jobs_are_gone_and_a_late_part_never_brings_one_back(
     assert jobs.get_job("other", "j3") is not None
     raw = dump()
     assert TENANT.encode() not in raw and b"secret-id" not in raw
+
+
+def test_purges_since_the_fence_add_up_and_a_new_fence_starts_the_count_again(
+    stores: tuple[Any, Any, Any, Any],
+) -> None:
+    fences, _, _, dump = stores
+    assert fences.removed_since_fence(TENANT) == {}
+    fences.fence(TENANT, 100.0)
+    fences.count_removed(TENANT, {"entities": 30, "jobs": 1})  # a racing unit's purge, first
+    fences.count_removed(TENANT, {"entities": 2, "state_rows": 4})  # the erase's own
+    assert fences.removed_since_fence(TENANT) == {"entities": 32, "jobs": 1, "state_rows": 4}
+    assert fences.removed_since_fence("other") == {}
+    assert TENANT.encode() not in dump()
+    fences.fence(TENANT, 200.0)
+    assert fences.removed_since_fence(TENANT) == {}

@@ -26,6 +26,7 @@ def stack() -> Stack:
         bound.bind(
             logical, f"http://sqs.local/{logical}", Arn=f"arn:aws:sqs:us-east-1:123456789012:{logical}"
         )
+    bound.bind("JobPayloadsBucket", "quarry-unit-payloads", Arn="arn:aws:s3:::quarry-unit-payloads")
     bound.bind("SearchDomain", "local", DomainEndpoint="127.0.0.1:9200")
     return bound
 
@@ -50,6 +51,7 @@ def test_every_function_of_the_template_gets_its_handler_limits_environment_and_
     assert (
         env["QUARRY_JOBS_QUEUE_ARN"].endswith(":WriteJobsQueue") and env["QUARRY_ASYNC_MIN_CHUNKS"] == "200"
     )
+    assert env["QUARRY_JOBS_PAYLOAD_BUCKET"] == "quarry-unit-payloads"
     assert env["QUARRY_OPENSEARCH_URL"] == "https://127.0.0.1:9200"  # the local runner then swaps in http
     assert stack().function("IndexingConsumerFunction").timeout == 60
     assert stack().function("NightlyEvalFunction").timeout == 900

@@ -187,6 +187,7 @@ def test_permissions_follow_what_each_function_does() -> None:
     assert [(s["Sid"], actions(s)) for s in state] == [
         ("JobProgress", ["dynamodb:GetItem", "dynamodb:UpdateItem"]),
         ("TenantFences", ["dynamodb:GetItem"]),
+        ("ErasePurgeCounts", ["dynamodb:UpdateItem"]),
     ]
 
 
@@ -438,6 +439,7 @@ OWN_INDEX_API = (
 ALLOWED = {
     "ApiFunction": {
         "WriteJobsQueue": {"sqs:SendMessage"},  # parts of large bulk and corpus requests
+        "JobPayloadsBucket": {"s3:PutObject"},  # a part too big for one SQS message
         "StateTable": {
             "dynamodb:GetItem",
             "dynamodb:PutItem",
@@ -477,6 +479,8 @@ ALLOWED = {
         "StateTable": {"dynamodb:GetItem", "dynamodb:UpdateItem"},  # job items and fences only
         "EntityChangesQueue": set(CONSUMER_QUEUE_ACTIONS),
         "WriteJobsQueue": set(CONSUMER_QUEUE_ACTIONS),
+        # read, then deleted once the part is done; listed so that a deleted part reads as 404, not 403
+        "JobPayloadsBucket": {"s3:GetObject", "s3:DeleteObject", "s3:ListBucket"},
         "es": {
             ("es:ESHttpPost", "/_bulk"),
             ("es:ESHttpPost", "/quarry/_mget"),
@@ -521,28 +525,36 @@ def _resources_of(statement: dict[str, Any]) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
+def _target(action: str, resource: Any) -> Any:
+    """What a granted action applies to: a table, a queue, a bucket, or ("es", its path)."""
+    service = action.split(":")[0]
+    if service == "dynamodb":
+        return ref_target(resource) if "Fn::Sub" not in resource else resource["Fn::Sub"][2:].split(".")[0]
+    if action == "s3:ListBucket":  # the bucket itself: its keys are job ids and part numbers
+        return ref_target(resource)
+    if service == "s3":
+        bucket, _, objects = resource["Fn::Sub"].partition(".Arn}/")
+        assert objects == "job-parts/*", resource  # only the payload objects, never the bucket itself
+        return bucket.removeprefix("${")
+    if service == "sqs":
+        return ref_target(resource)
+    if service == "es":
+        return "es", resource["Fn::Sub"][0].split("domain/${D}")[1]
+    return None
+
+
 def granted_by_target(function: str) -> dict[str, set[Any]]:
     found: dict[str, set[Any]] = {}
     for statement in role_statements(function):
         if statement["Effect"] != "Allow":
             continue
         for action in actions(statement):
-            service = action.split(":")[0]
-            if service == "dynamodb":
-                for resource in _resources_of(statement):
-                    table = (
-                        ref_target(resource)
-                        if "Fn::Sub" not in resource
-                        else resource["Fn::Sub"][2:].split(".")[0]
-                    )
-                    found.setdefault(table, set()).add(action)
-            elif service == "sqs":
-                for resource in _resources_of(statement):
-                    found.setdefault(ref_target(resource), set()).add(action)
-            elif service == "es":
-                for resource in _resources_of(statement):
-                    path = resource["Fn::Sub"][0].split("domain/${D}")[1]
-                    found.setdefault("es", set()).add((action, path))
+            for resource in _resources_of(statement):
+                target = _target(action, resource)
+                if isinstance(target, tuple):
+                    found.setdefault(target[0], set()).add((action, target[1]))
+                elif target is not None:
+                    found.setdefault(target, set()).add(action)
     return found
 
 
@@ -555,7 +567,7 @@ def test_the_consumer_touches_only_generation_and_settling_cache_items_and_job_i
     for statement in role_statements("IndexingConsumerFunction"):
         if any(a.startswith("dynamodb:") for a in actions(statement)):
             keys = statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
-            assert keys in (["C#gen:*"], ["V#settling:*"], ["T#*#J#*"], ["F#*"])
+            assert keys in (["C#gen:*"], ["V#settling:*"], ["T#*#J#*"], ["F#*"], ["R#*"])
 
 
 def test_the_job_items_pattern_matches_the_job_keys_and_no_other_state_item() -> None:
@@ -624,3 +636,24 @@ def test_cors_is_off_unless_origins_are_given_and_then_answered_by_the_http_api(
     assert allowed["allowOrigins"]["Fn::Split"][0] == ","
     assert set(allowed["allowHeaders"]) == {"authorization", "content-type"}
     assert sam_template()["Parameters"]["CorsAllowOrigins"]["Default"] == ""
+
+
+def test_the_job_payload_bucket_is_private_encrypted_and_expires_its_parts() -> None:
+    """Parts too big for one SQS message (infra/job_payloads.py): tenant data, so encrypted, never public,
+    TLS only, and expired after the 14 days the write-jobs DLQ keeps a part for a redrive."""
+    bucket = resources()["JobPayloadsBucket"]["Properties"]
+    assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+    assert (
+        all(bucket["PublicAccessBlockConfiguration"].values())
+        and len(bucket["PublicAccessBlockConfiguration"]) == 4
+    )
+    [rule] = bucket["LifecycleConfiguration"]["Rules"]
+    dlq_days = resources()["WriteJobsDLQ"]["Properties"]["MessageRetentionPeriod"] // 86400
+    assert (rule["Status"], rule["Prefix"], rule["ExpirationInDays"]) == ("Enabled", "job-parts/", dlq_days)
+    [deny] = resources()["JobPayloadsBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    from core.indexing.write_jobs import SQS_MAX_MESSAGE_BYTES
+
+    assert resources()["WriteJobsQueue"]["Properties"]["MaximumMessageSize"] == SQS_MAX_MESSAGE_BYTES
+    variables = sam_template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["QUARRY_JOBS_PAYLOAD_BUCKET"] == {"Ref": "JobPayloadsBucket"}

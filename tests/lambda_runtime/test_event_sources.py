@@ -149,3 +149,30 @@ def test_the_cognito_trigger_puts_the_tenant_in_the_access_token_the_api_then_tr
     assert "tenant" not in torn  # two tenant groups: no tenant claim, and Quarry refuses the token
     event["requestContext"]["authorizer"] = jwt_authorizer_context(torn)
     assert api.invoke(event).payload["statusCode"] == 403
+
+
+def test_an_item_too_big_for_one_queue_message_travels_through_the_payload_bucket(
+    local: Deployment, api: EmulatedFunction, consumer: EmulatedFunction
+) -> None:
+    """A PUT whose part is above SQS's 262,144 bytes only as UTF-8 (140,000 × `é`: 280,000 bytes; ASCII
+    escaping would make it 840,000): the API puts the part in the payload bucket, the consumer reads it,
+    indexes the entity and deletes the object."""
+    tenant, text = "big-t", "é" * 140_000
+    status, accepted = call(
+        api, "PUT", "/entities/document/big", tenant, {"title": "a big one", "text": text}
+    )
+    assert status == 202, accepted
+    s3, bucket = client("s3", local.moto_url), local.stack.refs["JobPayloadsBucket"]
+    assert s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 1
+
+    jobs = local.event_source("IndexingConsumerFunctionWriteJobs", consumer)
+
+    def job() -> dict[str, Any]:
+        return call(api, "GET", f"/jobs/{accepted['job_id']}", tenant)[1]
+
+    batches = jobs.run(lambda: job()["status"] == "done", SETTLE_SECONDS)
+    assert all(not b.failed for b in batches) and jobs.waiting() == 0, consumer.output()[-3000:]
+    assert (job()["indexed"], job()["errors"]) == (1, [])
+    status, entity = call(api, "GET", "/entities/document/big", tenant)
+    assert status == 200 and text in json.dumps(entity, ensure_ascii=False), entity
+    assert s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
