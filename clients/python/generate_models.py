@@ -2,6 +2,10 @@
 datamodel-code-generator: the client's models are generated from the server's schemas, never written by
 hand. `make client-models` runs both steps; tests/test_generated_models.py checks a rerun changes nothing.
 
+Every model allows fields it does not name (`--extra-fields allow`), whatever the schema's
+`additionalProperties`: a server newer than the client may add fields to an answer, and an older client
+must still read it (the unknown fields are kept on the model, in `model_extra`).
+
     python generate_models.py [OUTPUT]
 """
 
@@ -26,6 +30,7 @@ OPTIONS = [
     "--use-standard-collections",
     "--use-union-operator",
     "--use-double-quotes",
+    "--extra-fields", "allow",
     "--disable-timestamp",
     "--formatters", "ruff-format",
     "--custom-file-header", HEADER,

@@ -17,7 +17,7 @@ class ExplicitLink(
 
 class AssembleRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     caller: constr(
         pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
@@ -59,6 +59,9 @@ class AssembleRequest(BaseModel):
 
 
 class BudgetAdjustmentOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     caller: str = Field(..., title="Caller")
     new_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="New Budget")
     old_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Old Budget")
@@ -67,6 +70,9 @@ class BudgetAdjustmentOut(BaseModel):
 
 
 class BudgetOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Budget")
     caller: str = Field(..., title="Caller")
     max_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Max Budget")
@@ -76,7 +82,7 @@ class BudgetOut(BaseModel):
 
 class BudgetRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     budget: conint(ge=1, le=16000) | None = Field(None, title="Budget")
     max_budget: conint(ge=1, le=16000) | None = Field(None, title="Max Budget")
@@ -84,6 +90,9 @@ class BudgetRequest(BaseModel):
 
 
 class BudgetsResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     budgets: list[BudgetOut] = Field(..., title="Budgets")
     default_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., title="Default Budget"
@@ -94,6 +103,9 @@ class BudgetsResponse(BaseModel):
 
 
 class BulkError(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     code: str | None = Field("invalid_input", title="Code")
     entity_id: str | None = Field(..., title="Entity Id")
     error: str = Field(..., title="Error")
@@ -102,6 +114,9 @@ class BulkError(BaseModel):
 
 
 class BulkResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     errors: list[BulkError] = Field(..., title="Errors")
     indexed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Indexed")
     skipped_stale: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Skipped Stale")
@@ -113,6 +128,9 @@ class BulkResponse(BaseModel):
 
 
 class CallersResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     data: list[str] = Field(..., title="Data")
 
 
@@ -284,6 +302,9 @@ class CommitmentPatch(BaseModel):
 
 
 class ContextSource(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     id: str = Field(..., title="Id")
     score: float = Field(..., title="Score")
     source: str = Field(..., title="Source")
@@ -330,6 +351,9 @@ class CorpusDocument(BaseModel):
 
 
 class CorpusError(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     error: str = Field(..., title="Error")
     fields: dict[str, str] | None = Field(None, title="Fields")
     id: str | None = Field(..., title="Id")
@@ -337,6 +361,9 @@ class CorpusError(BaseModel):
 
 
 class CorpusReport(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     chunks_ingested: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., title="Chunks Ingested"
     )
@@ -496,6 +523,9 @@ class DocumentPatch(BaseModel):
 
 
 class EntityOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     chunks: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., description="Indexed chunks (long documents are split)", title="Chunks"
     )
@@ -522,13 +552,16 @@ class EntityOut(BaseModel):
 
 
 class EntityPage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     data: list[EntityOut] = Field(..., title="Data")
     next_cursor: str | None = Field(..., title="Next Cursor")
 
 
 class EntityRef(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     id: constr(min_length=1, max_length=256) = Field(..., title="Id")
     type: Literal["commitment", "document", "idea", "memory", "person", "project", "task"] = Field(
@@ -537,6 +570,9 @@ class EntityRef(BaseModel):
 
 
 class EraseReport(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     cache_entries_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., title="Cache Entries Removed"
     )
@@ -557,7 +593,7 @@ class EraseReport(BaseModel):
 
 class EraseRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     confirm: constr(min_length=1, max_length=256) = Field(
         ..., description="Must equal the caller's tenant id", title="Confirm"
@@ -565,28 +601,40 @@ class EraseRequest(BaseModel):
 
 
 class Error1(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     code: str = Field(..., description="stable, machine-readable")
     fields: dict[str, str]
     message: str
 
 
 class Error(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     error: Error1
 
 
 class EvalOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     at: str = Field(..., title="At")
     metrics: dict[str, Any] = Field(..., title="Metrics")
     name: str = Field(..., title="Name")
 
 
 class EvalsResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     data: list[EvalOut] = Field(..., title="Data")
 
 
 class FeedbackRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     assembly_id: constr(min_length=1, max_length=128) = Field(..., title="Assembly Id")
     tokens_used: conint(ge=0, le=9223372036854775807) | None = Field(None, title="Tokens Used")
@@ -594,6 +642,9 @@ class FeedbackRequest(BaseModel):
 
 
 class FeedbackResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     assembly_id: str = Field(..., title="Assembly Id")
     ignored_ids: list[str] = Field(..., title="Ignored Ids")
     recorded_ids: list[str] = Field(..., title="Recorded Ids")
@@ -602,7 +653,7 @@ class FeedbackResponse(BaseModel):
 
 class FilterOperators(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     exists: bool | None = Field(None, description="true: has a value; false: has none")
     gt: (
@@ -668,7 +719,7 @@ class ExpectedId(
 
 class GoldenQuery(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     context_summary: (
         constr(
@@ -856,6 +907,9 @@ class IdeaPatch(BaseModel):
 
 
 class JobFailure(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     part: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., description="The part's number (0-based) among the job's parts", title="Part"
     )
@@ -891,6 +945,9 @@ class JsonValue(
 
 
 class LogSource(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     id: str = Field(..., title="Id")
     score: float = Field(..., title="Score")
     source: str = Field(..., title="Source")
@@ -899,7 +956,7 @@ class LogSource(BaseModel):
 
 class ManualWeightRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     manual: bool | None = Field(True, title="Manual")
     token_share: confloat(ge=0.0, le=0.8) | None = Field(None, title="Token Share")
@@ -1116,11 +1173,17 @@ class MemoryPatch(BaseModel):
 
 
 class OverlayDeleted(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     deleted: bool = Field(..., title="Deleted")
     role_id: str = Field(..., title="Role Id")
 
 
 class OverlayEvaluation(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     default: str | None = Field(None, description="The strategy the overlay uses", title="Default")
     message: str | None = Field(None, description="Set when the overlay has no golden set", title="Message")
     min_ndcg_at_10: float | None = Field(None, title="Min Ndcg At 10")
@@ -1138,6 +1201,9 @@ class OverlayEvaluation(BaseModel):
 
 
 class OverlayTuning(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     adopted: dict[str, Any] = Field(..., title="Adopted")
     best: dict[str, Any] = Field(..., title="Best")
     best_ndcg_at_10: float = Field(..., title="Best Ndcg At 10")
@@ -1463,6 +1529,9 @@ class ProjectPatch(BaseModel):
 
 
 class QueryInfo(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     cache: Literal["hit", "miss", "bypass"] = Field(..., title="Cache")
     degraded: bool = Field(..., title="Degraded")
     degraded_reason: str | None = Field(None, title="Degraded Reason")
@@ -1493,7 +1562,7 @@ class RejectReason(
 
 class RejectedCandidate(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     chunk_id: constr(min_length=1) = Field(..., title="Chunk Id")
     detail: constr(min_length=1) = Field(..., title="Detail")
@@ -1506,6 +1575,9 @@ class RejectedCandidate(BaseModel):
 
 
 class ReopenReport(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     cache_entries_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., title="Cache Entries Removed"
     )
@@ -1522,7 +1594,7 @@ class ReopenReport(BaseModel):
 
 class RetrievalDiagnostics(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     counts: dict[str, conint(ge=-9223372036854775807, le=9223372036854775807)] = Field(..., title="Counts")
     degraded_reason: str | None = Field(None, title="Degraded Reason")
@@ -1532,6 +1604,9 @@ class RetrievalDiagnostics(BaseModel):
 
 
 class RetrieverExplanation(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     rank: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(..., title="Rank")
     score: float | None = Field(
         ...,
@@ -1578,7 +1653,7 @@ class SuppressItem(
 
 class RoleVocabulary(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     boost: list[BoostItem] | None = Field(None, max_length=100, title="Boost")
     suppress: list[SuppressItem] | None = Field(None, max_length=100, title="Suppress")
@@ -1586,7 +1661,7 @@ class RoleVocabulary(BaseModel):
 
 class ScoreBreakdown(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     final: float = Field(..., description="Σ wᵢ·signalᵢ / Σ wᵢ × penalty: the ranking score", title="Final")
     freshness: float = Field(
@@ -1612,7 +1687,7 @@ class ScoreBreakdown(BaseModel):
 
 class ScoreWeights(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     freshness: confloat(ge=0.0, le=1.0) | None = Field(0.1, title="Freshness")
     preference: confloat(ge=0.0, le=1.0) | None = Field(0.1, title="Preference")
@@ -1626,7 +1701,7 @@ class ReturnField(RootModel[constr(min_length=1, max_length=256)]):
 
 class SemanticPart(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     role: Literal["task", "context_summary", "mission"] = Field(..., title="Role")
     text: str = Field(..., title="Text")
@@ -1667,7 +1742,7 @@ class PreferredItem(
 
 class SourcePolicy(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     forbidden: list[ForbiddenItem] | None = Field(None, max_length=100, title="Forbidden")
     min_trust: Literal["high", "medium", "low"] | None = Field(
@@ -1678,7 +1753,7 @@ class SourcePolicy(BaseModel):
 
 class SourceShare(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     preferred: bool = Field(..., title="Preferred")
     selected: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Selected")
@@ -1704,7 +1779,7 @@ class Instruction(
 
 class SynthesisPolicy(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     citation_required: bool | None = Field(True, title="Citation Required")
     format: constr(max_length=200) | None = Field(None, title="Format")
@@ -1939,7 +2014,7 @@ class TaskPatch(BaseModel):
 
 class TextFilterOperators(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     exists: bool | None = Field(None, description="true: has a value; false: has none")
     in_: list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool] | None = Field(
@@ -1957,7 +2032,7 @@ class TextFilterOperators(BaseModel):
 
 class TimeRange(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     gt: (
         constr(
@@ -2000,6 +2075,9 @@ class WarningState(
 
 
 class WeightAdjustmentOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     caller: str = Field(..., title="Caller")
     effectiveness: float = Field(..., title="Effectiveness")
     new_share: float = Field(..., title="New Share")
@@ -2011,6 +2089,9 @@ class WeightAdjustmentOut(BaseModel):
 
 
 class WeightChangeOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     at: str = Field(..., title="At")
     caller: str = Field(..., title="Caller")
     new_share: float = Field(..., title="New Share")
@@ -2022,10 +2103,16 @@ class WeightChangeOut(BaseModel):
 
 
 class WeightHistoryResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     data: list[WeightChangeOut] = Field(..., title="Data")
 
 
 class WeightOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     caller: str = Field(..., title="Caller")
     manual: bool = Field(..., title="Manual")
     source: str = Field(..., title="Source")
@@ -2035,6 +2122,9 @@ class WeightOut(BaseModel):
 
 
 class WeightsResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     default_token_share: float = Field(..., title="Default Token Share")
     default_weight: float = Field(..., title="Default Weight")
     next_cursor: str | None = Field(None, title="Next Cursor")
@@ -2043,6 +2133,9 @@ class WeightsResponse(BaseModel):
 
 
 class WriteResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     entity_id: str = Field(..., title="Entity Id")
     entity_type: str = Field(..., title="Entity Type")
     message: str | None = Field(None, title="Message")
@@ -2057,6 +2150,9 @@ class WriteResponse(BaseModel):
 
 
 class AssembleResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     assembly_id: str | None = Field(..., title="Assembly Id")
     context_block: str = Field(..., title="Context Block")
     retrieval_ms: float = Field(..., title="Retrieval Ms")
@@ -2068,12 +2164,15 @@ class AssembleResponse(BaseModel):
 
 class BatchGetRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     items: list[EntityRef] = Field(..., max_length=100, min_length=1, title="Items")
 
 
 class BatchGetResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     found: list[EntityOut] = Field(..., title="Found")
     missing: list[EntityRef] = Field(
         ..., description="Absent, deleted or another tenant's (indistinguishably)", title="Missing"
@@ -2090,7 +2189,7 @@ class BulkItem(
 
 class BulkRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     items: list[BulkItem] = Field(
         ...,
@@ -2103,7 +2202,7 @@ class BulkRequest(BaseModel):
 
 class Corpus(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     documents: list[CorpusDocument] = Field(..., max_length=10000, min_length=1)
 
@@ -2144,13 +2243,16 @@ class EntityPatch(
 
 class EvalProfile(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     golden_set: list[GoldenQuery] | None = Field(None, max_length=200, title="Golden Set")
     min_ndcg_at_10: confloat(ge=0.0, le=1.0) | None = Field(None, title="Min Ndcg At 10")
 
 
 class EvalResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     assemblies: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Assemblies")
     budget_adjustments: list[BudgetAdjustmentOut] = Field(..., title="Budget Adjustments")
     budgets_count: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Budgets Count")
@@ -2161,6 +2263,9 @@ class EvalResponse(BaseModel):
 
 
 class Explanation(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     alpha: float = Field(..., title="Alpha")
     fallback: str | None = Field(None, title="Fallback")
     field_boosts: dict[str, conint(ge=-9223372036854775807, le=9223372036854775807)] = Field(
@@ -2173,6 +2278,9 @@ class Explanation(BaseModel):
 
 
 class Job(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     chunks: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
         ..., description="Chunks to embed, estimated from the request", title="Chunks"
     )
@@ -2216,6 +2324,9 @@ class Job(BaseModel):
 
 
 class LogEntryOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     assembly_id: str = Field(..., title="Assembly Id")
     budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Budget")
     caller: str = Field(..., title="Caller")
@@ -2236,13 +2347,16 @@ class LogEntryOut(BaseModel):
 
 
 class LogResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     data: list[LogEntryOut] = Field(..., title="Data")
     next_cursor: str | None = Field(..., title="Next Cursor")
 
 
 class ProvenanceSummary(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     forbidden_sources_removed: list[str] = Field(..., title="Forbidden Sources Removed")
     freshness_posture: Literal["fresh", "mixed", "stale", "unbounded", "none"] = Field(
@@ -2263,7 +2377,7 @@ class ProvenanceSummary(BaseModel):
 
 class QueryTrace(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     anti_goals: list[str] = Field(..., title="Anti Goals")
     boost_terms_added: list[str] = Field(..., title="Boost Terms Added")
@@ -2282,7 +2396,7 @@ class QueryTrace(BaseModel):
 
 class RetrievalPolicy(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     diversity: confloat(ge=0.0, le=1.0) | None = Field(
         0.7, description="MMR λ: 1 = relevance only, 0 = diversity only", title="Diversity"
@@ -2308,7 +2422,7 @@ class RetrievalPolicy(BaseModel):
 
 class RetrievalSummary(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     candidates: conint(ge=0, le=9223372036854775807) = Field(..., title="Candidates")
     mean_relevance: float = Field(..., title="Mean Relevance")
@@ -2323,7 +2437,7 @@ class RetrievalSummary(BaseModel):
 
 class RetrievalWarning(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     action: Literal["continue", "warn"] = Field(..., title="Action")
     chunk_ids: list[str] | None = Field(None, title="Chunk Ids")
@@ -2333,7 +2447,7 @@ class RetrievalWarning(BaseModel):
 
 class RetrievedChunk(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     age_days: float | None = Field(..., title="Age Days")
     chunk_id: constr(min_length=1) = Field(..., title="Chunk Id")
@@ -2360,7 +2474,7 @@ class RetrievedChunk(BaseModel):
 
 class RoleOverlay(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     anti_goals: list[AntiGoal] | None = Field(None, max_length=100, title="Anti Goals")
     eval_profile: EvalProfile | None = None
@@ -2379,7 +2493,7 @@ class RoleOverlay(BaseModel):
 
 class RoleOverlayBody(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     anti_goals: list[AntiGoal] | None = Field(None, max_length=100, title="Anti Goals")
     eval_profile: EvalProfile | None = None
@@ -2463,7 +2577,7 @@ class Filters(BaseModel):
 
 class SearchRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     cursor: constr(max_length=1024) | None = Field(
         None,
@@ -2552,6 +2666,9 @@ class SearchRequest(BaseModel):
 
 
 class SearchResult(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     entity_id: str = Field(..., title="Entity Id")
     entity_type: str = Field(..., title="Entity Type")
     explanation: Explanation | None = None
@@ -2573,7 +2690,7 @@ class SearchResult(BaseModel):
 
 class RetrievalBundle(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     diagnostics: RetrievalDiagnostics
     provenance: ProvenanceSummary
@@ -2588,7 +2705,7 @@ class RetrievalBundle(BaseModel):
 
 class RetrieveRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     context_summary: constr(max_length=4000) | None = Field(None, title="Context Summary")
     lexical_only: bool | None = Field(
@@ -2607,6 +2724,9 @@ class RetrieveRequest(BaseModel):
 
 
 class SearchResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     facets: dict[str, dict[str, conint(ge=-9223372036854775807, le=9223372036854775807)]] | None = Field(
         None,
         description="Per field asked for in `facets`: value → entities, most frequent first",
