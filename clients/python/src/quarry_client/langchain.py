@@ -22,6 +22,9 @@ from pydantic import ConfigDict, Field, SecretStr
 from quarry_client._async import AsyncQuarry
 from quarry_client._documents import Passage, hit_passage, source_passages
 from quarry_client._sync import Quarry
+from quarry_client.langchain_vectorstore import QuarryVectorStore
+
+__all__ = ["QuarryContextRetriever", "QuarryRetriever", "QuarryVectorStore"]
 
 
 def _document(passage: Passage) -> Document:
