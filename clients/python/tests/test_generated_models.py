@@ -42,7 +42,9 @@ def test_every_model_tolerates_fields_a_newer_server_adds(client: Quarry) -> Non
                and c.__module__ == models.__name__ and not issubclass(c, RootModel)]  # fmt: skip
     refusing = [c.__name__ for c in classes if c.model_config.get("extra") not in ("allow", "ignore")]
     assert not refusing, f"models refusing unknown fields: {refusing}"
-    bundle = client.retrieve("tolerant-role", "rotate signing keys", lexical_only=True).model_dump(mode="json")
+    bundle = client.retrieve("tolerant-role", "rotate signing keys", lexical_only=True).model_dump(
+        mode="json"
+    )
     bundle["added_by_a_newer_server"] = {"x": 1}
     bundle["summary"]["also_new"] = True
     again = models.RetrievalBundle.model_validate(bundle)

@@ -28,7 +28,9 @@ def test_every_operation_of_the_document_has_a_method_sync_and_async() -> None:
     for name in OPERATIONS.values():
         assert callable(getattr(Quarry, name, None)), f"Quarry.{name}"
         method = getattr(AsyncQuarry, name, None)
-        assert inspect.iscoroutinefunction(method) or inspect.isasyncgenfunction(method), f"AsyncQuarry.{name}"
+        assert inspect.iscoroutinefunction(method) or inspect.isasyncgenfunction(method), (
+            f"AsyncQuarry.{name}"
+        )
 
 
 def test_search_options_name_every_field_of_the_search_request() -> None:
@@ -47,13 +49,22 @@ def test_the_package_is_marked_typed() -> None:
 
 def test_batch_get_upload_and_budgets(client: Quarry) -> None:
     lines = [{"_id": f"nd-{n}", "headline": f"Uploaded line {n}"} for n in range(3)]
-    job = client.upload_entities(lines, entity_type="idea", id_field="_id", field_map="title=headline").wait(60)
+    job = client.upload_entities(lines, entity_type="idea", id_field="_id", field_map="title=headline").wait(
+        60
+    )
     assert job.done and job.indexed == 3 and not job.errors
-    got = client.batch_get_entities([("idea", "nd-2"), models.EntityRef(type="idea", id="nd-0"), ("idea", "no")])
+    got = client.batch_get_entities(
+        [("idea", "nd-2"), models.EntityRef(type="idea", id="nd-0"), ("idea", "no")]
+    )
     assert [e.entity_id for e in got.found] == ["nd-2", "nd-0"] and got.found[0].title == "Uploaded line 2"
     assert [(r.type, r.id) for r in got.missing] == [("idea", "no")]
     budget = client.set_budget("budget-agent", budget=900, min_budget=300, max_budget=1200)
-    assert (budget.caller, budget.budget, budget.min_budget, budget.max_budget) == ("budget-agent", 900, 300, 1200)
+    assert (budget.caller, budget.budget, budget.min_budget, budget.max_budget) == (
+        "budget-agent",
+        900,
+        300,
+        1200,
+    )
 
 
 @pytest.mark.asyncio

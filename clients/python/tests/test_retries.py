@@ -122,7 +122,9 @@ def test_retry_after_waits_are_spread_by_jitter_within_the_budget() -> None:
     assert policy.wait(1, 10.0, remaining=9.0) is None
 
 
-def test_a_success_answer_the_client_cannot_read_is_a_quarry_error(scripted: tuple[str, list[Script]]) -> None:
+def test_a_success_answer_the_client_cannot_read_is_a_quarry_error(
+    scripted: tuple[str, list[Script]],
+) -> None:
     url, holder = scripted
     holder.append(Script((200, {}, {"status": "ok"})))  # JSON, but not a SearchResponse
     with Quarry(url, "k") as client:

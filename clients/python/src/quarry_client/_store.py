@@ -22,6 +22,7 @@ from typing import Any
 
 from quarry_client import models as m
 from quarry_client._documents import plain
+from quarry_client._errors import BulkWriteError
 from quarry_client._operations import SearchOptions, Strategy
 
 SEARCH_PAGE_MAX = 100  # SearchRequest.limit's maximum in the OpenAPI document
@@ -88,6 +89,12 @@ def item(
     if vector is not None:
         out["embedding"] = [float(x) for x in vector]
     return out
+
+
+def check_write(write: Any) -> None:
+    """Raise BulkWriteError when a write refused items one by one."""
+    if write.errors:
+        raise BulkWriteError(f"{len(write.errors)} items refused: {write.errors[:3]}", write.errors)
 
 
 def batches(values: Sequence[Any], size: int) -> list[Sequence[Any]]:

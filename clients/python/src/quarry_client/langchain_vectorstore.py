@@ -32,7 +32,7 @@ from langchain_core.vectorstores import VectorStore
 
 from quarry_client import _store as st
 from quarry_client._async import AsyncQuarry
-from quarry_client._errors import BulkWriteError, NotFoundError
+from quarry_client._errors import NotFoundError
 from quarry_client._operations import Strategy
 from quarry_client._sync import Quarry
 
@@ -109,7 +109,7 @@ class QuarryVectorStore(VectorStore):
         vectors = self.embedding.embed_documents(texts) if self.embedding and texts else None
         with self._sync() as client:
             for batch in st.batches(self._items(texts, metadatas, keys, vectors), st.WRITE_BATCH):
-                _check(client.bulk_write(batch).wait())
+                st.check_write(client.bulk_write(batch).wait())
         return keys
 
     async def aadd_texts(
@@ -125,7 +125,7 @@ class QuarryVectorStore(VectorStore):
         vectors = await self.embedding.aembed_documents(texts) if self.embedding and texts else None
         async with self._async() as client:
             for batch in st.batches(self._items(texts, metadatas, keys, vectors), st.WRITE_BATCH):
-                _check(await (await client.bulk_write(batch)).wait())
+                st.check_write(await (await client.bulk_write(batch)).wait())
         return keys
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
@@ -313,11 +313,6 @@ class QuarryVectorStore(VectorStore):
 
 def _same(score: float) -> float:
     return score
-
-
-def _check(write: Any) -> None:
-    if write.errors:
-        raise BulkWriteError(f"{len(write.errors)} items refused: {write.errors[:3]}", write.errors)
 
 
 def _pick(
