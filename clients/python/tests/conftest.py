@@ -22,6 +22,7 @@ KEYS = {
     "k-read": {"tenant": "clients", "scopes": ["read"]},
     "k-erase": {"tenant": "scratch", "scopes": ["read", "write", "admin"]},
     "k-vectors": {"tenant": "vectors", "scopes": ["read", "write", "admin"]},
+    "k-docs": {"tenant": "docs", "scopes": ["read", "write", "admin"]},  # docs/clients.md's examples
 }
 # The vector stores' tenant brings its own vectors, of langchain-tests' fake embedding's size
 # (langchain_tests.integration_tests.vectorstores.EMBEDDING_SIZE).
