@@ -27,15 +27,11 @@ from quarry_client._operations import SearchOptions, Strategy
 
 SEARCH_PAGE_MAX = 100  # SearchRequest.limit's maximum in the OpenAPI document
 BATCH_GET_MAX = 100  # BatchGetRequest.items' maxItems
+LIST_PAGE_MAX = 500  # GET /entities `limit` maximum
 # Items per POST /entities: well under QUARRY_MAX_BODY_BYTES (1 MiB, about 500 typical items, docs/api.md).
 WRITE_BATCH = 100
-DOCUMENT_FILTER_FIELDS = (
-    "source",
-    "owner",
-    "namespace",
-    "topic",
-    "trust",
-)  # the document type's, GET /search
+# The document type's filterable fields and the common ones (the server's core/indexing/entity_types.py).
+DOCUMENT_FILTER_FIELDS = ("source", "owner", "namespace", "topic", "trust")
 _WORD = re.compile(r"\w+")
 
 
@@ -192,3 +188,20 @@ def text_similarities(texts: Sequence[str]) -> list[list[float]]:
 
 def vector_similarities(vectors: Sequence[Sequence[float]]) -> list[list[float]]:
     return [[cosine(a, b) for b in vectors] for a in vectors]
+
+
+def pick(
+    hits: list[Stored],
+    query: Sequence[float] | None,
+    vectors: Sequence[Sequence[float]] | None,
+    k: int,
+    lambda_mult: float,
+) -> list[Stored]:
+    """MMR over search hits: by cosine when the query's and the candidates' vectors are known, else by
+    Quarry's score and the candidates' word overlap."""
+    if query is not None and vectors is not None:
+        relevance = [cosine(query, v) for v in vectors]
+        similarity = vector_similarities(vectors)
+    else:
+        relevance, similarity = [h.score for h in hits], text_similarities([h.text for h in hits])
+    return [hits[i] for i in mmr(relevance, similarity, k, lambda_mult)]

@@ -129,10 +129,11 @@ class QuarryVectorStore(VectorStore):
         return keys
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
-        """Delete these ids (unknown ones are skipped); no ids: every item of the store."""
+        """Delete these ids (unknown ones are skipped); no ids: every item of the store — every entity of its
+        type in its namespace, or in the whole tenant when the store has no namespace."""
         with self._sync() as client:
             if ids is None:
-                ids = [e.entity_id for e in client.iter_entities(self.layout.entity_type)
+                ids = [e.entity_id for e in client.iter_entities(self.layout.entity_type, page_size=st.LIST_PAGE_MAX)
                        if st.in_scope(self.layout, e)]  # fmt: skip
             for key in ids:
                 with suppress(NotFoundError):
@@ -142,7 +143,7 @@ class QuarryVectorStore(VectorStore):
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         async with self._async() as client:
             if ids is None:
-                ids = [e.entity_id async for e in client.iter_entities(self.layout.entity_type)
+                ids = [e.entity_id async for e in client.iter_entities(self.layout.entity_type, page_size=st.LIST_PAGE_MAX)
                        if st.in_scope(self.layout, e)]  # fmt: skip
             for key in ids:
                 with suppress(NotFoundError):
@@ -247,7 +248,7 @@ class QuarryVectorStore(VectorStore):
         candidates = (
             self.embedding.embed_documents([h.text for h in hits]) if self.embedding and hits else None
         )
-        return _pick(hits, vector, candidates, k, lambda_mult)
+        return [_document(h) for h in st.pick(hits, vector, candidates, k, lambda_mult)]
 
     async def amax_marginal_relevance_search(
         self,
@@ -262,7 +263,7 @@ class QuarryVectorStore(VectorStore):
         hits = await self._asearch(query, max(k, fetch_k), filter, vector)
         embed = self.embedding
         candidates = await embed.aembed_documents([h.text for h in hits]) if embed and hits else None
-        return _pick(hits, vector, candidates, k, lambda_mult)
+        return [_document(h) for h in st.pick(hits, vector, candidates, k, lambda_mult)]
 
     def max_marginal_relevance_search_by_vector(
         self,
@@ -277,7 +278,7 @@ class QuarryVectorStore(VectorStore):
             raise ValueError("MMR by vector needs the store's `embedding` to embed the candidates again")
         hits = self._search("", max(k, fetch_k), filter, embedding)
         candidates = self.embedding.embed_documents([h.text for h in hits]) if hits else None
-        return _pick(hits, embedding, candidates, k, lambda_mult)
+        return [_document(h) for h in st.pick(hits, embedding, candidates, k, lambda_mult)]
 
     # -- construction ---------------------------------------------------------------------------------
 
@@ -313,18 +314,3 @@ class QuarryVectorStore(VectorStore):
 
 def _same(score: float) -> float:
     return score
-
-
-def _pick(
-    hits: list[st.Stored],
-    query: Sequence[float] | None,
-    vectors: list[list[float]] | None,
-    k: int,
-    lambda_mult: float,
-) -> list[Document]:
-    if query is not None and vectors is not None:
-        relevance = [st.cosine(query, v) for v in vectors]
-        similarity = st.vector_similarities(vectors)
-    else:
-        relevance, similarity = [h.score for h in hits], st.text_similarities([h.text for h in hits])
-    return [_document(hits[i]) for i in st.mmr(relevance, similarity, k, lambda_mult)]

@@ -212,7 +212,7 @@ class QuarryVectorStore(BasePydanticVectorStore):
         """Delete the nodes of a source document (found by listing the store's entities)."""
         client = self._sync()
         try:
-            ids = [e.entity_id for e in client.iter_entities(self.entity_type, page_size=st.SEARCH_PAGE_MAX)
+            ids = [e.entity_id for e in client.iter_entities(self.entity_type, page_size=st.LIST_PAGE_MAX)
                    if st.in_scope(self.layout, e) and self._owned(e.fields, ref_doc_id)]  # fmt: skip
             self._remove(client, ids)
         finally:
@@ -221,7 +221,7 @@ class QuarryVectorStore(BasePydanticVectorStore):
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         client = self._async()
         try:
-            ids = [e.entity_id async for e in client.iter_entities(self.entity_type, page_size=st.SEARCH_PAGE_MAX)
+            ids = [e.entity_id async for e in client.iter_entities(self.entity_type, page_size=st.LIST_PAGE_MAX)
                    if st.in_scope(self.layout, e) and self._owned(e.fields, ref_doc_id)]  # fmt: skip
             for key in ids:
                 with contextlib.suppress(NotFoundError):
@@ -248,7 +248,7 @@ class QuarryVectorStore(BasePydanticVectorStore):
         """Delete every node of the store (its type, in its namespace when it has one)."""
         client = self._sync()
         try:
-            ids = [e.entity_id for e in client.iter_entities(self.entity_type, page_size=st.SEARCH_PAGE_MAX)
+            ids = [e.entity_id for e in client.iter_entities(self.entity_type, page_size=st.LIST_PAGE_MAX)
                    if st.in_scope(self.layout, e)]  # fmt: skip
             self._remove(client, ids)
         finally:
