@@ -15,6 +15,7 @@ from llama_index.core.vector_stores.types import (
     MetadataFilter,
     MetadataFilters,
 )
+from pydantic import ValidationError
 from quarry_client.llama_index import QuarryRetriever, QuarryVectorStore, quarry_filters
 
 NO_VECTORS = MockEmbedding(embed_dim=1)  # Quarry embeds: the index's own vectors are never sent
@@ -78,6 +79,13 @@ async def test_caller_vectors_on_a_bring_your_own_vector_tenant(server: str) -> 
     finally:
         await store.adelete_nodes(["v-1"])
         store.clear()
+
+
+def test_unknown_arguments_are_an_error() -> None:
+    with pytest.raises(ValidationError, match="top_k"):
+        QuarryVectorStore(top_k=1)
+    with pytest.raises(TypeError, match="top_k"):
+        QuarryRetriever(top_k=1)
 
 
 def test_metadata_filters_map_to_quarry_filters() -> None:

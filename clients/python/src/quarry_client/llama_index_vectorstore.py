@@ -27,7 +27,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any
 
-from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.bridge.pydantic import ConfigDict, PrivateAttr
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
@@ -117,6 +117,8 @@ def _node(item: st.Stored) -> BaseNode:
 
 class QuarryVectorStore(BasePydanticVectorStore):
     """Quarry hybrid search as a LlamaIndex vector store (see the module docstring for the mapping)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")  # a misspelt option is an error
 
     stores_text: bool = True
     flat_metadata: bool = False
