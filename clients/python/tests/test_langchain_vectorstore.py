@@ -45,6 +45,17 @@ def test_text_and_metadata_round_trip_exactly(store: QuarryVectorStore) -> None:
     assert store.get_by_ids([key]) == [found]
 
 
+def test_from_texts_and_more_hits_than_a_search_page(server: str) -> None:
+    texts = [f"note {n}" for n in range(105)]
+    store = QuarryVectorStore.from_texts(texts, VectorStoreIntegrationTests.get_embeddings(), base_url=server,
+                                         api_key="k-vectors", namespace="many")  # fmt: skip
+    try:
+        hits = store.similarity_search("note 7", k=105)
+        assert hits[0].page_content == "note 7" and sorted(d.page_content for d in hits) == sorted(texts)
+    finally:
+        store.delete()
+
+
 def test_filters_scores_and_namespaces(store: QuarryVectorStore, server: str) -> None:
     store.add_texts(["apples", "pears", "plums"], [{"topic": "a"}, {"topic": "b"}, {"topic": "a"}])
     scored = store.similarity_search_with_score("pears", k=3)

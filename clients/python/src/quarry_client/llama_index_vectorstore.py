@@ -285,18 +285,24 @@ class QuarryVectorStore(BasePydanticVectorStore):
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         text, options = self._options(query)
-        client = self._sync()
+        client, hits = self._sync(), []
         try:
-            hits = [st.hit(self.layout, r) for r in client.search(text, **options).results]
+            for result in client.iter_search(text, **options):  # pages of 100 up to similarity_top_k
+                hits.append(st.hit(self.layout, result))
+                if len(hits) >= query.similarity_top_k:
+                    break
         finally:
             self._done(client)
         return _result(hits)
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         text, options = self._options(query)
-        client = self._async()
+        client, hits = self._async(), []
         try:
-            hits = [st.hit(self.layout, r) for r in (await client.search(text, **options)).results]
+            async for result in client.iter_search(text, **options):
+                hits.append(st.hit(self.layout, result))
+                if len(hits) >= query.similarity_top_k:
+                    break
         finally:
             await self._adone(client)
         return _result(hits)
