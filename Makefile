@@ -66,7 +66,7 @@ CLIENT_VENV := .venv-clients
 CLIENT_BIN  := $(CLIENT_VENV)/bin
 CLIENT_STAMP := $(CLIENT_VENV)/.installed
 CLIENT_TOOLS := 'datamodel-code-generator==0.89.0' 'ruff==0.17.6' 'openapi-python-client==0.29.1' \
-	'langchain-tests>=1.1,<2' 'pytest>=8'
+	'langchain-tests>=1.1,<2' 'pytest>=8' 'mypy==2.4.1'
 
 setup-clients: $(CLIENT_STAMP)
 

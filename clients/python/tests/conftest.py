@@ -21,7 +21,12 @@ KEYS = {
     "k-admin": {"tenant": "clients", "scopes": ["read", "write", "admin"]},
     "k-read": {"tenant": "clients", "scopes": ["read"]},
     "k-erase": {"tenant": "scratch", "scopes": ["read", "write", "admin"]},
+    "k-vectors": {"tenant": "vectors", "scopes": ["read", "write", "admin"]},
+    "k-docs": {"tenant": "docs", "scopes": ["read", "write", "admin"]},  # docs/clients.md's examples
 }
+# The vector stores' tenant brings its own vectors, of langchain-tests' fake embedding's size
+# (langchain_tests.integration_tests.vectorstores.EMBEDDING_SIZE).
+BYO_VECTOR_TENANTS = {"vectors": 6}
 ASYNC_MIN_CHUNKS = 20  # bulk writes above this many chunks become jobs (QUARRY_ASYNC_MIN_CHUNKS)
 NOTES = [
     ("memory", "m-rate", "The rate limiter caps how many calls each client may send per minute"),
@@ -53,6 +58,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(f"no server to test against: {binary} is missing (run `make setup`)")
     port = free_port()
     env = {**os.environ, "QUARRY_API_KEYS": json.dumps(KEYS), "QUARRY_ASYNC_MIN_CHUNKS": str(ASYNC_MIN_CHUNKS),
+           "QUARRY_BYO_VECTOR_TENANTS": json.dumps(BYO_VECTOR_TENANTS),
            "QUARRY_DATA_DIR": str(tmp_path_factory.mktemp("quarry") / "data"),
            "POWERTOOLS_LOG_LEVEL": "ERROR"}  # fmt: skip
     log = (tmp_path_factory.getbasetemp() / "serve.log").open("w")

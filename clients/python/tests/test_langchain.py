@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 from langchain_tests.integration_tests import RetrieversIntegrationTests
+from pydantic import ValidationError
 from quarry_client.langchain import QuarryContextRetriever, QuarryRetriever
 
 
@@ -23,6 +24,26 @@ class TestQuarryRetrieverStandard(RetrieversIntegrationTests):
     @property
     def retriever_query_example(self) -> str:
         return "rate limit clients"
+
+
+class TestQuarryContextRetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[QuarryContextRetriever]:
+        return QuarryContextRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"caller": "lc-standard", "token_budget": 2000}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "rate limit clients cache volume"
+
+
+@pytest.mark.parametrize("retriever", [QuarryRetriever, QuarryContextRetriever])
+def test_unknown_constructor_arguments_are_an_error(retriever: type[Any]) -> None:
+    with pytest.raises(ValidationError, match="top_k"):
+        retriever(caller="x", top_k=1) if retriever is QuarryContextRetriever else retriever(top_k=1)
 
 
 def test_hits_map_to_documents_with_ids_text_and_scores() -> None:

@@ -10,7 +10,15 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
-from quarry_client import APIConnectionError, Quarry, RateLimitError, RetryPolicy, UnavailableError
+from quarry_client import (
+    APIConnectionError,
+    Quarry,
+    QuarryError,
+    RateLimitError,
+    ResponseError,
+    RetryPolicy,
+    UnavailableError,
+)
 
 from tests.conftest import free_port
 
@@ -34,7 +42,7 @@ def scripted() -> Iterator[tuple[str, list[Script]]]:
             script = holder[0]
             status, headers, body = script.answers[min(script.requests, len(script.answers) - 1)]
             script.requests += 1
-            data = json.dumps(body).encode()
+            data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
             self.send_response(status)
             for name, value in {"Content-Type": "application/json", **headers}.items():
                 self.send_header(name, value)
@@ -103,3 +111,26 @@ def test_the_http_date_form_of_retry_after_is_read(scripted: tuple[str, list[Scr
     with Quarry(url, "k") as client:
         assert client.health() == OK[2]
     assert holder[0].requests == 2
+
+
+def test_retry_after_waits_are_spread_by_jitter_within_the_budget() -> None:
+    policy = RetryPolicy(total_seconds=100)
+    waits = [policy.wait(1, 10.0, remaining=100.0) for _ in range(200)]
+    assert all(w is not None and 10.0 <= w <= 10.0 * (1 + policy.retry_after_jitter) for w in waits)
+    assert len(set(waits)) > 100  # clients told the same delay come back at different times
+    assert policy.wait(1, 10.0, remaining=10.5) == pytest.approx(10.0, abs=0.5)  # capped by what is left
+    assert policy.wait(1, 10.0, remaining=9.0) is None
+
+
+def test_a_success_answer_the_client_cannot_read_is_a_quarry_error(
+    scripted: tuple[str, list[Script]],
+) -> None:
+    url, holder = scripted
+    holder.append(Script((200, {}, {"status": "ok"})))  # JSON, but not a SearchResponse
+    with Quarry(url, "k") as client:
+        with pytest.raises(ResponseError) as err:
+            client.get_job("j1")
+        assert isinstance(err.value, QuarryError) and err.value.response is not None
+    holder[0] = Script((200, {"Content-Type": "text/html"}, "<html>proxy</html>"))  # type: ignore[arg-type]
+    with Quarry(url, "k") as client, pytest.raises(ResponseError):
+        client.health()

@@ -88,7 +88,7 @@ class AsyncQuarry:
                     raise APIConnectionError(f"{call.method} {call.path}: {exc}") from exc
                 await asyncio.sleep(pause)
                 continue
-            except httpx.TransportError as exc:  # it may have run: not repeated blindly
+            except httpx.HTTPError as exc:  # it may have run: not repeated blindly
                 raise APIConnectionError(f"{call.method} {call.path}: {exc}") from exc
             if response.status_code in RETRIED_STATUSES:
                 pause = policy.wait(attempt, retry_after(response), deadline - time.monotonic())
@@ -164,6 +164,25 @@ class AsyncQuarry:
         """POST /corpus; `.wait()` when it became a job."""
         return AsyncWrite(self, await self._send(ops.load_corpus(documents)))
 
+    async def batch_get_entities(self, refs: Sequence[tuple[str, str] | ops.Body]) -> m.BatchGetResponse:
+        """Up to 100 entities in one call (POST /entities/batch-get): `(type, id)` pairs or `EntityRef`s;
+        `found` in the order asked, `missing` the rest."""
+        return await self._send(ops.batch_get_entities(refs))
+
+    async def upload_entities(
+        self,
+        lines: Sequence[ops.Body],
+        *,
+        entity_type: str | None = None,
+        id_field: str | None = None,
+        field_map: str | None = None,
+    ) -> AsyncWrite:
+        """POST /entities/ndjson: one entity a line, always one job (`.wait()`); `entity_type` for every
+        line without its own `type`, `id_field` the line field holding the id, `field_map` e.g.
+        `title=title,text=abstract`."""
+        call = ops.upload_entities(lines, entity_type, id_field, field_map)
+        return AsyncWrite(self, await self._send(call))
+
     async def get_job(self, job_id: str) -> m.Job:
         return await self._send(ops.get_job(job_id))
 
@@ -195,6 +214,17 @@ class AsyncQuarry:
 
     async def get_budgets(self) -> m.BudgetsResponse:
         return await self._send(ops.get_budgets())
+
+    async def set_budget(
+        self,
+        caller: str,
+        *,
+        budget: int | None = None,
+        min_budget: int | None = None,
+        max_budget: int | None = None,
+    ) -> m.BudgetOut:
+        """A caller's token budget and the bounds learning keeps it within (`*`: every caller)."""
+        return await self._send(ops.set_budget(caller, budget, min_budget, max_budget))
 
     async def get_log(
         self,

@@ -12,7 +12,7 @@ import httpx
 from pydantic import BaseModel
 
 from quarry_client import models as m
-from quarry_client._errors import error_for
+from quarry_client._errors import ResponseError, error_for
 from quarry_client._operations import Call
 from quarry_client._retry import RetryPolicy
 
@@ -49,6 +49,9 @@ def request_of(call: Call[Any]) -> dict[str, Any]:
         out["params"] = call.params
     if call.json is not None:
         out["json"] = call.json
+    if call.content is not None:
+        out["content"] = call.content
+        out["headers"] = {"content-type": call.content_type or "application/octet-stream"}
     return out
 
 
@@ -58,11 +61,14 @@ def answer(call: Call[Any], response: httpx.Response) -> Any:
         raise error_for(response)
     if call.text:
         return response.text
-    data = response.json()
-    if response.status_code == 202 and call.accepted is not None:
-        return call.accepted.model_validate(data)
-    model = call.model
-    return model.model_validate(data) if isinstance(model, type) and issubclass(model, BaseModel) else data
+    model = call.accepted if response.status_code == 202 and call.accepted is not None else call.model
+    try:
+        data = response.json()
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            return model.model_validate(data)
+    except ValueError as exc:  # not JSON, or not the documented shape (pydantic's ValidationError too)
+        raise ResponseError(f"{call.method} {call.path}: unreadable answer: {exc}", response) from exc
+    return data
 
 
 def export_records(page: str) -> tuple[list[dict[str, Any]], str | None]:
@@ -71,7 +77,10 @@ def export_records(page: str) -> tuple[list[dict[str, Any]], str | None]:
     for line in page.splitlines():
         if not line.strip():
             continue
-        record = json.loads(line)
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise ResponseError(f"GET /tenant/export: a line is not JSON: {exc}", None) from exc
         if record.get("kind") == "next":
             following = str(record["cursor"])
         elif record.get("kind") != "end":

@@ -55,6 +55,14 @@ def source_passages(answer: m.AssembleResponse) -> list[Passage]:
     ]
 
 
+def best_passages(passages: list[Passage], k: int | None) -> list[Passage]:
+    """The `k` best-scored passages (ties: the earlier one), in their order; all of them when k is None."""
+    if k is None or k >= len(passages):
+        return passages
+    kept = set(sorted(range(len(passages)), key=lambda i: (-passages[i].score, i))[:k])
+    return [p for i, p in enumerate(passages) if i in kept]
+
+
 def _source_metadata(answer: m.AssembleResponse, source: m.ContextSource) -> dict[str, Any]:
     return {"id": source.id, "source": source.source, "title": source.title, "score": source.score,
             "tokens": source.tokens, "truncated": source.truncated, "assembly_id": answer.assembly_id,

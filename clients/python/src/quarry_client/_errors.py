@@ -14,7 +14,26 @@ class QuarryError(Exception):
 
 
 class APIConnectionError(QuarryError):
-    """The server could not be reached (refused, reset, timed out) within the retry budget."""
+    """The server could not be reached (refused, reset, timed out) within the retry budget, or the
+    exchange broke off (an undecodable body, too many redirects)."""
+
+
+class ResponseError(QuarryError):
+    """A success answer the client cannot read: not JSON, or not the shape the OpenAPI document gives it
+    (a proxy's HTML page, a truncated body, a server older than the client); `response` is what came."""
+
+    def __init__(self, message: str, response: httpx.Response | None) -> None:
+        super().__init__(message)
+        self.response = response
+
+
+class BulkWriteError(QuarryError):
+    """Items of a bulk write the server refused one by one (a vector store's write): `errors` lists them
+    (index, id, reason); the other items were written."""
+
+    def __init__(self, message: str, errors: list[Any]) -> None:
+        super().__init__(message)
+        self.errors = errors
 
 
 class WaitTimeoutError(QuarryError):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypedDict, TypeVar
@@ -28,10 +29,13 @@ class Call(Generic[T]):
     json: Any = None
     accepted: type[BaseModel] | None = None  # the model of a 202 answer (a write job)
     text: bool = False
+    content: bytes | None = None  # a body that is not JSON (NDJSON uploads), sent as `content_type`
+    content_type: str | None = None
 
 
 class SearchOptions(TypedDict, total=False):
-    """POST /search fields besides `query` (see SearchRequest in the OpenAPI document)."""
+    """POST /search fields besides `query` (SearchRequest in the OpenAPI document; a test checks that every
+    property of it is here)."""
 
     entities: Sequence[str]
     filters: Mapping[str, Any]
@@ -39,6 +43,10 @@ class SearchOptions(TypedDict, total=False):
     strategy: Strategy
     explain: bool
     cursor: str
+    facets: Sequence[str]
+    min_score: float
+    return_fields: Literal["all", "none"] | Sequence[str]
+    query_vector: Sequence[float]
 
 
 class AssembleOptions(TypedDict, total=False):
@@ -114,6 +122,20 @@ def bulk_write(items: Sequence[Body]) -> Call[m.BulkResponse]:
     return Call("POST", "/entities", m.BulkResponse, json={"items": dump(list(items))}, accepted=m.Job)
 
 
+def batch_get_entities(refs: Sequence[tuple[str, str] | Body]) -> Call[m.BatchGetResponse]:
+    items = [{"type": r[0], "id": r[1]} if isinstance(r, tuple) else dump(r) for r in refs]
+    return Call("POST", "/entities/batch-get", m.BatchGetResponse, json={"items": items})
+
+
+def upload_entities(
+    lines: Sequence[Body], entity_type: str | None, id_field: str | None, field_map: str | None
+) -> Call[m.Job]:
+    body = "".join(json.dumps(dump(line), ensure_ascii=False) + "\n" for line in lines).encode()
+    params = given(type=entity_type, id_field=id_field, map=field_map)
+    return Call("POST", "/entities/ndjson", m.Job, params=params, accepted=m.Job, content=body,
+                content_type="application/x-ndjson")  # fmt: skip
+
+
 def get_job(job_id: str) -> Call[m.Job]:
     return Call("GET", f"/jobs/{segment(job_id)}", m.Job)
 
@@ -141,6 +163,13 @@ def list_weights(limit: int | None, cursor: str | None) -> Call[m.WeightsRespons
 
 def get_budgets() -> Call[m.BudgetsResponse]:
     return Call("GET", "/context/budgets", m.BudgetsResponse)
+
+
+def set_budget(
+    caller: str, budget: int | None, min_budget: int | None, max_budget: int | None
+) -> Call[m.BudgetOut]:
+    body = given(budget=budget, min_budget=min_budget, max_budget=max_budget)
+    return Call("PUT", f"/context/budgets/{segment(caller)}", m.BudgetOut, json=body)
 
 
 def get_log(
@@ -234,3 +263,45 @@ def whoami() -> Call[dict[str, Any]]:
 
 def openapi() -> Call[dict[str, Any]]:
     return Call("GET", "/openapi.json")
+
+
+# Each operationId of the OpenAPI document and the method of `Quarry` and `AsyncQuarry` that calls it
+# (tests/test_operations.py fails when the document names an operation missing here).
+OPERATIONS: dict[str, str] = {
+    "assembleContext": "assemble_context",
+    "getBudgets": "get_budgets",
+    "setBudget": "set_budget",
+    "runLearning": "run_learning",
+    "sendFeedback": "send_feedback",
+    "getLog": "get_log",
+    "listCallers": "list_callers",
+    "listWeights": "list_weights",
+    "getWeightHistory": "get_weight_history",
+    "setWeight": "set_weight",
+    "loadCorpus": "load_corpus",
+    "listEntities": "list_entities",
+    "bulkWrite": "bulk_write",
+    "batchGetEntities": "batch_get_entities",
+    "uploadEntities": "upload_entities",
+    "deleteEntity": "delete_entity",
+    "getEntity": "get_entity",
+    "patchEntity": "patch_entity",
+    "putEntity": "put_entity",
+    "listEvals": "list_evals",
+    "health": "health",
+    "getJob": "get_job",
+    "getOpenApi": "openapi",
+    "deleteOverlay": "delete_overlay",
+    "getOverlay": "get_overlay",
+    "putOverlay": "put_overlay",
+    "evalOverlay": "eval_overlay",
+    "listOverlayEvals": "list_overlay_evals",
+    "tuneOverlay": "tune_overlay",
+    "retrieve": "retrieve",
+    "getSchema": "get_schema",
+    "search": "search",
+    "eraseTenant": "erase_tenant",
+    "exportTenant": "export",
+    "reopenTenant": "reopen_tenant",
+    "whoami": "whoami",
+}

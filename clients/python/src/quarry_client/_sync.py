@@ -87,7 +87,7 @@ class Quarry:
                     raise APIConnectionError(f"{call.method} {call.path}: {exc}") from exc
                 time.sleep(pause)
                 continue
-            except httpx.TransportError as exc:  # it may have run: not repeated blindly
+            except httpx.HTTPError as exc:  # it may have run: not repeated blindly
                 raise APIConnectionError(f"{call.method} {call.path}: {exc}") from exc
             if response.status_code in RETRIED_STATUSES:
                 pause = policy.wait(attempt, retry_after(response), deadline - time.monotonic())
@@ -157,6 +157,24 @@ class Quarry:
         """POST /corpus; `.wait()` when it became a job."""
         return Write(self, self._send(ops.load_corpus(documents)))
 
+    def batch_get_entities(self, refs: Sequence[tuple[str, str] | ops.Body]) -> m.BatchGetResponse:
+        """Up to 100 entities in one call (POST /entities/batch-get): `(type, id)` pairs or `EntityRef`s;
+        `found` in the order asked, `missing` the rest."""
+        return self._send(ops.batch_get_entities(refs))
+
+    def upload_entities(
+        self,
+        lines: Sequence[ops.Body],
+        *,
+        entity_type: str | None = None,
+        id_field: str | None = None,
+        field_map: str | None = None,
+    ) -> Write:
+        """POST /entities/ndjson: one entity a line, always one job (`.wait()`); `entity_type` for every
+        line without its own `type`, `id_field` the line field holding the id, `field_map` e.g.
+        `title=title,text=abstract`."""
+        return Write(self, self._send(ops.upload_entities(lines, entity_type, id_field, field_map)))
+
     def get_job(self, job_id: str) -> m.Job:
         return self._send(ops.get_job(job_id))
 
@@ -187,6 +205,17 @@ class Quarry:
 
     def get_budgets(self) -> m.BudgetsResponse:
         return self._send(ops.get_budgets())
+
+    def set_budget(
+        self,
+        caller: str,
+        *,
+        budget: int | None = None,
+        min_budget: int | None = None,
+        max_budget: int | None = None,
+    ) -> m.BudgetOut:
+        """A caller's token budget and the bounds learning keeps it within (`*`: every caller)."""
+        return self._send(ops.set_budget(caller, budget, min_budget, max_budget))
 
     def get_log(
         self,

@@ -5,7 +5,11 @@
   `k` (constructor or `invoke(..., k=3)`) is the number of hits.
 - `QuarryContextRetriever`: a token-budgeted context block (POST /context/assemble) as one Document per
   source, in block order: `id` the source item's id, `metadata` its `source`, `score`, `tokens`, `title`,
-  `truncated`, and the `assembly_id` to send feedback with.
+  `truncated`, and the `assembly_id` to send feedback with. `k` (constructor or `invoke(..., k=3)`) keeps
+  the k best-scored sources, still in block order (default: every source the budget holds).
+- `QuarryVectorStore` (quarry_client.langchain_vectorstore): Quarry as a LangChain vector store.
+
+Unknown constructor arguments are an error (`QuarryRetriever(top_k=1)` raises), not silently ignored.
 """
 
 from __future__ import annotations
@@ -20,8 +24,12 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, SecretStr
 
 from quarry_client._async import AsyncQuarry
-from quarry_client._documents import Passage, hit_passage, source_passages
+from quarry_client._documents import Passage, best_passages, hit_passage, source_passages
 from quarry_client._sync import Quarry
+from quarry_client.langchain_vectorstore import QuarryVectorStore
+from quarry_client.models import AssembleResponse
+
+__all__ = ["QuarryContextRetriever", "QuarryRetriever", "QuarryVectorStore"]
 
 
 def _document(passage: Passage) -> Document:
@@ -31,7 +39,7 @@ def _document(passage: Passage) -> Document:
 class _Connected(BaseRetriever):
     """Where Quarry is: `base_url` and `api_key` (default QUARRY_URL, QUARRY_API_KEY), or ready clients."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     base_url: str | None = None
     api_key: SecretStr | None = None
@@ -100,21 +108,26 @@ class QuarryContextRetriever(_Connected):
     )
     namespace: str | None = None
     sources: list[str] | None = None
+    k: int | None = Field(default=None, ge=1, description="Sources to return, the best scored (default all)")
 
     def _options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         options = {n: kwargs.get(n, getattr(self, n)) for n in ("token_budget", "namespace", "sources")}
         return {k: v for k, v in options.items() if v is not None}
+
+    def _documents(self, answer: AssembleResponse, kwargs: dict[str, Any]) -> list[Document]:
+        k = kwargs.get("k", self.k)
+        return [_document(p) for p in best_passages(source_passages(answer), k)]
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         with self._sync() as client:
             answer = client.assemble_context(query, self.caller, **self._options(kwargs))
-        return [_document(p) for p in source_passages(answer)]
+        return self._documents(answer, kwargs)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         async with self._async() as client:
             answer = await client.assemble_context(query, self.caller, **self._options(kwargs))
-        return [_document(p) for p in source_passages(answer)]
+        return self._documents(answer, kwargs)

@@ -6,6 +6,11 @@
 - `QuarryContextRetriever`: the token-budgeted context block (POST /context/assemble), one node per source
   in block order, scored by the source's assembly score; metadata carries `source`, `tokens`, `title`,
   `truncated` and the `assembly_id` to send feedback with.
+- `QuarryVectorStore` (quarry_client.llama_index_vectorstore): Quarry as a LlamaIndex vector store.
+
+Bookkeeping metadata (ids, types, timestamps, `source`, scores, assembly fields) stays on the nodes but is
+shown neither to embedders nor to LLMs. `filters` take LlamaIndex `MetadataFilters` (or Quarry's own
+filter object), mapped by `quarry_filters`.
 """
 
 from __future__ import annotations
@@ -15,20 +20,20 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.types import MetadataFilters
 
 from quarry_client._async import AsyncQuarry
 from quarry_client._documents import Passage, hit_passage, source_passages
 from quarry_client._sync import Quarry
+from quarry_client.llama_index_vectorstore import QuarryVectorStore, plain_node, quarry_filters
 
-EXCLUDED = ["score", "assembly_id", "token_budget"]  # kept on the node, not shown to embedders or LLMs
+__all__ = ["QuarryContextRetriever", "QuarryRetriever", "QuarryVectorStore", "quarry_filters"]
 
 
 def _node(passage: Passage) -> NodeWithScore:
     metadata = {k: v for k, v in passage.metadata.items() if k != "score"}
-    node = TextNode(id_=passage.id, text=passage.text, metadata=metadata,
-                    excluded_embed_metadata_keys=EXCLUDED, excluded_llm_metadata_keys=EXCLUDED)  # fmt: skip
-    return NodeWithScore(node=node, score=passage.score)
+    return NodeWithScore(node=plain_node(passage.id, passage.text, metadata), score=passage.score)
 
 
 class _Connected(BaseRetriever):
@@ -75,13 +80,14 @@ class QuarryRetriever(_Connected):
         *,
         similarity_top_k: int = 4,
         entities: list[str] | None = None,
-        filters: dict[str, Any] | None = None,
+        filters: MetadataFilters | dict[str, Any] | None = None,
         strategy: str = "auto",
         **kwargs: Any,
     ) -> None:
         self.similarity_top_k = similarity_top_k
         self._options: dict[str, Any] = {"strategy": strategy}
-        self._options |= {k: v for k, v in (("entities", entities), ("filters", filters)) if v is not None}
+        pairs = (("entities", entities), ("filters", quarry_filters(filters)))
+        self._options |= {k: v for k, v in pairs if v is not None}
         super().__init__(base_url, api_key, **kwargs)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -2,28 +2,35 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, confloat, conint, constr
-from typing import Any, Dict, Literal, Optional, Union
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StringConstraints
+from typing import Annotated, Any, Dict, Literal, Optional, Union
 from datetime import date, datetime
 
 
 class ExplicitLink(
-    RootModel[constr(pattern=r"^(commitment|document|idea|memory|person|project|task):[^/\\]+$")]
+    RootModel[
+        Annotated[
+            str, StringConstraints(pattern=r"^(commitment|document|idea|memory|person|project|task):[^/\\]+$")
+        ]
+    ]
 ):
-    root: constr(pattern=r"^(commitment|document|idea|memory|person|project|task):[^/\\]+$") = Field(
-        ..., description="an entity, `type:id`"
-    )
+    root: Annotated[
+        str, StringConstraints(pattern=r"^(commitment|document|idea|memory|person|project|task):[^/\\]+$")
+    ] = Field(..., description="an entity, `type:id`")
 
 
 class AssembleRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
-    caller: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-        min_length=1,
-        max_length=128,
-    ) = Field(
+    caller: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=128,
+        ),
+    ] = Field(
         ..., description="The agent or app asking; weights, budgets and own memory follow it", title="Caller"
     )
     expand_namespaces: bool | None = Field(
@@ -41,70 +48,105 @@ class AssembleRequest(BaseModel):
         True, description="false: do not log (health probes); assembly_id is null", title="Log"
     )
     namespace: (
-        constr(
-            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-            min_length=1,
-            max_length=128,
-        )
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+                min_length=1,
+                max_length=128,
+            ),
+        ]
         | None
     ) = Field(None, description="Mission namespace to retrieve within", title="Namespace")
-    query: constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]") = (
-        Field(..., description="What the caller is working on; drives retrieval", title="Query")
-    )
+    query: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+        ),
+    ] = Field(..., description="What the caller is working on; drives retrieval", title="Query")
     sources: (
         list[Literal["memory", "agent_memory_own", "agent_memory_peer", "vault_index", "psychic_cache"]]
         | None
     ) = Field(None, description="Configured sources to use (default all)", title="Sources")
-    token_budget: conint(ge=1, le=16000) | None = Field(None, title="Token Budget")
+    token_budget: Annotated[int, Field(ge=1, le=16000)] | None = Field(None, title="Token Budget")
 
 
 class BudgetAdjustmentOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     caller: str = Field(..., title="Caller")
-    new_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="New Budget")
-    old_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Old Budget")
+    new_budget: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="New Budget"
+    )
+    old_budget: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Old Budget"
+    )
     reason: str = Field(..., title="Reason")
     tenant_id: str = Field(..., title="Tenant Id")
 
 
 class BudgetOut(BaseModel):
-    budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Budget")
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    budget: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Budget"
+    )
     caller: str = Field(..., title="Caller")
-    max_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Max Budget")
-    min_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Min Budget")
+    max_budget: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Max Budget"
+    )
+    min_budget: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Min Budget"
+    )
     updated_at: str = Field(..., title="Updated At")
 
 
 class BudgetRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
-    budget: conint(ge=1, le=16000) | None = Field(None, title="Budget")
-    max_budget: conint(ge=1, le=16000) | None = Field(None, title="Max Budget")
-    min_budget: conint(ge=1, le=16000) | None = Field(None, title="Min Budget")
+    budget: Annotated[int, Field(ge=1, le=16000)] | None = Field(None, title="Budget")
+    max_budget: Annotated[int, Field(ge=1, le=16000)] | None = Field(None, title="Max Budget")
+    min_budget: Annotated[int, Field(ge=1, le=16000)] | None = Field(None, title="Min Budget")
 
 
 class BudgetsResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     budgets: list[BudgetOut] = Field(..., title="Budgets")
-    default_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    default_budget: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="Default Budget"
     )
-    null_namespace_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    null_namespace_budget: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="Null Namespace Budget"
     )
 
 
 class BulkError(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     code: str | None = Field("invalid_input", title="Code")
     entity_id: str | None = Field(..., title="Entity Id")
     error: str = Field(..., title="Error")
     fields: dict[str, str] | None = Field(None, title="Fields")
-    index: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Index")
+    index: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(..., title="Index")
 
 
 class BulkResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     errors: list[BulkError] = Field(..., title="Errors")
-    indexed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Indexed")
-    skipped_stale: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Skipped Stale")
+    indexed: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Indexed"
+    )
+    skipped_stale: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Skipped Stale"
+    )
     unindexed_fields: list[str] | None = Field(
         None,
         description="Fields the entity type neither searches nor filters on: stored and returned, never found (of any item)",
@@ -113,6 +155,9 @@ class BulkResponse(BaseModel):
 
 
 class CallersResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     data: list[str] = Field(..., title="Data")
 
 
@@ -125,15 +170,20 @@ class CommitmentFields(BaseModel):
     )
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     description: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+            ),
+        ]
         | list[str]
     ) = Field(..., description="The commitment's title (searchable)", title="description")
     due_date: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
     embedding: list[float] | None = Field(
@@ -141,22 +191,24 @@ class CommitmentFields(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
     person_name: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="person_name"
     )
-    source: constr(min_length=1, max_length=200) | None = Field(
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     status: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="status")
     updated_at: datetime | date | None = Field(
@@ -164,7 +216,7 @@ class CommitmentFields(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -179,15 +231,20 @@ class CommitmentItem(BaseModel):
     )
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     description: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+            ),
+        ]
         | list[str]
     ) = Field(..., description="The commitment's title (searchable)", title="description")
     due_date: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
     embedding: list[float] | None = Field(
@@ -195,29 +252,34 @@ class CommitmentItem(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    id: constr(
-        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
-    ) = Field(
+    id: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
+        ),
+    ] = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
         title="id",
     )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
     person_name: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="person_name"
     )
-    source: constr(min_length=1, max_length=200) | None = Field(
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     status: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="status")
     type: Literal["commitment"] = Field(..., description="The entity type", title="type")
@@ -226,7 +288,7 @@ class CommitmentItem(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -244,10 +306,10 @@ class CommitmentPatch(BaseModel):
     )
     due_date: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
     embedding: list[float] | None = Field(
@@ -255,22 +317,24 @@ class CommitmentPatch(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
     person_name: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="person_name"
     )
-    source: constr(min_length=1, max_length=200) | None = Field(
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     status: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="status")
     updated_at: datetime | date | None = Field(
@@ -278,17 +342,22 @@ class CommitmentPatch(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
 
 class ContextSource(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     id: str = Field(..., title="Id")
     score: float = Field(..., title="Score")
     source: str = Field(..., title="Source")
     title: str = Field(..., title="Title")
-    tokens: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Tokens")
+    tokens: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Tokens"
+    )
     truncated: bool | None = Field(False, title="Truncated")
 
 
@@ -296,51 +365,68 @@ class CorpusChunk(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    text: constr(min_length=1, max_length=20000) = Field(..., title="Text")
+    text: Annotated[str, StringConstraints(min_length=1, max_length=20000)] = Field(..., title="Text")
 
 
 class CorpusDocument(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    chunks: list[CorpusChunk | constr(min_length=1, max_length=20000)] | None = Field(None, title="Chunks")
+    chunks: list[CorpusChunk | Annotated[str, StringConstraints(min_length=1, max_length=20000)]] | None = (
+        Field(None, title="Chunks")
+    )
     created_at: str | None = Field(None, title="Created At")
-    id: constr(min_length=1, max_length=256) = Field(..., title="Id")
+    id: Annotated[str, StringConstraints(min_length=1, max_length=256)] = Field(..., title="Id")
     source: (
-        constr(
-            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-            min_length=1,
-            max_length=200,
-        )
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+                min_length=1,
+                max_length=200,
+            ),
+        ]
         | None
     ) = Field(None, title="Source")
     text: str | None = Field(None, title="Text")
-    title: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-        min_length=1,
-        max_length=1000,
-    ) = Field(..., title="Title")
+    title: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=1000,
+        ),
+    ] = Field(..., title="Title")
     trust: (
-        constr(
-            pattern=r"^[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*([Hh][Ii][Gg][Hh]|[Mm][Ee][Dd][Ii][Uu][Mm]|[Ll][Oo][Ww])[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$"
-        )
-        | confloat(ge=0.0, le=1.0)
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*([Hh][Ii][Gg][Hh]|[Mm][Ee][Dd][Ii][Uu][Mm]|[Ll][Oo][Ww])[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$"
+            ),
+        ]
+        | Annotated[float, Field(ge=0.0, le=1.0)]
         | None
     ) = Field(None, description="high, medium or low (any case), or a number from 0 to 1", title="Trust")
 
 
 class CorpusError(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     error: str = Field(..., title="Error")
     fields: dict[str, str] | None = Field(None, title="Fields")
     id: str | None = Field(..., title="Id")
-    index: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Index")
+    index: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(..., title="Index")
 
 
 class CorpusReport(BaseModel):
-    chunks_ingested: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    chunks_ingested: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="Chunks Ingested"
     )
-    documents_ingested: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    documents_ingested: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="Documents Ingested"
     )
     errors: list[CorpusError] = Field(..., title="Errors")
@@ -361,29 +447,31 @@ class DocumentFields(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
     title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
     topic: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="topic")
     trust: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="trust")
     updated_at: datetime | date | None = Field(
@@ -391,7 +479,7 @@ class DocumentFields(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -407,36 +495,41 @@ class DocumentItem(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    id: constr(
-        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
-    ) = Field(
+    id: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
+        ),
+    ] = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
         title="id",
     )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
     title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
     topic: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="topic")
     trust: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="trust")
     type: Literal["document"] = Field(..., description="The entity type", title="type")
@@ -445,7 +538,7 @@ class DocumentItem(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -460,29 +553,31 @@ class DocumentPatch(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     text: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="text")
     title: str | list[str] | None = Field(None, description="Searchable text (boost 2 of 3)", title="title")
     topic: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="topic")
     trust: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="trust")
     updated_at: datetime | date | None = Field(
@@ -490,13 +585,16 @@ class DocumentPatch(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
 
 class EntityOut(BaseModel):
-    chunks: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    chunks: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., description="Indexed chunks (long documents are split)", title="Chunks"
     )
     created_at: str = Field(..., title="Created At")
@@ -518,38 +616,48 @@ class EntityOut(BaseModel):
     source: str = Field(..., title="Source")
     title: str = Field(..., title="Title")
     updated_at: str = Field(..., title="Updated At")
-    version: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Version")
+    version: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Version"
+    )
 
 
 class EntityPage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     data: list[EntityOut] = Field(..., title="Data")
     next_cursor: str | None = Field(..., title="Next Cursor")
 
 
 class EntityRef(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
-    id: constr(min_length=1, max_length=256) = Field(..., title="Id")
+    id: Annotated[str, StringConstraints(min_length=1, max_length=256)] = Field(..., title="Id")
     type: Literal["commitment", "document", "idea", "memory", "person", "project", "task"] = Field(
         ..., title="Type"
     )
 
 
 class EraseReport(BaseModel):
-    cache_entries_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    cache_entries_removed: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="Cache Entries Removed"
     )
-    entities_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    entities_removed: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="Entities Removed"
     )
     fenced_at: str = Field(..., title="Fenced At")
-    job_parts_discarded: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    job_parts_discarded: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="Job Parts Discarded"
     )
-    jobs_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Jobs Removed")
+    jobs_removed: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Jobs Removed"
+    )
     reopen_after: str = Field(..., title="Reopen After")
-    state_rows_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    state_rows_removed: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="State Rows Removed"
     )
     tenant_id: str = Field(..., title="Tenant Id")
@@ -557,43 +665,60 @@ class EraseReport(BaseModel):
 
 class EraseRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
-    confirm: constr(min_length=1, max_length=256) = Field(
+    confirm: Annotated[str, StringConstraints(min_length=1, max_length=256)] = Field(
         ..., description="Must equal the caller's tenant id", title="Confirm"
     )
 
 
 class Error1(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     code: str = Field(..., description="stable, machine-readable")
     fields: dict[str, str]
     message: str
 
 
 class Error(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     error: Error1
 
 
 class EvalOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     at: str = Field(..., title="At")
     metrics: dict[str, Any] = Field(..., title="Metrics")
     name: str = Field(..., title="Name")
 
 
 class EvalsResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     data: list[EvalOut] = Field(..., title="Data")
 
 
 class FeedbackRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
-    assembly_id: constr(min_length=1, max_length=128) = Field(..., title="Assembly Id")
-    tokens_used: conint(ge=0, le=9223372036854775807) | None = Field(None, title="Tokens Used")
+    assembly_id: Annotated[str, StringConstraints(min_length=1, max_length=128)] = Field(
+        ..., title="Assembly Id"
+    )
+    tokens_used: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(None, title="Tokens Used")
     used_source_ids: list[str] = Field(..., max_length=1000, title="Used Source Ids")
 
 
 class FeedbackResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     assembly_id: str = Field(..., title="Assembly Id")
     ignored_ids: list[str] = Field(..., title="Ignored Ids")
     recorded_ids: list[str] = Field(..., title="Recorded Ids")
@@ -602,89 +727,114 @@ class FeedbackResponse(BaseModel):
 
 class FilterOperators(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     exists: bool | None = Field(None, description="true: has a value; false: has none")
     gt: (
-        conint(ge=-9223372036854775807, le=9223372036854775807)
+        Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
-        | constr(
-            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
-        )
+        | Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+            ),
+        ]
         | None
     ) = None
     gte: (
-        conint(ge=-9223372036854775807, le=9223372036854775807)
+        Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
-        | constr(
-            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
-        )
+        | Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+            ),
+        ]
         | None
     ) = None
-    in_: list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool] | None = Field(
-        None, alias="in", description="any of these", min_length=1
-    )
+    in_: (
+        list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
+        | None
+    ) = Field(None, alias="in", description="any of these", min_length=1)
     lt: (
-        conint(ge=-9223372036854775807, le=9223372036854775807)
+        Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
-        | constr(
-            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
-        )
+        | Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+            ),
+        ]
         | None
     ) = None
     lte: (
-        conint(ge=-9223372036854775807, le=9223372036854775807)
+        Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
-        | constr(
-            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
-        )
+        | Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+            ),
+        ]
         | None
     ) = None
     not_: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, alias="not", description="none of these (no value passes)")
 
 
 class ExpectedId(
     RootModel[
-        constr(
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+                min_length=1,
+                max_length=200,
+            ),
+        ]
+    ]
+):
+    root: Annotated[
+        str,
+        StringConstraints(
             pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
             min_length=1,
             max_length=200,
-        )
+        ),
     ]
-):
-    root: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-        min_length=1,
-        max_length=200,
-    )
 
 
 class GoldenQuery(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     context_summary: (
-        constr(
-            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-            min_length=1,
-            max_length=4000,
-        )
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+                min_length=1,
+                max_length=4000,
+            ),
+        ]
         | None
     ) = Field(None, title="Context Summary")
     expected_ids: list[ExpectedId] = Field(..., max_length=100, min_length=1, title="Expected Ids")
-    id: constr(min_length=1, max_length=200) = Field(..., title="Id")
-    task_text: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-        min_length=1,
-        max_length=4000,
-    ) = Field(..., title="Task Text")
+    id: Annotated[str, StringConstraints(min_length=1, max_length=200)] = Field(..., title="Id")
+    task_text: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=4000,
+        ),
+    ] = Field(..., title="Task Text")
 
 
 class IdeaFields(BaseModel):
@@ -700,10 +850,10 @@ class IdeaFields(BaseModel):
     )
     domain: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     embedding: list[float] | None = Field(
@@ -711,24 +861,31 @@ class IdeaFields(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     status: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="status")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
     title: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+            ),
+        ]
         | list[str]
     ) = Field(..., description="The idea's title (searchable)", title="title")
     updated_at: datetime | date | None = Field(
@@ -736,7 +893,7 @@ class IdeaFields(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -755,10 +912,10 @@ class IdeaItem(BaseModel):
     )
     domain: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     embedding: list[float] | None = Field(
@@ -766,31 +923,41 @@ class IdeaItem(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    id: constr(
-        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
-    ) = Field(
+    id: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
+        ),
+    ] = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
         title="id",
     )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     status: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="status")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
     title: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+            ),
+        ]
         | list[str]
     ) = Field(..., description="The idea's title (searchable)", title="title")
     type: Literal["idea"] = Field(..., description="The entity type", title="type")
@@ -799,7 +966,7 @@ class IdeaItem(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -817,10 +984,10 @@ class IdeaPatch(BaseModel):
     )
     domain: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     embedding: list[float] | None = Field(
@@ -828,19 +995,21 @@ class IdeaPatch(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     status: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="status")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
@@ -850,13 +1019,16 @@ class IdeaPatch(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
 
 class JobFailure(BaseModel):
-    part: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    part: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., description="The part's number (0-based) among the job's parts", title="Part"
     )
     reason: str = Field(
@@ -870,7 +1042,7 @@ class JsonValue(
             Union[
                 str,
                 bool,
-                conint(ge=-9223372036854775807, le=9223372036854775807),
+                Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)],
                 float,
                 list[Optional["JsonValue"]],
                 dict[str, Optional["JsonValue"]],
@@ -882,7 +1054,7 @@ class JsonValue(
         Union[
             str,
             bool,
-            conint(ge=-9223372036854775807, le=9223372036854775807),
+            Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)],
             float,
             list[Optional["JsonValue"]],
             dict[str, Optional["JsonValue"]],
@@ -891,19 +1063,24 @@ class JsonValue(
 
 
 class LogSource(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     id: str = Field(..., title="Id")
     score: float = Field(..., title="Score")
     source: str = Field(..., title="Source")
-    tokens: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Tokens")
+    tokens: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Tokens"
+    )
 
 
 class ManualWeightRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     manual: bool | None = Field(True, title="Manual")
-    token_share: confloat(ge=0.0, le=0.8) | None = Field(None, title="Token Share")
-    weight: confloat(ge=0.0, le=1.5) | None = Field(None, title="Weight")
+    token_share: Annotated[float, Field(ge=0.0, le=0.8)] | None = Field(None, title="Token Share")
+    weight: Annotated[float, Field(ge=0.0, le=1.5)] | None = Field(None, title="Weight")
 
 
 class MemoryFields(BaseModel):
@@ -914,7 +1091,12 @@ class MemoryFields(BaseModel):
         None, description="Searchable text (boost 2 of 3)", title="category"
     )
     content: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+            ),
+        ]
         | list[str]
     ) = Field(..., description="The memory's title (searchable)", title="content")
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
@@ -925,42 +1107,44 @@ class MemoryFields(BaseModel):
     )
     memory_type: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="memory_type")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
     pinned: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="pinned")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     source_repo: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="source_repo")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
     trust_level: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="trust_level")
     updated_at: datetime | date | None = Field(
@@ -968,7 +1152,7 @@ class MemoryFields(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -982,7 +1166,12 @@ class MemoryItem(BaseModel):
         None, description="Searchable text (boost 2 of 3)", title="category"
     )
     content: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+            ),
+        ]
         | list[str]
     ) = Field(..., description="The memory's title (searchable)", title="content")
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
@@ -991,51 +1180,56 @@ class MemoryItem(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    id: constr(
-        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
-    ) = Field(
+    id: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
+        ),
+    ] = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
         title="id",
     )
     memory_type: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="memory_type")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
     pinned: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="pinned")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     source_repo: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="source_repo")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
     trust_level: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="trust_level")
     type: Literal["memory"] = Field(..., description="The entity type", title="type")
@@ -1044,7 +1238,7 @@ class MemoryItem(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -1067,42 +1261,44 @@ class MemoryPatch(BaseModel):
     )
     memory_type: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="memory_type")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
     pinned: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="pinned")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     source_repo: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="source_repo")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
     trust_level: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="trust_level")
     updated_at: datetime | date | None = Field(
@@ -1110,24 +1306,32 @@ class MemoryPatch(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
 
 class OverlayDeleted(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     deleted: bool = Field(..., title="Deleted")
     role_id: str = Field(..., title="Role Id")
 
 
 class OverlayEvaluation(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     default: str | None = Field(None, description="The strategy the overlay uses", title="Default")
     message: str | None = Field(None, description="Set when the overlay has no golden set", title="Message")
     min_ndcg_at_10: float | None = Field(None, title="Min Ndcg At 10")
     passed: bool | None = Field(
         None, description="The default strategy reached min_ndcg_at_10", title="Passed"
     )
-    queries: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Queries")
+    queries: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Queries"
+    )
     role_id: str = Field(..., title="Role Id")
     skipped: dict[str, str] | None = Field(
         None, description="Strategies that could not run, and why", title="Skipped"
@@ -1138,6 +1342,9 @@ class OverlayEvaluation(BaseModel):
 
 
 class OverlayTuning(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     adopted: dict[str, Any] = Field(..., title="Adopted")
     best: dict[str, Any] = Field(..., title="Best")
     best_ndcg_at_10: float = Field(..., title="Best Ndcg At 10")
@@ -1154,10 +1361,10 @@ class PersonFields(BaseModel):
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     domain: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     embedding: list[float] | None = Field(
@@ -1166,22 +1373,29 @@ class PersonFields(BaseModel):
         title="embedding",
     )
     name: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+            ),
+        ]
         | list[str]
     ) = Field(..., description="The person's title (searchable)", title="name")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
     notes: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="notes")
     organization: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="organization"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
     relationship: str | list[str] | None = Field(
         None, description="Searchable text (boost 1 of 3)", title="relationship"
     )
     role: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="role")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     updated_at: datetime | date | None = Field(
@@ -1189,7 +1403,7 @@ class PersonFields(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -1202,10 +1416,10 @@ class PersonItem(BaseModel):
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     domain: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     embedding: list[float] | None = Field(
@@ -1213,30 +1427,40 @@ class PersonItem(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    id: constr(
-        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
-    ) = Field(
+    id: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
+        ),
+    ] = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
         title="id",
     )
     name: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+            ),
+        ]
         | list[str]
     ) = Field(..., description="The person's title (searchable)", title="name")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
     notes: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="notes")
     organization: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="organization"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
     relationship: str | list[str] | None = Field(
         None, description="Searchable text (boost 1 of 3)", title="relationship"
     )
     role: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="role")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     type: Literal["person"] = Field(..., description="The entity type", title="type")
@@ -1245,7 +1469,7 @@ class PersonItem(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -1257,10 +1481,10 @@ class PersonPatch(BaseModel):
     created_at: datetime | date | None = Field(None, description="ISO-8601; default: now", title="created_at")
     domain: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     embedding: list[float] | None = Field(
@@ -1269,19 +1493,21 @@ class PersonPatch(BaseModel):
         title="embedding",
     )
     name: str | list[str] | None = Field(None, description="Searchable text (boost 3 of 3)", title="name")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
     notes: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="notes")
     organization: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="organization"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
     relationship: str | list[str] | None = Field(
         None, description="Searchable text (boost 1 of 3)", title="relationship"
     )
     role: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="role")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     updated_at: datetime | date | None = Field(
@@ -1289,7 +1515,7 @@ class PersonPatch(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -1304,10 +1530,10 @@ class ProjectFields(BaseModel):
     )
     domain: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     embedding: list[float] | None = Field(
@@ -1316,25 +1542,32 @@ class ProjectFields(BaseModel):
         title="embedding",
     )
     name: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+            ),
+        ]
         | list[str]
     ) = Field(..., description="The project's title (searchable)", title="name")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
     objective: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="objective"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     status: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="status")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
@@ -1343,7 +1576,7 @@ class ProjectFields(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -1359,10 +1592,10 @@ class ProjectItem(BaseModel):
     )
     domain: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     embedding: list[float] | None = Field(
@@ -1370,33 +1603,43 @@ class ProjectItem(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    id: constr(
-        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
-    ) = Field(
+    id: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
+        ),
+    ] = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
         title="id",
     )
     name: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+            ),
+        ]
         | list[str]
     ) = Field(..., description="The project's title (searchable)", title="name")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
     objective: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="objective"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     status: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="status")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
@@ -1406,7 +1649,7 @@ class ProjectItem(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -1421,10 +1664,10 @@ class ProjectPatch(BaseModel):
     )
     domain: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     embedding: list[float] | None = Field(
@@ -1433,22 +1676,24 @@ class ProjectPatch(BaseModel):
         title="embedding",
     )
     name: str | list[str] | None = Field(None, description="Searchable text (boost 3 of 3)", title="name")
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
     objective: str | list[str] | None = Field(
         None, description="Searchable text (boost 2 of 3)", title="objective"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
-    source: constr(min_length=1, max_length=200) | None = Field(
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     status: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="status")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
@@ -1457,12 +1702,15 @@ class ProjectPatch(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
 
 class QueryInfo(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     cache: Literal["hit", "miss", "bypass"] = Field(..., title="Cache")
     degraded: bool = Field(..., title="Degraded")
     degraded_reason: str | None = Field(None, title="Degraded Reason")
@@ -1493,11 +1741,11 @@ class RejectReason(
 
 class RejectedCandidate(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
-    chunk_id: constr(min_length=1) = Field(..., title="Chunk Id")
-    detail: constr(min_length=1) = Field(..., title="Detail")
-    document_id: constr(min_length=1) = Field(..., title="Document Id")
+    chunk_id: Annotated[str, StringConstraints(min_length=1)] = Field(..., title="Chunk Id")
+    detail: Annotated[str, StringConstraints(min_length=1)] = Field(..., title="Detail")
+    document_id: Annotated[str, StringConstraints(min_length=1)] = Field(..., title="Document Id")
     final: float | None = Field(..., title="Final")
     reason: RejectReason
     relevance: float = Field(..., title="Relevance")
@@ -1506,15 +1754,20 @@ class RejectedCandidate(BaseModel):
 
 
 class ReopenReport(BaseModel):
-    cache_entries_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    cache_entries_removed: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="Cache Entries Removed"
     )
-    entities_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    entities_removed: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="Entities Removed"
     )
-    jobs_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Jobs Removed")
+    jobs_removed: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Jobs Removed"
+    )
     reopened_at: str = Field(..., title="Reopened At")
-    state_rows_removed: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    state_rows_removed: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="State Rows Removed"
     )
     tenant_id: str = Field(..., title="Tenant Id")
@@ -1522,17 +1775,24 @@ class ReopenReport(BaseModel):
 
 class RetrievalDiagnostics(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
-    counts: dict[str, conint(ge=-9223372036854775807, le=9223372036854775807)] = Field(..., title="Counts")
+    counts: dict[str, Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]] = Field(
+        ..., title="Counts"
+    )
     degraded_reason: str | None = Field(None, title="Degraded Reason")
-    depth: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Depth")
+    depth: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(..., title="Depth")
     embedder: str | None = Field(..., title="Embedder")
     timings_ms: dict[str, float] = Field(..., title="Timings Ms")
 
 
 class RetrieverExplanation(BaseModel):
-    rank: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(..., title="Rank")
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    rank: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | None = Field(
+        ..., title="Rank"
+    )
     score: float | None = Field(
         ...,
         description="The retriever's own score, not normalised: BM25 for the keyword leg, cosine for the vector leg",
@@ -1540,45 +1800,57 @@ class RetrieverExplanation(BaseModel):
     )
 
 
-class AntiGoal(RootModel[constr(min_length=1, max_length=500)]):
-    root: constr(min_length=1, max_length=500)
+class AntiGoal(RootModel[Annotated[str, StringConstraints(min_length=1, max_length=500)]]):
+    root: Annotated[str, StringConstraints(min_length=1, max_length=500)]
 
 
 class BoostItem(
     RootModel[
-        constr(
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+                min_length=1,
+                max_length=100,
+            ),
+        ]
+    ]
+):
+    root: Annotated[
+        str,
+        StringConstraints(
             pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
             min_length=1,
             max_length=100,
-        )
+        ),
     ]
-):
-    root: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-        min_length=1,
-        max_length=100,
-    )
 
 
 class SuppressItem(
     RootModel[
-        constr(
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+                min_length=1,
+                max_length=100,
+            ),
+        ]
+    ]
+):
+    root: Annotated[
+        str,
+        StringConstraints(
             pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
             min_length=1,
             max_length=100,
-        )
+        ),
     ]
-):
-    root: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-        min_length=1,
-        max_length=100,
-    )
 
 
 class RoleVocabulary(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     boost: list[BoostItem] | None = Field(None, max_length=100, title="Boost")
     suppress: list[SuppressItem] | None = Field(None, max_length=100, title="Suppress")
@@ -1586,7 +1858,7 @@ class RoleVocabulary(BaseModel):
 
 class ScoreBreakdown(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     final: float = Field(..., description="Σ wᵢ·signalᵢ / Σ wᵢ × penalty: the ranking score", title="Final")
     freshness: float = Field(
@@ -1612,21 +1884,21 @@ class ScoreBreakdown(BaseModel):
 
 class ScoreWeights(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
-    freshness: confloat(ge=0.0, le=1.0) | None = Field(0.1, title="Freshness")
-    preference: confloat(ge=0.0, le=1.0) | None = Field(0.1, title="Preference")
-    relevance: confloat(le=1.0, gt=0.0) | None = Field(0.7, title="Relevance")
-    trust: confloat(ge=0.0, le=1.0) | None = Field(0.1, title="Trust")
+    freshness: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(0.1, title="Freshness")
+    preference: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(0.1, title="Preference")
+    relevance: Annotated[float, Field(le=1.0, gt=0.0)] | None = Field(0.7, title="Relevance")
+    trust: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(0.1, title="Trust")
 
 
-class ReturnField(RootModel[constr(min_length=1, max_length=256)]):
-    root: constr(min_length=1, max_length=256)
+class ReturnField(RootModel[Annotated[str, StringConstraints(min_length=1, max_length=256)]]):
+    root: Annotated[str, StringConstraints(min_length=1, max_length=256)]
 
 
 class SemanticPart(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     role: Literal["task", "context_summary", "mission"] = Field(..., title="Role")
     text: str = Field(..., title="Text")
@@ -1635,39 +1907,51 @@ class SemanticPart(BaseModel):
 
 class ForbiddenItem(
     RootModel[
-        constr(
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+                min_length=1,
+                max_length=200,
+            ),
+        ]
+    ]
+):
+    root: Annotated[
+        str,
+        StringConstraints(
             pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
             min_length=1,
             max_length=200,
-        )
+        ),
     ]
-):
-    root: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-        min_length=1,
-        max_length=200,
-    )
 
 
 class PreferredItem(
     RootModel[
-        constr(
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+                min_length=1,
+                max_length=200,
+            ),
+        ]
+    ]
+):
+    root: Annotated[
+        str,
+        StringConstraints(
             pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
             min_length=1,
             max_length=200,
-        )
+        ),
     ]
-):
-    root: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-        min_length=1,
-        max_length=200,
-    )
 
 
 class SourcePolicy(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     forbidden: list[ForbiddenItem] | None = Field(None, max_length=100, title="Forbidden")
     min_trust: Literal["high", "medium", "low"] | None = Field(
@@ -1678,38 +1962,46 @@ class SourcePolicy(BaseModel):
 
 class SourceShare(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     preferred: bool = Field(..., title="Preferred")
-    selected: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Selected")
+    selected: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Selected"
+    )
     source: str = Field(..., title="Source")
     trust: Literal["high", "medium", "low", "unknown"] = Field(..., title="Trust")
 
 
 class Instruction(
     RootModel[
-        constr(
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+                min_length=1,
+                max_length=4000,
+            ),
+        ]
+    ]
+):
+    root: Annotated[
+        str,
+        StringConstraints(
             pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
             min_length=1,
             max_length=4000,
-        )
+        ),
     ]
-):
-    root: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-        min_length=1,
-        max_length=4000,
-    )
 
 
 class SynthesisPolicy(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     citation_required: bool | None = Field(True, title="Citation Required")
-    format: constr(max_length=200) | None = Field(None, title="Format")
+    format: Annotated[str, StringConstraints(max_length=200)] | None = Field(None, title="Format")
     instructions: list[Instruction] | None = Field(None, max_length=100, title="Instructions")
-    max_tokens: conint(ge=1, le=16000) | None = Field(None, title="Max Tokens")
+    max_tokens: Annotated[int, Field(ge=1, le=16000)] | None = Field(None, title="Max Tokens")
 
 
 class TaskFields(BaseModel):
@@ -1725,18 +2017,18 @@ class TaskFields(BaseModel):
     )
     domain: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     due_date: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
     embedding: list[float] | None = Field(
@@ -1744,35 +2036,42 @@ class TaskFields(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
     project_id: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="project_id")
     project_name: str | list[str] | None = Field(
         None, description="Searchable text (boost 1 of 3)", title="project_name"
     )
-    source: constr(min_length=1, max_length=200) | None = Field(
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     status: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="status")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
     title: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+            ),
+        ]
         | list[str]
     ) = Field(..., description="The task's title (searchable)", title="title")
     updated_at: datetime | date | None = Field(
@@ -1780,7 +2079,7 @@ class TaskFields(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -1799,18 +2098,18 @@ class TaskItem(BaseModel):
     )
     domain: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     due_date: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
     embedding: list[float] | None = Field(
@@ -1818,42 +2117,52 @@ class TaskItem(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    id: constr(
-        pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
-    ) = Field(
+    id: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"^(?!\.\.?(?![\s\S]))[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/#|]{1,256}(?![\s\S])"
+        ),
+    ] = Field(
         ...,
         description="The entity id: 1-256 characters without whitespace, control characters, '/', '#' or '|', and not '.' or '..'",
         title="id",
     )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
     project_id: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="project_id")
     project_name: str | list[str] | None = Field(
         None, description="Searchable text (boost 1 of 3)", title="project_name"
     )
-    source: constr(min_length=1, max_length=200) | None = Field(
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     status: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="status")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
     title: (
-        constr(pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+            ),
+        ]
         | list[str]
     ) = Field(..., description="The task's title (searchable)", title="title")
     type: Literal["task"] = Field(..., description="The entity type", title="type")
@@ -1862,7 +2171,7 @@ class TaskItem(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
@@ -1880,18 +2189,18 @@ class TaskPatch(BaseModel):
     )
     domain: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="domain")
     due_date: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="due_date")
     embedding: list[float] | None = Field(
@@ -1899,30 +2208,32 @@ class TaskPatch(BaseModel):
         description="Your own vector for the entity instead of the model's: the tenant's vector dimension, finite, not all zero; not returned in reads (docs/api.md, \"Your own vectors\")",
         title="embedding",
     )
-    namespace: constr(min_length=1, max_length=200) | None = Field(
+    namespace: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="A mission namespace (filterable)", title="namespace"
     )
-    owner: constr(min_length=1, max_length=200) | None = Field(None, description="Filterable", title="owner")
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Filterable", title="owner"
+    )
     project_id: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="project_id")
     project_name: str | list[str] | None = Field(
         None, description="Searchable text (boost 1 of 3)", title="project_name"
     )
-    source: constr(min_length=1, max_length=200) | None = Field(
+    source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
     status: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="status")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
@@ -1932,55 +2243,68 @@ class TaskPatch(BaseModel):
         description="ISO-8601; without `version`, its time in milliseconds is the version",
         title="updated_at",
     )
-    version: conint(ge=0, le=9223372036854775807) | None = Field(
+    version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
 
 
 class TextFilterOperators(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     exists: bool | None = Field(None, description="true: has a value; false: has none")
-    in_: list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool] | None = Field(
-        None, alias="in", description="any of these", min_length=1
-    )
+    in_: (
+        list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
+        | None
+    ) = Field(None, alias="in", description="any of these", min_length=1)
     not_: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, alias="not", description="none of these (no value passes)")
 
 
 class TimeRange(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     gt: (
-        constr(
-            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
-        )
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+            ),
+        ]
         | None
     ) = Field(None, description="an ISO 8601 date or date-time")
     gte: (
-        constr(
-            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
-        )
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+            ),
+        ]
         | None
     ) = Field(None, description="an ISO 8601 date or date-time")
     lt: (
-        constr(
-            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
-        )
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+            ),
+        ]
         | None
     ) = Field(None, description="an ISO 8601 date or date-time")
     lte: (
-        constr(
-            pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
-        )
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"
+            ),
+        ]
         | None
     ) = Field(None, description="an ISO 8601 date or date-time")
 
@@ -2000,6 +2324,9 @@ class WarningState(
 
 
 class WeightAdjustmentOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     caller: str = Field(..., title="Caller")
     effectiveness: float = Field(..., title="Effectiveness")
     new_share: float = Field(..., title="New Share")
@@ -2011,6 +2338,9 @@ class WeightAdjustmentOut(BaseModel):
 
 
 class WeightChangeOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     at: str = Field(..., title="At")
     caller: str = Field(..., title="Caller")
     new_share: float = Field(..., title="New Share")
@@ -2022,10 +2352,16 @@ class WeightChangeOut(BaseModel):
 
 
 class WeightHistoryResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     data: list[WeightChangeOut] = Field(..., title="Data")
 
 
 class WeightOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     caller: str = Field(..., title="Caller")
     manual: bool = Field(..., title="Manual")
     source: str = Field(..., title="Source")
@@ -2035,6 +2371,9 @@ class WeightOut(BaseModel):
 
 
 class WeightsResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     default_token_share: float = Field(..., title="Default Token Share")
     default_weight: float = Field(..., title="Default Weight")
     next_cursor: str | None = Field(None, title="Next Cursor")
@@ -2043,6 +2382,9 @@ class WeightsResponse(BaseModel):
 
 
 class WriteResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     entity_id: str = Field(..., title="Entity Id")
     entity_type: str = Field(..., title="Entity Type")
     message: str | None = Field(None, title="Message")
@@ -2053,27 +2395,39 @@ class WriteResponse(BaseModel):
         description="Fields the entity type neither searches nor filters on: stored and returned, never found",
         title="Unindexed Fields",
     )
-    version: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Version")
+    version: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Version"
+    )
 
 
 class AssembleResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     assembly_id: str | None = Field(..., title="Assembly Id")
     context_block: str = Field(..., title="Context Block")
     retrieval_ms: float = Field(..., title="Retrieval Ms")
     sources: list[ContextSource] = Field(..., title="Sources")
-    token_budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Token Budget")
-    total_tokens: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Total Tokens")
+    token_budget: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Token Budget"
+    )
+    total_tokens: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Total Tokens"
+    )
     warnings: list[str] = Field(..., title="Warnings")
 
 
 class BatchGetRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     items: list[EntityRef] = Field(..., max_length=100, min_length=1, title="Items")
 
 
 class BatchGetResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     found: list[EntityOut] = Field(..., title="Found")
     missing: list[EntityRef] = Field(
         ..., description="Absent, deleted or another tenant's (indistinguishably)", title="Missing"
@@ -2090,7 +2444,7 @@ class BulkItem(
 
 class BulkRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     items: list[BulkItem] = Field(
         ...,
@@ -2103,7 +2457,7 @@ class BulkRequest(BaseModel):
 
 class Corpus(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     documents: list[CorpusDocument] = Field(..., max_length=10000, min_length=1)
 
@@ -2144,40 +2498,59 @@ class EntityPatch(
 
 class EvalProfile(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     golden_set: list[GoldenQuery] | None = Field(None, max_length=200, title="Golden Set")
-    min_ndcg_at_10: confloat(ge=0.0, le=1.0) | None = Field(None, title="Min Ndcg At 10")
+    min_ndcg_at_10: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(None, title="Min Ndcg At 10")
 
 
 class EvalResponse(BaseModel):
-    assemblies: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Assemblies")
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    assemblies: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Assemblies"
+    )
     budget_adjustments: list[BudgetAdjustmentOut] = Field(..., title="Budget Adjustments")
-    budgets_count: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Budgets Count")
-    callers: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Callers")
+    budgets_count: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Budgets Count"
+    )
+    callers: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Callers"
+    )
     skipped: list[str] = Field(..., title="Skipped")
     weight_adjustments: list[WeightAdjustmentOut] = Field(..., title="Weight Adjustments")
-    weights_count: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Weights Count")
+    weights_count: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Weights Count"
+    )
 
 
 class Explanation(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     alpha: float = Field(..., title="Alpha")
     fallback: str | None = Field(None, title="Fallback")
-    field_boosts: dict[str, conint(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+    field_boosts: dict[str, Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]] = Field(
         ..., title="Field Boosts"
     )
     fusion: str = Field(..., title="Fusion")
     lexical: RetrieverExplanation
-    matched_chunk: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Matched Chunk")
+    matched_chunk: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Matched Chunk"
+    )
     vector: RetrieverExplanation
 
 
 class Job(BaseModel):
-    chunks: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    chunks: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., description="Chunks to embed, estimated from the request", title="Chunks"
     )
     created_at: str = Field(..., title="Created At")
-    documents_ingested: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
+    documents_ingested: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | None = Field(
         None, description="Corpus jobs: documents ingested so far", title="Documents Ingested"
     )
     errors: list[dict[str, Any]] = Field(
@@ -2185,23 +2558,29 @@ class Job(BaseModel):
         description="The first 100 item errors, by position in the request (`index`, the id, `error`, `fields`)",
         title="Errors",
     )
-    errors_total: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Errors Total")
+    errors_total: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Errors Total"
+    )
     failures: list[JobFailure] | None = Field(
         None,
         description="Parts that failed on every attempt; their items can be sent again",
         title="Failures",
     )
-    indexed: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
+    indexed: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | None = Field(
         None, description="Bulk jobs: items indexed so far", title="Indexed"
     )
-    items: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    items: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., description="Items (or corpus documents) in the request", title="Items"
     )
     job_id: str = Field(..., title="Job Id")
     kind: Literal["bulk", "corpus"] = Field(..., title="Kind")
-    parts: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Parts")
-    parts_done: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Parts Done")
-    skipped_stale: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Skipped Stale")
+    parts: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(..., title="Parts")
+    parts_done: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Parts Done"
+    )
+    skipped_stale: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Skipped Stale"
+    )
     status: Literal["queued", "running", "done", "failed"] = Field(
         ...,
         description="queued → running → done, or failed once every part is processed and one could not be",
@@ -2216,8 +2595,13 @@ class Job(BaseModel):
 
 
 class LogEntryOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     assembly_id: str = Field(..., title="Assembly Id")
-    budget: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Budget")
+    budget: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Budget"
+    )
     caller: str = Field(..., title="Caller")
     created_at: str = Field(..., title="Created At")
     feedback_at: str | None = Field(..., title="Feedback At")
@@ -2227,35 +2611,40 @@ class LogEntryOut(BaseModel):
     request_id: str | None = Field(..., title="Request Id")
     retrieval_ms: float = Field(..., title="Retrieval Ms")
     sources: list[LogSource] = Field(..., title="Sources")
-    tokens_used: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
+    tokens_used: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | None = Field(
         ..., title="Tokens Used"
     )
     total_ms: float = Field(..., title="Total Ms")
-    total_tokens: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Total Tokens")
+    total_tokens: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
+        ..., title="Total Tokens"
+    )
     used_ids: list[str] | None = Field(..., title="Used Ids")
 
 
 class LogResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     data: list[LogEntryOut] = Field(..., title="Data")
     next_cursor: str | None = Field(..., title="Next Cursor")
 
 
 class ProvenanceSummary(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     forbidden_sources_removed: list[str] = Field(..., title="Forbidden Sources Removed")
     freshness_posture: Literal["fresh", "mixed", "stale", "unbounded", "none"] = Field(
         ..., title="Freshness Posture"
     )
-    freshness_window_days: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
-        ..., title="Freshness Window Days"
+    freshness_window_days: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | None = (
+        Field(..., title="Freshness Window Days")
     )
     mean_trust: float | None = Field(..., title="Mean Trust")
     newest_created_at: str | None = Field(..., title="Newest Created At")
     oldest_created_at: str | None = Field(..., title="Oldest Created At")
     sources: list[SourceShare] = Field(..., title="Sources")
-    stale_selected: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    stale_selected: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="Stale Selected"
     )
     trust_posture: Literal["high", "mixed", "low", "none"] = Field(..., title="Trust Posture")
@@ -2263,7 +2652,7 @@ class ProvenanceSummary(BaseModel):
 
 class QueryTrace(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     anti_goals: list[str] = Field(..., title="Anti Goals")
     boost_terms_added: list[str] = Field(..., title="Boost Terms Added")
@@ -2282,25 +2671,25 @@ class QueryTrace(BaseModel):
 
 class RetrievalPolicy(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
-    diversity: confloat(ge=0.0, le=1.0) | None = Field(
+    diversity: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
         0.7, description="MMR λ: 1 = relevance only, 0 = diversity only", title="Diversity"
     )
-    freshness_days: conint(ge=1, le=36500) | None = Field(
+    freshness_days: Annotated[int, Field(ge=1, le=36500)] | None = Field(
         None, description="Older evidence is stale; null = no freshness window", title="Freshness Days"
     )
     fusion: Literal["convex", "rrf"] | None = Field(
         "convex", description="How the two retrievers' lists are ordered", title="Fusion"
     )
-    max_chunks: conint(ge=1, le=50) | None = Field(8, title="Max Chunks")
-    min_score: confloat(ge=0.0, le=1.0) | None = Field(
+    max_chunks: Annotated[int, Field(ge=1, le=50)] | None = Field(8, title="Max Chunks")
+    min_score: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
         0.1, description="Least relevance (0..1) a candidate needs", title="Min Score"
     )
     reject_stale: bool | None = Field(
         False, description="Reject stale candidates instead of flagging them", title="Reject Stale"
     )
-    semantic_weight: confloat(ge=0.0, le=1.0) | None = Field(
+    semantic_weight: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
         0.6, description="α: share of semantic similarity", title="Semantic Weight"
     )
     weights: ScoreWeights | None = None
@@ -2308,13 +2697,13 @@ class RetrievalPolicy(BaseModel):
 
 class RetrievalSummary(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
-    candidates: conint(ge=0, le=9223372036854775807) = Field(..., title="Candidates")
+    candidates: Annotated[int, Field(ge=0, le=9223372036854775807)] = Field(..., title="Candidates")
     mean_relevance: float = Field(..., title="Mean Relevance")
     overlay_applied: bool = Field(..., title="Overlay Applied")
-    rejected: conint(ge=0, le=9223372036854775807) = Field(..., title="Rejected")
-    selected: conint(ge=0, le=9223372036854775807) = Field(..., title="Selected")
+    rejected: Annotated[int, Field(ge=0, le=9223372036854775807)] = Field(..., title="Rejected")
+    selected: Annotated[int, Field(ge=0, le=9223372036854775807)] = Field(..., title="Selected")
     states: list[WarningState] = Field(..., title="States")
     status: Literal["ok", "warn"] = Field(..., title="Status")
     strong_match: bool = Field(..., title="Strong Match")
@@ -2323,54 +2712,59 @@ class RetrievalSummary(BaseModel):
 
 class RetrievalWarning(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     action: Literal["continue", "warn"] = Field(..., title="Action")
     chunk_ids: list[str] | None = Field(None, title="Chunk Ids")
-    message: constr(min_length=1) = Field(..., title="Message")
+    message: Annotated[str, StringConstraints(min_length=1)] = Field(..., title="Message")
     state: WarningState
 
 
 class RetrievedChunk(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     age_days: float | None = Field(..., title="Age Days")
-    chunk_id: constr(min_length=1) = Field(..., title="Chunk Id")
-    chunk_no: conint(ge=0, le=9223372036854775807) = Field(..., title="Chunk No")
+    chunk_id: Annotated[str, StringConstraints(min_length=1)] = Field(..., title="Chunk Id")
+    chunk_no: Annotated[int, Field(ge=0, le=9223372036854775807)] = Field(..., title="Chunk No")
     created_at: str | None = Field(..., title="Created At")
-    document_id: constr(min_length=1) = Field(..., title="Document Id")
-    lexical_rank: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
+    document_id: Annotated[str, StringConstraints(min_length=1)] = Field(..., title="Document Id")
+    lexical_rank: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | None = Field(
         ..., title="Lexical Rank"
     )
     matched_terms: list[str] = Field(..., title="Matched Terms")
     preferred: bool = Field(..., title="Preferred")
-    rank: conint(ge=1, le=9223372036854775807) = Field(..., title="Rank")
-    reason: constr(min_length=1) = Field(..., title="Reason")
+    rank: Annotated[int, Field(ge=1, le=9223372036854775807)] = Field(..., title="Rank")
+    reason: Annotated[str, StringConstraints(min_length=1)] = Field(..., title="Reason")
     scores: ScoreBreakdown
     source: str = Field(..., title="Source")
     stale: bool = Field(..., title="Stale")
     text: str = Field(..., title="Text")
     title: str = Field(..., title="Title")
     trust: Literal["high", "medium", "low", "unknown"] = Field(..., title="Trust")
-    vector_rank: conint(ge=-9223372036854775807, le=9223372036854775807) | None = Field(
+    vector_rank: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | None = Field(
         ..., title="Vector Rank"
     )
 
 
 class RoleOverlay(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     anti_goals: list[AntiGoal] | None = Field(None, max_length=100, title="Anti Goals")
     eval_profile: EvalProfile | None = None
-    mission: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-        min_length=1,
-        max_length=4000,
-    ) = Field(..., title="Mission")
+    mission: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=4000,
+        ),
+    ] = Field(..., title="Mission")
     retrieval_policy: RetrievalPolicy | None = None
-    role_id: constr(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$") = Field(..., title="Role Id")
+    role_id: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")] = Field(
+        ..., title="Role Id"
+    )
     source_policy: SourcePolicy | None = None
     synthesis_policy: SynthesisPolicy | None = None
     version: Literal["1.0"] = Field("1.0", title="Version")
@@ -2379,17 +2773,20 @@ class RoleOverlay(BaseModel):
 
 class RoleOverlayBody(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     anti_goals: list[AntiGoal] | None = Field(None, max_length=100, title="Anti Goals")
     eval_profile: EvalProfile | None = None
-    mission: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-        min_length=1,
-        max_length=4000,
-    ) = Field(..., title="Mission")
+    mission: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=4000,
+        ),
+    ] = Field(..., title="Mission")
     retrieval_policy: RetrievalPolicy | None = None
-    role_id: constr(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$") | None = Field(
+    role_id: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")] | None = Field(
         None, description="Optional; when given it must equal the path's role_id", title="Role Id"
     )
     source_policy: SourcePolicy | None = None
@@ -2423,38 +2820,40 @@ class Filters(BaseModel):
                 "updated_at",
             ],
             str
-            | conint(ge=-9223372036854775807, le=9223372036854775807)
+            | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
             | float
             | bool
-            | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+            | list[
+                str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool
+            ]
             | FilterOperators,
         ],
     }
     created_at: TimeRange | None = None
     namespace: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | TextFilterOperators
         | None
     ) = None
     owner: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | TextFilterOperators
         | None
     ) = None
     source: (
         str
-        | conint(ge=-9223372036854775807, le=9223372036854775807)
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
         | float
         | bool
-        | list[str | conint(ge=-9223372036854775807, le=9223372036854775807) | float | bool]
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | TextFilterOperators
         | None
     ) = None
@@ -2463,9 +2862,9 @@ class Filters(BaseModel):
 
 class SearchRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
-    cursor: constr(max_length=1024) | None = Field(
+    cursor: Annotated[str, StringConstraints(max_length=1024)] | None = Field(
         None,
         description="`next_cursor` of the previous page; send the same query, entities, filters, strategy and limit. Answers 409 `cursor_expired` when the tenant's index changed in between.",
         title="Cursor",
@@ -2527,13 +2926,13 @@ class SearchRequest(BaseModel):
         description="Filters, field → a value, any of a list, or operators that must all hold (FilterOperators); the fields must be filterable for every searched type, or be source, owner, namespace (no ranges), created_at or updated_at (ranges only)",
         title="Filters",
     )
-    limit: conint(ge=1, le=100) | None = Field(20, title="Limit")
-    min_score: confloat(ge=0.0, le=1.0) | None = Field(
+    limit: Annotated[int, Field(ge=1, le=100)] | None = Field(20, title="Limit")
+    min_score: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
         None,
         description="Leave out results whose fused `score` is below this (0-1: fused scores are at most 1)",
         title="Min Score",
     )
-    query: constr(max_length=1000) = Field(
+    query: Annotated[str, StringConstraints(max_length=1000)] = Field(
         ...,
         description="What to search for; supports `type:` prefixes, `@name` and quoted phrases. Empty or whitespace: no results (not an error)",
         title="Query",
@@ -2552,6 +2951,9 @@ class SearchRequest(BaseModel):
 
 
 class SearchResult(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     entity_id: str = Field(..., title="Entity Id")
     entity_type: str = Field(..., title="Entity Type")
     explanation: Explanation | None = None
@@ -2573,13 +2975,13 @@ class SearchResult(BaseModel):
 
 class RetrievalBundle(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     diagnostics: RetrievalDiagnostics
     provenance: ProvenanceSummary
     query: QueryTrace
     rejected: list[RejectedCandidate] = Field(..., title="Rejected")
-    role_id: constr(min_length=1) = Field(..., title="Role Id")
+    role_id: Annotated[str, StringConstraints(min_length=1)] = Field(..., title="Role Id")
     selected: list[RetrievedChunk] = Field(..., title="Selected")
     summary: RetrievalSummary
     version: Literal["1.0"] = Field("1.0", title="Version")
@@ -2588,9 +2990,11 @@ class RetrievalBundle(BaseModel):
 
 class RetrieveRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
-    context_summary: constr(max_length=4000) | None = Field(None, title="Context Summary")
+    context_summary: Annotated[str, StringConstraints(max_length=4000)] | None = Field(
+        None, title="Context Summary"
+    )
     lexical_only: bool | None = Field(
         False, description="BM25 only: no embedder is called", title="Lexical Only"
     )
@@ -2598,16 +3002,26 @@ class RetrieveRequest(BaseModel):
         None,
         description="Use this overlay instead of the one stored for role_id; `null`: no overlay at all, the shared corpus only (role-overlay-retrieval-api); absent: the stored one",
     )
-    role_id: constr(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$") = Field(..., title="Role Id")
-    task_text: constr(
-        pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
-        min_length=1,
-        max_length=4000,
-    ) = Field(..., title="Task Text")
+    role_id: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")] = Field(
+        ..., title="Role Id"
+    )
+    task_text: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            min_length=1,
+            max_length=4000,
+        ),
+    ] = Field(..., title="Task Text")
 
 
 class SearchResponse(BaseModel):
-    facets: dict[str, dict[str, conint(ge=-9223372036854775807, le=9223372036854775807)]] | None = Field(
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    facets: (
+        dict[str, dict[str, Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]]] | None
+    ) = Field(
         None,
         description="Per field asked for in `facets`: value → entities, most frequent first",
         title="Facets",
@@ -2620,7 +3034,7 @@ class SearchResponse(BaseModel):
     query_info: QueryInfo
     results: list[SearchResult] = Field(..., title="Results")
     took_ms: float = Field(..., title="Took Ms")
-    total: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(..., title="Total")
+    total: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(..., title="Total")
 
 
 JsonValue.model_rebuild()
