@@ -286,6 +286,18 @@ def test_feedback_is_recorded_and_foreign_or_unknown_assemblies_are_404(ctx: Any
     assert status == 404
 
 
+def test_the_default_sources_cover_the_entity_types_a_user_writes(ctx: Any) -> None:
+    """A task written without a `source` is found by an assembly naming no sources, under its own source
+    `tasks`, and `"sources": ["tasks"]` is a source the deployment has."""
+    body = ok(assemble(query="login rate limiter", token_budget=4000))
+    assert ("task:t-login", "tasks") in {(s["id"], s["source"]) for s in body["sources"]}, body["sources"]
+    assert "[TASK]" in body["context_block"]
+    only = ok(assemble(query="login rate limiter", sources=["tasks"]))
+    assert {s["source"] for s in only["sources"]} == {"tasks"}
+    listed = ok(invoke(api_event("context_weights")))["sources"]
+    assert {"tasks", "ideas", "projects", "people", "commitments", "vault_index"} <= set(listed)
+
+
 def test_bounds_alone_clamp_the_budget_a_caller_without_a_row_has_now(tmp_path: Path) -> None:
     install(tmp_path)
     assert ok(assemble(namespace="auth"))["token_budget"] == 4000  # the deployment's default budget
