@@ -78,10 +78,10 @@ def test_answers_compare_as_a_subset(expected: object, actual: object, holds: bo
 
 
 def test_steps_end_at_each_answer_and_text_answers_are_found_in_the_output() -> None:
-    body = ['V=$(echo 1)', 'echo "{\\"a\\": $V}"', "# → {\"a\": 1}", "echo one two", "# → one"]
+    body = ["V=$(echo 1)", 'echo "{\\"a\\": $V}"', '# → {"a": 1}', "echo one two", "# → one"]
     cut = steps(body, 1)
     assert [(s.commands, s.answer) for s in cut] == [
-        (['V=$(echo 1)', 'echo "{\\"a\\": $V}"'], '{"a": 1}'),
+        (["V=$(echo 1)", 'echo "{\\"a\\": $V}"'], '{"a": 1}'),
         (["echo one two"], "one"),
     ]
     assert answered('{"a": 1}', '{"a": 1, "b": 2}\n') and answered("one", "one two\n")
