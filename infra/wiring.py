@@ -269,7 +269,7 @@ class Container:
         """POST /embed and `quarry embed`: texts → the tenant's vectors."""
         from core.search.embedding import EmbeddingService
 
-        return EmbeddingService(self.vectors, self.settings.max_query_chars)
+        return EmbeddingService(self.vectors)
 
     @cached_property
     def fusion_tuning(self) -> FusionTuningService:

@@ -3,8 +3,8 @@ or `embedding` on a write without a model of its own (docs/api.md, Your own vect
 
 The texts are embedded by the tenant's model (its own after `quarry reindex --tenant`), as a search
 embeds its query (`kind: query`) or a write its chunks (`kind: passage`); the same text embedded here and
-by Quarry itself gives the same vector. Bounded like a search: a few texts per request, each no longer
-than a search's query (queries) or a stored text's chunk can use (passages).
+by Quarry itself gives the same vector. Bounded as the request schema states (one bound per text whatever
+its kind, so the published document is exact): at most MAX_EMBED_TEXTS texts of MAX_EMBED_CHARS each.
 """
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field
 
 from core.base_model import QuarryModel
-from core.errors import ConflictError, InvalidInputError
+from core.errors import ConflictError
 from core.indexing.caller_vectors import brings_own_vectors
 from core.ports import Embedder, tenant_embedder
 
 # Texts per request: one request embeds them in one model call; 64 is the local embedder's MAX_BATCH
 # (infra/local/embedder.py) and keeps a request's vectors (64 × 384 numbers) well under a MiB of JSON.
 MAX_EMBED_TEXTS = 64
-# A passage's characters: all-MiniLM-L6-v2 reads its first 256 word pieces (its max_seq_length), about
+# A text's characters: all-MiniLM-L6-v2 reads its first 256 word pieces (its max_seq_length), about
 # 1,000 characters of English; 8,192 leaves room for words that split into many pieces and bounds the
 # tokenizer's work per text.
-MAX_PASSAGE_CHARS = 8192
+MAX_EMBED_CHARS = 8192
 # Decimals kept per number: the vectors are float32 (about 7 significant digits), so 6 decimals of a
 # unit vector's components lose nothing a cosine can see and halve the answer's size.
 VECTOR_DECIMALS = 6
@@ -37,11 +37,11 @@ class EmbedRequest(QuarryModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    texts: list[Annotated[str, Field(min_length=1, max_length=MAX_PASSAGE_CHARS)]] = Field(
+    texts: list[Annotated[str, Field(min_length=1, max_length=MAX_EMBED_CHARS)]] = Field(
         min_length=1,
         max_length=MAX_EMBED_TEXTS,
-        description=f"1 to {MAX_EMBED_TEXTS} texts, each embedded on its own: a query at most as long as a "
-        f"search's query (QUARRY_MAX_QUERY_CHARS), a passage at most {MAX_PASSAGE_CHARS} characters",
+        description=f"1 to {MAX_EMBED_TEXTS} texts of 1 to {MAX_EMBED_CHARS} characters, each embedded on its "
+        "own (the model reads about its first 1,000 characters)",
     )
     kind: EmbedKind = Field(
         default="query",
@@ -62,20 +62,11 @@ class EmbedResponse(QuarryModel):
 class EmbeddingService:
     """Embeds texts with the tenant's model; a tenant that brings its own vectors has none (409)."""
 
-    def __init__(self, embedder: Embedder, max_query_chars: int) -> None:
+    def __init__(self, embedder: Embedder) -> None:
         self._embedder = embedder
-        self._max = {"query": max_query_chars, "passage": MAX_PASSAGE_CHARS}
 
     def embed(self, tenant_id: str, request: EmbedRequest) -> EmbedResponse:
-        """The tenant's vectors for `request.texts`; a text over the kind's length is a 400 naming it."""
-        limit = self._max[request.kind]
-        errors = {
-            f"texts.{i}": f"must be at most {limit} characters (a {request.kind}'s limit)"
-            for i, text in enumerate(request.texts)
-            if len(text) > limit
-        }
-        if errors:
-            raise InvalidInputError(f"text too long to embed as a {request.kind}", errors)
+        """The tenant's vectors for `request.texts` (bounded by EmbedRequest's schema)."""
         embedder = tenant_embedder(self._embedder, tenant_id)  # resolved once: vectors and name agree
         if brings_own_vectors(embedder):
             raise ConflictError(

@@ -523,7 +523,7 @@ class EmbedRequest(BaseModel):
     )
     texts: list[Text] = Field(
         ...,
-        description="1 to 64 texts, each embedded on its own: a query at most as long as a search's query (QUARRY_MAX_QUERY_CHARS), a passage at most 8192 characters",
+        description="1 to 64 texts of 1 to 8192 characters, each embedded on its own (the model reads about its first 1,000 characters)",
         max_length=64,
         min_length=1,
         title="Texts",
