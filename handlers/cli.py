@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import QuarryError
-from handlers import cli_governance, cli_mcp, cli_openapi, cli_reindex
+from handlers import cli_governance, cli_mcp, cli_openapi, cli_reindex, cli_remote
 from handlers.cli_governance import DATA_DIR_HELP
+from handlers.local_key import DEV_TENANT
 
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 INGEST_BATCH = 64  # entities embedded per batch: big enough to batch the model, small for progress
@@ -38,12 +39,20 @@ def thread_budget(workers: int, cores: int) -> dict[str, str]:
     return {name: per_worker for name in (*BLAS_THREAD_VARIABLES, "QUARRY_EMBEDDER_THREADS")}
 
 
+def data_dir_of(data_dir: str | None) -> Path:
+    """The data directory a command works on (`--data-dir`, else QUARRY_DATA_DIR's), without loading
+    anything but the settings."""
+    return Path(_container(data_dir).settings.data_dir)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start the local API: `--workers` processes over one socket and the SQLite WAL file."""
     import os
 
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    if args.log_level:  # the flag wins over POWERTOOLS_LOG_LEVEL; info shows each search's log line
+        os.environ["POWERTOOLS_LOG_LEVEL"] = args.log_level.upper()
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     from handlers.devserver_workers import default_workers, listen, serve
 
@@ -65,7 +74,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print_key(keys, local, settings.data_dir, f"{url}/whoami")
     if settings.allowed_origins:
         print(f"Cross-origin calls allowed from: {', '.join(settings.allowed_origins)}", flush=True)
-    serve(sock, workers, _worker_starter(settings, keys, args.queue))
+    cli_remote.announce(settings.data_dir, url)  # `quarry search` and `quarry embed` send requests here
+    try:
+        serve(sock, workers, _worker_starter(settings, keys, args.queue))
+    finally:
+        cli_remote.withdraw(settings.data_dir, url)
     return 0
 
 
@@ -167,24 +180,30 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    """Search and print the results."""
-    from core.search.search_api import SearchRequest
+    """Search and print the results: through the running server over the data directory when there is
+    one (its model is loaded), else in this process."""
+    body = {"query": args.query, "limit": args.limit, "strategy": args.strategy}
+    if args.entities:
+        body["entities"] = args.entities.split(",")
+    server, why = (None, f"tenant {args.tenant!r} is not the local key's")
+    if args.tenant == DEV_TENANT:
+        server, why = cli_remote.running_server(data_dir_of(args.data_dir), args.url)
+    if server is not None:
+        response = cli_remote.answer_or_raise(*server.post("/search", body))
+    else:
+        from core.search.search_api import SearchRequest
 
-    c = _container(args.data_dir)
-    request = SearchRequest(
-        query=args.query,
-        limit=args.limit,
-        strategy=args.strategy,
-        entities=args.entities.split(",") if args.entities else None,
-    )
-    response = c.search.search(args.tenant, request)
+        cli_remote.say_in_process(why)
+        c = _container(args.data_dir)
+        found = c.search.search(args.tenant, SearchRequest.model_validate(body))
+        response = found.model_dump(mode="json", exclude_none=True)
     if args.json:
-        print(response.model_dump_json(indent=2))
+        print(json.dumps(response, indent=2, ensure_ascii=False))
         return 0
-    info = response.query_info
-    print(f"{response.total} found · strategy {info.strategy} · {response.took_ms:.1f} ms")
-    for i, r in enumerate(response.results, 1):
-        print(f"{i:>3}. [{r.entity_type}:{r.entity_id}] {r.title[:80]}  ({r.score:.3f})")
+    took, strategy = response["took_ms"], response["query_info"]["strategy"]
+    print(f"{response['total']} found · strategy {strategy} · {took:.1f} ms")
+    for i, r in enumerate(response["results"], 1):
+        print(f"{i:>3}. [{r['entity_type']}:{r['entity_id']}] {r['title'][:80]}  ({r['score']:.3f})")
     return 0
 
 
@@ -258,6 +277,7 @@ def parser() -> argparse.ArgumentParser:
     cli_mcp.register(sub)  # mcp
     cli_reindex.register(sub)  # reindex
     cli_openapi.register(sub)  # openapi
+    cli_remote.register(sub, DATA_DIR_HELP)  # embed, demo
     return p
 
 
@@ -275,6 +295,14 @@ def _register_serve(sub: Any) -> None:
         type=int,
         default=32,
         help="requests a worker holds waiting beyond the one it runs; more get 503 + Retry-After",
+    )
+    s.add_argument(
+        "--log-level",
+        type=str.lower,
+        choices=["debug", "info", "warning", "error"],
+        default=None,
+        help="what the server logs (default: POWERTOOLS_LOG_LEVEL, else warning); info adds one line per "
+        "search (strategy, cache, leg counts, alpha)",
     )
     s.set_defaults(func=cmd_serve)
 
@@ -307,6 +335,7 @@ def _register_search(sub: Any) -> None:
     q.add_argument("--strategy", default="auto", choices=["auto", "keyword", "semantic", "hybrid"])
     q.add_argument("--entities", default=None, help="comma-separated entity types")
     q.add_argument("--json", action="store_true")
+    q.add_argument("--url", default=None, help="the server to ask (default: the one over the data dir)")
     q.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     q.set_defaults(func=cmd_search)
 

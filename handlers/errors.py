@@ -14,7 +14,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 
-from core.conformance import seed_spelling, unprefixed
+from core.conformance import field_hint, unprefixed
 from core.errors import (
     ConfigurationError,
     ConflictError,
@@ -85,8 +85,8 @@ def validation_fields(errors: list[dict[str, Any]]) -> dict[str, str]:
             continue
         message = _MESSAGES.get(err.get("type", ""), str(err.get("msg", "is invalid")))
         message = message.removeprefix("Value error, ")
-        hint = seed_spelling(str(loc[-1])) if err.get("type") == "extra_forbidden" and loc else None
-        if hint:  # a seed's spelling (core/conformance.py): say what Quarry calls it
+        hint = field_hint(str(loc[-1])) if err.get("type") == "extra_forbidden" and loc else None
+        if hint:  # a seed's or another engine's spelling (core/conformance.py): say what Quarry calls it
             message = f"{message}; {hint}"
         fields.setdefault(_field_path(loc), message[:1].lower() + message[1:])
     return fields

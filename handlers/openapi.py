@@ -42,8 +42,9 @@ REF = "#/components/schemas/{model}"
 POWERTOOLS_ONLY = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 FENCE_PATHS = frozenset({"/tenant", "/tenant/reopen"})  # erase and reopen act on the fence itself
 REFERS_TO_STORED = frozenset({"/context/feedback"})  # a body naming an object that may not exist
-# an expired cursor; an assembly learned from already; tuning a tenant that brings its own vectors
-CONFLICTS = ("/search", "/context/feedback", "/overlays/{role_id}/tune")
+# an expired cursor; embedding or tuning for a tenant that brings its own vectors; an assembly learned from
+# already
+CONFLICTS = ("/search", "/embed", "/context/feedback", "/overlays/{role_id}/tune")
 ERRORS: dict[str, tuple[str, str, dict[str, str]]] = {
     "400": ("BadRequest", "Invalid input: `fields` names each bad field (path → problem)", {}),
     "401": ("Unauthorized", "Missing or unknown bearer token", {}),

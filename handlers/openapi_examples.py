@@ -10,6 +10,10 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
         "filtered": {"query": "task: login", "filters": {"status": "open"}, "explain": True},
         "identifier": {"query": "checkRateLimit", "strategy": "keyword"},
     },
+    "embed": {
+        "a query": {"texts": ["API throttling protection"], "kind": "query"},
+        "passages": {"texts": ["Keys rotate monthly", "Rate limiter caps calls"], "kind": "passage"},
+    },
     "bulkWrite": {
         "tasks and memories": {
             "items": [

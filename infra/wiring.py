@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         TenantFences,
         TripleStore,
     )
+    from core.search.embedding import EmbeddingService
     from core.search.planning import SearchSettings
     from core.search.search_service import SearchService
     from core.search.tuning_service import FusionTuningService
@@ -263,6 +264,13 @@ class Container:
         return SearchService(
             self.index, self.vectors, self.cache, self.registry, self.clock, self.search_settings
         )
+
+    @cached_property
+    def embedding(self) -> EmbeddingService:
+        """POST /embed and `quarry embed`: texts → the tenant's vectors."""
+        from core.search.embedding import EmbeddingService
+
+        return EmbeddingService(self.vectors)
 
     @cached_property
     def fusion_tuning(self) -> FusionTuningService:

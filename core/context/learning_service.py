@@ -57,9 +57,12 @@ def _seen_by(caller: str, only: str | None) -> bool:
     return only is None or caller in (only, WILDCARD_CALLER)
 
 
-def budget_row(caller: str, request: BudgetRequest, base: CallerBudget | None, at: str) -> CallerBudget:
+def budget_row(
+    caller: str, request: BudgetRequest, base: CallerBudget | None, at: str, current: int
+) -> CallerBudget:
     """The caller's new budget row: the request's values over `base`'s (else the default bounds); a budget
-    the request leaves out is clamped into the new bounds, one it gives must lie within them."""
+    the request leaves out — `base`'s, else `current`, the budget an assembly would use now — is clamped
+    into the new bounds, one it gives must lie within them."""
     low = request.min_budget or (base.min_budget if base else DEFAULT_MIN_BUDGET)
     high = request.max_budget or (base.max_budget if base else DEFAULT_MAX_BUDGET)
     errors: dict[str, str] = {}
@@ -67,13 +70,11 @@ def budget_row(caller: str, request: BudgetRequest, base: CallerBudget | None, a
         errors["min_budget"] = f"must not exceed max_budget ({high})"
     if request.budget is not None and not low <= request.budget <= high:
         errors["budget"] = f"must lie within min_budget..max_budget ({low}..{high})"
-    if request.budget is None and base is None:
-        errors["budget"] = "is required: this caller has no budget yet (nor has `*`)"
     if errors:
         raise InvalidInputError("invalid budget", errors)
     budget = request.budget
     if budget is None:
-        budget = min(high, max(low, base.budget if base else low))
+        budget = min(high, max(low, base.budget if base else current))
     return CallerBudget(caller, budget, low, high, at)
 
 
@@ -184,12 +185,12 @@ class LearningService:
 
     def set_budget(self, tenant_id: str, caller: str, request: BudgetRequest) -> BudgetOut:
         """Set a caller's budget and the min/max learning keeps it within; what the request leaves out
-        comes from the caller's row, else `*`'s (a caller without either must give `budget`)."""
+        comes from the caller's row, else `*`'s, else the default budget clamped into the bounds."""
         validate_caller(caller, wildcard=True)
         base = self._state.get_budget(tenant_id, caller)
         if base is None and caller != WILDCARD_CALLER:
             base = self._state.get_budget(tenant_id, WILDCARD_CALLER)
-        row = budget_row(caller, request, base, iso_timestamp(self._clock.now()))
+        row = budget_row(caller, request, base, iso_timestamp(self._clock.now()), self._default_budget)
         self._state.put_budget(tenant_id, row)
         return BudgetOut.model_validate(row, from_attributes=True)
 

@@ -3,8 +3,9 @@ assembly).
 
 A source is a named slice of the tenant's index: which `source` values and entity types it covers and
 which owners count. The defaults are the seed's five stores under the seed's names (gateway-context-assembly
-§1: psychic_cache, memory, agent_memory_own, agent_memory_peer, vault_index); `vault_index` covers the
-entities whose `source` is `vault` (documents by default). Deployments replace them with a JSON object
+§1: psychic_cache, memory, agent_memory_own, agent_memory_peer, vault_index) and one source per built-in
+entity type a user writes (tasks, ideas, projects, people, commitments); `vault_index` covers the entities
+whose `source` is `vault` (documents by default). Deployments replace them with a JSON object
 (QUARRY_CONTEXT_SOURCES) without code changes:
 
     {"memory": {"sources": ["memory"]},
@@ -83,12 +84,23 @@ def union_filters(specs: Sequence[SourceSpec]) -> Filters:
     return Filters(entity_types=types, sources=tuple(sorted({v for s in specs for v in s.sources})))
 
 
-DEFAULT_SOURCES: tuple[SourceSpec, ...] = (
+SEED_SOURCES: tuple[SourceSpec, ...] = (  # the seed's five stores (gateway-context-assembly §1)
     SourceSpec("memory", ("memory",)),
     SourceSpec("agent_memory_own", ("agent_memory",), owner=OwnerRule.CALLER),
     SourceSpec("agent_memory_peer", ("agent_memory",), owner=OwnerRule.OTHERS),
     SourceSpec("vault_index", ("vault",)),
     SourceSpec("psychic_cache", ("psychic_cache",)),
+)
+DEFAULT_SOURCES: tuple[SourceSpec, ...] = (
+    *SEED_SOURCES,
+    # The entity types a user writes, under their default `source` (core/indexing/entity_types.py), so an
+    # assembly finds the tasks, ideas, projects, people and commitments that searches find; documents are
+    # `vault_index`'s.
+    SourceSpec("tasks", ("tasks",), ("task",), label="TASK"),
+    SourceSpec("ideas", ("ideas",), ("idea",), label="IDEA"),
+    SourceSpec("projects", ("projects",), ("project",), label="PROJECT"),
+    SourceSpec("people", ("people",), ("person",), label="PERSON"),
+    SourceSpec("commitments", ("commitments",), ("commitment",), label="COMMITMENT"),
 )
 
 

@@ -120,6 +120,11 @@ class IndexingService:
         dimension = tenant_embedder(self._embedder, tenant_id).dimension
         return rest, caller_vector(body[EMBEDDING_FIELD], dimension, EMBEDDING_FIELD)
 
+    def _model_embeds(self, tenant_id: str, vector: Vector | None) -> bool:
+        """Whether a write with `vector` (None: the caller sent none) is embedded by the model: not when
+        the caller brought the vector, nor for a tenant whose vectors come only from its callers."""
+        return vector is None and not brings_own_vectors(tenant_embedder(self._embedder, tenant_id))
+
     @staticmethod
     def _record(
         tenant_id: str,
@@ -185,7 +190,8 @@ class IndexingService:
         if outcome is WriteOutcome.DUPLICATE and self._raced(tenant_id, [draft]):
             raise VersionConflictError(str(key), version)
         stored = prior.version if prior is not None else None
-        return WriteResult(key, version, outcome, outcome is WriteOutcome.APPLIED, stored)
+        embedded = outcome is WriteOutcome.APPLIED and self._model_embeds(tenant_id, draft.vector)
+        return WriteResult(key, version, outcome, embedded, stored)
 
     def _raced(self, tenant_id: str, drafts: Sequence[Draft]) -> set[EntityKey]:
         """The drafts' keys at whose version another write stored other content meanwhile (the index found
@@ -284,7 +290,7 @@ class IndexingService:
             record = self._records(tenant_id, [Draft(etype, key, merged, version, prior, vector)], now)[0]
             self._bump(tenant_id, "before")
             outcome = self._index.upsert(record)
-            reembedded = outcome is WriteOutcome.APPLIED
+            reembedded = outcome is WriteOutcome.APPLIED and self._model_embeds(tenant_id, vector)
         self._bump(tenant_id, "after")
         return WriteResult(key, version, outcome, reembedded, prior.version)
 

@@ -1,4 +1,4 @@
-"""POST /search."""
+"""POST /search and POST /embed (the vectors a search or a write may carry)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 
+from core.search.embedding import EmbedRequest, EmbedResponse
 from core.search.search_api import SearchRequest, SearchResponse
 from handlers._observability import logger, metrics
 from handlers.routes.common import caller, services
@@ -44,3 +45,14 @@ def search(request: Annotated[SearchRequest, Body()]) -> Annotated[SearchRespons
         },
     )
     return response
+
+
+@router.post(
+    "/embed",
+    summary="The deployment's vectors for texts (to send as `query_vector` or `embedding`)",
+    tags=["search"],
+    operation_id="embed",
+)
+def embed(request: Annotated[EmbedRequest, Body()]) -> Annotated[EmbedResponse, Body()]:
+    principal = caller(router, "read")
+    return services().embedding.embed(principal.tenant_id, request)

@@ -164,3 +164,38 @@ def test_tuning_a_byo_tenants_overlay_is_a_409_that_says_why_not_a_503_to_retry(
     assert "vectors come from its callers" in body["error"]["message"]
     status, report = invoke(api_event("eval_overlay", tenant="byo"))  # golden sets run what they can
     assert status == 200 and set(report["strategies"]) == {"keyword"}, report
+
+
+def patch(eid: str, body: Any, tenant: str = "acme") -> tuple[int, Any]:
+    return invoke(api_event("patch_entity", tenant=tenant, path=f"/entities/memory/{eid}", body=body))
+
+
+def test_reembedded_says_whether_the_model_ran_not_whether_a_vector_was_stored(app: Any) -> None:
+    """A write that brings its vector is not embedded, so it answers `reembedded: false`; the model's own
+    writes answer true; a tenant bringing its own vectors never has the model run."""
+    status, body = put("v", {"content": "apple", "embedding": axis(2), "version": 1})
+    assert status == 200 and body["outcome"] == "applied" and body["reembedded"] is False, body
+    status, body = patch("v", {"embedding": axis(3), "version": 2})
+    assert status == 200 and body["reembedded"] is False, body
+    status, body = patch("v", {"content": "pear", "version": 3})  # new text, no vector: the model runs
+    assert status == 200 and body["reembedded"] is True, body
+    status, body = put("w", {"content": "plum", "version": 1})
+    assert status == 200 and body["reembedded"] is True, body
+    status, body = put("w", {"content": "plum", "version": 1}, tenant="byo")
+    assert status == 200 and body["reembedded"] is False, body
+
+
+@pytest.mark.parametrize(
+    ("field", "hint"),
+    [
+        ("embedding", "`query_vector`"),
+        ("vector", "`query_vector` on a search"),
+        ("top_k", "use `limit`"),
+        ("filter", "use `filters`"),
+    ],
+)
+def test_another_engines_spelling_on_a_search_is_told_quarrys(app: Any, field: str, hint: str) -> None:
+    status, body = search({"query": "apple", field: axis(0) if "vector" in hint else 5})
+    assert status == 400, body
+    message = body["error"]["fields"][field]
+    assert message.startswith("is not a known field; ") and hint in message, message

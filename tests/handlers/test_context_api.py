@@ -286,6 +286,30 @@ def test_feedback_is_recorded_and_foreign_or_unknown_assemblies_are_404(ctx: Any
     assert status == 404
 
 
+def test_the_default_sources_cover_the_entity_types_a_user_writes(ctx: Any) -> None:
+    """A task written without a `source` is found by an assembly naming no sources, under its own source
+    `tasks`, and `"sources": ["tasks"]` is a source the deployment has."""
+    body = ok(assemble(query="login rate limiter", token_budget=4000))
+    assert ("task:t-login", "tasks") in {(s["id"], s["source"]) for s in body["sources"]}, body["sources"]
+    assert "[TASK]" in body["context_block"]
+    only = ok(assemble(query="login rate limiter", sources=["tasks"]))
+    assert {s["source"] for s in only["sources"]} == {"tasks"}
+    listed = ok(invoke(api_event("context_weights")))["sources"]
+    assert {"tasks", "ideas", "projects", "people", "commitments", "vault_index"} <= set(listed)
+
+
+def test_bounds_alone_clamp_the_budget_a_caller_without_a_row_has_now(tmp_path: Path) -> None:
+    install(tmp_path)
+    assert ok(assemble(namespace="auth"))["token_budget"] == 4000  # the deployment's default budget
+    row = ok(put_budget("alpha", min_budget=800, max_budget=3000))  # no budget given, none stored
+    assert (row["budget"], row["min_budget"], row["max_budget"]) == (3000, 800, 3000)
+    wide = ok(put_budget("beta", min_budget=800, max_budget=6000))  # the default already lies within
+    assert (wide["budget"], wide["min_budget"], wide["max_budget"]) == (4000, 800, 6000)
+    status, err = put_budget("gamma", min_budget=7000, max_budget=6000)
+    assert status == 400 and "min_budget" in err["error"]["fields"]
+    set_container(None)
+
+
 @pytest.mark.parametrize(
     ("event", "scopes"),
     [
@@ -387,8 +411,6 @@ def test_an_admin_sets_a_callers_budget_and_the_bounds_learning_keeps_it_within(
 
     clock = LaterClock(SystemClock())
     install(tmp_path, clock=clock)
-    status, err = put_budget(CALLER, min_budget=1000)
-    assert status == 400 and "budget" in err["error"]["fields"]  # nothing to start from: budget needed
     row = ok(put_budget(CALLER, budget=1200, min_budget=1000, max_budget=1300))
     assert (row["caller"], row["budget"], row["min_budget"], row["max_budget"]) == (CALLER, 1200, 1000, 1300)
     assert ok(assemble())["token_budget"] == 1200

@@ -31,7 +31,7 @@ OPERATIONS = {
     "assembleContext", "sendFeedback", "listWeights", "getBudgets", "getLog", "listCallers", "setWeight",
     "runLearning", "retrieve", "putOverlay", "getOverlay", "deleteOverlay", "evalOverlay", "tuneOverlay",
     "getSchema", "loadCorpus", "getWeightHistory", "listEvals", "listOverlayEvals", "exportTenant",
-    "eraseTenant", "reopenTenant", "setBudget", "health", "whoami", "getOpenApi", "batchGetEntities",
+    "eraseTenant", "reopenTenant", "setBudget", "health", "whoami", "getOpenApi", "batchGetEntities", "embed",
 }  # fmt: skip
 
 

@@ -167,6 +167,7 @@ def test_the_vault_source_goes_by_the_seeds_name(seeded: Any) -> None:
         "agent_memory_peer",
         "vault_index",
         "psychic_cache",
+        *("tasks", "ideas", "projects", "people", "commitments"),  # the types a user writes, after them
     ]
     status, body = call(
         "context_assemble", body={"query": "AI projects", "caller": "agent-coder", "sources": ["vault_index"]}

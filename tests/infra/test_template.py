@@ -326,6 +326,7 @@ def quarry_scope(scope: str) -> dict[str, str]:
 ROUTE_SCOPES = {
     ("get", "/whoami"): "read",
     ("post", "/search"): "read",
+    ("post", "/embed"): "read",
     ("put", "/entities/{entity_type}/{entity_id}"): "write",
     ("patch", "/entities/{entity_type}/{entity_id}"): "write",
     ("delete", "/entities/{entity_type}/{entity_id}"): "write",

@@ -20,7 +20,7 @@ from core.context.learning import (
     learn,
 )
 from core.context.learning_service import LearningService
-from core.context.sources import DEFAULT_SOURCES
+from core.context.sources import SEED_SOURCES
 from core.state import AssemblyLogEntry, AssemblySource, CallerBudget, SourceWeight
 from core.timestamps import iso_timestamp
 from tests.fakes import FakeStateStore
@@ -80,7 +80,7 @@ def state() -> FakeStateStore:
 
 @pytest.fixture
 def service(state: FakeStateStore) -> LearningService:
-    return LearningService(state, FakeClock(), DEFAULT_SOURCES, default_budget=4000)
+    return LearningService(state, FakeClock(), SEED_SOURCES, default_budget=4000)
 
 
 def log_batch(
@@ -264,7 +264,7 @@ def test_the_shrink_stops_at_the_callers_minimum(state: FakeStateStore, service:
 
 def test_recent_assemblies_without_feedback_wait_for_it(state: FakeStateStore) -> None:
     clock = FakeClock(start=1_700_000_000 + 1800.0)  # the assemblies are half an hour old
-    service = LearningService(state, clock, DEFAULT_SOURCES, default_budget=4000)
+    service = LearningService(state, clock, SEED_SOURCES, default_budget=4000)
     log_quiet(state, 0)
     assert service.run(TENANT).callers == 0  # feedback may still come
     clock.t += 3600

@@ -170,4 +170,8 @@ def test_a_wide_retrieval_splits_back_into_sources_by_owner() -> None:
     assert (owned, others) == (["agent_memory_own"], ["agent_memory_peer"])
     assert [n for n, s in specs.items() if s.matches(plain, "agent-7")] == ["memory"]
     wide = union_filters(list(DEFAULT_SOURCES))
-    assert wide.sources == ("agent_memory", "memory", "psychic_cache", "vault") and wide.owner is None
+    assert wide.sources == (
+        *("agent_memory", "commitments", "ideas", "memory", "people", "projects", "psychic_cache"),
+        *("tasks", "vault"),
+    )
+    assert wide.owner is None and wide.entity_types == ()  # the seed's stores take any type

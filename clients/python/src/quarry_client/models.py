@@ -65,7 +65,20 @@ class AssembleRequest(BaseModel):
         ),
     ] = Field(..., description="What the caller is working on; drives retrieval", title="Query")
     sources: (
-        list[Literal["memory", "agent_memory_own", "agent_memory_peer", "vault_index", "psychic_cache"]]
+        list[
+            Literal[
+                "memory",
+                "agent_memory_own",
+                "agent_memory_peer",
+                "vault_index",
+                "psychic_cache",
+                "tasks",
+                "ideas",
+                "projects",
+                "people",
+                "commitments",
+            ]
+        ]
         | None
     ) = Field(None, description="Configured sources to use (default all)", title="Sources")
     token_budget: Annotated[int, Field(ge=1, le=16000)] | None = Field(None, title="Token Budget")
@@ -588,6 +601,37 @@ class DocumentPatch(BaseModel):
     version: Annotated[int, Field(ge=0, le=9223372036854775807)] | None = Field(
         None, description="Newer wins; a write older than the stored one is refused (409)", title="version"
     )
+
+
+class Text(RootModel[constr(min_length=1, max_length=8192)]):
+    root: constr(min_length=1, max_length=8192)
+
+
+class EmbedRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    kind: Literal["query", "passage"] | None = Field(
+        "query",
+        description="`query`: as a search embeds its query (send the vector as `query_vector`); `passage`: as a write embeds an entity's text (send it as `embedding`)",
+        title="Kind",
+    )
+    texts: list[Text] = Field(
+        ...,
+        description="1 to 64 texts of 1 to 8192 characters, each embedded on its own (the model reads about its first 1,000 characters)",
+        max_length=64,
+        min_length=1,
+        title="Texts",
+    )
+
+
+class EmbedResponse(BaseModel):
+    dimension: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+        ..., description="Numbers per vector", title="Dimension"
+    )
+    kind: Literal["query", "passage"] = Field(..., title="Kind")
+    model: str = Field(..., description="The model the tenant's vectors come from", title="Model")
+    vectors: list[list[float]] = Field(..., title="Vectors")
 
 
 class EntityOut(BaseModel):
