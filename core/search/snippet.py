@@ -110,22 +110,32 @@ def _pattern_for(text: str, terms: tuple[str, ...]) -> _Scan:
     return _Scan(_highlighter(terms), text, None)
 
 
+# How far the pattern itself is tried before the literals take over: a result's first match is most often
+# near its start (it was retrieved for these words), where trying the pattern at each position costs least;
+# a text without an early match is then searched from its literals.
+PROBE_CHARS = 256
+
+
 def first_match(scan: _Scan, pos: int = 0) -> re.Match[str] | None:
-    """`scan.pattern.search(scan.haystack, pos)`: with literals, the pattern is tried only where one of
-    them occurs (str.find runs in C), since every match starts with one; the leftmost wins, as in search."""
-    if scan.pattern is None:
-        return None
-    if scan.literals is None:
-        return scan.pattern.search(scan.haystack, pos)
+    """`scan.pattern.search(scan.haystack, pos)`. With literals (lower-cased text), the pattern is tried on
+    the first PROBE_CHARS only, then only where one of them occurs (str.find runs in C), since every match
+    starts with one; the leftmost wins, as in search."""
+    pattern, haystack = scan.pattern, scan.haystack
+    if pattern is None or scan.literals is None:
+        return pattern.search(haystack, pos) if pattern is not None else None
+    end = pos + PROBE_CHARS
+    probe = pattern.search(haystack, pos, end)
+    if end >= len(haystack) or (probe is not None and probe.end() < end):
+        return probe  # a match that reaches the probe's end may be cut there: it is looked for again
     best: re.Match[str] | None = None
     for literal in scan.literals:
-        at = scan.haystack.find(literal, pos)
+        at = haystack.find(literal, pos)
         while at != -1 and (best is None or at < best.start()):
-            found = scan.pattern.match(scan.haystack, at)
+            found = pattern.match(haystack, at)
             if found is not None:
                 best = found
                 break
-            at = scan.haystack.find(literal, at + 1)
+            at = haystack.find(literal, at + 1)
     return best
 
 
@@ -157,11 +167,15 @@ def _matched(scans: Iterator[_Scan], unique: tuple[str, ...]) -> list[str]:
         each = _term_scans(unique) if scan.literals is not None else None
         if each is None:
             _scan_words(scan, unique, found)
-        else:  # each term looked for where its stem occurs: a term absent from the text costs one `in`
+        else:  # each term tried only where its stem occurs: a term absent from the text costs one find
             lowered = scan.haystack
             for term, stem, pattern in each:
-                if term not in found and stem in lowered and first_match(_Scan(pattern, lowered, (stem,))):
-                    found.add(term)
+                at = -1 if term in found else lowered.find(stem)
+                while at != -1:
+                    if pattern.match(lowered, at):
+                        found.add(term)
+                        break
+                    at = lowered.find(stem, at + 1)
         if len(found) == len(unique):
             return list(unique)
     return [t for t in unique if t in found]
