@@ -73,3 +73,10 @@ async def test_the_async_client_batch_gets_and_sets_budgets(server: str) -> None
         got = await client.batch_get_entities([("memory", "m-keys")])
         assert [e.entity_id for e in got.found] == ["m-keys"] and not got.missing
         assert (await client.set_budget("async-agent", budget=500)).budget == 500
+
+
+def test_embed_gives_the_deployments_vectors_a_search_takes(client: Quarry) -> None:
+    got = client.embed(["rate limiting"], kind="query")
+    assert got.kind == "query" and got.dimension == len(got.vectors[0]) == 384
+    again = client.search("", strategy="semantic", query_vector=got.vectors[0], limit=1)
+    assert again.query_info.strategy == "semantic"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, TypeVar, Unpack
+from typing import Any, Literal, TypeVar, Unpack
 
 import httpx
 
@@ -98,6 +98,13 @@ class AsyncQuarry:
             return answer(call, response)  # type: ignore[no-any-return]
 
     # -- search ---------------------------------------------------------------------------------------
+
+    async def embed(
+        self, texts: Sequence[str], kind: Literal["query", "passage"] = "query"
+    ) -> m.EmbedResponse:
+        """The deployment's vectors for `texts` (POST /embed): `query` to send as a search's `query_vector`,
+        `passage` to send as a write's `embedding`."""
+        return await self._send(ops.embed(texts, kind))
 
     async def search(self, query: str, **options: Unpack[ops.SearchOptions]) -> m.SearchResponse:
         """One page of hybrid search (POST /search)."""

@@ -98,6 +98,10 @@ def search(query: str, options: SearchOptions) -> Call[m.SearchResponse]:
     return Call("POST", "/search", m.SearchResponse, json=given(query=query, **options))
 
 
+def embed(texts: Sequence[str], kind: Literal["query", "passage"]) -> Call[m.EmbedResponse]:
+    return Call("POST", "/embed", m.EmbedResponse, json={"texts": list(texts), "kind": kind})
+
+
 def get_entity(entity_type: str, entity_id: str) -> Call[m.EntityOut]:
     return Call("GET", entity(entity_type, entity_id), m.EntityOut)
 
@@ -268,6 +272,7 @@ def openapi() -> Call[dict[str, Any]]:
 # Each operationId of the OpenAPI document and the method of `Quarry` and `AsyncQuarry` that calls it
 # (tests/test_operations.py fails when the document names an operation missing here).
 OPERATIONS: dict[str, str] = {
+    "embed": "embed",
     "assembleContext": "assemble_context",
     "getBudgets": "get_budgets",
     "setBudget": "set_budget",

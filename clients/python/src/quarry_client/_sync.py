@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any, TypeVar, Unpack
+from typing import Any, Literal, TypeVar, Unpack
 
 import httpx
 
@@ -97,6 +97,11 @@ class Quarry:
             return answer(call, response)  # type: ignore[no-any-return]
 
     # -- search ---------------------------------------------------------------------------------------
+
+    def embed(self, texts: Sequence[str], kind: Literal["query", "passage"] = "query") -> m.EmbedResponse:
+        """The deployment's vectors for `texts` (POST /embed): `query` to send as a search's `query_vector`,
+        `passage` to send as a write's `embedding`."""
+        return self._send(ops.embed(texts, kind))
 
     def search(self, query: str, **options: Unpack[ops.SearchOptions]) -> m.SearchResponse:
         """One page of hybrid search (POST /search)."""

@@ -603,13 +603,13 @@ class DocumentPatch(BaseModel):
     )
 
 
-class Text(RootModel[constr(min_length=1, max_length=8192)]):
-    root: constr(min_length=1, max_length=8192)
+class Text(RootModel[Annotated[str, StringConstraints(min_length=1, max_length=8192)]]):
+    root: Annotated[str, StringConstraints(min_length=1, max_length=8192)]
 
 
 class EmbedRequest(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     kind: Literal["query", "passage"] | None = Field(
         "query",
@@ -626,7 +626,10 @@ class EmbedRequest(BaseModel):
 
 
 class EmbedResponse(BaseModel):
-    dimension: conint(ge=-9223372036854775807, le=9223372036854775807) = Field(
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    dimension: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., description="Numbers per vector", title="Dimension"
     )
     kind: Literal["query", "passage"] = Field(..., title="Kind")
