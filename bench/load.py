@@ -68,9 +68,7 @@ def cpu_per_call(calls: Sequence[Any]) -> float:
     return (time.process_time() - started) / len(timed)
 
 
-def bounds(
-    data_dir: Path, stream: list[str], cores: int, embedder: Any = None
-) -> dict[str, dict[str, Any]]:
+def bounds(data_dir: Path, stream: list[str], cores: int, embedder: Any = None) -> dict[str, dict[str, Any]]:
     """What bounds each strategy's capacity on this machine, measured in this run: a hybrid search cannot
     outrun `cores` engines each embedding one query at a time on one thread (the model alone); a keyword
     search cannot outrun the keyword engine's own search at the same depth. Searches/s = cores / CPU each."""
