@@ -304,3 +304,20 @@ def test_compare(tmp_path: Path) -> None:
     assert (
         len(body["benches"]["search"]["runs"]["base"]) == len(body["benches"]["search"]["runs"]["head"]) == 1
     )
+
+
+@smoke("cpu_budget")
+def test_cpu_budget(tmp_path: Path) -> None:
+    from core.search import candidate_fusion
+    from infra.local.sqlite_index import SqliteIndex
+
+    originals = (SqliteIndex.retrieve_many, candidate_fusion.fuse, candidate_fusion.feedback_search)
+    assert run("cpu_budget", "--smoke", "--json", str(tmp_path / "out.json")) == 0
+    out = figures(tmp_path / "out.json")
+    per = out["cpu_ms_per_search"]
+    layers = ["embedding", "retrieval", "feedback", "fusion", "results", "service other", "handler"]
+    assert set(per) == {*layers, "total"} and per["total"] > 0
+    assert sum(per[layer] for layer in layers) == pytest.approx(per["total"])  # the layers add up
+    assert per["retrieval"] > 0 and per["feedback"] > 0  # a hybrid search's both retrievals were seen
+    # the instrumentation is gone afterwards
+    assert (SqliteIndex.retrieve_many, candidate_fusion.fuse, candidate_fusion.feedback_search) == originals
