@@ -33,6 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+# One thread per library, as each worker of `quarry serve` on a 2-core machine runs (handlers/cli.py
+# thread_budget); set before NumPy is imported. BLAS threads left to spin would be counted as CPU.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
 from bench._common import HashingEmbedder, queries, write_json  # noqa: E402
 from bench.search_latency import call, event, ingest  # noqa: E402

@@ -52,7 +52,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     if args.log_level:  # the flag wins over POWERTOOLS_LOG_LEVEL; info shows each search's log line
-        os.environ["POWERTOOLS_LOG_LEVEL"] = args.log_level.upper()
+        os.environ.update(POWERTOOLS_LOG_LEVEL=args.log_level.upper())  # set for the workers, never read here
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     from handlers.devserver_workers import default_workers, listen, serve
 

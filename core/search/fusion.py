@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from core.models import Candidate, EntityKey
 
@@ -29,9 +30,9 @@ class FusionMethod(enum.Enum):
     CONVEX = "convex"
 
 
-@dataclass(frozen=True, slots=True)
-class Fused:
-    """One fused result: the candidate, its fused score, and each retriever's rank and raw score."""
+class Fused(NamedTuple):
+    """One fused result: the candidate, its fused score, and each retriever's rank and raw score (a named
+    tuple: a fusion makes one per candidate of either list, and a tuple is built in C)."""
 
     candidate: Candidate
     score: float
@@ -60,40 +61,41 @@ def in_leg_order(cands: Sequence[Candidate]) -> list[Candidate]:
     return sorted(cands, key=_leg_order)
 
 
-def _index(cands: Sequence[Candidate]) -> dict[EntityKey, tuple[int, Candidate]]:
-    out: dict[EntityKey, tuple[int, Candidate]] = {}
+Index = dict[EntityKey, tuple[int, Candidate]]
+NO_RANK = 1 << 30  # the rank of a list an entity is missing from, for the tie rule
+
+
+def _index(cands: Sequence[Candidate]) -> Index:
+    """Each entity's first position in the list's canonical order and its candidate there."""
+    out: Index = {}
     for rank, cand in enumerate(in_leg_order(cands)):
         out.setdefault(cand.key, (rank, cand))
     return out
 
 
-def _assemble(
-    lexical: Sequence[Candidate], vector: Sequence[Candidate], scores: Mapping[EntityKey, float]
-) -> list[Fused]:
-    lex, vec = _index(lexical), _index(vector)
-    fused: list[Fused] = []
+def _assemble(lex: Index, vec: Index, scores: Mapping[EntityKey, float]) -> list[Fused]:
+    """The fused results, best first: score, then the best rank in either list, then the entity key."""
+    ranked: list[tuple[float, int, EntityKey, Fused]] = []
     for key, score in scores.items():
         lr = lex.get(key)
         vr = vec.get(key)
         # Prefer the lexical candidate's chunk: its text holds the matched terms for the snippet.
         cand = lr[1] if lr else vr[1]  # type: ignore[index]
-        fused.append(
-            Fused(
-                candidate=cand,
-                score=score,
-                lexical_rank=lr[0] if lr else None,
-                lexical_score=lr[1].score if lr else None,
-                vector_rank=vr[0] if vr else None,
-                vector_score=vr[1].score if vr else None,
-            )
+        lexical_rank = lr[0] if lr else None
+        vector_rank = vr[0] if vr else None
+        fused = Fused(
+            cand, score, lexical_rank, lr[1].score if lr else None, vector_rank, vr[1].score if vr else None
         )
-    fused.sort(key=_sort_key)
-    return fused
+        best = min(
+            NO_RANK if lexical_rank is None else lexical_rank, NO_RANK if vector_rank is None else vector_rank
+        )
+        ranked.append((-score, best, key, fused))
+    ranked.sort(key=_first_three)  # keys are unique: the Fused values are never compared
+    return [r[3] for r in ranked]
 
 
-def _sort_key(f: Fused) -> tuple[float, int, EntityKey]:
-    best_rank = min(r for r in (f.lexical_rank, f.vector_rank, 1 << 30) if r is not None)
-    return (-f.score, best_rank, f.candidate.key)
+def _first_three(r: tuple[float, int, EntityKey, Fused]) -> tuple[float, int, EntityKey]:
+    return r[0], r[1], r[2]
 
 
 def fuse_rrf(
@@ -103,11 +105,12 @@ def fuse_rrf(
 
     At α = 0.5 this is plain RRF (Cormack et al. 2009; seed gateway-shared-search-utils, k = 60).
     """
+    lex, vec = _index(lexical), _index(vector)
     scores: dict[EntityKey, float] = {}
-    for weight, cands in ((2 * (1 - alpha), lexical), (2 * alpha, vector)):
-        for rank, (key, _) in enumerate(_index(cands).items()):
+    for weight, index in ((2 * (1 - alpha), lex), (2 * alpha, vec)):
+        for rank, key in enumerate(index):
             scores[key] = scores.get(key, 0.0) + weight / (k + rank + 1)
-    return _assemble(lexical, vector, scores)
+    return _assemble(lex, vec, scores)
 
 
 def fuse_convex(
@@ -117,11 +120,12 @@ def fuse_convex(
 
     A hit missing from one list contributes 0 from that list (thefold's BM25-only results).
     """
-    bm25 = normalise_max({key: c.score for key, (_, c) in _index(lexical).items()})
-    cosine = {key: max(0.0, c.score) for key, (_, c) in _index(vector).items()}
+    lex, vec = _index(lexical), _index(vector)
+    bm25 = normalise_max({key: c.score for key, (_, c) in lex.items()})
+    cosine = {key: max(0.0, c.score) for key, (_, c) in vec.items()}
     keys = set(bm25) | set(cosine)
     scores = {key: alpha * cosine.get(key, 0.0) + (1 - alpha) * bm25.get(key, 0.0) for key in keys}
-    return _assemble(lexical, vector, scores)
+    return _assemble(lex, vec, scores)
 
 
 def _fuse_one(

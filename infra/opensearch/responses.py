@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from core.errors import UnavailableError
@@ -175,8 +175,7 @@ def with_source(found: Candidate, source: Mapping[str, Any]) -> Candidate:
     """A candidate completed from its document's `_source` (title, metadata, the matched chunk's text)."""
     chunks = source.get(m.CHUNKS) or []
     text = next((str(c.get("text") or "") for c in chunks if c.get("chunk_no") == found.chunk_no), found.text)
-    return replace(
-        found,
+    return found._replace(
         title=str(source.get("title") or ""),
         metadata=dict(source.get(m.METADATA_RAW) or {}),
         text=text,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from core.errors import QuarryError, UnavailableError
@@ -133,7 +132,7 @@ def _fill_lists(
             continue
         if kind == "ranking":  # who and how similar only: nothing of it is shown
             found = responses.candidates(result, k, tenant_id, responses.cosine)
-            lists[n]["vector"] = [replace(c, chunk_no=ALL_CHUNKS) for c in found]
+            lists[n]["vector"] = [c._replace(chunk_no=ALL_CHUNKS) for c in found]
             continue
         convert = responses.bm25 if kind == "lexical" else responses.cosine
         lists[n][kind] = responses.candidates(result, k, tenant_id, convert)

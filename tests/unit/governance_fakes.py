@@ -5,7 +5,6 @@ around it."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -66,7 +65,7 @@ class FakeIndex:
         for score, i in sorted(scored, key=lambda p: (-p[0], p[1])):
             c = self.chunks[i][0]
             if c.key not in out:
-                out[c.key] = dataclasses.replace(c, score=score)
+                out[c.key] = c._replace(score=score)
         return list(out.values())[:k]
 
     def _lexical(self, query: LexicalQuery, k: int) -> list[Candidate]:
