@@ -183,9 +183,10 @@ class CandidateQuery:
     filters: Filters
     k: int
     # Only the vector list's ranking is needed (keys and scores): vector pseudo-relevance feedback
-    # (core.search.pseudo_relevance) replaces that list before anything is shown. An index may then leave out what names
-    # the matched chunk and shows the entity (OpenSearch: the nested inner hit, most of a k-NN search's
-    # time on the node); such candidates carry `chunk_no` ALL_CHUNKS and no display values.
+    # (core.search.pseudo_relevance) replaces that list before anything is shown. An index may then leave out
+    # the display values (SQLite reads neither texts nor metadata), and where naming the matched chunk is
+    # what costs (OpenSearch: the nested inner hit, most of a k-NN search's time on the node), the chunk
+    # too: such candidates carry `chunk_no` ALL_CHUNKS.
     vector_ranking_only: bool = False
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.models import ALL_CHUNKS, Candidate, CandidateQuery, Filters, LexicalQuery, MatchMode
+from core.models import Candidate, CandidateQuery, Filters, LexicalQuery, MatchMode
 from core.ports import SearchIndex
 from core.search.fusion import Fused, fuse
 from core.search.planning import SearchPlan, SearchSettings, strong_vector_hits
@@ -63,8 +63,8 @@ def _with_feedback(
     plan: SearchPlan,
 ) -> list[Fused]:
     """Vector pseudo-relevance feedback (core/search/pseudo_relevance.py): fuse again with the moved query's
-    hits. Without feedback hits (no stored vector to move toward), a vector list retrieved for its ranking
-    only is retrieved again whole, since its candidates would be shown."""
+    hits. Without feedback hits (no stored vector to move toward), the vector list, retrieved for its ranking
+    only, is retrieved again whole, since its candidates would be shown."""
     again = feedback_search(
         index,
         tenant_id,
@@ -76,9 +76,9 @@ def _with_feedback(
         settings.feedback_docs,
         settings.feedback_weight,
     )
-    if again is None:
-        if not any(c.chunk_no == ALL_CHUNKS for c in vector):
-            return fused
+    if (
+        again is None
+    ):  # the first list was retrieved for its ranking: the index may have left out its display values
         again = index.vector(tenant_id, embedding, filters, depth)
     vector = strong_vector_hits(again, settings, plan.own_vector)
     return fuse(settings.fusion, lexical, vector, plan.alpha, settings.rrf_k)

@@ -70,5 +70,15 @@ class SqliteIndex(SqliteWrites, SqliteLexicalSearch, SqliteVectorSearch, SqliteC
         return CandidateLists(lexical=tuple(lexical), vector=tuple(vector))
 
     def retrieve_many(self, tenant_id: str, specs: Sequence[CandidateQuery]) -> list[CandidateLists]:
-        """Each spec in turn (locally there is no round trip to save)."""
-        return [self.retrieve(tenant_id, s.query, s.embedding, s.filters, s.k) for s in specs]
+        """Each spec in turn (locally there is no round trip to save); a vector list for its ranking only
+        is read without its display values."""
+        return [self._retrieve(tenant_id, s) for s in specs]
+
+    def _retrieve(self, tenant_id: str, s: CandidateQuery) -> CandidateLists:
+        lexical = self.lexical(tenant_id, s.query, s.filters, s.k) if s.query is not None else []
+        vector = (
+            self.vector(tenant_id, s.embedding, s.filters, s.k, ranking_only=s.vector_ranking_only)
+            if s.embedding is not None
+            else []
+        )
+        return CandidateLists(lexical=tuple(lexical), vector=tuple(vector))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,12 @@ from infra.local.sqlite_sql import CANDIDATE_SELECT, JOIN, candidate, filter_sql
 from infra.local.sqlite_store import SqliteStore
 from infra.local.vectors import VectorSnapshot
 
+
+def ranking_candidate(row: Sequence[Any], score: float) -> Candidate:
+    """A candidate for the ranking only: (id, type, id, chunk number) and its score, no display values."""
+    return Candidate(EntityKey(row[1], row[2]), score, int(row[3]), "", "", "", None, None, "", "", {})
+
+
 ANN_PROBE = 24  # lists scored per approximate search (measured in bench/scale.py: recall@100 vs speed)
 VECTOR_ATTEMPTS = 3  # rankings retried when a concurrent write replaced a picked chunk
 
@@ -24,10 +31,17 @@ class SqliteVectorSearch(SqliteStore):
     """Mixed into SqliteIndex: `vector` and `chunk_vectors` (see module docstring)."""
 
     def vector(
-        self, tenant_id: str, embedding: Vector, filters: Filters, k: int, exact: bool = False
+        self,
+        tenant_id: str,
+        embedding: Vector,
+        filters: Filters,
+        k: int,
+        exact: bool = False,
+        ranking_only: bool = False,
     ) -> list[Candidate]:
         """Cosine k-NN over the tenant's chunk vectors, filters applied before ranking: exact, or through the
-        approximate index for a tenant past `ann_min_chunks` (unless `exact`)."""
+        approximate index for a tenant past `ann_min_chunks` (unless `exact`). `ranking_only`: keys,
+        matched chunks and scores, without the display values (CandidateQuery.vector_ranking_only)."""
         if k <= 0:
             return []
         allowed = self._allowed_chunks(tenant_id, filters)
@@ -44,7 +58,7 @@ class SqliteVectorSearch(SqliteStore):
             picked = self._tenant_vectors(tenant_id).top(
                 query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe
             )
-            found = self._chunk_candidates(tenant_id, picked)
+            found = self._chunk_candidates(tenant_id, picked, ranking_only)
             if len(found) == len(picked):
                 return found
         # Writes keep landing in between: rank once more with writers held off for these few ms.
@@ -52,7 +66,7 @@ class SqliteVectorSearch(SqliteStore):
             picked = self._tenant_vectors(tenant_id).top(
                 query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe
             )
-            return self._chunk_candidates(tenant_id, picked)
+            return self._chunk_candidates(tenant_id, picked, ranking_only)
 
     def _allowed_chunks(self, tenant_id: str, filters: Filters) -> list[int] | None:
         """The ids of the tenant's chunks that metadata filters and conditions allow (None: the search has
@@ -78,15 +92,23 @@ class SqliteVectorSearch(SqliteStore):
         except OSError as exc:  # the vector files beside the database: disk full, permissions
             raise UnavailableError("vectors", f"vector files unusable: {exc}") from exc
 
-    def _chunk_candidates(self, tenant_id: str, picked: list[tuple[int, float]]) -> list[Candidate]:
-        """Candidates for (chunk id, score) pairs already one per entity: one read, by primary key."""
+    def _chunk_candidates(
+        self, tenant_id: str, picked: list[tuple[int, float]], ranking_only: bool = False
+    ) -> list[Candidate]:
+        """Candidates for (chunk id, score) pairs already one per entity: one read, by primary key (for the
+        ranking only, of the keys and chunk numbers alone: no texts read, no metadata parsed)."""
         if not picked:
             return []
         marks = ",".join("?" * len(picked))
-        rows = self._read(
-            f"{CANDIDATE_SELECT} WHERE c.id IN ({marks}) AND +c.tenant_id = ? AND e.deleted = 0",
-            [*(chunk_id for chunk_id, _ in picked), tenant_id],
-        )
+        where = f"WHERE c.id IN ({marks}) AND +c.tenant_id = ? AND e.deleted = 0"
+        args = [*(chunk_id for chunk_id, _ in picked), tenant_id]
+        if ranking_only:
+            keys = self._read(
+                f"SELECT c.id, c.entity_type, c.entity_id, c.chunk_no FROM idx_chunks c {JOIN} {where}", args
+            )
+            by_key = {row[0]: row for row in keys}
+            return [ranking_candidate(by_key[i], score) for i, score in picked if i in by_key]
+        rows = self._read(f"{CANDIDATE_SELECT} {where}", args)
         by_id = {row[0]: row for row in rows}
         return [candidate(by_id[i], score) for i, score in picked if i in by_id]
 

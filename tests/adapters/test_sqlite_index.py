@@ -80,3 +80,22 @@ def test_reading_a_few_chunk_vectors_does_not_scan_the_tenant(tmp_path: Path) ->
     conn.set_progress_handler(None, 1)
     assert set(got) == {(EntityKey("memory", "m7"), 0), (EntityKey("memory", "m300"), 0)}
     assert steps < 400, f"{steps} VM steps for 2 chunks of a 400-entity tenant: a scan"
+
+
+def test_a_vector_list_for_its_ranking_only_keeps_keys_chunks_and_scores_without_display_values(
+    tmp_path: Path,
+) -> None:
+    from core.models import CandidateQuery
+
+    index = SqliteIndex(tmp_path / "q.db")
+    for i, vec in enumerate([unit(1, 0), unit(1, 1), unit(0, 1)]):
+        index.upsert(record("t", "memory", f"m{i}", f"text number {i}", vec=vec))
+    full = index.vector("t", unit(1, 0.2), Filters(), 3)
+    (lists,) = index.retrieve_many(
+        "t", [CandidateQuery(None, unit(1, 0.2), Filters(), 3, vector_ranking_only=True)]
+    )
+    assert [(c.key, c.chunk_no, c.score) for c in lists.vector] == [
+        (c.key, c.chunk_no, c.score) for c in full
+    ]
+    assert all(c.text == "" and c.title == "" and c.metadata == {} for c in lists.vector)
+    assert all(c.text for c in full)
