@@ -23,6 +23,14 @@ def _stem(word: str) -> str:
 
 
 PREFIX_MATCH_CHARS = 4  # stems this long also match as prefixes (throttl → throttling); shorter need a suffix
+SHORT_SUFFIXES = (
+    "s",
+    "es",
+    "e",
+    "ed",
+    "ing",
+)  # what may follow a shorter stem to the word's end (cats, cated)
+SHORT_TAIL = "(?:" + "|".join(SHORT_SUFFIXES) + r")?(?![^\W_])"
 
 
 def _word_patterns(terms: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -32,7 +40,7 @@ def _word_patterns(terms: tuple[str, ...]) -> list[tuple[str, str]]:
         if CJK_CHAR.fullmatch(term):
             continue
         stem = _stem(term.lower())
-        tail = r"[^\W_]*" if len(stem) >= PREFIX_MATCH_CHARS else r"(?:s|es|e|ed|ing)?(?![^\W_])"
+        tail = r"[^\W_]*" if len(stem) >= PREFIX_MATCH_CHARS else SHORT_TAIL
         words.append((re.escape(stem), tail))
     return words
 
@@ -168,32 +176,46 @@ def _matched(scans: Iterator[_Scan], unique: tuple[str, ...]) -> list[str]:
         if each is None:
             _scan_words(scan, unique, found)
         else:  # each term tried only where its stem occurs: a term absent from the text costs one find
-            lowered = scan.haystack
-            for term, stem, pattern in each:
-                at = -1 if term in found else lowered.find(stem)
-                while at != -1:
-                    if pattern.match(lowered, at):
-                        found.add(term)
-                        break
-                    at = lowered.find(stem, at + 1)
+            _find_words(scan.haystack, each, found)
         if len(found) == len(unique):
             return list(unique)
     return [t for t in unique if t in found]
 
 
+def _find_words(lowered: str, each: tuple[tuple[str, str, bool], ...], found: set[str]) -> None:
+    """The terms whose word occurs in lower-cased text, by string search alone: a stem at a word start
+    (no letter or digit before it) followed, to the word's end, by anything (a long stem) or by one of
+    SHORT_SUFFIXES or nothing (a short one) — what each term's pattern matches, without compiling it."""
+    for term, stem, prefix in each:
+        at = -1 if term in found else lowered.find(stem)
+        while at != -1:
+            if not (at and lowered[at - 1].isalnum()) and (prefix or _short_tail(lowered, at + len(stem))):
+                found.add(term)
+                break
+            at = lowered.find(stem, at + 1)
+
+
+def _short_tail(lowered: str, end: int) -> bool:
+    """Whether the letters and digits from `end` to the word's end are one of SHORT_SUFFIXES, or none."""
+    stop = end
+    while stop < len(lowered) and lowered[stop].isalnum():
+        stop += 1
+        if stop - end > MAX_SHORT_SUFFIX:
+            return False
+    return stop == end or lowered[end:stop] in SHORT_SUFFIXES
+
+
+MAX_SHORT_SUFFIX = max(map(len, SHORT_SUFFIXES))
+
+
 @functools.lru_cache(maxsize=256)
-def _term_scans(unique: tuple[str, ...]) -> tuple[tuple[str, str, re.Pattern[str]], ...] | None:
-    """(term, stem, the term's case-sensitive pattern) for lower-cased text, per term of a query; None
+def _term_scans(unique: tuple[str, ...]) -> tuple[tuple[str, str, bool], ...] | None:
+    """(term, stem, whether the stem matches as a prefix) per term of a query, for lower-cased text; None
     when the query has a CJK term (a CJK match inside a word can hide a word match: one scan decides)."""
     if any(CJK_CHAR.fullmatch(t) for t in unique):
         return None
-    out = []
-    for term in unique:
-        own = _lowercase_highlighter((term,))
-        if own is None:
-            return None
-        out.append((term, own.literals[0], own.pattern))
-    return tuple(out)
+    stems = [(term, _stem(term.lower())) for term in unique]
+    return tuple((term, stem, len(stem) >= PREFIX_MATCH_CHARS) for term, stem in stems)
 
 
 def _scan_words(scan: _Scan, unique: tuple[str, ...], found: set[str]) -> None:
