@@ -38,7 +38,7 @@ from importlib.metadata import version as installed_version
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
 from core.errors import NotFoundError, QuarryError, UnauthorizedError
@@ -46,28 +46,30 @@ from core.governance.schema_validation import json_schema
 from core.search.filters import MAX_FACETS
 from core.search.search_api import DEFAULT_LIMIT, MAX_LIMIT, SearchRequest, SearchResponse
 from handlers.auth import SCOPES, Principal
-from handlers.errors import STATUS
 from handlers.mcp_arguments import Act, Cursor, Query, validated
 from handlers.mcp_context import register_context_tools
 from handlers.mcp_entities import register_entity_tools
-from handlers.mcp_tools import READ, QuarryMCPServer, plain_snippets
+from handlers.mcp_tools import READ, QuarryMCPServer, error_text, plain_snippets
 from infra.wiring import Container
 
+# The scope each tool needs (the table above): `tools/list` shows a caller only the tools it may call.
+TOOL_SCOPES = {
+    "search": "read",
+    "assemble_context": "read",
+    "context_feedback": "write",
+    "retrieve": "read",
+    "get_entity": "read",
+    "list_entities": "read",
+    "upsert_entity": "write",
+    "delete_entity": "write",
+    "list_overlays": "read",
+}
 SERVER_NAME = "quarry"
 INSTRUCTIONS = (
     "Quarry: hybrid search and token-budgeted context over this tenant's entities. Use `assemble_context` "
     "for a ready context block, then `context_feedback` with the source ids you used; `search` for ranked "
     "hits (pass `next_cursor` back as `cursor` for more); entity tools to read and write what is stored."
 )
-
-
-def error_text(exc: QuarryError) -> str:
-    """The HTTP API's error body for `exc`, as JSON text (the same code, message and fields)."""
-    status = next((s for cls, s in STATUS if isinstance(exc, cls)), 500)
-    fields = dict(getattr(exc, "fields", {}) or {})
-    return json.dumps(
-        {"error": {"code": exc.code, "message": exc.message, "fields": fields}, "status": status}
-    )
 
 
 def grant_principal(grant: Mapping[str, Any]) -> Principal:
@@ -121,7 +123,8 @@ def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
     """The MCPServer with Quarry's tools and resources; `container` is the composition root."""
     server = QuarryMCPServer(
         container,
-        lambda exc: error_text(exc) if isinstance(exc, QuarryError) else str(exc),
+        lambda headers: gate.principal(headers).scopes,
+        TOOL_SCOPES,
         name=SERVER_NAME,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
@@ -130,13 +133,10 @@ def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
 
     def act(ctx: Context, scope: str, work: Callable[[Principal, Container], Any]) -> Any:
         """Run `work` for the caller once `scope` is checked, as one unit of work behind the tenant's fence
-        (core/tenancy/fencing.py); core errors become tool errors."""
-        try:
-            who, c = gate.principal(ctx.headers).require(scope), container()
-            with c.gate.unit(who.tenant_id):
-                return work(who, c)
-        except QuarryError as exc:
-            raise ToolError(error_text(exc)) from exc
+        (core/tenancy/fencing.py); a core error is answered by QuarryMCPServer as the API's error body."""
+        who, c = gate.principal(ctx.headers).require(scope), container()
+        with c.gate.unit(who.tenant_id):
+            return work(who, c)
 
     _search_tool(server, act)
     register_context_tools(server, act)

@@ -61,7 +61,7 @@ def server_for(container: Any, scopes: set[str], tenant: str = "acme") -> Any:
 
 def error_of(result: Any) -> dict[str, Any]:
     assert result.is_error, result
-    text = result.content[0].text  # "Error executing tool <name>: " + the HTTP API's error body
+    text = result.content[0].text  # the HTTP API's error body
     return json.loads(text[text.index("{") :])["error"]
 
 

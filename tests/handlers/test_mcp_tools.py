@@ -170,3 +170,56 @@ def test_tools_list_over_stdio_shows_descriptions_limits_and_hints(tmp_path: Pat
             assert (limit["minimum"], limit["maximum"]) == (1, 500)
 
     anyio.run(main)
+
+
+WRITE_TOOLS = {"upsert_entity", "delete_entity", "context_feedback"}
+
+
+def test_a_read_only_key_is_shown_only_the_tools_it_may_call(local: Any) -> None:
+    async def work(client: Client) -> None:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names and not names & WRITE_TOOLS
+        for tool in (await client.list_tools()).tools:  # every tool shown is one the key may call
+            result = await client.call_tool(tool.name, example(tool.input_schema, False))
+            assert not result.is_error or error_of(result)["code"] != "forbidden", tool.name
+
+    run(server_for(local, ("read",)), work)
+
+    async def writer(client: Client) -> None:
+        assert {t.name for t in (await client.list_tools()).tools} >= WRITE_TOOLS
+
+    run(server_for(local, ("read", "write")), writer)
+
+
+def body_of(result: Any) -> dict[str, Any]:
+    """A refused call's whole text: the HTTP API's error body, nothing before or after it."""
+    assert result.is_error, result
+    body = json.loads(result.content[0].text)
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "fields"}, body
+    return dict(body["error"])
+
+
+def test_every_tool_failure_is_the_http_apis_error_body_alone(local: Any) -> None:
+    async def work(client: Client) -> None:
+        missing = body_of(
+            await client.call_tool("get_entity", {"entity_type": "memory", "entity_id": "nope"})
+        )
+        assert missing["code"] == "not_found"
+        forbidden = body_of(
+            await client.call_tool("delete_entity", {"entity_type": "memory", "entity_id": "x"})
+        )
+        assert forbidden["code"] == "forbidden"
+        assert body_of(await client.call_tool("search", {}))["fields"] == {"query": "is required"}
+        assert body_of(await client.call_tool("no_such_tool", {}))["code"] == "not_found"
+        blank = body_of(await client.call_tool("assemble_context", {"query": "x", "caller": "a b"}))
+        assert blank["code"] == "invalid_input" and "caller" in blank["fields"]
+
+    run(server_for(local, ("read",)), work)
+
+
+def test_a_tool_without_arguments_says_it_takes_none(local: Any) -> None:
+    async def work(client: Client) -> None:
+        refused = error_of(await client.call_tool("list_overlays", {"role": "x"}))
+        assert refused["fields"] == {"role": "is not a known argument; list_overlays takes no arguments"}
+
+    run(server_for(local), work)
