@@ -22,7 +22,14 @@ from mcp_types import CallToolResult, ListToolsResult, TextContent, ToolAnnotati
 from pydantic import ValidationError
 
 from core.errors import InvalidInputError, NotFoundError, QuarryError
-from core.indexing.entity_validation import ID_JSON_PATTERN, ID_RULE, NONBLANK_PATTERN
+from core.indexing.entity_validation import (
+    CALLER_RULE,
+    ID_JSON_PATTERN,
+    ID_RULE,
+    NONBLANK_PATTERN,
+    caller_json_pattern,
+    caller_schema,
+)
 from core.payload import check_top_type, check_value
 from core.search.filters import COLUMN_FIELDS, TIME_FIELDS
 from core.search.search_api import SearchResponse
@@ -71,6 +78,8 @@ def _deployment(schema: dict[str, Any], c: Container) -> None:
         _list_of(props, "facets", facet_fields(c))
     if "query" in props:
         props["query"]["maxLength"] = c.settings.max_query_chars
+    if "caller" in props:
+        props["caller"].update(caller_schema())
 
 
 def _list_of(props: dict[str, Any], name: str, allowed: list[str]) -> None:
@@ -106,6 +115,8 @@ PATTERN_WORDS = {NONBLANK_PATTERN: "must not be empty or whitespace", ID_JSON_PA
 def _words(err: SchemaError) -> str:
     if err.validator == "pattern" and err.validator_value in PATTERN_WORDS:
         return PATTERN_WORDS[err.validator_value]
+    if err.validator == "pattern" and err.validator_value == caller_json_pattern():
+        return CALLER_RULE
     if err.validator in ("anyOf", "oneOf") and err.context:
         real = [e for e in err.context if e.validator != "type"] or list(err.context)
         return _words(best_match(real))

@@ -223,3 +223,16 @@ def test_a_tool_without_arguments_says_it_takes_none(local: Any) -> None:
         assert refused["fields"] == {"role": "is not a known argument; list_overlays takes no arguments"}
 
     run(server_for(local), work)
+
+
+def test_the_caller_argument_is_published_with_the_apis_one_caller_schema(local: Any) -> None:
+    from core.indexing.entity_validation import CALLER_RULE, caller_schema
+
+    async def work(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        caller = tools["assemble_context"].input_schema["properties"]["caller"]
+        assert {k: caller[k] for k in caller_schema()} == caller_schema()
+        refused = error_of(await client.call_tool("assemble_context", {"query": "q", "caller": "team/bot"}))
+        assert refused["fields"] == {"caller": CALLER_RULE}
+
+    run(server_for(local), work)

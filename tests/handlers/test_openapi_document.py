@@ -133,6 +133,27 @@ def test_the_published_caller_patterns_are_the_servers_caller_rule(candidate: st
     assert wildcard == (is_caller(candidate) or candidate == "*")
 
 
+CALLERS_REFUSED = ["team/bot", "..", ".", "*", "a\u200bb", "a b", " bot", "bot ", "x" * 129]
+
+
+def test_every_published_caller_is_the_one_caller_schema(doc: dict[str, Any]) -> None:
+    assemble = doc["components"]["schemas"]["AssembleRequest"]["properties"]["caller"]
+    query = operations(doc)["getLog"]["parameters"]
+    in_query = next(p["schema"] for p in query if p["name"] == "caller")
+    assert assemble["pattern"] == in_query["pattern"] == caller_json_pattern()
+    assert (assemble["minLength"], assemble["maxLength"]) == (in_query["minLength"], in_query["maxLength"])
+    body = body_validator(doc, {"$ref": "#/components/schemas/AssembleRequest"})
+    published = [c for c in CALLERS_REFUSED if body.is_valid({"query": "q", "caller": c})]
+    assert published == []
+
+
+@pytest.mark.parametrize("caller", CALLERS_REFUSED)
+def test_a_caller_the_schema_refuses_the_server_refuses(local: Any, caller: str) -> None:
+    body = {"query": "q", "caller": caller}
+    status, answer = invoke(api_event("context_assemble", body=body))
+    assert status == 400 and "caller" in answer["error"]["fields"], answer
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.from_regex(DATE_PATTERN)
