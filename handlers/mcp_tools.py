@@ -35,6 +35,7 @@ from core.search.filters import COLUMN_FIELDS, TIME_FIELDS
 from core.search.search_api import SearchResponse
 from handlers._observability import logger
 from handlers.errors import error_body, validation_fields
+from handlers.mcp_fields import publish_fields
 from infra.wiring import Container
 
 READ = ToolAnnotations(
@@ -80,6 +81,8 @@ def _deployment(schema: dict[str, Any], c: Container) -> None:
         props["query"]["maxLength"] = c.settings.max_query_chars
     if "caller" in props:
         props["caller"].update(caller_schema())
+    if "fields" in props and "entity_type" in props:
+        publish_fields(schema, c.registry)
 
 
 def _list_of(props: dict[str, Any], name: str, allowed: list[str]) -> None:
@@ -117,6 +120,8 @@ def _words(err: SchemaError) -> str:
         return PATTERN_WORDS[err.validator_value]
     if err.validator == "pattern" and err.validator_value == caller_json_pattern():
         return CALLER_RULE
+    if err.validator == "anyOf" and err.context and all(e.validator == "required" for e in err.context):
+        return "needs one of " + ", ".join(str(e.validator_value[0]) for e in err.context)
     if err.validator in ("anyOf", "oneOf") and err.context:
         real = [e for e in err.context if e.validator != "type"] or list(err.context)
         return _words(best_match(real))
@@ -140,7 +145,7 @@ def _problems(errors: list[SchemaError], tool: str) -> dict[str, str]:
                 fields[name] = _unknown(known, tool)
         elif err.validator == "required":
             missing = err.message.split("'")[1] if "'" in err.message else "arguments"
-            fields.setdefault(missing, "is required")
+            fields.setdefault(".".join([*(str(p) for p in err.absolute_path), missing]), "is required")
         else:
             fields.setdefault(".".join(str(p) for p in err.absolute_path) or "arguments", _words(err))
     return fields

@@ -236,3 +236,28 @@ def test_the_caller_argument_is_published_with_the_apis_one_caller_schema(local:
         assert refused["fields"] == {"caller": CALLER_RULE}
 
     run(server_for(local), work)
+
+
+def test_upsert_entity_publishes_each_types_required_and_searchable_fields(local: Any) -> None:
+    async def work(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        schema = tools["upsert_entity"].input_schema
+        said = schema["properties"]["fields"]["description"]
+        for name in local.registry.names():
+            etype = local.registry.get(name)
+            assert f"{name}:" in said and etype.title_field in said, name
+            assert all(f.name in said for f in etype.fields), name
+        checker = Draft202012Validator(schema)
+        untitled = {"entity_type": "task", "entity_id": "t-1", "fields": {"status": "open"}}
+        assert not checker.is_valid(untitled)  # a task needs its title, and the schema says so
+        assert checker.is_valid({**untitled, "partial": True})  # a patch changes only what it names
+        assert checker.is_valid({**untitled, "fields": {"title": "renew the certificate"}})
+        assert checker.is_valid({"entity_type": "document", "entity_id": "d", "fields": {"text": "body"}})
+        refused = error_of(await client.call_tool("upsert_entity", untitled))
+        assert refused["code"] == "invalid_input" and refused["fields"] == {"fields.title": "is required"}
+        document = {"entity_type": "document", "entity_id": "d", "fields": {"topic": "x"}}
+        assert error_of(await client.call_tool("upsert_entity", document))["fields"] == {
+            "fields": "needs one of title, text, chunks"
+        }
+
+    run(server_for(local), work)
