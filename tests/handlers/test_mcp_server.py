@@ -324,3 +324,35 @@ def test_a_key_bound_to_a_caller_speaks_only_for_it(local: Any) -> None:
         assert not own.is_error, own
 
     run(server, work)
+
+
+def test_a_401_points_to_the_protected_resource_metadata_it_serves(local: Any) -> None:
+    import httpx2
+
+    from handlers.mcp_http import http_app
+
+    gate = Gate({"k-acme": {"tenant": "acme", "scopes": ["read"]}}, None)
+    app = http_app(build_server(lambda: local, gate), gate)
+
+    async def main() -> None:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://quarry.test") as http:
+            refused = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+            challenge = refused.headers["www-authenticate"]
+            metadata_url = "http://quarry.test/.well-known/oauth-protected-resource/mcp"
+            assert challenge.startswith("Bearer ") and f'resource_metadata="{metadata_url}"' in challenge
+            for path in (
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource",
+            ):
+                metadata = await http.get(path)  # no key needed: it says how to get one
+                assert metadata.status_code == 200, path
+                document = metadata.json()
+                assert document["resource"] == "http://quarry.test/mcp"
+                assert document["bearer_methods_supported"] == ["header"]
+                assert "authorization_servers" not in document  # static API keys: no server issues them
+            wrong = await http.post("/mcp", headers={"Authorization": "Bearer nope"}, json={})
+            assert wrong.status_code == 401 and 'error="invalid_token"' in wrong.headers["www-authenticate"]
+
+    anyio.run(main)
