@@ -21,8 +21,9 @@ Resource templates (read scope): `quarry://overlays/{role_id}` (a role overlay) 
 
 Who is calling: over streamable HTTP, the bearer key of each request (looked up in QUARRY_API_KEYS,
 exactly as the dev server does); over stdio (and in-process) there are no headers, so the server acts
-as the one key it was started with (`--key` / QUARRY_MCP_KEY, see `stdio_principal`). A refused call is
-an MCP tool error whose text is the HTTP error body `{"error": {code, message, fields}}`. What an agent
+as the one key it was started with (`--key` / QUARRY_MCP_KEY, see `stdio_principal`); `tools/list` shows
+that key only the tools its scopes allow (TOOL_SCOPES). Every failed call is a tool result with `isError`
+whose whole text is the HTTP error body `{"error": {code, message, fields}}` (handlers/errors.py). What an agent
 sees in `tools/list` (descriptions, limits, enums, closed schemas checked before each call, behaviour
 hints) is completed and enforced in handlers/mcp_tools.py. This module registers `search` and the
 governance tool and resources; the context tools are in handlers/mcp_context.py, the entity tools in
