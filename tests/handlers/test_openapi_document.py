@@ -108,6 +108,22 @@ def test_every_request_example_is_valid_and_the_server_takes_it(doc: dict[str, A
     assert status == 200
 
 
+def test_the_ndjson_upload_has_an_example_the_server_takes_in_each_media_type(doc: dict[str, Any]) -> None:
+    import json
+
+    content = operations(doc)["uploadEntities"]["requestBody"]["content"]
+    assert content and all(body.get("examples") for body in content.values())
+    for media_type, body in content.items():
+        for example in body["examples"].values():
+            line = body_validator(doc, body["schema"]["items"])  # each line, an item
+            assert all(line.is_valid(item) for item in example["value"]) and example["value"]
+            lines = "".join(json.dumps(item) + "\n" for item in example["value"])
+            event = api_event("bulk_entities", path="/entities/ndjson", raw_body=lines)
+            event["headers"] = {**event.get("headers", {}), "content-type": media_type}
+            status, job = invoke(event)
+            assert status == 202 and job["errors"] == [], (media_type, job)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.text(max_size=8) | st.sampled_from([".", "..", "a..", "x" * 256, "x" * 257, "a b", "a/b", "\u3000"])
