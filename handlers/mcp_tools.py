@@ -1,7 +1,9 @@
 """What makes Quarry's MCP tools usable by an agent that sees only `tools/list`: each input schema closed
 (`additionalProperties: false`) and completed with what the deployment allows (entity types, sources,
-query length), every call checked against that same schema first, so an unknown or bad argument is
-refused naming it, in the HTTP API's error body; behaviour hints; plain-text snippets."""
+query length, the API's caller schema, each entity type's fields), every call checked against that same
+schema first, so an unknown or bad argument is refused naming it; the tools a caller's scopes allow, and
+only those, in its `tools/list`; every failure answered as the HTTP API's error body; behaviour hints;
+plain-text snippets."""
 
 from __future__ import annotations
 
@@ -211,7 +213,8 @@ class QuarryMCPServer(MCPServer):
         return [t.model_copy(update={"input_schema": self._schema(t.name, t.input_schema)}) for t in tools]
 
     async def _handle_list_tools(self, ctx: Any, params: Any) -> ListToolsResult:
-        # The tools this caller may call: a key without `write` is not shown the tools that need it.
+        # The tools this caller may call: a key without `write` is not shown the tools that need it. The
+        # SDK's handler is overridden because `list_tools` is not told who asks (the request's headers).
         try:
             granted = self._granted(getattr(ctx.request, "headers", None))
         except QuarryError:
