@@ -231,6 +231,8 @@ def test_a_stdio_session_lists_searches_assembles_sends_feedback_and_gets_errors
         assert error_of(bad)["fields"] == {"token_budget": "input should be greater than or equal to 1"}
 
     async def reader(client: Client) -> None:
+        listed = {t.name for t in (await client.list_tools()).tools}  # QUARRY_MCP_KEY's scopes decide
+        assert listed == EXPECTED_TOOLS - {"upsert_entity", "delete_entity", "context_feedback"}
         error = error_of(
             await client.call_tool("context_feedback", {"assembly_id": "a", "used_source_ids": []})
         )
@@ -296,6 +298,8 @@ def test_streamable_http_needs_a_bearer_key_and_acts_for_its_tenant(tmp_path: Pa
                 httpx2.AsyncClient(headers=headers, timeout=30) as http,
                 Client(streamable_http_client(url, http_client=http)) as client,
             ):
+                listed = {t.name for t in (await client.list_tools()).tools}  # the bearer key's scopes
+                assert "search" in listed and "delete_entity" not in listed
                 found = await client.call_tool("search", {"query": "signing keys", "strategy": "keyword"})
                 denied = await client.call_tool(
                     "delete_entity", {"entity_type": "memory", "entity_id": "n-1"}
