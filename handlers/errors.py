@@ -41,6 +41,7 @@ STATUS: tuple[tuple[type[QuarryError], int], ...] = (
     (UnavailableError, 503),
     (ConfigurationError, 500),
 )
+INTERNAL_MESSAGE = "internal error; it has been logged"
 CONFIGURATION_MESSAGE = "the server is misconfigured; the operator will find the setting named in its log"
 _MESSAGES = {
     "missing": "is required",
@@ -114,15 +115,9 @@ def register(app: APIGatewayHttpResolver) -> None:
 
     @app.exception_handler(QuarryError)
     def _quarry(exc: QuarryError) -> Response:
-        if isinstance(exc, ConfigurationError):
-            return configuration_response(exc)
-        status = next((s for cls, s in STATUS if isinstance(exc, cls)), 500)
-        if status >= 500:
-            return server_fault(exc)
-        fields = getattr(exc, "fields", None)
-        if isinstance(exc, StaleVersionError):
-            fields = {"version": f"stored version is {exc.stored_version}"}
-        return error_response(status, exc.code, exc.message, fields)
+        status, body = error_body(exc)
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, UnavailableError) else {}
+        return error_response(status, **body["error"], headers=headers)
 
     @app.not_found
     def _not_found(exc: RouteNotFound) -> Response:
@@ -141,32 +136,35 @@ def register(app: APIGatewayHttpResolver) -> None:
     @app.exception_handler(Exception)
     def _unexpected(exc: Exception) -> Response:
         logger.exception("unhandled error")
-        return error_response(500, "internal", "internal error; it has been logged")
+        return error_response(500, "internal", INTERNAL_MESSAGE)
 
 
-def server_fault(exc: QuarryError) -> Response:
-    """A 503 (with Retry-After) or 500 whose body says what the caller can act on; the backend's own text
-    (hosts, ARNs, account ids, SDK exception names) goes to the log only."""
-    if isinstance(exc, UnavailableError):
+def error_body(exc: QuarryError) -> tuple[int, dict[str, Any]]:
+    """The status and JSON error body of a core error, the same at every boundary (HTTP routes, MCP tools).
+    A 5xx body says what the caller can act on; the backend's own text (hosts, ARNs, account ids, SDK
+    exception names) goes to the log only, and a wrong setting is the deployment's fault (500, never 400)."""
+    status = next((s for cls, s in STATUS if isinstance(exc, cls)), 500)
+    fields = dict(getattr(exc, "fields", None) or {})
+    code, message = exc.code, exc.message
+    if isinstance(exc, ConfigurationError):
+        logger.error("configuration error", extra={"detail": exc.message, "variables": exc.variables})
+        message, fields = CONFIGURATION_MESSAGE, {}
+    elif isinstance(exc, UnavailableError):
         logger.warning("backend unavailable", extra={"code": exc.code, "detail": exc.message})
-        headers = {"Retry-After": str(exc.retry_after)}
-        return error_response(503, exc.code, exc.public_message, None, headers)
-    logger.error("backend refused a request", extra={"code": exc.code, "detail": exc.message})
-    return error_response(500, "internal", "internal error; it has been logged")
-
-
-def configuration_response(exc: ConfigurationError) -> Response:
-    """A logged 500: a wrong setting is the deployment's fault, never the caller's (no 400)."""
-    logger.error("configuration error", extra={"detail": exc.message, "variables": exc.variables})
-    return error_response(500, exc.code, CONFIGURATION_MESSAGE)
+        message, fields = exc.public_message, {}
+    elif status >= 500:
+        logger.error("backend refused a request", extra={"code": exc.code, "detail": exc.message})
+        code, message, fields = "internal", INTERNAL_MESSAGE, {}
+    elif isinstance(exc, StaleVersionError):
+        fields = {"version": f"stored version is {exc.stored_version}"}
+    return status, {"error": {"code": code, "message": message, "fields": fields}}
 
 
 def configuration_failure(exc: ConfigurationError) -> dict[str, Any]:
-    """`configuration_response` as a raw Lambda proxy result (for failures before the resolver runs)."""
-    logger.error("configuration error", extra={"detail": exc.message, "variables": exc.variables})
-    body = {"error": {"code": exc.code, "message": CONFIGURATION_MESSAGE, "fields": {}}}
+    """A configuration error's `error_body` as a raw Lambda proxy result (for failures before the resolver runs)."""
+    status, body = error_body(exc)
     return {
-        "statusCode": 500,
+        "statusCode": status,
         "headers": {"Content-Type": "application/json"},
         "body": json.dumps(body),
         "isBase64Encoded": False,

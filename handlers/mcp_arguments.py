@@ -10,7 +10,6 @@ from typing import Annotated, Any, TypeVar
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field, ValidationError
 
-from core.context.context_api import MAX_NAME_CHARS
 from core.indexing.entity_validation import ID_JSON_PATTERN, NONBLANK_PATTERN
 from handlers.auth import Principal
 from handlers.errors import validation_fields
@@ -41,11 +40,8 @@ Caller = Annotated[
     str,
     Field(
         description="The agent or app asking: its budget, weights and own memory follow it",
-        min_length=1,
-        max_length=MAX_NAME_CHARS,
-        pattern=NONBLANK_PATTERN,
         examples=["my-agent"],
-    ),
+    ),  # the API's one caller schema is added by handlers/mcp_tools.py (its pattern is built on first use)
 ]
 Cursor = Annotated[
     str | None,

@@ -91,9 +91,7 @@ def _entity_write_tools(server: MCPServer, act: Act) -> None:
         fields: Annotated[
             dict[str, Any],
             Field(
-                description="The entity's fields: its title field (`content` for a memory, `title` for a "
-                "task, ...), other text and metadata, optional `version` and `embedding` (your own vector "
-                "of the tenant's dimension, used instead of the model's)",
+                description="The entity's fields (each type's are listed by handlers/mcp_fields.py)",
                 examples=[{"content": "The deploy needs a free cache volume", "version": 1}],
             ),
         ],

@@ -21,8 +21,9 @@ Resource templates (read scope): `quarry://overlays/{role_id}` (a role overlay) 
 
 Who is calling: over streamable HTTP, the bearer key of each request (looked up in QUARRY_API_KEYS,
 exactly as the dev server does); over stdio (and in-process) there are no headers, so the server acts
-as the one key it was started with (`--key` / QUARRY_MCP_KEY, see `stdio_principal`). A refused call is
-an MCP tool error whose text is the HTTP error body `{"error": {code, message, fields}}`. What an agent
+as the one key it was started with (`--key` / QUARRY_MCP_KEY, see `stdio_principal`); `tools/list` shows
+that key only the tools its scopes allow (TOOL_SCOPES). Every failed call is a tool result with `isError`
+whose whole text is the HTTP error body `{"error": {code, message, fields}}` (handlers/errors.py). What an agent
 sees in `tools/list` (descriptions, limits, enums, closed schemas checked before each call, behaviour
 hints) is completed and enforced in handlers/mcp_tools.py. This module registers `search` and the
 governance tool and resources; the context tools are in handlers/mcp_context.py, the entity tools in
@@ -38,7 +39,7 @@ from importlib.metadata import version as installed_version
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
 from core.errors import NotFoundError, QuarryError, UnauthorizedError
@@ -46,28 +47,30 @@ from core.governance.schema_validation import json_schema
 from core.search.filters import MAX_FACETS
 from core.search.search_api import DEFAULT_LIMIT, MAX_LIMIT, SearchRequest, SearchResponse
 from handlers.auth import SCOPES, Principal
-from handlers.errors import STATUS
 from handlers.mcp_arguments import Act, Cursor, Query, validated
 from handlers.mcp_context import register_context_tools
 from handlers.mcp_entities import register_entity_tools
-from handlers.mcp_tools import READ, QuarryMCPServer, plain_snippets
+from handlers.mcp_tools import READ, QuarryMCPServer, error_text, plain_snippets
 from infra.wiring import Container
 
+# The scope each tool needs (the table above): `tools/list` shows a caller only the tools it may call.
+TOOL_SCOPES = {
+    "search": "read",
+    "assemble_context": "read",
+    "context_feedback": "write",
+    "retrieve": "read",
+    "get_entity": "read",
+    "list_entities": "read",
+    "upsert_entity": "write",
+    "delete_entity": "write",
+    "list_overlays": "read",
+}
 SERVER_NAME = "quarry"
 INSTRUCTIONS = (
     "Quarry: hybrid search and token-budgeted context over this tenant's entities. Use `assemble_context` "
     "for a ready context block, then `context_feedback` with the source ids you used; `search` for ranked "
     "hits (pass `next_cursor` back as `cursor` for more); entity tools to read and write what is stored."
 )
-
-
-def error_text(exc: QuarryError) -> str:
-    """The HTTP API's error body for `exc`, as JSON text (the same code, message and fields)."""
-    status = next((s for cls, s in STATUS if isinstance(exc, cls)), 500)
-    fields = dict(getattr(exc, "fields", {}) or {})
-    return json.dumps(
-        {"error": {"code": exc.code, "message": exc.message, "fields": fields}, "status": status}
-    )
 
 
 def grant_principal(grant: Mapping[str, Any]) -> Principal:
@@ -121,7 +124,8 @@ def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
     """The MCPServer with Quarry's tools and resources; `container` is the composition root."""
     server = QuarryMCPServer(
         container,
-        lambda exc: error_text(exc) if isinstance(exc, QuarryError) else str(exc),
+        lambda headers: gate.principal(headers).scopes,
+        TOOL_SCOPES,
         name=SERVER_NAME,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
@@ -130,13 +134,10 @@ def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
 
     def act(ctx: Context, scope: str, work: Callable[[Principal, Container], Any]) -> Any:
         """Run `work` for the caller once `scope` is checked, as one unit of work behind the tenant's fence
-        (core/tenancy/fencing.py); core errors become tool errors."""
-        try:
-            who, c = gate.principal(ctx.headers).require(scope), container()
-            with c.gate.unit(who.tenant_id):
-                return work(who, c)
-        except QuarryError as exc:
-            raise ToolError(error_text(exc)) from exc
+        (core/tenancy/fencing.py); a core error is answered by QuarryMCPServer as the API's error body."""
+        who, c = gate.principal(ctx.headers).require(scope), container()
+        with c.gate.unit(who.tenant_id):
+            return work(who, c)
 
     _search_tool(server, act)
     register_context_tools(server, act)

@@ -1,28 +1,43 @@
 """What makes Quarry's MCP tools usable by an agent that sees only `tools/list`: each input schema closed
 (`additionalProperties: false`) and completed with what the deployment allows (entity types, sources,
-query length), every call checked against that same schema first, so an unknown or bad argument is
-refused naming it, in the HTTP API's error body; behaviour hints; plain-text snippets."""
+query length, the API's caller schema, each entity type's fields), every call checked against that same
+schema first, so an unknown or bad argument is refused naming it; the tools a caller's scopes allow, and
+only those, in its `tools/list`; every failure answered as the HTTP API's error body; behaviour hints;
+plain-text snippets."""
 
 from __future__ import annotations
 
 import copy
 import html
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
 from jsonschema.exceptions import best_match
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver.exceptions import UnexpectedToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, ListToolsResult, TextContent, ToolAnnotations
+from pydantic import ValidationError
 
-from core.errors import InvalidInputError, QuarryError
-from core.indexing.entity_validation import ID_JSON_PATTERN, ID_RULE, NONBLANK_PATTERN
+from core.errors import InvalidInputError, NotFoundError, QuarryError
+from core.indexing.entity_validation import (
+    CALLER_RULE,
+    ID_JSON_PATTERN,
+    ID_RULE,
+    NONBLANK_PATTERN,
+    caller_json_pattern,
+    caller_schema,
+)
 from core.payload import check_top_type, check_value
 from core.search.filters import COLUMN_FIELDS, TIME_FIELDS
 from core.search.search_api import SearchResponse
+from handlers._observability import logger
+from handlers.errors import error_body, validation_fields
+from handlers.mcp_fields import publish_fields
 from infra.wiring import Container
 
 READ = ToolAnnotations(
@@ -41,6 +56,7 @@ DELETE = ToolAnnotations(
 )
 _MARK = re.compile(r"</?mark>")
 MAX_REPORTED = 20  # argument problems named in one error
+MAX_CHAIN = 8  # causes looked through for the error to answer with (the SDK wraps once or twice)
 
 
 def plain_snippets(response: SearchResponse) -> SearchResponse:
@@ -65,6 +81,10 @@ def _deployment(schema: dict[str, Any], c: Container) -> None:
         _list_of(props, "facets", facet_fields(c))
     if "query" in props:
         props["query"]["maxLength"] = c.settings.max_query_chars
+    if "caller" in props:
+        props["caller"].update(caller_schema())
+    if "fields" in props and "entity_type" in props:
+        publish_fields(schema, c.registry)
 
 
 def _list_of(props: dict[str, Any], name: str, allowed: list[str]) -> None:
@@ -100,6 +120,10 @@ PATTERN_WORDS = {NONBLANK_PATTERN: "must not be empty or whitespace", ID_JSON_PA
 def _words(err: SchemaError) -> str:
     if err.validator == "pattern" and err.validator_value in PATTERN_WORDS:
         return PATTERN_WORDS[err.validator_value]
+    if err.validator == "pattern" and err.validator_value == caller_json_pattern():
+        return CALLER_RULE
+    if err.validator == "anyOf" and err.context and all(e.validator == "required" for e in err.context):
+        return "needs one of " + ", ".join(str(e.validator_value[0]) for e in err.context)
     if err.validator in ("anyOf", "oneOf") and err.context:
         real = [e for e in err.context if e.validator != "type"] or list(err.context)
         return _words(best_match(real))
@@ -107,32 +131,73 @@ def _words(err: SchemaError) -> str:
     return said(err.validator_value) if said else err.message
 
 
-def _problems(errors: list[SchemaError]) -> dict[str, str]:
+def _unknown(known: set[str], tool: str) -> str:
+    if not known:
+        return f"is not a known argument; {tool} takes no arguments"
+    return "is not a known argument; known: " + ", ".join(sorted(known))
+
+
+def _problems(errors: list[SchemaError], tool: str) -> dict[str, str]:
     """{argument path: problem} in the HTTP API's words."""
     fields: dict[str, str] = {}
     for err in errors[:MAX_REPORTED]:
-        if err.validator == "additionalProperties":
+        if err.validator == "additionalProperties" and not err.absolute_path:
             known = set(err.schema.get("properties", {}))
             for name in sorted(set(err.instance) - known):
-                fields[name] = "is not a known argument; known: " + ", ".join(sorted(known))
+                fields[name] = _unknown(known, tool)
         elif err.validator == "required":
             missing = err.message.split("'")[1] if "'" in err.message else "arguments"
-            fields.setdefault(missing, "is required")
+            fields.setdefault(".".join([*(str(p) for p in err.absolute_path), missing]), "is required")
         else:
             fields.setdefault(".".join(str(p) for p in err.absolute_path) or "arguments", _words(err))
     return fields
 
 
+def error_text(exc: QuarryError) -> str:
+    """The HTTP API's error body for `exc` (handlers/errors.py `error_body`), as JSON text."""
+    return json.dumps(error_body(exc)[1])
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and len(chain) < MAX_CHAIN:
+        chain.append(cause)
+        cause = cause.__cause__
+    return chain
+
+
+def refusal(exc: Exception) -> CallToolResult:
+    """A failed call as the tool result an agent reads: `isError` and the HTTP API's error body alone,
+    whatever failed (a core error, the SDK's argument check, a crash: logged, answered as the API's 500)."""
+    chain = _chain(exc)
+    error = next((e for e in chain if isinstance(e, QuarryError)), None)
+    invalid = next((e for e in chain if isinstance(e, ValidationError)), None)
+    if error is None and invalid is not None and not isinstance(exc, UnexpectedToolError):
+        fields = validation_fields([dict(e) for e in invalid.errors()])
+        error = InvalidInputError("invalid arguments: " + ", ".join(sorted(fields)), fields)
+    if error is None:
+        logger.error("tool failed", exc_info=exc)
+        error = QuarryError("tool failed")  # any 5xx is answered without its text (error_body)
+    return CallToolResult(content=[TextContent(type="text", text=error_text(error))], is_error=True)
+
+
 class QuarryMCPServer(MCPServer):
-    """MCPServer whose published input schemas are closed and deployment-complete, and enforced, and whose
-    tool arguments are screened as the HTTP API screens a body."""
+    """MCPServer whose published input schemas are closed and deployment-complete, and enforced, whose
+    tool arguments are screened as the HTTP API screens a body, whose tool list shows a caller only the
+    tools its scopes allow, and whose every refusal is the HTTP API's error body."""
 
     def __init__(
-        self, container: Callable[[], Container], error_text: Callable[[Exception], str], **kw: Any
+        self,
+        container: Callable[[], Container],
+        granted: Callable[[Mapping[str, str] | None], frozenset[str]],
+        tool_scopes: Mapping[str, str],
+        **kw: Any,
     ) -> None:
         super().__init__(**kw)
         self._container = container
-        self._error_text = error_text
+        self._granted = granted  # the scopes of the caller whose request carries these headers
+        self._tool_scopes = dict(tool_scopes)
         self._schemas: dict[str, dict[str, Any]] = {}
 
     def _schema(self, name: str, published: dict[str, Any]) -> dict[str, Any]:
@@ -147,21 +212,37 @@ class QuarryMCPServer(MCPServer):
         tools = await super().list_tools()
         return [t.model_copy(update={"input_schema": self._schema(t.name, t.input_schema)}) for t in tools]
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        # Screened as the HTTP API screens a body, before any schema or tool sees them: an object (as every
-        # MCP input schema is), and I-JSON (integers a 64-bit store holds, bounded depth, no lone surrogates).
+    async def _handle_list_tools(self, ctx: Any, params: Any) -> ListToolsResult:
+        # The tools this caller may call: a key without `write` is not shown the tools that need it. The
+        # SDK's handler is overridden because `list_tools` is not told who asks (the request's headers).
         try:
-            check_top_type(arguments, "object", "tool arguments", "arguments")
-            check_value(arguments)
-        except QuarryError as exc:
-            raise ToolError(self._error_text(exc)) from exc
-        if name not in self._schemas:
-            await self.list_tools()
-        schema = self._schemas.get(name)
-        if schema is not None:
-            errors = sorted(Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.path))
-            if errors:
-                fields = _problems(errors)
-                refused = InvalidInputError("invalid arguments: " + ", ".join(sorted(fields)), fields)
-                raise ToolError(self._error_text(refused))
-        return await super().call_tool(name, arguments, context)
+            granted = self._granted(getattr(ctx.request, "headers", None))
+        except QuarryError:
+            granted = frozenset()
+        tools = await self.list_tools()
+        return ListToolsResult(tools=[t for t in tools if self._tool_scopes.get(t.name, "admin") in granted])
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            self._screen(name, arguments)
+            if self._tool_manager.get_tool(name) is None:
+                raise NotFoundError("tool", name)
+            return await super().call_tool(name, arguments, context)
+        except MCPError:
+            raise
+        except Exception as exc:  # every failure, one shape: the HTTP API's error body
+            return refusal(exc)
+
+    def _screen(self, name: str, arguments: Any) -> None:
+        """InvalidInputError unless `arguments` pass what the HTTP API checks of a body (an object, I-JSON:
+        integers a 64-bit store holds, bounded depth, no lone surrogates) and the tool's published schema."""
+        check_top_type(arguments, "object", "tool arguments", "arguments")
+        check_value(arguments)
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            return
+        schema = self._schema(name, tool.parameters)
+        errors = sorted(Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.path))
+        if errors:
+            fields = _problems(errors, name)
+            raise InvalidInputError("invalid arguments: " + ", ".join(sorted(fields)), fields)

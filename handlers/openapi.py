@@ -25,9 +25,8 @@ from core.governance.schema_validation import KIND_ALIASES, schema_names
 from core.indexing.entity_models import entity_models
 from core.indexing.entity_validation import (
     ID_JSON_PATTERN,
-    MAX_CALLER_CHARS,
     NONBLANK_PATTERN,
-    caller_json_pattern,
+    caller_schema,
 )
 from core.indexing.write_jobs import MAX_JOB_ITEMS
 from core.payload import INT64_MAX
@@ -82,7 +81,6 @@ ERROR_BODY = {
     },
 }
 NONBLANK = {"type": "string", "pattern": NONBLANK_PATTERN}
-CALLER = {"type": "string", "minLength": 1, "maxLength": MAX_CALLER_CHARS}
 # Any value a body may carry where the schema names no type (an entity's own extra fields): the input gate
 # (core/payload.py) holds every integer within a signed 64-bit range.
 JSON_VALUE = {
@@ -210,8 +208,8 @@ def _parameter_schemas(c: Container) -> dict[tuple[str, str], dict[str, Any]]:
         ("path", "entity_id"): {"type": "string", "pattern": ID_JSON_PATTERN},
         ("path", "role_id"): {"type": "string", "pattern": ROLE_ID_PATTERN},
         ("path", "name"): {"type": "string", "enum": [*schema_names(), *KIND_ALIASES]},
-        ("path", "caller"): {**CALLER, "pattern": caller_json_pattern(wildcard=True)},
-        ("query", "caller"): {**CALLER, "pattern": caller_json_pattern()},
+        ("path", "caller"): caller_schema(wildcard=True),
+        ("query", "caller"): caller_schema(),
         ("path", "source"): {"type": "string", "enum": sources},
         ("query", "version"): {"type": "integer", "minimum": 0, "maximum": INT64_MAX},
     }

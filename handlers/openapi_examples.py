@@ -22,6 +22,12 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
             ]
         }
     },
+    "uploadEntities": {  # the lines of one NDJSON upload, one item a line (handlers/openapi.py `_ndjson_upload`)
+        "a task and a memory": [
+            {"type": "task", "id": "t2", "title": "Renew the TLS certificate", "status": "open"},
+            {"type": "memory", "id": "m2", "content": "Certificates renew 30 days before expiry"},
+        ]
+    },
     "putEntity": {"task": {"title": "Fix login bug", "description": "Users cannot sign in", "version": 2}},
     "patchEntity": {"status only": {"status": "done", "version": 3}},
     "assembleContext": {
@@ -40,10 +46,11 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
 
 
 def add_examples(doc: dict[str, Any]) -> None:
-    """Attach REQUEST_EXAMPLES to the request bodies of their operations."""
+    """Attach REQUEST_EXAMPLES to the request bodies of their operations, in each media type they take (an
+    NDJSON upload's example is its lines as an array, as its schema states them)."""
     for ops in doc["paths"].values():
         for op in ops.values():
             examples = REQUEST_EXAMPLES.get(op.get("operationId", ""))
-            body = op.get("requestBody", {}).get("content", {}).get("application/json")
-            if examples and body is not None:
-                body["examples"] = {name: {"value": value} for name, value in examples.items()}
+            for body in op.get("requestBody", {}).get("content", {}).values():
+                if examples:
+                    body["examples"] = {name: {"value": value} for name, value in examples.items()}

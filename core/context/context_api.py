@@ -13,7 +13,7 @@ from core.context.learning import TOKEN_SHARE_MAX, WEIGHT_MAX
 from core.context.links import MAX_LINKS
 from core.context.sources import MAX_SOURCES
 from core.errors import InvalidInputError
-from core.indexing.entity_validation import NONBLANK_PATTERN, validate_caller
+from core.indexing.entity_validation import NONBLANK_PATTERN, caller_schema, validate_caller
 
 MAX_NAME_CHARS = 128  # caller and namespace names: identifiers, not prose
 
@@ -38,8 +38,15 @@ Name = Annotated[
         strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS, pattern=NONBLANK_PATTERN
     ),
 ]
-# A caller: the one caller-name rule of every route (core/indexing/entity_validation.py), after trimming surrounding spaces.
-CallerName = Annotated[Name, AfterValidator(_caller_name)]
+
+
+def _published_caller(schema: dict[str, Any]) -> None:
+    schema.update(caller_schema())  # built when a schema is asked for, never at import (the pattern's cost)
+
+
+# A caller: the one caller-name rule of every route (core/indexing/entity_validation.py), as it is given (no
+# trimming, as in a path or a query), published with the one caller schema.
+CallerName = Annotated[str, AfterValidator(_caller_name), Field(json_schema_extra=_published_caller)]
 
 
 class AssembleRequest(QuarryModel):

@@ -143,6 +143,13 @@ def caller_json_pattern(wildcard: bool = False) -> str:
     return rf"^(?!{reserved}{END_OF_TEXT})[^{excluded}]{{1,{MAX_CALLER_CHARS}}}{END_OF_TEXT}"
 
 
+def caller_schema(wildcard: bool = False) -> dict[str, Any]:
+    """The caller rule as JSON Schema: the one schema every published caller has (a body's, a query's or a
+    path's, an MCP tool's argument), so what a schema admits is what the server takes."""
+    pattern = caller_json_pattern(wildcard)
+    return {"type": "string", "minLength": 1, "maxLength": MAX_CALLER_CHARS, "pattern": pattern}
+
+
 def validate_caller(caller: str, path: str = "caller", wildcard: bool = False) -> str:
     """`caller` when it is a caller name (the same rule on every route, body, query and path; `*` only
     where it means every caller), else InvalidInputError naming `path`."""

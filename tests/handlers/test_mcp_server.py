@@ -61,7 +61,7 @@ def server_for(container: Any, scopes: set[str], tenant: str = "acme") -> Any:
 
 def error_of(result: Any) -> dict[str, Any]:
     assert result.is_error, result
-    text = result.content[0].text  # "Error executing tool <name>: " + the HTTP API's error body
+    text = result.content[0].text  # the HTTP API's error body
     return json.loads(text[text.index("{") :])["error"]
 
 
@@ -231,6 +231,8 @@ def test_a_stdio_session_lists_searches_assembles_sends_feedback_and_gets_errors
         assert error_of(bad)["fields"] == {"token_budget": "input should be greater than or equal to 1"}
 
     async def reader(client: Client) -> None:
+        listed = {t.name for t in (await client.list_tools()).tools}  # QUARRY_MCP_KEY's scopes decide
+        assert listed == EXPECTED_TOOLS - {"upsert_entity", "delete_entity", "context_feedback"}
         error = error_of(
             await client.call_tool("context_feedback", {"assembly_id": "a", "used_source_ids": []})
         )
@@ -296,6 +298,8 @@ def test_streamable_http_needs_a_bearer_key_and_acts_for_its_tenant(tmp_path: Pa
                 httpx2.AsyncClient(headers=headers, timeout=30) as http,
                 Client(streamable_http_client(url, http_client=http)) as client,
             ):
+                listed = {t.name for t in (await client.list_tools()).tools}  # the bearer key's scopes
+                assert "search" in listed and "delete_entity" not in listed
                 found = await client.call_tool("search", {"query": "signing keys", "strategy": "keyword"})
                 denied = await client.call_tool(
                     "delete_entity", {"entity_type": "memory", "entity_id": "n-1"}
@@ -324,3 +328,35 @@ def test_a_key_bound_to_a_caller_speaks_only_for_it(local: Any) -> None:
         assert not own.is_error, own
 
     run(server, work)
+
+
+def test_a_401_points_to_the_protected_resource_metadata_it_serves(local: Any) -> None:
+    import httpx2
+
+    from handlers.mcp_http import http_app
+
+    gate = Gate({"k-acme": {"tenant": "acme", "scopes": ["read"]}}, None)
+    app = http_app(build_server(lambda: local, gate), gate)
+
+    async def main() -> None:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://quarry.test") as http:
+            refused = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+            challenge = refused.headers["www-authenticate"]
+            metadata_url = "http://quarry.test/.well-known/oauth-protected-resource/mcp"
+            assert challenge.startswith("Bearer ") and f'resource_metadata="{metadata_url}"' in challenge
+            for path in (
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource",
+            ):
+                metadata = await http.get(path)  # no key needed: it says how to get one
+                assert metadata.status_code == 200, path
+                document = metadata.json()
+                assert document["resource"] == "http://quarry.test/mcp"
+                assert document["bearer_methods_supported"] == ["header"]
+                assert "authorization_servers" not in document  # static API keys: no server issues them
+            wrong = await http.post("/mcp", headers={"Authorization": "Bearer nope"}, json={})
+            assert wrong.status_code == 401 and 'error="invalid_token"' in wrong.headers["www-authenticate"]
+
+    anyio.run(main)

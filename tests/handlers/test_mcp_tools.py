@@ -170,3 +170,94 @@ def test_tools_list_over_stdio_shows_descriptions_limits_and_hints(tmp_path: Pat
             assert (limit["minimum"], limit["maximum"]) == (1, 500)
 
     anyio.run(main)
+
+
+WRITE_TOOLS = {"upsert_entity", "delete_entity", "context_feedback"}
+
+
+def test_a_read_only_key_is_shown_only_the_tools_it_may_call(local: Any) -> None:
+    async def work(client: Client) -> None:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names and not names & WRITE_TOOLS
+        for tool in (await client.list_tools()).tools:  # every tool shown is one the key may call
+            result = await client.call_tool(tool.name, example(tool.input_schema, False))
+            assert not result.is_error or error_of(result)["code"] != "forbidden", tool.name
+
+    run(server_for(local, ("read",)), work)
+
+    async def writer(client: Client) -> None:
+        assert {t.name for t in (await client.list_tools()).tools} >= WRITE_TOOLS
+
+    run(server_for(local, ("read", "write")), writer)
+
+
+def body_of(result: Any) -> dict[str, Any]:
+    """A refused call's whole text: the HTTP API's error body, nothing before or after it."""
+    assert result.is_error, result
+    body = json.loads(result.content[0].text)
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "fields"}, body
+    return dict(body["error"])
+
+
+def test_every_tool_failure_is_the_http_apis_error_body_alone(local: Any) -> None:
+    async def work(client: Client) -> None:
+        missing = body_of(
+            await client.call_tool("get_entity", {"entity_type": "memory", "entity_id": "nope"})
+        )
+        assert missing["code"] == "not_found"
+        forbidden = body_of(
+            await client.call_tool("delete_entity", {"entity_type": "memory", "entity_id": "x"})
+        )
+        assert forbidden["code"] == "forbidden"
+        assert body_of(await client.call_tool("search", {}))["fields"] == {"query": "is required"}
+        assert body_of(await client.call_tool("no_such_tool", {}))["code"] == "not_found"
+        blank = body_of(await client.call_tool("assemble_context", {"query": "x", "caller": "a b"}))
+        assert blank["code"] == "invalid_input" and "caller" in blank["fields"]
+
+    run(server_for(local, ("read",)), work)
+
+
+def test_a_tool_without_arguments_says_it_takes_none(local: Any) -> None:
+    async def work(client: Client) -> None:
+        refused = error_of(await client.call_tool("list_overlays", {"role": "x"}))
+        assert refused["fields"] == {"role": "is not a known argument; list_overlays takes no arguments"}
+
+    run(server_for(local), work)
+
+
+def test_the_caller_argument_is_published_with_the_apis_one_caller_schema(local: Any) -> None:
+    from core.indexing.entity_validation import CALLER_RULE, caller_schema
+
+    async def work(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        caller = tools["assemble_context"].input_schema["properties"]["caller"]
+        assert {k: caller[k] for k in caller_schema()} == caller_schema()
+        refused = error_of(await client.call_tool("assemble_context", {"query": "q", "caller": "team/bot"}))
+        assert refused["fields"] == {"caller": CALLER_RULE}
+
+    run(server_for(local), work)
+
+
+def test_upsert_entity_publishes_each_types_required_and_searchable_fields(local: Any) -> None:
+    async def work(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        schema = tools["upsert_entity"].input_schema
+        said = schema["properties"]["fields"]["description"]
+        for name in local.registry.names():
+            etype = local.registry.get(name)
+            assert f"{name}:" in said and etype.title_field in said, name
+            assert all(f.name in said for f in etype.fields), name
+        checker = Draft202012Validator(schema)
+        untitled = {"entity_type": "task", "entity_id": "t-1", "fields": {"status": "open"}}
+        assert not checker.is_valid(untitled)  # a task needs its title, and the schema says so
+        assert checker.is_valid({**untitled, "partial": True})  # a patch changes only what it names
+        assert checker.is_valid({**untitled, "fields": {"title": "renew the certificate"}})
+        assert checker.is_valid({"entity_type": "document", "entity_id": "d", "fields": {"text": "body"}})
+        refused = error_of(await client.call_tool("upsert_entity", untitled))
+        assert refused["code"] == "invalid_input" and refused["fields"] == {"fields.title": "is required"}
+        document = {"entity_type": "document", "entity_id": "d", "fields": {"topic": "x"}}
+        assert error_of(await client.call_tool("upsert_entity", document))["fields"] == {
+            "fields": "needs one of title, text, chunks"
+        }
+
+    run(server_for(local), work)

@@ -108,6 +108,22 @@ def test_every_request_example_is_valid_and_the_server_takes_it(doc: dict[str, A
     assert status == 200
 
 
+def test_the_ndjson_upload_has_an_example_the_server_takes_in_each_media_type(doc: dict[str, Any]) -> None:
+    import json
+
+    content = operations(doc)["uploadEntities"]["requestBody"]["content"]
+    assert content and all(body.get("examples") for body in content.values())
+    for media_type, body in content.items():
+        for example in body["examples"].values():
+            line = body_validator(doc, body["schema"]["items"])  # each line, an item
+            assert all(line.is_valid(item) for item in example["value"]) and example["value"]
+            lines = "".join(json.dumps(item) + "\n" for item in example["value"])
+            event = api_event("bulk_entities", path="/entities/ndjson", raw_body=lines)
+            event["headers"] = {**event.get("headers", {}), "content-type": media_type}
+            status, job = invoke(event)
+            assert status == 202 and job["errors"] == [], (media_type, job)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.text(max_size=8) | st.sampled_from([".", "..", "a..", "x" * 256, "x" * 257, "a b", "a/b", "\u3000"])
@@ -131,6 +147,27 @@ def test_the_published_caller_patterns_are_the_servers_caller_rule(candidate: st
     assert (re.search(caller_json_pattern(), candidate) is not None) == is_caller(candidate)
     wildcard = re.search(caller_json_pattern(wildcard=True), candidate) is not None
     assert wildcard == (is_caller(candidate) or candidate == "*")
+
+
+CALLERS_REFUSED = ["team/bot", "..", ".", "*", "a\u200bb", "a b", " bot", "bot ", "x" * 129]
+
+
+def test_every_published_caller_is_the_one_caller_schema(doc: dict[str, Any]) -> None:
+    assemble = doc["components"]["schemas"]["AssembleRequest"]["properties"]["caller"]
+    query = operations(doc)["getLog"]["parameters"]
+    in_query = next(p["schema"] for p in query if p["name"] == "caller")
+    assert assemble["pattern"] == in_query["pattern"] == caller_json_pattern()
+    assert (assemble["minLength"], assemble["maxLength"]) == (in_query["minLength"], in_query["maxLength"])
+    body = body_validator(doc, {"$ref": "#/components/schemas/AssembleRequest"})
+    published = [c for c in CALLERS_REFUSED if body.is_valid({"query": "q", "caller": c})]
+    assert published == []
+
+
+@pytest.mark.parametrize("caller", CALLERS_REFUSED)
+def test_a_caller_the_schema_refuses_the_server_refuses(local: Any, caller: str) -> None:
+    body = {"query": "q", "caller": caller}
+    status, answer = invoke(api_event("context_assemble", body=body))
+    assert status == 400 and "caller" in answer["error"]["fields"], answer
 
 
 @settings(max_examples=300, deadline=None)

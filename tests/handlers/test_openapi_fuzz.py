@@ -5,14 +5,22 @@ runs it: the CLI, reading the published /openapi.json and the repository's schem
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
 
-from tests.conftest import ROOT, FakeEmbedder, make_container
+from tests.conftest import ROOT, FakeEmbedder, api_event, invoke, make_container
+from tests.handlers.schemathesis_hooks import MAX_LINES, bulk_line
 from tests.handlers.serving import serving
 
 KEY = "fuzz-key"
@@ -44,3 +52,22 @@ def test_schemathesis_with_every_check_finds_nothing(live: str) -> None:
     summary = run.stdout[-3000:]
     assert run.returncode == 0, run.stdout[-20000:] + run.stderr[-2000:]
     assert "Tested: " in summary and " passed" in summary, summary
+    assert "filter_too_much" not in run.stdout and "Failed Health Check" not in run.stdout, run.stdout[
+        -20000:
+    ]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(bulk_line(), min_size=1, max_size=MAX_LINES))
+def test_the_fuzz_runs_ndjson_uploads_fit_the_document_and_the_server_takes_them(
+    local: Any, lines: list[dict[str, Any]]
+) -> None:
+    status, doc = invoke(api_event("openapi", tenant=None))
+    registry: Registry[Any] = Registry().with_resource("urn:doc", DRAFT202012.create_resource(doc))
+    item = Draft202012Validator({"$ref": "urn:doc#/components/schemas/BulkItem"}, registry=registry)
+    assert status == 200 and all(item.is_valid(line) for line in lines), lines
+    body = "".join(json.dumps(line) + "\n" for line in lines)  # as the hooks' serializer writes them
+    event = api_event("bulk_entities", path="/entities/ndjson", raw_body=body)
+    event["headers"] = {**event.get("headers", {}), "content-type": "application/x-ndjson"}
+    status, job = invoke(event)
+    assert status == 202 and job["errors"] == [], job

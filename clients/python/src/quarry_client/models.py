@@ -22,11 +22,12 @@ class ExplicitLink(
 class AssembleRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
+        regex_engine="python-re",
     )
     caller: Annotated[
         str,
         StringConstraints(
-            pattern=r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+            pattern=r"^(?!(\.\.?|\*)(?![\s\S]))[^\u0000-\u0020\u002f\u007f-\u00a0\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ud800-\udfff\ufeff\ufff9-\ufffb𑂽𑃍𓐰-𓐸𛲠-𛲣𝅳-𝅺󠀁󠀠-󠁿]{1,128}(?![\s\S])",
             min_length=1,
             max_length=128,
         ),
