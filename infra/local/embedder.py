@@ -10,8 +10,10 @@ first `embed`. A missing or corrupt model raises UnavailableError, so search deg
 A passage's vector never depends on the texts embedded beside it (so an evaluation or a bulk write ranks
 the same whatever an embedding cache already held, or how writes were batched): passages are padded to a
 length that depends on themselves alone (a multiple of PAD_MULTIPLE word pieces), each batch holds one
-padded length, and onnxruntime always runs at least two rows (its one-row kernels round differently from
-its batched ones). Queries, embedded alone on the search path, skip both: they never share a batch there.
+padded length, the NumPy pass runs each projection as one matmul per passage (a BLAS rounds a row by where
+it sits in the matrix: `bert.dense`), and onnxruntime always runs at least two rows (its one-row kernels
+round differently from its batched ones). Queries, embedded alone on the search path, skip both: they
+never share a batch there.
 
 Runtimes (`QUARRY_EMBEDDER_RUNTIME`): `numpy` is the reference forward pass (`bert.py`); `onnx` runs the
 same encoder as an ONNX graph in onnxruntime (fp32: the same vectors to cosine ≥ 0.999999, about three
@@ -58,8 +60,9 @@ PAD_MULTIPLE = 8
 # batched ones, so a passage alone is run beside a copy of itself. The NumPy pass has no such path.
 ONNX_MIN_ROWS = 2
 # What changed the vectors of one model and runtime: part of `vectors_id`, so embeddings cached before a
-# change are not mixed with those after it.
-VECTOR_SCHEME = "padded8"
+# change are not mixed with those after it ("padded8" → "padded8-v2": NumPy projections one matmul per
+# sequence).
+VECTOR_SCHEME = "padded8-v2"
 RETRY_LOAD_AFTER_SECONDS = 30.0  # a model that failed to load is not re-read on every request
 Pooling = Literal["mean", "cls"]
 
