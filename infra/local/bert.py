@@ -3,7 +3,9 @@
 The architecture (layers, hidden size, heads, LayerNorm eps, activation) is read from the model folder's
 `config.json` and the weights from `model.safetensors`, so any BERT-family checkpoint works. Weights are
 rearranged once at load for the hot path: Q, K and V fused into one (hidden, 3·hidden) matrix, every
-dense layer stored transposed (x @ W), so a layer is four matmuls and a few in-place element-wise passes.
+dense layer stored transposed (x @ W), so a layer is four projections and a few in-place element-wise
+passes. Each projection runs one matmul per sequence (`dense`): a sequence's hidden states are then the
+same, bit for bit, whatever other sequences share its batch.
 """
 
 from __future__ import annotations
@@ -168,8 +170,7 @@ class BertEncoder:
     def _block(self, x: np.ndarray, layer: _Layer, bias: np.ndarray, batch: int, tokens: int) -> np.ndarray:
         cfg = self.config
         heads, width = cfg.num_heads, cfg.hidden_size // cfg.num_heads
-        qkv = x @ layer.qkv_w
-        qkv += layer.qkv_b
+        qkv = dense(x, layer.qkv_w, layer.qkv_b, tokens)
         qkv = qkv.reshape(batch, tokens, 3, heads, width).transpose(2, 0, 3, 1, 4)  # (3, B, H, T, W)
         scores = qkv[0] @ qkv[1].transpose(0, 1, 3, 2)
         scores *= np.float32(1.0 / np.sqrt(width))
@@ -178,17 +179,32 @@ class BertEncoder:
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
         context = (scores @ qkv[2]).transpose(0, 2, 1, 3).reshape(batch * tokens, cfg.hidden_size)
-        attended = context @ layer.out_w
-        attended += layer.out_b
+        attended = dense(context, layer.out_w, layer.out_b, tokens)
         attended += x
         x = layer_norm(attended, layer.ln1_g, layer.ln1_b, cfg.layer_norm_eps)
-        hidden = x @ layer.up_w
-        hidden += layer.up_b
+        hidden = dense(x, layer.up_w, layer.up_b, tokens)
         gelu(hidden)
-        out = hidden @ layer.down_w
-        out += layer.down_b
+        out = dense(hidden, layer.down_w, layer.down_b, tokens)
         out += x
         return layer_norm(out, layer.ln2_g, layer.ln2_b, cfg.layer_norm_eps)
+
+
+def dense(x: np.ndarray, w: np.ndarray, b: np.ndarray, rows: int) -> np.ndarray:
+    """x @ w + b as one matmul per `rows` rows of x (one sequence's tokens), never one over the batch.
+
+    A BLAS does not round a row's dot products the same wherever the row sits in a matrix: OpenBLAS's
+    Haswell sgemm kernel (AVX2, also picked on Zen) rounds rows 0–5 of every 12 one way, rows 6–11 another
+    and a tail block a third, and two threads split the rows elsewhere for each row count (measured with
+    `OPENBLAS_CORETYPE=Haswell`; its SkylakeX kernel happens not to). In a matmul of its own, a sequence's
+    token t is always row t of a matrix of the same shape, whatever was batched with it, so its states are
+    the same to the last bit on any CPU and BLAS (the kernels then differ between CPUs, not between
+    batches).
+    """
+    out = np.empty((x.shape[0], w.shape[1]), dtype=np.float32)
+    for start in range(0, x.shape[0], rows):
+        np.matmul(x[start : start + rows], w, out=out[start : start + rows])
+    out += b
+    return out
 
 
 def load_encoder(model_dir: Path) -> BertEncoder:

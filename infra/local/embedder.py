@@ -7,16 +7,24 @@ BERT-family sentence-transformers folder works (`QUARRY_EMBEDDER_MODEL_DIR`): wo
 `sentence_bert_config.json`. Nothing is loaded at import time; the model loads once per process, on the
 first `embed`. A missing or corrupt model raises UnavailableError, so search degrades to keyword.
 
-A passage's vector never depends on the texts embedded beside it (so an evaluation or a bulk write ranks
-the same whatever an embedding cache already held, or how writes were batched): passages are padded to a
-length that depends on themselves alone (a multiple of PAD_MULTIPLE word pieces), each batch holds one
-padded length, and onnxruntime always runs at least two rows (its one-row kernels round differently from
-its batched ones). Queries, embedded alone on the search path, skip both: they never share a batch there.
+On the exact runtimes (`numpy`, `onnx`) a passage's vector never depends on the texts embedded beside it,
+to the last bit (so an evaluation or a bulk write ranks the same whatever an embedding cache already held,
+or how writes were batched): passages are padded to a length that depends on themselves alone (a multiple
+of PAD_MULTIPLE word pieces), each batch holds one padded length, the NumPy pass runs each projection as
+one matmul per passage (a BLAS rounds a row by where it sits in the matrix: `bert.dense`), and onnxruntime
+always runs at least two rows (its one-row kernels round differently from its batched ones). Checked on
+this machine's AVX-512 kernels, under OpenBLAS's Haswell and Sandybridge kernels, and for `onnx` under QEMU
+emulating a Haswell (tests/adapters/test_other_cpus.py). The vectors themselves differ between CPUs in the
+last bits (each CPU has its own kernels), never between batches on one CPU. `onnx-int8` does not keep this
+promise: onnxruntime quantises a call's activations with one scale for the whole batch, so a passage's
+int8 vector moves with its company (cosine ≥ 0.99 to itself alone, measured). Queries, embedded alone on
+the search path, skip the padding and grouping: they never share a batch there.
 
 Runtimes (`QUARRY_EMBEDDER_RUNTIME`): `numpy` is the reference forward pass (`bert.py`); `onnx` runs the
 same encoder as an ONNX graph in onnxruntime (fp32: the same vectors to cosine ≥ 0.999999, about three
-times faster); `onnx-int8` quantises its projections to int8 (faster still, not the same vectors: cosine
-≥ 0.98 to the reference). Unset: `onnx` when onnxruntime is installed, else `numpy`.
+times faster); `onnx-int8` quantises its projections to int8, weights in 7 bits so AVX2's u8×s8 kernels
+cannot saturate (faster still, not the same vectors: cosine ≥ 0.98 to the reference, mean ≥ 0.995).
+Unset: `onnx` when onnxruntime is installed, else `numpy`.
 """
 
 from __future__ import annotations
@@ -58,8 +66,9 @@ PAD_MULTIPLE = 8
 # batched ones, so a passage alone is run beside a copy of itself. The NumPy pass has no such path.
 ONNX_MIN_ROWS = 2
 # What changed the vectors of one model and runtime: part of `vectors_id`, so embeddings cached before a
-# change are not mixed with those after it.
-VECTOR_SCHEME = "padded8"
+# change are not mixed with those after it ("padded8" → "padded8-v2": NumPy projections one matmul per
+# sequence, int8 weights in 7 bits).
+VECTOR_SCHEME = "padded8-v2"
 RETRY_LOAD_AFTER_SECONDS = 30.0  # a model that failed to load is not re-read on every request
 Pooling = Literal["mean", "cls"]
 
