@@ -66,9 +66,10 @@ PAD_MULTIPLE = 8
 # batched ones, so a passage alone is run beside a copy of itself. The NumPy pass has no such path.
 ONNX_MIN_ROWS = 2
 # What changed the vectors of one model and runtime: part of `vectors_id`, so embeddings cached before a
-# change are not mixed with those after it ("padded8" → "padded8-v2": NumPy projections one matmul per
-# sequence, int8 weights in 7 bits).
-VECTOR_SCHEME = "padded8-v2"
+# change are not mixed with those after it. "padded8" → "padded8-v2": the NumPy projections one matmul per
+# sequence, the int8 weights in 7 bits; the fp32 ONNX graph's vectors did not change, so a cache filled
+# with them stays valid.
+VECTOR_SCHEMES: dict[str, str] = {"numpy": "padded8-v2", "onnx": "padded8", "onnx-int8": "padded8-v2"}
 RETRY_LOAD_AFTER_SECONDS = 30.0  # a model that failed to load is not re-read on every request
 Pooling = Literal["mean", "cls"]
 
@@ -193,7 +194,8 @@ class LocalEmbedder:
         """What the vectors depend on beyond the model (runtime, pooling, query prefix, padding scheme): the
         key an embedding cache files them under (`model_id` names the model an index was built with)."""
         pooling = self._pooling or "folder"
-        return f"{self.model_id}|{self.runtime}|{pooling}|{self._query_prefix!r}|{VECTOR_SCHEME}"
+        scheme = VECTOR_SCHEMES[self.runtime]
+        return f"{self.model_id}|{self.runtime}|{pooling}|{self._query_prefix!r}|{scheme}"
 
     @property
     def runtime(self) -> Runtime:
