@@ -8,6 +8,7 @@ decorators pass calls straight through and the X-Ray SDK (~150–350 ms of impor
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -63,15 +64,36 @@ def build_tracer() -> Tracer | UntracedTracer:
 class QuietEMFProvider(AmazonCloudWatchEMFProvider):
     """Powertools' EMF provider that keeps nothing while metrics are off (POWERTOOLS_METRICS_DISABLED, as
     `quarry serve` sets). Powertools 3 only skips the print at flush: it keeps every value and prints them
-    anyway at each 100th, so the local server wrote a growing JSON line to stdout every 100 searches."""
+    anyway at each 100th, so the local server wrote a growing JSON line to stdout every 100 searches.
+
+    Powertools keeps one metric set per process, shared by every handler: where two run at once (the local
+    server's engine and its job thread, a test driving the API and the consumer side by side) one's flush
+    could empty the set while another serialised it. One lock per process orders them (in Lambda, one
+    invocation at a time: never contended)."""
+
+    _lock = threading.RLock()
 
     def add_metric(self, name: str, unit: Any, value: float, resolution: Any = 60) -> None:
         if not is_metrics_disabled():
-            super().add_metric(name=name, unit=unit, value=value, resolution=resolution)
+            with self._lock:
+                super().add_metric(name=name, unit=unit, value=value, resolution=resolution)
+
+    def add_dimension(self, name: str, value: str) -> None:
+        with self._lock:
+            super().add_dimension(name=name, value=value)
+
+    def add_metadata(self, key: str, value: Any) -> None:
+        with self._lock:
+            super().add_metadata(key=key, value=value)
+
+    def clear_metrics(self) -> None:
+        with self._lock:
+            super().clear_metrics()
 
     def flush_metrics(self, raise_on_empty_metrics: bool = False) -> None:
         if not is_metrics_disabled():
-            super().flush_metrics(raise_on_empty_metrics=raise_on_empty_metrics)
+            with self._lock:
+                super().flush_metrics(raise_on_empty_metrics=raise_on_empty_metrics)
 
 
 def build_metrics() -> Metrics:

@@ -46,15 +46,16 @@ def traffic(tmp_path: Path, fake_embedder: FakeEmbedder) -> Iterator[tuple[list[
     wiring.set_container(None)
 
 
-def test_an_assembly_over_five_sources_is_one_index_round_trip(traffic: Any) -> None:
+def test_an_assembly_over_every_default_source_is_one_index_round_trip(traffic: Any) -> None:
     attempts, searches = traffic
     body = {"query": "how does the login rate limiter work", "caller": "agent-coder", "namespace": "auth"}
     status, answer = invoke(api_event("context_assemble", body=body))
     assert status == 200, answer
-    assert len(wiring.container().context_settings.sources) == 5
+    sources = len(wiring.container().context_settings.sources)
+    assert sources == 10  # the seed's five stores and the five entity types users write
     assert attempts == [("POST", "/_msearch")]
-    # 5 sources + the cross-namespace expansion, each a lexical and a vector query
-    assert searches == [12]
+    # every source + the cross-namespace expansion, each a lexical and a vector query
+    assert searches == [2 * (sources + 1)]
 
 
 def test_chunk_vectors_come_back_from_one_mget_of_the_stored_documents() -> None:

@@ -31,6 +31,7 @@ SAMPLES = {
     "retrieve": "retrieve",
     "loadCorpus": "load_corpus",
     "batchGetEntities": "batch_get_entities",
+    "embed": "embed",
     "eraseTenant": "delete_tenant",
     "reopenTenant": "reopen_tenant",
 }
@@ -122,15 +123,13 @@ def test_mcp_tool_arguments_of_the_wrong_type_are_refused_naming_it(
     local: Any, arguments: Any, kind: str
 ) -> None:
     pytest.importorskip("mcp")
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    from tests.handlers.test_mcp_tools import server_for
+    from tests.handlers.test_mcp_tools import body_of, server_for
 
     server = server_for(local)
 
-    async def call() -> None:
-        await server.call_tool("search", arguments)
+    async def call() -> Any:
+        return await server.call_tool("search", arguments)
 
-    with pytest.raises(ToolError) as refused:
-        anyio.run(call)
-    assert f"tool arguments must be a JSON object, not {kind}" in str(refused.value)
+    refused = body_of(anyio.run(call))  # the HTTP API's error body, as every tool failure
+    assert refused["code"] == "invalid_input"
+    assert f"tool arguments must be a JSON object, not {kind}" in refused["message"]
