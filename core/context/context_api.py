@@ -67,6 +67,9 @@ class AssembleRequest(QuarryModel):
     expand_namespaces: StrictBool = Field(
         default=True, description="With a namespace: also other namespaces' hits, at half score"
     )
+    include_superseded: StrictBool = Field(
+        default=False, description="Also use memories a newer memory superseded; default: current ones only"
+    )
 
     @field_validator("query")
     @classmethod

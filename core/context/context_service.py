@@ -161,7 +161,14 @@ class ContextService:
         # a deployment's choice, not a skipped step, so no warning (a configured store that fails warns).
         with_graph = prep.graph_allowance > 0 and self._triples is not None
         weights = {name: row.weight for name, row in prep.rows.items()}
-        plan = plan_tasks(prep.specs, weights, request.caller, request.namespace, request.expand_namespaces)
+        plan = plan_tasks(
+            prep.specs,
+            weights,
+            request.caller,
+            request.namespace,
+            request.expand_namespaces,
+            request.include_superseded,
+        )
         scoring = {
             "now": now,
             "min_vector_similarity": self.settings.min_vector_similarity,

@@ -55,6 +55,10 @@ class SearchRequest(QuarryModel):
         default=None,
         description="Leave out results whose fused `score` is below this (0-1: fused scores are at most 1)",
     )
+    include_superseded: StrictBool = Field(
+        default=False,
+        description="Also return memories a newer memory superseded (their history); default: current ones only",
+    )
     facets: list[str] | None = Field(
         default=None,
         min_length=1,

@@ -21,6 +21,7 @@ from typing import Any, Literal, NamedTuple
 from core.errors import InvalidInputError, UnavailableError
 from core.indexing.caller_vectors import caller_vector, declared_own
 from core.indexing.entity_types import EntityTypeRegistry
+from core.memory.supersession import current_only
 from core.models import (
     Filters,
     LexicalQuery,
@@ -49,7 +50,7 @@ from core.search.search_api import (
 _log = logging.getLogger(__name__)
 
 # Request fields beyond the ranking's inputs that change the answer (part of the cache key when set).
-ANSWER_OPTIONS = ("facets", "min_score", "return_fields", "query_vector")
+ANSWER_OPTIONS = ("facets", "min_score", "return_fields", "query_vector", "include_superseded")
 MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
 
 
@@ -132,8 +133,9 @@ class SearchService:
             allowed.update(self._registry.get(name).filterable)
         return allowed
 
-    def _filters(self, types: Sequence[str], raw: Mapping[str, Any] | None) -> Filters:
-        return parse_filters(raw, types, self._filterable(types))
+    def _filters(self, types: Sequence[str], raw: Mapping[str, Any] | None, history: bool = False) -> Filters:
+        """The request's filters, leaving out superseded memories unless it asks for history."""
+        return current_only(parse_filters(raw, types, self._filterable(types)), history)
 
     def search(self, tenant_id: str, request: SearchRequest) -> SearchResponse:
         """Run one search for `tenant_id`; never returns another tenant's entities."""
@@ -141,7 +143,7 @@ class SearchService:
         self._check_limits(request)
         parsed = parse_query(request.query, self._registry, self.settings.max_terms)
         types = self._entity_types(request, parsed)
-        filters = self._filters(types, request.filters)
+        filters = self._filters(types, request.filters, request.include_superseded)
         facets = check_facets(request.facets, self._filterable(types))  # a 400 before any cache or index read
         own = self._query_vector(tenant_id, request)
         plan = vector_plan(
