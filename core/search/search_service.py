@@ -21,7 +21,7 @@ from typing import Any, Literal, NamedTuple
 from core.errors import InvalidInputError, UnavailableError
 from core.indexing.caller_vectors import caller_vector, declared_own
 from core.indexing.entity_types import EntityTypeRegistry
-from core.memory.supersession import current_only
+from core.memory.supersession import MEMORY_TYPE, current_only
 from core.models import (
     Filters,
     LexicalQuery,
@@ -134,8 +134,10 @@ class SearchService:
         return allowed
 
     def _filters(self, types: Sequence[str], raw: Mapping[str, Any] | None, history: bool = False) -> Filters:
-        """The request's filters, leaving out superseded memories unless it asks for history."""
-        return current_only(parse_filters(raw, types, self._filterable(types)), history)
+        """The request's filters, leaving out superseded memories unless it asks for history (a search
+        without memories among its types keeps its filters as they are)."""
+        filters = parse_filters(raw, types, self._filterable(types))
+        return current_only(filters, history or MEMORY_TYPE not in types)
 
     def search(self, tenant_id: str, request: SearchRequest) -> SearchResponse:
         """Run one search for `tenant_id`; never returns another tenant's entities."""
