@@ -79,6 +79,14 @@ class SearchIndex(Protocol):
         embedding); versioned like `upsert`."""
         ...
 
+    def touch_metadata(
+        self, tenant_id: str, key: EntityKey, version: int, changes: Mapping[str, Any]
+    ) -> WriteOutcome:
+        """Merge `changes` into the entity's indexed metadata without moving its version (bookkeeping the
+        service keeps, such as a memory's uses: core/memory/reinforcement.py); NOT_FOUND unless the entity
+        is live at exactly `version` (a write since then wins and the change is dropped)."""
+        ...
+
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         """Remove from lexical and vector retrieval; a tombstone keeps the version so older writes lose.
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from core.indexing.catalog_service import CatalogService
     from core.indexing.indexing_service import IndexingService
     from core.indexing.write_job_service import JobService
+    from core.memory.reinforcement import Reinforcement
     from core.ports import (
         Cache,
         Clock,
@@ -253,14 +254,28 @@ class Container:
             max_query_chars=s.max_query_chars,
             max_limit=s.max_limit,
             cache_ttl_seconds=s.cache_ttl_seconds,
+            memory_relevance_blend=s.memory_relevance_blend,
         )
+
+    @cached_property
+    def reinforcement(self) -> Reinforcement:
+        """The buffer of memory uses, written to the index in batches (core/memory/reinforcement.py)."""
+        from core.memory.reinforcement import Reinforcement
+
+        return Reinforcement(self.index)
 
     @cached_property
     def search(self) -> SearchService:
         from core.search.search_service import SearchService
 
         return SearchService(
-            self.index, self.vectors, self.cache, self.registry, self.clock, self.search_settings
+            self.index,
+            self.vectors,
+            self.cache,
+            self.registry,
+            self.clock,
+            self.search_settings,
+            reinforcement=self.reinforcement,
         )
 
     @cached_property
@@ -346,6 +361,7 @@ class Container:
             default_budget=s.context_default_budget,
             max_query_chars=s.max_query_chars,
             min_vector_similarity=self.search_settings.min_vector_similarity,
+            memory_relevance_blend=self.search_settings.memory_relevance_blend,
         )
 
     @cached_property
@@ -383,6 +399,7 @@ class Container:
             map_fn=self.fanout_executor.map,
             links=FileLinkReader(root) if root is not None else None,
             triples=self.triples,
+            reinforcement=self.reinforcement,
         )
 
     @cached_property

@@ -70,6 +70,11 @@ class AssembleRequest(QuarryModel):
     include_superseded: StrictBool = Field(
         default=False, description="Also use memories a newer memory superseded; default: current ones only"
     )
+    min_relevance: Annotated[float, Field(ge=0, le=1), JSON_NUMBER] | None = Field(
+        default=None,
+        description="Leave out memories whose decayed relevance (relevance_score halved every 30 days since "
+        "last use; pinned: never) is below this; other items are unaffected",
+    )
 
     @field_validator("query")
     @classmethod

@@ -35,7 +35,10 @@ from core.context.scoring import RECENCY_FLOOR, ContextItem, deduplicate
 from core.context.sources import DEFAULT_SOURCES, EXPLICIT_LINK_SOURCE, SourceSpec, select_sources
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnavailableError
 from core.indexing.entity_types import EntityTypeRegistry
-from core.models import LexicalQuery, Vector
+from core.memory.metadata import MEMORY_TYPE
+from core.memory.reinforcement import Reinforcement
+from core.memory.relevance import RELEVANCE_BLEND
+from core.models import EntityKey, LexicalQuery, Vector
 from core.ports import Clock, Embedder, LinkReader, SearchIndex, StateStore, TripleStore, tenant_embedder
 from core.search.fusion import RRF_K
 from core.search.planning import MAX_QUERY_CHARS, MIN_VECTOR_SIMILARITY
@@ -68,6 +71,7 @@ class ContextSettings:
     recency_floor: float = RECENCY_FLOOR
     min_vector_similarity: float = MIN_VECTOR_SIMILARITY
     rrf_k: int = RRF_K
+    memory_relevance_blend: float = RELEVANCE_BLEND  # core/memory/relevance.py (seed thefold's 0.3)
 
 
 def candidate_depth(budget: int) -> int:
@@ -108,7 +112,9 @@ class ContextService:
         map_fn: MapFn = map,
         links: LinkReader | None = None,
         triples: TripleStore | None = None,
+        reinforcement: Reinforcement | None = None,
     ) -> None:
+        self._reinforcement = reinforcement  # counts the memories each block uses (None: not counted)
         self._index, self._embedder, self._state = index, embedder, state
         self._registry, self._clock, self._new_id = registry, clock, new_id
         self.settings = settings or ContextSettings()
@@ -174,6 +180,8 @@ class ContextService:
             "min_vector_similarity": self.settings.min_vector_similarity,
             "recency_floor": self.settings.recency_floor,
             "rrf_k": self.settings.rrf_k,
+            "min_relevance": request.min_relevance,
+            "memory_blend": self.settings.memory_relevance_blend,
         }
         gathered = self._fanout.gather(
             tenant_id,
@@ -214,6 +222,7 @@ class ContextService:
         assembly_id = self._log(
             tenant_id, request, request_id, prep.budget, packing, retrieval_ms, started, now
         )
+        self._count_uses(tenant_id, [p.item.id for p in packing.items], now)
         return AssembleResponse(
             assembly_id=assembly_id,
             context_block=packing.block,
@@ -277,12 +286,22 @@ class ContextService:
         at = iso_timestamp(self._clock.now())
         if not self._state.record_feedback(tenant_id, entry.assembly_id, recorded, request.tokens_used, at):
             raise NotFoundError("assembly", request.assembly_id)
+        self._count_uses(tenant_id, recorded, self._clock.now())
         return FeedbackResponse(
             success=True,
             assembly_id=entry.assembly_id,
             recorded_ids=recorded,
             ignored_ids=[i for i in named if i not in returned],
         )
+
+    def _count_uses(self, tenant_id: str, item_ids: Sequence[str], now: float) -> None:
+        """Reinforce the memories among `item_ids` (`memory:<id>`; batched: core/memory/reinforcement.py)."""
+        if self._reinforcement is None:
+            return
+        prefix = MEMORY_TYPE + ":"
+        keys = [EntityKey(MEMORY_TYPE, i[len(prefix) :]) for i in item_ids if i.startswith(prefix)]
+        if keys:
+            self._reinforcement.used(tenant_id, keys, now)
 
 
 def _sources(packing: Packing) -> list[ContextSource]:

@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from core.memory.metadata import MEMORY_TYPE
+from core.memory.relevance import blended, relevance_at
 from core.models import Candidate, CandidateLists
 from core.search.fusion import RRF_K, fuse_rrf, normalise_max
 from core.timestamps import parse_timestamp, recency_boost
@@ -63,12 +65,16 @@ def score_source(
     min_vector_similarity: float = 0.0,
     recency_floor: float = RECENCY_FLOOR,
     rrf_k: int = RRF_K,
+    min_relevance: float | None = None,
+    memory_blend: float = 0.0,
 ) -> list[ContextItem]:
     """One source's lexical and vector lists → scored items, best first.
 
     Plain RRF (k = 60, seed gateway-shared-search-utils), max-divided to [0, 1] with the 1e-10 floor
     (normaliseRrfScores), then weighted, recency-boosted and, for another namespace's hits, halved.
     Vector hits under `min_vector_similarity` are dropped first: k-NN returns something for any query.
+    A memory's normalised score is blended with its decayed relevance (`memory_blend`, seed thefold's
+    0.3), and memories whose relevance is under `min_relevance` are dropped (core/memory/relevance.py).
     """
     vector = [c for c in retrieval.vector if c.score >= min_vector_similarity]
     fused = fuse_rrf(retrieval.lexical, vector, k=rrf_k)
@@ -77,6 +83,11 @@ def score_source(
     items = []
     for f in fused:
         norm = normalised[f.candidate.key]
+        if f.candidate.key.entity_type == MEMORY_TYPE:
+            relevance = relevance_at(f.candidate.metadata, f.candidate.created_at, now)
+            if min_relevance is not None and relevance < min_relevance:
+                continue
+            norm = blended(norm, relevance, memory_blend)
         boost = recency(f.candidate.created_at, now, recency_floor)
         items.append(_item(f.candidate, source, norm, norm * weight * boost * discount, cross_namespace))
     return items

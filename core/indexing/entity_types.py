@@ -141,7 +141,15 @@ BUILTIN_TYPES: dict[str, EntityType] = {
             "memory",
             "content",
             [("content", 3), ("category", 2), ("tags", 1)],
-            ["memory_type", "source_repo", "trust_level", "pinned", "supersedes", "superseded_by"],
+            [
+                "memory_type",
+                "source_repo",
+                "trust_level",
+                "pinned",
+                "relevance_score",
+                "supersedes",
+                "superseded_by",
+            ],
             "memory",
         ),
         _type(

@@ -53,8 +53,8 @@ from core.indexing.versioning import (
     unchanged,
     write_version,
 )
+from core.memory.metadata import MEMORY_TYPE, indexed_metadata
 from core.memory.supersession import (
-    MEMORY_TYPE,
     carried_mark,
     check_supersedes,
     mark_superseded,
@@ -149,7 +149,7 @@ class IndexingService:
             updated_at=str(body.get("updated_at") or iso_timestamp(now)),
             title=title,
             body=dict(body),
-            metadata={f: body[f] for f in etype.filterable if body.get(f) is not None},
+            metadata=indexed_metadata(etype, body, d.prior, str(created)),
             content_hash=marked_hash(
                 hashlib.sha256(" ".join(p for _, p in chunks).lower().encode()).hexdigest(), d.vector
             ),
@@ -326,7 +326,7 @@ class IndexingService:
     ) -> WriteOutcome:
         """A patch that changed no searchable text: the stored body, filter fields and placement move, the
         chunks and their vectors stay (no re-embedding)."""
-        metadata = {f: merged[f] for f in etype.filterable if merged.get(f) is not None}
+        metadata = indexed_metadata(etype, merged, prior, prior.created_at)
         updated = str(clean.get("updated_at") or iso_timestamp(now))
         place = Placement(
             str(merged.get("source") or etype.default_source), merged.get("owner"), merged.get("namespace")

@@ -22,13 +22,14 @@ from typing import Any
 from core.errors import InvalidInputError
 from core.indexing.entity_types import EntityType
 from core.indexing.versioning import delete_version
+from core.memory.metadata import MEMORY_TYPE, indexed_metadata
 from core.models import Condition, EntityKey, Filters, StoredEntity, WriteOutcome
 from core.ports import SearchIndex
 from core.timestamps import iso_timestamp
 
 _log = logging.getLogger(__name__)
 
-MEMORY_TYPE = "memory"
+
 SUPERSEDES = "supersedes"
 SUPERSEDED_BY = "superseded_by"
 # Seed thefold: both legs keep `superseded_by IS NULL`; entities of other types have no such field and pass.
@@ -74,7 +75,7 @@ def _rewrite(
     body = {k: v for k, v in old.body.items() if k != SUPERSEDED_BY}
     if mark is not None:
         body[SUPERSEDED_BY] = mark
-    metadata = {f: body[f] for f in etype.filterable if body.get(f) is not None}
+    metadata = indexed_metadata(etype, body, old, old.created_at)
     version = delete_version(None, old.version, now)
     assert version is not None  # a stored entity always yields a version
     return index.update_metadata(tenant_id, old.key, version, body, metadata, iso_timestamp(now))

@@ -55,6 +55,11 @@ class SearchRequest(QuarryModel):
         default=None,
         description="Leave out results whose fused `score` is below this (0-1: fused scores are at most 1)",
     )
+    min_relevance: Annotated[float, Field(ge=0, le=1), JSON_NUMBER] | None = Field(
+        default=None,
+        description="Memories only: leave out those whose decayed relevance (relevance_score halved every "
+        "30 days since last use; pinned: never) is below this",
+    )
     include_superseded: StrictBool = Field(
         default=False,
         description="Also return memories a newer memory superseded (their history); default: current ones only",

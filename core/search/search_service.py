@@ -14,15 +14,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal, NamedTuple
 
 from core.errors import InvalidInputError, UnavailableError
 from core.indexing.caller_vectors import caller_vector, declared_own
 from core.indexing.entity_types import EntityTypeRegistry
-from core.memory.supersession import MEMORY_TYPE, current_only
+from core.memory.metadata import MEMORY_TYPE
+from core.memory.ranking import rank_memories
+from core.memory.reinforcement import Reinforcement
+from core.memory.relevance import relevance_floor
+from core.memory.supersession import current_only
 from core.models import (
+    EntityKey,
     Filters,
     LexicalQuery,
     Vector,
@@ -50,7 +55,14 @@ from core.search.search_api import (
 _log = logging.getLogger(__name__)
 
 # Request fields beyond the ranking's inputs that change the answer (part of the cache key when set).
-ANSWER_OPTIONS = ("facets", "min_score", "return_fields", "query_vector", "include_superseded")
+ANSWER_OPTIONS = (
+    "facets",
+    "min_score",
+    "return_fields",
+    "query_vector",
+    "include_superseded",
+    "min_relevance",
+)
 MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
 
 
@@ -88,7 +100,9 @@ class SearchService:
         registry: EntityTypeRegistry,
         clock: Clock,
         settings: SearchSettings | None = None,
+        reinforcement: Reinforcement | None = None,
     ) -> None:
+        self._reinforcement = reinforcement  # counts the memories each answer returns (None: not counted)
         self._index = index
         self._embedder = embedder
         self._cache = cache
@@ -133,19 +147,35 @@ class SearchService:
             allowed.update(self._registry.get(name).filterable)
         return allowed
 
-    def _filters(self, types: Sequence[str], raw: Mapping[str, Any] | None, history: bool = False) -> Filters:
+    def _filters(self, types: Sequence[str], request: SearchRequest) -> Filters:
         """The request's filters, leaving out superseded memories unless it asks for history (a search
-        without memories among its types keeps its filters as they are)."""
-        filters = parse_filters(raw, types, self._filterable(types))
-        return current_only(filters, history or MEMORY_TYPE not in types)
+        without memories among its types keeps its filters as they are) and, with `min_relevance`, memories
+        whose decayed relevance is under it (core/memory/relevance.py)."""
+        filters = parse_filters(request.filters, types, self._filterable(types))
+        filters = current_only(filters, request.include_superseded or MEMORY_TYPE not in types)
+        if request.min_relevance is None:
+            return filters
+        floor = relevance_floor(request.min_relevance, self._clock.now())
+        return replace(filters, conditions=(*filters.conditions, floor))
+
+    def _memory_types(self, request: SearchRequest, types: tuple[str, ...]) -> tuple[str, ...]:
+        """With `min_relevance`, the memories only (only they have a relevance): a search naming other
+        types is refused rather than answered without them."""
+        if request.min_relevance is None:
+            return types
+        if request.entities and any(t != MEMORY_TYPE for t in types):
+            raise InvalidInputError(
+                "min_relevance applies to memories", {"min_relevance": "search `entities: [memory]` with it"}
+            )
+        return tuple(t for t in types if t == MEMORY_TYPE)
 
     def search(self, tenant_id: str, request: SearchRequest) -> SearchResponse:
         """Run one search for `tenant_id`; never returns another tenant's entities."""
         started = self._clock.monotonic()
         self._check_limits(request)
         parsed = parse_query(request.query, self._registry, self.settings.max_terms)
-        types = self._entity_types(request, parsed)
-        filters = self._filters(types, request.filters, request.include_superseded)
+        types = self._memory_types(request, self._entity_types(request, parsed))
+        filters = self._filters(types, request)
         facets = check_facets(request.facets, self._filterable(types))  # a 400 before any cache or index read
         own = self._query_vector(tenant_id, request)
         plan = vector_plan(
@@ -159,7 +189,19 @@ class SearchService:
             response = self._response(request, parsed, types, plan, [], 0, None, None, None)
             response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
             return response
-        return self._through_cache(_Search(tenant_id, request, parsed, types, filters, facets, plan, started))
+        answer = self._through_cache(
+            _Search(tenant_id, request, parsed, types, filters, facets, plan, started)
+        )
+        self._count_uses(tenant_id, answer)
+        return answer
+
+    def _count_uses(self, tenant_id: str, answer: SearchResponse) -> None:
+        """Reinforce the memories this answer returns (batched: core/memory/reinforcement.py)."""
+        if self._reinforcement is None:
+            return
+        keys = [EntityKey(r.entity_type, r.entity_id) for r in answer.results if r.entity_type == MEMORY_TYPE]
+        if keys:
+            self._reinforcement.used(tenant_id, keys, self._clock.now())
 
     def _through_cache(self, s: _Search) -> SearchResponse:
         """The answer from the tenant's generation-keyed cache, or from the index and then cached (not
@@ -259,7 +301,9 @@ class SearchService:
                 plan = SearchPlan("keyword", True, False, 0.0)
         lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights) if plan.lexical else None
         depth = retrieval_depth(request.limit, plan, self.settings)
-        fused, fallback = self._retrieve(s.tenant_id, lexical, embedding, s.filters, depth, plan, bool(types))
+        fused, fallback = self._retrieve(
+            s.tenant_id, lexical, embedding, s.filters, depth, plan, bool(types), request.min_relevance
+        )
         return _Retrieved(plan, lexical, embedding, fused, fallback, degraded_reason)
 
     def _execute(self, s: _Search, page: SearchPage | None) -> SearchResponse:
@@ -283,7 +327,7 @@ class SearchService:
             # (recomputed: same generation, same inputs, same ranking), so each entity comes once.
             shown = {f.candidate.key for f in window}
             deep, fallback = self._retrieve(
-                tenant_id, lexical, embedding, filters, PAGING_DEPTH, plan, bool(types)
+                tenant_id, lexical, embedding, filters, PAGING_DEPTH, plan, bool(types), request.min_relevance
             )
             rest = [f for f in above(deep, request.min_score) if f.candidate.key not in shown]
             window = rest[page.offset : page.offset + request.limit]
@@ -309,12 +353,15 @@ class SearchService:
         depth: int,
         plan: SearchPlan,
         any_types: bool,
+        floor: float | None = None,
     ) -> tuple[list[Fused], str | None]:
         if not any_types:
             return [], None
-        return fused_candidates(
+        fused, fallback = fused_candidates(
             self._index, self.settings, tenant_id, lexical, embedding, filters, depth, plan
         )
+        weight = self.settings.memory_relevance_blend
+        return rank_memories(fused, self._clock.now(), weight, floor), fallback
 
     def _response(
         self,

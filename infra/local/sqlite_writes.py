@@ -77,6 +77,30 @@ class SqliteWrites(SqliteStore):
             _bump(conn, tenant_id)
         return WriteOutcome.APPLIED
 
+    def touch_metadata(
+        self, tenant_id: str, key: EntityKey, version: int, changes: Mapping[str, Any]
+    ) -> WriteOutcome:
+        """Merge `changes` into the metadata of the entity live at `version`, the version kept (SearchIndex)."""
+        with self._tx() as conn:
+            row = conn.execute(
+                f"SELECT version, deleted, metadata FROM idx_entities WHERE {_WHERE_KEY}",
+                (tenant_id, key.entity_type, key.entity_id),
+            ).fetchone()
+            if row is None or row[1] or int(row[0]) != version:
+                return WriteOutcome.NOT_FOUND
+            merged = {**json.loads(row[2] or "{}"), **changes}
+            conn.execute(
+                f"UPDATE idx_entities SET metadata=? WHERE {_WHERE_KEY}",
+                (
+                    json.dumps({k: v for k, v in merged.items() if v is not None}),
+                    tenant_id,
+                    key.entity_type,
+                    key.entity_id,
+                ),
+            )
+            _bump(conn, tenant_id)
+        return WriteOutcome.APPLIED
+
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         """Drop chunks and FTS rows and keep a tombstone with the version, so older writes lose.
 

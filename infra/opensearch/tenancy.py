@@ -167,6 +167,11 @@ class TenantIndexes:
         index = self.for_tenant(tenant_id)
         return index.update_metadata(tenant_id, key, version, body, metadata, updated_at, placement)
 
+    def touch_metadata(
+        self, tenant_id: str, key: EntityKey, version: int, changes: Mapping[str, Any]
+    ) -> WriteOutcome:
+        return self.for_tenant(tenant_id).touch_metadata(tenant_id, key, version, changes)
+
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         return self.for_tenant(tenant_id).delete(tenant_id, key, version)
 

@@ -81,3 +81,77 @@ class SupersessionContract:
         put(c, "new", "lint with ruff", supersedes="old")
         put(c, "old", "lint with flake8 and isort")
         assert found(c, "lint", "keyword") == ["new"]
+
+
+DAY = 86_400.0
+
+
+class RelevanceContract:
+    """Seed thefold: `relevance_score >= minRelevance` on both legs, decay kept and blended 0.7 / 0.3;
+    reinforcement on use; pinned memories never decay (core/memory/relevance.py)."""
+
+    def test_an_older_memory_ranks_below_a_fresh_one_of_the_same_words(self, c: Any) -> None:
+        put(c, "stale", "the build cache lives in the shared bucket")
+        c.clock.advance(60 * DAY)
+        put(c, "fresh", "the build cache lives in the shared bucket")
+        for strategy in STRATEGIES:
+            assert found(c, "build cache bucket", strategy) == ["fresh", "stale"], strategy
+            assert found(c, "build cache bucket", strategy, min_relevance=0.5) == ["fresh"], strategy
+
+    def test_min_relevance_cuts_by_decayed_relevance_on_every_leg_and_in_assembly(self, c: Any) -> None:
+        put(c, "weak", "prefer small pull requests", relevance_score=0.4)
+        put(c, "strong", "prefer small pull requests always", relevance_score=0.9)
+        for strategy in STRATEGIES:
+            assert found(c, "small pull requests", strategy, min_relevance=0.5) == ["strong"], strategy
+        c.clock.advance(30 * DAY)  # one half-life: 0.45 and 0.2
+        for strategy in STRATEGIES:
+            assert found(c, "small pull requests", strategy, min_relevance=0.5) == [], strategy
+        for strategy in STRATEGIES:  # (a result returned is a use: `strong` is reinforced from here on)
+            assert found(c, "small pull requests", strategy, min_relevance=0.3) == ["strong"], strategy
+        assert assembled(c, "small pull requests", min_relevance=0.3) == ["memory:strong"]
+
+    def test_a_pinned_memory_never_decays(self, c: Any) -> None:
+        put(c, "pinned", "the staging database is read only", pinned=True)
+        put(c, "loose", "the staging database is read only", pinned=False)
+        c.clock.advance(365 * DAY)
+        for strategy in STRATEGIES:
+            assert found(c, "staging database", strategy, min_relevance=0.99) == ["pinned"], strategy
+            assert found(c, "staging database", strategy)[0] == "pinned", strategy
+
+    def test_a_pinned_memory_under_the_floor_by_its_base_is_cut(self, c: Any) -> None:
+        put(c, "pinned", "the staging database is read only", pinned=True, relevance_score=0.2)
+        for strategy in STRATEGIES:
+            assert found(c, "staging database", strategy, min_relevance=0.5) == [], strategy
+
+    def test_being_returned_reinforces_a_memory(self, c: Any) -> None:
+        put(c, "used", "rotate the api tokens every quarter")
+        put(c, "idle", "archive the audit logs every quarter")
+        c.clock.advance(60 * DAY)  # both at a quarter of their relevance
+        assert found(c, "rotate api tokens", "keyword") == ["used"]  # returned: one use
+        c.reinforcement.flush(c.clock.now())
+        assert stored(c, "used").metadata["access_count"] == 1
+        assert "access_count" not in stored(c, "idle").metadata
+        for strategy in STRATEGIES:
+            assert found(c, "every quarter", strategy, min_relevance=0.9) == ["used"], strategy
+
+    def test_feedback_reinforces_the_memories_it_names(self, c: Any) -> None:
+        put(c, "m", "the deploy window is friday morning")
+        c.clock.advance(60 * DAY)
+        answer = c.context.assemble(TENANT, AssembleRequest(query="deploy window", caller="agent"), None)
+        from core.context.context_api import FeedbackRequest
+
+        feedback = FeedbackRequest(assembly_id=answer.assembly_id, used_source_ids=["memory:m"])
+        c.context.feedback(TENANT, feedback)
+        c.reinforcement.flush(c.clock.now())
+        assert stored(c, "m").metadata["access_count"] == 2  # assembled once, used once
+
+    def test_uses_are_written_in_batches_not_per_search(self, c: Any) -> None:
+        put(c, "m", "the cache ttl is ten minutes")
+        version = stored(c, "m").version
+        for _ in range(5):
+            found(c, "cache ttl", "keyword")
+        assert "access_count" not in stored(c, "m").metadata  # waiting in the buffer
+        c.clock.advance(10)  # past the flush interval: the next use writes the batch
+        found(c, "cache ttl", "keyword")
+        assert stored(c, "m").metadata["access_count"] == 6
+        assert stored(c, "m").version == version  # bookkeeping never moves the version

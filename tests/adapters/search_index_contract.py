@@ -75,6 +75,18 @@ def vec(index: Any, tenant: str, query: np.ndarray, filters: Filters | None = No
 class SearchIndexContract:
     """Behaviour shared by every SearchIndex implementation."""
 
+    def test_touch_metadata_merges_without_moving_the_version(self, index: Any) -> None:
+        index.upsert(record("t", "memory", "m", "quarterly figures", version=3, metadata={"pinned": False}))
+        key = EntityKey("memory", "m")
+        assert index.touch_metadata("t", key, 3, {"access_count": 2}) is WriteOutcome.APPLIED
+        stored = index.get("t", [key])[key]
+        assert (stored.version, dict(stored.metadata)) == (3, {"pinned": False, "access_count": 2})
+        filters = Filters(metadata={"access_count": (2,)})
+        assert lex(index, "t", "quarterly", filters=filters) == ["m"]  # the filter copy moved too
+        assert index.touch_metadata("t", key, 2, {"access_count": 9}) is WriteOutcome.NOT_FOUND
+        assert index.touch_metadata("u", key, 3, {"access_count": 9}) is WriteOutcome.NOT_FOUND
+        assert index.get("t", [key])[key].metadata["access_count"] == 2
+
     def test_upsert_then_lexical_and_vector_find_it(self, index: Any) -> None:
         assert (
             index.upsert(record("t", "memory", "a", "rate limiter caps requests", vec=unit(1, 0)))

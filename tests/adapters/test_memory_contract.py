@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from infra.local.sqlite_index import SqliteIndex
-from tests.adapters.memory_contract import SupersessionContract
+from tests.adapters.memory_contract import RelevanceContract, SupersessionContract
 from tests.adapters.opensearch_live_support import fresh_live_index, live_client
 from tests.conftest import FakeEmbedder
 from tests.fakes import FakeSearchIndex, fake_container
@@ -38,3 +38,7 @@ def c(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 
 class TestSupersession(SupersessionContract):
     """Supersession, once per adapter."""
+
+
+class TestRelevance(RelevanceContract):
+    """Relevance floor, decay and reinforcement, once per adapter."""

@@ -118,6 +118,18 @@ class FakeSearchIndex:
             )
             return WriteOutcome.APPLIED
 
+    def touch_metadata(
+        self, tenant_id: str, key: EntityKey, version: int, changes: Mapping[str, Any]
+    ) -> WriteOutcome:
+        with self._lock:
+            entry = self.entries.get((tenant_id, key))
+            if entry is None or entry.entity.deleted or entry.entity.version != version:
+                return WriteOutcome.NOT_FOUND
+            merged = {**entry.entity.metadata, **changes}
+            metadata = {k: v for k, v in merged.items() if v is not None}
+            entry.entity = dataclasses.replace(entry.entity, metadata=metadata)
+            return WriteOutcome.APPLIED
+
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         with self._lock:
             entry = self.entries.get((tenant_id, key))

@@ -1,0 +1,29 @@
+"""A search's memories ranked as seed thefold ranks them: the fused score blended with the memory's decayed
+relevance (core/memory/relevance.py `blended`), memories under the request's relevance floor dropped.
+Results of other types keep their fused score, so a search without memories ranks exactly as before."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from core.memory.metadata import MEMORY_TYPE
+from core.memory.relevance import blended, relevance_at
+from core.search.fusion import Fused
+
+
+def rank_memories(fused: list[Fused], now: float, weight: float, floor: float | None) -> list[Fused]:
+    """`fused` with each memory's score blended (`weight` of relevance) and those under `floor` dropped,
+    best first (a stable sort: ties keep the fused order); unchanged when it holds no memory."""
+    if not any(f.candidate.key.entity_type == MEMORY_TYPE for f in fused):
+        return fused
+    out = []
+    for f in fused:
+        c = f.candidate
+        if c.key.entity_type != MEMORY_TYPE:
+            out.append(f)
+            continue
+        relevance = relevance_at(c.metadata, c.created_at, now)
+        if floor is not None and relevance < floor:
+            continue
+        out.append(replace(f, score=blended(f.score, relevance, weight)) if weight > 0 else f)
+    return sorted(out, key=lambda f: -f.score) if weight > 0 else out
