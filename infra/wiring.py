@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from core.indexing.catalog_service import CatalogService
     from core.indexing.indexing_service import IndexingService
     from core.indexing.write_job_service import JobService
+    from core.memory.integrity import Integrity
     from core.memory.reinforcement import Reinforcement
     from core.ports import (
         Cache,
@@ -265,6 +266,13 @@ class Container:
         return Reinforcement(self.index)
 
     @cached_property
+    def integrity(self) -> Integrity:
+        """Counts memories left out because their content no longer matches its hash (core/memory/integrity.py)."""
+        from core.memory.integrity import Integrity
+
+        return Integrity()
+
+    @cached_property
     def search(self) -> SearchService:
         from core.search.search_service import SearchService
 
@@ -276,6 +284,7 @@ class Container:
             self.clock,
             self.search_settings,
             reinforcement=self.reinforcement,
+            integrity=self.integrity,
         )
 
     @cached_property
@@ -400,6 +409,7 @@ class Container:
             links=FileLinkReader(root) if root is not None else None,
             triples=self.triples,
             reinforcement=self.reinforcement,
+            integrity=self.integrity,
         )
 
     @cached_property

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StringConstraints, field_validator
 
@@ -74,6 +74,11 @@ class AssembleRequest(QuarryModel):
         default=None,
         description="Leave out memories whose decayed relevance (relevance_score halved every 30 days since "
         "last use; pinned: never) is below this; other items are unaffected",
+    )
+    min_trust: Literal["external", "agent", "user"] | None = Field(
+        default=None,
+        description="Leave out memories trusted less (external < agent < user; none: least); other items "
+        "are unaffected",
     )
 
     @field_validator("query")

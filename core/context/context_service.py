@@ -35,6 +35,7 @@ from core.context.scoring import RECENCY_FLOOR, ContextItem, deduplicate
 from core.context.sources import DEFAULT_SOURCES, EXPLICIT_LINK_SOURCE, SourceSpec, select_sources
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnavailableError
 from core.indexing.entity_types import EntityTypeRegistry
+from core.memory.integrity import Integrity
 from core.memory.metadata import MEMORY_TYPE
 from core.memory.reinforcement import Reinforcement
 from core.memory.relevance import RELEVANCE_BLEND
@@ -113,8 +114,10 @@ class ContextService:
         links: LinkReader | None = None,
         triples: TripleStore | None = None,
         reinforcement: Reinforcement | None = None,
+        integrity: Integrity | None = None,
     ) -> None:
         self._reinforcement = reinforcement  # counts the memories each block uses (None: not counted)
+        self.integrity = integrity or Integrity()  # memories left out: content no longer matches its hash
         self._index, self._embedder, self._state = index, embedder, state
         self._registry, self._clock, self._new_id = registry, clock, new_id
         self.settings = settings or ContextSettings()
@@ -182,6 +185,9 @@ class ContextService:
             "rrf_k": self.settings.rrf_k,
             "min_relevance": request.min_relevance,
             "memory_blend": self.settings.memory_relevance_blend,
+            "min_trust": request.min_trust,
+            "integrity": self.integrity,
+            "tenant_id": tenant_id,
         }
         gathered = self._fanout.gather(
             tenant_id,

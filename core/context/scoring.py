@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from core.memory.integrity import TRUST_LEVEL, Integrity, trust_rank
 from core.memory.metadata import MEMORY_TYPE
 from core.memory.relevance import blended, relevance_at
 from core.models import Candidate, CandidateLists
@@ -67,6 +68,9 @@ def score_source(
     rrf_k: int = RRF_K,
     min_relevance: float | None = None,
     memory_blend: float = 0.0,
+    min_trust: str | None = None,
+    integrity: Integrity | None = None,
+    tenant_id: str = "",
 ) -> list[ContextItem]:
     """One source's lexical and vector lists → scored items, best first.
 
@@ -74,8 +78,13 @@ def score_source(
     (normaliseRrfScores), then weighted, recency-boosted and, for another namespace's hits, halved.
     Vector hits under `min_vector_similarity` are dropped first: k-NN returns something for any query.
     A memory's normalised score is blended with its decayed relevance (`memory_blend`, seed thefold's
-    0.3), and memories whose relevance is under `min_relevance` are dropped (core/memory/relevance.py).
+    0.3); memories whose relevance is under `min_relevance` (core/memory/relevance.py), whose trust is
+    under `min_trust` or whose content fails its integrity check (core/memory/integrity.py) are dropped.
     """
+    kept = _memory_kept(min_trust, integrity, tenant_id)
+    retrieval = CandidateLists(
+        tuple(c for c in retrieval.lexical if kept(c)), tuple(c for c in retrieval.vector if kept(c))
+    )
     vector = [c for c in retrieval.vector if c.score >= min_vector_similarity]
     fused = fuse_rrf(retrieval.lexical, vector, k=rrf_k)
     normalised = normalise_max({f.candidate.key: f.score for f in fused})
@@ -91,6 +100,22 @@ def score_source(
         boost = recency(f.candidate.created_at, now, recency_floor)
         items.append(_item(f.candidate, source, norm, norm * weight * boost * discount, cross_namespace))
     return items
+
+
+def _memory_kept(
+    min_trust: str | None, integrity: Integrity | None, tenant_id: str
+) -> Callable[[Candidate], bool]:
+    """Whether a candidate may be served: anything but a memory under `min_trust` or tampered with."""
+    floor = None if min_trust is None else trust_rank(min_trust)
+
+    def kept(c: Candidate) -> bool:
+        if c.key.entity_type != MEMORY_TYPE:
+            return True
+        if floor is not None and trust_rank(c.metadata.get(TRUST_LEVEL)) < floor:
+            return False
+        return integrity is None or integrity.served(tenant_id, c.key, c.metadata, c.title)
+
+    return kept
 
 
 def _item(c: Candidate, source: str, normalised: float, score: float, cross: bool) -> ContextItem:

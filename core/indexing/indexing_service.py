@@ -56,10 +56,10 @@ from core.indexing.versioning import (
 from core.memory.metadata import MEMORY_TYPE, indexed_metadata
 from core.memory.supersession import (
     carried_mark,
-    check_supersedes,
     mark_superseded,
     restore_superseded,
 )
+from core.memory.validation import check_memory
 from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
 from core.payload import lone_surrogates
 from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
@@ -235,7 +235,7 @@ class IndexingService:
         validate_id(entity_id)
         body, vector = self._vector(tenant_id, body)
         clean = validate_body(etype, body, self._max_text)
-        check_supersedes(etype.name, entity_id, clean)
+        check_memory(etype.name, entity_id, clean)
         key = EntityKey(etype.name, entity_id)
         version = write_version(clean, now, self._skew)
         prior = self._index.get(tenant_id, [key]).get(key)
@@ -274,7 +274,7 @@ class IndexingService:
         clean = (
             validate_body(etype, changes, self._max_text, partial=True) if changes or vector is None else {}
         )
-        check_supersedes(etype.name, entity_id, clean)
+        check_memory(etype.name, entity_id, clean)
         key = EntityKey(etype.name, entity_id)
         prior = self._index.get(tenant_id, [key]).get(key)
         version = write_version(clean, now, self._skew)
@@ -390,7 +390,7 @@ class IndexingService:
         validate_id(item["id"])
         body, vector = self._vector(tenant_id, {k: v for k, v in item.items() if k not in ("type", "id")})
         clean = validate_body(etype, body, self._max_text)
-        check_supersedes(etype.name, item["id"], clean)
+        check_memory(etype.name, item["id"], clean)
         return etype, EntityKey(etype.name, item["id"]), clean, vector
 
     def bulk(

@@ -1,5 +1,6 @@
 """The metadata an entity is indexed with: its type's filterable fields, and for a memory the fields the
-service keeps for it (core/memory/relevance.py: uses, last use, the relevance key)."""
+service keeps for it (core/memory/relevance.py: uses, last use, the relevance key; core/memory/integrity.py:
+the content's hash, the trust level's rank)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.indexing.entity_types import EntityType
+from core.memory.integrity import (
+    CONTENT_HASH,
+    TRUST_LEVEL,
+    TRUST_RANK,
+    content_digest,
+    trust_rank,
+)
 from core.memory.relevance import memory_metadata
 from core.models import StoredEntity
+from core.text import flatten
 
 MEMORY_TYPE = "memory"
 
@@ -21,4 +30,7 @@ def indexed_metadata(
     if etype.name != MEMORY_TYPE:
         return metadata
     kept = prior.metadata if prior is not None and not prior.deleted else None
-    return memory_metadata(metadata, kept, created_at)
+    out = memory_metadata(metadata, kept, created_at)
+    out[CONTENT_HASH] = content_digest(flatten(body.get(etype.title_field)).strip())
+    out[TRUST_RANK] = trust_rank(body.get(TRUST_LEVEL))
+    return out

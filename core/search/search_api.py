@@ -60,6 +60,10 @@ class SearchRequest(QuarryModel):
         description="Memories only: leave out those whose decayed relevance (relevance_score halved every "
         "30 days since last use; pinned: never) is below this",
     )
+    min_trust: Literal["external", "agent", "user"] | None = Field(
+        default=None,
+        description="Memories only: leave out those trusted less (external < agent < user; none: least)",
+    )
     include_superseded: StrictBool = Field(
         default=False,
         description="Also return memories a newer memory superseded (their history); default: current ones only",

@@ -21,12 +21,14 @@ from typing import Any, Literal, NamedTuple
 from core.errors import InvalidInputError, UnavailableError
 from core.indexing.caller_vectors import caller_vector, declared_own
 from core.indexing.entity_types import EntityTypeRegistry
+from core.memory.integrity import Integrity, trust_floor
 from core.memory.metadata import MEMORY_TYPE
 from core.memory.ranking import rank_memories
 from core.memory.reinforcement import Reinforcement
 from core.memory.relevance import relevance_floor
 from core.memory.supersession import current_only
 from core.models import (
+    Candidate,
     EntityKey,
     Filters,
     LexicalQuery,
@@ -62,6 +64,7 @@ ANSWER_OPTIONS = (
     "query_vector",
     "include_superseded",
     "min_relevance",
+    "min_trust",
 )
 MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
 
@@ -101,8 +104,10 @@ class SearchService:
         clock: Clock,
         settings: SearchSettings | None = None,
         reinforcement: Reinforcement | None = None,
+        integrity: Integrity | None = None,
     ) -> None:
         self._reinforcement = reinforcement  # counts the memories each answer returns (None: not counted)
+        self.integrity = integrity or Integrity()  # memories left out: content no longer matches its hash
         self._index = index
         self._embedder = embedder
         self._cache = cache
@@ -153,19 +158,22 @@ class SearchService:
         whose decayed relevance is under it (core/memory/relevance.py)."""
         filters = parse_filters(request.filters, types, self._filterable(types))
         filters = current_only(filters, request.include_superseded or MEMORY_TYPE not in types)
-        if request.min_relevance is None:
-            return filters
-        floor = relevance_floor(request.min_relevance, self._clock.now())
-        return replace(filters, conditions=(*filters.conditions, floor))
+        floors = []
+        if request.min_relevance is not None:
+            floors.append(relevance_floor(request.min_relevance, self._clock.now()))
+        if request.min_trust is not None:
+            floors.append(trust_floor(request.min_trust))
+        return replace(filters, conditions=(*filters.conditions, *floors)) if floors else filters
 
     def _memory_types(self, request: SearchRequest, types: tuple[str, ...]) -> tuple[str, ...]:
-        """With `min_relevance`, the memories only (only they have a relevance): a search naming other
-        types is refused rather than answered without them."""
-        if request.min_relevance is None:
+        """With `min_relevance` or `min_trust`, the memories only (only they have either): a search naming
+        other types is refused rather than answered without them."""
+        options = [n for n in ("min_relevance", "min_trust") if getattr(request, n) is not None]
+        if not options:
             return types
         if request.entities and any(t != MEMORY_TYPE for t in types):
             raise InvalidInputError(
-                "min_relevance applies to memories", {"min_relevance": "search `entities: [memory]` with it"}
+                f"{options[0]} applies to memories", {options[0]: "search `entities: [memory]` with it"}
             )
         return tuple(t for t in types if t == MEMORY_TYPE)
 
@@ -360,8 +368,12 @@ class SearchService:
         fused, fallback = fused_candidates(
             self._index, self.settings, tenant_id, lexical, embedding, filters, depth, plan
         )
+
+        def served(c: Candidate) -> bool:
+            return self.integrity.served(tenant_id, c.key, c.metadata, c.title)
+
         weight = self.settings.memory_relevance_blend
-        return rank_memories(fused, self._clock.now(), weight, floor), fallback
+        return rank_memories(fused, self._clock.now(), weight, floor, served), fallback
 
     def _response(
         self,
