@@ -37,6 +37,7 @@ from core.state import (
     TenantFence,
     WeightChange,
 )
+from core.tokens import TokenCounter
 
 
 class Clock(Protocol):
@@ -188,6 +189,15 @@ def tenant_embedder(embedder: Embedder, tenant_id: str) -> Embedder:
     `model_id` from the result, so both name the same model even if a reindex switches it meanwhile."""
     pick = getattr(embedder, "for_tenant", None)
     return embedder if pick is None else pick(tenant_id)
+
+
+class TokenCounters(Protocol):
+    """Token counters by encoding name (core/tokens.py TOKEN_ENCODINGS)."""
+
+    def counter(self, encoding: str) -> TokenCounter:
+        """The counter for `encoding`; InvalidInputError naming `token_encoding` when this deployment
+        cannot count in it (its tokenizer is not installed)."""
+        ...
 
 
 class Cache(Protocol):

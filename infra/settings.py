@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     # A memory's score: (1 − blend) × fused + blend × decayed relevance (seed thefold 0.7 / 0.3;
     # core/memory/relevance.py). 0: memories rank by the fused score alone. Other types never blend.
     memory_relevance_blend: float = Field(default=RELEVANCE_BLEND, ge=0.0, le=1.0)
+    # caller → the token encoding its context budgets are counted in when a request names none (JSON, e.g.
+    # {"planner": "o200k_base"}; core/tokens.py TOKEN_ENCODINGS; a real encoding needs the `tokens` extra)
+    token_encodings: dict[str, Literal["estimate", "cl100k_base", "o200k_base"]] = Field(default_factory=dict)
     max_query_chars: WholeNumber = Field(default=1000, ge=1, le=100_000)
     max_limit: WholeNumber = Field(default=100, ge=1, le=100)
     max_body_bytes: WholeNumber = Field(default=DEFAULT_BODY_LIMIT, ge=1024)

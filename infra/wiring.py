@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         SearchIndex,
         StateStore,
         TenantFences,
+        TokenCounters,
         TripleStore,
     )
     from core.search.planning import SearchSettings
@@ -371,6 +372,7 @@ class Container:
             max_query_chars=s.max_query_chars,
             min_vector_similarity=self.search_settings.min_vector_similarity,
             memory_relevance_blend=self.search_settings.memory_relevance_blend,
+            token_encodings=dict(s.token_encodings),
         )
 
     @cached_property
@@ -410,7 +412,15 @@ class Container:
             triples=self.triples,
             reinforcement=self.reinforcement,
             integrity=self.integrity,
+            counters=self.token_counters,
         )
+
+    @cached_property
+    def token_counters(self) -> TokenCounters:
+        """Token counters by encoding; the tokenizer is imported on a caller's first real encoding."""
+        from infra.token_counters import BpeTokenCounters
+
+        return BpeTokenCounters()
 
     @cached_property
     def job_queue(self) -> JobQueue:

@@ -75,6 +75,11 @@ class AssembleRequest(QuarryModel):
         description="Leave out memories whose decayed relevance (relevance_score halved every 30 days since "
         "last use; pinned: never) is below this; other items are unaffected",
     )
+    token_encoding: Literal["estimate", "cl100k_base", "o200k_base"] | None = Field(
+        default=None,
+        description="What the budget and every token figure are counted in: `estimate` (ceil(characters/4)), "
+        "or OpenAI's `cl100k_base` / `o200k_base`; default: the caller's configured encoding, else the estimate",
+    )
     min_trust: Literal["external", "agent", "user"] | None = Field(
         default=None,
         description="Leave out memories trusted less (external < agent < user; none: least); other items "
@@ -108,6 +113,7 @@ class AssembleResponse(QuarryModel):
     sources: list[ContextSource]
     total_tokens: int
     token_budget: int
+    token_encoding: str = Field(default="estimate", description="What the token figures are counted in")
     retrieval_ms: float
     warnings: list[str]
 

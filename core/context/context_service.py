@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from core.context.budget import (
     DEFAULT_TOKEN_BUDGET,
@@ -40,13 +40,22 @@ from core.memory.metadata import MEMORY_TYPE
 from core.memory.reinforcement import Reinforcement
 from core.memory.relevance import RELEVANCE_BLEND
 from core.models import EntityKey, LexicalQuery, Vector
-from core.ports import Clock, Embedder, LinkReader, SearchIndex, StateStore, TripleStore, tenant_embedder
+from core.ports import (
+    Clock,
+    Embedder,
+    LinkReader,
+    SearchIndex,
+    StateStore,
+    TokenCounters,
+    TripleStore,
+    tenant_embedder,
+)
 from core.search.fusion import RRF_K
 from core.search.planning import MAX_QUERY_CHARS, MIN_VECTOR_SIMILARITY
 from core.search.query import parse_query
 from core.state import WILDCARD_CALLER, AssemblyLogEntry, AssemblySource, SourceWeight
 from core.timestamps import iso_timestamp
-from core.tokens import TokenCounter, estimate_tokens
+from core.tokens import ESTIMATE, TokenCounter, estimate_tokens
 
 MS = 1000.0
 # Candidates per source: enough whole items to fill the budget at ~50 tokens each (a typical memory is
@@ -73,6 +82,8 @@ class ContextSettings:
     min_vector_similarity: float = MIN_VECTOR_SIMILARITY
     rrf_k: int = RRF_K
     memory_relevance_blend: float = RELEVANCE_BLEND  # core/memory/relevance.py (seed thefold's 0.3)
+    # caller → the token encoding its budgets are counted in when a request names none (core/tokens.py)
+    token_encodings: Mapping[str, str] = field(default_factory=dict)
 
 
 def candidate_depth(budget: int) -> int:
@@ -95,6 +106,8 @@ class _Prepared:
     links: list[ContextItem]
     warnings: list[str]
     graph_allowance: int
+    packer: Packer  # counts in the caller's token encoding
+    encoding: str
 
 
 class ContextService:
@@ -110,6 +123,7 @@ class ContextService:
         new_id: Callable[[], str],
         settings: ContextSettings | None = None,
         counter: TokenCounter = estimate_tokens,
+        counters: TokenCounters | None = None,
         map_fn: MapFn = map,
         links: LinkReader | None = None,
         triples: TripleStore | None = None,
@@ -124,7 +138,9 @@ class ContextService:
         self._links, self._triples = links, triples
         self._fanout = Fanout(index, map_fn, triples)
         labels = {s.name: s.display for s in self.settings.sources}
-        self._packer = Packer(counter, {**labels, EXPLICIT_LINK_SOURCE: LINK_LABEL})
+        self._labels = {**labels, EXPLICIT_LINK_SOURCE: LINK_LABEL}
+        self._packer = Packer(counter, self._labels)
+        self._counters = counters
 
     def _budget(self, tenant_id: str, request: AssembleRequest) -> ResolvedBudget:
         if request.token_budget is not None:
@@ -159,7 +175,21 @@ class ContextService:
         link_items, warnings = load_links(
             tenant_id, links, budget.tokens, self._index, self._registry, self._links
         )
-        return _Prepared(specs, budget, rows, link_items, warnings, graph_allowance(budget.tokens))
+        packer, encoding = self._packer_for(request)
+        allowance = graph_allowance(budget.tokens)
+        return _Prepared(specs, budget, rows, link_items, warnings, allowance, packer, encoding)
+
+    def _packer_for(self, request: AssembleRequest) -> tuple[Packer, str]:
+        """The packer counting in the request's `token_encoding`, else its caller's configured one, else
+        the ceil(len/4) estimate (core/tokens.py); a 400 when this deployment cannot count in it."""
+        encoding = request.token_encoding or self.settings.token_encodings.get(request.caller, ESTIMATE)
+        if encoding == ESTIMATE:
+            return self._packer, ESTIMATE
+        if self._counters is None:
+            raise InvalidInputError(
+                "token encoding not available", {"token_encoding": f"{encoding} is not counted here"}
+            )
+        return Packer(self._counters.counter(encoding), self._labels), encoding
 
     def _gather(self, tenant_id: str, request: AssembleRequest, prep: _Prepared, now: float) -> Gathered:
         """Embed the query, then fan out to every source (and the graph) in parallel."""
@@ -204,7 +234,7 @@ class ContextService:
 
     def _pack(self, prep: _Prepared, gathered: Gathered) -> Packing:
         items = deduplicate(gathered.items)  # the packer leaves out what repeats a link it placed
-        packing = self._packer.pack(
+        packing = prep.packer.pack(
             prep.budget.tokens,
             items,
             effective_shares(prep.rows),
@@ -235,6 +265,7 @@ class ContextService:
             sources=_sources(packing),
             total_tokens=packing.total_tokens,
             token_budget=prep.budget.tokens,
+            token_encoding=prep.encoding,
             retrieval_ms=round(retrieval_ms, 3),
             warnings=prep.warnings,
         )
