@@ -57,12 +57,13 @@ class SearchRequest(QuarryModel):
     )
     min_relevance: Annotated[float, Field(ge=0, le=1), JSON_NUMBER] | None = Field(
         default=None,
-        description="Memories only: leave out those whose decayed relevance (relevance_score halved every "
-        "30 days since last use; pinned: never) is below this",
+        description="Memories only (a search with it returns memories alone): leave out those whose decayed "
+        "relevance (relevance_score halved every 30 days since last use; pinned: never) is below this",
     )
     min_trust: Literal["external", "agent", "user"] | None = Field(
         default=None,
-        description="Memories only: leave out those trusted less (external < agent < user; none: least)",
+        description="Memories only (a search with it returns memories alone): leave out those trusted less "
+        "(external < agent < user; none: least)",
     )
     include_superseded: StrictBool = Field(
         default=False,

@@ -165,16 +165,12 @@ class SearchService:
             floors.append(trust_floor(request.min_trust))
         return replace(filters, conditions=(*filters.conditions, *floors)) if floors else filters
 
-    def _memory_types(self, request: SearchRequest, types: tuple[str, ...]) -> tuple[str, ...]:
-        """With `min_relevance` or `min_trust`, the memories only (only they have either): a search naming
-        other types is refused rather than answered without them."""
-        options = [n for n in ("min_relevance", "min_trust") if getattr(request, n) is not None]
-        if not options:
+    @staticmethod
+    def _memory_types(request: SearchRequest, types: tuple[str, ...]) -> tuple[str, ...]:
+        """With `min_relevance` or `min_trust`, the memories among `types` only: only memories have a
+        relevance and a trust level (a search naming no memory type then finds nothing)."""
+        if request.min_relevance is None and request.min_trust is None:
             return types
-        if request.entities and any(t != MEMORY_TYPE for t in types):
-            raise InvalidInputError(
-                f"{options[0]} applies to memories", {options[0]: "search `entities: [memory]` with it"}
-            )
         return tuple(t for t in types if t == MEMORY_TYPE)
 
     def search(self, tenant_id: str, request: SearchRequest) -> SearchResponse:
@@ -182,8 +178,10 @@ class SearchService:
         started = self._clock.monotonic()
         self._check_limits(request)
         parsed = parse_query(request.query, self._registry, self.settings.max_terms)
-        types = self._memory_types(request, self._entity_types(request, parsed))
-        filters = self._filters(types, request)
+        types = self._entity_types(request, parsed)
+        filters = self._filters(types, request)  # fields checked against every type the request names
+        if (memories := self._memory_types(request, types)) != types:
+            types, filters = memories, replace(filters, entity_types=memories)
         facets = check_facets(request.facets, self._filterable(types))  # a 400 before any cache or index read
         own = self._query_vector(tenant_id, request)
         plan = vector_plan(
