@@ -58,6 +58,7 @@ class SupersessionContract:
     def test_deleting_the_newer_restores_the_older(self, c: Any) -> None:
         put(c, "old", "the release train leaves on tuesday")
         put(c, "new", "the release train leaves on thursday", supersedes="old")
+        assert found(c, "release train leaves", "keyword") == ["new"]
         c.indexing.delete(TENANT, "memory", "new", None, c.clock.now())
         for strategy in STRATEGIES:
             assert found(c, "release train leaves", strategy) == ["old"], strategy
@@ -68,11 +69,17 @@ class SupersessionContract:
         put(c, "b", "the on call rota starts sunday", supersedes="old", version=5)
         put(c, "a", "the on call rota starts friday", supersedes="old", version=3)  # older: loses
         assert stored(c, "old").body["superseded_by"] == "b"
+        put(c, "old2", "the standup is at nine", version=1)
+        put(c, "a2", "the standup is at ten", supersedes="old2", version=3)
+        put(c, "b2", "the standup is at eleven", supersedes="old2", version=5)  # newer: takes the mark
+        assert stored(c, "old2").body["superseded_by"] == "b2"
+        assert sorted(found(c, "standup", "keyword")) == ["a2", "b2"]  # both current, the older hidden
 
     def test_supersession_stays_within_the_tenant(self, c: Any) -> None:
         put(c, "old", "rotate the signing keys yearly", tenant="other")
         put(c, "old", "rotate the signing keys yearly")
         put(c, "new", "rotate the signing keys monthly", supersedes="old")
+        assert found(c, "rotate signing keys", "keyword") == ["new"]
         assert found(c, "rotate signing keys", "keyword", tenant="other") == ["old"]
         assert "superseded_by" not in stored(c, "old", tenant="other").body
 
