@@ -5,7 +5,7 @@ the time of use, its decay clock restarted (core/memory/relevance.py).
 Uses are not written one by one: a search would become a write. They are summed in memory per (tenant,
 memory) and written together at most once per FLUSH_SECONDS, or as soon as FLUSH_USES are waiting; at most
 MAX_PENDING memories wait (uses of others beyond that are dropped and counted in `dropped`). A write is
-a metadata-only change at the memory's current version (SearchIndex.touch_metadata): a memory rewritten
+a metadata-only change at the memory's current version, one batch per tenant (SearchIndex.touch_metadata): a memory rewritten
 meanwhile keeps its new version and loses those uses.
 
 So the counters are approximate: a crash or a recycled Lambda container loses the uses still waiting (at
@@ -24,7 +24,7 @@ from core.errors import UnavailableError
 from core.memory.metadata import MEMORY_TYPE
 from core.memory.relevance import reinforced
 from core.models import EntityKey, WriteOutcome
-from core.ports import SearchIndex
+from core.ports import MetadataTouch, SearchIndex
 
 _log = logging.getLogger(__name__)
 
@@ -101,12 +101,12 @@ class Reinforcement:
 
     def _write(self, tenant_id: str, uses: dict[EntityKey, _Uses]) -> int:
         stored = self._index.get(tenant_id, sorted(uses, key=str))
-        written = 0
-        for key, use in uses.items():
-            entity = stored.get(key)
-            if entity is None or entity.deleted:
-                continue
-            changes = reinforced(entity.metadata, entity.created_at, use.count, use.last)
-            if self._index.touch_metadata(tenant_id, key, entity.version, changes) is WriteOutcome.APPLIED:
-                written += 1
-        return written
+        touches = [
+            MetadataTouch(
+                key, entity.version, reinforced(entity.metadata, entity.created_at, use.count, use.last)
+            )
+            for key, use in uses.items()
+            if (entity := stored.get(key)) is not None and not entity.deleted
+        ]
+        outcomes = self._index.touch_metadata(tenant_id, touches) if touches else []
+        return sum(o is WriteOutcome.APPLIED for o in outcomes)
