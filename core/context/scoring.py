@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from core.memory.integrity import TRUST_LEVEL, Integrity, trust_rank
 from core.memory.metadata import MEMORY_TYPE
 from core.memory.relevance import blended, relevance_at
-from core.models import Candidate, CandidateLists
+from core.models import Candidate, CandidateLists, EntityKey
 from core.search.fusion import RRF_K, fuse_rrf, normalise_max
 from core.timestamps import parse_timestamp, recency_boost
 
@@ -108,12 +108,18 @@ def _memory_kept(
     """Whether a candidate may be served: anything but a memory under `min_trust` or tampered with."""
     floor = None if min_trust is None else trust_rank(min_trust)
 
+    decided: dict[EntityKey, bool] = {}  # a candidate in both lists is checked (and hashed) once
+
     def kept(c: Candidate) -> bool:
         if c.key.entity_type != MEMORY_TYPE:
             return True
-        if floor is not None and trust_rank(c.metadata.get(TRUST_LEVEL)) < floor:
-            return False
-        return integrity is None or integrity.served(tenant_id, c.key, c.metadata, c.title)
+        if c.key not in decided:
+            trusted = floor is None or trust_rank(c.metadata.get(TRUST_LEVEL)) >= floor
+            intact = trusted and (
+                integrity is None or integrity.served(tenant_id, c.key, c.metadata, c.title)
+            )
+            decided[c.key] = intact
+        return decided[c.key]
 
     return kept
 
