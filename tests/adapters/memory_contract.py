@@ -52,8 +52,8 @@ class SupersessionContract:
     def test_the_chain_shows_both_ways(self, c: Any) -> None:
         put(c, "old", "the cache ttl is five minutes")
         put(c, "new", "the cache ttl is ten minutes", supersedes="old")
-        assert stored(c, "old").body["superseded_by"] == "new"
-        assert stored(c, "new").body["supersedes"] == "old"
+        assert c.catalog.get(TENANT, "memory", "old").fields["superseded_by"] == "new"  # GET /entities/…
+        assert c.catalog.get(TENANT, "memory", "new").fields["supersedes"] == "old"
 
     def test_deleting_the_newer_restores_the_older(self, c: Any) -> None:
         put(c, "old", "the release train leaves on tuesday")
@@ -82,6 +82,18 @@ class SupersessionContract:
         assert found(c, "rotate signing keys", "keyword") == ["new"]
         assert found(c, "rotate signing keys", "keyword", tenant="other") == ["old"]
         assert "superseded_by" not in stored(c, "old", tenant="other").body
+
+    def test_a_bulk_write_supersedes_as_a_put_does(self, c: Any) -> None:
+        put(c, "old", "the incident channel is #ops")
+        item = {
+            "type": "memory",
+            "id": "new",
+            "content": "the incident channel is #incidents",
+            "supersedes": "old",
+        }
+        report = c.indexing.bulk(TENANT, [item], c.clock.now())
+        assert not report.errors
+        assert found(c, "incident channel", "keyword") == ["new"]
 
     def test_a_replacement_of_the_older_keeps_its_mark(self, c: Any) -> None:
         put(c, "old", "lint with flake8")
