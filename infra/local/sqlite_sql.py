@@ -120,8 +120,9 @@ _RANGE_VALUES = {
 # The chunks of a tenant's entities holding a presence-indexed key (infra/local/fts.py PRESENCE_KEYS): few
 # (superseded memories), found through the partial index above, so the vector leg leaves them out by id
 # instead of selecting every other chunk by a scan of every entity's metadata.
+# (CROSS JOIN: SQLite then walks the few marked entities first, not every chunk of the tenant.)
 PRESENT_CHUNKS = (
-    "SELECT c.id FROM idx_entities e JOIN idx_chunks c ON c.tenant_id = e.tenant_id "
+    "SELECT c.id FROM idx_entities e CROSS JOIN idx_chunks c ON c.tenant_id = e.tenant_id "
     "AND c.entity_type = e.entity_type AND c.entity_id = e.entity_id "
     "WHERE e.tenant_id = ? AND json_extract(e.metadata, '$.superseded_by') IS NOT NULL"
 )
