@@ -134,6 +134,16 @@ class HashingEmbedder:
     def embed_query(self, texts: Sequence[str]) -> list[np.ndarray]:
         return self.embed(texts)
 
+    # The Embedder port's capabilities (core/ports.py), spelled out: this module imports nothing from the
+    # tree it measures, so it also runs against a release before them.
+    vectors_id = model_id
+
+    def for_tenant(self, tenant_id: str) -> HashingEmbedder:
+        return self
+
+    def brings_own(self, tenant_id: str) -> bool:
+        return False
+
 
 def api_call(method: str, path: str, body: Any = None, tenant: str = "bench") -> tuple[int, Any]:
     """One request through the HTTP API Lambda handler, in-process, as `tenant` with read and write scopes;

@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench._common import SMOKE_DATASET, shared_datasets, write_json  # noqa: E402
 from bench.baselines import bm25_run  # noqa: E402
+from core.ports import Embedder  # noqa: E402
 from core.search.ranking_metrics import evaluate, ranking_from_scores  # noqa: E402
 from infra.beir import load_beir  # noqa: E402
 from infra.beir_evaluation import run_eval  # noqa: E402
@@ -43,7 +44,7 @@ SCIFACT = shared_datasets() / "scifact"
 SEED = 11
 
 
-class _ConstantEmbedder:
+class _ConstantEmbedder(Embedder):
     """The keyword leg needs no vectors; a constant one keeps ingest cheap and honest."""
 
     dimension = 8

@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import SMOKE_DATASET, shared_datasets, summary, write_json  # noqa: E402
 from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
-from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery  # noqa: E402
+from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery, Vector  # noqa: E402
+from core.ports import Embedder  # noqa: E402
 from core.search.query import parse_query  # noqa: E402
 from infra.local.sqlite_vector_search import ANN_PROBE  # noqa: E402
 from infra.local.tantivy_query import STOP_WORDS  # noqa: E402
@@ -231,13 +232,14 @@ def measure_keyword(
     texts = texts[:queries]
     vectors = dict(zip(texts, qv, strict=False))
 
-    class FixedEmbedder:
+    class FixedEmbedder(Embedder):
         dimension, model_id = DIM, "fixed"
 
-        def embed(self, xs: list[str]) -> list[np.ndarray]:
+        def embed(self, xs: Sequence[str]) -> list[Vector]:
             return [vectors.get(x, qv[0]) for x in xs]
 
-        embed_query = embed
+        def embed_query(self, xs: Sequence[str]) -> list[Vector]:
+            return self.embed(xs)
 
     class NoCache:
         def get(self, key: str, now: float) -> None:

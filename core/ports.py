@@ -51,11 +51,14 @@ class Clock(Protocol):
         ...
 
 
-class SearchIndex(Protocol):
-    """Documents for BM25 and k-NN retrieval, versioned per entity.
+class IndexWriter(Protocol):
+    """Writes of entity versions into BM25 and k-NN retrieval, versioned per entity."""
 
-    An adapter whose writes show in search only after a refresh says so with a `visibility_delay_seconds`
-    attribute (absent = 0, visible on return); the search cache then waits for writes to settle."""
+    @property
+    def visibility_delay_seconds(self) -> float:
+        """How long an applied write may stay invisible to search (0: visible on return; OpenSearch without
+        a refresh per write: its refresh interval). The search cache waits that long for writes to settle."""
+        ...
 
     def upsert(self, record: EntityRecord) -> WriteOutcome:
         """Store a whole entity version; older than stored → STALE, equal → DUPLICATE, else APPLIED."""
@@ -88,8 +91,36 @@ class SearchIndex(Protocol):
         """
         ...
 
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Erase every entity, tombstone, chunk, vector and keyword row of the tenant; how many entities."""
+        ...
+
+
+class EntityCatalog(Protocol):
+    """Stored entities read back by key or listed, as written (not ranked)."""
+
     def get(self, tenant_id: str, keys: Sequence[EntityKey]) -> dict[EntityKey, StoredEntity]:
         """The stored entities among `keys` (tombstones included, flagged `deleted`)."""
+        ...
+
+    def list_entities(
+        self, tenant_id: str, entity_type: str | None, limit: int, after: EntityPosition | None
+    ) -> list[StoredEntity]:
+        """Live entities (no tombstones), newest first by (created_at, entity_type, entity_id) descending,
+        strictly after `after`; at most `limit`."""
+        ...
+
+    def embedding_status(self, tenant_id: str, keys: Sequence[EntityKey]) -> dict[EntityKey, EmbeddingStatus]:
+        """Chunk and embedded-chunk counts of the live entities among `keys`."""
+        ...
+
+
+class Retriever(Protocol):
+    """Ranked candidates: BM25 and cosine k-NN lists, facets, and the stored chunk vectors behind them."""
+
+    @property
+    def visibility_delay_seconds(self) -> float:
+        """As IndexWriter's: how long a write may take to show in these answers."""
         ...
 
     def lexical(self, tenant_id: str, query: LexicalQuery, filters: Filters, k: int) -> list[Candidate]:
@@ -119,21 +150,6 @@ class SearchIndex(Protocol):
         """Both lists in one round trip where the backend allows (OpenSearch `_msearch`)."""
         ...
 
-    def list_entities(
-        self, tenant_id: str, entity_type: str | None, limit: int, after: EntityPosition | None
-    ) -> list[StoredEntity]:
-        """Live entities (no tombstones), newest first by (created_at, entity_type, entity_id) descending,
-        strictly after `after`; at most `limit`."""
-        ...
-
-    def embedding_status(self, tenant_id: str, keys: Sequence[EntityKey]) -> dict[EntityKey, EmbeddingStatus]:
-        """Chunk and embedded-chunk counts of the live entities among `keys`."""
-        ...
-
-    def purge_tenant(self, tenant_id: str) -> int:
-        """Erase every entity, tombstone, chunk, vector and keyword row of the tenant; how many entities."""
-        ...
-
     def chunk_vectors(
         self, tenant_id: str, chunks: Sequence[tuple[EntityKey, int]]
     ) -> dict[tuple[EntityKey, int], Vector]:
@@ -146,6 +162,11 @@ class SearchIndex(Protocol):
         """`retrieve` for every spec, in order, in ONE round trip where the backend allows (OpenSearch: one
         `_msearch` for all the lexical and vector queries); UnavailableError fails them all."""
         ...
+
+
+class SearchIndex(IndexWriter, EntityCatalog, Retriever, Protocol):
+    """One backend's documents in every role: what an adapter implements and the composition root hands
+    to the services that write, read back and rank alike."""
 
 
 class Embedder(Protocol):
@@ -165,21 +186,26 @@ class Embedder(Protocol):
         """Like `embed`, for search queries (models such as E5 or BGE embed queries with a prefix)."""
         ...
 
+    # Capabilities with a default, inherited by the embedders that subclass this port: one model for every
+    # tenant, vectors filed under the model's name, no tenant bringing its own.
 
-class TenantEmbedders(Protocol):
-    """An Embedder whose model can differ per tenant (the embedded backend after `quarry reindex --tenant`)."""
+    @property
+    def vectors_id(self) -> str:
+        """What an embedding cache files this embedder's vectors under (the model, and for local models the
+        runtime and pooling that change the vectors' last bits)."""
+        return self.model_id
 
     def for_tenant(self, tenant_id: str) -> Embedder:
-        """The embedder of the model `tenant_id`'s vectors were built with."""
-        ...
+        """The embedder of the model `tenant_id`'s vectors were built with (another one after `quarry reindex
+        --tenant`; one without a model for a tenant that brings its own vectors). Resolve once per call,
+        then embed and read `model_id` from the result, so both name the same model even if a reindex
+        switches it meanwhile."""
+        return self
 
-
-def tenant_embedder(embedder: Embedder, tenant_id: str) -> Embedder:
-    """The embedder to use for one tenant's queries and passages: its own model when `embedder` keeps one
-    per tenant (TenantEmbedders), else `embedder` itself. Resolve once per call, then embed and read
-    `model_id` from the result, so both name the same model even if a reindex switches it meanwhile."""
-    pick = getattr(embedder, "for_tenant", None)
-    return embedder if pick is None else pick(tenant_id)
+    def brings_own(self, tenant_id: str) -> bool:
+        """Whether `tenant_id`'s callers bring their own vectors (QUARRY_BYO_VECTOR_TENANTS): a lookup, where
+        `for_tenant` may read which model a reindex switched the tenant to."""
+        return False
 
 
 class Cache(Protocol):
@@ -209,8 +235,8 @@ class Cache(Protocol):
         ...
 
 
-class StateStore(Protocol):
-    """Weights, shares, budgets, history, the assembly log, overlays and eval results — per tenant."""
+class CallerSettings(Protocol):
+    """Per caller: source weights and token shares, budgets, and the history of weight changes."""
 
     def list_weights(self, tenant_id: str) -> list[SourceWeight]: ...
 
@@ -229,6 +255,10 @@ class StateStore(Protocol):
     def put_budget(self, tenant_id: str, budget: CallerBudget) -> None: ...
 
     def list_history(self, tenant_id: str, caller: str | None, limit: int) -> list[WeightChange]: ...
+
+
+class AssemblyLog(Protocol):
+    """Every context assembly with its feedback, and the learning cycles that turn them into weights."""
 
     def log_assembly(self, entry: AssemblyLogEntry) -> None: ...
 
@@ -267,6 +297,10 @@ class StateStore(Protocol):
         """
         ...
 
+
+class OverlayStore(Protocol):
+    """Governance overlays: one per (tenant, role)."""
+
     def put_overlay(self, tenant_id: str, role_id: str, overlay: Mapping[str, Any]) -> None: ...
 
     def get_overlay(self, tenant_id: str, role_id: str) -> Mapping[str, Any] | None: ...
@@ -281,9 +315,22 @@ class StateStore(Protocol):
         """Every (tenant, role_id) with a stored overlay, sorted (for the nightly golden-set run)."""
         ...
 
+
+class EvalStore(Protocol):
+    """Stored evaluation results (golden sets, fusion tuning), newest first."""
+
     def put_eval(self, tenant_id: str, record: EvalRecord) -> None: ...
 
     def list_evals(self, tenant_id: str, name: str | None, limit: int) -> list[EvalRecord]: ...
+
+
+class FeedbackLoop(CallerSettings, AssemblyLog, Protocol):
+    """What context assembly and learning share: assemblies logged with their feedback, turned into the
+    callers' weights and budgets."""
+
+
+class StateStore(CallerSettings, AssemblyLog, OverlayStore, EvalStore, Protocol):
+    """One backend's state in every role (the composition root hands each service the roles it uses)."""
 
     def purge_tenant(self, tenant_id: str) -> int:
         """Erase every weight, budget, history, log, overlay and eval row of the tenant; rows removed."""

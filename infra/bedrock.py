@@ -28,6 +28,7 @@ import numpy as np
 
 from core.errors import InvalidInputError, QuarryError, UnavailableError
 from core.models import Vector
+from core.ports import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,7 @@ def default_client(
     return boto3.client("bedrock-runtime", region_name=region, config=config, **client_args)
 
 
-class BedrockEmbedder:
+class BedrockEmbedder(Embedder):
     """Titan Text Embeddings v2 on Bedrock: unit float32 vectors in input order, transient errors retried."""
 
     def __init__(

@@ -47,7 +47,7 @@ def _batches(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
         yield items[start : start + size]
 
 
-class CachingEmbedder:
+class CachingEmbedder(Embedder):
     """Embedder port wrapper: cached vectors are read from disk, only new texts reach `inner`."""
 
     def __init__(
@@ -77,7 +77,7 @@ class CachingEmbedder:
     def _vectors_id(self) -> str:
         """The key vectors are filed under: the inner embedder's `vectors_id` (model, runtime, pooling,
         query prefix: numpy and onnx runs of one model differ in the last bits), else its model id."""
-        return str(getattr(self._inner, "vectors_id", self._inner.model_id))
+        return self._inner.vectors_id
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:

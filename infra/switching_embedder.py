@@ -32,9 +32,9 @@ class ActiveModel:
         return None if row is None or row[0] is None else str(row[0])
 
 
-class SwitchingEmbedder:
+class SwitchingEmbedder(Embedder):
     """An Embedder delegating to the configured model until a reindex names another folder (for the whole
-    store, or for one tenant: `for_tenant`, which core services resolve through `core.ports.tenant_embedder`)."""
+    store, or for one tenant: `for_tenant`, which core services call (`core.ports.Embedder.for_tenant`))."""
 
     def __init__(self, default: Embedder, load: Callable[[str], Embedder], active: ActiveFolder) -> None:
         self._default = default
@@ -55,7 +55,7 @@ class SwitchingEmbedder:
             return found
 
     def for_tenant(self, tenant_id: str) -> Embedder:
-        """The concrete embedder of `tenant_id`'s model (core.ports.TenantEmbedders)."""
+        """The concrete embedder of `tenant_id`'s model (core.ports.Embedder.for_tenant)."""
         return self.current(tenant_id)
 
     @property
@@ -69,7 +69,7 @@ class SwitchingEmbedder:
     @property
     def vectors_id(self) -> str:
         """The active embedder's `vectors_id` (what an embedding cache files its vectors under)."""
-        return str(getattr(self.current(), "vectors_id", self.current().model_id))
+        return self.current().vectors_id
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         """Passages, with the active model."""

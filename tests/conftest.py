@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from core.ports import Embedder
+
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "QuarryTests")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
@@ -23,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
 
 
-class FakeEmbedder:
+class FakeEmbedder(Embedder):
     """Deterministic bag-of-words hashing embedder: similar wording → similar vectors. Counts calls."""
 
     def __init__(self, dimension: int = 64) -> None:
@@ -55,7 +57,7 @@ class FakeEmbedder:
         return self.embed(texts)
 
 
-class CountingEmbedder:
+class CountingEmbedder(Embedder):
     """Wraps a real embedder and counts the texts it was asked to embed."""
 
     def __init__(self, inner: Any) -> None:

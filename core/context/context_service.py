@@ -36,7 +36,7 @@ from core.context.sources import DEFAULT_SOURCES, EXPLICIT_LINK_SOURCE, SourceSp
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnavailableError
 from core.indexing.entity_types import EntityTypeRegistry
 from core.models import LexicalQuery, Vector
-from core.ports import Clock, Embedder, LinkReader, SearchIndex, StateStore, TripleStore, tenant_embedder
+from core.ports import Clock, Embedder, FeedbackLoop, LinkReader, SearchIndex, TripleStore
 from core.search.fusion import RRF_K
 from core.search.planning import MAX_QUERY_CHARS, MIN_VECTOR_SIMILARITY
 from core.search.query import parse_query
@@ -99,7 +99,7 @@ class ContextService:
         self,
         index: SearchIndex,
         embedder: Embedder,
-        state: StateStore,
+        state: FeedbackLoop,
         registry: EntityTypeRegistry,
         clock: Clock,
         new_id: Callable[[], str],
@@ -126,7 +126,7 @@ class ContextService:
 
     def _embed(self, tenant_id: str, text: str, warnings: list[str]) -> Vector | None:
         try:
-            return tenant_embedder(self._embedder, tenant_id).embed_query([text])[0]
+            return self._embedder.for_tenant(tenant_id).embed_query([text])[0]
         except UnavailableError as exc:
             warnings.append(f"semantic retrieval skipped, keyword only: {exc.public_message}")
             return None

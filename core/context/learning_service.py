@@ -36,7 +36,7 @@ from core.context.sources import SourceSpec
 from core.cursor import decode_position, encode_position
 from core.errors import InvalidInputError
 from core.indexing.entity_validation import validate_caller
-from core.ports import Clock, StateStore
+from core.ports import Clock, FeedbackLoop
 from core.state import (
     MAX_LEARNING_ROWS,
     WILDCARD_CALLER,
@@ -82,7 +82,7 @@ class LearningService:
     """Runs learning cycles and manages weights for the configured sources."""
 
     def __init__(
-        self, state: StateStore, clock: Clock, sources: Sequence[SourceSpec], default_budget: int
+        self, state: FeedbackLoop, clock: Clock, sources: Sequence[SourceSpec], default_budget: int
     ) -> None:
         self._state = state
         self._clock = clock

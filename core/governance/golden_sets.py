@@ -13,7 +13,7 @@ from core.errors import QuarryError
 from core.governance.governed_retrieval import GovernedRetrievalService, Reuse, Strategy
 from core.governance.overlay import RoleOverlay
 from core.governance.requests import RetrieveRequest
-from core.ports import StateStore
+from core.ports import EvalStore
 from core.search.ranking_metrics import Metrics, evaluate
 from core.state import EvalRecord
 
@@ -95,11 +95,11 @@ def run_golden_sets(
     tenant_id: str,
     role_ids: Sequence[str],
     retrieval: GovernedRetrievalService,
-    state: StateStore,
+    state: EvalStore,
     at: str,
     strategies: Sequence[Strategy] = GOLDEN_STRATEGIES,
 ) -> list[GoldenReport]:
-    """Run and store (StateStore.put_eval, name `overlay:<role_id>`) the golden set of each listed role.
+    """Run and store (EvalStore.put_eval, name `overlay:<role_id>`) the golden set of each listed role.
 
     Roles without a stored overlay or without golden queries are skipped; one failing role does not stop
     the others (its error is stored as the record's `error`).

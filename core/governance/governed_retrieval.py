@@ -1,5 +1,5 @@
 """The governed-retrieval use case (docs/architecture.md, Governed retrieval): overlay → query → retrieve →
-screen → MMR → bundle, and the overlays' CRUD through the StateStore.
+screen → MMR → bundle, and the overlays' CRUD through the OverlayStore.
 
 Retrieval covers the tenant's `document` entities (the corpus: POST /corpus, or PUT /entities/document/…).
 `lexical_only` never touches the embedder, so it works with none configured; otherwise an embedder outage
@@ -30,9 +30,8 @@ from core.governance.selection import (
     jaccard_similarity,
     select_mmr,
 )
-from core.indexing.caller_vectors import declared_own
 from core.models import CandidateLists, EntityKey, Filters, Vector
-from core.ports import Clock, Embedder, SearchIndex, StateStore, tenant_embedder
+from core.ports import Clock, Embedder, OverlayStore, Retriever
 
 DOCUMENT_TYPE = (
     "document"  # the corpus lives in the built-in chunked `document` type (core/indexing/entity_types.py)
@@ -46,7 +45,7 @@ MS = 1000.0
 # bound holds on every backend, so an overlay accepted locally is accepted in AWS.
 MAX_OVERLAY_BYTES = 350_000
 # Query vectors (a role's mission, a context summary) a warm process remembers per tenant (384-dim
-# float32: ~3 MiB). Chunk vectors for MMR come from the index (SearchIndex.chunk_vectors), never embedded
+# float32: ~3 MiB). Chunk vectors for MMR come from the index (Retriever.chunk_vectors), never embedded
 # again; only a chunk stored without one (indexed while the embedder was down) is embedded here.
 MEMO_VECTORS = 2048
 
@@ -67,7 +66,7 @@ class GovernedRetrievalService:
     """Governed retrieval for one tenant at a time; overlays are stored per tenant and role."""
 
     def __init__(
-        self, index: SearchIndex, state: StateStore, clock: Clock, embedder: Embedder | None = None
+        self, index: Retriever, state: OverlayStore, clock: Clock, embedder: Embedder | None = None
     ) -> None:
         self._index = index
         self._state = state
@@ -103,7 +102,7 @@ class GovernedRetrievalService:
     def brings_own_vectors(self, tenant_id: str) -> bool:
         """Whether the tenant's vectors come from its callers (docs/api.md, "Your own vectors"): its task
         text is never embedded, so only keyword retrieval can run."""
-        return self._embedder is not None and declared_own(self._embedder, tenant_id)
+        return self._embedder is not None and self._embedder.brings_own(tenant_id)
 
     def delete_overlay(self, tenant_id: str, role_id: str) -> None:
         """Remove the tenant's overlay (404 when there is none)."""
@@ -154,7 +153,7 @@ class GovernedRetrievalService:
                 timings_ms=clock.laps,
                 depth=depth,
                 embedder=(
-                    tenant_embedder(self._embedder, tenant_id).model_id
+                    self._embedder.for_tenant(tenant_id).model_id
                     if self._embedder and mode not in _LEXICAL
                     else None
                 ),
@@ -265,7 +264,7 @@ class _VectorMemo:
 
     def embed(self, tenant_id: str, embedder: Embedder, texts: Sequence[str]) -> list[Vector]:
         """Vectors for `texts`, embedding only those this tenant's calls left behind (in one call)."""
-        embedder = tenant_embedder(embedder, tenant_id)
+        embedder = embedder.for_tenant(tenant_id)
         model = embedder.model_id
         with self._lock:
             known = {

@@ -28,7 +28,7 @@ from pydantic import Field
 from core.base_model import JsonFloat
 from core.errors import CallerVectorsError, InvalidInputError
 from core.models import Vector
-from core.ports import Embedder, tenant_embedder
+from core.ports import Embedder
 
 # OpenSearch's Lucene k-NN engine holds at most 16,000 dimensions (OpenSearch documentation, "k-NN vector",
 # engine limits); the local store has no limit, the same cap keeps both backends alike.
@@ -94,7 +94,7 @@ def check_dimensions(tenants: Mapping[str, int]) -> dict[str, str]:
     }
 
 
-class CallerVectors:
+class CallerVectors(Embedder):
     """The Embedder of a tenant whose vectors come from its callers: a dimension and no model."""
 
     def __init__(self, tenant_id: str, dimension: int) -> None:
@@ -119,20 +119,13 @@ class CallerVectors:
 
 
 def brings_own_vectors(embedder: Embedder) -> bool:
-    """Whether a tenant's resolved embedder (core.ports.tenant_embedder) is its callers' (no model)."""
+    """Whether a tenant's resolved embedder (`Embedder.for_tenant`) is its callers' (no model)."""
     return isinstance(embedder, CallerVectors)
 
 
-def declared_own(embedder: Embedder, tenant_id: str) -> bool:
-    """Whether `tenant_id` is declared bring-your-own in `embedder` (a CallerVectorTenants): a dict lookup,
-    where resolving the tenant's embedder may read which model a reindex switched it to."""
-    check = getattr(embedder, "brings_own", None)
-    return bool(check is not None and check(tenant_id))
-
-
-class CallerVectorTenants:
+class CallerVectorTenants(Embedder):
     """An Embedder that is `inner` for every tenant but the bring-your-own ones, which get CallerVectors
-    (resolved per tenant through core.ports.tenant_embedder, as a reindexed tenant's model is)."""
+    (resolved per tenant through core.ports.as a reindexed tenant's model is)."""
 
     def __init__(self, inner: Embedder, tenants: Mapping[str, int]) -> None:
         self._inner = inner
@@ -141,7 +134,7 @@ class CallerVectorTenants:
     def for_tenant(self, tenant_id: str) -> Embedder:
         """The tenant's CallerVectors when it brings its own, else its model."""
         own = self._own.get(tenant_id)
-        return own if own is not None else tenant_embedder(self._inner, tenant_id)
+        return own if own is not None else self._inner.for_tenant(tenant_id)
 
     def brings_own(self, tenant_id: str) -> bool:
         """Whether `tenant_id` is declared bring-your-own."""
@@ -163,5 +156,6 @@ class CallerVectorTenants:
         """Queries, with the deployment's model (no tenant named)."""
         return self._inner.embed_query(texts)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)  # what an embedder offers beyond the port (vectors_id…)
+    @property
+    def vectors_id(self) -> str:
+        return self._inner.vectors_id

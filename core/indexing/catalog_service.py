@@ -23,7 +23,7 @@ from core.indexing.catalog import (
 from core.indexing.entity_types import EntityTypeRegistry
 from core.indexing.entity_validation import validate_caller
 from core.models import EntityKey, StoredEntity
-from core.ports import SearchIndex, StateStore
+from core.ports import EntityCatalog, StateStore
 
 # What EntityOut shows as the entity's own attributes: kept in the stored body (a PATCH merges with it),
 # never repeated in `fields`.
@@ -54,7 +54,7 @@ def entity_out(entity: StoredEntity, chunks: int, embedded: int) -> EntityOut:
 class CatalogService:
     """Reads of stored entities and stored-but-hidden state, for one tenant at a time."""
 
-    def __init__(self, index: SearchIndex, state: StateStore, registry: EntityTypeRegistry) -> None:
+    def __init__(self, index: EntityCatalog, state: StateStore, registry: EntityTypeRegistry) -> None:
         self._index = index
         self._state = state
         self._registry = registry

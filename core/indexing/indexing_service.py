@@ -55,7 +55,7 @@ from core.indexing.versioning import (
 )
 from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
 from core.payload import lone_surrogates
-from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
+from core.ports import Cache, Clock, Embedder, SearchIndex
 from core.search.cache_key import generation_key, settling_key
 from core.text import flatten
 from core.timestamps import iso_timestamp
@@ -95,7 +95,7 @@ class IndexingService:
         chunks are keyword-only; a tenant bringing its own vectors embeds nothing (core/indexing/caller_vectors.py)."""
         built = [build_chunks(d.etype, d.body) for d in drafts]
         titles = [flatten(d.body.get(d.etype.title_field)).strip() for d in drafts]
-        embedder = tenant_embedder(self._embedder, tenant_id)  # the tenant's model (quarry reindex)
+        embedder = self._embedder.for_tenant(tenant_id)  # the tenant's model (quarry reindex)
         model = not brings_own_vectors(embedder)
         inputs = [
             embedding_input(d.etype.chunked, title, plain)
@@ -117,13 +117,13 @@ class IndexingService:
         rest = {k: v for k, v in body.items() if k != EMBEDDING_FIELD}
         if body[EMBEDDING_FIELD] is None:
             return rest, None
-        dimension = tenant_embedder(self._embedder, tenant_id).dimension
+        dimension = self._embedder.for_tenant(tenant_id).dimension
         return rest, caller_vector(body[EMBEDDING_FIELD], dimension, EMBEDDING_FIELD)
 
     def _model_embeds(self, tenant_id: str, vector: Vector | None) -> bool:
         """Whether a write with `vector` (None: the caller sent none) is embedded by the model: not when
         the caller brought the vector, nor for a tenant whose vectors come only from its callers."""
-        return vector is None and not brings_own_vectors(tenant_embedder(self._embedder, tenant_id))
+        return vector is None and not brings_own_vectors(self._embedder.for_tenant(tenant_id))
 
     @staticmethod
     def _record(
@@ -163,7 +163,7 @@ class IndexingService:
         settling, so a search in between (which may still see the old document) is not cached under the
         new generation."""
         try:
-            delay = float(getattr(self._index, "visibility_delay_seconds", 0.0))
+            delay = self._index.visibility_delay_seconds
             if when == "after" and delay > 0 and self._clock is not None:
                 self._cache.set(settling_key(tenant_id), True, delay * SETTLE_INTERVALS, self._clock.now())
             self._cache.incr(generation_key(tenant_id))

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.models import Candidate, CandidateQuery, Filters, LexicalQuery, MatchMode
-from core.ports import SearchIndex
+from core.ports import Retriever
 from core.search.fusion import Fused, fuse
 from core.search.planning import SearchPlan, SearchSettings, strong_vector_hits
 from core.search.pseudo_relevance import feedback_search
 
 
 def fused_candidates(
-    index: SearchIndex,
+    index: Retriever,
     settings: SearchSettings,
     tenant_id: str,
     lexical: LexicalQuery | None,
@@ -51,7 +51,7 @@ def fused_candidates(
 
 
 def _with_feedback(
-    index: SearchIndex,
+    index: Retriever,
     settings: SearchSettings,
     tenant_id: str,
     lexical: Sequence[Candidate],

@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Field
 from core.base_model import QuarryModel
 from core.errors import ConflictError
 from core.indexing.caller_vectors import brings_own_vectors
-from core.ports import Embedder, tenant_embedder
+from core.ports import Embedder
 
 # Texts per request: one request embeds them in one model call; 64 is the local embedder's MAX_BATCH
 # (infra/local/embedder.py) and keeps a request's vectors (64 × 384 numbers) well under a MiB of JSON.
@@ -67,7 +67,7 @@ class EmbeddingService:
 
     def embed(self, tenant_id: str, request: EmbedRequest) -> EmbedResponse:
         """The tenant's vectors for `request.texts` (bounded by EmbedRequest's schema)."""
-        embedder = tenant_embedder(self._embedder, tenant_id)  # resolved once: vectors and name agree
+        embedder = self._embedder.for_tenant(tenant_id)  # resolved once: vectors and name agree
         if brings_own_vectors(embedder):
             raise ConflictError(
                 "this tenant's vectors come from its callers: Quarry has no model to embed with",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.models import ALL_CHUNKS, Candidate, EntityKey, Filters, Vector
-from core.ports import SearchIndex
+from core.ports import Retriever
 from core.search.fusion import Fused
 
 FEEDBACK_DOCS = 2  # k: the top fused results whose vectors move the query (0 turns feedback off)
@@ -76,7 +76,7 @@ def _matched(
 
 
 def feedback_search(
-    index: SearchIndex,
+    index: Retriever,
     tenant_id: str,
     query: Vector,
     fused: Sequence[Fused],

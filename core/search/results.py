@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from core.indexing.catalog_service import ATTRIBUTE_FIELDS
 from core.indexing.entity_types import EntityTypeRegistry
 from core.models import EntityKey
-from core.ports import SearchIndex
+from core.ports import EntityCatalog
 from core.search.fusion import Fused, FusionMethod
 from core.search.planning import SearchPlan
 from core.search.query import ParsedQuery
@@ -113,7 +113,7 @@ def search_response(
 
 
 def fill_return_fields(
-    index: SearchIndex, tenant_id: str, wanted: str | list[str] | None, results: Sequence[SearchResult]
+    index: EntityCatalog, tenant_id: str, wanted: str | list[str] | None, results: Sequence[SearchResult]
 ) -> None:
     """Each result's stored fields as asked (one read of the page's entities), or nothing but its
     identity and scores for `none`."""

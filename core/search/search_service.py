@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from core.errors import InvalidInputError, UnavailableError
-from core.indexing.caller_vectors import caller_vector, declared_own
+from core.indexing.caller_vectors import caller_vector
 from core.indexing.entity_types import EntityTypeRegistry
 from core.models import (
     Filters,
     LexicalQuery,
     Vector,
 )
-from core.ports import Cache, Clock, Embedder, SearchIndex, tenant_embedder
+from core.ports import Cache, Clock, Embedder, SearchIndex
 from core.search.cache_key import generation_key, search_cache_key, settling_key
 from core.search.candidate_fusion import fused_candidates
 from core.search.filters import COMMON_FILTERS, FACET_VALUES, check_facets, parse_filters
@@ -148,7 +148,7 @@ class SearchService:
             plan_strategy(request.strategy, parsed.shape, self.settings),
             request.query,
             own is not None,
-            declared_own(self._embedder, tenant_id),
+            self._embedder.brings_own(tenant_id),
             request.strategy,
         )
         if not request.query.strip() and not plan.own_vector:  # seed thefold: "empty query returns 0 results"
@@ -226,7 +226,7 @@ class SearchService:
     def _settling(self, tenant_id: str) -> bool:
         """True while the tenant's last write may still be invisible to search (see IndexingService); an
         index whose writes are visible on return costs no lookup."""
-        if not getattr(self._index, "visibility_delay_seconds", 0.0):
+        if not self._index.visibility_delay_seconds:
             return False
         ok, marker = self._cached(
             "settling read", lambda: self._cache.get(settling_key(tenant_id), self._clock.now())
@@ -237,7 +237,7 @@ class SearchService:
         """The caller's `query_vector`, checked against the tenant's dimension and made unit length."""
         if request.query_vector is None:
             return None
-        dimension = tenant_embedder(self._embedder, tenant_id).dimension
+        dimension = self._embedder.for_tenant(tenant_id).dimension
         return caller_vector(request.query_vector, dimension, "query_vector")
 
     def _embed_and_retrieve(self, s: _Search, embedder: Embedder) -> _Retrieved:
@@ -261,9 +261,9 @@ class SearchService:
     def _execute(self, s: _Search, page: SearchPage | None) -> SearchResponse:
         tenant_id, request, types, filters = s.tenant_id, s.request, s.types, s.filters
         for _ in range(MODEL_SWITCH_ATTEMPTS):
-            embedder = tenant_embedder(self._embedder, tenant_id)
+            embedder = self._embedder.for_tenant(tenant_id)
             got = self._embed_and_retrieve(s, embedder)
-            if got.embedding is None or tenant_embedder(self._embedder, tenant_id) is embedder:
+            if got.embedding is None or self._embedder.for_tenant(tenant_id) is embedder:
                 break
             # A reindex switched the tenant's model between embedding and retrieval: the vectors retrieved
             # against may be the new model's, so embed with it and ask again (once is enough: a swap is atomic).

@@ -16,7 +16,7 @@ from core.governance.governed_retrieval import GovernedRetrievalService, Reuse
 from core.governance.overlay import RoleOverlay
 from core.indexing.entity_types import EntityTypeRegistry
 from core.models import Filters, LexicalQuery, Vector
-from core.ports import Embedder, SearchIndex, tenant_embedder
+from core.ports import Embedder, Retriever
 from core.search.fusion import FusionMethod, fuse
 from core.search.fusion_tuning import (
     ALPHA_GRID,
@@ -44,7 +44,7 @@ class FusionTuningService:
 
     def __init__(
         self,
-        index: SearchIndex,
+        index: Retriever,
         embedder: Embedder,
         registry: EntityTypeRegistry,
         settings: SearchSettings,
@@ -77,7 +77,7 @@ class FusionTuningService:
         max_terms = self._settings.max_terms
         parsed = {qid: parse_query(t, self._registry, max_terms) for qid, t in queries.items() if t.strip()}
         ids = list(parsed)
-        embedder = tenant_embedder(self._embedder, tenant_id)
+        embedder = self._embedder.for_tenant(tenant_id)
         vectors = embedder.embed_query([parsed[q].text for q in ids]) if ids else []
         return {
             qid: self._query_lists(tenant_id, parsed[qid], vector, strategy, settings, base)

@@ -43,6 +43,7 @@ import numpy as np
 
 from core.errors import UnavailableError
 from core.models import Vector
+from core.ports import Embedder
 
 if TYPE_CHECKING:
     from infra.local.onnx_session import Runtime
@@ -157,7 +158,7 @@ def _naming(filename: str) -> Iterator[None]:
         raise ModelFileError(f"{filename}: {type(exc).__name__}: {exc}") from exc
 
 
-class LocalEmbedder:
+class LocalEmbedder(Embedder):
     """Embedder port over a BERT-family sentence-transformers folder, run in NumPy (thread-safe)."""
 
     def __init__(

@@ -26,6 +26,8 @@ from infra.local.sqlite_writes import SqliteWrites
 class SqliteIndex(SqliteWrites, SqliteLexicalSearch, SqliteVectorSearch, SqliteCatalog):
     """The embedded SearchIndex (see module docstring). Thread-safe: one connection per thread."""
 
+    visibility_delay_seconds = 0.0  # a write is visible to the next read once its transaction commits
+
     def __init__(
         self,
         path: str | Path,

@@ -10,16 +10,20 @@ import numpy as np
 import pytest
 
 from core.models import Vector
+from core.ports import Embedder
 from infra.embedding_cache import CachingEmbedder
 
 DIMENSION = 8
 
 
-class FakeEmbedder:
+class FakeEmbedder(Embedder):
     """Deterministic vectors from the text's hash; counts what it embedded and can fail on demand."""
 
-    def __init__(self, model_id: str = "fake-v1", fail_after: int | None = None) -> None:
+    def __init__(
+        self, model_id: str = "fake-v1", fail_after: int | None = None, vectors_id: str | None = None
+    ) -> None:
         self._model_id = model_id
+        self._vectors_id = vectors_id or model_id
         self.embedded: list[str] = []
         self.fail_after = fail_after
 
@@ -30,6 +34,10 @@ class FakeEmbedder:
     @property
     def model_id(self) -> str:
         return self._model_id
+
+    @property
+    def vectors_id(self) -> str:
+        return self._vectors_id
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         if self.fail_after is not None and len(self.embedded) + len(texts) > self.fail_after:
@@ -81,11 +89,9 @@ def test_models_do_not_share_vectors(tmp_path: Path) -> None:
 
 def test_vectors_of_another_runtime_or_prefix_are_not_served(tmp_path: Path) -> None:
     # numpy and onnx runs of one model differ in the last bits: a warm cache of one must not feed the other
-    first = FakeEmbedder("model-a")
-    first.vectors_id = "model-a|onnx"  # type: ignore[attr-defined]
+    first = FakeEmbedder("model-a", vectors_id="model-a|onnx")
     CachingEmbedder(first, tmp_path, progress=False).embed(TEXTS)
-    other = FakeEmbedder("model-a")
-    other.vectors_id = "model-a|numpy"  # type: ignore[attr-defined]
+    other = FakeEmbedder("model-a", vectors_id="model-a|numpy")
     CachingEmbedder(other, tmp_path, progress=False).embed(TEXTS)
     assert len(other.embedded) == len(TEXTS)
 

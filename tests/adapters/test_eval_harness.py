@@ -14,6 +14,7 @@ import pytest
 
 from core.errors import InvalidInputError
 from core.models import Vector
+from core.ports import Embedder
 from infra.beir_evaluation import run_eval
 from infra.beir_report import format_table, plot_report
 from infra.embedding_cache import CachingEmbedder
@@ -22,7 +23,7 @@ TINY = Path(__file__).resolve().parent.parent / "fixtures" / "beir_tiny"
 DIMENSION = 64
 
 
-class FakeBagOfWordsEmbedder:
+class FakeBagOfWordsEmbedder(Embedder):
     """Hashed bag of words: texts sharing words get close vectors; counts the texts it embedded."""
 
     def __init__(self) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from core.errors import UnavailableError
 from core.models import Vector
+from core.ports import Embedder
 from infra.local.cache import MemoryCache
 from tests.conftest import FakeEmbedder
 from tests.fakes.index import FakeSearchIndex
@@ -59,10 +60,11 @@ class FakeCache(MemoryCache):
             return sorted(k for k in self._entries if k.startswith(prefix))
 
 
-class RaisingEmbedder:
+class RaisingEmbedder(Embedder):
     """An embedder that is down: every call raises UnavailableError (and is counted)."""
 
     model_id = "down"
+    dimension = 64  # a plain attribute (the port's is a property), set per instance below
 
     def __init__(self, dimension: int = 64) -> None:
         self.dimension = dimension

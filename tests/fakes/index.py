@@ -60,6 +60,8 @@ def _versioned(stored: StoredEntity | None, given: int) -> WriteOutcome | None:
 class FakeSearchIndex:
     """SearchIndex in memory; every read and write is scoped to the tenant it names."""
 
+    visibility_delay_seconds = 0.0
+
     def __init__(self) -> None:
         self.entries: dict[tuple[str, EntityKey], _Entry] = {}
         self._lock = threading.Lock()  # the fan-out reads from a thread pool

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from core.errors import UnavailableError
+from core.ports import Embedder
 from handlers.tenant_metrics import TenantMetric
 from tests.conftest import api_event, invoke
 
@@ -47,7 +48,7 @@ def test_searches_cache_hits_writes_and_assemblies_are_counted_per_tenant(
 
 
 def test_a_degraded_search_is_counted(local: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    class Down:
+    class Down(Embedder):
         dimension, model_id = 64, "down"
 
         def embed_query(self, texts: Any) -> Any:

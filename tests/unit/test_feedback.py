@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from core.models import Candidate, EntityKey
+from core.ports import Embedder
 from core.search.fusion import fuse_convex
 from core.search.pseudo_relevance import feedback_chunks, rocchio
 
@@ -136,7 +137,7 @@ class _Clock:
         return 0.0
 
 
-class _Embedder:
+class _Embedder(Embedder):
     def embed_query(self, texts: list) -> list:
         return [np.array([1.0, 0.0, 0.0], np.float32) for _ in texts]
 
