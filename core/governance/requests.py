@@ -131,14 +131,6 @@ class CorpusDocument(QuarryModel):
         return {"type": "document", **body}
 
 
-class CorpusRequest(QuarryModel):
-    """POST /corpus: `{documents: [...]}`; each document is checked on its own (see CorpusReport.errors)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    documents: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_CORPUS_DOCUMENTS)
-
-
 class CorpusError(QuarryModel):
     """Why one document was not ingested."""
 

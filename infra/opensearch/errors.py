@@ -65,16 +65,6 @@ def translate(exc: Exception) -> QuarryError:
     return UnavailableError(BACKEND, f"{type(exc).__name__}: {exc}", UNAVAILABLE_RETRY_AFTER)
 
 
-def is_index_missing(exc: Exception) -> bool:
-    """True when a request failed only because the index (alias) does not exist yet."""
-    from opensearchpy import exceptions as os_errors
-
-    if not isinstance(exc, os_errors.NotFoundError):
-        return False
-    error_type, _ = error_parts(exc.info)
-    return (error_type or exc.error) == INDEX_MISSING
-
-
 @contextmanager
 def translated() -> Iterator[None]:
     """Run a client call; any opensearch-py (or transport) failure leaves as a core error."""
