@@ -10,11 +10,13 @@ from pydantic import Field
 
 from core.errors import InvalidInputError
 from core.indexing.catalog import DEFAULT_ENTITY_PAGE, MAX_ENTITY_PAGE, EntityOut, EntityPage
+from core.indexing.entity_writes import Queued
 from core.payload import INT64_MAX
 from core.search.search_api import WriteResponse
 from handlers.mcp_arguments import Act, Cursor, EntityId, EntityType
 from handlers.mcp_tools import DELETE, READ, UPSERT
-from handlers.routes.entities import written
+from handlers.openapi_models import Job as JobOut
+from handlers.write_answers import written
 from infra.wiring import Container
 
 
@@ -29,19 +31,24 @@ def checked_page_size(limit: int) -> int:
 
 def upsert(
     c: Container, tenant: str, entity_type: str, entity_id: str, fields: dict[str, Any], partial: bool
-) -> WriteResponse:
-    """PUT (or PATCH with `partial`) of one entity; a stale version is the HTTP API's 409 text."""
-    now = c.clock.now()
+) -> WriteResponse | JobOut:
+    """PUT (or PATCH with `partial`) of one entity, as the HTTP API writes it: one as large as a bulk job
+    is queued and answered with the job (its status at get_job's HTTP twin, GET /jobs/{id}); a stale
+    version is the HTTP API's 409 text."""
     if partial:
-        return written("patch", tenant, c.indexing.patch(tenant, entity_type, entity_id, fields, now))
-    return written("put", tenant, c.indexing.put(tenant, entity_type, entity_id, fields, now))
+        done = c.writes.patch(tenant, entity_type, entity_id, fields)
+    else:
+        put = c.writes.put(tenant, entity_type, entity_id, fields)
+        if isinstance(put, Queued):
+            return JobOut.model_validate(put.job.to_json())
+        done = put
+    return written("put" if not partial else "patch", tenant, done, c.settings.tenant_metrics)
 
 
 def delete(c: Container, tenant: str, entity_type: str, entity_id: str, version: int | None) -> WriteResponse:
     """DELETE of one entity (`version` as the HTTP query parameter; the service bounds it)."""
-    return written(
-        "delete", tenant, c.indexing.delete(tenant, entity_type, entity_id, version, c.clock.now())
-    )
+    done = c.writes.delete(tenant, entity_type, entity_id, version)
+    return written("delete", tenant, done, c.settings.tenant_metrics)
 
 
 def register_entity_tools(server: MCPServer, act: Act) -> None:
@@ -81,7 +88,8 @@ def _entity_write_tools(server: MCPServer, act: Act) -> None:
     @server.tool(
         description="Create or replace an entity (PUT /entities/{type}/{id}); `partial: true` updates "
         "only the given fields (PATCH). A `version` older than the stored one is refused; the same call "
-        "again changes nothing.",
+        "again changes nothing. An entity as large as a bulk job is checked at once and embedded by a job: "
+        "the answer is then the job (job_id, status).",
         annotations=UPSERT,
     )
     def upsert_entity(
@@ -96,7 +104,7 @@ def _entity_write_tools(server: MCPServer, act: Act) -> None:
             ),
         ],
         partial: Annotated[bool, Field(description="true: change only the given fields")] = False,
-    ) -> WriteResponse:
+    ) -> WriteResponse | JobOut:
         return act(ctx, "write", lambda w, c: upsert(c, w.tenant_id, entity_type, entity_id, fields, partial))
 
     @server.tool(description="Delete an entity (DELETE /entities/{type}/{id}).", annotations=DELETE)

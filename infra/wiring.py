@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from core.context.learning_service import LearningService
     from core.governance.governed_retrieval import GovernedRetrievalService
     from core.indexing.catalog_service import CatalogService
+    from core.indexing.entity_writes import EntityWrites
     from core.indexing.indexing_service import IndexingService
     from core.indexing.write_job_service import JobService
     from core.ports import (
@@ -235,7 +236,7 @@ class Container:
             return build_state_store(self.settings)
         from infra.local.sqlite_state import SqliteStateStore
 
-        return SqliteStateStore(self.settings.sqlite_path)  # type: ignore[return-value]
+        return SqliteStateStore(self.settings.sqlite_path)
 
     @cached_property
     def search_settings(self) -> SearchSettings:
@@ -459,6 +460,16 @@ class Container:
         )
         return JobService(
             self.job_store, self.job_queue, self.indexing, self.registry, self.clock, settings, gate=self.gate
+        )
+
+    @cached_property
+    def writes(self) -> EntityWrites:
+        """Every entity write and corpus load, now or as a job (the one place that decides)."""
+        from core.indexing.entity_writes import EntityWrites
+
+        s = self.settings
+        return EntityWrites(
+            self.indexing, self.jobs, self.registry, self.clock, s.max_batch_items, s.max_body_bytes
         )
 
     @cached_property

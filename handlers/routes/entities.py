@@ -3,54 +3,23 @@ as one job)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from core.errors import InvalidInputError, StaleVersionError
-from core.indexing.entity_models import entity_models
-from core.models import WriteOutcome
+from core.errors import InvalidInputError
+from core.indexing.entity_writes import Queued
 from core.payload import INT64_MAX
 from core.search.search_api import BulkRequest, BulkResponse, WriteResponse
 from handlers._observability import logger
 from handlers.gate import body_file
 from handlers.routes.common import accepted, caller, only_parameters, services, written_or_queued
 from handlers.tenant_metrics import TenantMetric, count
-
-if TYPE_CHECKING:
-    from core.indexing.drafts import WriteResult
+from handlers.write_answers import written
 
 router = Router()
-
-
-def _written(action: str, tenant_id: str, result: WriteResult) -> WriteResponse:
-    """Log one write and shape its response; a stale write is a 409 naming the stored version."""
-    applied = int(result.outcome is WriteOutcome.APPLIED)
-    count(TenantMetric.WRITES, tenant_id, applied, services().settings.tenant_metrics)
-    logger.info(
-        f"entity {action}",
-        extra={
-            "tenant": tenant_id,
-            "key": str(result.key),
-            "outcome": result.outcome.value,
-            "reembedded": result.reembedded,
-        },
-    )
-    if result.outcome is WriteOutcome.STALE:
-        stored = result.stored_version if result.stored_version is not None else result.version
-        raise StaleVersionError(str(result.key), stored, result.version)
-    duplicate = result.outcome is WriteOutcome.DUPLICATE
-    return WriteResponse(
-        entity_type=result.key.entity_type,
-        entity_id=result.key.entity_id,
-        version=result.version,
-        outcome="duplicate" if duplicate else "applied",
-        reembedded=result.reembedded,
-        message="already at this version; nothing changed" if duplicate else None,
-        unindexed_fields=list(result.unindexed_fields),
-    )
 
 
 @router.put(
@@ -64,18 +33,11 @@ def put_entity(
     entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]
 ) -> Response[dict[str, Any]]:
     tenant = caller(router, "write").tenant_id
-    c = services()
-    item = {**body, "type": entity_type, "id": entity_id}
-    costs = c.jobs.costs("bulk", [item])
-    if not c.jobs.is_large(costs):
-        result = c.indexing.put(tenant, entity_type, entity_id, body, c.clock.now())
-    else:  # as large as a bulk job: checked now (400, 409, stale, duplicate answered at once), embedded by a job
-        early = c.indexing.check_put(tenant, entity_type, entity_id, body, c.clock.now())
-        if early is None:
-            return accepted(c.jobs.submit(tenant, "bulk", [item], costs))
-        result = early
-    done = _written("put", tenant, result)
-    return Response(200, content_types.APPLICATION_JSON, done.model_dump(mode="json"))
+    done = services().writes.put(tenant, entity_type, entity_id, body)
+    if isinstance(done, Queued):
+        return accepted(done.job)
+    answer = written("put", tenant, done, services().settings.tenant_metrics)
+    return Response(200, content_types.APPLICATION_JSON, answer.model_dump(mode="json"))
 
 
 @router.patch(
@@ -87,7 +49,9 @@ def put_entity(
 def patch_entity(entity_type: str, entity_id: str, body: Annotated[dict[str, Any], Body()]) -> WriteResponse:
     tenant = caller(router, "write").tenant_id
     c = services()
-    return _written("patch", tenant, c.indexing.patch(tenant, entity_type, entity_id, body, c.clock.now()))
+    return written(
+        "patch", tenant, c.writes.patch(tenant, entity_type, entity_id, body), c.settings.tenant_metrics
+    )
 
 
 @router.delete(
@@ -101,9 +65,8 @@ def delete_entity(
 ) -> WriteResponse:
     tenant = caller(router, "write").tenant_id
     c = services()
-    return _written(
-        "delete", tenant, c.indexing.delete(tenant, entity_type, entity_id, version, c.clock.now())
-    )
+    done = c.writes.delete(tenant, entity_type, entity_id, version)
+    return written("delete", tenant, done, c.settings.tenant_metrics)
 
 
 @router.post(
@@ -116,11 +79,9 @@ def delete_entity(
 def bulk(request: Annotated[BulkRequest, Body()]) -> Response[dict[str, Any]]:
     principal = caller(router, "write")
     c = services()
-    entity_models(c.registry).check_items(request.items)  # the published BulkItem schema, else a 400
-    costs = c.jobs.costs("bulk", request.items)
-    if c.jobs.is_large(costs) or len(request.items) > c.settings.max_batch_items:
-        return accepted(c.jobs.submit(principal.tenant_id, "bulk", request.items, costs))
-    report = c.indexing.bulk(principal.tenant_id, request.items, c.clock.now())
+    report = c.writes.bulk(principal.tenant_id, request.items)
+    if isinstance(report, Queued):
+        return accepted(report.job)
     count(TenantMetric.WRITES, principal.tenant_id, report.indexed, c.settings.tenant_metrics)
     logger.info(
         "bulk",
@@ -169,6 +130,3 @@ def upload(
         to_item = item_mapper(kind, id_field or "id", fields)
     job = c.jobs.submit_lines(principal.tenant_id, body_file(router.current_event.raw_event), to_item)
     return accepted(job)
-
-
-written = _written  # the MCP server's entity tools shape their answers with the same helper

@@ -10,12 +10,11 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 
-from core.errors import PayloadTooLargeError
 from core.governance.bundle import RetrievalBundle
 from core.governance.overlay import RoleOverlay
-from core.governance.requests import MAX_CORPUS_DOCUMENTS, CorpusReport, RetrieveRequest
+from core.governance.requests import CorpusReport, RetrieveRequest
 from core.governance.schema_validation import json_schema
-from core.indexing.write_jobs import MAX_JOB_ITEMS
+from core.indexing.entity_writes import Queued
 from core.timestamps import iso_timestamp
 from handlers._observability import logger, metrics
 from handlers.openapi_models import OverlayDeleted, OverlayEvaluation, OverlayTuning
@@ -154,19 +153,10 @@ def schema(name: str) -> dict[str, Any]:
     responses=written_or_queued(CorpusReport),
 )
 def corpus(body: Annotated[dict[str, Any], Body()]) -> Response[dict[str, Any]]:
-    from core.governance.corpus import check_documents, corpus_documents, load_corpus
-
     principal = caller(router, "write")
-    c = services()
-    documents = check_documents(corpus_documents(body))  # the published Corpus schema, else a 400
-    if len(documents) > MAX_JOB_ITEMS:
-        raise PayloadTooLargeError(
-            f"at most {MAX_JOB_ITEMS} documents per request", c.settings.max_body_bytes
-        )
-    costs = c.jobs.costs("corpus", documents)
-    if c.jobs.is_large(costs) or len(documents) > MAX_CORPUS_DOCUMENTS:
-        return accepted(c.jobs.submit(principal.tenant_id, "corpus", documents, costs))
-    report = load_corpus(c.indexing, c.registry, principal.tenant_id, documents, c.clock.now())
+    report = services().writes.corpus(principal.tenant_id, body)
+    if isinstance(report, Queued):
+        return accepted(report.job)
     logger.info(
         "corpus",
         extra={
