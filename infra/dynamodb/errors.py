@@ -7,8 +7,9 @@ sent and surfaces as a plain QuarryError naming the DynamoDB error code.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -66,10 +67,43 @@ def translate(exc: Exception) -> QuarryError:
     return UnavailableError(BACKEND, f"{type(exc).__name__}: {exc}", retry_after=RETRY_AFTER_SECONDS)
 
 
+@dataclass(slots=True)
+class Refusal:
+    """What `dynamodb_errors` yields: the expected refusal that ended its block, if one did."""
+
+    code: str | None = None  # the error code, or the cancellation reason of a cancelled transaction
+    message: str = ""
+    error: ClientError | None = None
+
+    def __bool__(self) -> bool:
+        return self.code is not None
+
+
+def _expected(exc: ClientError, expected: Collection[str]) -> str | None:
+    """The code among `expected` that `exc` carries: its own, or one reason of a cancelled transaction."""
+    code = error_code(exc)
+    if code in expected:
+        return code
+    if code == "TransactionCanceledException":
+        return next((r for r in cancellation_codes(exc) if r in expected), None)
+    return None
+
+
 @contextmanager
-def dynamodb_errors() -> Iterator[None]:
-    """Run a block of DynamoDB calls, raising core errors instead of botocore ones."""
+def dynamodb_errors(*expected: str) -> Iterator[Refusal]:
+    """Run a block of DynamoDB calls, raising core errors instead of botocore ones.
+
+    A refusal the caller expects (`ConditionalCheckFailedException` for a conditional write, a transaction
+    cancelled for `ConditionalCheckFailed`, `ResourceInUseException` for a table someone else created…)
+    is not an error: it ends the block and is recorded on the yielded Refusal, which is then truthy."""
+    refusal = Refusal()
     try:
-        yield
-    except (ClientError, BotoCoreError) as exc:
+        yield refusal
+    except ClientError as exc:
+        code = _expected(exc, expected)
+        if code is None:
+            raise translate(exc) from exc
+        refusal.code, refusal.error = code, exc
+        refusal.message = str(exc.response.get("Error", {}).get("Message", ""))
+    except BotoCoreError as exc:
         raise translate(exc) from exc

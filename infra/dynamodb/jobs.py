@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from core.indexing.write_jobs import Job
-from infra.dynamodb.errors import dynamodb_errors, error_code
+from infra.dynamodb.errors import dynamodb_errors
 from infra.dynamodb.state_items import esc, tenant_pk, unesc
 from infra.dynamodb.state_log import pages
 from infra.dynamodb.tables import default_client
@@ -84,22 +84,17 @@ class DynamoJobStore:
             self._client.delete_item(TableName=self._table, Key=self._item(listing))
 
     def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
-        from botocore.exceptions import ClientError
-
         values = {":report": json.dumps(report, separators=(",", ":")), ":at": at}
-        with dynamodb_errors():
-            try:
-                self._client.update_item(
-                    TableName=self._table,
-                    Key=self._item(job_key(tenant_id, job_id)),
-                    UpdateExpression="SET reports.#part = :report, updated_at = :at",
-                    ConditionExpression="attribute_exists(pk)",
-                    ExpressionAttributeNames={"#part": str(part)},
-                    ExpressionAttributeValues=self._item(values),
-                )
-            except ClientError as exc:
-                if error_code(exc) != "ConditionalCheckFailedException":
-                    raise  # (the job is gone: erased with its tenant, nothing to record)
+        # a failed condition: the job is gone (erased with its tenant), nothing to record
+        with dynamodb_errors("ConditionalCheckFailedException"):
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._item(job_key(tenant_id, job_id)),
+                UpdateExpression="SET reports.#part = :report, updated_at = :at",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeNames={"#part": str(part)},
+                ExpressionAttributeValues=self._item(values),
+            )
 
     def purge_tenant(self, tenant_id: str) -> int:
         """Delete every job of the tenant, found through its listing in the tenant's partition."""

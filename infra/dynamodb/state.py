@@ -34,8 +34,6 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from core.errors import ConflictError
 from core.state import (
     AssemblyLogEntry,
@@ -47,7 +45,7 @@ from core.state import (
     WeightChange,
 )
 from infra.dynamodb import state_items as it
-from infra.dynamodb.errors import cancellation_codes, dynamodb_errors, error_code
+from infra.dynamodb.errors import dynamodb_errors
 from infra.dynamodb.state_log import AssemblyLog, pages
 from infra.dynamodb.state_purge import delete_keys, tenant_keys
 from infra.dynamodb.tables import default_client, ensure_table, state_table_spec
@@ -236,16 +234,10 @@ class DynamoStateStore:
             )
         if not actions:
             return True
-        with dynamodb_errors():
-            try:
-                self._client.transact_write_items(TransactItems=actions)
-            except ClientError as exc:
-                if error_code(exc) != "TransactionCanceledException":
-                    raise
-                if {"ConditionalCheckFailed", "TransactionConflict"} & set(cancellation_codes(exc)):
-                    return False
-                raise
-        return True
+        # cancelled by a row already processed (a failed condition) or by a concurrent cycle's transaction
+        with dynamodb_errors("ConditionalCheckFailed", "TransactionConflict") as lost:
+            self._client.transact_write_items(TransactItems=actions)
+        return not lost
 
     # overlays and evals
 

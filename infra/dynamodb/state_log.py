@@ -11,12 +11,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from core.errors import ConflictError
 from core.state import AssemblyLogEntry, LogPage
 from infra.dynamodb import state_items as it
-from infra.dynamodb.errors import dynamodb_errors, error_code
+from infra.dynamodb.errors import dynamodb_errors
 from infra.dynamodb.tables import LOG_BY_CALLER_INDEX, LOG_INDEX, PENDING_INDEX
 from infra.state_codec import decode_log_cursor, dump_ids, encode_log_cursor
 
@@ -55,15 +53,12 @@ class AssemblyLog:
         expires_at = None if self._retention is None else math.ceil(self._clock() + self._retention)
         item = it.assembly_item(entry, expires_at)
         item |= it.encode({"pending_key": it.pending_pk(entry.tenant_id, entry.caller)})
-        with dynamodb_errors():
-            try:
-                self._client.put_item(
-                    TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(pk)"
-                )
-            except ClientError as exc:
-                if error_code(exc) == "ConditionalCheckFailedException":
-                    raise ConflictError(f"assembly '{entry.assembly_id}' is already logged") from exc
-                raise
+        with dynamodb_errors("ConditionalCheckFailedException") as exists:
+            self._client.put_item(
+                TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(pk)"
+            )
+        if exists:
+            raise ConflictError(f"assembly '{entry.assembly_id}' is already logged") from exists.error
 
     def get(self, tenant_id: str, assembly_id: str) -> AssemblyLogEntry | None:
         """The live row, or None."""
@@ -99,21 +94,16 @@ class AssemblyLog:
         self, tenant_id: str, assembly_id: str, update: str, condition: str, values: dict[str, Any]
     ) -> bool:
         """One conditional UpdateItem; False when the condition does not hold."""
-        with dynamodb_errors():
-            try:
-                self._client.update_item(
-                    TableName=self._table,
-                    Key=it.assembly_key(tenant_id, assembly_id),
-                    UpdateExpression=update,
-                    ConditionExpression=condition,
-                    ExpressionAttributeValues=it.encode(values),
-                    **({"ExpressionAttributeNames": {"#p": "processed"}} if "#p" in condition else {}),
-                )
-            except ClientError as exc:
-                if error_code(exc) == "ConditionalCheckFailedException":
-                    return False
-                raise
-        return True
+        with dynamodb_errors("ConditionalCheckFailedException") as refused:
+            self._client.update_item(
+                TableName=self._table,
+                Key=it.assembly_key(tenant_id, assembly_id),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeValues=it.encode(values),
+                **({"ExpressionAttributeNames": {"#p": "processed"}} if "#p" in condition else {}),
+            )
+        return not refused
 
     def page(
         self, tenant_id: str, caller: str | None, namespace: str | None, limit: int, cursor: str | None

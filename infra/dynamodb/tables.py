@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from infra.dynamodb.errors import dynamodb_errors, error_code
+from infra.dynamodb.errors import dynamodb_errors, translate
 
 TTL_ATTRIBUTE = "expires_at"
 # Polling of the table-exists waiter: a new on-demand table turns ACTIVE within seconds in AWS and at once
@@ -82,35 +80,28 @@ def cache_table_spec(name: str) -> dict[str, Any]:
 def ensure_table(client: Any, spec: dict[str, Any]) -> bool:
     """Create the table (with TTL on `expires_at`) unless it exists; True when it was created here."""
     name = spec["TableName"]
+    with dynamodb_errors("ResourceNotFoundException") as missing:
+        client.describe_table(TableName=name)
+    if not missing:
+        return False
+    with dynamodb_errors("ResourceInUseException"):  # (another process created it meanwhile)
+        client.create_table(**spec)
     with dynamodb_errors():
-        try:
-            client.describe_table(TableName=name)
-            return False
-        except ClientError as exc:
-            if error_code(exc) != "ResourceNotFoundException":
-                raise
-        try:
-            client.create_table(**spec)
-        except ClientError as exc:
-            if error_code(exc) != "ResourceInUseException":  # another process created it meanwhile
-                raise
         client.get_waiter("table_exists").wait(
             TableName=name, WaiterConfig={"Delay": WAIT_DELAY_SECONDS, "MaxAttempts": WAIT_MAX_ATTEMPTS}
         )
-        _enable_ttl(client, name)
+    _enable_ttl(client, name)
     return True
 
 
 def _enable_ttl(client: Any, name: str) -> None:
     """Turn on TTL expiry; a concurrent creator may have done it already."""
-    try:
+    with dynamodb_errors("ValidationException") as refused:
         client.update_time_to_live(
             TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE}
         )
-    except ClientError as exc:
-        message = str(exc.response.get("Error", {}).get("Message", ""))
-        if error_code(exc) != "ValidationException" or "already" not in message.lower():
-            raise
+    if refused and "already" not in refused.message.lower() and refused.error is not None:
+        raise translate(refused.error) from refused.error
 
 
 def default_client() -> Any:
