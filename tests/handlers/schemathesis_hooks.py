@@ -29,10 +29,17 @@ def bulk_line(draw: Any) -> dict[str, Any]:
     return {"type": etype.name, "id": draw(_ID), etype.title_field: draw(_TEXT)}
 
 
+def bulk_lines() -> Any:
+    """An upload of 1..MAX_LINES lines naming distinct entities (a repeat is refused as one, by design)."""
+    return st.lists(
+        bulk_line(), min_size=1, max_size=MAX_LINES, unique_by=lambda line: (line["type"], line["id"])
+    )
+
+
 @schemathesis.hook.apply_to(method="POST", path="/entities/ndjson")
 def before_generate_body(ctx: Any, strategy: Any) -> Any:
     """The upload's explicit lines first, the schema's own draws still among them."""
-    return st.one_of(st.lists(bulk_line(), min_size=1, max_size=MAX_LINES), strategy)
+    return st.one_of(bulk_lines(), strategy)
 
 
 @schemathesis.serializer("application/x-ndjson", "application/jsonl")

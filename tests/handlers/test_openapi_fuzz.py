@@ -14,13 +14,12 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from tests.conftest import ROOT, FakeEmbedder, api_event, invoke, make_container
-from tests.handlers.schemathesis_hooks import MAX_LINES, bulk_line
+from tests.handlers.schemathesis_hooks import bulk_lines
 from tests.handlers.serving import serving
 
 KEY = "fuzz-key"
@@ -58,7 +57,7 @@ def test_schemathesis_with_every_check_finds_nothing(live: str) -> None:
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lines=st.lists(bulk_line(), min_size=1, max_size=MAX_LINES))
+@given(lines=bulk_lines())
 def test_the_fuzz_runs_ndjson_uploads_fit_the_document_and_the_server_takes_them(
     local: Any, lines: list[dict[str, Any]]
 ) -> None:
