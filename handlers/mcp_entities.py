@@ -3,7 +3,7 @@ with writes and listing limits shaped exactly like the HTTP routes'."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
@@ -29,20 +29,40 @@ def checked_page_size(limit: int) -> int:
     return limit
 
 
+class UpsertAnswer(WriteResponse):
+    """upsert_entity's answer: the write's (as PUT / PATCH answer it), or for an entity as large as a bulk
+    job, `outcome: queued` with the job that embeds it (its progress: GET /jobs/{job_id})."""
+
+    version: int | None = Field(  # type: ignore[assignment]
+        description="The version written (queued: the one the write carries, null when the job assigns it)"
+    )
+    outcome: Literal["applied", "stale", "duplicate", "queued"]  # type: ignore[assignment]
+    job: JobOut | None = Field(default=None, description="The write job, when the write was queued")
+
+
 def upsert(
     c: Container, tenant: str, entity_type: str, entity_id: str, fields: dict[str, Any], partial: bool
-) -> WriteResponse | JobOut:
-    """PUT (or PATCH with `partial`) of one entity, as the HTTP API writes it: one as large as a bulk job
-    is queued and answered with the job (its status at get_job's HTTP twin, GET /jobs/{id}); a stale
+) -> UpsertAnswer:
+    """PUT (or PATCH with `partial`) of one entity through the write use case the HTTP routes use; a stale
     version is the HTTP API's 409 text."""
     if partial:
         done = c.writes.patch(tenant, entity_type, entity_id, fields)
     else:
         put = c.writes.put(tenant, entity_type, entity_id, fields)
         if isinstance(put, Queued):
-            return JobOut.model_validate(put.job.to_json())
+            version = fields.get("version")
+            return UpsertAnswer(
+                entity_type=entity_type,
+                entity_id=entity_id,
+                version=version if isinstance(version, int) else None,
+                outcome="queued",
+                reembedded=True,
+                message="queued as a job: as large as a bulk job, embedded in the background",
+                job=JobOut.model_validate(put.job.to_json()),
+            )
         done = put
-    return written("put" if not partial else "patch", tenant, done, c.settings.tenant_metrics)
+    answer = written("patch" if partial else "put", tenant, done, c.settings.tenant_metrics)
+    return UpsertAnswer.model_validate(answer.model_dump())
 
 
 def delete(c: Container, tenant: str, entity_type: str, entity_id: str, version: int | None) -> WriteResponse:
@@ -104,7 +124,7 @@ def _entity_write_tools(server: MCPServer, act: Act) -> None:
             ),
         ],
         partial: Annotated[bool, Field(description="true: change only the given fields")] = False,
-    ) -> WriteResponse | JobOut:
+    ) -> UpsertAnswer:
         return act(ctx, "write", lambda w, c: upsert(c, w.tenant_id, entity_type, entity_id, fields, partial))
 
     @server.tool(description="Delete an entity (DELETE /entities/{type}/{id}).", annotations=DELETE)

@@ -261,3 +261,27 @@ def test_upsert_entity_publishes_each_types_required_and_searchable_fields(local
         }
 
     run(server_for(local), work)
+
+
+def test_an_upsert_as_large_as_a_bulk_job_is_a_job_as_over_http(tmp_path: Path) -> None:
+    """MCP writes through the same use case as PUT: a large entity is checked at once, embedded by a job."""
+    from tests.conftest import FakeEmbedder, make_container
+
+    container = make_container(tmp_path / "data", FakeEmbedder(), async_min_chunks=4)
+    text = " ".join(f"lighthouse{i}" for i in range(3000))
+    big = {"entity_type": "document", "entity_id": "big", "fields": {"title": "Harbour manual", "text": text}}
+
+    async def work(client: Client) -> None:
+        queued = await client.call_tool("upsert_entity", {**big, "fields": {**big["fields"], "version": 1}})
+        job = queued.structured_content
+        assert not queued.is_error and job is not None, queued
+        assert job["outcome"] == "queued" and job["version"] == 1, job
+        assert job["job"]["kind"] == "bulk" and job["job"]["items"] == 1 and job["job"]["chunks"] > 4, job
+        assert container.job_queue.pending() > 0  # nothing embedded yet
+        container.job_queue.drain()
+        stored = await client.call_tool("get_entity", {"entity_type": "document", "entity_id": "big"})
+        assert stored.structured_content is not None and stored.structured_content["embedded"], stored
+        stale = await client.call_tool("upsert_entity", {**big, "fields": {**big["fields"], "version": 0}})
+        assert error_of(stale)["code"] == "stale_version"  # refused at once, never queued
+
+    run(server_for(container), work)
