@@ -21,7 +21,8 @@
 #
 # Settings (environment): OPENSEARCH_PORT (default: 9200 if free, else a free port),
 # OPENSEARCH_HEAP (default 1g), OPENSEARCH_CACHE (default .cache/opensearch),
-# OPENSEARCH_WAIT (seconds to wait for green/yellow, default 120), OPENSEARCH_USER (when run as root,
+# OPENSEARCH_WAIT (seconds to wait for green/yellow, default 300: a busy 2-core machine starting a cluster beside
+# the node took over 120), OPENSEARCH_USER (when run as root,
 # the system user the node runs as; default quarry-opensearch — OpenSearch refuses to run as root).
 # The cluster: OPENSEARCH_CLUSTER_DIR (default .cache/opensearch/cluster: each node's config, data and
 # logs), OPENSEARCH_CLUSTER_HEAP (default 512m a node: three nodes beside the test suite and a single node
@@ -33,7 +34,7 @@ CACHE="${OPENSEARCH_CACHE:-$ROOT/.cache/opensearch}"
 OS_VERSION=2.19.1
 KNN_VERSION=2.19.1.0
 HEAP="${OPENSEARCH_HEAP:-1g}"
-WAIT="${OPENSEARCH_WAIT:-120}"
+WAIT="${OPENSEARCH_WAIT:-300}"
 RUN_USER="${OPENSEARCH_USER:-quarry-opensearch}"
 DL="$CACHE/downloads"
 HOME_DIR="$CACHE/opensearch-$OS_VERSION"
