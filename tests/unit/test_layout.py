@@ -12,6 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "core"
 
+
 def places_by_name(root: Path, base: Path = ROOT) -> dict[str, set[str]]:
     """Each module (`x.py`) and package (a folder with `__init__.py`) name under `root` → where it is
     (relative to `base`)."""
