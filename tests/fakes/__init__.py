@@ -16,6 +16,7 @@ from core.models import Vector
 from infra.local.cache import MemoryCache
 from tests.conftest import FakeEmbedder
 from tests.fakes.index import FakeSearchIndex
+from tests.fakes.snapshots import FakeSearchSnapshots
 from tests.fakes.state import FakeStateStore
 
 NOW = 1_768_435_200.0  # 2026-01-15T00:00:00Z
@@ -87,6 +88,7 @@ def fake_container(data_dir: Path, **overrides: Any) -> Any:
         "index": FakeSearchIndex(),
         "state": FakeStateStore(),
         "cache": FakeCache(),
+        "snapshots": FakeSearchSnapshots(),
         "clock": FakeClock(),
         "new_id": FakeIds(),
         "embedder": embedder,
@@ -102,6 +104,7 @@ __all__ = [
     "FakeClock",
     "FakeIds",
     "FakeSearchIndex",
+    "FakeSearchSnapshots",
     "FakeStateStore",
     "RaisingEmbedder",
     "fake_container",
