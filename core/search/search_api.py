@@ -14,6 +14,11 @@ from core.base_model import JSON_NUMBER, JsonInt, QuarryModel
 from core.indexing.caller_vectors import VECTOR_RULES, VectorList
 from core.indexing.entity_validation import MAX_ID_CHARS
 from core.search.filters import MAX_FACETS
+from core.search.paging import (
+    DEFAULT_KEEP_ALIVE_SECONDS,
+    MAX_KEEP_ALIVE_SECONDS,
+    MIN_KEEP_ALIVE_SECONDS,
+)
 
 Scalar = str | int | float | bool
 # A value, any of a list, or an object of operators (core/search/filters.py checks them, naming the field and
@@ -88,7 +93,19 @@ class SearchRequest(QuarryModel):
         default=None,
         max_length=1024,
         description="`next_cursor` of the previous page; send the same query, entities, filters, "
-        "strategy and limit. Answers 409 `cursor_expired` when the tenant's index changed in between.",
+        "strategy and limit. Later pages are read from a snapshot of the ranking, so writes to the tenant "
+        "do not change them (entities as they were when it was taken). Answers 409 `cursor_expired` when "
+        "the snapshot's lifetime lapsed, or, without `keep_alive` on the first page, when the tenant's index "
+        "changed before the second page: start again from the first page.",
+    )
+    keep_alive: JsonInt | None = Field(
+        default=None,
+        description="Seconds the snapshot behind `next_cursor` lives between two page reads (each read "
+        f"extends it by as much again), {MIN_KEEP_ALIVE_SECONDS} to {MAX_KEEP_ALIVE_SECONDS}; default "
+        f"{DEFAULT_KEEP_ALIVE_SECONDS}. Sent on the first page, the snapshot is taken by that page, so no "
+        "write can expire the cursor (like an OpenSearch point in time); sent with `cursor`, it sets how "
+        "long this read extends the snapshot.",
+        json_schema_extra={"minimum": MIN_KEEP_ALIVE_SECONDS, "maximum": MAX_KEEP_ALIVE_SECONDS},
     )
 
 
