@@ -69,10 +69,14 @@ class SqliteSearchSnapshots:
         return changed > 0
 
     def purge_tenant(self, tenant_id: str) -> int:
-        """Delete every snapshot of the tenant (zeroing what is deleted); how many."""
+        """Delete every snapshot of the tenant; deleted content is zeroed and the WAL truncated afterwards
+        (as the state store's purge does)."""
         with self._lock, reported():
             self._conn.execute("PRAGMA secure_delete = ON")  # per connection: zero what is deleted
         with self._lock, reported(), immediate(self._conn):
-            return self._conn.execute(
+            removed = self._conn.execute(
                 "DELETE FROM search_snapshots WHERE tenant_id = ?", (tenant_id,)
             ).rowcount
+        with self._lock, reported():
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return removed
