@@ -5,9 +5,10 @@ The cache fails open: when it cannot be read or written, the search is answered 
 `query_info.cache = "bypass"`, the failure is logged and counted (`SearchService.cache_failures`), and
 nothing is cached for that request. (Writes are where a cache outage must stop things: see indexing.)
 
-Its rules live beside it (planning.py, candidate_fusion.py, results.py, paging.py, cache_key.py); what stays
-here, a little over the ~300 lines a module keeps to, is the coordination of one use case: the cache, a
-model switched mid-search, and the pages after the first.
+Its rules live beside it (planning.py, candidate_fusion.py, results.py, paging.py, cache_key.py), and the
+snapshots cursors page over are taken and read by snapshot_paging.py; what stays here, over the ~300 lines
+a module keeps to, is the coordination of one use case: the cache, a model switched mid-search, and the
+paged ranking behind the pages after the first.
 """
 
 from __future__ import annotations
