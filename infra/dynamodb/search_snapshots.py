@@ -25,6 +25,7 @@ from core.search.paging import MAX_SNAPSHOT_AGE_SECONDS, SearchSnapshot
 from infra.dynamodb import state_items as it
 from infra.dynamodb.errors import dynamodb_errors, error_code
 from infra.dynamodb.state_log import pages
+from infra.dynamodb.state_purge import delete_keys
 from infra.dynamodb.tables import TTL_ATTRIBUTE, default_client
 
 # Bytes of body per chunk item: under DynamoDB's 400 KB item limit with room for the keys and attributes.
@@ -119,9 +120,8 @@ class DynamoSearchSnapshots:
         return True
 
     def purge_tenant(self, tenant_id: str) -> int:
-        """Delete every item of the tenant's snapshots; how many snapshots there were."""
-        from boto3.dynamodb.table import BatchWriter
-
+        """Delete every item of the tenant's snapshots, one DeleteItem each (as the state store's purge:
+        the API function's role has no BatchWriteItem on the state table); how many snapshots there were."""
         query = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :pk",
@@ -129,9 +129,6 @@ class DynamoSearchSnapshots:
             "ProjectionExpression": "pk, sk",
             "ConsistentRead": True,
         }
-        with dynamodb_errors():
-            keys = [{"pk": i["pk"], "sk": i["sk"]} for i in pages(self._client.query, query)]
-            with BatchWriter(self._table, self._client) as batch:  # resends unprocessed items itself
-                for key in keys:
-                    batch.delete_item(Key=key)
+        keys = [{"pk": i["pk"], "sk": i["sk"]} for i in pages(self._client.query, query)]
+        delete_keys(self._client, self._table, keys)
         return sum(1 for k in keys if k["sk"]["S"].endswith(f"#{HEAD}"))
