@@ -12,7 +12,7 @@ QuarryError
 │   ├── VersionSchemeError   stored_version, given_version     (explicit and clock versions mixed)
 │   ├── VersionConflictError version                           (same version, other content)
 │   ├── RepeatedItemError    first: the earlier position        (an id twice in one request)
-│   └── CursorExpiredError   a page cursor of an older index generation
+│   └── CursorExpiredError   a page cursor of an older index generation, or whose snapshot lapsed
 ├── UnavailableError         backend, retry_after seconds      → 503 with Retry-After
 │   └── CallerVectorsError   a tenant whose vectors come from its callers has no embedder (never raised
 │                            to a caller: the paths that embed query text fall back to keywords)
@@ -165,13 +165,22 @@ class RepeatedItemError(ConflictError):
 
 
 class CursorExpiredError(ConflictError):
-    """A paging cursor issued before the tenant's index changed: start again from the first page."""
+    """A paging cursor that can no longer continue: issued before the tenant's index changed (a cursor
+    without a snapshot), or its snapshot's lifetime lapsed. Start again from the first page."""
 
     code = "cursor_expired"
 
-    def __init__(self) -> None:
+    def __init__(self, lapsed_snapshot: bool = False) -> None:
+        if lapsed_snapshot:
+            super().__init__(
+                "the search snapshot behind this cursor lapsed (its keep_alive passed without a page being "
+                "read, or the tenant was erased); start again from the first page"
+            )
+            self.fields = {"cursor": "its snapshot's lifetime lapsed"}
+            return
         super().__init__(
-            "the tenant's index changed since this cursor was issued; search again without a cursor"
+            "the tenant's index changed since this cursor was issued; search again without a cursor "
+            "(send keep_alive on the first page to page over a snapshot that writes do not change)"
         )
         self.fields = {"cursor": "was issued for an older index generation"}
 

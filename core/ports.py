@@ -27,6 +27,7 @@ from core.models import (
     Vector,
     WriteOutcome,
 )
+from core.search.paging import SearchSnapshot
 from core.state import (
     AssemblyLogEntry,
     CallerBudget,
@@ -232,6 +233,29 @@ class Cache(Protocol):
 
     def drop_marks(self, tenant_id: str) -> int:
         """Drop only the tenant's generation counter and settling mark (what a write leaves behind)."""
+        ...
+
+
+class SearchSnapshots(Protocol):
+    """Search snapshots that cursors page over (core/search/paging.py), per tenant, each with an expiry.
+
+    A snapshot is readable only by its tenant and only until its expiry: `get` never returns a lapsed one,
+    whether or not the store has removed it yet."""
+
+    def put(self, snapshot: SearchSnapshot) -> None:
+        """Store the snapshot (its body may be large: an adapter with an item limit splits it)."""
+        ...
+
+    def get(self, tenant_id: str, snapshot_id: str, now: float) -> SearchSnapshot | None:
+        """The tenant's snapshot, or None when absent, another tenant's, or expired at `now`."""
+        ...
+
+    def extend(self, tenant_id: str, snapshot_id: str, expires_at: float, now: float) -> bool:
+        """Move a live snapshot's expiry to `expires_at`; False when it is absent or lapsed at `now`."""
+        ...
+
+    def purge_tenant(self, tenant_id: str) -> int:
+        """Remove every snapshot of the tenant (an erase); how many."""
         ...
 
 

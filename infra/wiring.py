@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         JobQueue,
         JobStore,
         SearchIndex,
+        SearchSnapshots,
         StateStore,
         TenantFences,
         TripleStore,
@@ -86,7 +87,7 @@ class Container:
         """Stop the background work of the parts built so far and close what they hold open: a tool that
         ingests in-process and then removes the data directory (a benchmark, the evaluation harness) calls
         it first. Parts given as overrides belong to the caller and are left alone."""
-        for name in ("index", "state", "cache"):
+        for name in ("index", "state", "cache", "snapshots"):
             part = None if name in self._overridden else self.__dict__.get(name)
             close = getattr(part, "close", None)
             if callable(close):
@@ -263,8 +264,27 @@ class Container:
         from core.search.search_service import SearchService
 
         return SearchService(
-            self.index, self.vectors, self.cache, self.registry, self.clock, self.search_settings
+            self.index,
+            self.vectors,
+            self.cache,
+            self.registry,
+            self.clock,
+            self.search_settings,
+            snapshots=self.snapshots,
+            new_id=self.new_id,
         )
+
+    @cached_property
+    def snapshots(self) -> SearchSnapshots:
+        """The snapshots search cursors page over, beside the state (core/search/paging.py)."""
+        if self.settings.state_kind == "dynamodb":
+            from infra.dynamodb.search_snapshots import DynamoSearchSnapshots
+
+            self.state  # noqa: B018  the state store creates the table when it may
+            return DynamoSearchSnapshots(self.settings.state_table)
+        from infra.local.sqlite_snapshots import SqliteSearchSnapshots
+
+        return SqliteSearchSnapshots(self.settings.sqlite_path)
 
     @cached_property
     def embedding(self) -> EmbeddingService:
@@ -327,6 +347,7 @@ class Container:
             self.fences,
             self.clock,
             self.settings.reopen_after_seconds,
+            snapshots=self.snapshots,
         )
 
     @cached_property

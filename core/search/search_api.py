@@ -8,12 +8,25 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, PrivateAttr, StrictBool, field_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    WithJsonSchema,
+    field_validator,
+)
 
-from core.base_model import JSON_NUMBER, JsonInt, QuarryModel
+from core.base_model import JSON_INTEGER, JSON_NUMBER, JsonInt, QuarryModel
 from core.indexing.caller_vectors import VECTOR_RULES, VectorList
 from core.indexing.entity_validation import MAX_ID_CHARS
 from core.search.filters import MAX_FACETS
+from core.search.paging import (
+    DEFAULT_KEEP_ALIVE_SECONDS,
+    MAX_KEEP_ALIVE_SECONDS,
+    MIN_KEEP_ALIVE_SECONDS,
+)
 
 Scalar = str | int | float | bool
 # A value, any of a list, or an object of operators (core/search/filters.py checks them, naming the field and
@@ -30,6 +43,21 @@ ReturnFieldList = Annotated[
 MAX_BULK_ITEMS = (
     10_000  # core/indexing/write_jobs.py MAX_JOB_ITEMS: above the synchronous size a bulk becomes a job
 )
+
+
+def _keep_alive_in_bounds(value: int) -> int:
+    """One message naming both bounds (pydantic's names only the one crossed)."""
+    if not MIN_KEEP_ALIVE_SECONDS <= value <= MAX_KEEP_ALIVE_SECONDS:
+        raise ValueError(f"must be between {MIN_KEEP_ALIVE_SECONDS} and {MAX_KEEP_ALIVE_SECONDS} seconds")
+    return value
+
+
+KeepAliveSeconds = Annotated[
+    int,
+    JSON_INTEGER,
+    AfterValidator(_keep_alive_in_bounds),
+    WithJsonSchema({"type": "integer", "minimum": MIN_KEEP_ALIVE_SECONDS, "maximum": MAX_KEEP_ALIVE_SECONDS}),
+]
 
 
 class SearchRequest(QuarryModel):
@@ -88,7 +116,18 @@ class SearchRequest(QuarryModel):
         default=None,
         max_length=1024,
         description="`next_cursor` of the previous page; send the same query, entities, filters, "
-        "strategy and limit. Answers 409 `cursor_expired` when the tenant's index changed in between.",
+        "strategy and limit. Later pages are read from a snapshot of the ranking, so writes to the tenant "
+        "do not change them (entities as they were when it was taken). Answers 409 `cursor_expired` when "
+        "the snapshot's lifetime lapsed, or, without `keep_alive` on the first page, when the tenant's index "
+        "changed before the second page: start again from the first page.",
+    )
+    keep_alive: KeepAliveSeconds | None = Field(
+        default=None,
+        description="Seconds the snapshot behind `next_cursor` lives between two page reads (each read "
+        f"extends it by as much again), {MIN_KEEP_ALIVE_SECONDS} to {MAX_KEEP_ALIVE_SECONDS}; default "
+        f"{DEFAULT_KEEP_ALIVE_SECONDS}. Sent on the first page, the snapshot is taken by that page, so no "
+        "write can expire the cursor (like an OpenSearch point in time); sent with `cursor`, it sets how "
+        "long this read extends the snapshot.",
     )
 
 

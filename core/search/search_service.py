@@ -5,9 +5,10 @@ The cache fails open: when it cannot be read or written, the search is answered 
 `query_info.cache = "bypass"`, the failure is logged and counted (`SearchService.cache_failures`), and
 nothing is cached for that request. (Writes are where a cache outage must stop things: see indexing.)
 
-Its rules live beside it (planning.py, candidate_fusion.py, results.py, paging.py, cache_key.py); what stays
-here, a little over the ~300 lines a module keeps to, is the coordination of one use case: the cache, a
-model switched mid-search, and the pages after the first.
+Its rules live beside it (planning.py, candidate_fusion.py, results.py, paging.py, cache_key.py), and the
+snapshots cursors page over are taken and read by snapshot_paging.py; what stays here, over the ~300 lines
+a module keeps to, is the coordination of one use case: the cache, a model switched mid-search, and the
+paged ranking behind the pages after the first.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, NamedTuple
 
-from core.errors import InvalidInputError, UnavailableError
+from core.errors import CursorExpiredError, InvalidInputError, UnavailableError
 from core.indexing.caller_vectors import caller_vector
 from core.indexing.entity_types import EntityTypeRegistry
 from core.models import (
@@ -26,12 +27,12 @@ from core.models import (
     LexicalQuery,
     Vector,
 )
-from core.ports import Cache, Clock, Embedder, SearchIndex
+from core.ports import Cache, Clock, Embedder, SearchIndex, SearchSnapshots
 from core.search.cache_key import generation_key, search_cache_key, settling_key
 from core.search.candidate_fusion import fused_candidates
 from core.search.filters import COMMON_FILTERS, FACET_VALUES, check_facets, parse_filters
 from core.search.fusion import Fused, count_legs
-from core.search.paging import PAGING_DEPTH, SearchPage
+from core.search.paging import PAGING_DEPTH, SearchPage, check_keep_alive
 from core.search.planning import (
     SearchPlan,
     SearchSettings,
@@ -45,6 +46,7 @@ from core.search.search_api import (
     SearchRequest,
     SearchResponse,
 )
+from core.search.snapshot_paging import SnapshotPager
 
 _log = logging.getLogger(__name__)
 
@@ -87,13 +89,19 @@ class SearchService:
         registry: EntityTypeRegistry,
         clock: Clock,
         settings: SearchSettings | None = None,
+        snapshots: SearchSnapshots | None = None,
+        new_id: Callable[[], str] | None = None,
     ) -> None:
+        """Without `snapshots` (or `new_id`) every cursor carries the index generation: no snapshots."""
         self._index = index
         self._embedder = embedder
         self._cache = cache
         self._registry = registry
         self.settings = settings or SearchSettings()
         self._clock = clock
+        self._pager = (
+            SnapshotPager(snapshots, clock, new_id) if snapshots is not None and new_id is not None else None
+        )
         self._failures_lock = threading.Lock()
         self.cache_failures = 0  # cache reads/writes that failed and were bypassed (fail open)
 
@@ -113,6 +121,7 @@ class SearchService:
             errors["query"] = f"must be at most {self.settings.max_query_chars} characters"
         if request.limit > self.settings.max_limit:
             errors["limit"] = f"must be at most {self.settings.max_limit}"
+        check_keep_alive(request.keep_alive)
         if errors:
             raise InvalidInputError("invalid search request", errors)
 
@@ -161,6 +170,11 @@ class SearchService:
         """The answer from the tenant's generation-keyed cache, or from the index and then cached (not
         when degraded, nor while a write may still be invisible); pages after the first bypass it."""
         tenant_id, request = s.tenant_id, s.request
+        page = SearchPage.first(tenant_id, request, s.types, None)
+        if request.cursor is not None:
+            page = page.resume(request.cursor)  # a 400 for a foreign cursor before anything is read
+            if page.snapshot_id is not None:
+                return self._snapshot_page(s, page)
         ok, generation = self._cached(
             "generation read", lambda: self._cache.counter(generation_key(tenant_id))
         )
@@ -168,10 +182,13 @@ class SearchService:
             if request.cursor is not None:  # a cursor is only as good as the generation it is checked against
                 raise UnavailableError("cache", "the index generation behind search cursors cannot be read")
             return self._answer(s, "bypass", None)
-        key = self._cache_key(tenant_id, request, s.types, generation)
-        page = SearchPage.first(tenant_id, request, s.types, generation)
         if request.cursor is not None:
-            return self._answer(s, "bypass", page.resume(request.cursor))
+            page.check_generation(generation)
+            return self._answer(s, "bypass", page)
+        page = replace(page, generation=generation)
+        if request.keep_alive is not None and self._pager is not None:
+            return self._answer(s, "bypass", page)  # a snapshot of its own: never answered from the cache
+        key = self._cache_key(tenant_id, request, s.types, generation)
         # A TTL of 0 turns the cache off: nothing is read (no entry can still be fresh) or written.
         caching = self.settings.cache_ttl_seconds > 0
         ok, cached = (
@@ -186,6 +203,14 @@ class SearchService:
         response = self._answer(s, answered, page)
         if caching and ok and not response.query_info.degraded and not self._settling(tenant_id):
             self._store(key, response)
+        return response
+
+    def _snapshot_page(self, s: _Search, page: SearchPage) -> SearchResponse:
+        """A page of the snapshot a cursor pins (no cache, no index: writes since do not change it)."""
+        if self._pager is None:
+            raise CursorExpiredError(lapsed_snapshot=True)  # a deployment without snapshots keeps none
+        response = self._pager.page(page, s.request)
+        response.took_ms = round((self._clock.monotonic() - s.started) * 1000, 3)
         return response
 
     def _store(self, key: str, response: SearchResponse) -> None:
@@ -269,23 +294,26 @@ class SearchService:
             # against may be the new model's, so embed with it and ask again (once is enough: a swap is atomic).
         plan, lexical, embedding, fused, fallback, degraded_reason = got
         fused = above(fused, request.min_score)
-        window, total, next_cursor = fused[: request.limit], len(fused), None
+        window, total, next_cursor, rest = fused[: request.limit], len(fused), None, None
         if page is not None:
             page.check_strategy(plan.strategy)
         if page is not None and len(fused) > request.limit:
             next_cursor = page.cursor(plan.strategy, 0)
-        if page is not None and not page.is_first:
-            # Pages after the first rank at the paging depth, leaving out what the first page showed
-            # (recomputed: same generation, same inputs, same ranking), so each entity comes once.
+        snapshotting = self._pager is not None and page is not None and not page.is_first
+        snapshotting |= self._pager is not None and request.keep_alive is not None and next_cursor is not None
+        if page is not None and (snapshotting or not page.is_first):
+            # The paged ranking: the first page, then the ranking at the paging depth less what the first
+            # page showed (recomputed on a generation cursor: same generation, same inputs, same ranking).
             shown = {f.candidate.key for f in window}
-            deep, fallback = self._retrieve(
+            deep, deep_fallback = self._retrieve(
                 tenant_id, lexical, embedding, filters, PAGING_DEPTH, plan, bool(types)
             )
             rest = [f for f in above(deep, request.min_score) if f.candidate.key not in shown]
-            window = rest[page.offset : page.offset + request.limit]
             total = len(shown) + len(rest)
-            following = page.offset + request.limit
-            next_cursor = page.cursor(plan.strategy, following) if following < len(rest) else None
+            if not page.is_first:
+                window, fallback = rest[page.offset : page.offset + request.limit], deep_fallback
+                following = page.offset + request.limit
+                next_cursor = page.cursor(plan.strategy, following) if following < len(rest) else None
         response = self._response(
             request, s.parsed, types, plan, window, total, next_cursor, fallback, degraded_reason
         )
@@ -294,7 +322,31 @@ class SearchService:
         if s.facets:
             counted = self._index.facets(tenant_id, lexical, filters, s.facets, FACET_VALUES) if types else {}
             response.facets = {f: counted.get(f, {}) for f in s.facets}
+        if snapshotting and page is not None and rest is not None:
+            self._snapshot(s, page, response, rest, plan, fallback)
         return response
+
+    def _snapshot(
+        self,
+        s: _Search,
+        page: SearchPage,
+        response: SearchResponse,
+        rest: list[Fused],
+        plan: SearchPlan,
+        fallback: str | None,
+    ) -> None:
+        """Store the paged remainder `rest` as a snapshot when a page follows this one, and point the
+        response's `next_cursor` at it (core/search/paging.py)."""
+        assert self._pager is not None
+        following = 0 if page.is_first else page.offset + s.request.limit
+        if following >= len(rest):
+            response.next_cursor = None
+            return
+        fusion, registry = self.settings.fusion, self._registry
+        results = [search_result(f, s.parsed, plan, fusion, registry, True, fallback) for f in rest]
+        fill_return_fields(self._index, s.tenant_id, s.request.return_fields, results)
+        snapshot_id = self._pager.take(page, response, results, s.request.keep_alive)
+        response.next_cursor = page.snapshot_cursor(snapshot_id, following)
 
     def _retrieve(
         self,

@@ -22,7 +22,16 @@ from core.cursor import decode_cursor, encode_cursor
 from core.errors import ConflictError, InvalidInputError
 from core.indexing.catalog import EntityPosition
 from core.indexing.catalog_service import entity_out
-from core.ports import Cache, Clock, JobQueue, JobStore, SearchIndex, StateStore, TenantFences
+from core.ports import (
+    Cache,
+    Clock,
+    JobQueue,
+    JobStore,
+    SearchIndex,
+    SearchSnapshots,
+    StateStore,
+    TenantFences,
+)
 from core.state import REOPEN_AFTER_SECONDS
 from core.timestamps import iso_timestamp
 
@@ -132,8 +141,11 @@ class LifecycleService:
         fences: TenantFences,
         clock: Clock,
         reopen_after_seconds: float = REOPEN_AFTER_SECONDS,
+        snapshots: SearchSnapshots | None = None,
     ) -> None:
+        """`snapshots`: the search snapshots an erase removes with the cache (None: a deployment without)."""
         self._index, self._state, self._cache = index, state, cache
+        self._snapshots = snapshots
         self._jobs, self._queue, self._fences = jobs, queue, fences
         self._clock, self._reopen_after = clock, reopen_after_seconds
 
@@ -251,7 +263,8 @@ class LifecycleService:
         jobs = self._jobs.purge_tenant(tenant_id)
         entities = self._index.purge_tenant(tenant_id)
         rows = self._state.purge_tenant(tenant_id)
-        cached = self._cache.purge_tenant(tenant_id)
+        cached = self._cache.purge_tenant(tenant_id)  # cached searches, and below the snapshots pages read
+        cached += self._snapshots.purge_tenant(tenant_id) if self._snapshots is not None else 0
         return Removed(entities, rows, cached, jobs, parts)
 
     def reopen(self, tenant_id: str, confirm: str) -> ReopenReport:

@@ -8,6 +8,8 @@
     history     T#<tenant>#H                <at>#<unique>             one WeightChange
     eval        T#<tenant>#E                <at>#<unique>             name, body (JSON metrics)
     assembly    T#<tenant>#A#<assembly_id>  A                         one AssemblyLogEntry, expires_at (TTL)
+    snapshot    T#<tenant>#S                <id>#H, <id>#C#<n>        search snapshots (not this store's:
+                                                                      infra/dynamodb/search_snapshots.py)
 
     GSI (all projections ALL)  hash                         range
     log                        log_pk = T#<tenant>#LOG      log_sk = <created_at>#<assembly_id>

@@ -17,6 +17,7 @@ from core.ports import Embedder
 from infra.local.cache import MemoryCache
 from tests.conftest import FakeEmbedder
 from tests.fakes.index import FakeSearchIndex
+from tests.fakes.snapshots import FakeSearchSnapshots
 from tests.fakes.state import FakeStateStore
 
 NOW = 1_768_435_200.0  # 2026-01-15T00:00:00Z
@@ -89,6 +90,7 @@ def fake_container(data_dir: Path, **overrides: Any) -> Any:
         "index": FakeSearchIndex(),
         "state": FakeStateStore(),
         "cache": FakeCache(),
+        "snapshots": FakeSearchSnapshots(),
         "clock": FakeClock(),
         "new_id": FakeIds(),
         "embedder": embedder,
@@ -104,6 +106,7 @@ __all__ = [
     "FakeClock",
     "FakeIds",
     "FakeSearchIndex",
+    "FakeSearchSnapshots",
     "FakeStateStore",
     "RaisingEmbedder",
     "fake_container",

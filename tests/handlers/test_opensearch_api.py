@@ -3,8 +3,9 @@ cache in DynamoDB on a moto server (loopback), a deterministic fake embedder.
 
 The handler suites written for the local backend run here unchanged: their container fixtures (`local`,
 `app`, `ctx`) are redefined below to build this stack, and their tests are imported into this module —
-write, search, update, delete, stale versions, tenancy, fallback, explain, context assembly and
-/retrieve. Each test gets its own index (alias `quarry-api-<random>`) and its own DynamoDB tables.
+write, search, update, delete, stale versions, tenancy, fallback, explain, paging over snapshots while
+the tenant is written, context assembly and /retrieve. Each test gets its own index (alias
+`quarry-api-<random>`) and its own DynamoDB tables.
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ from tests.handlers.test_search_api import (  # noqa: F401
     test_misspelt_keyword_query_falls_back_to_fuzzy_matching,
     test_redelivering_the_same_version_is_harmless,
     test_tenants_never_see_each_other_including_cached_results,
+)
+from tests.handlers.test_search_paging_api import (  # noqa: F401
+    test_a_lapsed_snapshot_is_409_saying_to_start_again,
+    test_another_tenants_cursor_is_refused,
+    test_erasing_the_tenant_removes_its_snapshots,
+    test_writes_between_pages_change_nothing_the_iteration_returns,
 )
 from tests.unit.governance_fakes import FAKE_DIMENSION
 

@@ -1,6 +1,7 @@
 """Reading back through the HTTP API: one entity, the newest-first listing, search pages beyond the first
-(every matching entity exactly once; a write in between expires the cursor), weight history and stored
-golden-set figures. Driven by the events/ samples on the local backend."""
+(every matching entity exactly once; a write before the second page expires a cursor whose first page
+did not send `keep_alive`, none after it does), weight history and stored golden-set figures. Driven by
+the events/ samples on the local backend."""
 
 from __future__ import annotations
 
@@ -128,13 +129,17 @@ def test_search_pages_return_every_match_exactly_once(local: Any, strategy: str)
     assert totals == {len(CORPUS)}
 
 
-def test_a_write_between_pages_expires_the_cursor(local: Any) -> None:
+def test_a_write_before_the_second_page_expires_only_a_cursor_without_keep_alive(local: Any) -> None:
     bulk(CORPUS[:20])
     request = {"query": "harbor", "limit": 5, "strategy": "keyword"}
     _, first = search(request)
+    _, pinned = search({**request, "keep_alive": 60})  # this first page takes the snapshot itself
     bulk([{**CORPUS[30], "id": "m-new"}])
     status, body = search({**request, "cursor": first["next_cursor"]})
     assert status == 409 and body["error"]["code"] == "cursor_expired"
+    assert "keep_alive" in body["error"]["message"]
+    status, body = search({**request, "cursor": pinned["next_cursor"]})
+    assert status == 200 and "m-new" not in [r["entity_id"] for r in body["results"]]
 
 
 def test_a_search_cursor_only_continues_its_own_request_and_tenant(local: Any) -> None:

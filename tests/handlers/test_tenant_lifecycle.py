@@ -42,6 +42,8 @@ def fill(tenant: str, word: str, local: Any) -> None:
     assert invoke(api_event("delete_entity", tenant=tenant, path=f"/entities/memory/{word}-5"))[0] == 200
     search = invoke(api_event("search", tenant=tenant, body={"query": f"{word} harbor"}))
     assert search[0] == 200 and search[1]["results"]
+    paged = {"query": f"{word} harbor", "limit": 2, "keep_alive": 60}  # a search snapshot is stored
+    assert invoke(api_event("search", tenant=tenant, body=paged))[1]["next_cursor"]
     assembled = invoke(api_event("context_assemble", tenant=tenant, body={"query": word, "caller": "agent"}))[
         1
     ]
@@ -106,7 +108,7 @@ def sqlite_bytes(data_dir: Path) -> bytes:
 def insecure_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     """Open every SQLite connection with secure_delete OFF, the default of most SQLite builds (Debian's
     turns it on at compile time), so deleted and replaced rows leave their bytes in free space."""
-    from infra.local import cache, sqlite_connect, sqlite_state, sqlite_store
+    from infra.local import cache, sqlite_connect, sqlite_snapshots, sqlite_state, sqlite_store
 
     original = sqlite_connect.open_sqlite
 
@@ -115,7 +117,7 @@ def insecure_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
         conn.execute("PRAGMA secure_delete = OFF")
         return conn
 
-    for module in (sqlite_store, sqlite_state, cache):
+    for module in (sqlite_store, sqlite_state, cache, sqlite_snapshots):
         monkeypatch.setattr(module, "open_sqlite", insecure)
 
 

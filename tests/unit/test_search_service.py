@@ -190,7 +190,7 @@ def test_another_tenant_never_sees_the_data_nor_the_cached_answer(c: Any) -> Non
 # paging
 
 
-def test_pages_show_every_match_once_and_a_write_expires_the_cursor(c: Any) -> None:
+def test_pages_show_every_match_once_and_a_write_before_page_two_expires_the_cursor(c: Any) -> None:
     write(c, *[memory(f"m-{i:02d}", f"crane log entry {i}") for i in range(25)])
     seen: list[str] = []
     cursor = None

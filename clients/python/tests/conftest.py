@@ -23,6 +23,7 @@ KEYS = {
     "k-erase": {"tenant": "scratch", "scopes": ["read", "write", "admin"]},
     "k-vectors": {"tenant": "vectors", "scopes": ["read", "write", "admin"]},
     "k-docs": {"tenant": "docs", "scopes": ["read", "write", "admin"]},  # docs/clients.md's examples
+    "k-paging": {"tenant": "paging", "scopes": ["read", "write", "admin"]},  # written while it is paged
 }
 # The vector stores' tenant brings its own vectors, of langchain-tests' fake embedding's size
 # (langchain_tests.integration_tests.vectorstores.EMBEDDING_SIZE).

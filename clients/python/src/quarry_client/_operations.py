@@ -33,6 +33,11 @@ class Call(Generic[T]):
     content_type: str | None = None
 
 
+# The snapshot lifetime `search_pages` asks for between two page reads: the server's default (5 minutes,
+# SearchRequest.keep_alive in the OpenAPI document), sent so the first page already pins the ranking.
+PAGING_KEEP_ALIVE_SECONDS = 300
+
+
 class SearchOptions(TypedDict, total=False):
     """POST /search fields besides `query` (SearchRequest in the OpenAPI document; a test checks that every
     property of it is here)."""
@@ -47,6 +52,7 @@ class SearchOptions(TypedDict, total=False):
     min_score: float
     return_fields: Literal["all", "none"] | Sequence[str]
     query_vector: Sequence[float]
+    keep_alive: int
 
 
 class AssembleOptions(TypedDict, total=False):

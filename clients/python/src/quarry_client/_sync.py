@@ -108,7 +108,11 @@ class Quarry:
         return self._send(ops.search(query, options))
 
     def search_pages(self, query: str, **options: Unpack[ops.SearchOptions]) -> Iterator[m.SearchResponse]:
-        """Every page of a search, following `next_cursor`."""
+        """Every page of a search, following `next_cursor`, over a snapshot taken by the first page
+        (`keep_alive`, default PAGING_KEEP_ALIVE_SECONDS): writes to the tenant meanwhile change nothing,
+        each entity of the first page's ranking comes once. A page read after the snapshot lapsed raises
+        ConflictError `cursor_expired`."""
+        options.setdefault("keep_alive", ops.PAGING_KEEP_ALIVE_SECONDS)
         while True:
             page = self.search(query, **options)
             yield page
@@ -117,7 +121,8 @@ class Quarry:
             options["cursor"] = page.next_cursor
 
     def iter_search(self, query: str, **options: Unpack[ops.SearchOptions]) -> Iterator[m.SearchResult]:
-        """Every hit of a search, page after page (each entity once)."""
+        """Every hit of a search, page after page: each entity present when it started, once, even while
+        the tenant is written (see `search_pages`)."""
         for page in self.search_pages(query, **options):
             yield from page.results
 

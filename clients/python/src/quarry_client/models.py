@@ -2914,7 +2914,7 @@ class SearchRequest(BaseModel):
     )
     cursor: Annotated[str, StringConstraints(max_length=1024)] | None = Field(
         None,
-        description="`next_cursor` of the previous page; send the same query, entities, filters, strategy and limit. Answers 409 `cursor_expired` when the tenant's index changed in between.",
+        description="`next_cursor` of the previous page; send the same query, entities, filters, strategy and limit. Later pages are read from a snapshot of the ranking, so writes to the tenant do not change them (entities as they were when it was taken). Answers 409 `cursor_expired` when the snapshot's lifetime lapsed, or, without `keep_alive` on the first page, when the tenant's index changed before the second page: start again from the first page.",
         title="Cursor",
     )
     entities: (
@@ -2973,6 +2973,11 @@ class SearchRequest(BaseModel):
         None,
         description="Filters, field → a value, any of a list, or operators that must all hold (FilterOperators); the fields must be filterable for every searched type, or be source, owner, namespace (no ranges), created_at or updated_at (ranges only)",
         title="Filters",
+    )
+    keep_alive: Annotated[int, Field(ge=10, le=3600)] | None = Field(
+        None,
+        description="Seconds the snapshot behind `next_cursor` lives between two page reads (each read extends it by as much again), 10 to 3600; default 300. Sent on the first page, the snapshot is taken by that page, so no write can expire the cursor (like an OpenSearch point in time); sent with `cursor`, it sets how long this read extends the snapshot.",
+        title="Keep Alive",
     )
     limit: Annotated[int, Field(ge=1, le=100)] | None = Field(20, title="Limit")
     min_score: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
