@@ -9,6 +9,7 @@ the outside world (docs/architecture.md, Ports and adapters), and its length is 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.context.graph import Triple
@@ -37,6 +38,16 @@ from core.state import (
     TenantFence,
     WeightChange,
 )
+from core.tokens import TokenCounter
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataTouch:
+    """Changes to one entity's metadata at the version they were computed from (SearchIndex.touch_metadata)."""
+
+    key: EntityKey
+    version: int
+    changes: Mapping[str, Any]
 
 
 class Clock(Protocol):
@@ -77,6 +88,14 @@ class SearchIndex(Protocol):
     ) -> WriteOutcome:
         """Change body, metadata and (when given) the indexed source/owner/namespace only (no text, no
         embedding); versioned like `upsert`."""
+        ...
+
+    def touch_metadata(self, tenant_id: str, touches: Sequence[MetadataTouch]) -> list[WriteOutcome]:
+        """Merge each touch's changes into its entity's indexed metadata without moving the version, in one
+        round trip (bookkeeping the service keeps, such as a memory's uses: core/memory/reinforcement.py;
+        fields retrieval filters on by range inside the retriever, never through keyword-index tokens);
+        NOT_FOUND for an entity not live at exactly the touch's version (a write since then wins and the
+        change is dropped). One outcome per touch, in order."""
         ...
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
@@ -180,6 +199,15 @@ def tenant_embedder(embedder: Embedder, tenant_id: str) -> Embedder:
     `model_id` from the result, so both name the same model even if a reindex switches it meanwhile."""
     pick = getattr(embedder, "for_tenant", None)
     return embedder if pick is None else pick(tenant_id)
+
+
+class TokenCounters(Protocol):
+    """Token counters by encoding name (core/tokens.py TOKEN_ENCODINGS)."""
+
+    def counter(self, encoding: str) -> TokenCounter:
+        """The counter for `encoding`; InvalidInputError naming `token_encoding` when this deployment
+        cannot count in it (its tokenizer is not installed)."""
+        ...
 
 
 class Cache(Protocol):

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from core.indexing.catalog_service import CatalogService
     from core.indexing.indexing_service import IndexingService
     from core.indexing.write_job_service import JobService
+    from core.memory.integrity import Integrity
+    from core.memory.reinforcement import Reinforcement
     from core.ports import (
         Cache,
         Clock,
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
         SearchIndex,
         StateStore,
         TenantFences,
+        TokenCounters,
         TripleStore,
     )
     from core.search.embedding import EmbeddingService
@@ -255,14 +258,36 @@ class Container:
             max_query_chars=s.max_query_chars,
             max_limit=s.max_limit,
             cache_ttl_seconds=s.cache_ttl_seconds,
+            memory_relevance_blend=s.memory_relevance_blend,
         )
+
+    @cached_property
+    def reinforcement(self) -> Reinforcement:
+        """The buffer of memory uses, written to the index in batches (core/memory/reinforcement.py)."""
+        from core.memory.reinforcement import Reinforcement
+
+        return Reinforcement(self.index)
+
+    @cached_property
+    def integrity(self) -> Integrity:
+        """Counts memories left out because their content no longer matches its hash (core/memory/integrity.py)."""
+        from core.memory.integrity import Integrity
+
+        return Integrity()
 
     @cached_property
     def search(self) -> SearchService:
         from core.search.search_service import SearchService
 
         return SearchService(
-            self.index, self.vectors, self.cache, self.registry, self.clock, self.search_settings
+            self.index,
+            self.vectors,
+            self.cache,
+            self.registry,
+            self.clock,
+            self.search_settings,
+            reinforcement=self.reinforcement,
+            integrity=self.integrity,
         )
 
     @cached_property
@@ -355,6 +380,8 @@ class Container:
             default_budget=s.context_default_budget,
             max_query_chars=s.max_query_chars,
             min_vector_similarity=self.search_settings.min_vector_similarity,
+            memory_relevance_blend=self.search_settings.memory_relevance_blend,
+            token_encodings=dict(s.token_encodings),
         )
 
     @cached_property
@@ -392,7 +419,17 @@ class Container:
             map_fn=self.fanout_executor.map,
             links=FileLinkReader(root) if root is not None else None,
             triples=self.triples,
+            reinforcement=self.reinforcement,
+            integrity=self.integrity,
+            counters=self.token_counters,
         )
+
+    @cached_property
+    def token_counters(self) -> TokenCounters:
+        """Token counters by encoding; the tokenizer is imported on a caller's first real encoding."""
+        from infra.token_counters import BpeTokenCounters
+
+        return BpeTokenCounters()
 
     @cached_property
     def job_queue(self) -> JobQueue:

@@ -9,6 +9,7 @@ from typing import Any
 
 from core.errors import InvalidInputError, QuarryError, UnavailableError
 from core.models import EntityKey, EntityRecord, Placement, WriteOutcome
+from core.ports import MetadataTouch
 from infra.opensearch import documents, mapping, responses
 from infra.opensearch.calls import IndexCalls, Write
 from infra.opensearch.errors import BACKEND, UNAVAILABLE_RETRY_AFTER, classify
@@ -57,6 +58,29 @@ class IndexWrites(IndexCalls):
             return refused or documents.with_metadata(stored, version, body, metadata, updated_at, placement)
 
         return self._cas([(tenant_id, documents.doc_id(tenant_id, key), build)], read="all")[0]
+
+    def touch_metadata(self, tenant_id: str, touches: Sequence[MetadataTouch]) -> list[WriteOutcome]:
+        """Merge each touch's changes into the metadata of the document live at its version, the version
+        kept (SearchIndex), compare-and-set like every write here, all in one bulk."""
+
+        def build_for(version: int, changes: Mapping[str, Any]) -> Build:
+            def build(stored: Mapping[str, Any] | None) -> dict[str, Any] | WriteOutcome:
+                if not _owned(stored, tenant_id) or stored.get(mapping.DELETED):  # type: ignore[union-attr]
+                    return WriteOutcome.NOT_FOUND
+                assert stored is not None
+                if int(stored[mapping.VERSION]) != version:
+                    return WriteOutcome.NOT_FOUND
+                merged = {**(stored.get(mapping.METADATA_RAW) or {}), **changes}
+                metadata = {k: v for k, v in merged.items() if v is not None}
+                body = stored.get("body") or {}
+                return documents.with_metadata(stored, version, body, metadata, str(stored.get("updated_at")))
+
+            return build
+
+        jobs = [
+            (tenant_id, documents.doc_id(tenant_id, t.key), build_for(t.version, t.changes)) for t in touches
+        ]
+        return self._cas(jobs, read="all") if jobs else []
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         """Replace the entity by a tombstone at `version` (stored + 1 when None); see SearchIndex.delete.
