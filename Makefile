@@ -70,8 +70,19 @@ demo: setup
 
 # The live OpenSearch suite runs against a local node started (and stopped) around pytest; then the client
 # package's suite (clients/python/tests) against `quarry serve` processes of the main venv.
-test: setup lambda-runtime setup-clients
-	scripts/with-opensearch.sh $(BIN)/python -m pytest
+# The `tokens` extra (pyproject.toml; keep the version range the same) for the tests, in a folder beside the
+# venv rather than in it (the venv's 600 MiB budget): pytest finds it on PYTHONPATH, so the token-count tests
+# run in `make test` without `make setup-tokens`.
+TOKENS_SITE  := .cache/tokens-site
+TOKENS_STAMP := $(TOKENS_SITE)/.installed
+
+$(TOKENS_STAMP): pyproject.toml
+	@echo "test setup: the tokens extra (bpe-openai) into $(TOKENS_SITE), for the token-count tests"
+	$(PYTHON) -m pip install --quiet --no-compile --no-deps --target $(TOKENS_SITE) 'bpe-openai>=0.1.4,<0.2'
+	touch $(TOKENS_STAMP)
+
+test: setup lambda-runtime setup-clients $(TOKENS_STAMP)
+	PYTHONPATH=$(abspath $(TOKENS_SITE)) scripts/with-opensearch.sh $(BIN)/python -m pytest
 	$(MAKE) --no-print-directory test-clients
 
 # quarry-client in a venv of its own: it must install and import without the server's packages, and the
