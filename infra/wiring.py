@@ -286,7 +286,6 @@ class Container:
             self.registry,
             self.clock,
             self.search_settings,
-            reinforcement=self.reinforcement,
             integrity=self.integrity,
         )
 

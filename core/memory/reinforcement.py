@@ -1,8 +1,10 @@
-"""Reinforcement (docs/conformance.md, Memory): each memory returned to a caller (a search result, an
-assembled item) or named in feedback counts a use — `access_count` up by one, `last_accessed_at` moved to
-the time of use, its decay clock restarted (core/memory/relevance.py).
+"""Reinforcement (docs/conformance.md, Memory): each memory placed in an assembled context or named
+in feedback counts a use — `access_count` up by one, `last_accessed_at` moved to
+the time of use, its decay clock restarted (core/memory/relevance.py). A search counts none: it is a read (a
+search that wrote would shift OpenSearch's per-shard BM25 statistics and reorder the next identical search:
+docs/conformance.md, Memory).
 
-Uses are not written one by one: a search would become a write. They are summed in memory per (tenant,
+Uses are not written one by one: an assembly would become a write. They are summed in memory per (tenant,
 memory) and written together at most once per FLUSH_SECONDS, or as soon as FLUSH_USES are waiting; at most
 MAX_PENDING memories wait (uses of others beyond that are dropped and counted in `dropped`). A write is
 a metadata-only change at the memory's current version, one batch per tenant (SearchIndex.touch_metadata): a memory rewritten

@@ -24,12 +24,10 @@ from core.indexing.entity_types import EntityTypeRegistry
 from core.memory.integrity import Integrity, trust_floor
 from core.memory.metadata import MEMORY_TYPE
 from core.memory.ranking import rank_memories
-from core.memory.reinforcement import Reinforcement
 from core.memory.relevance import relevance_floor
 from core.memory.supersession import current_only
 from core.models import (
     Candidate,
-    EntityKey,
     Filters,
     LexicalQuery,
     Vector,
@@ -103,10 +101,8 @@ class SearchService:
         registry: EntityTypeRegistry,
         clock: Clock,
         settings: SearchSettings | None = None,
-        reinforcement: Reinforcement | None = None,
         integrity: Integrity | None = None,
     ) -> None:
-        self._reinforcement = reinforcement  # counts the memories each answer returns (None: not counted)
         self.integrity = integrity or Integrity()  # memories left out: content no longer matches its hash
         self._index = index
         self._embedder = embedder
@@ -198,16 +194,7 @@ class SearchService:
         answer = self._through_cache(
             _Search(tenant_id, request, parsed, types, filters, facets, plan, started)
         )
-        self._count_uses(tenant_id, answer)
         return answer
-
-    def _count_uses(self, tenant_id: str, answer: SearchResponse) -> None:
-        """Reinforce the memories this answer returns (batched: core/memory/reinforcement.py)."""
-        if self._reinforcement is None:
-            return
-        keys = [EntityKey(r.entity_type, r.entity_id) for r in answer.results if r.entity_type == MEMORY_TYPE]
-        if keys:
-            self._reinforcement.used(tenant_id, keys, self._clock.now())
 
     def _through_cache(self, s: _Search) -> SearchResponse:
         """The answer from the tenant's generation-keyed cache, or from the index and then cached (not
