@@ -15,11 +15,20 @@ from core.memory.integrity import (
     content_digest,
     trust_rank,
 )
-from core.memory.relevance import memory_metadata
+from core.memory.relevance import RELEVANCE_KEY, memory_metadata
 from core.models import StoredEntity
 from core.text import flatten
 
 MEMORY_TYPE = "memory"
+# What the service stores beside a memory's metadata for its own filters and checks, never shown to a caller
+# (search hits, GET, listings, context blocks, MCP: tests/handlers/test_memory_exposure.py). The counters
+# `access_count` / `last_accessed_at` are documented and shown (docs/api.md, Memories).
+INTERNAL_METADATA = frozenset({RELEVANCE_KEY, CONTENT_HASH, TRUST_RANK})
+
+
+def public_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """`metadata` without the service's internal keys (INTERNAL_METADATA)."""
+    return {k: v for k, v in metadata.items() if k not in INTERNAL_METADATA}
 
 
 def indexed_metadata(

@@ -15,6 +15,7 @@ from core.context.context_api import AssembleRequest
 from core.errors import InvalidInputError
 from core.tokens import estimate_tokens
 from infra.token_counters import SLICE_CHARS, BpeTokenCounters
+from tests.conftest import require_tokens_extra
 from tests.fakes import fake_container
 
 # Long words BPE encodes in few tokens: 680 characters, ceil(len/4) = 170, 71 tokens in both encodings.
@@ -24,7 +25,7 @@ BUDGET = 120  # under the estimate of WORDY's section, over its real count
 
 @pytest.fixture
 def counters() -> BpeTokenCounters:
-    pytest.importorskip("bpe_openai", reason="the `tokens` extra (make setup-tokens) is not installed")
+    require_tokens_extra()
     return BpeTokenCounters()
 
 

@@ -53,7 +53,7 @@ def test_the_http_api_shows_no_bookkeeping(stored: Any) -> None:
         "search": invoke(api_event("search", body={"query": "signing keys", "include_superseded": True})),
         "get": invoke(api_event("get_entity", path="/entities/memory/m2")),
         "get superseded": invoke(api_event("get_entity", path="/entities/memory/m1")),
-        "list": invoke(api_event("list_entities", path="/entities/memory")),
+        "list": invoke(api_event("list_entities", query={"type": "memory"})),
         "assemble": invoke(
             api_event("context_assemble", body={"query": "signing keys", "caller": "agent", "log": False})
         ),
