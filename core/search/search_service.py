@@ -295,7 +295,15 @@ class SearchService:
         lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights) if plan.lexical else None
         depth = retrieval_depth(request.limit, plan, self.settings)
         fused, fallback = self._retrieve(
-            s.tenant_id, lexical, embedding, s.filters, depth, plan, bool(types), request.min_relevance
+            s.tenant_id,
+            lexical,
+            embedding,
+            s.filters,
+            depth,
+            plan,
+            bool(types),
+            request.min_relevance,
+            _memories_only(types),
         )
         return _Retrieved(plan, lexical, embedding, fused, fallback, degraded_reason)
 
@@ -320,7 +328,15 @@ class SearchService:
             # (recomputed: same generation, same inputs, same ranking), so each entity comes once.
             shown = {f.candidate.key for f in window}
             deep, fallback = self._retrieve(
-                tenant_id, lexical, embedding, filters, PAGING_DEPTH, plan, bool(types), request.min_relevance
+                tenant_id,
+                lexical,
+                embedding,
+                filters,
+                PAGING_DEPTH,
+                plan,
+                bool(types),
+                request.min_relevance,
+                _memories_only(types),
             )
             rest = [f for f in above(deep, request.min_score) if f.candidate.key not in shown]
             window = rest[page.offset : page.offset + request.limit]
@@ -347,6 +363,7 @@ class SearchService:
         plan: SearchPlan,
         any_types: bool,
         floor: float | None = None,
+        memories_only: bool = False,
     ) -> tuple[list[Fused], str | None]:
         if not any_types:
             return [], None
@@ -357,7 +374,9 @@ class SearchService:
         def served(c: Candidate) -> bool:
             return self.integrity.served(tenant_id, c.key, c.metadata, c.title)
 
-        weight = self.settings.memory_relevance_blend
+        # Only a search of memories alone blends (docs/conformance.md, Memory): among other types a blended
+        # memory would move past entities it did not outrank.
+        weight = self.settings.memory_relevance_blend if memories_only else 0.0
         return rank_memories(fused, self._clock.now(), weight, floor, served), fallback
 
     def _response(
@@ -379,3 +398,8 @@ class SearchService:
         return search_response(
             request, parsed, types, plan, results, total, next_cursor, fallback, degraded_reason
         )
+
+
+def _memories_only(types: Sequence[str]) -> bool:
+    """Whether a search covers memories and nothing else (the one case its memories' scores blend)."""
+    return bool(types) and all(t == MEMORY_TYPE for t in types)

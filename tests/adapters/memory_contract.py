@@ -155,6 +155,37 @@ class RelevanceContract:
         for strategy in STRATEGIES:
             assert sorted(found(c, "every quarter", strategy, min_relevance=0.9)) == used, strategy
 
+    def test_only_a_search_of_memories_alone_blends_other_searches_rank_as_without_the_blend(
+        self, c: Any
+    ) -> None:
+        import dataclasses
+
+        put(c, "stale", "the login limiter allows five attempts")
+        c.clock.advance(60 * DAY)
+        put(c, "fresh", "the login limiter allows five attempts a minute")
+        c.indexing.put(
+            TENANT, "task", "t1", {"title": "login limiter attempts", "status": "open"}, c.clock.now()
+        )
+        c.indexing.put(TENANT, "document", "d1", {"title": "Login", "text": "the limiter"}, c.clock.now())
+
+        def ranked(blend: float, **request: Any) -> dict[str, list[tuple[str, float]]]:
+            c.search.settings = dataclasses.replace(
+                c.search.settings, memory_relevance_blend=blend, cache_ttl_seconds=0
+            )
+            out = {}
+            for strategy in STRATEGIES:
+                got = c.search.search(
+                    TENANT, SearchRequest(query="login limiter attempts", strategy=strategy, **request)
+                )
+                out[strategy] = [(r.entity_id, r.score) for r in got.results]
+            return out
+
+        assert ranked(0.3) == ranked(0.0)  # every type: memories keep their fused score
+        assert ranked(0.3, entities=["memory", "task"]) == ranked(0.0, entities=["memory", "task"])
+        for strategy, got in ranked(0.3, entities=["memory"]).items():  # memories alone: the freshest first
+            assert [eid for eid, _ in got] == ["fresh", "stale"], strategy
+            assert all(0 <= score <= 1 for _, score in got), strategy
+
     def test_a_search_is_a_read_and_repeats_its_answer(self, c: Any) -> None:
         # A search writes nothing: a rewritten document shifts its shard's BM25 statistics on OpenSearch
         # (its old copy counts until merged), so a search that wrote would reorder the next identical one
