@@ -76,9 +76,11 @@ demo: setup
 TOKENS_SITE  := .cache/tokens-site
 TOKENS_STAMP := $(TOKENS_SITE)/.installed
 
-$(TOKENS_STAMP): pyproject.toml
+# Installed for the venv's interpreter (`--python`: the wheel's tags are its own), replacing an older copy.
+$(TOKENS_STAMP): pyproject.toml $(STAMP)
 	@echo "test setup: the tokens extra (bpe-openai) into $(TOKENS_SITE), for the token-count tests"
-	$(PYTHON) -m pip install --quiet --no-compile --no-deps --target $(TOKENS_SITE) 'bpe-openai>=0.1.4,<0.2'
+	$(PYTHON) -m pip --python $(BIN)/python install --quiet --no-compile --no-deps --upgrade \
+		--target $(TOKENS_SITE) 'bpe-openai>=0.1.4,<0.2'
 	touch $(TOKENS_STAMP)
 
 test: setup lambda-runtime setup-clients $(TOKENS_STAMP)
