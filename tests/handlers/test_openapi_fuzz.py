@@ -61,7 +61,11 @@ def test_schemathesis_with_every_check_finds_nothing(live: str) -> None:
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lines=st.lists(bulk_line(), min_size=1, max_size=MAX_LINES))
+@given(
+    lines=st.lists(
+        bulk_line(), min_size=1, max_size=MAX_LINES, unique_by=lambda line: (line["type"], line["id"])
+    )
+)
 def test_the_fuzz_runs_ndjson_uploads_fit_the_document_and_the_server_takes_them(
     local: Any, lines: list[dict[str, Any]]
 ) -> None:
