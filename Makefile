@@ -26,7 +26,7 @@ LAMBDA_PLATFORM ?=
 
 .PHONY: lambda-artifact lock-lambda lambda-runtime invoke lambda-serve $(addprefix build-,$(LAMBDA_FUNCTIONS))
 .PHONY: setup-clients test-clients client-models
-.PHONY: setup setup-bench serve demo test opensearch-up opensearch-down opensearch-cluster-up opensearch-cluster-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale bench-peers bench-compare eval clean
+.PHONY: setup setup-bench setup-tokens serve demo test opensearch-up opensearch-down opensearch-cluster-up opensearch-cluster-down lint typecheck bench bench-search bench-assembly bench-embedder bench-load bench-scale bench-peers bench-compare eval clean
 
 setup: $(STAMP)
 
@@ -52,6 +52,10 @@ $(STAMP): pyproject.toml Makefile
 
 setup-bench: $(BENCH_STAMP)
 
+# Real token counts in a caller's encoding (pyproject.toml `tokens`): 74 MiB, beyond `make setup`'s budget.
+setup-tokens: $(STAMP)
+	$(PIP) -e '.[local,dev,mcp,tokens]'
+
 $(BENCH_STAMP): $(STAMP)
 	$(PIP) -e '.[local,dev,mcp,bench]'
 	touch $(BENCH_STAMP)
@@ -66,8 +70,21 @@ demo: setup
 
 # The live OpenSearch suite runs against a local node started (and stopped) around pytest; then the client
 # package's suite (clients/python/tests) against `quarry serve` processes of the main venv.
-test: setup lambda-runtime setup-clients
-	scripts/with-opensearch.sh $(BIN)/python -m pytest
+# The `tokens` extra (pyproject.toml; keep the version range the same) for the tests, in a folder beside the
+# venv rather than in it (the venv's 600 MiB budget): pytest finds it on PYTHONPATH, so the token-count tests
+# run in `make test` without `make setup-tokens`.
+TOKENS_SITE  := .cache/tokens-site
+TOKENS_STAMP := $(TOKENS_SITE)/.installed
+
+# Installed for the venv's interpreter (`--python`: the wheel's tags are its own), replacing an older copy.
+$(TOKENS_STAMP): pyproject.toml $(STAMP)
+	@echo "test setup: the tokens extra (bpe-openai) into $(TOKENS_SITE), for the token-count tests"
+	$(PYTHON) -m pip --python $(BIN)/python install --quiet --no-compile --no-deps --upgrade \
+		--target $(TOKENS_SITE) 'bpe-openai>=0.1.4,<0.2'
+	touch $(TOKENS_STAMP)
+
+test: setup lambda-runtime setup-clients $(TOKENS_STAMP)
+	PYTHONPATH=$(abspath $(TOKENS_SITE)) scripts/with-opensearch.sh $(BIN)/python -m pytest
 	$(MAKE) --no-print-directory test-clients
 
 # quarry-client in a venv of its own: it must install and import without the server's packages, and the

@@ -9,6 +9,7 @@ the outside world (docs/architecture.md, Ports and adapters), and its length is 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.context.graph import Triple
@@ -38,6 +39,16 @@ from core.state import (
     TenantFence,
     WeightChange,
 )
+from core.tokens import TokenCounter
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataTouch:
+    """Changes to one entity's metadata at the version they were computed from (SearchIndex.touch_metadata)."""
+
+    key: EntityKey
+    version: int
+    changes: Mapping[str, Any]
 
 
 class Clock(Protocol):
@@ -81,6 +92,14 @@ class IndexWriter(Protocol):
     ) -> WriteOutcome:
         """Change body, metadata and (when given) the indexed source/owner/namespace only (no text, no
         embedding); versioned like `upsert`."""
+        ...
+
+    def touch_metadata(self, tenant_id: str, touches: Sequence[MetadataTouch]) -> list[WriteOutcome]:
+        """Merge each touch's changes into its entity's indexed metadata without moving the version, in one
+        round trip (bookkeeping the service keeps, such as a memory's uses: core/memory/reinforcement.py;
+        fields retrieval filters on by range inside the retriever, never through keyword-index tokens);
+        NOT_FOUND for an entity not live at exactly the touch's version (a write since then wins and the
+        change is dropped). One outcome per touch, in order."""
         ...
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
@@ -207,6 +226,15 @@ class Embedder(Protocol):
         """Whether `tenant_id`'s callers bring their own vectors (QUARRY_BYO_VECTOR_TENANTS): a lookup, where
         `for_tenant` may read which model a reindex switched the tenant to."""
         return False
+
+
+class TokenCounters(Protocol):
+    """Token counters by encoding name (core/tokens.py TOKEN_ENCODINGS)."""
+
+    def counter(self, encoding: str) -> TokenCounter:
+        """The counter for `encoding`; InvalidInputError naming `token_encoding` when this deployment
+        cannot count in it (its tokenizer is not installed)."""
+        ...
 
 
 class Cache(Protocol):

@@ -5,7 +5,7 @@ the shape of `act`, which runs a tool's work for its caller behind the tenant's 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field, ValidationError
@@ -50,6 +50,24 @@ Cursor = Annotated[
         max_length=1024,
         examples=[None],
     ),
+]
+
+# The memory options of search and assembly (core/memory/: relevance, trust, supersession).
+MinRelevance = Annotated[
+    float | None,
+    Field(
+        description="Memories only: leave out those whose decayed relevance (relevance_score halved every 30 days "
+        "since last use; pinned never decay) is below this (0..1)",
+        ge=0,
+        le=1,
+    ),
+]
+MinTrust = Annotated[
+    Literal["external", "agent", "user"] | None,
+    Field(description="Memories only: leave out those trusted less (external < agent < user)"),
+]
+IncludeSuperseded = Annotated[
+    bool, Field(description="Also memories a newer memory superseded (history); default: current ones only")
 ]
 
 

@@ -3,7 +3,7 @@ the twin of its HTTP route with the same request model, scope and tenancy."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
@@ -22,7 +22,7 @@ from core.governance.bundle import RetrievalBundle
 from core.governance.overlay import MAX_TEXT_CHARS, ROLE_ID_PATTERN
 from core.governance.requests import RetrieveRequest
 from core.indexing.entity_validation import NONBLANK_PATTERN
-from handlers.mcp_arguments import Act, Caller, Query, validated
+from handlers.mcp_arguments import Act, Caller, IncludeSuperseded, MinRelevance, MinTrust, Query, validated
 from handlers.mcp_tools import READ, WRITE
 
 
@@ -65,6 +65,16 @@ def _assemble_tool(server: MCPServer, act: Act) -> None:
         ] = None,
         sources: Annotated[list[str] | None, Field(description="Sources to use (default: all)")] = None,
         log: Annotated[bool, Field(description="false: do not log (no assembly_id, no learning)")] = True,
+        token_encoding: Annotated[
+            Literal["estimate", "cl100k_base", "o200k_base"] | None,
+            Field(
+                description="What the budget is counted in: estimate (ceil(chars/4)) or your model's "
+                "encoding (default: the caller's configured one, else the estimate)"
+            ),
+        ] = None,
+        min_relevance: MinRelevance = None,
+        min_trust: MinTrust = None,
+        include_superseded: IncludeSuperseded = False,
     ) -> AssembleResponse:
         request = {
             "query": query,
@@ -74,6 +84,10 @@ def _assemble_tool(server: MCPServer, act: Act) -> None:
             "explicit_links": explicit_links,
             "sources": sources,
             "log": log,
+            "token_encoding": token_encoding,
+            "min_relevance": min_relevance,
+            "min_trust": min_trust,
+            "include_superseded": include_superseded,
         }
         return act(
             ctx,

@@ -47,7 +47,7 @@ from core.governance.schema_validation import json_schema
 from core.search.filters import MAX_FACETS
 from core.search.search_api import DEFAULT_LIMIT, MAX_LIMIT, SearchRequest, SearchResponse
 from handlers.auth import SCOPES, Principal
-from handlers.mcp_arguments import Act, Cursor, Query, validated
+from handlers.mcp_arguments import Act, Cursor, IncludeSuperseded, MinRelevance, MinTrust, Query, validated
 from handlers.mcp_context import register_context_tools
 from handlers.mcp_entities import register_entity_tools
 from handlers.mcp_tools import READ, QuarryMCPServer, error_text, plain_snippets
@@ -201,6 +201,9 @@ def _search_tool(server: MCPServer, act: Act) -> None:
                 examples=["all"],
             ),
         ] = None,
+        min_relevance: MinRelevance = None,
+        min_trust: MinTrust = None,
+        include_superseded: IncludeSuperseded = False,
     ) -> SearchResponse:
         request = {
             "query": query,
@@ -213,6 +216,9 @@ def _search_tool(server: MCPServer, act: Act) -> None:
             "min_score": min_score,
             "facets": facets,
             "return_fields": return_fields,
+            "min_relevance": min_relevance,
+            "min_trust": min_trust,
+            "include_superseded": include_superseded,
         }
         return act(
             ctx,

@@ -20,6 +20,7 @@ from core.errors import ConfigurationError, InvalidInputError
 from core.indexing.entity_validation import CALLER_RULE, is_caller
 from core.indexing.versioning import MAX_CLOCK_SKEW_SECONDS
 from core.indexing.write_jobs import MAX_PART_ATTEMPTS
+from core.memory.relevance import RELEVANCE_BLEND
 from core.search.pseudo_relevance import FEEDBACK_DOCS, FEEDBACK_WEIGHT
 from core.state import REOPEN_AFTER_SECONDS
 from infra.setting_types import WholeNumber
@@ -88,6 +89,12 @@ class Settings(BaseSettings):
     # (and the default alpha with it to 0.7, the measured best without feedback).
     feedback_docs: WholeNumber = Field(default=FEEDBACK_DOCS, ge=0, le=10)
     feedback_weight: float = Field(default=FEEDBACK_WEIGHT, ge=0.0, le=5.0)
+    # A memory's score: (1 − blend) × fused + blend × decayed relevance (seed thefold 0.7 / 0.3;
+    # core/memory/relevance.py). 0: memories rank by the fused score alone. Other types never blend.
+    memory_relevance_blend: float = Field(default=RELEVANCE_BLEND, ge=0.0, le=1.0)
+    # caller → the token encoding its context budgets are counted in when a request names none (JSON, e.g.
+    # {"planner": "o200k_base"}; core/tokens.py TOKEN_ENCODINGS; a real encoding needs the `tokens` extra)
+    token_encodings: dict[str, Literal["estimate", "cl100k_base", "o200k_base"]] = Field(default_factory=dict)
     max_query_chars: WholeNumber = Field(default=1000, ge=1, le=100_000)
     max_limit: WholeNumber = Field(default=100, ge=1, le=100)
     max_body_bytes: WholeNumber = Field(default=DEFAULT_BODY_LIMIT, ge=1024)

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from core.indexing.entity_writes import EntityWrites
     from core.indexing.indexing_service import IndexingService
     from core.indexing.write_job_service import JobService
+    from core.memory.integrity import Integrity
+    from core.memory.reinforcement import Reinforcement
     from core.ports import (
         Cache,
         Clock,
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
         SearchSnapshots,
         StateStore,
         TenantFences,
+        TokenCounters,
         TripleStore,
     )
     from core.search.embedding import EmbeddingService
@@ -257,7 +260,22 @@ class Container:
             max_query_chars=s.max_query_chars,
             max_limit=s.max_limit,
             cache_ttl_seconds=s.cache_ttl_seconds,
+            memory_relevance_blend=s.memory_relevance_blend,
         )
+
+    @cached_property
+    def reinforcement(self) -> Reinforcement:
+        """The buffer of memory uses, written to the index in batches (core/memory/reinforcement.py)."""
+        from core.memory.reinforcement import Reinforcement
+
+        return Reinforcement(self.index)
+
+    @cached_property
+    def integrity(self) -> Integrity:
+        """Counts memories left out because their content no longer matches its hash (core/memory/integrity.py)."""
+        from core.memory.integrity import Integrity
+
+        return Integrity()
 
     @cached_property
     def search(self) -> SearchService:
@@ -272,6 +290,7 @@ class Container:
             self.search_settings,
             snapshots=self.snapshots,
             new_id=self.new_id,
+            integrity=self.integrity,
         )
 
     @cached_property
@@ -377,6 +396,8 @@ class Container:
             default_budget=s.context_default_budget,
             max_query_chars=s.max_query_chars,
             min_vector_similarity=self.search_settings.min_vector_similarity,
+            memory_relevance_blend=self.search_settings.memory_relevance_blend,
+            token_encodings=dict(s.token_encodings),
         )
 
     @cached_property
@@ -414,7 +435,17 @@ class Container:
             map_fn=self.fanout_executor.map,
             links=FileLinkReader(root) if root is not None else None,
             triples=self.triples,
+            reinforcement=self.reinforcement,
+            integrity=self.integrity,
+            counters=self.token_counters,
         )
+
+    @cached_property
+    def token_counters(self) -> TokenCounters:
+        """Token counters by encoding; the tokenizer is imported on a caller's first real encoding."""
+        from infra.token_counters import BpeTokenCounters
+
+        return BpeTokenCounters()
 
     @cached_property
     def job_queue(self) -> JobQueue:

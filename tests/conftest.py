@@ -146,6 +146,23 @@ def opensearch_url() -> str:
     return url
 
 
+TOKENS_HOWTO = (
+    "the `tokens` extra (bpe-openai) is not importable: `make test` installs it into .cache/tokens-site and "
+    "puts that on PYTHONPATH; or `make setup-tokens`"
+)
+
+
+def require_tokens_extra() -> None:
+    """Skip unless the tokens extra is importable; fail instead when QUARRY_REQUIRE_TOKENS=1 (CI)."""
+    import importlib.util
+
+    if importlib.util.find_spec("bpe_openai") is not None:
+        return
+    if os.environ.get("QUARRY_REQUIRE_TOKENS", "") not in ("", "0"):
+        pytest.fail(f"QUARRY_REQUIRE_TOKENS is set but {TOKENS_HOWTO}", pytrace=False)
+    pytest.skip(TOKENS_HOWTO)
+
+
 def load_event(name: str) -> dict[str, Any]:
     """A sample event from events/ (a deep copy, free to modify)."""
     return copy.deepcopy(json.loads((EVENTS / f"{name}.json").read_text()))

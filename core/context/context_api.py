@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StringConstraints, field_validator
 
@@ -74,6 +74,24 @@ class AssembleRequest(QuarryModel):
     expand_namespaces: StrictBool = Field(
         default=True, description="With a namespace: also other namespaces' hits, at half score"
     )
+    include_superseded: StrictBool = Field(
+        default=False, description="Also use memories a newer memory superseded; default: current ones only"
+    )
+    min_relevance: Annotated[float, Field(ge=0, le=1), JSON_NUMBER] | None = Field(
+        default=None,
+        description="Leave out memories whose decayed relevance (relevance_score halved every 30 days since "
+        "last use; pinned: never) is below this; other items are unaffected",
+    )
+    token_encoding: Literal["estimate", "cl100k_base", "o200k_base"] | None = Field(
+        default=None,
+        description="What the budget and every token figure are counted in: `estimate` (ceil(characters/4)), "
+        "or OpenAI's `cl100k_base` / `o200k_base`; default: the caller's configured encoding, else the estimate",
+    )
+    min_trust: Literal["external", "agent", "user"] | None = Field(
+        default=None,
+        description="Leave out memories trusted less (external < agent < user; none: least); other items "
+        "are unaffected",
+    )
 
     @field_validator("query")
     @classmethod
@@ -102,6 +120,7 @@ class AssembleResponse(QuarryModel):
     sources: list[ContextSource]
     total_tokens: int
     token_budget: int
+    token_encoding: str = Field(default="estimate", description="What the token figures are counted in")
     retrieval_ms: float
     warnings: list[str]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from core.context.budget import (
     DEFAULT_TOKEN_BUDGET,
@@ -35,14 +35,26 @@ from core.context.scoring import RECENCY_FLOOR, ContextItem, deduplicate
 from core.context.sources import DEFAULT_SOURCES, EXPLICIT_LINK_SOURCE, SourceSpec, select_sources
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnavailableError
 from core.indexing.entity_types import EntityTypeRegistry
-from core.models import LexicalQuery, Vector
-from core.ports import Clock, Embedder, FeedbackLoop, LinkReader, SearchIndex, TripleStore
+from core.memory.integrity import Integrity
+from core.memory.metadata import MEMORY_TYPE
+from core.memory.reinforcement import Reinforcement
+from core.memory.relevance import RELEVANCE_BLEND
+from core.models import EntityKey, LexicalQuery, Vector
+from core.ports import (
+    Clock,
+    Embedder,
+    FeedbackLoop,
+    LinkReader,
+    SearchIndex,
+    TokenCounters,
+    TripleStore,
+)
 from core.search.fusion import RRF_K
 from core.search.planning import MAX_QUERY_CHARS, MIN_VECTOR_SIMILARITY
 from core.search.query import parse_query
 from core.state import WILDCARD_CALLER, AssemblyLogEntry, AssemblySource, SourceWeight
 from core.timestamps import iso_timestamp
-from core.tokens import TokenCounter, estimate_tokens
+from core.tokens import ESTIMATE, TokenCounter, estimate_tokens
 
 MS = 1000.0
 # Candidates per source: enough whole items to fill the budget at ~50 tokens each (a typical memory is
@@ -68,6 +80,9 @@ class ContextSettings:
     recency_floor: float = RECENCY_FLOOR
     min_vector_similarity: float = MIN_VECTOR_SIMILARITY
     rrf_k: int = RRF_K
+    memory_relevance_blend: float = RELEVANCE_BLEND  # core/memory/relevance.py (seed thefold's 0.3)
+    # caller → the token encoding its budgets are counted in when a request names none (core/tokens.py)
+    token_encodings: Mapping[str, str] = field(default_factory=dict)
 
 
 def candidate_depth(budget: int) -> int:
@@ -90,6 +105,8 @@ class _Prepared:
     links: list[ContextItem]
     warnings: list[str]
     graph_allowance: int
+    packer: Packer  # counts in the caller's token encoding
+    encoding: str
 
 
 class ContextService:
@@ -105,17 +122,24 @@ class ContextService:
         new_id: Callable[[], str],
         settings: ContextSettings | None = None,
         counter: TokenCounter = estimate_tokens,
+        counters: TokenCounters | None = None,
         map_fn: MapFn = map,
         links: LinkReader | None = None,
         triples: TripleStore | None = None,
+        reinforcement: Reinforcement | None = None,
+        integrity: Integrity | None = None,
     ) -> None:
+        self._reinforcement = reinforcement  # counts the memories each block uses (None: not counted)
+        self.integrity = integrity or Integrity()  # memories left out: content no longer matches its hash
         self._index, self._embedder, self._state = index, embedder, state
         self._registry, self._clock, self._new_id = registry, clock, new_id
         self.settings = settings or ContextSettings()
         self._links, self._triples = links, triples
         self._fanout = Fanout(index, map_fn, triples)
         labels = {s.name: s.display for s in self.settings.sources}
-        self._packer = Packer(counter, {**labels, EXPLICIT_LINK_SOURCE: LINK_LABEL})
+        self._labels = {**labels, EXPLICIT_LINK_SOURCE: LINK_LABEL}
+        self._packer = Packer(counter, self._labels)
+        self._counters = counters
 
     def _budget(self, tenant_id: str, request: AssembleRequest) -> ResolvedBudget:
         if request.token_budget is not None:
@@ -150,7 +174,21 @@ class ContextService:
         link_items, warnings = load_links(
             tenant_id, links, budget.tokens, self._index, self._registry, self._links
         )
-        return _Prepared(specs, budget, rows, link_items, warnings, graph_allowance(budget.tokens))
+        packer, encoding = self._packer_for(request)
+        allowance = graph_allowance(budget.tokens)
+        return _Prepared(specs, budget, rows, link_items, warnings, allowance, packer, encoding)
+
+    def _packer_for(self, request: AssembleRequest) -> tuple[Packer, str]:
+        """The packer counting in the request's `token_encoding`, else its caller's configured one, else
+        the ceil(len/4) estimate (core/tokens.py); a 400 when this deployment cannot count in it."""
+        encoding = request.token_encoding or self.settings.token_encodings.get(request.caller, ESTIMATE)
+        if encoding == ESTIMATE:
+            return self._packer, ESTIMATE
+        if self._counters is None:
+            raise InvalidInputError(
+                "token encoding not available", {"token_encoding": f"{encoding} is not counted here"}
+            )
+        return Packer(self._counters.counter(encoding), self._labels), encoding
 
     def _gather(self, tenant_id: str, request: AssembleRequest, prep: _Prepared, now: float) -> Gathered:
         """Embed the query, then fan out to every source (and the graph) in parallel."""
@@ -161,12 +199,24 @@ class ContextService:
         # a deployment's choice, not a skipped step, so no warning (a configured store that fails warns).
         with_graph = prep.graph_allowance > 0 and self._triples is not None
         weights = {name: row.weight for name, row in prep.rows.items()}
-        plan = plan_tasks(prep.specs, weights, request.caller, request.namespace, request.expand_namespaces)
+        plan = plan_tasks(
+            prep.specs,
+            weights,
+            request.caller,
+            request.namespace,
+            request.expand_namespaces,
+            request.include_superseded,
+        )
         scoring = {
             "now": now,
             "min_vector_similarity": self.settings.min_vector_similarity,
             "recency_floor": self.settings.recency_floor,
             "rrf_k": self.settings.rrf_k,
+            "min_relevance": request.min_relevance,
+            "memory_blend": self.settings.memory_relevance_blend,
+            "min_trust": request.min_trust,
+            "integrity": self.integrity,
+            "tenant_id": tenant_id,
         }
         gathered = self._fanout.gather(
             tenant_id,
@@ -183,7 +233,7 @@ class ContextService:
 
     def _pack(self, prep: _Prepared, gathered: Gathered) -> Packing:
         items = deduplicate(gathered.items)  # the packer leaves out what repeats a link it placed
-        packing = self._packer.pack(
+        packing = prep.packer.pack(
             prep.budget.tokens,
             items,
             effective_shares(prep.rows),
@@ -207,12 +257,14 @@ class ContextService:
         assembly_id = self._log(
             tenant_id, request, request_id, prep.budget, packing, retrieval_ms, started, now
         )
+        self._count_uses(tenant_id, [p.item.id for p in packing.items], now)
         return AssembleResponse(
             assembly_id=assembly_id,
             context_block=packing.block,
             sources=_sources(packing),
             total_tokens=packing.total_tokens,
             token_budget=prep.budget.tokens,
+            token_encoding=prep.encoding,
             retrieval_ms=round(retrieval_ms, 3),
             warnings=prep.warnings,
         )
@@ -270,12 +322,22 @@ class ContextService:
         at = iso_timestamp(self._clock.now())
         if not self._state.record_feedback(tenant_id, entry.assembly_id, recorded, request.tokens_used, at):
             raise NotFoundError("assembly", request.assembly_id)
+        self._count_uses(tenant_id, recorded, self._clock.now())
         return FeedbackResponse(
             success=True,
             assembly_id=entry.assembly_id,
             recorded_ids=recorded,
             ignored_ids=[i for i in named if i not in returned],
         )
+
+    def _count_uses(self, tenant_id: str, item_ids: Sequence[str], now: float) -> None:
+        """Reinforce the memories among `item_ids` (`memory:<id>`; batched: core/memory/reinforcement.py)."""
+        if self._reinforcement is None:
+            return
+        prefix = MEMORY_TYPE + ":"
+        keys = [EntityKey(MEMORY_TYPE, i[len(prefix) :]) for i in item_ids if i.startswith(prefix)]
+        if keys:
+            self._reinforcement.used(tenant_id, keys, now)
 
 
 def _sources(packing: Packing) -> list[ContextSource]:

@@ -16,6 +16,7 @@ from core.context.scoring import ContextItem, score_source
 from core.context.sources import EXPLICIT_LINK_SOURCE, SourceSpec, union_filters
 from core.errors import InvalidInputError, UnavailableError
 from core.indexing.entity_types import EntityTypeRegistry
+from core.memory.supersession import current_only
 from core.models import CandidateLists, CandidateQuery, Filters, LexicalQuery, Vector
 from core.ports import LinkReader, SearchIndex, TripleStore
 from core.text import flatten
@@ -65,14 +66,20 @@ def plan_tasks(
     caller: str,
     namespace: str | None,
     expand: bool,
+    history: bool = False,
 ) -> FanOutPlan:
-    """A task per source (muted sources, weight ≤ 0, are skipped) and the expansion when a namespace is set."""
+    """A task per source (muted sources, weight ≤ 0, are skipped) and the expansion when a namespace is set;
+    superseded memories are left out inside retrieval unless `history` (core/memory/supersession.py)."""
     tasks = tuple(
-        SourceTask(spec, spec.filters(caller, namespace), weights[spec.name])
+        SourceTask(spec, current_only(spec.filters(caller, namespace), history), weights[spec.name])
         for spec in specs
         if weights[spec.name] > 0
     )
-    expansion = union_filters([t.spec for t in tasks]) if tasks and namespace is not None and expand else None
+    expansion = (
+        current_only(union_filters([t.spec for t in tasks]), history)
+        if tasks and namespace is not None and expand
+        else None
+    )
     return FanOutPlan(tasks, caller, namespace, expansion)
 
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from core.models import Candidate, CandidateLists
+from core.memory.integrity import TRUST_LEVEL, Integrity, trust_rank
+from core.memory.metadata import MEMORY_TYPE
+from core.memory.relevance import blended, relevance_at
+from core.models import Candidate, CandidateLists, EntityKey
 from core.search.fusion import RRF_K, fuse_rrf, normalise_max
 from core.timestamps import parse_timestamp, recency_boost
 
@@ -63,13 +66,25 @@ def score_source(
     min_vector_similarity: float = 0.0,
     recency_floor: float = RECENCY_FLOOR,
     rrf_k: int = RRF_K,
+    min_relevance: float | None = None,
+    memory_blend: float = 0.0,
+    min_trust: str | None = None,
+    integrity: Integrity | None = None,
+    tenant_id: str = "",
 ) -> list[ContextItem]:
     """One source's lexical and vector lists → scored items, best first.
 
     Plain RRF (k = 60, seed gateway-shared-search-utils), max-divided to [0, 1] with the 1e-10 floor
     (normaliseRrfScores), then weighted, recency-boosted and, for another namespace's hits, halved.
     Vector hits under `min_vector_similarity` are dropped first: k-NN returns something for any query.
+    A memory's normalised score is blended with its decayed relevance (`memory_blend`, seed thefold's
+    0.3); memories whose relevance is under `min_relevance` (core/memory/relevance.py), whose trust is
+    under `min_trust` or whose content fails its integrity check (core/memory/integrity.py) are dropped.
     """
+    kept = _memory_kept(min_trust, integrity, tenant_id)
+    retrieval = CandidateLists(
+        tuple(c for c in retrieval.lexical if kept(c)), tuple(c for c in retrieval.vector if kept(c))
+    )
     vector = [c for c in retrieval.vector if c.score >= min_vector_similarity]
     fused = fuse_rrf(retrieval.lexical, vector, k=rrf_k)
     normalised = normalise_max({f.candidate.key: f.score for f in fused})
@@ -77,9 +92,36 @@ def score_source(
     items = []
     for f in fused:
         norm = normalised[f.candidate.key]
+        if f.candidate.key.entity_type == MEMORY_TYPE:
+            relevance = relevance_at(f.candidate.metadata, f.candidate.created_at, now)
+            if min_relevance is not None and relevance < min_relevance:
+                continue
+            norm = blended(norm, relevance, memory_blend)
         boost = recency(f.candidate.created_at, now, recency_floor)
         items.append(_item(f.candidate, source, norm, norm * weight * boost * discount, cross_namespace))
     return items
+
+
+def _memory_kept(
+    min_trust: str | None, integrity: Integrity | None, tenant_id: str
+) -> Callable[[Candidate], bool]:
+    """Whether a candidate may be served: anything but a memory under `min_trust` or tampered with."""
+    floor = None if min_trust is None else trust_rank(min_trust)
+
+    decided: dict[EntityKey, bool] = {}  # a candidate in both lists is checked (and hashed) once
+
+    def kept(c: Candidate) -> bool:
+        if c.key.entity_type != MEMORY_TYPE:
+            return True
+        if c.key not in decided:
+            trusted = floor is None or trust_rank(c.metadata.get(TRUST_LEVEL)) >= floor
+            intact = trusted and (
+                integrity is None or integrity.served(tenant_id, c.key, c.metadata, c.title)
+            )
+            decided[c.key] = intact
+        return decided[c.key]
+
+    return kept
 
 
 def _item(c: Candidate, source: str, normalised: float, score: float, cross: bool) -> ContextItem:

@@ -22,6 +22,7 @@ from core.indexing.catalog import (
 )
 from core.indexing.entity_types import EntityTypeRegistry
 from core.indexing.entity_validation import validate_caller
+from core.memory.metadata import public_metadata
 from core.models import EntityKey, StoredEntity
 from core.ports import EntityCatalog, StateStore
 
@@ -43,7 +44,7 @@ def entity_out(entity: StoredEntity, chunks: int, embedded: int) -> EntityOut:
         updated_at=entity.updated_at,
         title=entity.title,
         fields={k: v for k, v in entity.body.items() if k not in ATTRIBUTE_FIELDS},
-        metadata=dict(entity.metadata),
+        metadata=public_metadata(entity.metadata),
         # a caller's own vector is one per entity, stored with its first chunk (core/indexing/caller_vectors.py)
         embedded=chunks > 0
         and (embedded == chunks or (embedded > 0 and vector_mark(entity.content_hash) != "")),

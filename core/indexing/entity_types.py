@@ -141,7 +141,16 @@ BUILTIN_TYPES: dict[str, EntityType] = {
             "memory",
             "content",
             [("content", 3), ("category", 2), ("tags", 1)],
-            ["memory_type", "source_repo", "trust_level", "pinned"],
+            [
+                "memory_type",
+                "source_repo",
+                "trust_level",
+                "pinned",
+                "relevance_score",
+                "supersedes",
+                "superseded_by",
+                "tags",  # searched (boost 1) and filtered on, as seed thefold's tag filter does
+            ],
             "memory",
         ),
         _type(

@@ -53,6 +53,13 @@ from core.indexing.versioning import (
     unchanged,
     write_version,
 )
+from core.memory.metadata import MEMORY_TYPE, indexed_metadata
+from core.memory.supersession import (
+    carried_mark,
+    mark_superseded,
+    restore_superseded,
+)
+from core.memory.validation import check_memory
 from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
 from core.payload import lone_surrogates
 from core.ports import Cache, Clock, Embedder, SearchIndex
@@ -147,7 +154,7 @@ class IndexingService:
             updated_at=str(body.get("updated_at") or iso_timestamp(now)),
             title=title,
             body=dict(body),
-            metadata={f: body[f] for f in etype.filterable if body.get(f) is not None},
+            metadata=indexed_metadata(etype, body, d.prior, str(created)),
             content_hash=marked_hash(
                 hashlib.sha256(" ".join(p for _, p in chunks).lower().encode()).hexdigest(), d.vector
             ),
@@ -181,17 +188,30 @@ class IndexingService:
     def _put(self, tenant_id: str, entity_type: str, entity_id: str, body: Any, now: float) -> WriteResult:
         draft = self._put_draft(tenant_id, entity_type, entity_id, body, now)
         if isinstance(draft, WriteResult):
+            if draft.outcome is WriteOutcome.DUPLICATE and isinstance(body, Mapping):
+                self._supersede(tenant_id, draft.key, draft.version, body, now)  # a retry finishes the mark
+                self._bump(tenant_id, "after")
             return draft
         prior, key, version = draft.prior, draft.key, draft.version
         record = self._records(tenant_id, [draft], now)[0]
         self._bump(tenant_id, "before")
         outcome = self._index.upsert(record)
+        if outcome is WriteOutcome.APPLIED:
+            self._supersede(tenant_id, key, version, draft.body, now)
         self._bump(tenant_id, "after")
         if outcome is WriteOutcome.DUPLICATE and self._raced(tenant_id, [draft]):
             raise VersionConflictError(str(key), version)
         stored = prior.version if prior is not None else None
         embedded = outcome is WriteOutcome.APPLIED and self._model_embeds(tenant_id, draft.vector)
         return WriteResult(key, version, outcome, embedded, stored)
+
+    def _supersede(
+        self, tenant_id: str, key: EntityKey, version: int, body: Mapping[str, Any], now: float
+    ) -> None:
+        """Mark the memory a memory's write supersedes (core/memory/supersession.py); between the bumps."""
+        if key.entity_type == MEMORY_TYPE and MEMORY_TYPE in self._registry:
+            memory = self._registry.get(MEMORY_TYPE)
+            mark_superseded(self._index, tenant_id, memory, key, version, now, body)
 
     def _raced(self, tenant_id: str, drafts: Sequence[Draft]) -> set[EntityKey]:
         """The drafts' keys at whose version another write stored other content meanwhile (the index found
@@ -221,11 +241,13 @@ class IndexingService:
         validate_id(entity_id)
         body, vector = self._vector(tenant_id, body)
         clean = validate_body(etype, body, self._max_text)
+        check_memory(etype.name, entity_id, clean)
         key = EntityKey(etype.name, entity_id)
         version = write_version(clean, now, self._skew)
         prior = self._index.get(tenant_id, [key]).get(key)
         if prior is not None:
             check_scheme(key, prior.version, version)
+            clean = carried_mark(prior, clean) if etype.name == MEMORY_TYPE else clean
         draft = Draft(etype, key, clean, version, prior, vector)
         early = unchanged(prior, version, clean, draft.mark)
         if early is not None:
@@ -258,6 +280,7 @@ class IndexingService:
         clean = (
             validate_body(etype, changes, self._max_text, partial=True) if changes or vector is None else {}
         )
+        check_memory(etype.name, entity_id, clean)
         key = EntityKey(etype.name, entity_id)
         prior = self._index.get(tenant_id, [key]).get(key)
         version = write_version(clean, now, self._skew)
@@ -291,6 +314,8 @@ class IndexingService:
             self._bump(tenant_id, "before")
             outcome = self._index.upsert(record)
             reembedded = outcome is WriteOutcome.APPLIED and self._model_embeds(tenant_id, vector)
+        if outcome is WriteOutcome.APPLIED:
+            self._supersede(tenant_id, key, version, merged, now)
         self._bump(tenant_id, "after")
         return WriteResult(key, version, outcome, reembedded, prior.version)
 
@@ -307,7 +332,7 @@ class IndexingService:
     ) -> WriteOutcome:
         """A patch that changed no searchable text: the stored body, filter fields and placement move, the
         chunks and their vectors stay (no re-embedding)."""
-        metadata = {f: merged[f] for f in etype.filterable if merged.get(f) is not None}
+        metadata = indexed_metadata(etype, merged, prior, prior.created_at)
         updated = str(clean.get("updated_at") or iso_timestamp(now))
         place = Placement(
             str(merged.get("source") or etype.default_source), merged.get("owner"), merged.get("namespace")
@@ -350,6 +375,8 @@ class IndexingService:
             return WriteResult(key, effective, WriteOutcome.STALE, False, prior.version)
         self._bump(tenant_id, "before")
         outcome = self._index.delete(tenant_id, key, effective)
+        if outcome is WriteOutcome.APPLIED and key.entity_type == MEMORY_TYPE:
+            restore_superseded(self._index, tenant_id, etype, prior, now)
         self._bump(tenant_id, "after")
         return WriteResult(key, effective, outcome, False, prior.version)
 
@@ -368,7 +395,9 @@ class IndexingService:
         etype = self._registry.get(item["type"])
         validate_id(item["id"])
         body, vector = self._vector(tenant_id, {k: v for k, v in item.items() if k not in ("type", "id")})
-        return etype, EntityKey(etype.name, item["id"]), validate_body(etype, body, self._max_text), vector
+        clean = validate_body(etype, body, self._max_text)
+        check_memory(etype.name, item["id"], clean)
+        return etype, EntityKey(etype.name, item["id"]), clean, vector
 
     def bulk(
         self, tenant_id: str, items: Sequence[Any], now: float, repeats: Mapping[int, int] | None = None
@@ -391,6 +420,9 @@ class IndexingService:
         records = self._records(tenant_id, [d for _, d in drafts], now)
         self._bump(tenant_id, "before")
         outcomes = self._index.upsert_many(records) if records else []
+        for (_, draft), outcome in zip(drafts, outcomes, strict=True):
+            if outcome is WriteOutcome.APPLIED:
+                self._supersede(tenant_id, draft.key, draft.version, draft.body, now)
         self._bump(tenant_id, "after")
         duplicates = [d for (_, d), o in zip(drafts, outcomes, strict=True) if o is WriteOutcome.DUPLICATE]
         raced = self._raced(tenant_id, duplicates) if duplicates else set()

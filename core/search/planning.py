@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.errors import InvalidInputError
+from core.memory.relevance import RELEVANCE_BLEND
 from core.models import Candidate
 from core.search.cache_key import SEARCH_CACHE_TTL_SECONDS
 from core.search.fusion import RRF_K, FusionMethod
@@ -60,6 +61,9 @@ class SearchSettings:
     # stored vectors move the query vector (weight `feedback_weight`) and the vector leg runs again.
     feedback_docs: int = FEEDBACK_DOCS
     feedback_weight: float = FEEDBACK_WEIGHT
+    # The weight of a memory's decayed relevance in its score (core/memory/relevance.py RELEVANCE_BLEND:
+    # seed thefold's 0.3); 0 ranks memories by the fused score alone. Other types never blend.
+    memory_relevance_blend: float = RELEVANCE_BLEND
 
 
 @dataclass(frozen=True, slots=True)

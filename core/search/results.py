@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from core.indexing.catalog_service import ATTRIBUTE_FIELDS
 from core.indexing.entity_types import EntityTypeRegistry
+from core.memory.metadata import public_metadata
 from core.models import EntityKey
 from core.ports import EntityCatalog
 from core.search.fusion import Fused, FusionMethod
@@ -60,7 +61,7 @@ def search_result(
             matched_chunk=c.chunk_no,
             fallback=fallback,
         )
-    metadata = dict(c.metadata)
+    metadata = public_metadata(c.metadata)
     metadata.update(source=c.source, created_at=c.created_at, updated_at=c.updated_at)
     if c.owner:
         metadata["owner"] = c.owner

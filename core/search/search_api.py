@@ -83,6 +83,20 @@ class SearchRequest(QuarryModel):
         default=None,
         description="Leave out results whose fused `score` is below this (0-1: fused scores are at most 1)",
     )
+    min_relevance: Annotated[float, Field(ge=0, le=1), JSON_NUMBER] | None = Field(
+        default=None,
+        description="Memories only (a search with it returns memories alone): leave out those whose decayed "
+        "relevance (relevance_score halved every 30 days since last use; pinned: never) is below this",
+    )
+    min_trust: Literal["external", "agent", "user"] | None = Field(
+        default=None,
+        description="Memories only (a search with it returns memories alone): leave out those trusted less "
+        "(external < agent < user; none: least)",
+    )
+    include_superseded: StrictBool = Field(
+        default=False,
+        description="Also return memories a newer memory superseded (their history); default: current ones only",
+    )
     facets: list[str] | None = Field(
         default=None,
         min_length=1,

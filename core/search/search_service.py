@@ -15,14 +15,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, NamedTuple
 
 from core.errors import CursorExpiredError, InvalidInputError, UnavailableError
 from core.indexing.caller_vectors import caller_vector
 from core.indexing.entity_types import EntityTypeRegistry
+from core.memory.integrity import Integrity, trust_floor
+from core.memory.metadata import MEMORY_TYPE
+from core.memory.ranking import rank_memories
+from core.memory.relevance import relevance_floor
+from core.memory.supersession import current_only
 from core.models import (
+    Candidate,
     Filters,
     LexicalQuery,
     Vector,
@@ -51,7 +57,15 @@ from core.search.snapshot_paging import SnapshotPager
 _log = logging.getLogger(__name__)
 
 # Request fields beyond the ranking's inputs that change the answer (part of the cache key when set).
-ANSWER_OPTIONS = ("facets", "min_score", "return_fields", "query_vector")
+ANSWER_OPTIONS = (
+    "facets",
+    "min_score",
+    "return_fields",
+    "query_vector",
+    "include_superseded",
+    "min_relevance",
+    "min_trust",
+)
 MODEL_SWITCH_ATTEMPTS = 2  # embed again once when `quarry reindex` switched the model mid-search (below)
 
 
@@ -91,8 +105,10 @@ class SearchService:
         settings: SearchSettings | None = None,
         snapshots: SearchSnapshots | None = None,
         new_id: Callable[[], str] | None = None,
+        integrity: Integrity | None = None,
     ) -> None:
         """Without `snapshots` (or `new_id`) every cursor carries the index generation: no snapshots."""
+        self.integrity = integrity or Integrity()  # memories left out: content no longer matches its hash
         self._index = index
         self._embedder = embedder
         self._cache = cache
@@ -141,8 +157,26 @@ class SearchService:
             allowed.update(self._registry.get(name).filterable)
         return allowed
 
-    def _filters(self, types: Sequence[str], raw: Mapping[str, Any] | None) -> Filters:
-        return parse_filters(raw, types, self._filterable(types))
+    def _filters(self, types: Sequence[str], request: SearchRequest) -> Filters:
+        """The request's filters, leaving out superseded memories unless it asks for history (a search
+        without memories among its types keeps its filters as they are) and, with `min_relevance`, memories
+        whose decayed relevance is under it (core/memory/relevance.py)."""
+        filters = parse_filters(request.filters, types, self._filterable(types))
+        filters = current_only(filters, request.include_superseded or MEMORY_TYPE not in types)
+        floors = []
+        if request.min_relevance is not None:
+            floors.append(relevance_floor(request.min_relevance, self._clock.now()))
+        if request.min_trust is not None:
+            floors.append(trust_floor(request.min_trust))
+        return replace(filters, conditions=(*filters.conditions, *floors)) if floors else filters
+
+    @staticmethod
+    def _memory_types(request: SearchRequest, types: tuple[str, ...]) -> tuple[str, ...]:
+        """With `min_relevance` or `min_trust`, the memories among `types` only: only memories have a
+        relevance and a trust level (a search naming no memory type then finds nothing)."""
+        if request.min_relevance is None and request.min_trust is None:
+            return types
+        return tuple(t for t in types if t == MEMORY_TYPE)
 
     def search(self, tenant_id: str, request: SearchRequest) -> SearchResponse:
         """Run one search for `tenant_id`; never returns another tenant's entities."""
@@ -150,7 +184,9 @@ class SearchService:
         self._check_limits(request)
         parsed = parse_query(request.query, self._registry, self.settings.max_terms)
         types = self._entity_types(request, parsed)
-        filters = self._filters(types, request.filters)
+        filters = self._filters(types, request)  # fields checked against every type the request names
+        if (memories := self._memory_types(request, types)) != types:
+            types, filters = memories, replace(filters, entity_types=memories)
         facets = check_facets(request.facets, self._filterable(types))  # a 400 before any cache or index read
         own = self._query_vector(tenant_id, request)
         plan = vector_plan(
@@ -164,7 +200,10 @@ class SearchService:
             response = self._response(request, parsed, types, plan, [], 0, None, None, None)
             response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
             return response
-        return self._through_cache(_Search(tenant_id, request, parsed, types, filters, facets, plan, started))
+        answer = self._through_cache(
+            _Search(tenant_id, request, parsed, types, filters, facets, plan, started)
+        )
+        return answer
 
     def _through_cache(self, s: _Search) -> SearchResponse:
         """The answer from the tenant's generation-keyed cache, or from the index and then cached (not
@@ -280,7 +319,17 @@ class SearchService:
                 plan = SearchPlan("keyword", True, False, 0.0)
         lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights) if plan.lexical else None
         depth = retrieval_depth(request.limit, plan, self.settings)
-        fused, fallback = self._retrieve(s.tenant_id, lexical, embedding, s.filters, depth, plan, bool(types))
+        fused, fallback = self._retrieve(
+            s.tenant_id,
+            lexical,
+            embedding,
+            s.filters,
+            depth,
+            plan,
+            bool(types),
+            request.min_relevance,
+            _memories_only(types),
+        )
         return _Retrieved(plan, lexical, embedding, fused, fallback, degraded_reason)
 
     def _execute(self, s: _Search, page: SearchPage | None) -> SearchResponse:
@@ -306,7 +355,15 @@ class SearchService:
             # page showed (recomputed on a generation cursor: same generation, same inputs, same ranking).
             shown = {f.candidate.key for f in window}
             deep, deep_fallback = self._retrieve(
-                tenant_id, lexical, embedding, filters, PAGING_DEPTH, plan, bool(types)
+                tenant_id,
+                lexical,
+                embedding,
+                filters,
+                PAGING_DEPTH,
+                plan,
+                bool(types),
+                request.min_relevance,
+                _memories_only(types),
             )
             rest = [f for f in above(deep, request.min_score) if f.candidate.key not in shown]
             total = len(shown) + len(rest)
@@ -357,12 +414,22 @@ class SearchService:
         depth: int,
         plan: SearchPlan,
         any_types: bool,
+        floor: float | None = None,
+        memories_only: bool = False,
     ) -> tuple[list[Fused], str | None]:
         if not any_types:
             return [], None
-        return fused_candidates(
+        fused, fallback = fused_candidates(
             self._index, self.settings, tenant_id, lexical, embedding, filters, depth, plan
         )
+
+        def served(c: Candidate) -> bool:
+            return self.integrity.served(tenant_id, c.key, c.metadata, c.title)
+
+        # Only a search of memories alone blends (docs/conformance.md, Memory): among other types a blended
+        # memory would move past entities it did not outrank.
+        weight = self.settings.memory_relevance_blend if memories_only else 0.0
+        return rank_memories(fused, self._clock.now(), weight, floor, served), fallback
 
     def _response(
         self,
@@ -383,3 +450,8 @@ class SearchService:
         return search_response(
             request, parsed, types, plan, results, total, next_cursor, fallback, degraded_reason
         )
+
+
+def _memories_only(types: Sequence[str]) -> bool:
+    """Whether a search covers memories and nothing else (the one case its memories' scores blend)."""
+    return bool(types) and all(t == MEMORY_TYPE for t in types)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
-from core.models import Filters, LexicalQuery, MatchMode
+from core.models import Condition, Filters, LexicalQuery, MatchMode
 
 MAX_TERM_WEIGHT = 8  # a word typed 50 times is not 50 times as important (bounds the MATCH expression)
 
@@ -100,3 +100,21 @@ def scoped_expression(expression: str, filters: Filters) -> str:
     if filters.exclude_owner is not None:
         scoped = f"{scoped} NOT {_any_of('owner', (filters.exclude_owner,))}"
     return scoped
+
+
+# Metadata keys whose presence the index holds as a token of its own, so an `exists` condition on them is a
+# clause of the engine's query rather than a reason to leave it for FTS5 (sqlite_lexical.py). Only keys no
+# index built before the token existed can hold: `superseded_by` (core/memory/supersession.py), which every
+# search covering memories asks to be absent.
+PRESENCE_KEYS = frozenset({"superseded_by"})
+
+
+def presence_token(key: str) -> str:
+    """The scope token standing for `metadata[key]` having a value."""
+    digest = hashlib.sha256(f"{key}\x00present".encode()).hexdigest()[:15]
+    return f"qp{int(digest, 16)}"
+
+
+def states(condition: Condition) -> bool:
+    """Whether the engine's query can state `condition` (an `exists` on a presence-indexed key)."""
+    return condition.op == "exists" and not condition.column and condition.field in PRESENCE_KEYS

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from core.errors import UnavailableError
 from core.models import Candidate, Filters, LexicalQuery, MatchMode
 from core.text import edit_distance, fuzzy_budget, light_stem
-from infra.local.fts import fts5_expression, is_scope_token, scoped_expression
+from infra.local.fts import fts5_expression, is_scope_token, scoped_expression, states
 from infra.local.fts_tables import fts_table, is_missing_table, vocabulary
 from infra.local.sqlite_connect import reported
 from infra.local.sqlite_sql import CANDIDATE_SELECT, ENTITY_COLUMNS, JOIN, candidate, collapse, filter_sql
@@ -58,9 +58,10 @@ class SqliteLexicalSearch(SqliteStore):
         wanted = k * CHUNK_ROWS_PER_ENTITY
         scoped = scoped_expression(expression, filters)
         # Ranges, `not` and `exists` are SQL conditions (sqlite_sql.condition_sql), which the keyword
-        # index's scope tokens cannot state: FTS5 ranks those searches, with the conditions in its query.
-        if self._keywords is not None and not filters.conditions:
-            newer = None if filters.metadata else self._fts_newer(table, scoped)
+        # index's scope tokens cannot state (but `exists` on a presence-indexed key, tantivy_query.states):
+        # FTS5 ranks those searches, with the conditions in its query.
+        if self._keywords is not None and all(states(c) for c in filters.conditions):
+            newer = None if filters.metadata or filters.conditions else self._fts_newer(table, scoped)
             ranked = self._engine_ranked(tenant_id, query, filters, expansions, wanted, newer)
             if ranked is not None:
                 return self._candidates(tenant_id, ranked, k)

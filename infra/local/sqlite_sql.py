@@ -22,6 +22,8 @@ CREATE TABLE IF NOT EXISTS idx_chunks (
     chunk_no INTEGER NOT NULL, text TEXT NOT NULL, embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS idx_chunks_entity ON idx_chunks (tenant_id, entity_type, entity_id);
+CREATE INDEX IF NOT EXISTS idx_entities_superseded ON idx_entities (tenant_id)
+    WHERE json_extract(metadata, '$.superseded_by') IS NOT NULL;
 CREATE TABLE IF NOT EXISTS idx_generation (tenant_id TEXT PRIMARY KEY, gen INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS idx_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO idx_meta VALUES ('db_id', lower(hex(randomblob(16))));
@@ -113,6 +115,17 @@ _RANGE_VALUES = {
     NUMBER: "type IN ('integer', 'real')",
     DATE: "type = 'text' AND value GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*'",
 }
+
+
+# The chunks of a tenant's entities holding a presence-indexed key (infra/local/fts.py PRESENCE_KEYS): few
+# (superseded memories), found through the partial index above, so the vector leg leaves them out by id
+# instead of selecting every other chunk by a scan of every entity's metadata.
+# (CROSS JOIN: SQLite then walks the few marked entities first, not every chunk of the tenant.)
+PRESENT_CHUNKS = (
+    "SELECT c.id FROM idx_entities e CROSS JOIN idx_chunks c ON c.tenant_id = e.tenant_id "
+    "AND c.entity_type = e.entity_type AND c.entity_id = e.entity_id "
+    "WHERE e.tenant_id = ? AND json_extract(e.metadata, '$.superseded_by') IS NOT NULL"
+)
 
 
 def condition_sql(condition: Condition) -> tuple[str, list[Any]]:

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from core.errors import UnavailableError
 from core.models import Candidate, EntityKey, Filters, Vector
+from infra.local.fts import states
 from infra.local.sqlite_lexical import CHUNK_ROWS_PER_ENTITY
-from infra.local.sqlite_sql import CANDIDATE_SELECT, JOIN, candidate, filter_sql
+from infra.local.sqlite_sql import CANDIDATE_SELECT, JOIN, PRESENT_CHUNKS, candidate, filter_sql
 from infra.local.sqlite_store import SqliteStore
 from infra.local.vectors import VectorSnapshot
 
@@ -44,6 +46,9 @@ class SqliteVectorSearch(SqliteStore):
         matched chunks and scores, without the display values (CandidateQuery.vector_ranking_only)."""
         if k <= 0:
             return []
+        excluded = self._superseded_chunks(tenant_id, filters)
+        if excluded is not None:
+            filters = replace(filters, conditions=tuple(c for c in filters.conditions if not states(c)))
         allowed = self._allowed_chunks(tenant_id, filters)
         query = np.asarray(embedding, np.float32)
         probe = 0 if exact else self._ann_probe
@@ -56,7 +61,7 @@ class SqliteVectorSearch(SqliteStore):
             # A write committed after the snapshot was taken may have replaced a picked chunk: then take
             # the newer snapshot and rank again, so the answer is neither stale nor short.
             picked = self._tenant_vectors(tenant_id).top(
-                query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe
+                query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe, excluded or ()
             )
             found = self._chunk_candidates(tenant_id, picked, ranking_only)
             if len(found) == len(picked):
@@ -64,9 +69,17 @@ class SqliteVectorSearch(SqliteStore):
         # Writes keep landing in between: rank once more with writers held off for these few ms.
         with self._tx():
             picked = self._tenant_vectors(tenant_id).top(
-                query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe
+                query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe, excluded or ()
             )
             return self._chunk_candidates(tenant_id, picked, ranking_only)
+
+    def _superseded_chunks(self, tenant_id: str, filters: Filters) -> list[int] | None:
+        """The chunks of superseded entities when the filters leave them out with nothing else of the kind
+        (an `exists: false` on `superseded_by`, sqlite_sql.PRESENT_CHUNKS); None otherwise."""
+        present = [c for c in filters.conditions if states(c)]
+        if len(present) != 1 or present[0].values[0] is not False or present[0].field != "superseded_by":
+            return None
+        return [r[0] for r in self._read(PRESENT_CHUNKS, [tenant_id])]
 
     def _allowed_chunks(self, tenant_id: str, filters: Filters) -> list[int] | None:
         """The ids of the tenant's chunks that metadata filters and conditions allow (None: the search has

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from core.models import EntityKey, EntityRecord, Placement, WriteOutcome
+from core.ports import MetadataTouch
 from infra.local.fts import scope_text
 from infra.local.fts_tables import create_fts_table, fts_table
 from infra.local.sqlite_store import SQL_BATCH, SqliteStore
@@ -76,6 +77,34 @@ class SqliteWrites(SqliteStore):
                 _place(conn, tenant_id, key, placement)
             _bump(conn, tenant_id)
         return WriteOutcome.APPLIED
+
+    def touch_metadata(self, tenant_id: str, touches: Sequence[MetadataTouch]) -> list[WriteOutcome]:
+        """Merge each touch's changes into the metadata of the entity live at its version, the version kept,
+        in one transaction (SearchIndex). The derived stores are not told: the vector store keeps no
+        metadata, and bookkeeping fields are filtered on by SQL conditions on the entity row, never through
+        the keyword index's tokens — so the change-log rows the metadata trigger writes are taken back in
+        the same transaction and the generation stays (a flush of uses re-embeds and re-indexes nothing)."""
+        outcomes = []
+        with self._tx() as conn:
+            floor = conn.execute("SELECT coalesce(max(seq), 0) FROM idx_changes").fetchone()[0]
+            for touch in touches:
+                key = touch.key
+                row = conn.execute(
+                    f"SELECT version, deleted, metadata FROM idx_entities WHERE {_WHERE_KEY}",
+                    (tenant_id, key.entity_type, key.entity_id),
+                ).fetchone()
+                if row is None or row[1] or int(row[0]) != touch.version:
+                    outcomes.append(WriteOutcome.NOT_FOUND)
+                    continue
+                merged = {**json.loads(row[2] or "{}"), **touch.changes}
+                kept = json.dumps({k: v for k, v in merged.items() if v is not None})
+                conn.execute(
+                    f"UPDATE idx_entities SET metadata=? WHERE {_WHERE_KEY}",
+                    (kept, tenant_id, key.entity_type, key.entity_id),
+                )
+                outcomes.append(WriteOutcome.APPLIED)
+            conn.execute("DELETE FROM idx_changes WHERE seq > ?", (floor,))
+        return outcomes
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         """Drop chunks and FTS rows and keep a tombstone with the version, so older writes lose.

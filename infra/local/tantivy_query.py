@@ -23,7 +23,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from core.models import Filters, LexicalQuery, MatchMode
-from infra.local.fts import MAX_TERM_WEIGHT, scope_token
+from infra.local.fts import MAX_TERM_WEIGHT, PRESENCE_KEYS, presence_token, scope_token
 
 # The boost tiers (3 = title-like, 2 = strong, 1 = body) go into one field, each added as many times as its
 # weight: the weighted term frequency FTS5's bm25() sums over its columns before saturating, under one
@@ -134,7 +134,7 @@ def metadata_token(key: str, value: Any) -> str | None:
 
 
 def metadata_tokens(metadata: Mapping[str, Any]) -> list[str]:
-    out: list[str] = []
+    out: list[str] = [presence_token(k) for k in sorted(PRESENCE_KEYS) if metadata.get(k) not in (None, [])]
     for key, value in metadata.items():
         for item in value if isinstance(value, list) else [value]:
             token = metadata_token(key, item)
@@ -258,4 +258,7 @@ class QueryBuilder:
             parts.append((Occur.Must, self._any_of(tokens) if tokens else Query.empty_query()))
         if filters.exclude_owner is not None:
             parts.append((Occur.MustNot, self._any_of([scope_token("owner", filters.exclude_owner)])))
+        for condition in filters.conditions:  # only those `states` accepts reach the engine
+            present = self._any_of([presence_token(condition.field)])
+            parts.append((Occur.Must if condition.values[0] else Occur.MustNot, present))
         return text if len(parts) == 1 else Query.boolean_query(parts)

@@ -43,7 +43,9 @@ class VectorSnapshot:
     def count(self) -> int:
         return int(self.ids.shape[0])
 
-    def _mask(self, filters: Filters, allowed: Sequence[int] | None) -> npt.NDArray[np.bool_] | None | bool:
+    def _mask(
+        self, filters: Filters, allowed: Sequence[int] | None, excluded: Sequence[int] = ()
+    ) -> npt.NDArray[np.bool_] | None | bool:
         """The selected rows; None = every row; False = no row can match."""
         mask: npt.NDArray[np.bool_] | None = None
 
@@ -74,10 +76,19 @@ class VectorSnapshot:
             excluded = codes_of("owner", (filters.exclude_owner,))
             if excluded:
                 narrow(self.codes["owner"] != excluded[0])
-        if allowed is not None:
-            narrow(np.isin(self.ids, np.asarray(allowed, dtype=np.int64)))
+        by_id = self._by_id(allowed, excluded)
+        if by_id is not None:
+            narrow(by_id)
         if self.dead:
             narrow(self.live.view(np.bool_))
+        return mask
+
+    def _by_id(self, allowed: Sequence[int] | None, excluded: Sequence[int]) -> npt.NDArray[np.bool_] | None:
+        """The rows among `allowed` chunk ids (None: any) and not among `excluded` ones; None: every row."""
+        mask = None if allowed is None else np.isin(self.ids, np.asarray(allowed, dtype=np.int64))
+        if excluded:
+            kept = ~np.isin(self.ids, np.asarray(excluded, dtype=np.int64))
+            mask = kept if mask is None else mask & kept
         return mask
 
     def _score(self, rows: npt.NDArray[np.int64], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -118,6 +129,7 @@ class VectorSnapshot:
         k: int,
         rows_per_entity: int,
         probe: int = 0,
+        excluded: Sequence[int] = (),
     ) -> list[tuple[int, float]]:
         """(chunk id, cosine) of the best chunk of each of the k best entities, best first.
 
@@ -127,7 +139,7 @@ class VectorSnapshot:
         n = self.count
         if n == 0 or query.shape[0] != self.matrix.shape[1]:
             return []
-        mask = self._mask(filters, allowed)
+        mask = self._mask(filters, allowed, excluded)
         if mask is False:
             return []
         assert not isinstance(mask, bool)

@@ -113,6 +113,9 @@ def byte_batches(sizes: Sequence[int], limit: int) -> list[list[int]]:
 
 
 VERSION_FIELDS = (m.TENANT, m.VERSION, m.DELETED)
+# What a metadata touch reads (`touch_read_body`): what it decides on, and what the display fields of the
+# metadata it writes are computed from — never the chunks' vectors.
+TOUCH_FIELDS = (*VERSION_FIELDS, m.METADATA_RAW, "title", m.CHUNK_TEXT)
 # What a read of stored chunk vectors needs (`chunk_vectors`): not the text tiers, title or metadata.
 VECTOR_FIELDS = (m.TENANT, m.ENTITY_TYPE, m.ENTITY_ID, m.CHUNK_NO, m.EMBEDDING)
 
@@ -137,6 +140,27 @@ def mget_body(
         if value is not None:
             doc["routing"] = value
     return {"docs": docs}
+
+
+def touch_read_body(doc_ids: Sequence[str], routing: str | None) -> dict[str, Any]:
+    """`_mget` of what a metadata touch needs of each document (TOUCH_FIELDS), with `_seq_no`."""
+    docs: list[dict[str, Any]] = [{"_id": i, "_source": {"includes": list(TOUCH_FIELDS)}} for i in doc_ids]
+    for doc in docs:
+        if routing is not None:
+            doc["routing"] = routing
+    return {"docs": docs}
+
+
+def touch_pair(
+    index: str, doc_id: str, seq: SeqNo, fields: dict[str, Any], routing: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A partial update of `fields` of one document in the concrete `index` it was read from, only if it is
+    unchanged since (`seq` is that index's): text and vectors are never sent, so whatever generation a
+    reindex has made live meanwhile keeps its own (infra/opensearch/reindex.py)."""
+    meta: dict[str, Any] = {"_index": index, "_id": doc_id, "if_seq_no": seq[0], "if_primary_term": seq[1]}
+    if routing is not None:
+        meta["routing"] = routing
+    return {"update": meta}, {"doc": fields}
 
 
 # -- filters -----------------------------------------------------------------------------------------

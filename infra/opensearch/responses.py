@@ -299,17 +299,21 @@ def mget_sources(response: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 @dataclass(frozen=True, slots=True)
 class StoredDoc:
-    """A document as read for a compare-and-set write: its `_source` and `(_seq_no, _primary_term)`."""
+    """A document as read for a compare-and-set write: its `_source`, `(_seq_no, _primary_term)` and the
+    concrete index (generation) it was read from, which the pair is valid in."""
 
     source: Mapping[str, Any]
     seq: tuple[int, int]
+    index: str = ""
 
 
 def mget_docs(response: Mapping[str, Any]) -> dict[str, StoredDoc]:
     """Every document an `_mget` found, by `_id`, with what a conditional write needs."""
     _mget_failure(response)
     return {
-        str(d["_id"]): StoredDoc(d.get("_source") or {}, (int(d["_seq_no"]), int(d["_primary_term"])))
+        str(d["_id"]): StoredDoc(
+            d.get("_source") or {}, (int(d["_seq_no"]), int(d["_primary_term"])), str(d.get("_index") or "")
+        )
         for d in response.get("docs") or []
         if d.get("found")
     }

@@ -35,6 +35,7 @@ from core.models import (
     Vector,
     WriteOutcome,
 )
+from core.ports import MetadataTouch
 from infra.opensearch.index import OpenSearchIndex
 from infra.opensearch.layout import Layout
 
@@ -166,6 +167,9 @@ class TenantIndexes:
     ) -> WriteOutcome:
         index = self.for_tenant(tenant_id)
         return index.update_metadata(tenant_id, key, version, body, metadata, updated_at, placement)
+
+    def touch_metadata(self, tenant_id: str, touches: Sequence[MetadataTouch]) -> list[WriteOutcome]:
+        return self.for_tenant(tenant_id).touch_metadata(tenant_id, touches)
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         return self.for_tenant(tenant_id).delete(tenant_id, key, version)

@@ -9,9 +9,10 @@ from typing import Any
 
 from core.errors import InvalidInputError, QuarryError, UnavailableError
 from core.models import EntityKey, EntityRecord, Placement, WriteOutcome
-from infra.opensearch import documents, mapping, responses
+from core.ports import MetadataTouch
+from infra.opensearch import bodies, documents, mapping, responses
 from infra.opensearch.calls import IndexCalls, Write
-from infra.opensearch.errors import BACKEND, UNAVAILABLE_RETRY_AFTER, classify
+from infra.opensearch.errors import BACKEND, UNAVAILABLE_RETRY_AFTER, classify, translated
 from infra.opensearch.responses import ItemResult
 
 # What a write makes of the stored document (None: none yet): the new `_source`, or the outcome without
@@ -57,6 +58,70 @@ class IndexWrites(IndexCalls):
             return refused or documents.with_metadata(stored, version, body, metadata, updated_at, placement)
 
         return self._cas([(tenant_id, documents.doc_id(tenant_id, key), build)], read="all")[0]
+
+    def touch_metadata(self, tenant_id: str, touches: Sequence[MetadataTouch]) -> list[WriteOutcome]:
+        """Merge each touch's changes into the metadata of the document live at its version, the version
+        kept (SearchIndex), in one bulk: a partial update of the metadata fields alone, sent to the
+        generation the document was read from and compare-and-set there (bodies.touch_pair). It never
+        rewrites text or vectors: a use read before a reindex's swap and written after it (or after the
+        settle) cannot put the old model's vectors into the new generation; it lands in the old one, or
+        is dropped once that one is gone (uses are approximate: core/memory/reinforcement.py)."""
+        outcomes: list[WriteOutcome | None] = [None] * len(touches)
+        pending = list(range(len(touches)))
+        for _ in range(CAS_ROUNDS):
+            if not pending:
+                break
+            ids = [documents.doc_id(tenant_id, touches[p].key) for p in pending]
+            stored = self._read_for_touch(tenant_id, ids)
+            pairs, positions = [], []
+            for p, doc_id in zip(pending, ids, strict=True):
+                found = stored.get(doc_id)
+                if found is None or not _touchable(found.source, tenant_id, touches[p].version):
+                    outcomes[p] = WriteOutcome.NOT_FOUND
+                    continue
+                fields = documents.for_layout(
+                    _touched(found.source, touches[p].changes), self._display_values
+                )
+                pairs.append(
+                    bodies.touch_pair(found.index, doc_id, found.seq, fields, self._route(tenant_id))
+                )
+                positions.append(p)
+            pending = []
+            for p, item in zip(positions, self._bulk_pairs(pairs), strict=True):
+                if item.ok:
+                    outcomes[p] = WriteOutcome.APPLIED
+                elif item.conflict:
+                    pending.append(p)  # written since our read: decide again
+                elif item.status == 404:
+                    outcomes[p] = WriteOutcome.NOT_FOUND  # its generation (or the document) is gone
+                else:
+                    raise self._write_error(item)
+        if pending:
+            raise UnavailableError(
+                BACKEND, f"{len(pending)} touches kept losing to concurrent writes", UNAVAILABLE_RETRY_AFTER
+            )
+        return [o for o in outcomes if o is not None]
+
+    def _read_for_touch(self, tenant_id: str, doc_ids: Sequence[str]) -> dict[str, responses.StoredDoc]:
+        """What a touch needs of each document (bodies.TOUCH_FIELDS), real time, with its generation."""
+        if not self._ready:
+            self.ensure_index()
+        with translated():
+            response = self._client.mget(
+                body=bodies.touch_read_body(doc_ids, self._route(tenant_id)), index=self._alias
+            )
+        return responses.mget_docs(response)
+
+    def _bulk_pairs(self, pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> list[ItemResult]:
+        """One `_bulk` of ready action/source pairs; one result per pair, in order."""
+        if not pairs:
+            return []
+        params: dict[str, Any] = dict(self._write_params)
+        if self._refresh is not False:
+            params["refresh"] = self._refresh
+        with translated():
+            response = self._client.bulk(body=[line for pair in pairs for line in pair], **params)
+        return responses.bulk_items(response, len(pairs))
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         """Replace the entity by a tombstone at `version` (stored + 1 when None); see SearchIndex.delete.
@@ -138,6 +203,25 @@ class IndexWrites(IndexCalls):
 
 def _owned(stored: Mapping[str, Any] | None, tenant_id: str) -> bool:
     return stored is not None and stored.get(mapping.TENANT) == tenant_id
+
+
+def _touchable(stored: Mapping[str, Any], tenant_id: str, version: int) -> bool:
+    """A touch applies to the tenant's live document at exactly the version it was computed from."""
+    return (
+        _owned(stored, tenant_id)
+        and not stored.get(mapping.DELETED)
+        and int(stored.get(mapping.VERSION) or -1) == version
+    )
+
+
+def _touched(stored: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata fields of `stored` with `changes` merged in (None removes a key): the raw values, their
+    filter terms and display copies, nothing else."""
+    merged = {**(stored.get(mapping.METADATA_RAW) or {}), **changes}
+    metadata = {k: v for k, v in merged.items() if v is not None}
+    shown = documents.with_display({**stored, mapping.METADATA_RAW: metadata})
+    keep = (mapping.METADATA_RAW, mapping.METADATA, mapping.METADATA_VALUE, mapping.DISPLAY_CLIPPED)
+    return {k: shown[k] for k in keep if k in shown}
 
 
 def _replace_with(record: EntityRecord) -> Build:

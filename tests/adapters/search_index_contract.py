@@ -19,6 +19,8 @@ from core.models import (
     Placement,
     WriteOutcome,
 )
+from core.ports import MetadataTouch
+from core.search.filters import parse_filters
 
 DIM = 8
 
@@ -74,6 +76,21 @@ def vec(index: Any, tenant: str, query: np.ndarray, filters: Filters | None = No
 
 class SearchIndexContract:
     """Behaviour shared by every SearchIndex implementation."""
+
+    def test_touch_metadata_merges_without_moving_the_version(self, index: Any) -> None:
+        index.upsert(record("t", "memory", "m", "quarterly figures", version=3, metadata={"pinned": False}))
+        key = EntityKey("memory", "m")
+        touch = MetadataTouch(key, 3, {"access_count": 2})
+        assert index.touch_metadata("t", [touch]) == [WriteOutcome.APPLIED]
+        stored = index.get("t", [key])[key]
+        assert (stored.version, dict(stored.metadata)) == (3, {"pinned": False, "access_count": 2})
+        floor = parse_filters({"access_count": {"gte": 2}}, (), {"access_count"})
+        assert lex(index, "t", "quarterly", filters=floor) == ["m"]  # a range inside the retriever sees it
+        assert vec(index, "t", unit(1, 1), floor) == ["m"]
+        stale = MetadataTouch(key, 2, {"access_count": 9})
+        assert index.touch_metadata("t", [stale, touch]) == [WriteOutcome.NOT_FOUND, WriteOutcome.APPLIED]
+        assert index.touch_metadata("u", [touch]) == [WriteOutcome.NOT_FOUND]
+        assert index.get("t", [key])[key].metadata["access_count"] == 2
 
     def test_upsert_then_lexical_and_vector_find_it(self, index: Any) -> None:
         assert (

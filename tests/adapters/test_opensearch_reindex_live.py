@@ -315,3 +315,60 @@ def test_a_reindex_moves_the_shared_index_and_every_tenants_own_index(
         every_entity_is_found_semantically(c)
     finally:
         c.index.drop()
+
+
+class Reversed(FakeEmbedder):
+    """A new model of the same dimension whose every vector points the other way."""
+
+    def embed(self, texts: Any) -> Any:
+        return [-v for v in super().embed(texts)]
+
+
+class SwapAfterRead:
+    """The index's client: its first `_mget` (a memory use's read) is answered, then the reindex swaps."""
+
+    def __init__(self, client: Any, swap: Any) -> None:
+        self._client, self._swap = client, swap
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def mget(self, *args: Any, **kwargs: Any) -> Any:
+        answer = self._client.mget(*args, **kwargs)
+        swap, self._swap = self._swap, None
+        if swap is not None:
+            swap()
+        return answer
+
+
+def test_a_memory_use_read_before_the_swap_and_written_after_it_keeps_the_new_models_vectors(
+    tmp_path: Path, opensearch_url: str, prefix: str
+) -> None:
+    from core.ports import MetadataTouch
+
+    c = make_container(
+        tmp_path / "data", FakeEmbedder(32), index="opensearch", opensearch_url=opensearch_url,
+        opensearch_index_prefix=prefix, opensearch_refresh="true",
+    )  # fmt: skip
+    key = EntityKey("memory", "m")
+    c.indexing.put("acme", "memory", "m", {"content": "the deploy window is friday morning"}, 1.0)
+    (old,) = c.index.chunk_vectors("acme", [(key, 0)]).values()
+    client = live_client(opensearch_url)
+    reindexer = OpenSearchReindexer(client, prefix, c.registry, Reversed(32), str(tmp_path / "new"))
+    reindexer.create()
+    reindexer.copy()
+    reindexer.catch_up()
+    # The use is read on the old generation and written once the alias names the new one and the settle
+    # has looked (a flush slower than `settle_seconds`, under load); the new copy of the memory sits at the
+    # same `_seq_no` as the old one (the copy wrote its shard in the same order).
+    version = c.index.get("acme", [key])[key].version
+
+    def swap_and_settle() -> None:
+        reindexer.swap()
+        reindexer.settle()
+
+    c.index._client = SwapAfterRead(c.index._client, swap_and_settle)
+    c.index.touch_metadata("acme", [MetadataTouch(key, version, {"access_count": 1})])
+    reindexer.drop_old()
+    (stored,) = c.index.chunk_vectors("acme", [(key, 0)]).values()
+    assert np.allclose(stored, -np.asarray(old), atol=1e-6), "the new model's vector was overwritten"

@@ -5,6 +5,7 @@ real (malformed bodies fail) and sound (the specification's own recorded request
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -134,6 +135,21 @@ def test_bulk_writes_validate_and_are_all_conditional() -> None:
     # A new document only if none exists; a rewrite only if the document is unchanged since it was read.
     assert list(actions[0]) == ["create"]
     assert [(a["index"]["if_seq_no"], a["index"]["if_primary_term"]) for a in actions[1:]] == [(0, 1), (1, 1)]
+
+
+def test_a_metadata_touch_is_a_conditional_partial_update_of_metadata_alone() -> None:
+    doc_id = documents.doc_id("t", EntityKey("memory", "m"))
+    fields = {"metadata_raw": {"access_count": 2}, "metadata_terms": ["access_count=2"]}
+    lines = list(bodies.touch_pair("quarry-v2", doc_id, (4, 1), fields, "t"))
+    assert_valid(spec.request_body_uri("_core", "bulk", "application/x-ndjson"), lines)
+    assert_valid(spec.schema_uri("_core.bulk", "OperationContainer"), lines[0])
+    meta = lines[0]["update"]
+    # the generation it was read from, only if unchanged since: `_seq_no`s are per index
+    assert (meta["_index"], meta["if_seq_no"], meta["if_primary_term"]) == ("quarry-v2", 4, 1)
+    assert lines[1] == {"doc": fields}  # no text, no vectors
+    read = bodies.touch_read_body([doc_id], "t")
+    assert_valid(spec.request_body_uri("_core", "mget"), read)
+    assert "chunks.embedding" not in json.dumps(read) and "chunks" + '"' not in json.dumps(read)
 
 
 def test_mget_body_validates() -> None:

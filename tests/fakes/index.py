@@ -31,6 +31,7 @@ from core.models import (
     Vector,
     WriteOutcome,
 )
+from core.ports import MetadataTouch
 from core.search.filters import COLUMN_FIELDS, facet_key
 from tests.fakes.filtering import field_values, passes
 from tests.fakes.lexical import bm25, has_phrases, index_chunk, stems, wanted_terms
@@ -119,6 +120,19 @@ class FakeSearchIndex:
                 namespace=moved.namespace,
             )
             return WriteOutcome.APPLIED
+
+    def touch_metadata(self, tenant_id: str, touches: Sequence[MetadataTouch]) -> list[WriteOutcome]:
+        with self._lock:
+            return [self._touch(tenant_id, t) for t in touches]
+
+    def _touch(self, tenant_id: str, touch: MetadataTouch) -> WriteOutcome:
+        entry = self.entries.get((tenant_id, touch.key))
+        if entry is None or entry.entity.deleted or entry.entity.version != touch.version:
+            return WriteOutcome.NOT_FOUND
+        merged = {**entry.entity.metadata, **touch.changes}
+        metadata = {k: v for k, v in merged.items() if v is not None}
+        entry.entity = dataclasses.replace(entry.entity, metadata=metadata)
+        return WriteOutcome.APPLIED
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         with self._lock:

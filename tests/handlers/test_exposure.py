@@ -195,6 +195,9 @@ class RefreshDelayedIndex:
     def update_metadata(self, *args: Any) -> WriteOutcome:
         return self._write("update_metadata", *args)
 
+    def touch_metadata(self, *args: Any) -> list[WriteOutcome]:
+        return self._write("touch_metadata", *args)
+
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         return self._write("delete", tenant_id, key, version)
 

@@ -45,8 +45,23 @@ class AssembleRequest(BaseModel):
         max_length=20,
         title="Explicit Links",
     )
+    include_superseded: bool | None = Field(
+        False,
+        description="Also use memories a newer memory superseded; default: current ones only",
+        title="Include Superseded",
+    )
     log: bool | None = Field(
         True, description="false: do not log (health probes); assembly_id is null", title="Log"
+    )
+    min_relevance: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
+        None,
+        description="Leave out memories whose decayed relevance (relevance_score halved every 30 days since last use; pinned: never) is below this; other items are unaffected",
+        title="Min Relevance",
+    )
+    min_trust: Literal["external", "agent", "user"] | None = Field(
+        None,
+        description="Leave out memories trusted less (external < agent < user; none: least); other items are unaffected",
+        title="Min Trust",
     )
     namespace: (
         Annotated[
@@ -83,6 +98,11 @@ class AssembleRequest(BaseModel):
         | None
     ) = Field(None, description="Configured sources to use (default all)", title="Sources")
     token_budget: Annotated[int, Field(ge=1, le=16000)] | None = Field(None, title="Token Budget")
+    token_encoding: Literal["estimate", "cl100k_base", "o200k_base"] | None = Field(
+        None,
+        description="What the budget and every token figure are counted in: `estimate` (ceil(characters/4)), or OpenAI's `cl100k_base` / `o200k_base`; default: the caller's configured encoding, else the estimate",
+        title="Token Encoding",
+    )
 
 
 class BudgetAdjustmentOut(BaseModel):
@@ -1175,6 +1195,14 @@ class MemoryFields(BaseModel):
         | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="pinned")
+    relevance_score: (
+        str
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
+        | float
+        | bool
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="relevance_score")
     source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
@@ -1186,6 +1214,22 @@ class MemoryFields(BaseModel):
         | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="source_repo")
+    superseded_by: (
+        str
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
+        | float
+        | bool
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="superseded_by")
+    supersedes: (
+        str
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
+        | float
+        | bool
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="supersedes")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
     trust_level: (
         str
@@ -1260,6 +1304,14 @@ class MemoryItem(BaseModel):
         | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="pinned")
+    relevance_score: (
+        str
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
+        | float
+        | bool
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="relevance_score")
     source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
@@ -1271,6 +1323,22 @@ class MemoryItem(BaseModel):
         | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="source_repo")
+    superseded_by: (
+        str
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
+        | float
+        | bool
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="superseded_by")
+    supersedes: (
+        str
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
+        | float
+        | bool
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="supersedes")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
     trust_level: (
         str
@@ -1329,6 +1397,14 @@ class MemoryPatch(BaseModel):
         | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="pinned")
+    relevance_score: (
+        str
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
+        | float
+        | bool
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="relevance_score")
     source: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="Where the entity comes from: a context source (filterable)", title="source"
     )
@@ -1340,6 +1416,22 @@ class MemoryPatch(BaseModel):
         | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
         | None
     ) = Field(None, description="Filterable metadata", title="source_repo")
+    superseded_by: (
+        str
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
+        | float
+        | bool
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="superseded_by")
+    supersedes: (
+        str
+        | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)]
+        | float
+        | bool
+        | list[str | Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] | float | bool]
+        | None
+    ) = Field(None, description="Filterable metadata", title="supersedes")
     tags: str | list[str] | None = Field(None, description="Searchable text (boost 1 of 3)", title="tags")
     trust_level: (
         str
@@ -2459,6 +2551,9 @@ class AssembleResponse(BaseModel):
     token_budget: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="Token Budget"
     )
+    token_encoding: str | None = Field(
+        "estimate", description="What the token figures are counted in", title="Token Encoding"
+    )
     total_tokens: Annotated[int, Field(ge=-9223372036854775807, le=9223372036854775807)] = Field(
         ..., title="Total Tokens"
     )
@@ -2859,9 +2954,13 @@ class Filters(BaseModel):
                 "owner",
                 "pinned",
                 "project_id",
+                "relevance_score",
                 "source",
                 "source_repo",
                 "status",
+                "superseded_by",
+                "supersedes",
+                "tags",
                 "topic",
                 "trust",
                 "trust_level",
@@ -2955,9 +3054,13 @@ class SearchRequest(BaseModel):
                 "owner",
                 "pinned",
                 "project_id",
+                "relevance_score",
                 "source",
                 "source_repo",
                 "status",
+                "superseded_by",
+                "supersedes",
+                "tags",
                 "topic",
                 "trust",
                 "trust_level",
@@ -2974,16 +3077,31 @@ class SearchRequest(BaseModel):
         description="Filters, field → a value, any of a list, or operators that must all hold (FilterOperators); the fields must be filterable for every searched type, or be source, owner, namespace (no ranges), created_at or updated_at (ranges only)",
         title="Filters",
     )
+    include_superseded: bool | None = Field(
+        False,
+        description="Also return memories a newer memory superseded (their history); default: current ones only",
+        title="Include Superseded",
+    )
     keep_alive: Annotated[int, Field(ge=10, le=3600)] | None = Field(
         None,
         description="Seconds the snapshot behind `next_cursor` lives between two page reads (each read extends it by as much again), 10 to 3600; default 300. Sent on the first page, the snapshot is taken by that page, so no write can expire the cursor (like an OpenSearch point in time); sent with `cursor`, it sets how long this read extends the snapshot.",
         title="Keep Alive",
     )
     limit: Annotated[int, Field(ge=1, le=100)] | None = Field(20, title="Limit")
+    min_relevance: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
+        None,
+        description="Memories only (a search with it returns memories alone): leave out those whose decayed relevance (relevance_score halved every 30 days since last use; pinned: never) is below this",
+        title="Min Relevance",
+    )
     min_score: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
         None,
         description="Leave out results whose fused `score` is below this (0-1: fused scores are at most 1)",
         title="Min Score",
+    )
+    min_trust: Literal["external", "agent", "user"] | None = Field(
+        None,
+        description="Memories only (a search with it returns memories alone): leave out those trusted less (external < agent < user; none: least)",
+        title="Min Trust",
     )
     query: Annotated[str, StringConstraints(max_length=1000)] = Field(
         ...,
