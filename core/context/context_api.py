@@ -118,7 +118,7 @@ class FeedbackRequest(QuarryModel):
     @field_validator("assembly_id", mode="before")
     @classmethod
     def _string_id(cls, value: Any) -> Any:
-        if isinstance(value, int | float):  # the seed's integer ids (core/conformance.py)
+        if isinstance(value, int | float):  # docs/conformance.md#assembly-ids (core/conformance.py)
             raise ValueError(INTEGER_ASSEMBLY_ID)
         return value
 
