@@ -217,8 +217,8 @@ class ManualWeightRequest(QuarryModel):
 
 
 class BudgetRequest(QuarryModel):
-    """PUT /context/budgets/{caller}: the caller's budget and the bounds learning keeps it within (the
-    seed's caller_budget_config min/max); what is left out keeps its value."""
+    """PUT /context/budgets/{caller}: the caller's budget and the bounds (min/max) learning keeps it within;
+    what is left out keeps its value."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -26,7 +26,7 @@ FreshnessPosture = Literal["fresh", "mixed", "stale", "unbounded", "none"]
 
 
 class WarningState(enum.StrEnum):
-    """Degradation signals of a bundle (seed table: state, action, when)."""
+    """Degradation signals of a bundle (each state with the action it asks for and when it is raised)."""
 
     HEALTHY = "healthy"
     NO_OVERLAY = "no_overlay"
