@@ -3,8 +3,9 @@
 BM25 = bm25s (k1=1.2, b=0.75, Lucene variant, English Snowball stemmer via PyStemmer, English stop
 words) over title + text; dense = all-MiniLM-L6-v2 cosine over title + text (exact search); fusions over
 the union of both top-100 lists: RRF k=60 (rank from 0), convex 0.6·cosine + 0.4·BM25/max(BM25), and
-min-max 0.5/0.5. A document missing from one list gets 0 from it. This reproduces the "measured on this
-machine" table of ../shared/datasets/README.md, which proves the metric code.
+min-max 0.5/0.5. A document missing from one list gets 0 from it. These are bench/QUALITY.md's reference
+rows; BM25 on SciFact test agrees with the published Lucene figure (Pyserini's BEIR runs, nDCG@10 0.679),
+which proves the metric code.
 
     .venv/bin/python bench/baselines.py --dataset ../shared/datasets/scifact [--split test] [--json F]
     .venv/bin/python bench/baselines.py --smoke   # tests/fixtures/beir_tiny, hashing vectors: that it runs
@@ -28,10 +29,10 @@ from infra.beir import BeirDataset, load_beir  # noqa: E402
 from infra.embedding_cache import CachingEmbedder  # noqa: E402
 
 DEPTH = 100  # candidates per retriever: Recall@100 needs 100, and fusion runs over both top-100 lists
-BM25_K1 = 1.2  # datasets/README.md reference setting (Lucene / Pyserini default is 0.9; BEIR uses 1.2)
+BM25_K1 = 1.2  # BEIR's setting (Lucene / Pyserini default is 0.9)
 BM25_B = 0.75  # same
 RRF_K = 60  # Cormack et al. 2009
-CONVEX_ALPHA = 0.6  # seed thefold HYBRID_ALPHA
+CONVEX_ALPHA = 0.6  # docs/conformance.md#convex-fusion
 MINMAX_WEIGHT = 0.5  # equal weights, as Pyserini's fusion experiments
 DEFAULT_CACHE = Path(__file__).resolve().parent.parent / ".quarry" / "embeddings"
 

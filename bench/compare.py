@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from bench._common import shared_datasets, write_json  # noqa: E402
 
 BASES = ROOT / ".cache" / "bench-base"
-# What each benchmark is asked on both sides: the figures of the speed issue's runs (2,000 entities, SciFact).
+# What each benchmark is asked on both sides: the sizes of docs/benchmarks.md's runs (2,000 entities, SciFact).
 BENCHES: dict[str, list[str]] = {
     "search": ["bench/search_latency.py", "--entities", "2000", "--queries", "300"],
     "peers": ["bench/peers.py", "--rounds", "2"],

@@ -1,8 +1,8 @@
-"""Where Quarry's API spells a concept of the seed documents (`../shared/seeds/`, summarised in
-docs/conformance.md) differently, and what a request in the seed's spelling is told.
+"""Where Quarry's API spells a concept of the specifications it started from (docs/conformance.md#spellings)
+differently, and what a request in their spelling is told.
 
-Quarry keeps one spelling per concept (snake_case fields, no `/api` prefix, string assembly ids). A request
-in a seed's spelling is refused with a 400 (or 404 for a path) whose message names Quarry's form, rather
+Quarry keeps one spelling per concept (snake_case fields, no `/api` prefix, string assembly ids). A request in
+a specification's spelling is refused with a 400 (or 404 for a path) whose message names Quarry's form, rather
 than silently accepted under a second name or answered "is not a known field".
 """
 
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-# Body fields and query parameters of the seeds → (Quarry's name, or None when it has none; what to say).
+# Body fields and query parameters of the specifications → (Quarry's name, or None when it has none;
+# what to say).
 SEED_SPELLINGS: Mapping[str, tuple[str | None, str]] = {
-    # role-overlay-retrieval-api.txt: retrieve({roleId, taskText, overlay, packetContextSummary, lexicalOnly,
-    # embeddingModel, ollamaUrl, store})
+    # The role-overlay retrieval API's request: retrieve({roleId, taskText, overlay, packetContextSummary,
+    # lexicalOnly, embeddingModel, ollamaUrl, store})
     "roleId": ("role_id", "use `role_id`"),
     "taskText": ("task_text", "use `task_text`"),
     "packetContextSummary": ("context_summary", "use `context_summary`"),
@@ -28,7 +29,7 @@ SEED_SPELLINGS: Mapping[str, tuple[str | None, str]] = {
         "is not a request field: Quarry embeds with its own configured model, no Ollama server",
     ),
     "store": (None, "is not a request field: the corpus is the tenant's (load it with POST /corpus)"),
-    # gateway-context-assembly.txt: AssembleContextInputSchema, GET /log's query
+    # The context-assembly module's assemble body and GET /log's query
     "mission_namespace": ("namespace", "use `namespace`"),
     "offset": (
         "cursor",
@@ -54,9 +55,11 @@ NEAR_MISSES: Mapping[str, str] = {
     "_source": "use `return_fields`",
     "attributesToRetrieve": "use `return_fields`",
 }
-# gateway-context-assembly.txt and nexus-ai-search-dataflow.md mount their routes under /api.
+# The context-assembly module and the search data flow mount their routes under /api
+# (docs/conformance.md#api-prefix).
 SEED_PATH_PREFIX = "/api"
-# gateway-context-assembly.txt: assembly_id is an integer > 0, and 0 marks an unlogged assembly.
+# The context-assembly module's assembly_id is an integer > 0, and 0 marks an unlogged assembly
+# (docs/conformance.md#assembly-ids).
 INTEGER_ASSEMBLY_ID = (
     "must be the string `assembly_id` that POST /context/assemble returned (the seed's integer ids are not "
     "Quarry's; an unlogged assembly answers `assembly_id: null`, where the seed answers 0)"
@@ -64,8 +67,8 @@ INTEGER_ASSEMBLY_ID = (
 
 
 def seed_spelling(name: str, known: Iterable[str] | None = None) -> str | None:
-    """What to tell a request that used the seed's `name` for a field or parameter (when Quarry's form is
-    among `known`, if given), or None."""
+    """What to tell a request that used a specification's `name` for a field or parameter (when Quarry's
+    form is among `known`, if given), or None."""
     found = SEED_SPELLINGS.get(name)
     if found is None or (known is not None and found[0] is not None and found[0] not in known):
         return None
@@ -73,13 +76,14 @@ def seed_spelling(name: str, known: Iterable[str] | None = None) -> str | None:
 
 
 def field_hint(name: str) -> str | None:
-    """What to tell a body that used an unknown field `name`: Quarry's form of a seed's or another
-    engine's spelling, or None."""
+    """What to tell a body that used an unknown field `name`: Quarry's form of a specification's or
+    another engine's spelling, or None."""
     return seed_spelling(name) or NEAR_MISSES.get(name)
 
 
 def unknown_parameters(given: Iterable[str], allowed: Iterable[str]) -> dict[str, str]:
-    """{parameter: message} for each query parameter a route does not take (a seed's spelling named)."""
+    """{parameter: message} for each query parameter a route does not take (a specification's spelling
+    named)."""
     known = set(allowed)
     takes = "it takes " + ", ".join(sorted(known)) if known else "it takes none"
     return {
@@ -90,7 +94,7 @@ def unknown_parameters(given: Iterable[str], allowed: Iterable[str]) -> dict[str
 
 
 def unprefixed(path: str) -> str | None:
-    """The path without the seeds' `/api` prefix, or None when it has none."""
+    """The path without the specifications' `/api` prefix, or None when it has none."""
     if path.startswith(SEED_PATH_PREFIX + "/"):
         return path[len(SEED_PATH_PREFIX) :]
     return None

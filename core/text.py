@@ -1,8 +1,7 @@
 """Text normalisation shared by indexing and querying, so both sides see the same tokens.
 
-- CJK characters are split into single-character tokens (the shared-utils seed's buildFts5Query dropped
-1-character
-  terms, losing CJK recall; a unigram split keeps them searchable on every backend).
+- CJK characters are split into single-character tokens (docs/conformance.md#lexical-escaping: dropping
+  1-character terms loses CJK recall; a unigram split keeps them searchable on every backend).
 - Identifiers (camelCase, snake_case, kebab-case, paths) are kept whole and also expanded into their parts,
   so `checkRateLimit` matches exactly and `rate limit` still finds it.
 """

@@ -61,8 +61,8 @@ def iso_timestamp(epoch_seconds: float) -> str:
 def recency_boost(created_at: float, now: float, floor: float = 0.0) -> float:
     """Log decay max(floor, 1/(1 + ln(1 + age_hours/24))): now = 1, a day ≈ 0.59, a week ≈ 0.32, a month ≈ 0.23.
 
-    (The shared-utils seed's prose says a week ≈ 0.5 and a month ≈ 0.25; its formula, kept here, gives the
-    values above.)
+    (docs/conformance.md#recency-decay: the specification's prose says a week ≈ 0.5 and a month ≈ 0.25;
+    its formula, kept here, gives the values above.)
     """
     age_hours = max(0.0, (now - created_at) / 3600.0)
     return max(floor, 1.0 / (1.0 + math.log1p(age_hours / HOURS_PER_DAY)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-CHARS_PER_TOKEN = 4  # seed gateway-shared-search-utils estimateTokens: ceil(len / 4)
+CHARS_PER_TOKEN = 4  # docs/conformance.md#token-estimate: ceil(len / 4)
 
 TokenCounter = Callable[[str], int]
 
@@ -17,5 +17,5 @@ TOKEN_ENCODINGS = (ESTIMATE, "cl100k_base", "o200k_base")
 
 
 def estimate_tokens(text: str) -> int:
-    """Token estimate ceil(len/4) (seed estimateTokens); replaceable by any TokenCounter."""
+    """Token estimate ceil(len/4) (docs/conformance.md#token-estimate); replaceable by any TokenCounter."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)

@@ -76,8 +76,7 @@ def _field_path(loc: tuple[Any, ...]) -> str:
 
 
 def validation_fields(errors: list[dict[str, Any]]) -> dict[str, str]:
-    """Pydantic error list → {field.path: readable message} (the shared-utils seed's formatZodError, done
-    right)."""
+    """Pydantic error list → {field.path: readable message} (docs/conformance.md#validation-messages)."""
     fields: dict[str, str] = {}
     for err in errors:
         loc = tuple(err.get("loc", ()))
@@ -87,7 +86,7 @@ def validation_fields(errors: list[dict[str, Any]]) -> dict[str, str]:
         message = _MESSAGES.get(err.get("type", ""), str(err.get("msg", "is invalid")))
         message = message.removeprefix("Value error, ")
         hint = field_hint(str(loc[-1])) if err.get("type") == "extra_forbidden" and loc else None
-        if hint:  # a seed's or another engine's spelling (core/conformance.py): say what Quarry calls it
+        if hint:  # a specification's or another engine's spelling (core/conformance.py): say Quarry's name
             message = f"{message}; {hint}"
         fields.setdefault(_field_path(loc), message[:1].lower() + message[1:])
     return fields
@@ -172,7 +171,8 @@ def configuration_failure(exc: ConfigurationError) -> dict[str, Any]:
 
 
 def no_route_message(app: APIGatewayHttpResolver, method: str, path: str) -> str:
-    """The 404's message; a path under the seeds' `/api` prefix is told Quarry's route."""
+    """The 404's message; a path under the specifications' `/api` prefix is told Quarry's route
+    (docs/conformance.md#api-prefix)."""
     message = f"no route for {method} {path}"
     bare = unprefixed(path)
     if bare is not None and allowed_methods(app, bare):

@@ -65,8 +65,8 @@ class StrategySpec:
 
 
 def strategy_specs(default: SearchSettings) -> dict[str, StrategySpec]:
-    """The reported strategies; rrf and convex are the seeds' plain formulas (RRF k 60, convex α 0.6), auto is
-    the deployment's."""
+    """The reported strategies; rrf and convex are the plain formulas (docs/conformance.md#rrf-k,
+    docs/conformance.md#convex-fusion), auto is the deployment's."""
     naive = dataclasses.replace(default, feedback_docs=0)  # the plain formulas alone, no feedback
     plain_rrf = dataclasses.replace(naive, fusion=FusionMethod.RRF, alpha=0.5, rrf_k=RRF_K)
     plain_convex = dataclasses.replace(naive, fusion=FusionMethod.CONVEX, alpha=PLAIN_CONVEX_ALPHA)

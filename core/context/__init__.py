@@ -1,4 +1,4 @@
-"""Context assembly for LLM callers (docs/architecture.md, Context assembly; seed gateway-context-assembly):
+"""Context assembly for LLM callers (docs/architecture.md, Context assembly; docs/conformance.md#packing):
 sources, budgets, scoring, packing, knowledge-graph lines, explicit links and the learning cycle — pure
 functions only.
 

@@ -1,5 +1,5 @@
 """Token budgets and per-caller source weights, each with the caller → `*` → default fallback
-(seed gateway-context-assembly repository.ts getDefaultBudget / getWeight / getTokenShare)."""
+(docs/conformance.md#token-budgets)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,16 @@ from dataclasses import dataclass
 
 from core.state import CallerBudget, SourceWeight
 
-NULL_NAMESPACE_BUDGET = 2000  # seed service.ts NULL_NAMESPACE_BUDGET: no namespace → 2000 tokens
-# Global default when a namespace is given and nobody configured a budget. The context-assembly seed reads it
-# from its
-# config table; 4000 is our choice: a mission-scoped request gets twice the namespace-less allowance.
+NULL_NAMESPACE_BUDGET = 2000  # docs/conformance.md#token-budgets: no namespace → 2000 tokens
+# Global default when a namespace is given and nobody configured a budget. The specification read it from
+# a configuration table; 4000 is our choice (docs/conformance.md#token-budgets): a mission-scoped request
+# gets twice the namespace-less allowance.
 DEFAULT_TOKEN_BUDGET = 4000
-MAX_TOKEN_BUDGET = 16000  # seed AssembleContextInputSchema: token_budget ≤ 16000
-DEFAULT_WEIGHT = 1.0  # seed getWeight: a source nobody has weighted counts at face value
+MAX_TOKEN_BUDGET = 16000  # docs/conformance.md#token-budgets: a request asks for ≤ 16000
+DEFAULT_WEIGHT = 1.0  # docs/conformance.md#token-budgets: a source nobody weighted counts at face value
 # Bounds learning keeps a budget within when neither the caller nor `*` configured any: below 500 tokens
-# the knowledge-graph allotment switches off (seed MIN_KG_BUDGET_TOTAL); above 16000 a request is refused.
+# the knowledge-graph allotment switches off (docs/conformance.md#knowledge-graph); above 16000 a request
+# is refused.
 DEFAULT_MIN_BUDGET = 500
 DEFAULT_MAX_BUDGET = MAX_TOKEN_BUDGET
 

@@ -137,7 +137,7 @@ class FeedbackRequest(QuarryModel):
     @field_validator("assembly_id", mode="before")
     @classmethod
     def _string_id(cls, value: Any) -> Any:
-        if isinstance(value, int | float):  # the seed's integer ids (core/conformance.py)
+        if isinstance(value, int | float):  # docs/conformance.md#assembly-ids (core/conformance.py)
             raise ValueError(INTEGER_ASSEMBLY_ID)
         return value
 
@@ -236,8 +236,8 @@ class ManualWeightRequest(QuarryModel):
 
 
 class BudgetRequest(QuarryModel):
-    """PUT /context/budgets/{caller}: the caller's budget and the bounds learning keeps it within (the
-    seed's caller_budget_config min/max); what is left out keeps its value."""
+    """PUT /context/budgets/{caller}: the caller's budget and the bounds (min/max) learning keeps it within;
+    what is left out keeps its value."""
 
     model_config = ConfigDict(extra="forbid")
 

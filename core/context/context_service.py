@@ -58,8 +58,8 @@ from core.tokens import ESTIMATE, TokenCounter, estimate_tokens
 
 MS = 1000.0
 # Candidates per source: enough whole items to fill the budget at ~50 tokens each (a typical memory is
-# ~200 characters), never fewer than 20 nor more than 100 (our bounds; the context-assembly seed searches a
-# fixed 20).
+# ~200 characters), never fewer than 20 nor more than 100 (our bounds; the specification searched a
+# fixed 20: docs/conformance.md#context-candidates).
 TOKENS_PER_CANDIDATE = 50
 MIN_DEPTH, MAX_DEPTH = 20, 100
 
@@ -72,7 +72,8 @@ def is_degraded(warnings: Sequence[str]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ContextSettings:
-    """Tunable assembly behaviour; defaults are the context-assembly seed's constants."""
+    """Tunable assembly behaviour; defaults are the specification's constants
+    (docs/conformance.md#packing)."""
 
     sources: tuple[SourceSpec, ...] = DEFAULT_SOURCES
     default_budget: int = DEFAULT_TOKEN_BUDGET

@@ -1,10 +1,11 @@
-"""Knowledge-graph enrichment (seed gateway-context-assembly, D1484): triples about the entities a query
+"""Knowledge-graph enrichment (docs/conformance.md#knowledge-graph): triples about the entities a query
 names, as `[GRAPH]` lines inside 7.5% of budgets of at least 500 tokens.
 
-The context-assembly seed matched only capitalised runs of 3+ characters (a known limitation: it misses quoted
+The specification matched only capitalised runs of 3+ characters (a known limitation: it misses quoted
 names and identifiers and keeps sentence-initial words such as "What"). Here candidates are quoted phrases,
 capitalised runs (multi-word names stay together, question words and stop words are dropped) and
-identifiers such as `checkRateLimit` or `rate_limiter`, capped like that seed at 10 entities × 5 triples.
+identifiers such as `checkRateLimit` or `rate_limiter`, capped like the specification at 10 entities × 5
+triples.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from dataclasses import dataclass
 from core.text import STOPWORDS, is_identifier
 from core.timestamps import parse_timestamp
 
-KG_BUDGET_SHARE = 0.075  # seed service.ts KG_BUDGET_SHARE
-MIN_KG_BUDGET_TOTAL = 500  # seed service.ts MIN_KG_BUDGET_TOTAL: smaller budgets get no graph lines
-MAX_KG_ENTITIES = 10  # seed §9: "capped at 10 entities × 5 triples per assemble"
+KG_BUDGET_SHARE = 0.075  # docs/conformance.md#knowledge-graph: 7.5% of the budget
+MIN_KG_BUDGET_TOTAL = 500  # docs/conformance.md#knowledge-graph: smaller budgets get no graph lines
+MAX_KG_ENTITIES = 10  # docs/conformance.md#knowledge-graph: 10 entities × 5 triples per assembly
 MAX_TRIPLES_PER_ENTITY = 5
-MIN_ENTITY_CHARS = 3  # seed extractEntityCandidates: runs of at least 3 characters
+MIN_ENTITY_CHARS = 3  # docs/conformance.md#knowledge-graph: candidates of at least 3 characters
 GRAPH_LABEL = "[GRAPH]"
 _QUOTED = re.compile(r"\"([^\"]{2,100})\"|'([^']{2,100})'")
 _CAPITALISED_RUN = re.compile(r"\b[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*")
@@ -30,7 +31,7 @@ _WORD = re.compile(r"[\w./:-]+")
 
 @dataclass(frozen=True, slots=True)
 class Triple:
-    """One fact (seed GraphContextEntry without its derived `tokens` / `content`)."""
+    """One fact (docs/conformance.md#knowledge-graph: without a derived token count or text)."""
 
     id: str
     subject: str

@@ -1,14 +1,15 @@
-"""The learning cycle (docs/architecture.md, The learning cycle; seed gateway-context-assembly repository.ts
-runEvalCycle): from a caller's logged assemblies and their feedback, move each source's weight and token share
-and the caller's budget. Pure: rows in, one LearningUpdate out; the service applies it atomically.
+"""The learning cycle (docs/architecture.md, The learning cycle; docs/conformance.md#learning-cycle): from a
+caller's logged assemblies and their feedback, move each source's weight and token share and the caller's
+budget. Pure: rows in, one LearningUpdate out; the service applies it atomically.
 
-Which assemblies learn: every caller's, not only those that send feedback (seed repository.ts takes all
-unprocessed rows). A row joins a batch once it has feedback, or once FEEDBACK_WINDOW_SECONDS have passed
-since it was logged without any (its caller had the time to report; it counts as unused, as in the
-context-assembly seed). A batch needs EVAL_BATCH_SIZE such rows. The budget learns from the whole batch, so a
-caller that never sends feedback gets the context-assembly seed's −5% for unused budget; weights learn only
-from the batch's rows with feedback (a departure: an assembly nobody reported on says nothing about which
-source helped, and appearance alone would reward whichever source already returns the most).
+Which assemblies learn: every caller's, not only those that send feedback (the specification takes all
+unprocessed rows). A row joins a batch once it has feedback, or once FEEDBACK_WINDOW_SECONDS have passed since
+it was logged without any (its caller had the time to report; it counts as unused, as in the specification:
+docs/conformance.md#feedback-window). A batch needs EVAL_BATCH_SIZE such rows. The budget learns from the
+whole batch, so a caller that never sends feedback gets the specification's −5% for unused budget; weights
+learn only from the batch's rows with feedback (docs/conformance.md#weights-from-feedback, a departure: an
+assembly nobody reported on says nothing about which source helped, and appearance alone would reward
+whichever source already returns the most).
 
 Per source, over the batch's N assemblies with feedback (items from explicit links and unconfigured
 sources are ignored):
@@ -16,7 +17,7 @@ sources are ignored):
 - appearance_rate = assemblies where the source returned at least one item / N
 - usage_rate      = its items that feedback marked used / its items returned (0 when none returned)
 - confidence      = mean normalised score ([0, 1] within the source) of its used items (0 when none)
-- effectiveness   = 0.5·confidence + 0.3·usage_rate + 0.2·appearance_rate            (seed constants)
+- effectiveness   = 0.5·confidence + 0.3·usage_rate + 0.2·appearance_rate (conformance.md#learning-cycle)
 
 Only sources with evidence (appearance_rate > 0) move; a source that returned nothing says nothing about
 its usefulness. Among them, with ē their mean effectiveness and S the sum of their current shares:
@@ -47,19 +48,18 @@ from core.context.budget import DEFAULT_MAX_BUDGET, DEFAULT_MIN_BUDGET
 from core.state import AssemblyLogEntry, CallerBudget, LearningUpdate, SourceWeight, WeightChange
 from core.timestamps import iso_timestamp
 
-LEARNING_RATE = 0.1  # seed repository.ts LEARNING_RATE
-WEIGHT_MIN, WEIGHT_MAX = 0.1, 1.5  # seed WEIGHT_MIN / WEIGHT_MAX
-TOKEN_SHARE_MIN, TOKEN_SHARE_MAX = 0.05, 0.8  # seed TOKEN_SHARE_MIN / TOKEN_SHARE_MAX
-EVAL_BATCH_SIZE = 10  # seed EVAL_BATCH_SIZE: fewer assemblies ready to learn from → no learning yet
-# How long an assembly waits for feedback before it learns as unused. The context-assembly seed has no wait
-# (its nightly
-# cycle takes every row, so feedback sent a minute after the run was never learned from); an agent reports
-# within its task, so an hour is generous (our judgement).
+LEARNING_RATE = 0.1  # docs/conformance.md#learning-cycle (as are the bounds and the batch below)
+WEIGHT_MIN, WEIGHT_MAX = 0.1, 1.5
+TOKEN_SHARE_MIN, TOKEN_SHARE_MAX = 0.05, 0.8
+EVAL_BATCH_SIZE = 10  # fewer assemblies ready to learn from → no learning yet
+# How long an assembly waits for feedback before it learns as unused (docs/conformance.md#feedback-window).
+# The specification has no wait (its nightly cycle takes every row, so feedback sent a minute after the
+# run was never learned from); an agent reports within its task, so an hour is generous (our judgement).
 FEEDBACK_WINDOW_SECONDS = 3600
-CONFIDENCE_WEIGHT, USAGE_WEIGHT, APPEARANCE_WEIGHT = 0.5, 0.3, 0.2  # seed effectiveness formula
+CONFIDENCE_WEIGHT, USAGE_WEIGHT, APPEARANCE_WEIGHT = 0.5, 0.3, 0.2  # docs/conformance.md#learning-cycle
 NEUTRAL_WEIGHT = 1.0  # the weight of a source exactly as effective as the average
-BUDGET_GROWTH = 1.10  # seed: +10% when assemblies are saturated and used
-BUDGET_SHRINK = 0.95  # seed: −5% when mostly unused
+BUDGET_GROWTH = 1.10  # docs/conformance.md#learning-cycle: +10% when saturated and used
+BUDGET_SHRINK = 0.95  # docs/conformance.md#learning-cycle: −5% when mostly unused
 SATURATED_FILL = 0.9  # = packing.TARGET_FILL: a full block means the budget, not material, was the limit
 USED_FRACTION = 0.5  # an assembly counts as used when half its tokens were used
 MOSTLY_UNUSED_FRACTION = 0.2  # a batch is mostly unused when on average < 20% of its tokens were used
@@ -94,7 +94,7 @@ class SourceStats:
 
     @property
     def effectiveness(self) -> float:
-        """0.5·confidence + 0.3·usage_rate + 0.2·appearance_rate (seed runEvalCycle)."""
+        """0.5·confidence + 0.3·usage_rate + 0.2·appearance_rate (docs/conformance.md#learning-cycle)."""
         return (
             CONFIDENCE_WEIGHT * self.confidence
             + USAGE_WEIGHT * self.usage_rate

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from core.errors import InvalidInputError
 from core.models import EntityKey
 
-# Per request; each is one index lookup or one file read (our bound; the context-assembly seed has none).
+# Per request; each is one index lookup or one file read (our bound: docs/conformance.md#explicit-links).
 MAX_LINKS = 20
 MAX_LINK_CHARS = 1024  # a path or id longer than this is not a link anyone wrote by hand
 _DRIVE = re.compile(r"^[A-Za-z]:")

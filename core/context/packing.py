@@ -1,4 +1,4 @@
-"""Packing a token budget (docs/architecture.md, Context assembly; seed gateway-context-assembly service.ts):
+"""Packing a token budget (docs/architecture.md, Context assembly; docs/conformance.md#packing):
 explicit links first within 30% of the budget, knowledge-graph lines within 7.5%, then each source up to its
 token share of what remains, then greedy overflow of the best leftovers, then one truncated item to fill the
 tail. Retrieved items that repeat a placed link (same id or same text) are left out; a link that did not fit
@@ -18,7 +18,7 @@ from core.context import render
 from core.context.scoring import ContextItem
 from core.tokens import TokenCounter
 
-EXPLICIT_LINK_BUDGET_SHARE = 0.3  # seed service.ts EXPLICIT_LINK_BUDGET_SHARE
+EXPLICIT_LINK_BUDGET_SHARE = 0.3  # docs/conformance.md#explicit-links: links first, within 30%
 # The packer aims to fill at least this much of the budget whenever there is enough material.
 TARGET_FILL = 0.9
 # A truncated item shorter than this is noise; below it the tail stays empty unless it is over 10% of

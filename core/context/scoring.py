@@ -1,5 +1,6 @@
-"""One scale for every source (docs/architecture.md, Context assembly; seed gateway-context-assembly
-tagAndScore, D23 funnel): per-source RRF of its lexical and vector lists, max-normalised to [0, 1], then
+"""One scale for every source (docs/architecture.md, Context assembly;
+docs/conformance.md#context-scoring): per-source RRF of its lexical and vector lists, max-normalised to
+[0, 1], then
 `score = normalised × weight(caller, source) × recency boost × (0.5 if from another namespace)`,
 and deduplication by entity and by normalised-content hash."""
 
@@ -17,10 +18,10 @@ from core.models import Candidate, CandidateLists, EntityKey
 from core.search.fusion import RRF_K, fuse_rrf, normalise_max
 from core.timestamps import parse_timestamp, recency_boost
 
-CROSS_NAMESPACE_SCORE_DISCOUNT = 0.5  # seed service.ts: other namespaces' hits count half
+CROSS_NAMESPACE_SCORE_DISCOUNT = 0.5  # docs/conformance.md#context-scoring: other namespaces' hits count half
 # Floor of the recency boost: 1/(1+ln(1+age_days)) reaches 0.1 after ~22 years, so it only matters for
 # undated or absurdly old items, which still rank on relevance instead of vanishing. (Our choice; the
-# shared-utils seed's recencyBoost takes the floor as a parameter, default 0.)
+# specification's floor defaults to 0: docs/conformance.md#recency-decay.)
 RECENCY_FLOOR = 0.1
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 
@@ -74,8 +75,9 @@ def score_source(
 ) -> list[ContextItem]:
     """One source's lexical and vector lists → scored items, best first.
 
-    Plain RRF (k = 60, seed gateway-shared-search-utils), max-divided to [0, 1] with the 1e-10 floor
-    (normaliseRrfScores), then weighted, recency-boosted and, for another namespace's hits, halved.
+    Plain RRF (k = 60, docs/conformance.md#rrf-k), max-divided to [0, 1] with the 1e-10 floor
+    (docs/conformance.md#rrf-normalisation), then weighted, recency-boosted and, for another namespace's
+    hits, halved.
     Vector hits under `min_vector_similarity` are dropped first: k-NN returns something for any query.
     A memory's normalised score is blended with its decayed relevance (`memory_blend`, seed thefold's
     0.3); memories whose relevance is under `min_relevance` (core/memory/relevance.py), whose trust is

@@ -1,12 +1,12 @@
 """The stores an assembly fans out to, and how each maps onto index filters (docs/architecture.md, Context
 assembly).
 
-A source is a named slice of the tenant's index: which `source` values and entity types it covers and
-which owners count. The defaults are the seed's five stores under the seed's names (gateway-context-assembly
-§1: psychic_cache, memory, agent_memory_own, agent_memory_peer, vault_index) and one source per built-in
-entity type a user writes (tasks, ideas, projects, people, commitments); `vault_index` covers the entities
-whose `source` is `vault` (documents by default). Deployments replace them with a JSON object
-(QUARRY_CONTEXT_SOURCES) without code changes:
+A source is a named slice of the tenant's index: which `source` values and entity types it covers and which
+owners count. The defaults are the specification's five stores under its names
+(docs/conformance.md#context-sources: psychic_cache, memory, agent_memory_own, agent_memory_peer, vault_index)
+and one source per built-in entity type a user writes (tasks, ideas, projects, people, commitments);
+`vault_index` covers the entities whose `source` is `vault` (documents by default). Deployments replace them
+with a JSON object (QUARRY_CONTEXT_SOURCES) without code changes:
 
     {"memory": {"sources": ["memory"]},
      "agent_memory_own": {"sources": ["agent_memory"], "owner": "caller"},
@@ -84,7 +84,7 @@ def union_filters(specs: Sequence[SourceSpec]) -> Filters:
     return Filters(entity_types=types, sources=tuple(sorted({v for s in specs for v in s.sources})))
 
 
-SEED_SOURCES: tuple[SourceSpec, ...] = (  # the seed's five stores (gateway-context-assembly §1)
+SEED_SOURCES: tuple[SourceSpec, ...] = (  # the five stores of docs/conformance.md#context-sources
     SourceSpec("memory", ("memory",)),
     SourceSpec("agent_memory_own", ("agent_memory",), owner=OwnerRule.CALLER),
     SourceSpec("agent_memory_peer", ("agent_memory",), owner=OwnerRule.OTHERS),

@@ -1,5 +1,5 @@
 """RetrievalBundle: the governed output of every POST /retrieve (docs/architecture.md, Governed retrieval;
-seed role-overlay-retrieval-api).
+docs/conformance.md#bundle-schema).
 
 A bundle accounts for every candidate the index returned: each is either in `selected` (with its scores
 and why it was chosen) or in `rejected` (with the reason it was dropped). `warnings` always holds at least
@@ -26,7 +26,7 @@ FreshnessPosture = Literal["fresh", "mixed", "stale", "unbounded", "none"]
 
 
 class WarningState(enum.StrEnum):
-    """Degradation signals of a bundle (seed table: state, action, when)."""
+    """Degradation signals of a bundle (each state with the action it asks for and when it is raised)."""
 
     HEALTHY = "healthy"
     NO_OVERLAY = "no_overlay"

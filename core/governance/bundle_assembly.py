@@ -1,5 +1,5 @@
-"""Bundle assembly (seed assembleBundle): selected evidence with scores and reasons, rejections, the query
-trace, provenance posture, warnings and diagnostics, as one RetrievalBundle."""
+"""Bundle assembly (docs/conformance.md#bundle-assembly): selected evidence with scores and reasons,
+rejections, the query trace, provenance posture, warnings and diagnostics, as one RetrievalBundle."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Corpus loading (seed loadCorpus; docs/architecture.md, Governed retrieval):
+"""Corpus loading (docs/conformance.md#corpus-loading; docs/architecture.md, Governed retrieval):
 `{documents: [{id, title, text | chunks, source, trust, created_at, ...}]}` → `document` entities through the
 ordinary write path → `{documents_ingested, chunks_ingested, errors}`. A bad document is reported with its
 position and never blocks the others."""

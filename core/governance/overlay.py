@@ -1,5 +1,5 @@
 """RoleOverlay: the declarative, per-role retrieval configuration (docs/architecture.md, Governed retrieval;
-seed role-overlay-retrieval-api).
+docs/conformance.md#bundle-schema).
 
 An overlay says what a role retrieves for (mission), what it must not drift into (anti_goals), which words
 matter (vocabulary), which sources it prefers or may never see (source_policy), how candidates are scored
@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field, StrictBool, StringConstraints, model_val
 from core.base_model import JSON_INTEGER, JSON_NUMBER, JsonFloat, JsonInt, QuarryModel
 from core.indexing.entity_validation import NONBLANK_PATTERN
 
-SCHEMA_VERSION: Literal["1.0"] = "1.0"  # seed: RetrievalBundle.version "1.0"; overlays share it
+SCHEMA_VERSION: Literal["1.0"] = "1.0"  # the bundle's; overlays share it (docs/conformance.md#bundle-schema)
 ROLE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"  # a key in URLs and state stores
 MAX_LIST_ITEMS = 100  # terms, sources, anti-goals, instructions: configuration, not corpora
 MAX_GOLDEN_QUERIES = 200  # a golden set runs every query through retrieval; keep the nightly run short
@@ -27,7 +27,7 @@ MAX_CHUNKS_LIMIT = 50  # a bundle is evidence for one LLM call, not a result pag
 DEFAULT_MAX_CHUNKS = 8
 DEFAULT_MIN_SCORE = 0.1  # relevance floor; measured on tests/fixtures/governance_corpus.json: junk < 0.06
 DEFAULT_DIVERSITY = 0.7  # MMR λ (Carbonell & Goldstein 1998): 0.7 keeps relevance first, trims repeats
-DEFAULT_SEMANTIC_WEIGHT = 0.6  # α of the convex fusion (seed thefold HYBRID_ALPHA; docs/conformance.md)
+DEFAULT_SEMANTIC_WEIGHT = 0.6  # α of the convex fusion (docs/conformance.md#convex-fusion)
 # Default score weights: relevance decides, trust / freshness / preferred source break near-ties.
 DEFAULT_RELEVANCE_WEIGHT = 0.7
 DEFAULT_SIGNAL_WEIGHT = 0.1

@@ -1,6 +1,6 @@
-"""Overlay-aware query building (seed buildQuery): the task's terms, plus the role's boost vocabulary, minus
-its suppressed vocabulary, for BM25; the task, the context summary and the mission, weighted, for the
-semantic query."""
+"""Overlay-aware query building (docs/conformance.md#governed-query): the task's terms, plus the role's boost
+vocabulary, minus its suppressed vocabulary, for BM25; the task, the context summary and the mission,
+weighted, for the semantic query."""
 
 from __future__ import annotations
 

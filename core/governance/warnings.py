@@ -28,7 +28,7 @@ from core.governance.terms import HIGH_TRUST, negated, sentences, stems
 # against their documents, off-topic tasks ≤ 0.25 against anything.
 STRONG_LEXICAL = 0.5
 STRONG_VECTOR = 0.45
-STALE_MAJORITY = 0.5  # "majority of evidence is outdated" (seed): strictly more than half
+STALE_MAJORITY = 0.5  # docs/conformance.md#warning-states: strictly more than half outdated
 MIN_SHARED_TASK_TERMS = 2  # two sentences "about the same thing" share at least two task terms
 
 ACTIONS: dict[WarningState, Action] = {

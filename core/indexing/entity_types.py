@@ -1,6 +1,6 @@
 """Entity types: which fields are searchable (with their boost) and which are filterable.
 
-Built-in types and boosts follow docs/architecture.md, Write path (seed nexus §4; thefold's A/B/C weights).
+Built-in types and boosts follow docs/architecture.md, Write path (docs/conformance.md#entity-types).
 More types come from a configuration file (JSON) without code changes; `EntityTypeRegistry.with_config` merges
 them.
 """

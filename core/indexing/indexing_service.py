@@ -266,8 +266,9 @@ class IndexingService:
     def patch(
         self, tenant_id: str, entity_type: str, entity_id: str, changes: Any, now: float
     ) -> WriteResult:
-        """Partial update: metadata-only when no searchable field changed (no re-embedding, seed nexus §2.2);
-        the result names the changed fields its type does not index."""
+        """Partial update: metadata-only when no searchable field changed (no re-embedding,
+        docs/conformance.md#metadata-only-update); the result names the changed fields its type does not
+        index."""
         result = self._patch(tenant_id, entity_type, entity_id, changes, now)
         return replace(result, unindexed_fields=self._registry.get(entity_type).unindexed(changes))
 

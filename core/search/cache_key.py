@@ -1,9 +1,11 @@
-"""The search cache key (docs/architecture.md, Read path; seed nexus §6.1): a hash of everything that shapes
-the answer plus the tenant's index generation, so any write to the tenant changes every key at once.
+"""The search cache key (docs/architecture.md, Read path; docs/conformance.md#search-cache): a hash of
+everything that shapes the answer plus the tenant's index generation, so any write to the tenant changes every
+key at once.
 
-Unlike the seed's key (nexus §6.1 lower-cases and trims the query), the query goes in as sent: the answer
-depends on its case (`auto` reads `checkRateLimit` as an identifier and `checkratelimit` as a plain word)
-and echoes it (`query_info.original_query`), so two spellings must never share an entry."""
+Unlike the specification's key (docs/conformance.md#search-cache-key: lower-cased and trimmed), the query goes
+in as sent: the answer depends on its case (`auto` reads `checkRateLimit` as an identifier and
+`checkratelimit` as a plain word) and echoes it (`query_info.original_query`), so two spellings must never
+share an entry."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-SEARCH_CACHE_TTL_SECONDS = 300  # seed nexus §6.2: KV cache TTL 5 minutes
+SEARCH_CACHE_TTL_SECONDS = 300  # docs/conformance.md#search-cache: answers cached 5 minutes
 
 
 def generation_key(tenant_id: str) -> str:

@@ -1,6 +1,6 @@
 """One search's candidate lists fused (docs/architecture.md, Read path): both legs in one round trip to
 the index, the vector floor, the fusion, vector pseudo-relevance feedback on fused searches, and the
-prefix-then-fuzzy fallback when nothing matched (seed nexus §5.2)."""
+prefix-then-fuzzy fallback when nothing matched (docs/conformance.md#no-match-fallback)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def fused_candidates(
         )
     if fused or lex is None:
         return fused, None
-    # Nothing matched: widen the lexical match before answering nothing (seed nexus §5.2).
+    # Nothing matched: widen the lexical match before answering nothing
+    # (docs/conformance.md#no-match-fallback).
     for mode in (MatchMode.PREFIX, MatchMode.FUZZY):
         widened = LexicalQuery(lex.terms, lex.phrases if mode is MatchMode.PREFIX else (), mode)
         hits = index.lexical(tenant_id, widened, filters, depth)

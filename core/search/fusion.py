@@ -15,12 +15,12 @@ from typing import NamedTuple
 
 from core.models import Candidate, EntityKey
 
-RRF_K = 60  # seed gateway-shared-search-utils / nexus §3.2: score = Σ 1/(k + rank + 1), rank from 0
-# The plain convex formula's α (60% vector, 40% max-normalised BM25; thefold's HYBRID_ALPHA), reported as the
-# `convex` baseline by `quarry eval`. Not the deployment's default: that is DEFAULT_ALPHA in
+RRF_K = 60  # docs/conformance.md#rrf-k: score = Σ 1/(k + rank + 1), rank from 0
+# The plain convex formula's α (60% vector, 40% max-normalised BM25; docs/conformance.md#convex-fusion),
+# reported as the `convex` baseline by `quarry eval`. Not the deployment's default: that is DEFAULT_ALPHA in
 # core/search/search_service.py (0.8, measured; docs/architecture.md "Fusion and its constants").
 PLAIN_CONVEX_ALPHA = 0.6
-NORMALISE_EPSILON = 1e-10  # seed gateway-shared-search-utils normaliseRrfScores epsilon floor
+NORMALISE_EPSILON = 1e-10  # floor under the max divisor (docs/conformance.md#rrf-normalisation)
 
 
 class FusionMethod(enum.Enum):
@@ -103,7 +103,7 @@ def fuse_rrf(
 ) -> list[Fused]:
     """Weighted reciprocal rank fusion: Σ w/(k + rank + 1), w_vector = 2α, w_lexical = 2(1−α).
 
-    At α = 0.5 this is plain RRF (Cormack et al. 2009; seed gateway-shared-search-utils, k = 60).
+    At α = 0.5 this is plain RRF (Cormack et al. 2009; k = 60, docs/conformance.md#rrf-k).
     """
     lex, vec = _index(lexical), _index(vector)
     scores: dict[EntityKey, float] = {}
@@ -116,9 +116,10 @@ def fuse_rrf(
 def fuse_convex(
     lexical: Sequence[Candidate], vector: Sequence[Candidate], alpha: float = PLAIN_CONVEX_ALPHA
 ) -> list[Fused]:
-    """Convex combination α·cosine + (1−α)·bm25/max(bm25) over the union (seed thefold, α = 0.6).
+    """Convex combination α·cosine + (1−α)·bm25/max(bm25) over the union
+    (docs/conformance.md#convex-fusion).
 
-    A hit missing from one list contributes 0 from that list (thefold's BM25-only results).
+    A hit missing from one list contributes 0 from that list (a BM25-only or vector-only result).
     """
     lex, vec = _index(lexical), _index(vector)
     bm25 = normalise_max({key: c.score for key, (_, c) in lex.items()})
@@ -171,8 +172,8 @@ def fuse(
 
 @dataclass(frozen=True, slots=True)
 class LegCounts:
-    """What each leg of one search contributed (the per-search log line of the hybrid-search seed, thefold
-    memory.ts: vectorResults, bm25Results, bm25OnlyResults, hybridResults, alpha)."""
+    """What each leg of one search contributed: the per-search log line
+    (docs/conformance.md#search-log-line: vector, BM25, BM25-only and fused results, and α)."""
 
     vector: int
     bm25: int

@@ -22,10 +22,10 @@ CANDIDATE_DEPTH_FACTOR = 2  # retrieve at least 2 × limit from each retriever (
 # 0.7352 at depth 40 vs 0.7378 at 100, α = 0.7). Single-retriever strategies only need 2 × limit.
 MIN_FUSION_DEPTH = 100
 MIN_SINGLE_DEPTH = 40
-# The default α (vector share) of convex fusion. The seed's 0.6 (thefold) is what the `convex` evaluation
-# strategy keeps; without feedback 0.7 maximised nDCG@10 on SciFact's train split and Cranfield
-# (bench/results/fusion_study_*.json). With vector feedback (core.search.pseudo_relevance) the vector leg is stronger and
-# 0.8 is best on both (bench/prf_study.py); tuned on neither test split.
+# The default α (vector share) of convex fusion. The specification's 0.6 (docs/conformance.md#convex-fusion)
+# is what the `convex` evaluation strategy keeps; without feedback 0.7 maximised nDCG@10 on SciFact's train
+# split and Cranfield (bench/results/fusion_study_*.json). With vector feedback (core.search.pseudo_relevance)
+# the vector leg is stronger and 0.8 is best on both (bench/prf_study.py); tuned on neither test split.
 DEFAULT_ALPHA = 0.8
 ALPHA_WITHOUT_FEEDBACK = 0.7  # the default with `feedback_docs = 0`
 
@@ -46,13 +46,14 @@ MIN_VECTOR_SIMILARITY = 0.2
 
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
-    """Tunable search behaviour; defaults are the seeds' constants (see `bench/` for measurements)."""
+    """Tunable search behaviour; defaults are the specifications' constants (docs/conformance.md) or measured
+    (`bench/`)."""
 
     fusion: FusionMethod = FusionMethod.CONVEX
     alpha: float = DEFAULT_ALPHA
     rrf_k: int = RRF_K
     max_query_chars: int = MAX_QUERY_CHARS
-    max_terms: int = MAX_TERMS  # the search box's cap (seed gateway-shared-search-utils); eval lifts it
+    max_terms: int = MAX_TERMS  # the search box's cap (docs/conformance.md#max-terms); eval lifts it
     max_limit: int = 100
     cache_ttl_seconds: float = SEARCH_CACHE_TTL_SECONDS
     min_depth: int = MIN_FUSION_DEPTH

@@ -1,5 +1,5 @@
-"""Query parsing (docs/architecture.md, Read path; seed nexus §3.1): terms, quoted phrases, an entity prefix
-(`task: fix bug`), a lone `@name` (people search), sanitised for any backend.
+"""Query parsing (docs/architecture.md, Read path; docs/conformance.md#query-parsing): terms, quoted phrases,
+an entity prefix (`task: fix bug`), a lone `@name` (people search), sanitised for any backend.
 
 Terms are plain lower-cased tokens with no syntax left in them, so no backend query language can be
 injected; adapters quote them in their own syntax.
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from core.indexing.entity_types import EntityTypeRegistry
 from core.text import CJK_CHAR, STOPWORDS, is_identifier, tokens
 
-# seed gateway-shared-search-utils: buildFts5Query caps at 20 terms. A quoted phrase's words count too
-# (the shared-utils seed's buildFts5Query quotes every word it keeps, so nothing it searches escapes the cap).
+# docs/conformance.md#max-terms: at most 20 words searched, a quoted phrase's words included (the
+# specification quoted every word it kept, so nothing it searched escaped the cap).
 MAX_TERMS = 20
 MAX_PHRASES = 5  # phrases are ANDed: more than a handful only empties the result
 _PHRASE = re.compile(r'"([^"]*)"')
@@ -137,8 +137,8 @@ def _phrases(quoted: list[list[str]], max_words: int) -> tuple[list[str], bool]:
 
 def parse_query(query: str, registry: EntityTypeRegistry, max_terms: int = MAX_TERMS) -> ParsedQuery:
     """Parse a raw query string into terms (with their counts), phrases, an optional entity prefix and its
-    shape. `max_terms` is the search box's cap (the shared-utils seed's 20) on every word searched, phrases'
-    words first; evaluation of long queries lifts it."""
+    shape. `max_terms` is the search box's cap (20, docs/conformance.md#max-terms) on every word searched,
+    phrases' words first; evaluation of long queries lifts it."""
     entity_prefix, rest = _split_prefix(query, registry)
     quoted = [tokens(raw) for raw in _PHRASE.findall(rest)]
     phrases, phrases_cut = _phrases(quoted, max_terms)

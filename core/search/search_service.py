@@ -196,7 +196,7 @@ class SearchService:
             self._embedder.brings_own(tenant_id),
             request.strategy,
         )
-        if not request.query.strip() and not plan.own_vector:  # seed thefold: "empty query returns 0 results"
+        if not request.query.strip() and not plan.own_vector:  # docs/conformance.md#empty-query
             response = self._response(request, parsed, types, plan, [], 0, None, None, None)
             response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
             return response

@@ -139,7 +139,8 @@ def written_or_queued(model: type[Any]) -> dict[int, Any]:
 
 
 def only_parameters(router: BaseRouter, *allowed: str) -> None:
-    """400 naming each query parameter the route does not take (a seed's spelling says Quarry's form)."""
+    """400 naming each query parameter the route does not take (a specification's spelling is told Quarry's
+    form)."""
     problems = unknown_parameters(router.current_event.query_string_parameters or {}, allowed)
     if problems:
         raise InvalidInputError("unknown query parameter: " + ", ".join(sorted(problems)), problems)

@@ -1,6 +1,6 @@
 """FTS5 query syntax for sanitised lexical queries: every term and phrase is double-quoted, so nothing a
-user types can become FTS5 operators (the shared-utils seed's buildFts5Query did the same by stripping
-characters)."""
+user types can become FTS5 operators (docs/conformance.md#lexical-escaping: the specification stripped
+characters instead)."""
 
 from __future__ import annotations
 

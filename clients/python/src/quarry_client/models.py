@@ -2458,7 +2458,7 @@ class WarningState(
         "healthy", "no_overlay", "no_strong_match", "stale_dominant", "forbidden_hit", "conflicting"
     ] = Field(
         ...,
-        description="Degradation signals of a bundle (seed table: state, action, when).",
+        description="Degradation signals of a bundle (each state with the action it asks for and when it is raised).",
         title="WarningState",
     )
 
