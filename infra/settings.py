@@ -89,8 +89,8 @@ class Settings(BaseSettings):
     # (and the default alpha with it to 0.7, the measured best without feedback).
     feedback_docs: WholeNumber = Field(default=FEEDBACK_DOCS, ge=0, le=10)
     feedback_weight: float = Field(default=FEEDBACK_WEIGHT, ge=0.0, le=5.0)
-    # A memory's score: (1 − blend) × fused + blend × decayed relevance (seed thefold 0.7 / 0.3;
-    # core/memory/relevance.py). 0: memories rank by the fused score alone. Other types never blend.
+    # A memory's score: (1 − blend) × fused + blend × decayed relevance (0.7 / 0.3,
+    # docs/conformance.md#memory-blend). 0: memories rank by the fused score alone. Other types never blend.
     memory_relevance_blend: float = Field(default=RELEVANCE_BLEND, ge=0.0, le=1.0)
     # caller → the token encoding its context budgets are counted in when a request names none (JSON, e.g.
     # {"planner": "o200k_base"}; core/tokens.py TOKEN_ENCODINGS; a real encoding needs the `tokens` extra)

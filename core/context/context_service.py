@@ -81,7 +81,7 @@ class ContextSettings:
     recency_floor: float = RECENCY_FLOOR
     min_vector_similarity: float = MIN_VECTOR_SIMILARITY
     rrf_k: int = RRF_K
-    memory_relevance_blend: float = RELEVANCE_BLEND  # core/memory/relevance.py (seed thefold's 0.3)
+    memory_relevance_blend: float = RELEVANCE_BLEND  # docs/conformance.md#memory-blend (0.3)
     # caller → the token encoding its budgets are counted in when a request names none (core/tokens.py)
     token_encodings: Mapping[str, str] = field(default_factory=dict)
 

@@ -79,8 +79,8 @@ def score_source(
     (docs/conformance.md#rrf-normalisation), then weighted, recency-boosted and, for another namespace's
     hits, halved.
     Vector hits under `min_vector_similarity` are dropped first: k-NN returns something for any query.
-    A memory's normalised score is blended with its decayed relevance (`memory_blend`, seed thefold's
-    0.3); memories whose relevance is under `min_relevance` (core/memory/relevance.py), whose trust is
+    A memory's normalised score is blended with its decayed relevance (`memory_blend`, 0.3:
+    docs/conformance.md#memory-blend); memories whose relevance is under `min_relevance` (core/memory/relevance.py), whose trust is
     under `min_trust` or whose content fails its integrity check (core/memory/integrity.py) are dropped.
     """
     kept = _memory_kept(min_trust, integrity, tenant_id)

@@ -149,7 +149,7 @@ BUILTIN_TYPES: dict[str, EntityType] = {
                 "relevance_score",
                 "supersedes",
                 "superseded_by",
-                "tags",  # searched (boost 1) and filtered on, as seed thefold's tag filter does
+                "tags",  # searched (boost 1) and filtered on: docs/conformance.md#memory-tags
             ],
             "memory",
         ),

@@ -1,5 +1,5 @@
-"""Integrity and trust of memories (docs/conformance.md, Memory; seed thefold: "integrity check (ASI06),
-trust level filter, tag filter" before a memory is returned).
+"""Integrity and trust of memories, checked before a memory is returned (docs/conformance.md#memory-integrity,
+docs/conformance.md#memory-trust).
 
 Integrity: a memory's content is hashed when it is written (sha256 of its content as indexed: the text of
 its `content` field, surrounding whitespace trimmed — what a result shows as its title) and the hash is
@@ -8,8 +8,8 @@ item) the content being served is hashed again; a memory whose content no longer
 logged and counted (`Integrity.tampered`), never shown. A memory written before hashes were kept has no
 hash and is served unchecked. The check covers the content; a tampered category or tag is not caught.
 
-Trust: seed thefold stores `trust_level` `user` (written by a person) and `agent` (written by an agent)
-and filters on it; we order them user > agent and add `external` below both (text an agent copied from
+Trust: a memory's `trust_level` is `user` (written by a person) or `agent` (written by an agent), and
+search filters on it; we order them user > agent and add `external` below both (text an agent copied from
 outside: the least trusted). `min_trust` keeps memories at or above a level, inside both retrievers
 (`trust_rank`, indexed metadata); a memory without a level ranks lowest.
 """
@@ -31,7 +31,7 @@ _log = logging.getLogger(__name__)
 CONTENT_HASH = "content_sha256"
 TRUST_LEVEL = "trust_level"
 TRUST_RANK = "trust_rank"
-# Least trusted first: seed thefold's `agent` and `user`, and our `external` below them.
+# Least trusted first: `agent` and `user`, and `external` below them (docs/conformance.md#memory-trust).
 TRUST_LEVELS = ("external", "agent", "user")
 UNRANKED = -1  # a memory without a trust level: below every level a request can ask for
 

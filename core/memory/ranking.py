@@ -1,4 +1,4 @@
-"""A search's memories ranked as seed thefold ranks them: the fused score blended with the memory's decayed
+"""A search's memories ranked as docs/conformance.md#memory-blend describes: the fused score blended with the memory's decayed
 relevance (core/memory/relevance.py `blended`), memories under the request's relevance floor dropped.
 
 The fused score enters the blend divided by the best fused score of the list, so both sides of

@@ -1,11 +1,11 @@
-"""A memory's relevance (docs/conformance.md, Memory): its base relevance decayed with the time since it was
+"""A memory's relevance (docs/conformance.md#memory-decay): its base relevance decayed with the time since it was
 last used, reinforced each time it is used, never decayed while pinned, and blended into a search's fused
-score as seed thefold blends it (`decayedScore = 0.7 × hybrid + 0.3 × decayed`).
+score (`decayedScore = 0.7 × hybrid + 0.3 × decayed`, docs/conformance.md#memory-blend).
 
     relevance(now) = base × 2^(−(now − last_used) / HALF_LIFE)        (pinned: base)
 
 `base` is the memory's `relevance_score` (0–1, default 1), `last_used` its `last_accessed_at`, or its
-`created_at` before it was first used. Seed thefold keeps "the existing decay scoring" without stating it;
+`created_at` before it was first used. The decay the memory lifecycle asks for has no stated formula;
 the exponential half-life is our choice because it is the one decay for which `relevance(now) ≥ floor`
 is a fixed threshold on a stored number that never changes while the memory sits unused:
 
@@ -37,13 +37,13 @@ KEPT_FIELDS = (ACCESS_COUNT, LAST_ACCESSED)
 
 DAY_SECONDS = 86_400.0
 # Thirty days: a memory untouched for a month counts half, for a quarter of a year an eighth. Our choice
-# (seed thefold names no constant); stored keys depend on it, so changing it means `quarry reindex`.
+# (none is specified); stored keys depend on it, so changing it means `quarry reindex`.
 HALF_LIFE_SECONDS = 30 * DAY_SECONDS
 # A pinned memory's key lies this many half-lives (~80,000 years) ahead: past every floor.
 PINNED_OFFSET = 1_000_000.0
 MIN_BASE = 1e-6  # log2 of a zero base: a memory with relevance 0 still has a (very low) key
 DEFAULT_BASE = 1.0
-# Seed thefold: decayedScore = 0.7 × hybrid + 0.3 × decayed (the weight of the decayed relevance).
+# decayedScore = 0.7 × hybrid + 0.3 × decayed: the weight of the decayed relevance (docs/conformance.md#memory-blend).
 RELEVANCE_BLEND = 0.3
 
 
@@ -110,5 +110,5 @@ def reinforced(metadata: Mapping[str, Any], created_at: str, uses: int, last: fl
 
 
 def blended(fused: float, relevance: float, weight: float = RELEVANCE_BLEND) -> float:
-    """Seed thefold's blend: (1 − weight) × fused + weight × relevance (weight 0.3: 0.7 / 0.3)."""
+    """The blend (docs/conformance.md#memory-blend): (1 − weight) × fused + weight × relevance (weight 0.3: 0.7 / 0.3)."""
     return (1.0 - weight) * fused + weight * relevance

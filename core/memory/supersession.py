@@ -32,7 +32,7 @@ _log = logging.getLogger(__name__)
 
 SUPERSEDES = "supersedes"
 SUPERSEDED_BY = "superseded_by"
-# Seed thefold: both legs keep `superseded_by IS NULL`; entities of other types have no such field and pass.
+# Both legs keep `superseded_by IS NULL` (docs/conformance.md#supersession); entities of other types have no such field and pass.
 NOT_SUPERSEDED = Condition(SUPERSEDED_BY, "exists", (False,))
 # A mark lost to a racing write (compare-and-set refused it) is read and decided again, this many times.
 MARK_ATTEMPTS = 3

@@ -63,7 +63,7 @@ class SearchSettings:
     feedback_docs: int = FEEDBACK_DOCS
     feedback_weight: float = FEEDBACK_WEIGHT
     # The weight of a memory's decayed relevance in its score (core/memory/relevance.py RELEVANCE_BLEND:
-    # seed thefold's 0.3); 0 ranks memories by the fused score alone. Other types never blend.
+    # 0.3, docs/conformance.md#memory-blend); 0 ranks memories by the fused score alone. Other types never blend.
     memory_relevance_blend: float = RELEVANCE_BLEND
 
 
