@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from quarry_client import AsyncQuarry, Quarry, models
-from quarry_client._operations import OPERATIONS, SearchOptions
+from quarry_client._operations import OPERATIONS, AssembleOptions, SearchOptions
 
 HERE = Path(__file__).resolve().parents[1]
 DOCUMENT = json.loads((HERE / "openapi.json").read_text(encoding="utf-8"))
@@ -38,6 +38,15 @@ def test_search_options_name_every_field_of_the_search_request() -> None:
     assert set(typing.get_type_hints(SearchOptions)) == set(schema["properties"]) - {"query"}
     strategies = typing.get_args(typing.get_type_hints(SearchOptions)["strategy"])
     assert set(strategies) == set(schema["properties"]["strategy"]["enum"])
+    trust = typing.get_args(typing.get_type_hints(SearchOptions)["min_trust"])
+    assert set(trust) == set(schema["properties"]["min_trust"]["anyOf"][0]["enum"])
+
+
+def test_assemble_options_name_every_field_of_the_assemble_request() -> None:
+    schema = DOCUMENT["components"]["schemas"]["AssembleRequest"]
+    assert set(typing.get_type_hints(AssembleOptions)) == set(schema["properties"]) - {"query", "caller"}
+    encodings = typing.get_args(typing.get_type_hints(AssembleOptions)["token_encoding"])
+    assert set(encodings) == set(schema["properties"]["token_encoding"]["anyOf"][0]["enum"])
 
 
 def test_the_package_is_marked_typed() -> None:

@@ -16,6 +16,8 @@ from quarry_client import models as m
 T = TypeVar("T")
 Body = Mapping[str, Any] | BaseModel
 Strategy = Literal["auto", "keyword", "semantic", "hybrid"]
+Trust = Literal["external", "agent", "user"]  # least trusted first: `min_trust` keeps memories at or above
+TokenEncoding = Literal["estimate", "cl100k_base", "o200k_base"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,9 @@ class SearchOptions(TypedDict, total=False):
     return_fields: Literal["all", "none"] | Sequence[str]
     query_vector: Sequence[float]
     keep_alive: int
+    min_relevance: float
+    min_trust: Trust
+    include_superseded: bool
 
 
 class AssembleOptions(TypedDict, total=False):
@@ -64,6 +69,10 @@ class AssembleOptions(TypedDict, total=False):
     sources: Sequence[str]
     log: bool
     expand_namespaces: bool
+    min_relevance: float
+    min_trust: Trust
+    include_superseded: bool
+    token_encoding: TokenEncoding
 
 
 class RetrieveOptions(TypedDict, total=False):
