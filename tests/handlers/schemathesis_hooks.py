@@ -7,22 +7,27 @@ that schema alone, an upload (up to 10,000 items, each one of the types' schemas
 is mostly filtered away (hypothesis' `filter_too_much` health check), so lines built from the types' own
 required fields are drawn alongside: the upload is exercised every run, and the schema's own cases still come.
 
-POST /context/assemble: the published caller pattern (the server's caller rule, checked equal by
-tests/handlers/test_openapi_document.py) holds characters outside the Basic Multilingual Plane in a class,
-which schemathesis drops ("Unsupported regex patterns"): it then draws any string of 1-128 characters and
-counts the server's 400 as a schema-valid request refused. A drawn caller the rule refuses is replaced by one
-it takes (the rule's own cases: tests/handlers/test_openapi_document.py)."""
+The caller, wherever it is drawn (POST /context/assemble's body, the `caller` query of GET /context/log and
+GET /context/weights/history, the `{caller}` path segment of PUT /context/budgets/{caller} and
+PUT /context/weights/{caller}/{source}): the published caller pattern (the server's caller rule, checked
+equal by tests/handlers/test_openapi_document.py) holds characters outside the Basic Multilingual Plane in
+a class, which schemathesis drops ("Unsupported regex patterns"): it then draws any string of 1-128
+characters and counts the server's 400 as a schema-valid request refused. A drawn caller of that length the
+rule refuses is replaced by one it takes (the rule's own cases: tests/handlers/test_openapi_document.py);
+a draw outside the schema's length is left for the negative phases."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import unquote
 
 import schemathesis
 from hypothesis import strategies as st
 
 from core.indexing.entity_types import EntityTypeRegistry
 from core.indexing.entity_validation import is_caller
+from core.state import WILDCARD_CALLER
 
 FUZZ_CALLER = "fuzz-agent"  # a caller the rule takes, for a draw the rule refuses
 MAX_LINES = 3  # lines per explicit upload: enough for a job of several items, small enough to stay fast
@@ -60,12 +65,39 @@ def ndjson(ctx: Any, value: Any) -> bytes:
     )
 
 
+def _taken(caller: Any, wildcard: bool = False) -> Any:
+    """`caller`, or FUZZ_CALLER for a string of the schema's length that the caller rule refuses."""
+    if not isinstance(caller, str) or not 0 < len(caller) <= 128:
+        return caller
+    return caller if is_caller(caller) or (wildcard and caller == WILDCARD_CALLER) else FUZZ_CALLER
+
+
 @schemathesis.hook.apply_to(method="POST", path="/context/assemble")
 def map_body(ctx: Any, body: Any) -> Any:
     """An assembly body whose drawn caller the caller rule refuses gets one it takes (module docstring)."""
-    if not isinstance(body, dict):
+    if not isinstance(body, dict) or "caller" not in body:
         return body
-    caller = body.get("caller")
-    if isinstance(caller, str) and 0 < len(caller) <= 128 and not is_caller(caller):
-        body = {**body, "caller": FUZZ_CALLER}
-    return body
+    return {**body, "caller": _taken(body["caller"])}
+
+
+@schemathesis.hook.apply_to(method="GET", path="/context/log").apply_to(
+    method="GET", path="/context/weights/history"
+)
+def map_query(ctx: Any, query: Any) -> Any:
+    """A `caller` query the caller rule refuses becomes one it takes (module docstring)."""
+    if not isinstance(query, dict) or "caller" not in query:
+        return query
+    return {**query, "caller": _taken(query["caller"])}
+
+
+@schemathesis.hook.apply_to(method="PUT", path="/context/budgets/{caller}").apply_to(
+    method="PUT", path="/context/weights/{caller}/{source}"
+)
+def map_path_parameters(ctx: Any, path_parameters: Any) -> Any:
+    """A `{caller}` segment the caller rule refuses becomes one it takes (`*`, every caller, is one here);
+    schemathesis hands path parameters over percent-encoded."""
+    if not isinstance(path_parameters, dict) or not isinstance(path_parameters.get("caller"), str):
+        return path_parameters
+    drawn = path_parameters["caller"]  # as it goes on the wire: percent-encoded
+    taken = _taken(unquote(drawn), wildcard=True)
+    return path_parameters if taken != FUZZ_CALLER else {**path_parameters, "caller": FUZZ_CALLER}
