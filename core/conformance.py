@@ -61,8 +61,8 @@ SEED_PATH_PREFIX = "/api"
 # The context-assembly module's assembly_id is an integer > 0, and 0 marks an unlogged assembly
 # (docs/conformance.md#assembly-ids).
 INTEGER_ASSEMBLY_ID = (
-    "must be the string `assembly_id` that POST /context/assemble returned (the seed's integer ids are not "
-    "Quarry's; an unlogged assembly answers `assembly_id: null`, where the seed answers 0)"
+    "must be the string `assembly_id` that POST /context/assemble returned (integer assembly ids are not "
+    "Quarry's; an unlogged assembly answers `assembly_id: null`, not 0)"
 )
 
 

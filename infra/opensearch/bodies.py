@@ -16,8 +16,8 @@ validated against the official API specification without a cluster.
 - The k-NN filter targets parent (entity) fields from inside a `nested` k-NN query. OpenSearch decides
   whether such a filter is a parent filter with `NestedHelper.mightMatchNestedDocs`; a bool counts as
   parent-level when any required clause is, and the tenant `term` is always a required clause, so the
-  filter is joined to the chunks correctly even on versions with the parent-filter bug of the k-NN plugin
-  (https://github.com/opensearch-project/k-NN/issues/2222, fixed in 3.5).
+  filter is joined to the chunks correctly even on versions with the k-NN plugin's parent-filter bug
+  (docs/architecture.md#knn-parent-filter).
 
 Size: longer than ~300 lines on purpose: every body the adapter sends is here, so the spec test
 (tests/adapters/test_opensearch_spec.py) checks them as one set and no other module builds a body.
