@@ -19,6 +19,7 @@ from core.errors import InvalidInputError
 BOM = "\ufeff"  # RFC 8259 §8.1: a parser MAY ignore a leading byte order mark; we do
 MAX_DEPTH = 64  # no Quarry body nests beyond ~6 levels; 64 is far above that and far below recursion limits
 INT64_MAX = 2**63 - 1  # SQLite INTEGER and DynamoDB-safe versions: bigger numbers cannot be stored
+INT64_RULE = f"must be between -{INT64_MAX} and {INT64_MAX}"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _REPORTED = 20  # at most this many problem fields in one error body
 
@@ -119,11 +120,7 @@ def _check_shape(value: Any) -> None:
                 "request body nests too deeply", path or "body", f"nests deeper than {MAX_DEPTH} levels"
             )
         if isinstance(node, int) and not isinstance(node, bool) and abs(node) > INT64_MAX:
-            raise _invalid(
-                "request body has a number too large to store",
-                path or "body",
-                f"must be between -{INT64_MAX} and {INT64_MAX}",
-            )
+            raise _invalid("request body has a number too large to store", path or "body", INT64_RULE)
         stack.extend((p, child, depth + 1) for p, child in _children(node, path))
 
 
@@ -139,6 +136,23 @@ def lone_surrogates(value: Any, path: str = "") -> dict[str, str]:
             for key in node:
                 if _SURROGATE.search(str(key)):
                     found[where or "body"] = "has a key with a lone surrogate, which is not valid Unicode"
+        stack.extend(_children(node, where))
+    return found
+
+
+def out_of_range(value: Any, path: str = "", vectors: frozenset[str] = frozenset()) -> dict[str, str]:
+    """{path: problem} for every number beyond ±(2^63 - 1) in an entity's or a corpus document's fields,
+    however written: the published schema states their values as JSON values, whose numbers that large are
+    integers (`1.6e226` is one), so the gate refuses them by value, not only when written as integers.
+    Top-level keys in `vectors` hold a vector, whose numbers only need to be finite."""
+    found: dict[str, str] = {}
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k not in vectors}
+    stack: list[tuple[str, Any]] = [(path, value)]
+    while stack and len(found) < _REPORTED:
+        where, node = stack.pop()
+        if isinstance(node, (int, float)) and not isinstance(node, bool) and abs(node) > INT64_MAX:
+            found[where or "body"] = INT64_RULE
         stack.extend(_children(node, where))
     return found
 

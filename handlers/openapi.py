@@ -84,7 +84,7 @@ NONBLANK = {"type": "string", "pattern": NONBLANK_PATTERN}
 # Any value a body may carry where the schema names no type (an entity's own extra fields): the input gate
 # (core/payload.py) holds every integer within a signed 64-bit range.
 JSON_VALUE = {
-    "description": "Any JSON value; integers within ±(2^63 - 1) (RFC 7493)",
+    "description": "Any JSON value; numbers within ±(2^63 - 1), however written (RFC 7493)",
     "anyOf": [
         {"type": "string"},
         {"type": "boolean"},
@@ -96,6 +96,8 @@ JSON_VALUE = {
     ],
 }
 OPEN_BODIES = ("Item", "Fields", "Patch", "CorpusDocument", "CorpusChunk")  # schemas that keep extra fields
+# Every field name but `embedding`: a write's own vector holds finite numbers of any size (its own schema says so).
+OPEN_FIELD_NAMES = "^(?!embedding$)"
 
 
 _ENTITY = {"entity_type": "$response.body#/entity_type", "entity_id": "$response.body#/entity_id"}
@@ -309,11 +311,11 @@ def _int64(node: Any) -> None:
 
 def _open_bodies(schemas: dict[str, Any]) -> None:
     """Extra fields of entities and corpus documents: any JSON value the gate accepts. Stated with
-    `patternProperties` (every name matches `^`), which validators apply and client generators that
+    `patternProperties` (every name but the vector's), which validators apply and client generators that
     cannot type a recursive union (openapi-python-client) leave alone, keeping `additionalProperties`."""
     for name, schema in schemas.items():
         if name.endswith(OPEN_BODIES) and schema.get("additionalProperties") is True:
-            schema["patternProperties"] = {"^": _ref("JsonValue")}
+            schema["patternProperties"] = {OPEN_FIELD_NAMES: _ref("JsonValue")}
 
 
 def _assemble_request(schemas: dict[str, Any], c: Container) -> None:

@@ -17,6 +17,7 @@ from core.governance.schema_validation import error_fields
 from core.indexing.chunking import build_chunks
 from core.indexing.entity_types import EntityTypeRegistry
 from core.indexing.indexing_service import IndexingService
+from core.payload import out_of_range
 
 CORPUS_BATCH = 64  # documents per bulk write (one embedding call each): as the CLI's INGEST_BATCH
 
@@ -56,17 +57,21 @@ def check_documents(documents: list[Any]) -> list[Any]:
 
 
 def _parse(position: int, raw: Any) -> CorpusDocument | CorpusError:
+    where = f"documents.{position}"
     try:
-        return CorpusDocument.model_validate(raw)
+        parsed = CorpusDocument.model_validate(raw)
+        fields = out_of_range(raw, where)
     except ValidationError as exc:
-        doc_id = raw.get("id") if isinstance(raw, Mapping) else None
-        fields = error_fields(exc, prefix=f"documents.{position}")
-        return CorpusError(
-            index=position,
-            id=doc_id if isinstance(doc_id, str) else None,
-            error="invalid document: " + ", ".join(sorted(fields)),
-            fields=fields,
-        )
+        fields = error_fields(exc, prefix=where) | out_of_range(raw, where)
+    if not fields:
+        return parsed
+    doc_id = raw.get("id") if isinstance(raw, Mapping) else None
+    return CorpusError(
+        index=position,
+        id=doc_id if isinstance(doc_id, str) else None,
+        error="invalid document: " + ", ".join(sorted(fields)),
+        fields=fields,
+    )
 
 
 def document_repeats(documents: Sequence[Any]) -> dict[int, int]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from core.errors import InvalidInputError
 from core.indexing.entity_types import EntityType
-from core.payload import INT64_MAX, lone_surrogates
+from core.payload import INT64_MAX, lone_surrogates, out_of_range
 from core.state import WILDCARD_CALLER
 from core.timestamps import parse_timestamp
 
@@ -37,6 +37,7 @@ _WHITESPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205
 WHITESPACE_CLASS = f"[{_WHITESPACE}]"
 NONBLANK_PATTERN = f"[^{_WHITESPACE}]"
 VERSION_RULE = f"must be an integer from 0 to {INT64_MAX}"
+VECTOR_FIELDS = frozenset({"embedding"})  # a write's own vector: finite numbers of any size
 _BAD_CATEGORIES = frozenset({"Cc", "Cs"})  # controls (NUL included) and lone surrogates
 _SCALARS = (str, int, float, bool)
 
@@ -218,6 +219,7 @@ def validate_body(
                 errors[path + name] = "must be a string, number, boolean or a list of them"
     _check_common(body, errors, path)
     errors.update(lone_surrogates(dict(body), path.rstrip(".")))
+    errors.update(out_of_range(dict(body), path.rstrip("."), vectors=VECTOR_FIELDS))
     if not partial and not _has_text(body.get(etype.title_field)) and not _untitled_document(etype, body):
         errors.setdefault(path + etype.title_field, _title_required(etype))
     if partial and not body:

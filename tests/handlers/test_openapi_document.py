@@ -266,3 +266,17 @@ def test_every_sample_requests_answer_names_only_documented_keys(doc: dict[str, 
         if isinstance(body, dict) and name not in FREE_FORM:  # the check itself sees an unnamed key
             assert not validator.is_valid({**body, "unnamed_key": 1}), name
     assert problems == {}
+
+
+def test_numbers_past_int64_in_open_fields_are_refused_as_the_server_does(doc: dict[str, Any]) -> None:
+    fields = body_validator(doc, {"$ref": "#/components/schemas/TaskFields"})
+    corpus = body_validator(doc, {"$ref": "#/components/schemas/CorpusDocument"})
+    assert not fields.is_valid({"title": "x", "notes": {"n": [1.6e226]}})  # a 400 from the server too
+    assert not corpus.is_valid({"id": "d", "title": "T", "text": "w", "extra": -1.6e226})
+    assert fields.is_valid({"title": "x", "n": 9.2e18, "m": 0.5})
+    # A write's own vector: finite numbers of any size, as the server takes them.
+    assert fields.is_valid({"title": "x", "embedding": [1.0e308, -1.0e308, 5e-324]})
+    status, answer = invoke(
+        api_event("put_entity", path="/entities/task/v", body={"title": "x", "embedding": [1.0e308] * 8})
+    )
+    assert status == 400 and set(answer["error"]["fields"]) == {"embedding"}  # the dimension, not the size

@@ -1127,7 +1127,7 @@ class JsonValue(
             list[Optional["JsonValue"]],
             dict[str, Optional["JsonValue"]],
         ]
-    ] = Field(..., description="Any JSON value; integers within ±(2^63 - 1) (RFC 7493)")
+    ] = Field(..., description="Any JSON value; numbers within ±(2^63 - 1), however written (RFC 7493)")
 
 
 class LogSource(BaseModel):
