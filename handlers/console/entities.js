@@ -1,6 +1,7 @@
 // Entities: browse (GET /entities newest first, paged; or find them by search), read one
 // (GET /entities/{type}/{id}), delete it (write scope only, a second click confirms; the server refuses a
-// key without the scope in any case).
+// key without the scope in any case). A memory also shows its lifecycle (docs/api.md, "Memories"): the
+// supersession chain both ways (each end opens the other), trust, pinning, relevance and its uses.
 import { api, enc } from "./api.js";
 import { $, chip, clear, el } from "./dom.js";
 import { session } from "./session.js";
@@ -20,13 +21,38 @@ function deleteButton(entity, status, item) {
     try {
       await api("DELETE", `/entities/${enc(entity.entity_type)}/${enc(entity.entity_id)}`);
       status("");
-      item.remove();
+      if (item) item.remove();
       clear($("entities-detail")).append(el("p", {}, `deleted ${entity.entity_type}:${entity.entity_id}`));
     } catch (err) {
       status(err.message);
     }
   });
   return button;
+}
+
+function memoryLink(id, status) {
+  const link = el("a", { href: "#", "data-testid": "memory-link" }, `memory:${id}`);
+  link.addEventListener("click", (event) => {
+    event.preventDefault();
+    read({ entity_type: "memory", entity_id: id }, status, null);
+  });
+  return link;
+}
+
+function memoryLifecycle(e, status) {
+  if (e.entity_type !== "memory") return null;
+  const m = e.metadata || {};
+  const uses = m.access_count ? `used ${m.access_count}× · last ${m.last_accessed_at}` : "not used yet";
+  return el("div", { "data-testid": "memory" },
+    el("h3", {}, "memory"),
+    m.superseded_by ? el("p", { class: "warn", "data-testid": "superseded-by" }, "superseded by ",
+      memoryLink(m.superseded_by, status), ": left out of searches and assemblies unless they ask for history") : null,
+    m.supersedes ? el("p", { "data-testid": "supersedes" }, "supersedes ", memoryLink(m.supersedes, status)) : null,
+    el("div", {},
+      chip(m.pinned ? "pinned: never decays" : "decays: halves every 30 days unused", m.pinned ? "ok" : ""),
+      chip(`trust ${m.trust_level || "not given"}`),
+      chip(`relevance ${m.relevance_score ?? 1}`),
+      chip(uses)));
 }
 
 async function read(entity, status, item) {
@@ -40,6 +66,7 @@ async function read(entity, status, item) {
         e.namespace ? ` · namespace ${e.namespace}` : "", e.owner ? ` · owner ${e.owner}` : ""),
       el("div", {}, chip(e.embedded ? "embedded" : "not embedded yet", e.embedded ? "ok" : "warn"),
         chip(`created ${e.created_at}`), chip(`updated ${e.updated_at}`)),
+      memoryLifecycle(e, status),
       el("h3", {}, "fields"), el("pre", { class: "block" }, JSON.stringify(e.fields, null, 2)),
       el("h3", {}, "metadata"), el("pre", { class: "block" }, JSON.stringify(e.metadata, null, 2)),
       session.can("write") ? deleteButton(e, status, item) : el("p", { class: "muted" }, "read-only key: no changes offered")));

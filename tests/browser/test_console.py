@@ -221,6 +221,30 @@ def test_a_full_key_browses_newest_first_and_deletes_after_confirming(browser: A
     assert all(r["entity_id"] != "t-rate" for r in results)
 
 
+def test_a_memory_shows_its_supersession_chain_both_ways_and_its_lifecycle(browser: Any, url: str) -> None:
+    old = {"content": "The session timeout is fifteen minutes", "trust_level": "agent"}
+    new = {"content": "The session timeout is thirty minutes", "supersedes": "m-ttl-old", "pinned": True,
+           "trust_level": "user"}  # fmt: skip
+    assert call(url, "PUT", "/entities/memory/m-ttl-old", old)[0] == 200
+    assert call(url, "PUT", "/entities/memory/m-ttl", new)[0] == 200
+    use_key(browser, url, READ_KEY)
+    tab(browser, "entities")
+    fill(browser, "#entities-query", "session timeout")
+    find(browser, "#entities-form button[type=submit]").click()
+    wait_for(browser, "#entities-list > li[data-key='memory:m-ttl']")[0].click()
+    until_text(browser, "[data-testid=supersedes]", "supersedes memory:m-ttl-old")
+    lifecycle = find(browser, "[data-testid=memory]").text
+    assert "pinned: never decays" in lifecycle and "trust user" in lifecycle
+    assert not browser.find_elements("css selector", "#entities-list > li[data-key='memory:m-ttl-old']")
+    find(browser, "[data-testid=supersedes] a").click()  # the older end of the chain opens in place
+    until_text(browser, "[data-testid=superseded-by]", "superseded by memory:m-ttl")
+    lifecycle = find(browser, "[data-testid=memory]").text
+    assert "decays: halves every 30 days unused" in lifecycle and "trust agent" in lifecycle
+    assert "fifteen minutes" in find(browser, "#entities-detail").text
+    find(browser, "[data-testid=superseded-by] a").click()  # and back to the newer one
+    until_text(browser, "[data-testid=supersedes]", "supersedes memory:m-ttl-old")
+
+
 def test_quality_charts_stored_golden_set_runs_per_strategy(browser: Any, url: str) -> None:
     use_key(browser, url, READ_KEY)
     tab(browser, "quality")
