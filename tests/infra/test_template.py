@@ -302,17 +302,43 @@ def test_the_embedder_parameter_picks_bedrock_or_the_local_model_layer() -> None
     }
     for function in FUNCTIONS:
         layers = resources()[function]["Properties"]["Layers"]
-        assert layers == {"Fn::If": ["UseLocalEmbedder", [{"Ref": ANY_LAYER}], {"Ref": "AWS::NoValue"}]}
+        otherwise = TOKENS_OR_NONE if function == "ApiFunction" else {"Ref": "AWS::NoValue"}
+        assert layers == {"Fn::If": ["UseLocalEmbedder", [{"Ref": ANY_LAYER}], otherwise]}
+
+
+def test_token_encodings_add_their_layer_to_the_api_function_beside_bedrock_only() -> None:
+    """TokenEncodings=openai: the API function (the one that assembles context) gets bpe-openai's layer;
+    with the local model's layer it would pass Lambda's 250 MB unzipped limit, so a rule refuses that."""
+    template = sam_template()
+    parameter = template["Parameters"]["TokenEncodings"]
+    assert parameter["AllowedValues"] == ["estimate", "openai"] and parameter["Default"] == "estimate"
+    rule = template["Rules"]["TokenEncodingsNeedBedrock"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "TokenEncodings"}, "openai"]}
+    assert [a["Assert"] for a in rule["Assertions"]] == [{"Fn::Equals": [{"Ref": "Embedder"}, "bedrock"]}]
+    layer = template["Resources"]["TokenEncodingsLayer"]
+    assert layer["Condition"] == "UseTokenEncodings"
+    layer_dir = ROOT / layer["Properties"]["ContentUri"]
+    assert "build-TokenEncodingsLayer:" in (layer_dir / "Makefile").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    pinned = [
+        line for line in (layer_dir / "requirements.txt").read_text().splitlines() if line[:1].isalpha()
+    ]
+    assert pinned == ["bpe-openai==0.1.4"] and '"bpe-openai>=0.1.4,<0.2"' in pyproject  # the extra's range
+    with_layer = [f for f in FUNCTIONS if "TokenEncodingsLayer" in json.dumps(resources()[f]["Properties"])]
+    assert with_layer == ["ApiFunction"]
 
 
 class _AnyLayer(str):
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, str) and other.startswith("LocalEmbedderLayer")
+        return isinstance(other, str) and other.startswith(self.removesuffix("*"))
 
     __hash__ = str.__hash__
 
 
 ANY_LAYER = _AnyLayer("LocalEmbedderLayer*")  # the translator suffixes layer ids with a content hash
+TOKENS_OR_NONE = {
+    "Fn::If": ["UseTokenEncodings", [{"Ref": _AnyLayer("TokenEncodingsLayer*")}], {"Ref": "AWS::NoValue"}]
+}
 
 
 # ---------------------------------------------------------------- scopes, producers, least privilege
