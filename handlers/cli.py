@@ -15,17 +15,11 @@ from typing import Any
 
 from core.errors import QuarryError
 from handlers import cli_governance, cli_mcp, cli_openapi, cli_reindex, cli_remote
-from handlers.cli_governance import DATA_DIR_HELP
+from handlers.cli_governance import DATA_DIR_HELP, command_container
 from handlers.local_key import DEV_TENANT
 
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 INGEST_BATCH = 64  # entities embedded per batch: big enough to batch the model, small for progress
-
-
-def _container(data_dir: str | None) -> Any:
-    from infra.wiring import container
-
-    return container(data_dir=data_dir) if data_dir else container()
 
 
 def thread_budget(workers: int, cores: int) -> dict[str, str]:
@@ -42,7 +36,7 @@ def thread_budget(workers: int, cores: int) -> dict[str, str]:
 def data_dir_of(data_dir: str | None) -> Path:
     """The data directory a command works on (`--data-dir`, else QUARRY_DATA_DIR's), without loading
     anything but the settings."""
-    return Path(_container(data_dir).settings.data_dir)
+    return Path(command_container(data_dir).settings.data_dir)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -62,7 +56,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from handlers.local_key import local_keys, print_key
     from infra.wiring import Container
 
-    c = _container(args.data_dir)
+    c = command_container(args.data_dir)
     c.check()  # a wrong or missing setting stops the server here, naming the variable
     settings = c.settings
     init = Container(settings)  # create the schema once, before workers race to
@@ -142,7 +136,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"error: {path}: no such file", file=sys.stderr)
         return 2
-    c = _container(args.data_dir)
+    c = command_container(args.data_dir)
     c.registry.get(args.type, path="--type")  # unknown: one error (main prints it, exit 2), not one a line
     total = sum(1 for _ in read_records(path))
     indexed = stale = 0
@@ -194,7 +188,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         from core.search.search_api import SearchRequest
 
         cli_remote.say_in_process(why)
-        c = _container(args.data_dir)
+        c = command_container(args.data_dir)
         found = c.search.search(args.tenant, SearchRequest.model_validate(body))
         response = found.model_dump(mode="json", exclude_none=True)
     if args.json:
@@ -213,7 +207,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from infra.beir_report import format_table, plot_report
     from infra.embedding_cache import CachingEmbedder
 
-    c = _container(args.data_dir)
+    c = command_container(args.data_dir)
     cache_dir = Path(args.cache_dir) if args.cache_dir else c.settings.data_dir / "embeddings"
     kind = args.index or c.settings.index_kind
     with eval_index(c.settings, c.embedder.dimension, kind) as index:
@@ -259,7 +253,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_learning_cycle(args: argparse.Namespace) -> int:
     """Run the context learning cycle for every caller with enough new feedback; print what changed."""
-    report = _container(args.data_dir).learning.run(args.tenant)
+    report = command_container(args.data_dir).learning.run(args.tenant)
     print(report.model_dump_json(indent=2))
     return 0
 
