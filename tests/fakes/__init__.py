@@ -1,4 +1,4 @@
-"""In-memory fakes of the ports (core/ports.py) for fast use-case tests through the composition root
+"""In-memory fakes of the ports (core/ports/) for fast use-case tests through the composition root
 (infra/wiring.py: `Container(settings, index=..., embedder=...)`), in the manner of cosmicpython's unit tests: the
 fakes are passed to the root and hold state the tests assert on. FakeSearchIndex (tests/fakes/index.py)
 and FakeStateStore (tests/fakes/state.py) pass their ports' contract suites in tests/adapters; the cache is
