@@ -79,14 +79,14 @@ class RaisingEmbedder(Embedder):
         return self.embed(texts)
 
 
-def fake_container(data_dir: Path, **replaced: Any) -> Any:
+def fake_container(data_dir: Path, **parts: Any) -> Any:
     """A Container (infra/wiring.py) whose every port is a fake: index, state, cache, clock, embedder and id
     source, each replaceable by keyword. `data_dir` only satisfies the settings: nothing is written there."""
     from infra.settings import load_settings
     from infra.wiring import Container
 
-    embedder = replaced.pop("embedder", FakeEmbedder())
-    parts: dict[str, Any] = {
+    embedder = parts.pop("embedder", FakeEmbedder())
+    fakes: dict[str, Any] = {
         "index": FakeSearchIndex(),
         "state": FakeStateStore(),
         "cache": FakeCache(),
@@ -96,8 +96,7 @@ def fake_container(data_dir: Path, **replaced: Any) -> Any:
         "embedder": embedder,
         "configured_embedder": embedder,
     }
-    parts.update(replaced)
-    return Container(load_settings(data_dir=data_dir), **parts)
+    return Container(load_settings(data_dir=data_dir), **(fakes | parts))
 
 
 __all__ = [
