@@ -134,7 +134,7 @@ class HashingEmbedder:
     def embed_query(self, texts: Sequence[str]) -> list[np.ndarray]:
         return self.embed(texts)
 
-    # The Embedder port's capabilities (core/ports.py), spelled out: this module imports nothing from the
+    # The Embedder port's capabilities (core/ports/), spelled out: this module imports nothing from the
     # tree it measures, so it also runs against a release before them.
     vectors_id = model_id
 

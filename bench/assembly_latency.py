@@ -140,7 +140,7 @@ def build(data: str, embedder: Any, workers: int) -> Any:
     from infra.wiring import Container
 
     settings = load_settings(data_dir=data, cache="memory", context_workers=workers)
-    return Container(settings, overrides={"embedder": embedder})
+    return Container(settings, embedder=embedder)
 
 
 def ingest(c: Any, items: list[dict[str, Any]]) -> float:

@@ -117,9 +117,7 @@ def run(entities: int, stream: Sequence[str], strategy: str, cache_dir: str, smo
     meter = Meter()
     with tempfile.TemporaryDirectory() as data:
         settings = load_settings(data_dir=data, cache_ttl_seconds=0, cache="memory", async_min_chunks=10_000)
-        container = Container(
-            settings, overrides={"embedder": CachingEmbedder(model, cache_dir, progress=False)}
-        )
+        container = Container(settings, embedder=CachingEmbedder(model, cache_dir, progress=False))
         set_container(container)
         try:
             ingest(api.lambda_handler, entities)

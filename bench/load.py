@@ -109,7 +109,7 @@ def ingest(data_dir: Path, n: int, cache_dir: str, embedder: Any = None) -> tupl
         from infra.local.embedder import LocalEmbedder
 
         embedder = CachingEmbedder(LocalEmbedder(), cache_dir, progress=False)
-    container = Container(load_settings(data_dir=data_dir), overrides={"embedder": embedder})
+    container = Container(load_settings(data_dir=data_dir), embedder=embedder)
     set_container(container)
     started = time.perf_counter()
     try:

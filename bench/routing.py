@@ -65,7 +65,7 @@ def build(data: str, shards: int, options: dict[str, Any], embedder: Any) -> Any
         async_min_chunks=10_000,
         **options,
     )
-    return Container(settings, overrides={"embedder": embedder, "configured_embedder": embedder})
+    return Container(settings, embedder=embedder, configured_embedder=embedder)
 
 
 def ingest(container: Any, entities: int, tenants: list[str]) -> None:

@@ -179,9 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             s: measure(api.lambda_handler, s, stream, VARIANTS[args.variant])
             for s in ("keyword", "semantic", "hybrid", "auto")
         }
-        cached = Container(
-            load_settings(data_dir=data, cache="memory", **backend), overrides={"embedder": model}
-        )
+        cached = Container(load_settings(data_dir=data, cache="memory", **backend), embedder=model)
         set_container(cached)
         ratio = cache_ratio(api.lambda_handler, queries(60, seed=3), 100 if args.smoke else 1000)
         set_container(None)

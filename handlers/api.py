@@ -14,7 +14,7 @@ from handlers import bodies, errors, gate
 from handlers._observability import logger, metrics, tracer
 from handlers.routes import catalog, context, entities, governance, jobs, lifecycle, search
 from handlers.routes.common import caller, decode_path_parameters, fence_tenant, services
-from infra import deadline, wiring
+from infra import deadline
 from infra.wiring import Container
 
 VERSION = "0.1.0"
@@ -22,10 +22,6 @@ VERSION = "0.1.0"
 # rest: a hung backend becomes a 503 with Retry-After before Lambda stops the function at its timeout.
 ANSWER_MARGIN_SECONDS = 1.0
 MS_PER_SECOND = 1000.0
-
-# The function's init: a wrong or missing setting fails the import, which the runtime reports as the init
-# error naming the variable, rather than a 500 on every request (infra/wiring.py, check_settings).
-wiring.check_settings()
 
 app = APIGatewayHttpResolver(enable_validation=True)
 bodies.install(app)  # a body of the wrong top-level type: a 400, before validation takes a list's head
@@ -81,7 +77,7 @@ def published_openapi(c: Container) -> dict[str, Any]:
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)  # tenant data never in X-Ray
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    try:
+    try:  # the settings are read here, at the first invocation, never at import (the function's init)
         settings = services().settings
     except ConfigurationError as exc:  # a wrong setting: a logged 500 on every request, never a 400
         return errors.configuration_failure(exc)

@@ -1,7 +1,7 @@
 """The `quarry` command: serve the API locally, ingest JSONL, JSON or CSV files, search from the shell.
 
-Size: longer than ~300 lines because it is one function and one parser registrar per subcommand;
-the governance commands are in handlers/cli_governance.py and `quarry mcp` in handlers/cli_mcp.py.
+One function and one parser registrar per subcommand; the evaluation commands are in handlers/cli_eval.py,
+the governance commands in handlers/cli_governance.py and `quarry mcp` in handlers/cli_mcp.py.
 """
 
 from __future__ import annotations
@@ -14,18 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import QuarryError
-from handlers import cli_governance, cli_mcp, cli_openapi, cli_reindex, cli_remote
-from handlers.cli_governance import DATA_DIR_HELP
+from handlers import cli_eval, cli_governance, cli_mcp, cli_openapi, cli_reindex, cli_remote
+from handlers.cli_governance import DATA_DIR_HELP, command_container
 from handlers.local_key import DEV_TENANT
 
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 INGEST_BATCH = 64  # entities embedded per batch: big enough to batch the model, small for progress
-
-
-def _container(data_dir: str | None) -> Any:
-    from infra.wiring import container
-
-    return container(data_dir=data_dir) if data_dir else container()
 
 
 def thread_budget(workers: int, cores: int) -> dict[str, str]:
@@ -42,7 +36,7 @@ def thread_budget(workers: int, cores: int) -> dict[str, str]:
 def data_dir_of(data_dir: str | None) -> Path:
     """The data directory a command works on (`--data-dir`, else QUARRY_DATA_DIR's), without loading
     anything but the settings."""
-    return Path(_container(data_dir).settings.data_dir)
+    return Path(command_container(data_dir).settings.data_dir)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -62,7 +56,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from handlers.local_key import local_keys, print_key
     from infra.wiring import Container
 
-    c = _container(args.data_dir)
+    c = command_container(args.data_dir)
     c.check()  # a wrong or missing setting stops the server here, naming the variable
     settings = c.settings
     init = Container(settings)  # create the schema once, before workers race to
@@ -142,7 +136,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"error: {path}: no such file", file=sys.stderr)
         return 2
-    c = _container(args.data_dir)
+    c = command_container(args.data_dir)
     c.registry.get(args.type, path="--type")  # unknown: one error (main prints it, exit 2), not one a line
     total = sum(1 for _ in read_records(path))
     indexed = stale = 0
@@ -194,7 +188,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         from core.search.search_api import SearchRequest
 
         cli_remote.say_in_process(why)
-        c = _container(args.data_dir)
+        c = command_container(args.data_dir)
         found = c.search.search(args.tenant, SearchRequest.model_validate(body))
         response = found.model_dump(mode="json", exclude_none=True)
     if args.json:
@@ -207,63 +201,6 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    """Measure retrieval quality on a BEIR folder: nDCG@10, Recall@100, MRR@10 per strategy."""
-    from infra.beir_evaluation import eval_index, run_eval
-    from infra.beir_report import format_table, plot_report
-    from infra.embedding_cache import CachingEmbedder
-
-    c = _container(args.data_dir)
-    cache_dir = Path(args.cache_dir) if args.cache_dir else c.settings.data_dir / "embeddings"
-    kind = args.index or c.settings.index_kind
-    with eval_index(c.settings, c.embedder.dimension, kind) as index:
-        report = run_eval(
-            args.dataset,
-            CachingEmbedder(c.embedder, cache_dir, progress=not args.quiet),
-            split=args.split,
-            strategies=[s.strip() for s in args.strategies.split(",") if s.strip()],
-            default=c.search_settings,
-            work_dir=args.work_dir,
-            registry=c.registry,
-            progress=not args.quiet,
-            tune=args.tune,
-            index=index,
-            keyword_engine=c.settings.keyword_engine,
-        )
-    failures = report.failures
-    if failures and not args.allow_errors:
-        print(
-            f"quarry eval: {len(failures)} failure(s); no figures reported (they would be wrong):",
-            file=sys.stderr,
-        )
-        for line in failures[:20]:
-            print(f"  {line}", file=sys.stderr)
-        if len(failures) > 20:
-            print(f"  … and {len(failures) - 20} more", file=sys.stderr)
-        print("  (--allow-errors reports the figures anyway, with these counts)", file=sys.stderr)
-        return 1
-    print(format_table(report))
-    if failures:
-        docs = len(report.ingest.errors)
-        queries = {k: len(v) for k, v in report.query_errors.items()}
-        print(
-            f"WITH ERRORS (--allow-errors): {docs} document(s) not indexed; failed queries per strategy: {queries}"
-        )
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report.to_json(), indent=2) + "\n")
-    if args.plot:
-        plot_report(report, args.plot)
-    return 0
-
-
-def cmd_learning_cycle(args: argparse.Namespace) -> int:
-    """Run the context learning cycle for every caller with enough new feedback; print what changed."""
-    report = _container(args.data_dir).learning.run(args.tenant)
-    print(report.model_dump_json(indent=2))
-    return 0
-
-
 def parser() -> argparse.ArgumentParser:
     """The argument parser (subcommands register here)."""
     p = argparse.ArgumentParser(prog="quarry", description="Hybrid search and RAG context assembly")
@@ -272,7 +209,7 @@ def parser() -> argparse.ArgumentParser:
     _register_serve(sub)
     _register_ingest(sub)
     _register_search(sub)
-    _register_eval(sub)  # eval, eval-cycle
+    cli_eval.register(sub)  # eval, eval-cycle
     cli_governance.register(sub)  # validate, load-corpus, retrieve, schema
     cli_mcp.register(sub)  # mcp
     cli_reindex.register(sub)  # reindex
@@ -338,38 +275,6 @@ def _register_search(sub: Any) -> None:
     q.add_argument("--url", default=None, help="the server to ask (default: the one over the data dir)")
     q.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
     q.set_defaults(func=cmd_search)
-
-
-def _register_eval(sub: Any) -> None:
-    """`quarry eval` (the BEIR run) and `quarry eval-cycle` (the context learning cycle)."""
-    e = sub.add_parser("eval", help="measure retrieval quality on a BEIR-format dataset")
-    e.add_argument("--dataset", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/")
-    e.add_argument("--split", default="test", help="qrels split naming the test queries (default test)")
-    e.add_argument("--strategies", default="keyword,semantic,rrf,convex,auto")
-    e.add_argument("--json", default=None, help="write the figures as JSON to this file")
-    e.add_argument("--plot", default=None, help="write a bar chart (PNG) to this file")
-    e.add_argument("--work-dir", default=None, help="where the fresh index goes (default: a temp dir)")
-    e.add_argument("--cache-dir", default=None, help="embedding cache (default <data dir>/embeddings)")
-    e.add_argument("--tune", action="store_true", help="also grid-search the fusion setting on these queries")
-    e.add_argument(
-        "--allow-errors",
-        action="store_true",
-        help="report figures even when documents or queries failed (the counts are printed beside them)",
-    )
-    e.add_argument(
-        "--index",
-        choices=["sqlite", "opensearch"],
-        default=None,
-        help="where the fresh evaluation index goes (default QUARRY_INDEX; opensearch: QUARRY_OPENSEARCH_URL, "
-        "a temporary index beside the alias, deleted afterwards)",
-    )
-    e.add_argument("--quiet", action="store_true")
-    e.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
-    e.set_defaults(func=cmd_eval)
-    lc = sub.add_parser("eval-cycle", help="run the context learning cycle (what the nightly Lambda does)")
-    lc.add_argument("--tenant", default=None, help="only this tenant (default: every tenant)")
-    lc.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
-    lc.set_defaults(func=cmd_learning_cycle)
 
 
 # Third-party progress bars and chatter that would interleave with our own tqdm bar on stderr.

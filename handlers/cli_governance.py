@@ -28,10 +28,18 @@ def _read_json(path: str) -> Any:
         ) from exc
 
 
-def _container(args: argparse.Namespace) -> Any:
-    from infra.wiring import container
+def command_container(data_dir: str | None) -> Any:
+    """The container a command works with: with --data-dir, one on that directory, installed for the
+    process's handlers (the MCP server, the API a command calls in-process); else the process's own."""
+    from infra.wiring import Container, container, set_container
 
-    return container(data_dir=args.data_dir) if args.data_dir else container()
+    if not data_dir:
+        return container()
+    from infra.settings import load_settings
+
+    c = Container(load_settings(data_dir=data_dir))
+    set_container(c)
+    return c
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -53,7 +61,7 @@ def cmd_load_corpus(args: argparse.Namespace) -> int:
     from core.governance.corpus import corpus_documents, load_corpus
 
     documents = corpus_documents(_read_json(args.file))
-    c = _container(args)
+    c = command_container(args.data_dir)
     with (
         tqdm(total=len(documents), unit="doc", disable=args.quiet, file=sys.stderr) as bar,
         c.gate.unit(args.tenant),
@@ -67,7 +75,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     """Run governed retrieval from the shell and print the bundle (JSON) or a short summary."""
     from core.governance.requests import RetrieveRequest
 
-    c = _container(args)
+    c = command_container(args.data_dir)
     given = {"overlay": _read_json(args.overlay)} if args.overlay else {}  # absent: the stored overlay
     request = RetrieveRequest.model_validate(
         {

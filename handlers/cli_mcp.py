@@ -10,7 +10,7 @@ from typing import Any
 
 from core.errors import InvalidInputError
 from handlers.auth import Principal
-from handlers.cli_governance import DATA_DIR_HELP
+from handlers.cli_governance import DATA_DIR_HELP, command_container
 
 MCP_KEY_VARIABLE = "QUARRY_MCP_KEY"
 
@@ -47,9 +47,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     from handlers.local_key import key_hint, local_keys, print_key
     from handlers.mcp_server import Gate, build_server
-    from infra.wiring import container
 
-    c = container(data_dir=args.data_dir) if args.data_dir else container()
+    c = command_container(args.data_dir)
     c.check()  # a wrong or missing setting stops here, naming the variable (exit 2), as `quarry serve`
     if args.transport == "stdio":
         gate = Gate(c.settings.api_keys, stdio_principal(c.settings.api_keys, args.key or c.settings.mcp_key))

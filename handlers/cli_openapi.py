@@ -8,15 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from handlers.cli_governance import DATA_DIR_HELP
+from handlers.cli_governance import DATA_DIR_HELP, command_container
 
 
 def cmd_openapi(args: argparse.Namespace) -> int:
     """Print the document, or write it to `--write FILE` (sorted keys, so a diff shows what changed)."""
     from handlers.api import published_openapi
-    from infra.wiring import container
 
-    c = container(data_dir=args.data_dir) if args.data_dir else container()
+    c = command_container(args.data_dir)
     text = json.dumps(published_openapi(c), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     if args.write:
         Path(args.write).write_text(text, encoding="utf-8")

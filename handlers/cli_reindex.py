@@ -7,15 +7,14 @@ import argparse
 import json
 from typing import Any
 
-from handlers.cli_governance import DATA_DIR_HELP
+from handlers.cli_governance import DATA_DIR_HELP, command_container
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
     """Switch the configured index (or one tenant) to the model in --model-dir; print what was done."""
     from infra.reindexing import reindex_store
-    from infra.wiring import container
 
-    c = container(data_dir=args.data_dir) if args.data_dir else container()
+    c = command_container(args.data_dir)
     print(json.dumps(reindex_store(c, args.model_dir, args.tenant, args.settle_seconds)))
     return 0
 

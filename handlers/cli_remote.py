@@ -129,9 +129,9 @@ def cmd_demo(args: Any) -> int:
         where = server.url
     else:
         say_in_process(why)
-        from handlers.cli import _container
+        from handlers.cli_governance import command_container
 
-        c = _container(args.data_dir)
+        c = command_container(args.data_dir)
         with c.gate.unit(args.tenant):
             done = c.indexing.bulk(args.tenant, items, c.clock.now())
         report = {"indexed": done.indexed, "skipped_stale": done.skipped_stale, "errors": done.errors}
@@ -151,9 +151,9 @@ def cmd_embed(args: Any) -> int:
     else:
         say_in_process(why)
         from core.search.embedding import EmbedRequest
-        from handlers.cli import _container
+        from handlers.cli_governance import command_container
 
-        c = _container(args.data_dir)
+        c = command_container(args.data_dir)
         answer = c.embedding.embed(args.tenant, EmbedRequest.model_validate(body)).model_dump()
     for vector in answer["vectors"]:
         print(json.dumps(vector))

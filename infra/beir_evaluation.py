@@ -211,7 +211,7 @@ def _eval_container(
 
     local = load_settings(data_dir=work_dir, index="sqlite", state="sqlite", cache="memory")
     parts = {"index": index, "embedder": embedder, "registry": registry, "search_settings": settings}
-    return Container(local, overrides={**parts, "cache": MemoryCache()})
+    return Container(local, **parts, cache=MemoryCache())
 
 
 def evaluate_dataset(

@@ -9,23 +9,21 @@ bounds and the sentence docs/configuration.md shows, plus the checks between var
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, StrictInt, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
-from core.errors import ConfigurationError, InvalidInputError
-from core.indexing.entity_validation import CALLER_RULE, is_caller
+from core.errors import InvalidInputError
 from core.indexing.versioning import MAX_CLOCK_SKEW_SECONDS
 from core.indexing.write_jobs import MAX_PART_ATTEMPTS
 from core.memory.relevance import RELEVANCE_BLEND
 from core.search.pseudo_relevance import FEEDBACK_DOCS, FEEDBACK_WEIGHT
 from core.state import REOPEN_AFTER_SECONDS
-from infra.setting_types import WholeNumber
+from infra.setting_errors import configuration_error, missing_settings, problems_of, unparsable
+from infra.setting_types import ENV_PREFIX, WholeNumber, check_api_keys
 
-ENV_PREFIX = "QUARRY_"
 EVENTBRIDGE_SENDER_ID = "AIDAJXNJGGKNS7OSV23OI"  # SenderId of SQS messages EventBridge delivers
 DEFAULT_BODY_LIMIT = 1_048_576  # 1 MiB: a 500-item bulk of typical entities fits; API Gateway allows 10 MB
 # An NDJSON upload (POST /entities/ndjson) on Lambda: a synchronous invocation's payload is at most 6 MB
@@ -185,6 +183,8 @@ class Settings(BaseSettings):
     # ~/.cache/quarry/onnx) unless the model folder ships it prebuilt (the Lambda layer does).
     embedder_runtime: Literal["numpy", "onnx", "onnx-int8"] | None = None
     embedder_cache_dir: Path | None = None
+    # The user's cache directory (XDG Base Directory), under which the ONNX graphs go by default.
+    xdg_cache_home: Path | None = Field(default=None, validation_alias="XDG_CACHE_HOME")
 
     # Bedrock (QUARRY_EMBEDDER=bedrock): Titan Text Embeddings v2; 256/512/1024 are the sizes it offers.
     # Changing the dimension needs a reindex (the k-NN field's dimension follows it). Region: boto3's own
@@ -305,21 +305,7 @@ class Settings(BaseSettings):
     @field_validator("api_keys", mode="before")
     @classmethod
     def _parse_keys(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            value = json.loads(value) if value.strip() else {}
-        if not isinstance(value, dict):
-            raise ValueError('must be a JSON object {"<key>": {"tenant": "<id>", "scopes": [...]}}')
-        for key, grant in value.items():
-            if not key.strip():  # else a request without an Authorization header would act as this key
-                raise ValueError("a key is empty or blank: every key must be a secret of its own")
-            if not isinstance(grant, dict) or not isinstance(grant.get("tenant"), str):
-                raise ValueError(f"key {key[:4]}…: needs a string 'tenant'")
-            scopes = grant.get("scopes", [])
-            if not isinstance(scopes, list) or not set(scopes) <= {"read", "write", "admin"}:
-                raise ValueError(f"key {key[:4]}…: scopes must be a list of read, write, admin")
-            if "caller" in grant and not (isinstance(grant["caller"], str) and is_caller(grant["caller"])):
-                raise ValueError(f"key {key[:4]}…: 'caller' {CALLER_RULE}")
-        return value
+        return check_api_keys(value)
 
     @property
     def ndjson_limit(self) -> int:
@@ -354,56 +340,41 @@ class Settings(BaseSettings):
     def sqlite_path(self) -> Path:
         return self.data_dir / "quarry.db"
 
-
-def missing_settings(settings: Settings) -> dict[str, str]:
-    """Settings required by the chosen adapters but not given, or naming files that are not there:
-    {QUARRY_VARIABLE: what is wrong}."""
-    problems: dict[str, str] = {}
-    if settings.triples_file is not None and not settings.triples_file.is_file():
-        problems[ENV_PREFIX + "TRIPLES_FILE"] = f"no such file: {settings.triples_file}"
-    if settings.links_root is not None and not settings.links_root.is_dir():
-        problems[ENV_PREFIX + "LINKS_ROOT"] = f"no such directory: {settings.links_root}"
-    if settings.index_kind == "opensearch" and not settings.opensearch_url:
-        problems[ENV_PREFIX + "OPENSEARCH_URL"] = (
-            "is required when the index is OpenSearch (QUARRY_INDEX=opensearch, the default of QUARRY_BACKEND=aws)"
-        )
-    return problems
+    @property
+    def onnx_cache_dir(self) -> Path:
+        """Where ONNX graphs built from a model are kept: QUARRY_EMBEDDER_CACHE_DIR, else quarry/onnx in
+        the user's cache (XDG_CACHE_HOME, else ~/.cache)."""
+        return self.embedder_cache_dir or onnx_cache_under(self.xdg_cache_home)
 
 
-def configuration_error(problems: dict[str, str]) -> ConfigurationError:
-    """One ConfigurationError naming every variable that is wrong."""
-    detail = "; ".join(f"{k}: {v}" for k, v in problems.items())
-    return ConfigurationError(f"invalid configuration: {detail}", problems)
+def onnx_cache_under(xdg_cache_home: Path | None) -> Path:
+    """The ONNX graph cache inside the user's cache directory."""
+    return (xdg_cache_home or Path.home() / ".cache") / "quarry" / "onnx"
 
 
-def load_settings(**overrides: Any) -> Settings:
-    """Settings from the environment; a wrong or missing one is a ConfigurationError naming the variable."""
+class UserCache(BaseSettings):
+    """XDG_CACHE_HOME alone, for an embedder built without the settings (a test, a bench)."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    xdg_cache_home: Path | None = None
+
+
+def default_onnx_cache_dir() -> Path:
+    """The ONNX graph cache when no settings say where (infra/local/embedder.py)."""
+    return onnx_cache_under(UserCache().xdg_cache_home)
+
+
+def load_settings(**values: Any) -> Settings:
+    """Settings from the environment, with `values` (by field name) in place of their variables; a wrong or
+    missing one is a ConfigurationError naming the variable."""
     try:
-        settings = Settings(**overrides)
+        settings = Settings(**values)
     except ValidationError as exc:
-        problems = {
-            ENV_PREFIX + str(err["loc"][0]).upper(): ": ".join([*map(str, err["loc"][1:]), _message(err)])
-            for err in exc.errors()
-            if err.get("loc")
-        }
-        raise configuration_error(problems) from exc
+        raise configuration_error(problems_of(exc)) from exc
     except SettingsError as exc:  # a JSON-valued variable that is not JSON, before any validator runs
-        raise configuration_error(_unparsable(exc)) from exc
+        raise configuration_error(unparsable(exc)) from exc
     missing = missing_settings(settings)
     if missing:
         raise configuration_error(missing)
     return settings
-
-
-def _message(err: Any) -> str:
-    return str(err["msg"]).removeprefix("Value error, ")
-
-
-def _unparsable(exc: SettingsError) -> dict[str, str]:
-    """{QUARRY_VARIABLE: why} for pydantic-settings' 'error parsing value for field "<name>"' (its message
-    names the field, its cause says what is wrong with the JSON)."""
-    import re
-
-    field = re.search(r'field "(\w+)"', str(exc))
-    variable = ENV_PREFIX + field.group(1).upper() if field else ENV_PREFIX + "*"
-    return {variable: f"is not valid JSON ({exc.__cause__})" if exc.__cause__ else str(exc)}

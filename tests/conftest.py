@@ -101,7 +101,7 @@ def make_container(data_dir: Path, embedder: Any | None = None, clock: Any = Non
     from infra.settings import load_settings
     from infra.wiring import Container
 
-    c = Container(load_settings(data_dir=data_dir, **settings), clock)
+    c = Container(load_settings(data_dir=data_dir, **settings), **({"clock": clock} if clock else {}))
     if embedder is not None:
         c.override(embedder=embedder, configured_embedder=embedder)  # the latter sizes an OpenSearch index
     return c

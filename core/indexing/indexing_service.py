@@ -12,16 +12,16 @@ nothing applied; one that cannot be bumped after makes it a 503 too, and the ret
 bumps again) finishes the invalidation — a write is never acknowledged while a cached result could
 still show what it replaced.
 
-The drafts and results live in drafts.py, the item-by-item half of a bulk write in bulk_writes.py; what stays
+The drafts and results live in drafts.py, the records built from them in entity_records.py, the item-by-item
+half of a bulk write in bulk_writes.py; what stays
 here (longer than the ~300 lines a module keeps to) is the one sequence every write kind shares — draft,
 embed, bump, write, bump, check for a racing writer — written once for put, patch, delete and bulk.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -33,14 +33,11 @@ from core.errors import (
 )
 from core.indexing.bulk_writes import BulkReport, bulk_error, newer_drafts, repeated_items, valid_items
 from core.indexing.caller_vectors import (
-    brings_own_vectors,
-    caller_vector,
     fingerprint,
-    marked_hash,
     vector_mark,
 )
-from core.indexing.chunking import build_chunks, embedding_input
-from core.indexing.drafts import EMBEDDING_FIELD, Draft, WriteResult, chunk_vectors
+from core.indexing.drafts import Draft, WriteResult
+from core.indexing.entity_records import build_records, model_embeds, split_vector
 from core.indexing.entity_types import EntityType, EntityTypeRegistry
 from core.indexing.entity_validation import VERSION_RULE, is_version, validate_body, validate_id
 from core.indexing.versioning import (
@@ -60,11 +57,10 @@ from core.memory.supersession import (
     restore_superseded,
 )
 from core.memory.validation import check_memory
-from core.models import Chunk, EntityKey, EntityRecord, Placement, StoredEntity, Vector, WriteOutcome
+from core.models import EntityKey, Placement, StoredEntity, Vector, WriteOutcome
 from core.payload import lone_surrogates
 from core.ports import Cache, Clock, Embedder, SearchIndex
 from core.search.cache_key import generation_key, settling_key
-from core.text import flatten
 from core.timestamps import iso_timestamp
 
 _log = logging.getLogger(__name__)
@@ -96,74 +92,6 @@ class IndexingService:
         self._cache = cache
         self._max_text = max_text_chars
 
-    def _records(self, tenant_id: str, drafts: Sequence[Draft], now: float) -> list[EntityRecord]:
-        """Build records for many drafts with ONE embedding call (batched encoding is several times faster).
-        A draft with the caller's vector is not embedded: the vector goes with its first chunk, the other
-        chunks are keyword-only; a tenant bringing its own vectors embeds nothing (core/indexing/caller_vectors.py)."""
-        built = [build_chunks(d.etype, d.body) for d in drafts]
-        titles = [flatten(d.body.get(d.etype.title_field)).strip() for d in drafts]
-        embedder = self._embedder.for_tenant(tenant_id)  # the tenant's model (quarry reindex)
-        model = not brings_own_vectors(embedder)
-        inputs = [
-            embedding_input(d.etype.chunked, title, plain)
-            for d, title, chunks in zip(drafts, titles, built, strict=True)
-            if model and d.vector is None
-            for _, plain in chunks
-        ]
-        vectors = iter(embedder.embed(inputs) if inputs else [])
-        return [
-            self._record(tenant_id, d, title, chunks, chunk_vectors(d, len(chunks), model, vectors), now)
-            for d, title, chunks in zip(drafts, titles, built, strict=True)
-        ]
-
-    def _vector(self, tenant_id: str, body: Any) -> tuple[Any, Vector | None]:
-        """(the body without `embedding`, the caller's vector checked against the tenant's dimension; None
-        without one: `"embedding": null` is no vector, never a stored field)."""
-        if not isinstance(body, Mapping) or EMBEDDING_FIELD not in body:
-            return body, None
-        rest = {k: v for k, v in body.items() if k != EMBEDDING_FIELD}
-        if body[EMBEDDING_FIELD] is None:
-            return rest, None
-        dimension = self._embedder.for_tenant(tenant_id).dimension
-        return rest, caller_vector(body[EMBEDDING_FIELD], dimension, EMBEDDING_FIELD)
-
-    def _model_embeds(self, tenant_id: str, vector: Vector | None) -> bool:
-        """Whether a write with `vector` (None: the caller sent none) is embedded by the model: not when
-        the caller brought the vector, nor for a tenant whose vectors come only from its callers."""
-        return vector is None and not brings_own_vectors(self._embedder.for_tenant(tenant_id))
-
-    @staticmethod
-    def _record(
-        tenant_id: str,
-        d: Draft,
-        title: str,
-        chunks: list[tuple[tuple[str, str, str], str]],
-        vectors: Iterator[Vector | None],
-        now: float,
-    ) -> EntityRecord:
-        body, etype = d.body, d.etype
-        created = body.get("created_at") or (d.prior.created_at if d.prior else iso_timestamp(now))
-        return EntityRecord(
-            tenant_id=tenant_id,
-            key=d.key,
-            version=d.version,
-            source=str(body.get("source") or etype.default_source),
-            owner=body.get("owner"),
-            namespace=body.get("namespace"),
-            created_at=str(created),
-            updated_at=str(body.get("updated_at") or iso_timestamp(now)),
-            title=title,
-            body=dict(body),
-            metadata=indexed_metadata(etype, body, d.prior, str(created)),
-            content_hash=marked_hash(
-                hashlib.sha256(" ".join(p for _, p in chunks).lower().encode()).hexdigest(), d.vector
-            ),
-            chunks=tuple(
-                Chunk(chunk_no=i, tiers=t, text=plain, embedding=next(vectors))
-                for i, (t, plain) in enumerate(chunks)
-            ),
-        )
-
     def _bump(self, tenant_id: str, when: str) -> None:
         """Move the tenant's cache generation on; a cache that cannot is a 503 (see the module docstring).
         After a write, when the index shows writes only after a refresh, the tenant is first marked as
@@ -193,7 +121,7 @@ class IndexingService:
                 self._bump(tenant_id, "after")
             return draft
         prior, key, version = draft.prior, draft.key, draft.version
-        record = self._records(tenant_id, [draft], now)[0]
+        record = build_records(self._embedder, tenant_id, [draft], now)[0]
         self._bump(tenant_id, "before")
         outcome = self._index.upsert(record)
         if outcome is WriteOutcome.APPLIED:
@@ -202,7 +130,7 @@ class IndexingService:
         if outcome is WriteOutcome.DUPLICATE and self._raced(tenant_id, [draft]):
             raise VersionConflictError(str(key), version)
         stored = prior.version if prior is not None else None
-        embedded = outcome is WriteOutcome.APPLIED and self._model_embeds(tenant_id, draft.vector)
+        embedded = outcome is WriteOutcome.APPLIED and model_embeds(self._embedder, tenant_id, draft.vector)
         return WriteResult(key, version, outcome, embedded, stored)
 
     def _supersede(
@@ -239,7 +167,7 @@ class IndexingService:
         """The validated write, or the answer when the stored state already covers it."""
         etype = self._registry.get(entity_type)
         validate_id(entity_id)
-        body, vector = self._vector(tenant_id, body)
+        body, vector = split_vector(self._embedder, tenant_id, body)
         clean = validate_body(etype, body, self._max_text)
         check_memory(etype.name, entity_id, clean)
         key = EntityKey(etype.name, entity_id)
@@ -277,7 +205,7 @@ class IndexingService:
     ) -> WriteResult:
         etype = self._registry.get(entity_type)
         validate_id(entity_id)
-        changes, vector = self._vector(tenant_id, changes)
+        changes, vector = split_vector(self._embedder, tenant_id, changes)
         clean = (
             validate_body(etype, changes, self._max_text, partial=True) if changes or vector is None else {}
         )
@@ -311,10 +239,12 @@ class IndexingService:
             merged.setdefault("created_at", prior.created_at)
             if "updated_at" not in clean:
                 merged.pop("updated_at", None)
-            record = self._records(tenant_id, [Draft(etype, key, merged, version, prior, vector)], now)[0]
+            record = build_records(
+                self._embedder, tenant_id, [Draft(etype, key, merged, version, prior, vector)], now
+            )[0]
             self._bump(tenant_id, "before")
             outcome = self._index.upsert(record)
-            reembedded = outcome is WriteOutcome.APPLIED and self._model_embeds(tenant_id, vector)
+            reembedded = outcome is WriteOutcome.APPLIED and model_embeds(self._embedder, tenant_id, vector)
         if outcome is WriteOutcome.APPLIED:
             self._supersede(tenant_id, key, version, merged, now)
         self._bump(tenant_id, "after")
@@ -395,7 +325,9 @@ class IndexingService:
             raise InvalidInputError("missing id", {"id": "is required"})
         etype = self._registry.get(item["type"])
         validate_id(item["id"])
-        body, vector = self._vector(tenant_id, {k: v for k, v in item.items() if k not in ("type", "id")})
+        body, vector = split_vector(
+            self._embedder, tenant_id, {k: v for k, v in item.items() if k not in ("type", "id")}
+        )
         clean = validate_body(etype, body, self._max_text)
         check_memory(etype.name, item["id"], clean)
         return etype, EntityKey(etype.name, item["id"]), clean, vector
@@ -418,7 +350,7 @@ class IndexingService:
         drafts = newer_drafts(stored, valid, report, now, self._skew)
         for _, draft in drafts:
             report.unindexed_fields.update(draft.etype.unindexed(draft.body))
-        records = self._records(tenant_id, [d for _, d in drafts], now)
+        records = build_records(self._embedder, tenant_id, [d for _, d in drafts], now)
         self._bump(tenant_id, "before")
         outcomes = self._index.upsert_many(records) if records else []
         for (_, draft), outcome in zip(drafts, outcomes, strict=True):

@@ -138,10 +138,11 @@ class _Model:
                 _pool(encoder.forward(ids, mask), mask, folder.pooling)
             )
         else:
-            from infra.local.onnx_session import default_cache_dir, open_encoder
+            from infra.local.onnx_session import open_encoder
+            from infra.settings import default_onnx_cache_dir
 
             self.encode = open_encoder(
-                folder.path, folder.pooling, runtime, threads, cache_dir or default_cache_dir()
+                folder.path, folder.pooling, runtime, threads, cache_dir or default_onnx_cache_dir()
             )
 
 

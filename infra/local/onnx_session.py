@@ -15,7 +15,6 @@ import fcntl
 import hashlib
 import importlib.util
 import logging
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,11 +32,6 @@ VARIANTS: dict[str, Variant] = {"onnx": "fp32", "onnx-int8": "int8"}
 def onnxruntime_installed() -> bool:
     """Whether onnxruntime can be imported (checked without importing it: ~100 ms saved at start)."""
     return importlib.util.find_spec("onnxruntime") is not None
-
-
-def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "quarry" / "onnx"
 
 
 def cached_graph_path(model_dir: Path, pooling: Pooling, variant: Variant, cache_dir: Path) -> Path:

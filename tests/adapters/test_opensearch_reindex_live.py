@@ -180,9 +180,7 @@ def test_reindex_builds_a_new_generation_and_swaps_it_in_with_searches_answering
     every_entity_is_found_semantically(c)
     # A process starting now (the container as wiring builds it, configured with the 64-dimension model)
     # embeds with the model the live generation names, and its index checks vectors of that dimension.
-    cold = Container(
-        c.settings, overrides={"configured_embedder": FakeEmbedder(64), "load_embedder": c.load_embedder}
-    )
+    cold = Container(c.settings, configured_embedder=FakeEmbedder(64), load_embedder=c.load_embedder)
     assert cold.embedder.dimension == 16 and cold.embedder.for_tenant("acme") is loads[tiny]  # type: ignore[attr-defined]
     assert "m-4" in semantic_ids(cold, "beta", content(4))
 

@@ -117,10 +117,10 @@ def probe(runtime: str, calls: list[list[str]], emulate: bool) -> list[list[np.n
     """Each call's vectors from a fresh process, natively or on the emulated CPU (the graph is built natively
     first, into the user cache the child reads)."""
     from infra.local.embedder import LocalEmbedder
-    from infra.local.onnx_session import default_cache_dir
+    from infra.settings import default_onnx_cache_dir
 
     LocalEmbedder(runtime=runtime).warm()  # type: ignore[arg-type]
-    command = [sys.executable, str(PROBE), runtime, str(default_cache_dir())]
+    command = [sys.executable, str(PROBE), runtime, str(default_onnx_cache_dir())]
     if emulate:
         command = [need_qemu(), "-cpu", QEMU_CPU, *command]
     done = subprocess.run(

@@ -1,4 +1,4 @@
-"""The SearchSnapshots contract (core/ports.py) on every adapter: SQLite, DynamoDB (moto) and the fake.
+"""The SearchSnapshots contract (core/ports/) on every adapter: SQLite, DynamoDB (moto) and the fake.
 
 A stored snapshot reads back byte for byte (a body above DynamoDB's 400 KB item limit included), only for
 its tenant and only until its expiry; extending moves the expiry of a live one and never revives a lapsed

@@ -1,5 +1,5 @@
-"""In-memory fakes of the ports (core/ports.py) for fast use-case tests through the composition root
-(infra/wiring.py: `Container(settings, overrides=...)`), in the manner of cosmicpython's unit tests: the
+"""In-memory fakes of the ports (core/ports/) for fast use-case tests through the composition root
+(infra/wiring.py: `Container(settings, index=..., embedder=...)`), in the manner of cosmicpython's unit tests: the
 fakes are passed to the root and hold state the tests assert on. FakeSearchIndex (tests/fakes/index.py)
 and FakeStateStore (tests/fakes/state.py) pass their ports' contract suites in tests/adapters; the cache is
 infra/local/cache.py's MemoryCache (already in the Cache contract) with its entries made readable."""
@@ -79,14 +79,14 @@ class RaisingEmbedder(Embedder):
         return self.embed(texts)
 
 
-def fake_container(data_dir: Path, **overrides: Any) -> Any:
+def fake_container(data_dir: Path, **parts: Any) -> Any:
     """A Container (infra/wiring.py) whose every port is a fake: index, state, cache, clock, embedder and id
     source, each replaceable by keyword. `data_dir` only satisfies the settings: nothing is written there."""
     from infra.settings import load_settings
     from infra.wiring import Container
 
-    embedder = overrides.pop("embedder", FakeEmbedder())
-    parts: dict[str, Any] = {
+    embedder = parts.pop("embedder", FakeEmbedder())
+    fakes: dict[str, Any] = {
         "index": FakeSearchIndex(),
         "state": FakeStateStore(),
         "cache": FakeCache(),
@@ -96,8 +96,7 @@ def fake_container(data_dir: Path, **overrides: Any) -> Any:
         "embedder": embedder,
         "configured_embedder": embedder,
     }
-    parts.update(overrides)
-    return Container(load_settings(data_dir=data_dir), overrides=parts)
+    return Container(load_settings(data_dir=data_dir), **(fakes | parts))
 
 
 __all__ = [

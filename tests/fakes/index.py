@@ -1,4 +1,4 @@
-"""FakeSearchIndex: the SearchIndex port (core/ports.py) in dicts, small enough to reason about by hand, and
+"""FakeSearchIndex: the SearchIndex port (core/ports/) in dicts, small enough to reason about by hand, and
 faithful enough to pass the same contract suites as SqliteIndex and OpenSearchIndex
 (tests/adapters/test_search_index_contract.py runs them on it as an in-process backend).
 

@@ -1,4 +1,4 @@
-"""FakeStateStore: the StateStore port (core/ports.py) in dicts keyed by tenant, passing the StateStore
+"""FakeStateStore: the StateStore port (core/ports/) in dicts keyed by tenant, passing the StateStore
 contract (tests/adapters/test_fake_state.py) like SqliteStateStore and DynamoStateStore."""
 
 from __future__ import annotations

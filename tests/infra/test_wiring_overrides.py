@@ -17,7 +17,7 @@ DOCS = [{"type": "memory", "id": f"m-{i}", "content": f"harbor crane log {i} car
 
 
 def indexed(tmp_path: Path, embedder: FakeEmbedder) -> Container:
-    c = Container(load_settings(data_dir=tmp_path, cache="memory"), overrides={"embedder": embedder})
+    c = Container(load_settings(data_dir=tmp_path, cache="memory"), embedder=embedder)
     report = c.indexing.bulk("acme", DOCS, c.clock.now())
     assert not report.errors
     return c
@@ -47,7 +47,7 @@ def test_overriding_a_part_rebuilds_the_services_built_from_the_old_one(tmp_path
 
 def test_an_override_outlives_an_override_of_a_part_it_would_be_built_from(tmp_path: Path) -> None:
     fake = FakeEmbedder()
-    c = Container(load_settings(data_dir=tmp_path), overrides={"embedder": fake})
+    c = Container(load_settings(data_dir=tmp_path), embedder=fake)
     c.override(configured_embedder=FakeEmbedder(32))  # `embedder` is normally built from this one
     assert c.embedder is fake
     report = c.indexing.bulk("acme", DOCS[:1], c.clock.now())
@@ -70,3 +70,26 @@ def test_no_test_or_bench_writes_into_the_containers_slots() -> None:
         if needle in path.read_text(encoding="utf-8")
     ]
     assert writers == [], "use Container.override(...) instead"
+
+
+def test_every_declared_input_is_a_part() -> None:
+    from infra.wiring import PARTS
+
+    assert {
+        name: sorted(p.inputs - PARTS.keys()) for name, p in PARTS.items() if p.inputs - PARTS.keys()
+    } == {}
+
+
+def test_a_builder_reading_a_part_it_does_not_declare_fails(tmp_path: Path) -> None:
+    from infra.wiring import PARTS, Part
+
+    c = Container(load_settings(data_dir=tmp_path))
+    sneaky = Part(lambda box: box.clock)  # declares no inputs, reads the clock
+    sneaky.name = "integrity"
+    original = PARTS["integrity"]
+    PARTS["integrity"] = sneaky
+    try:
+        with pytest.raises(TypeError, match="integrity reads clock"):
+            c.part("integrity")
+    finally:
+        PARTS["integrity"] = original
