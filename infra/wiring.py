@@ -147,9 +147,9 @@ class Container:
 
             # The configured model's dimension; a reindexed generation's own (its `_meta`) wins at start.
             return build_index(self.settings, self.configured_embedder.dimension)
-        from infra.local.sqlite_index import SqliteIndex
+        from infra.local.sqlite_index import build_sqlite_index
 
-        return SqliteIndex(
+        return build_sqlite_index(
             self.settings.sqlite_path,
             ann_min_chunks=self.settings.ann_min_chunks,
             ann_probe=self.settings.ann_probe,
