@@ -21,7 +21,7 @@ from infra.local.cache import MemoryCache, SqliteCache
 from infra.local.fts_tables import fts_table
 from infra.local.sqlite_index import build_sqlite_index
 from infra.local.sqlite_state import SqliteStateStore
-from infra.opensearch import OpenSearchIndex
+from infra.opensearch import build_opensearch_index
 from tests.adapters.moto_support import moto_dynamodb
 from tests.adapters.opensearch_fakes import FakeOpenSearch
 from tests.adapters.search_index_contract import DIM, lex, record
@@ -38,7 +38,7 @@ def dated(tenant: str, eid: str, created: str, etype: str = "memory", embedded: 
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     if request.param == "sqlite":
         return build_sqlite_index(tmp_path / "idx.sqlite")
-    return OpenSearchIndex(FakeOpenSearch(), dimension=DIM, prefix="quarry")
+    return build_opensearch_index(FakeOpenSearch(), dimension=DIM, prefix="quarry")
 
 
 def page_all(index: Any, tenant: str, etype: str | None, size: int) -> list[str]:
@@ -107,7 +107,7 @@ def test_sqlite_purge_leaves_no_keyword_or_vector_rows(tmp_path: Path) -> None:
 
 def test_opensearch_purge_is_a_refreshed_delete_by_query_on_the_tenant() -> None:
     server = FakeOpenSearch()
-    index = OpenSearchIndex(server, dimension=DIM)
+    index = build_opensearch_index(server, dimension=DIM)
     index.upsert(dated(T1, "gone", "2026-01-01T00:00:00Z"))
     index.purge_tenant(T1)
     (_, alias, body, params) = server.calls("delete_by_query")[0]
