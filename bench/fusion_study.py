@@ -65,7 +65,7 @@ def build_index(
     from infra.clock import SystemClock
     from infra.local.cache import MemoryCache
     from infra.local.embedder import LocalEmbedder
-    from infra.local.sqlite_index import SqliteIndex
+    from infra.local.sqlite_index import build_sqlite_index
 
     data = load_beir(dataset, split)
     embedder: Any = HashingEmbedder() if smoke else CachingEmbedder(LocalEmbedder(), cache_dir)
@@ -75,7 +75,7 @@ def build_index(
     if fresh:
         for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
             stale.unlink(missing_ok=True)
-    index = SqliteIndex(path)
+    index = build_sqlite_index(path)
     if fresh:
         registry = EntityTypeRegistry()
         report = ingest(data, IndexingService(index, embedder, registry, MemoryCache()), SystemClock().now())

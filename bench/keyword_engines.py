@@ -83,13 +83,13 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def compare(args: Any) -> None:
     """Both engines on the same queries over bench/scale.py's corpus of --size chunks."""
-    from infra.local.sqlite_index import SqliteIndex
+    from infra.local.sqlite_index import build_sqlite_index
 
     words, p = vocabulary(args.dataset)
     space = Space()
     index, report = tantivy_index(Path(args.work) / f"tantivy-{args.size}", args.size, words, p, space)
     searcher = index.searcher()
-    fts = SqliteIndex(Path(args.work) / f"scale-{args.size}.db", keyword_engine="fts5")
+    fts = build_sqlite_index(Path(args.work) / f"scale-{args.size}.db", keyword_engine="fts5")
     report |= build(fts, args.size, words, p, space)  # unless bench/scale.py built it already
     texts = query_texts(args.dataset)
     for name, queries in lexical_queries(EntityTypeRegistry(), words, texts).items():

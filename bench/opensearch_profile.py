@@ -175,7 +175,7 @@ def first_legs(client: Any, container: Any, stream: list[str]) -> dict[str, dict
     by query: the node's `took` and the wall time, P50 ms."""
     from core.models import Filters, LexicalQuery
     from core.search.query import parse_query
-    from infra.opensearch import bodies
+    from infra.opensearch import query_bodies
 
     index = container.index
     tenant, depth = "bench", 100
@@ -183,18 +183,18 @@ def first_legs(client: Any, container: Any, stream: list[str]) -> dict[str, dict
     got: dict[str, tuple[list[float], list[float]]] = {"whole": ([], []), "ranking": ([], [])}
     for n, q in enumerate(stream):
         parsed = parse_query(q, container.registry)
-        lexical = bodies.lexical_body(
+        lexical = query_bodies.lexical_body(
             tenant, LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights), filters, depth
         )
         vector = container.embedder.embed_query([parsed.text])[0]
         searches = {
-            "whole": [lexical, bodies.vector_body(tenant, vector, filters, depth)],
-            "ranking": [lexical, bodies.vector_ranking_body(tenant, vector, filters, depth)],
+            "whole": [lexical, query_bodies.vector_body(tenant, vector, filters, depth)],
+            "ranking": [lexical, query_bodies.vector_ranking_body(tenant, vector, filters, depth)],
         }
         for kind in ("whole", "ranking") if n % 2 else ("ranking", "whole"):
-            lines = bodies.msearch_lines(index.alias, searches[kind], tenant)
+            lines = query_bodies.msearch_lines(index.alias, searches[kind], tenant)
             start = time.perf_counter()
-            answer = client.msearch(body=lines, filter_path=bodies.MSEARCH_FILTER_PATH)
+            answer = client.msearch(body=lines, filter_path=query_bodies.MSEARCH_FILTER_PATH)
             got[kind][1].append(_ms(start))
             got[kind][0].append(float(answer["took"]))
     return {

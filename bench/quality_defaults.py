@@ -40,7 +40,7 @@ def build_index(dataset: Path, split: str, cache_dir: Path, work: Path, smoke: b
     returns (index, embedder, registry, clock, name)."""
     from infra.local.cache import MemoryCache
     from infra.local.embedder import LocalEmbedder
-    from infra.local.sqlite_index import SqliteIndex
+    from infra.local.sqlite_index import build_sqlite_index
 
     embedder: Any = (
         HashingEmbedder() if smoke else CachingEmbedder(LocalEmbedder(), cache_dir, progress=False)
@@ -48,7 +48,7 @@ def build_index(dataset: Path, split: str, cache_dir: Path, work: Path, smoke: b
     work.mkdir(parents=True, exist_ok=True)
     for stale in work.glob(INDEX_FILE + "*"):
         stale.unlink()
-    index, registry, clock = SqliteIndex(work / INDEX_FILE), EntityTypeRegistry(), SystemClock()
+    index, registry, clock = build_sqlite_index(work / INDEX_FILE), EntityTypeRegistry(), SystemClock()
     corpus = load_beir(dataset, split)
     ingest(corpus, IndexingService(index, embedder, registry, MemoryCache()), clock.now(), progress=not smoke)
     return index, embedder, registry, clock, corpus.name

@@ -139,8 +139,8 @@ WORKER = """
 import sys, json, numpy as np
 from pathlib import Path
 from core.models import Filters
-from infra.local.sqlite_index import SqliteIndex
-index = SqliteIndex(sys.argv[1])
+from infra.local.sqlite_index import SqliteIndex, build_sqlite_index
+index = build_sqlite_index(sys.argv[1])
 for q in np.load(sys.argv[2]):
     index.vector("bench", q, Filters(), 100, exact=True)
 for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
@@ -211,7 +211,7 @@ def measure_keyword(
     from core.search.search_service import SearchService
     from infra.clock import SystemClock
 
-    res: dict[str, Any] = {"keyword_engine": "tantivy" if index._keywords is not None else "fts5"}
+    res: dict[str, Any] = {"keyword_engine": "tantivy" if index.store.keywords is not None else "fts5"}
     qv = space.vectors(99, queries)
     stage("keyword")
     registry = EntityTypeRegistry()
@@ -228,7 +228,7 @@ def measure_keyword(
         t = time.perf_counter()
         index.vector("bench", qv[0], Filters(), K)  # opens the tenant's vectors; training starts behind it
         res["ann_train_s"] = trained(index, t)
-        index._ann_probe = ANN_PROBE
+        index.vector_search.ann_probe = ANN_PROBE
     texts = texts[:queries]
     vectors = dict(zip(texts, qv, strict=False))
 
@@ -287,7 +287,7 @@ def measure_keyword(
 def trained(index: Any, started: float) -> float:
     """Wait for the approximate index trained in the background; seconds since `started`."""
     deadline = time.monotonic() + ANN_TRAIN_SECONDS
-    while index._tenant_vectors("bench").ivf is None:
+    while index.vector_search.tenant_vectors("bench").ivf is None:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the approximate index was not trained within {ANN_TRAIN_SECONDS:.0f} s")
         time.sleep(0.5)
@@ -308,7 +308,7 @@ def measure(
     res["vector_exact"] = summary(
         timed(lambda q: index.vector("bench", q, Filters(), K, exact=True), list(qv))
     )
-    snap = index._tenant_vectors("bench")
+    snap = index.vector_search.tenant_vectors("bench")
     matrix = snap.matrix  # the same pages the index scores (mapped, resident after the first search)
     res["numpy_bound"] = summary(timed(lambda q: np.argpartition(-(matrix @ q), K)[:K], list(qv)))
     tasks = Filters(entity_types=("task",))
@@ -317,11 +317,11 @@ def measure(
     )
     res["raw_vector_mb"] = round(matrix.nbytes / 2**20, 1)
     stage("two workers")
-    res["two_workers"] = workers_pss(index._path, qv[:20])
+    res["two_workers"] = workers_pss(index.store.path, qv[:20])
     res["ann_train_s"] = trained(index, time.perf_counter())  # training runs in the background
     stage("approximate")
     for probe in PROBES:
-        index._ann_probe = probe
+        index.vector_search.ann_probe = probe
         approx = [index.vector("bench", q, Filters(), K) for q in qv]
         hits = [
             len({c.key for c in a} & {c.key for c in e}) / max(1, len(e))
@@ -331,7 +331,8 @@ def measure(
             timed(lambda q: index.vector("bench", q, Filters(), K), list(qv))
         )
         res[f"vector_approx_probe{probe}"]["recall_at_100"] = round(float(np.mean(hits)), 4)
-    index._ann_probe = ANN_PROBE if n >= ANN_MIN_DEFAULT else 0  # what a default server would do
+    # what a default server would do
+    index.vector_search.ann_probe = ANN_PROBE if n >= ANN_MIN_DEFAULT else 0
     res |= measure_keyword(index, n, space, words, texts, queries)
 
     stage("first search after a write")
@@ -340,7 +341,7 @@ def measure(
     # the written vector is: both read SQLite pages no earlier search touched.
     warm: list[float] = []
     fresh = space.vectors(12345, 20)
-    exact = index._ann_probe == 0
+    exact = index.vector_search.ann_probe == 0
     for i in range(20):
         t = time.perf_counter()
         index.vector("bench", fresh[i], Filters(), K, exact=exact)
@@ -388,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def run(args: Any) -> None:
     """Build (or reuse) each size's index under --work and measure it."""
-    from infra.local.sqlite_index import SqliteIndex
+    from infra.local.sqlite_index import build_sqlite_index
 
     words, p = vocabulary(args.dataset)
     texts = query_texts(args.dataset)
@@ -397,7 +398,7 @@ def run(args: Any) -> None:
     for n in args.sizes:
         ann_min = ANN_MIN_DEFAULT if args.keyword_only else 1
         path = Path(args.work) / f"scale-{n}.db"
-        index = SqliteIndex(path, ann_min_chunks=ann_min, keyword_engine=args.keyword_engine)
+        index = build_sqlite_index(path, ann_min_chunks=ann_min, keyword_engine=args.keyword_engine)
         print(f"{n} chunks", file=sys.stderr, flush=True)
         row = build(index, n, words, p, space)
         t = time.perf_counter()

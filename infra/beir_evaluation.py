@@ -165,14 +165,14 @@ def _ordered(strategies: Sequence[str]) -> list[str]:
 
 
 def _fresh_sqlite_index(work_dir: Path, keyword_engine: str = "tantivy") -> SqliteIndex:
-    from infra.local.sqlite_index import SqliteIndex
+    from infra.local.sqlite_index import build_sqlite_index
 
     path = Path(work_dir) / INDEX_FILE
     for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         stale.unlink(missing_ok=True)  # a fresh index every run
     for derived in (".vectors", ".tantivy"):
         shutil.rmtree(path.with_name(path.name + derived), ignore_errors=True)
-    return SqliteIndex(path, keyword_engine="fts5" if keyword_engine == "fts5" else "tantivy")
+    return build_sqlite_index(path, keyword_engine="fts5" if keyword_engine == "fts5" else "tantivy")
 
 
 @contextmanager

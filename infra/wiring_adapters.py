@@ -66,9 +66,9 @@ def index(c: Container) -> SearchIndex:
 
         # The configured model's dimension; a reindexed generation's own (its `_meta`) wins at start.
         return build_index(c.settings, c.configured_embedder.dimension)
-    from infra.local.sqlite_index import SqliteIndex
+    from infra.local.sqlite_index import build_sqlite_index
 
-    return SqliteIndex(
+    return build_sqlite_index(
         c.settings.sqlite_path,
         ann_min_chunks=c.settings.ann_min_chunks,
         ann_probe=c.settings.ann_probe,

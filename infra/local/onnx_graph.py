@@ -59,10 +59,10 @@ def build(model_dir: Path, pooling: Pooling, variant: Variant = "fp32") -> Any:
     g.attention_mask(mask)
     for i, layer in enumerate(enc._layers):
         x = g.layer(x, layer, f"l{i}.")
-    g.op("Div", *g.pooled(x, mask, pooling), out="embeddings")
+    g.graph.op("Div", *g.pooled(x, mask, pooling), out="embeddings")
     return onnx_proto.model(
-        g.nodes,
-        g.initializers,
+        g.graph.nodes,
+        g.graph.initializers,
         inputs=[
             onnx_proto.value_info(ids, onnx_proto.INT64, ["batch", "tokens"]),
             onnx_proto.value_info(mask, onnx_proto.FLOAT, ["batch", "tokens"]),
@@ -122,12 +122,12 @@ class _Builder:
         return self.const(name, np.float32(value))
 
 
-class _Encoder(_Builder):
+class _Encoder:
     """The encoder's parts written as graph nodes, in the order bert.py computes them (the node and tensor
     names follow that order, so a graph built twice is the same bytes)."""
 
     def __init__(self, config: BertConfig, fused_attention: bool, quantized: bool) -> None:
-        super().__init__()
+        self.graph = _Builder()  # the nodes and initializers written so far
         self.h, self.heads = config.hidden_size, config.num_heads
         self.width = self.h // self.heads
         self.eps = float(config.layer_norm_eps)
@@ -135,25 +135,25 @@ class _Encoder(_Builder):
 
     def embeddings(self, enc: BertEncoder, ids: str) -> str:
         """Word rows + position rows + the token-type-0 row, layer-normalised."""
-        x = self.op("Gather", self.const("word", enc._word), ids)
-        seq = self.op("Shape", ids, start=1, end=2)
+        x = self.graph.op("Gather", self.graph.const("word", enc._word), ids)
+        seq = self.graph.op("Shape", ids, start=1, end=2)
         # position rows + the token-type-0 row: both added to every token, so added once into one table
-        positions = self.op(
+        positions = self.graph.op(
             "Slice",
-            self.const("position", enc._position + enc._token_type),
-            self.const("zero", [0]),
+            self.graph.const("position", enc._position + enc._token_type),
+            self.graph.const("zero", [0]),
             seq,
-            self.const("axis0", [0]),
+            self.graph.const("axis0", [0]),
         )
-        x = self.op("Add", x, positions)
+        x = self.graph.op("Add", x, positions)
         return self.norm(x, enc._emb_ln[0], enc._emb_ln[1], "emb_ln")
 
     def norm(self, inp: str, gamma: np.ndarray, beta: np.ndarray, name: str) -> str:
-        return self.op(
+        return self.graph.op(
             "LayerNormalization",
             inp,
-            self.const(name + "_g", gamma),
-            self.const(name + "_b", beta),
+            self.graph.const(name + "_g", gamma),
+            self.graph.const(name + "_b", beta),
             axis=-1,
             epsilon=self.eps,
         )
@@ -161,56 +161,56 @@ class _Encoder(_Builder):
     def attention_mask(self, mask: str) -> None:
         """What self-attention masks padding keys with, for every layer."""
         if self.fused_attention:  # Attention takes the raw 0/1 (batch, tokens) mask and masks padding itself
-            self.mask_index = self.op("Cast", mask, to=onnx_proto.INT32)
+            self.mask_index = self.graph.op("Cast", mask, to=onnx_proto.INT32)
         else:  # padding keys get the most negative float32, as bert.py and Hugging Face do: (1 − mask)·min
-            mask4 = self.op("Unsqueeze", mask, self.const("axes12", [1, 2]))
-            fmin = self.scalar("fmin", float(np.finfo(np.float32).min))
-            self.bias = self.op("Mul", self.op("Sub", self.scalar("one", 1.0), mask4), fmin)
-            self.split_heads = self.const("split_heads", [0, 0, self.heads, self.width])
-            self.merge_heads = self.const("merge_heads", [0, 0, self.h])
+            mask4 = self.graph.op("Unsqueeze", mask, self.graph.const("axes12", [1, 2]))
+            fmin = self.graph.scalar("fmin", float(np.finfo(np.float32).min))
+            self.bias = self.graph.op("Mul", self.graph.op("Sub", self.graph.scalar("one", 1.0), mask4), fmin)
+            self.split_heads = self.graph.const("split_heads", [0, 0, self.heads, self.width])
+            self.merge_heads = self.graph.const("merge_heads", [0, 0, self.h])
 
     def dense(self, inp: str, w: np.ndarray, b: np.ndarray, name: str) -> str:
         """One projection: MatMul + Add, or int8 DynamicQuantizeMatMul (all but the down projection)."""
         if self.quantized and not name.endswith("down"):
             scale, q = _quantize_columns(w)
-            return self.op(
+            return self.graph.op(
                 "DynamicQuantizeMatMul",
                 inp,
-                self.const(name + ".wq", q),
-                self.const(name + ".scale", scale),
-                self.const(name + ".zero", np.zeros_like(q[0])),
-                self.const(name + ".b", b),
+                self.graph.const(name + ".wq", q),
+                self.graph.const(name + ".scale", scale),
+                self.graph.const(name + ".zero", np.zeros_like(q[0])),
+                self.graph.const(name + ".b", b),
                 domain="com.microsoft",
                 node=name,
             )
-        product = self.op("MatMul", inp, self.const(name + ".w", w), node=name)
-        return self.op("Add", product, self.const(name + ".b", b))
+        product = self.graph.op("MatMul", inp, self.graph.const(name + ".w", w), node=name)
+        return self.graph.op("Add", product, self.graph.const(name + ".b", b))
 
     def layer(self, x: str, layer: Any, p: str) -> str:
         """One transformer layer (`p`: its name prefix): attention, Add + LayerNorm, the Erf GELU
         feed-forward, Add + LayerNorm."""
-        attended = self.op(
+        attended = self.graph.op(
             "Add", self.dense(self.attention(x, layer, p), layer.out_w, layer.out_b, p + "o"), x
         )
         x = self.norm(attended, layer.ln1_g, layer.ln1_b, p + "ln1")
         up = self.dense(x, layer.up_w, layer.up_b, p + "up")
-        erf = self.op("Erf", self.op("Div", up, self.scalar(p + "sqrt2", np.sqrt(2.0))))
-        act = self.op(
+        erf = self.graph.op("Erf", self.graph.op("Div", up, self.graph.scalar(p + "sqrt2", np.sqrt(2.0))))
+        act = self.graph.op(
             "Mul",
-            self.op("Mul", up, self.op("Add", erf, self.scalar(p + "one", 1.0))),
-            self.scalar(p + "half", 0.5),
+            self.graph.op("Mul", up, self.graph.op("Add", erf, self.graph.scalar(p + "one", 1.0))),
+            self.graph.scalar(p + "half", 0.5),
         )
-        out = self.op("Add", self.dense(act, layer.down_w, layer.down_b, p + "down"), x)
+        out = self.graph.op("Add", self.dense(act, layer.down_w, layer.down_b, p + "down"), x)
         return self.norm(out, layer.ln2_g, layer.ln2_b, p + "ln2")
 
     def attention(self, x: str, layer: Any, p: str) -> str:
         """Self-attention's context: onnxruntime's fused kernel, or scaled masked softmax in standard ops."""
         if self.fused_attention:
-            return self.op(
+            return self.graph.op(
                 "Attention",
                 x,
-                self.const(p + "qkv.w", layer.qkv_w),
-                self.const(p + "qkv.b", layer.qkv_b),
+                self.graph.const(p + "qkv.w", layer.qkv_w),
+                self.graph.const(p + "qkv.b", layer.qkv_b),
                 self.mask_index,
                 domain="com.microsoft",
                 num_heads=self.heads,
@@ -221,35 +221,43 @@ class _Encoder(_Builder):
             self.dense(x, layer.qkv_w[:, j * h : (j + 1) * h], layer.qkv_b[j * h : (j + 1) * h], p + n)
             for j, n in enumerate(("q", "k", "v"))
         )
-        q = self.op("Transpose", self.op("Reshape", q, self.split_heads), perm=[0, 2, 1, 3])
-        k = self.op("Transpose", self.op("Reshape", k, self.split_heads), perm=[0, 2, 3, 1])
-        v = self.op("Transpose", self.op("Reshape", v, self.split_heads), perm=[0, 2, 1, 3])
-        scores = self.op("Mul", self.op("MatMul", q, k), self.scalar(p + "scale", 1.0 / np.sqrt(self.width)))
-        probs = self.op("Softmax", self.op("Add", scores, self.bias), axis=-1)
-        merged = self.op("Transpose", self.op("MatMul", probs, v), perm=[0, 2, 1, 3])
-        return self.op("Reshape", merged, self.merge_heads)
+        q = self.graph.op("Transpose", self.graph.op("Reshape", q, self.split_heads), perm=[0, 2, 1, 3])
+        k = self.graph.op("Transpose", self.graph.op("Reshape", k, self.split_heads), perm=[0, 2, 3, 1])
+        v = self.graph.op("Transpose", self.graph.op("Reshape", v, self.split_heads), perm=[0, 2, 1, 3])
+        scores = self.graph.op(
+            "Mul", self.graph.op("MatMul", q, k), self.graph.scalar(p + "scale", 1.0 / np.sqrt(self.width))
+        )
+        probs = self.graph.op("Softmax", self.graph.op("Add", scores, self.bias), axis=-1)
+        merged = self.graph.op("Transpose", self.graph.op("MatMul", probs, v), perm=[0, 2, 1, 3])
+        return self.graph.op("Reshape", merged, self.merge_heads)
 
     def pooled(self, x: str, mask: str, pooling: Pooling) -> tuple[str, str]:
         """(pooled states, their L2 length): the CLS token's state, or the mean over the mask."""
         if pooling == "cls":
-            pooled = self.op(
+            pooled = self.graph.op(
                 "Squeeze",
-                self.op(
-                    "Slice", x, self.const("zero1", [0]), self.const("one1", [1]), self.const("axis1", [1])
+                self.graph.op(
+                    "Slice",
+                    x,
+                    self.graph.const("zero1", [0]),
+                    self.graph.const("one1", [1]),
+                    self.graph.const("axis1", [1]),
                 ),
-                self.const("axis1b", [1]),
+                self.graph.const("axis1b", [1]),
             )
         else:  # mean of the token states over the mask (sentence-transformers' clamp at 1e-9)
-            mask3 = self.op("Unsqueeze", mask, self.const("axes2", [2]))
-            summed = self.op("ReduceSum", self.op("Mul", x, mask3), self.const("axis1", [1]), keepdims=0)
-            counts = self.op(
-                "Max",
-                self.op("ReduceSum", mask, self.const("axis1c", [1]), keepdims=1),
-                self.scalar("tiny", 1e-9),
+            mask3 = self.graph.op("Unsqueeze", mask, self.graph.const("axes2", [2]))
+            summed = self.graph.op(
+                "ReduceSum", self.graph.op("Mul", x, mask3), self.graph.const("axis1", [1]), keepdims=0
             )
-            pooled = self.op("Div", summed, counts)
-        length = self.op(
-            "Max", self.op("ReduceL2", pooled, axes=[1], keepdims=1), self.scalar("eps12", 1e-12)
+            counts = self.graph.op(
+                "Max",
+                self.graph.op("ReduceSum", mask, self.graph.const("axis1c", [1]), keepdims=1),
+                self.graph.scalar("tiny", 1e-9),
+            )
+            pooled = self.graph.op("Div", summed, counts)
+        length = self.graph.op(
+            "Max", self.graph.op("ReduceL2", pooled, axes=[1], keepdims=1), self.graph.scalar("eps12", 1e-12)
         )
         return pooled, length
 

@@ -1,4 +1,4 @@
-"""The read-back and erase half of `SqliteIndex`: listing a tenant's entities newest first, their embedding
+"""The read-back and erase part of `SqliteIndex`: reading entities by key, listing a tenant's entities newest first, their embedding
 status, and purging a tenant so that nothing of it is left in the file (docs/architecture.md, A tenant's data
 lifecycle)."""
 
@@ -7,9 +7,8 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from core.errors import UnavailableError
 from core.indexing.catalog import EmbeddingStatus, EntityPosition
@@ -19,26 +18,14 @@ from infra.local.fts import fts5_expression, scoped_expression
 from infra.local.fts_tables import fts_table, is_missing_table
 from infra.local.keyword_files import remove_folder, tenant_folder, writer_lock
 from infra.local.sqlite_sql import ENTITY_COLUMNS, JOIN, filter_sql, stored
+from infra.local.sqlite_store import SqliteStore
+from infra.local.vector_store import VectorStores
 
 LISTING_INDEX = (
     "CREATE INDEX IF NOT EXISTS idx_entities_newest "
     "ON idx_entities (tenant_id, created_at, entity_type, entity_id)"
 )
 KEY_BATCH = 200  # (type, id) pairs per query: 400 bound parameters, under SQLite's limit
-
-
-class _IndexParts(Protocol):
-    """What the mixin needs from SqliteIndex."""
-
-    _vectors: Any
-    _keywords: Any
-    _keyword_folder: Path
-
-    def _conn(self) -> sqlite3.Connection: ...
-
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]: ...
-
-    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]: ...
 
 
 def _key_pairs(keys: Sequence[EntityKey]) -> Iterator[tuple[str, list[str]]]:
@@ -86,10 +73,36 @@ def _json_value(kind: str, value: Any) -> Any:
 
 
 class SqliteCatalog:
-    """Mixin of SqliteIndex: `list_entities`, `embedding_status`, `purge_tenant`, `facets`."""
+    """The catalog part of SqliteIndex: `get`, `list_entities`, `embedding_status`, `purge_tenant`,
+    `facets`."""
+
+    def __init__(
+        self, store: SqliteStore, vectors: VectorStores, keywords: Any, keyword_folder: Path
+    ) -> None:
+        """`vectors`, `keywords` (None with FTS5) and `keyword_folder`: what follows `store`'s writes, which
+        an erase empties too (SqliteStore)."""
+        self._store = store
+        self._vectors = vectors
+        self._keywords = keywords
+        self._keyword_folder = keyword_folder
+        store.conn().execute(LISTING_INDEX)
+
+    def get(self, tenant_id: str, keys: Sequence[EntityKey]) -> dict[EntityKey, StoredEntity]:
+        """The stored entities among `keys`, tombstones included."""
+        found: dict[EntityKey, StoredEntity] = {}
+        for pairs, params in _key_pairs(keys):
+            rows = self._store.read(
+                f"SELECT {ENTITY_COLUMNS} FROM idx_entities e WHERE e.tenant_id = ? "
+                f"AND (e.entity_type, e.entity_id) IN (VALUES {pairs})",
+                [tenant_id, *params],
+            )
+            for row in rows:
+                entity = stored(row)
+                found[entity.key] = entity
+        return found
 
     def facets(
-        self: _IndexParts,
+        self,
         tenant_id: str,
         query: LexicalQuery | None,
         filters: Filters,
@@ -115,19 +128,18 @@ class SqliteCatalog:
         out: dict[str, dict[str, int]] = {}
         for field in fields:
             try:
-                rows = self._read(_facet_sql(matched, field), [*args, tenant_id, *_facet_args(field), size])
+                rows = self._store.read(
+                    _facet_sql(matched, field), [*args, tenant_id, *_facet_args(field), size]
+                )
             except UnavailableError:
-                if query is not None and is_missing_table(self._conn(), fts_table(tenant_id)):
+                if query is not None and is_missing_table(self._store.conn(), fts_table(tenant_id)):
                     return {f: {} for f in fields}  # the tenant never wrote a chunk
                 raise
             out[field] = {facet_key(_json_value(kind, value)): int(n) for value, kind, n in rows}
         return out
 
-    def _ensure_listing_index(self: _IndexParts) -> None:
-        self._conn().execute(LISTING_INDEX)
-
     def list_entities(
-        self: _IndexParts, tenant_id: str, entity_type: str | None, limit: int, after: EntityPosition | None
+        self, tenant_id: str, entity_type: str | None, limit: int, after: EntityPosition | None
     ) -> list[StoredEntity]:
         """Live entities newest first by (created_at, entity_type, entity_id) descending, after `after`."""
         if limit <= 0:
@@ -140,20 +152,18 @@ class SqliteCatalog:
         if after is not None:
             where.append("(COALESCE(e.created_at, ''), e.entity_type, e.entity_id) < (?, ?, ?)")
             params.extend((after.created_at, after.entity_type, after.entity_id))
-        rows = self._read(
+        rows = self._store.read(
             f"SELECT {ENTITY_COLUMNS} FROM idx_entities e WHERE {' AND '.join(where)} "
             "ORDER BY COALESCE(e.created_at, '') DESC, e.entity_type DESC, e.entity_id DESC LIMIT ?",
             [*params, limit],
         )
         return [stored(row) for row in rows]
 
-    def embedding_status(
-        self: _IndexParts, tenant_id: str, keys: Sequence[EntityKey]
-    ) -> dict[EntityKey, EmbeddingStatus]:
+    def embedding_status(self, tenant_id: str, keys: Sequence[EntityKey]) -> dict[EntityKey, EmbeddingStatus]:
         """Chunk and embedded-chunk counts of the live entities among `keys`."""
         found: dict[EntityKey, EmbeddingStatus] = {}
         for pairs, params in _key_pairs(keys):
-            rows = self._read(
+            rows = self._store.read(
                 "SELECT c.entity_type, c.entity_id, count(*), count(c.embedding) FROM idx_chunks c "
                 f"WHERE c.tenant_id = ? AND (c.entity_type, c.entity_id) IN (VALUES {pairs}) "
                 "GROUP BY c.entity_type, c.entity_id",
@@ -163,7 +173,7 @@ class SqliteCatalog:
                 found[EntityKey(etype, eid)] = EmbeddingStatus(int(chunks), int(embedded))
         return found
 
-    def purge_tenant(self: _IndexParts, tenant_id: str) -> int:
+    def purge_tenant(self, tenant_id: str) -> int:
         """Erase the tenant's entities, tombstones, chunks, vectors, keyword rows and generation.
 
         Its FTS5 table and tantivy index are its own (fts_tables.py, keyword_index.py): they are dropped
@@ -171,7 +181,7 @@ class SqliteCatalog:
         (`secure_delete`), the file is rebuilt (`VACUUM`: the cost of an erase grows with the whole file,
         an admin operation's price for leaving no bytes behind) and the WAL is checkpointed and truncated.
         """
-        conn = self._conn()
+        conn = self._store.conn()
         secure_delete(conn)
         folder = self._keyword_folder
         # The tantivy index goes first, whichever engine this process runs, and no catch-up can build it
@@ -180,7 +190,7 @@ class SqliteCatalog:
             remove_folder(tenant_folder(folder, tenant_id))
             if self._keywords is not None:
                 self._keywords.forget(tenant_id)
-            with self._tx() as tx:
+            with self._store.tx() as tx:
                 count = tx.execute(
                     "SELECT count(*) FROM idx_entities WHERE tenant_id = ?", (tenant_id,)
                 ).fetchone()[0]

@@ -1,5 +1,5 @@
 """One way to open Quarry's local SQLite file (WAL, NORMAL sync, a busy timeout, autocommit mode) and one
-way to write to it atomically (`immediate`)."""
+way to write to it atomically (`immediate`); its errors are translated in sqlite_errors.py."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-from core.errors import UnavailableError
 
 # How long a writer waits for another connection's lock (a learning-cycle or bulk transaction takes a few
 # ms; 5 s absorbs a busy dev machine without hanging a request).
@@ -53,14 +51,3 @@ def immediate(conn: sqlite3.Connection, wait_ms: int | None = None) -> Iterator[
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-
-
-@contextmanager
-def reported() -> Iterator[None]:
-    """SQLite's operational errors — a write lock held past the busy timeout, a full disk, an unreadable
-    file — as UnavailableError: the server's trouble, answered 503 with Retry-After, SQLite's text logged
-    and never shown to the caller."""
-    try:
-        yield
-    except sqlite3.OperationalError as exc:
-        raise UnavailableError("sqlite", str(exc)) from exc

@@ -1,4 +1,4 @@
-"""The keyword half of SqliteIndex's reads: BM25 over the tenant's own chunks, ranked by the tantivy index
+"""The keyword part of SqliteIndex's reads: BM25 over the tenant's own chunks, ranked by the tantivy index
 that follows the writes (keyword_index.py) or by the tenant's FTS5 table (fts_tables.py), fuzzy terms
 expanded from the tenant's own vocabulary, one candidate (best chunk) per entity."""
 
@@ -7,13 +7,14 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Callable
+from typing import Any
 
 from core.errors import UnavailableError
 from core.models import Candidate, Filters, LexicalQuery, MatchMode
 from core.text import edit_distance, fuzzy_budget, light_stem
 from infra.local.fts import fts5_expression, is_scope_token, scoped_expression, states
 from infra.local.fts_tables import fts_table, is_missing_table, vocabulary
-from infra.local.sqlite_connect import reported
+from infra.local.sqlite_errors import reported, reported_files
 from infra.local.sqlite_sql import CANDIDATE_SELECT, ENTITY_COLUMNS, JOIN, candidate, collapse, filter_sql
 from infra.local.sqlite_store import SqliteStore
 
@@ -25,8 +26,13 @@ MAX_FUZZY_EXPANSIONS = 8  # vocabulary terms one fuzzy term may expand to
 Ranked = list[tuple[int, float]]  # (chunk id, BM25 score), best first
 
 
-class SqliteLexicalSearch(SqliteStore):
-    """Mixed into SqliteIndex: `lexical` (see module docstring)."""
+class SqliteLexicalSearch:
+    """The keyword part of SqliteIndex: `lexical` (see module docstring)."""
+
+    def __init__(self, store: SqliteStore, keywords: Any) -> None:
+        """`keywords`: the tantivy index that follows the store (keyword_index.KeywordIndex), None: FTS5."""
+        self._store = store
+        self._keywords = keywords
 
     def lexical(self, tenant_id: str, query: LexicalQuery, filters: Filters, k: int) -> list[Candidate]:
         """BM25 over the weighted tiers of the tenant's own chunks, with the tenant's own statistics (its
@@ -41,7 +47,7 @@ class SqliteLexicalSearch(SqliteStore):
             return self._ranked(tenant_id, query, filters, k, expansions, expression)
         except UnavailableError:
             with contextlib.suppress(sqlite3.Error):
-                if is_missing_table(self._conn(), fts_table(tenant_id)):
+                if is_missing_table(self._store.conn(), fts_table(tenant_id)):
                     return []  # the tenant never wrote a chunk (or was erased)
             raise
 
@@ -67,7 +73,7 @@ class SqliteLexicalSearch(SqliteStore):
                 return self._candidates(tenant_id, ranked, k)
         if filters.metadata or filters.conditions:
             where, params = filter_sql(filters)
-            rows = self._read(
+            rows = self._store.read(
                 f"SELECT c.entity_type, c.entity_id, c.chunk_no, c.text, -bm25({table}, {_WEIGHTS}) AS score, "
                 f"{ENTITY_COLUMNS} FROM {table} JOIN idx_chunks c ON c.id = {table}.rowid {JOIN} "
                 f"WHERE {table} MATCH ? AND +c.tenant_id = ? AND {where} "
@@ -76,7 +82,7 @@ class SqliteLexicalSearch(SqliteStore):
             )
             return collapse(rows, k)
         # Fast path: FTS5 filters by scope tokens and ranks alone; only the winners are joined.
-        ranked = self._read(
+        ranked = self._store.read(
             f"SELECT rowid, -bm25({table}, {_WEIGHTS}) FROM {table} WHERE {table} MATCH ? "
             f"ORDER BY bm25({table}, {_WEIGHTS}) LIMIT ?",
             [scoped, wanted],
@@ -88,7 +94,7 @@ class SqliteLexicalSearch(SqliteStore):
         `top_chunk`), which the keyword index merges into its own."""
 
         def newer(top_chunk: int, limit: int) -> Ranked:
-            rows = self._read(
+            rows = self._store.read(
                 f"SELECT rowid, -bm25({table}, {_WEIGHTS}) FROM {table} WHERE {table} MATCH ? AND rowid > ? "
                 f"ORDER BY bm25({table}, {_WEIGHTS}) LIMIT ?",
                 [scoped, top_chunk, limit],
@@ -108,12 +114,11 @@ class SqliteLexicalSearch(SqliteStore):
     ) -> Ranked | None:
         """The tantivy index's ranking (None: it cannot answer this search, FTS5 ranks it instead)."""
         try:
-            ranked: Ranked | None = self._keywords.search(
-                self._conn(), tenant_id, query, filters, expansions, wanted, newer
-            )
-        except sqlite3.OperationalError as exc:
-            raise UnavailableError("sqlite", str(exc)) from exc
-        except (OSError, ValueError) as exc:  # the index files beside the database
+            with reported_files("keywords", "keyword index"):  # the index files beside the database
+                ranked: Ranked | None = self._keywords.search(
+                    self._store.conn(), tenant_id, query, filters, expansions, wanted, newer
+                )
+        except ValueError as exc:  # a corrupt index file, as tantivy reports it
             raise UnavailableError("keywords", f"keyword index unusable: {exc}") from exc
         return ranked
 
@@ -126,7 +131,7 @@ class SqliteLexicalSearch(SqliteStore):
                 continue
             with reported():
                 rows = vocabulary(
-                    self._conn(), tenant_id, term[0], (len(term) - budget - 3, len(term) + budget)
+                    self._store.conn(), tenant_id, term[0], (len(term) - budget - 3, len(term) + budget)
                 )
             stem = light_stem(term)
             rows = [(t, d) for t, d in rows if not is_scope_token(t)]
@@ -148,7 +153,7 @@ class SqliteLexicalSearch(SqliteStore):
         marks = ",".join("?" * len(picked))
         keys = {
             r[0]: (r[1], r[2])
-            for r in self._read(
+            for r in self._store.read(
                 # `+tenant_id`: look rows up by primary key, then re-check the tenant (an index scan over
                 # the tenant's chunks would cost 10x more).
                 f"SELECT id, entity_type, entity_id FROM idx_chunks WHERE id IN ({marks}) AND +tenant_id = ?",
@@ -164,6 +169,8 @@ class SqliteLexicalSearch(SqliteStore):
                     break
         winners = dict(best.values())
         marks = ",".join("?" * len(winners))
-        rows = self._read(f"{CANDIDATE_SELECT} WHERE c.id IN ({marks}) AND e.deleted = 0", list(winners))
+        rows = self._store.read(
+            f"{CANDIDATE_SELECT} WHERE c.id IN ({marks}) AND e.deleted = 0", list(winners)
+        )
         by_id = {row[0]: row for row in rows}
         return [candidate(by_id[i], score) for i, score in winners.items() if i in by_id]

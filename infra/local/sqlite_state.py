@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from core.errors import ConflictError
 from core.state import (
     AssemblyLogEntry,
     CallerBudget,
@@ -26,7 +25,8 @@ from core.state import (
     WeightChange,
 )
 from infra.local import sqlite_state_schema as schema
-from infra.local.sqlite_connect import immediate, open_sqlite, reported
+from infra.local.sqlite_connect import immediate, open_sqlite
+from infra.local.sqlite_errors import reported
 from infra.state_codec import decode_log_cursor, dump_ids, dump_json, encode_log_cursor
 
 
@@ -46,13 +46,10 @@ class SqliteStateStore:
 
     @contextmanager
     def _guard(self) -> Iterator[sqlite3.Connection]:
-        """Serialise access and turn SQLite errors into core errors (the one place): a taken key is a
+        """Serialise access and turn SQLite errors into core errors (sqlite_errors.py): a taken key is a
         ConflictError, a locked or unreadable database UnavailableError."""
         with self._lock, reported():
-            try:
-                yield self._conn
-            except sqlite3.IntegrityError as exc:
-                raise ConflictError(f"state write conflicts with stored state: {exc}") from exc
+            yield self._conn
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

@@ -1,6 +1,7 @@
-"""The file behind SqliteIndex: its connections (one per thread, reads through a memory map), its
-write-locked transactions, and the derived stores that follow its writes — the memory-mapped vectors
-(vector_store.py) and the tantivy keyword index (keyword_index.py)."""
+"""The file behind SqliteIndex, the part every other part is given: its connections (one per thread, reads
+through a memory map), its write-locked transactions, and the derived stores that follow its writes — the
+memory-mapped vectors (vector_store.py) and the tantivy keyword index (keyword_index.py), which it opens
+and hands to the parts that read them (sqlite_index.build_sqlite_index)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from typing import Any, Literal
 
 from core.errors import ConfigurationError, UnavailableError
 from infra.local.fts_tables import LEGACY, split_shared_table
-from infra.local.sqlite_connect import immediate, open_sqlite, reported
+from infra.local.sqlite_connect import immediate, open_sqlite
+from infra.local.sqlite_errors import reported, translate
 from infra.local.sqlite_sql import CHANGE_LOG, KEYWORD_FLOOR, SCHEMA
 from infra.local.vector_store import VectorStores
 
@@ -29,18 +31,14 @@ READ_MMAP_BYTES = 256 * 1024 * 1024
 
 
 class SqliteStore:
-    """The base of SqliteIndex (see module docstring). Thread-safe: one connection per thread."""
+    """The file and the stores that follow it (see module docstring). Thread-safe: one connection per
+    thread."""
 
     def __init__(
-        self,
-        path: str | Path,
-        ann_min_chunks: int,
-        ann_probe: int,
-        keyword_engine: Literal["fts5", "tantivy"],
+        self, path: str | Path, ann_min_chunks: int, keyword_engine: Literal["fts5", "tantivy"]
     ) -> None:
-        """Open (or create) the file and its derived stores; parameters as SqliteIndex's."""
+        """Open (or create) the file and its derived stores; parameters as build_sqlite_index's."""
         self._path = str(path)
-        self._ann_probe = ann_probe
         if self._path != ":memory:":
             Path(self._path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
@@ -55,28 +53,47 @@ class SqliteStore:
         keywords = folder / "tantivy" if self._path == ":memory:" else Path(self._path + ".tantivy")
         self._keyword_folder = keywords
         if keyword_engine == "tantivy":
-            self._keywords = _keyword_index(keywords, db_id, self._conn)
+            self._keywords = _keyword_index(keywords, db_id, self.conn)
         elif not keywords.exists():  # no keyword index follows this database: prune the log freely again
             with contextlib.suppress(sqlite3.OperationalError):
-                self._conn().execute("DELETE FROM idx_meta WHERE key = ?", (KEYWORD_FLOOR,))
+                self.conn().execute("DELETE FROM idx_meta WHERE key = ?", (KEYWORD_FLOOR,))
+
+    @property
+    def path(self) -> str:
+        """The database file (":memory:" for a private one)."""
+        return self._path
+
+    @property
+    def vectors(self) -> VectorStores:
+        """The memory-mapped vector stores that follow the file's writes."""
+        return self._vectors
+
+    @property
+    def keywords(self) -> Any:
+        """The tantivy index that follows the file's writes (keyword_index.KeywordIndex), None with FTS5."""
+        return self._keywords
+
+    @property
+    def keyword_folder(self) -> Path:
+        """Where the tantivy index lives (or would), whichever engine this process runs."""
+        return self._keyword_folder
 
     def _open_schema(self) -> str:
         """Create the tables (or check an existing file's), and return the file's id."""
         try:
-            self._conn().executescript(SCHEMA + CHANGE_LOG)
-            legacy = (
-                self._conn().execute("SELECT sql FROM sqlite_master WHERE name = ?", (LEGACY,)).fetchone()
-            )
+            self.conn().executescript(SCHEMA + CHANGE_LOG)
+            legacy = self.conn().execute("SELECT sql FROM sqlite_master WHERE name = ?", (LEGACY,)).fetchone()
             if legacy is not None and "scope" not in legacy[0]:
                 raise UnavailableError(
                     "sqlite", f"{self._path} was built by an older Quarry; delete it and re-ingest"
                 )
-            split_shared_table(self._conn())  # a file from before each tenant had a keyword table
-            return str(self._conn().execute("SELECT value FROM idx_meta WHERE key = 'db_id'").fetchone()[0])
+            split_shared_table(self.conn())  # a file from before each tenant had a keyword table
+            return str(self.conn().execute("SELECT value FROM idx_meta WHERE key = 'db_id'").fetchone()[0])
         except sqlite3.OperationalError as exc:
-            raise UnavailableError("sqlite", f"cannot open {self._path}: {exc}") from exc
+            raise translate(sqlite3.OperationalError(f"cannot open {self._path}: {exc}")) from exc
 
-    def _conn(self) -> sqlite3.Connection:
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection (opened on first use)."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = open_sqlite(self._path)
@@ -85,22 +102,23 @@ class SqliteStore:
         return conn
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def tx(self) -> Iterator[sqlite3.Connection]:
         """A write-locked transaction (sqlite_connect.immediate); the derived stores follow once committed."""
-        with reported(), immediate(self._conn()) as conn:
+        with reported(), immediate(self.conn()) as conn:
             yield conn
         self._follow_writes()
 
-    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    def read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """The rows of one query, SQLite's errors reported as core errors."""
         with reported():
-            return self._conn().execute(sql, params).fetchall()
+            return self.conn().execute(sql, params).fetchall()
 
     def settle(self) -> None:
         """Bring the keyword index (tantivy engine) up to every committed write now, instead of letting
         searches merge FTS5's ranking of the newest chunks meanwhile: an evaluation or a benchmark measures
         the engine itself. Nothing to do with FTS5, which is written in the same transaction."""
         if self._keywords is not None:
-            self._keywords.settle(self._conn())
+            self._keywords.settle(self.conn())
 
     def close(self) -> None:
         """Stop the background work this process runs on the file (the keyword follower, vector training)
@@ -124,11 +142,11 @@ class SqliteStore:
             return
         with contextlib.suppress(sqlite3.Error, OSError, UnavailableError):
             marks = ",".join("?" * len(tenants))
-            rows = self._read(
+            rows = self.read(
                 f"SELECT tenant_id, gen FROM idx_generation WHERE tenant_id IN ({marks})", tenants
             )
             for tenant_id, gen in rows:
-                self._vectors.tenant(tenant_id).snapshot(self._conn(), int(gen))
+                self._vectors.tenant(tenant_id).snapshot(self.conn(), int(gen))
 
 
 def _keyword_index(folder: Path, db_id: str, connect: Any) -> Any:

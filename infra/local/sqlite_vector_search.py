@@ -1,22 +1,22 @@
-"""The vector half of SqliteIndex's reads: cosine k-NN over the tenant's chunk vectors, held in
+"""The vector part of SqliteIndex's reads: cosine k-NN over the tenant's chunk vectors, held in
 memory-mapped files that follow the writes (vector_store.py), exact or through the approximate index
 (ivf.py), filters applied before ranking; and the stored chunk embeddings read back."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from core.errors import UnavailableError
 from core.models import Candidate, EntityKey, Filters, Vector
 from infra.local.fts import states
+from infra.local.sqlite_errors import reported_files
 from infra.local.sqlite_lexical import CHUNK_ROWS_PER_ENTITY
 from infra.local.sqlite_sql import CANDIDATE_SELECT, JOIN, PRESENT_CHUNKS, candidate, filter_sql
 from infra.local.sqlite_store import SqliteStore
+from infra.local.vector_store import VectorStores
 from infra.local.vectors import VectorSnapshot
 
 
@@ -29,8 +29,15 @@ ANN_PROBE = 24  # lists scored per approximate search (measured in bench/scale.p
 VECTOR_ATTEMPTS = 3  # rankings retried when a concurrent write replaced a picked chunk
 
 
-class SqliteVectorSearch(SqliteStore):
-    """Mixed into SqliteIndex: `vector` and `chunk_vectors` (see module docstring)."""
+class SqliteVectorSearch:
+    """The vector part of SqliteIndex: `vector` and `chunk_vectors` (see module docstring)."""
+
+    def __init__(self, store: SqliteStore, vectors: VectorStores, ann_probe: int = ANN_PROBE) -> None:
+        """`vectors`: the stores that follow `store`'s writes; `ann_probe`: lists an approximate search
+        scores (build_sqlite_index)."""
+        self._store = store
+        self._vectors = vectors
+        self.ann_probe = ann_probe  # a benchmark sweeps it (bench/scale.py)
 
     def vector(
         self,
@@ -51,24 +58,24 @@ class SqliteVectorSearch(SqliteStore):
             filters = replace(filters, conditions=tuple(c for c in filters.conditions if not states(c)))
         allowed = self._allowed_chunks(tenant_id, filters)
         query = np.asarray(embedding, np.float32)
-        probe = 0 if exact else self._ann_probe
-        snap = self._tenant_vectors(tenant_id)
+        probe = 0 if exact else self.ann_probe
+        snap = self.tenant_vectors(tenant_id)
         if snap.count and snap.matrix.shape[1] != query.shape[0]:
             # The query comes from another model than the vectors in memory: a reindex swapped the stored
             # vectors (a change the log does not carry), and a stale store must never answer with nothing.
-            self._vectors.tenant(tenant_id).rebuild(self._conn())
+            self._vectors.tenant(tenant_id).rebuild(self._store.conn())
         for _ in range(VECTOR_ATTEMPTS):
             # A write committed after the snapshot was taken may have replaced a picked chunk: then take
             # the newer snapshot and rank again, so the answer is neither stale nor short.
-            picked = self._tenant_vectors(tenant_id).top(
+            picked = self.tenant_vectors(tenant_id).top(
                 query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe, excluded or ()
             )
             found = self._chunk_candidates(tenant_id, picked, ranking_only)
             if len(found) == len(picked):
                 return found
         # Writes keep landing in between: rank once more with writers held off for these few ms.
-        with self._tx():
-            picked = self._tenant_vectors(tenant_id).top(
+        with self._store.tx():
+            picked = self.tenant_vectors(tenant_id).top(
                 query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe, excluded or ()
             )
             return self._chunk_candidates(tenant_id, picked, ranking_only)
@@ -79,7 +86,7 @@ class SqliteVectorSearch(SqliteStore):
         present = [c for c in filters.conditions if states(c)]
         if len(present) != 1 or present[0].values[0] is not False or present[0].field != "superseded_by":
             return None
-        return [r[0] for r in self._read(PRESENT_CHUNKS, [tenant_id])]
+        return [r[0] for r in self._store.read(PRESENT_CHUNKS, [tenant_id])]
 
     def _allowed_chunks(self, tenant_id: str, filters: Filters) -> list[int] | None:
         """The ids of the tenant's chunks that metadata filters and conditions allow (None: the search has
@@ -89,21 +96,18 @@ class SqliteVectorSearch(SqliteStore):
         where, params = filter_sql(filters)
         return [
             r[0]
-            for r in self._read(
+            for r in self._store.read(
                 f"SELECT c.id FROM idx_chunks c {JOIN} WHERE c.tenant_id = ? AND {where}",
                 [tenant_id, *params],
             )
         ]
 
-    def _tenant_vectors(self, tenant_id: str) -> VectorSnapshot:
-        row = self._read("SELECT gen FROM idx_generation WHERE tenant_id = ?", (tenant_id,))
+    def tenant_vectors(self, tenant_id: str) -> VectorSnapshot:
+        """The tenant's vectors as of its latest committed generation."""
+        row = self._store.read("SELECT gen FROM idx_generation WHERE tenant_id = ?", (tenant_id,))
         generation = int(row[0][0]) if row else 0
-        try:
-            return self._vectors.tenant(tenant_id).snapshot(self._conn(), generation)
-        except sqlite3.OperationalError as exc:
-            raise UnavailableError("sqlite", str(exc)) from exc
-        except OSError as exc:  # the vector files beside the database: disk full, permissions
-            raise UnavailableError("vectors", f"vector files unusable: {exc}") from exc
+        with reported_files("vectors", "vector files"):  # the vector files beside the database
+            return self._vectors.tenant(tenant_id).snapshot(self._store.conn(), generation)
 
     def _chunk_candidates(
         self, tenant_id: str, picked: list[tuple[int, float]], ranking_only: bool = False
@@ -116,12 +120,12 @@ class SqliteVectorSearch(SqliteStore):
         where = f"WHERE c.id IN ({marks}) AND +c.tenant_id = ? AND e.deleted = 0"
         args = [*(chunk_id for chunk_id, _ in picked), tenant_id]
         if ranking_only:
-            keys = self._read(
+            keys = self._store.read(
                 f"SELECT c.id, c.entity_type, c.entity_id, c.chunk_no FROM idx_chunks c {JOIN} {where}", args
             )
             by_key = {row[0]: row for row in keys}
             return [ranking_candidate(by_key[i], score) for i, score in picked if i in by_key]
-        rows = self._read(f"{CANDIDATE_SELECT} {where}", args)
+        rows = self._store.read(f"{CANDIDATE_SELECT} {where}", args)
         by_id = {row[0]: row for row in rows}
         return [candidate(by_id[i], score) for i, score in picked if i in by_id]
 
@@ -139,7 +143,7 @@ class SqliteVectorSearch(SqliteStore):
             ["(tenant_id=? AND entity_type=? AND entity_id=? AND (chunk_no=? OR ? < 0))"] * len(wanted)
         )
         args = [v for key, no in wanted for v in (tenant_id, key.entity_type, key.entity_id, no, no)]
-        found = self._conn().execute(
+        found = self._store.conn().execute(
             f"SELECT entity_type, entity_id, chunk_no, embedding FROM idx_chunks "
             f"WHERE embedding IS NOT NULL AND ({rows})",
             args,

@@ -1,4 +1,4 @@
-"""The write half of SqliteIndex: versioned writes (a write older than or equal to the stored version is
+"""The write part of SqliteIndex: versioned writes (a write older than or equal to the stored version is
 refused), metadata and placement updates, and tombstones that keep a deleted entity's version so an older
 write arriving later loses. Each write also bumps its tenant's generation, which the vector store follows."""
 
@@ -20,8 +20,11 @@ from infra.local.sqlite_store import SQL_BATCH, SqliteStore
 _WHERE_KEY = "tenant_id=? AND entity_type=? AND entity_id=?"
 
 
-class SqliteWrites(SqliteStore):
-    """Mixed into SqliteIndex: every write runs in one transaction (SqliteStore._tx)."""
+class SqliteWrites:
+    """The writes of SqliteIndex: every write runs in one transaction of the store (SqliteStore.tx)."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
 
     def upsert(self, record: EntityRecord) -> WriteOutcome:
         """Store a whole entity version (see SearchIndex.upsert)."""
@@ -31,7 +34,7 @@ class SqliteWrites(SqliteStore):
         """Store many entity versions in one transaction; one outcome per record, in order."""
         outcomes: list[WriteOutcome] = []
         touched: set[str] = set()
-        with self._tx() as conn:
+        with self._store.tx() as conn:
             tables = {t: create_fts_table(conn, t) for t in sorted({r.tenant_id for r in records})}
             for record in records:
                 outcome = _write(conn, record, tables[record.tenant_id])
@@ -54,7 +57,7 @@ class SqliteWrites(SqliteStore):
     ) -> WriteOutcome:
         """Change body, metadata and placement (source/owner/namespace, filtered on); text and embeddings
         stay as they are."""
-        with self._tx() as conn:
+        with self._store.tx() as conn:
             row = _stored_row(conn, tenant_id, key)
             if row is None or row[1]:
                 return WriteOutcome.NOT_FOUND
@@ -85,7 +88,7 @@ class SqliteWrites(SqliteStore):
         the keyword index's tokens — so the change-log rows the metadata trigger writes are taken back in
         the same transaction and the generation stays (a flush of uses re-embeds and re-indexes nothing)."""
         outcomes = []
-        with self._tx() as conn:
+        with self._store.tx() as conn:
             floor = conn.execute("SELECT coalesce(max(seq), 0) FROM idx_changes").fetchone()[0]
             for touch in touches:
                 key = touch.key
@@ -112,7 +115,7 @@ class SqliteWrites(SqliteStore):
         Unknown entity: a tombstone alone when a version is given (NOT_FOUND without one). A live entity
         at exactly `version` is deleted (a delete wins a tie); an existing tombstone only moves forward.
         """
-        with self._tx() as conn:
+        with self._store.tx() as conn:
             row = _stored_row(conn, tenant_id, key)
             if row is None:
                 if version is None:

@@ -7,17 +7,24 @@ from typing import Any
 
 from core.errors import ConfigurationError
 from infra.opensearch.client import RetryPolicy, build_client
-from infra.opensearch.index import OpenSearchIndex
+from infra.opensearch.index import OpenSearchIndex, build_opensearch_index
 from infra.opensearch.layout import Layout
 from infra.opensearch.tenancy import TenantIndexes
 
-__all__ = ["OpenSearchIndex", "RetryPolicy", "TenantIndexes", "build_client", "build_index"]
+__all__ = [
+    "OpenSearchIndex",
+    "RetryPolicy",
+    "TenantIndexes",
+    "build_client",
+    "build_index",
+    "build_opensearch_index",
+]
 
 _REFRESH: dict[str, bool | str] = {"false": False, "true": True, "wait_for": "wait_for"}
 
 
 def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearchIndex | TenantIndexes:
-    """The adapter from settings (`QUARRY_OPENSEARCH_*`); a missing URL fails naming the variable. With
+    """The adapter from settings (`QUARRY_OPENSEARCH_*`), each index built by build_opensearch_index; a missing URL fails naming the variable. With
     tenants that have an index of their own, a TenantIndexes over the shared index and theirs; a tenant
     bringing its own vectors (QUARRY_BYO_VECTOR_TENANTS) has one at its declared dimension (a knn_vector
     field holds one dimension per index)."""
@@ -36,7 +43,7 @@ def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearch
         )
 
     def make(prefix: str, shape: Layout, own_dimension: int | None = None) -> OpenSearchIndex:
-        return OpenSearchIndex(
+        return build_opensearch_index(
             client,
             dimension=dimension if own_dimension is None else own_dimension,
             prefix=prefix,

@@ -1,4 +1,4 @@
-"""The retried calls of OpenSearchIndex: `_bulk` (cut into byte batches, halved when a domain refuses one
+"""The retried calls, a part of OpenSearchIndex: `_bulk` (cut into byte batches, halved when a domain refuses one
 as too large, throttled items resent by opensearch-py's `helpers.streaming_bulk`), `_msearch` (throttled or
 failed items run again by tenacity: opensearch-py has no helper for those) and `_mget` (real time, for
 reads and for the compare-and-set writes). All paced by one RetryPolicy (client.py)."""
@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from core.errors import PayloadTooLargeError, QuarryError, UnavailableError
-from infra.opensearch import bodies, responses
+from infra.opensearch import bodies, query_bodies, responses
 from infra.opensearch.client import RetryPolicy
 from infra.opensearch.errors import (
     BACKEND,
@@ -40,19 +40,34 @@ class _TooLarge(Exception):
     """A `_bulk` request the cluster refused as too large (HTTP 413)."""
 
 
-class IndexCalls(IndexLifecycle):
-    """Mixed into OpenSearchIndex, whose constructor sets these attributes."""
+class IndexCalls:
+    """The retried calls, a part of OpenSearchIndex (see module docstring): the client's requests through
+    the alias, the index made ready first by the lifecycle part."""
 
-    _refresh: Refresh
-    _retry: RetryPolicy
-    _sleep: Callable[[float], None]  # tenacity's waits between `_msearch` attempts (tests record them)
-    _max_bulk_bytes: int
-    _write_params: dict[str, Any]  # every `_bulk`'s wait_for_active_shards and timeouts
+    def __init__(
+        self,
+        client: Any,
+        lifecycle: IndexLifecycle,
+        refresh: Refresh,
+        retry: RetryPolicy,
+        sleep: Callable[[float], None],
+        max_bulk_bytes: int,
+        write_params: dict[str, Any],
+    ) -> None:
+        """`sleep`: tenacity's waits between `_msearch` attempts (tests record them); `write_params`: every
+        `_bulk`'s wait_for_active_shards and timeouts (build_opensearch_index)."""
+        self._client = client
+        self._lifecycle = lifecycle
+        self._alias = lifecycle.alias
+        self._refresh = refresh
+        self._retry = retry
+        self._sleep = sleep
+        self._max_bulk_bytes = max_bulk_bytes
+        self._write_params = write_params
 
-    def _bulk(self, writes: Sequence[Write]) -> list[ItemResult]:
+    def bulk(self, writes: Sequence[Write]) -> list[ItemResult]:
         """Write in as many `_bulk` requests as the byte limit needs; one result per write, in order."""
-        if not self._ready:
-            self.ensure_index()
+        self._lifecycle.ensure_for_writes()
         sizes = [bodies.write_bytes(self._alias, *w) for w in writes]
         results: list[ItemResult] = []
         for batch in bodies.byte_batches(sizes, self._max_bulk_bytes):
@@ -82,7 +97,7 @@ class IndexCalls(IndexLifecycle):
         params: dict[str, Any] = dict(self._write_params)
         if self._refresh is not False:
             params["refresh"] = self._refresh
-        pairs = [bodies.write_pair(self._alias, *write, self._routed) for write in writes]
+        pairs = [bodies.write_pair(self._alias, *write, self._lifecycle.routed) for write in writes]
         # streaming_bulk yields resent items after the others: match answers to writes by document id
         answers: dict[str, list[Mapping[str, Any]]] = {}
         with translated():
@@ -108,27 +123,21 @@ class IndexCalls(IndexLifecycle):
         ordered = [answers[doc_id].pop(0) for doc_id, *_ in writes if answers.get(doc_id)]
         return responses.bulk_items({"items": ordered}, len(writes))
 
-    def _route(self, tenant_id: str) -> str | None:
-        """The routing value of the tenant's requests: the tenant on a routed index (layout.py), else none
-        (an existing index is read first: one made before routing is read and written without it)."""
-        self._ensure_for_reads()
-        return tenant_id if self._routed else None
-
-    def _msearch(
+    def msearch(
         self, searches: Sequence[dict[str, Any]], routing: str | None = None
     ) -> list[Mapping[str, Any] | QuarryError | None]:
         """Run searches in one `_msearch`: per search its result, None when the index does not exist yet,
         or the error that search alone failed with. Searches answered 429/5xx inside the 200 response are
         run again alone (tenacity: RetryPolicy's attempts, full-jitter exponential waits, a time budget)."""
-        self._ensure_for_reads()
+        self._lifecycle.ensure_for_reads()
         items: list[Mapping[str, Any]] = [{} for _ in searches]
         pending = list(range(len(searches)))
 
         def attempt() -> list[int]:
             nonlocal pending
-            lines = bodies.msearch_lines(self._alias, [searches[p] for p in pending], routing)
+            lines = query_bodies.msearch_lines(self._alias, [searches[p] for p in pending], routing)
             with translated():
-                response = self._client.msearch(body=lines, filter_path=bodies.MSEARCH_FILTER_PATH)
+                response = self._client.msearch(body=lines, filter_path=query_bodies.MSEARCH_FILTER_PATH)
             for p, item in zip(pending, responses.msearch_items(response, len(pending)), strict=True):
                 items[p] = item
             # throttled, unavailable, or answered from some shards only: asked again (a replica is promoted
@@ -141,8 +150,10 @@ class IndexCalls(IndexLifecycle):
             return pending
 
         self._item_retrying()(attempt)
-        if self._live_index is not None and responses.hit_indices(items) - {self._live_index}:
-            self.recheck_model()  # answered by another generation: a reindex swapped the alias
+        if self._lifecycle.live_index is not None and responses.hit_indices(items) - {
+            self._lifecycle.live_index
+        }:
+            self._lifecycle.recheck_model()  # answered by another generation: a reindex swapped the alias
         return [self._search_result(item) for item in items]
 
     def _item_retrying(self) -> Any:
@@ -178,16 +189,16 @@ class IndexCalls(IndexLifecycle):
         if status == 400 and responses.is_dimension_error(item.get("error")):
             # A query vector of the model a reindex just swapped out: no vector hits, and the next call
             # reads the new generation's model (SearchService then embeds again with it).
-            self.recheck_model()
+            self._lifecycle.recheck_model()
             return None
         return classify(status, error_type, reason)
 
-    def _fetch(
+    def fetch(
         self, tenant_id: str, doc_ids: Sequence[str], with_chunks: bool = False, vectors_only: bool = False
     ) -> list[Mapping[str, Any]]:
         from opensearchpy.exceptions import NotFoundError
 
-        routing = [self._route(tenant_id)] * len(doc_ids)
+        routing = [self._lifecycle.route(tenant_id)] * len(doc_ids)
         with translated():
             try:
                 body = bodies.mget_body(doc_ids, with_chunks, routing=routing, vectors_only=vectors_only)
@@ -198,18 +209,37 @@ class IndexCalls(IndexLifecycle):
                 raise
         return responses.mget_sources(response)
 
-    def _fetch_for_write(self, docs: Sequence[tuple[str, str]], read: str) -> dict[str, responses.StoredDoc]:
+    def fetch_for_write(self, docs: Sequence[tuple[str, str]], read: str) -> dict[str, responses.StoredDoc]:
         """The stored documents among `docs` ((tenant, doc id) pairs; `read`: "version", "entity" or "all"
         of each), with `_seq_no`/`_primary_term`; `_mget` is real time: it sees every write, refreshed or
         not."""
-        if not self._ready:
-            self.ensure_index()
+        self._lifecycle.ensure_for_writes()
         body = bodies.mget_body(
             [doc_id for _, doc_id in docs],
             with_chunks=read == "all",
             version_only=read == "version",
-            routing=[self._route(tenant) for tenant, _ in docs],
+            routing=[self._lifecycle.route(tenant) for tenant, _ in docs],
         )
         with translated():
             response = self._client.mget(body=body, index=self._alias)
         return responses.mget_docs(response)
+
+    def fetch_for_touch(self, tenant_id: str, doc_ids: Sequence[str]) -> dict[str, responses.StoredDoc]:
+        """What a touch needs of each document (bodies.TOUCH_FIELDS), real time, with its generation."""
+        self._lifecycle.ensure_for_writes()
+        with translated():
+            response = self._client.mget(
+                body=bodies.touch_read_body(doc_ids, self._lifecycle.route(tenant_id)), index=self._alias
+            )
+        return responses.mget_docs(response)
+
+    def bulk_pairs(self, pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> list[ItemResult]:
+        """One `_bulk` of ready action/source pairs; one result per pair, in order."""
+        if not pairs:
+            return []
+        params: dict[str, Any] = dict(self._write_params)
+        if self._refresh is not False:
+            params["refresh"] = self._refresh
+        with translated():
+            response = self._client.bulk(body=[line for pair in pairs for line in pair], **params)
+        return responses.bulk_items(response, len(pairs))

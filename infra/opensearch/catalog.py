@@ -1,19 +1,21 @@
-"""The read-back and erase half of `OpenSearchIndex`: listing a tenant's entities newest first (sorted
+"""The read-back and erase part of `OpenSearchIndex`: listing a tenant's entities newest first (sorted
 search with `search_after` on keyword fields), their embedding status (`_mget` with chunks) and purging a
 tenant (`_delete_by_query`, refreshed, so a search right after sees nothing of it)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from core.errors import UnavailableError
 from core.indexing.catalog import EmbeddingStatus, EntityPosition
 from core.models import EntityKey, Filters, LexicalQuery, StoredEntity
 from core.search.filters import COLUMN_FIELDS
-from infra.opensearch import bodies, documents
+from infra.opensearch import documents, query_bodies
 from infra.opensearch import mapping as m
+from infra.opensearch.calls import IndexCalls
 from infra.opensearch.errors import BACKEND, INDEX_MISSING, UNAVAILABLE_RETRY_AFTER, error_parts, translated
+from infra.opensearch.lifecycle import IndexLifecycle
 from infra.opensearch.responses import partial
 
 LISTING_SORT = ("created_at", m.ENTITY_TYPE, m.ENTITY_ID)  # all keyword fields: exact string order
@@ -59,23 +61,18 @@ def _whole(response: Mapping[str, Any], what: str) -> None:
         raise UnavailableError(BACKEND, f"{what} answered partially: {why}", UNAVAILABLE_RETRY_AFTER)
 
 
-class _IndexParts(Protocol):
-    _client: Any
-    _alias: str
-    _refresh: Any
-
-    def _fetch(
-        self, tenant_id: str, doc_ids: Sequence[str], with_chunks: bool = False
-    ) -> list[Mapping[str, Any]]: ...
-
-    def _route(self, tenant_id: str) -> str | None: ...
-
-
 class OpenSearchCatalog:
-    """Mixin of OpenSearchIndex: `list_entities`, `embedding_status`, `purge_tenant`, `facets`."""
+    """The catalog, a part of OpenSearchIndex: `list_entities`, `embedding_status`, `purge_tenant`,
+    `facets`."""
+
+    def __init__(self, client: Any, calls: IndexCalls, lifecycle: IndexLifecycle) -> None:
+        self._client = client
+        self._calls = calls
+        self._lifecycle = lifecycle
+        self._alias = lifecycle.alias
 
     def facets(
-        self: _IndexParts,
+        self,
         tenant_id: str,
         query: LexicalQuery | None,
         filters: Filters,
@@ -83,7 +80,7 @@ class OpenSearchCatalog:
         size: int,
     ) -> dict[str, dict[str, int]]:
         """Entities per value of each field among the query's matches (core/ports.py SearchIndex.facets):
-        one search, no hits, a `terms` aggregation per field (bodies.facets_body)."""
+        one search, no hits, a `terms` aggregation per field (query_bodies.facets_body)."""
         from opensearchpy.exceptions import NotFoundError
 
         if not fields:
@@ -92,8 +89,8 @@ class OpenSearchCatalog:
             try:
                 response = self._client.search(
                     index=self._alias,
-                    body=bodies.facets_body(tenant_id, query, filters, fields, size),
-                    routing=self._route(tenant_id),
+                    body=query_bodies.facets_body(tenant_id, query, filters, fields, size),
+                    routing=self._lifecycle.route(tenant_id),
                 )
             except NotFoundError as exc:
                 if error_parts(exc.info)[0] == INDEX_MISSING:
@@ -109,7 +106,7 @@ class OpenSearchCatalog:
         return out
 
     def list_entities(
-        self: _IndexParts, tenant_id: str, entity_type: str | None, limit: int, after: EntityPosition | None
+        self, tenant_id: str, entity_type: str | None, limit: int, after: EntityPosition | None
     ) -> list[StoredEntity]:
         """Live entities newest first by (created_at, entity_type, entity_id) descending, after `after`."""
         from opensearchpy.exceptions import NotFoundError
@@ -121,7 +118,7 @@ class OpenSearchCatalog:
                 response = self._client.search(
                     index=self._alias,
                     body=listing_body(tenant_id, entity_type, limit, after),
-                    routing=self._route(tenant_id),
+                    routing=self._lifecycle.route(tenant_id),
                 )
             except NotFoundError as exc:
                 if error_parts(exc.info)[0] == INDEX_MISSING:
@@ -132,14 +129,14 @@ class OpenSearchCatalog:
         found = (documents.stored_entity(h["_source"]) for h in hits)
         return [e for e in found if e.tenant_id == tenant_id and not e.deleted]
 
-    def embedding_status(
-        self: _IndexParts, tenant_id: str, keys: Sequence[EntityKey]
-    ) -> dict[EntityKey, EmbeddingStatus]:
+    def embedding_status(self, tenant_id: str, keys: Sequence[EntityKey]) -> dict[EntityKey, EmbeddingStatus]:
         """Chunk and embedded-chunk counts of the live entities among `keys`."""
         unique = sorted(set(keys))
         if not unique:
             return {}
-        found = self._fetch(tenant_id, [documents.doc_id(tenant_id, k) for k in unique], with_chunks=True)
+        found = self._calls.fetch(
+            tenant_id, [documents.doc_id(tenant_id, k) for k in unique], with_chunks=True
+        )
         out: dict[EntityKey, EmbeddingStatus] = {}
         for source in found:
             if source.get(m.TENANT) == tenant_id and not source.get(m.DELETED):
@@ -147,7 +144,7 @@ class OpenSearchCatalog:
                 out[entity.key] = chunk_status(source)
         return out
 
-    def purge_tenant(self: _IndexParts, tenant_id: str) -> int:
+    def purge_tenant(self, tenant_id: str) -> int:
         """Delete every document of the tenant (tombstones too) and refresh, so searches see it gone.
 
         Refreshed first: `_delete_by_query` deletes what a search finds, and a document indexed since the
@@ -161,7 +158,7 @@ class OpenSearchCatalog:
                     index=self._alias,
                     body=purge_body(tenant_id),
                     params={"refresh": "true", "conflicts": "proceed"},
-                    routing=self._route(tenant_id),
+                    routing=self._lifecycle.route(tenant_id),
                 )
             except NotFoundError as exc:
                 if error_parts(exc.info)[0] == INDEX_MISSING:

@@ -1,4 +1,4 @@
-"""The index lifecycle of OpenSearchIndex: create the template, the first index and its alias on first use,
+"""The index lifecycle, a part of OpenSearchIndex: create the template, the first index and its alias on first use,
 check an existing index's layout on a cold start (and write nothing), drop an index (evaluation, tests),
 and follow a `quarry reindex`: the generation behind the alias records the model that built it (mapping
 `_meta`), which this process adopts (its dimension here, its folder for the SwitchingEmbedder)."""
@@ -20,21 +20,77 @@ _log = logging.getLogger(__name__)
 
 
 class IndexLifecycle:
-    """Mixed into OpenSearchIndex, whose constructor sets these attributes."""
+    """The part of OpenSearchIndex that knows the live generation behind the alias (see module docstring);
+    the other parts ask it, never read its fields."""
 
-    _client: Any
-    _alias: str
-    _prefix: str
-    _dimension: int
-    _ready: bool
-    _model_dir: str | None  # the model folder of the live generation (None: the configured model)
-    _live_index: str | None  # the concrete index behind the alias when last checked
-    _model_checked: float  # monotonic time of that check
-    _model_check_seconds: float
-    _monotonic: Callable[[], float]
-    _display_values: bool  # the live index keeps what results show in doc values (mapping.TITLE_VALUE)
-    _layout: Layout  # of the generations this process creates
-    _routed: bool  # the live index requires routing by tenant
+    def __init__(
+        self,
+        client: Any,
+        dimension: int,
+        prefix: str,
+        layout: Layout,
+        auto_create: bool,
+        model_check_seconds: float,
+        monotonic: Callable[[], float],
+    ) -> None:
+        """`layout`: of the generations this process creates; `auto_create`: create the index on the first
+        write (else it must exist); `model_check_seconds`: how often the live generation's model is read."""
+        self._client = client
+        self._prefix = prefix
+        self._alias = prefix
+        self._dimension = dimension
+        self._layout = layout
+        self._ready = not auto_create
+        self._model_dir: str | None = None  # the model folder of the live generation (None: the configured)
+        self._live_index: str | None = None  # the concrete index behind the alias when last checked
+        self._model_checked = -math.inf  # monotonic time of that check
+        self._model_check_seconds = model_check_seconds
+        self._monotonic = monotonic
+        # The live index keeps what results show in doc values (mapping.TITLE_VALUE): one this adapter
+        # creates has them; an older one is read in _adopt.
+        self._display_values = True
+        self._routed = layout.routed  # the live index requires routing by tenant, once read (_adopt)
+
+    @property
+    def alias(self) -> str:
+        """The alias every read and write goes through."""
+        return self._alias
+
+    @property
+    def layout(self) -> Layout:
+        """The layout of the index generations this adapter creates."""
+        return self._layout
+
+    @property
+    def dimension(self) -> int:
+        """The vector dimension of the live generation (the configured one until it is read)."""
+        return self._dimension
+
+    @property
+    def display_values(self) -> bool:
+        """The live index keeps what results show in doc values (mapping.TITLE_VALUE)."""
+        return self._display_values
+
+    @property
+    def routed(self) -> bool:
+        """The live index requires routing by tenant (layout.py)."""
+        return self._routed
+
+    @property
+    def live_index(self) -> str | None:
+        """The concrete index behind the alias when last checked (None: not read yet)."""
+        return self._live_index
+
+    def route(self, tenant_id: str) -> str | None:
+        """The routing value of the tenant's requests: the tenant on a routed index (layout.py), else none
+        (an existing index is read first: one made before routing is read and written without it)."""
+        self.ensure_for_reads()
+        return tenant_id if self._routed else None
+
+    def ensure_for_writes(self) -> None:
+        """Before a write: the index exists (created on first use)."""
+        if not self._ready:
+            self.ensure_index()
 
     def live_model_dir(self) -> str | None:
         """The model folder the generation behind the alias was built with (None: the configured model),
@@ -123,7 +179,7 @@ class IndexLifecycle:
                 )
                 raise ConfigurationError(message, {"QUARRY_OPENSEARCH_INDEX_PREFIX": message})
 
-    def _ensure_for_reads(self) -> None:
+    def ensure_for_reads(self) -> None:
         """Before the first search: check an existing index's layout (a missing one reads as empty)."""
         if self._ready:
             return

@@ -11,8 +11,8 @@ from typing import Any
 from core.errors import UnavailableError
 from core.models import Candidate, EntityKey, WriteOutcome
 from infra.opensearch import mapping as m
-from infra.opensearch.bodies import INNER_HITS_NAME
 from infra.opensearch.errors import BACKEND, INDEX_MISSING, UNAVAILABLE_RETRY_AFTER, error_parts
+from infra.opensearch.query_bodies import INNER_HITS_NAME
 
 # "[id]: version conflict, current version [12] is higher or equal to the one provided [10]"
 # (OpenSearch VersionType.EXTERNAL.explainConflictForWrites).

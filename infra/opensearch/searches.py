@@ -1,4 +1,4 @@
-"""The searches of OpenSearchIndex: every lexical (BM25 over the boosted tiers) and vector (cosine k-NN)
+"""The searches, a part of OpenSearchIndex: every lexical (BM25 over the boosted tiers) and vector (cosine k-NN)
 list a search or a context assembly needs, in ONE `_msearch` round trip; results read back into
 candidates (responses.py), completed from `_source` where doc values could not show them whole."""
 
@@ -19,16 +19,22 @@ from core.models import (
     LexicalQuery,
     Vector,
 )
-from infra.opensearch import bodies, documents, mapping, responses
+from infra.opensearch import documents, mapping, query_bodies, responses
 from infra.opensearch.calls import IndexCalls
+from infra.opensearch.lifecycle import IndexLifecycle
 
 _log = logging.getLogger(__name__)
 Search = tuple[int, str, int, dict[str, Any]]  # spec position, kind, k, body
 Lists = list[dict[str, list[Candidate]]]  # per spec: "lexical" and "vector" candidates
 
 
-class IndexSearches(IndexCalls):
-    """Mixed into OpenSearchIndex: lexical, vector and retrieve(_many) (see module docstring)."""
+class IndexSearches:
+    """The searches, a part of OpenSearchIndex: lexical, vector and retrieve(_many) (see module
+    docstring)."""
+
+    def __init__(self, calls: IndexCalls, lifecycle: IndexLifecycle) -> None:
+        self._calls = calls
+        self._lifecycle = lifecycle
 
     def lexical(self, tenant_id: str, query: LexicalQuery, filters: Filters, k: int) -> list[Candidate]:
         """BM25 over the boosted tiers, best chunk per entity, at most k."""
@@ -59,7 +65,7 @@ class IndexSearches(IndexCalls):
         searches = self._searches(tenant_id, specs)
         lists: Lists = [{"lexical": [], "vector": []} for _ in specs]
         if searches:
-            results = self._msearch([body for *_, body in searches], self._route(tenant_id))
+            results = self._calls.msearch([body for *_, body in searches], self._lifecycle.route(tenant_id))
             failed = [r for r in results if isinstance(r, QuarryError)]
             unavailable = [r for r in failed if isinstance(r, UnavailableError)]
             if unavailable or (failed and len(failed) == len(results)):
@@ -74,27 +80,33 @@ class IndexSearches(IndexCalls):
         (a vector list wanted for its ranking only, on an index with display values)."""
         searches: list[Search] = []
         for n, spec in enumerate(specs):
-            k = bodies.clamp(spec.k)
+            k = query_bodies.clamp(spec.k)
             if spec.query is not None and not spec.query.empty and k > 0:
-                body = bodies.lexical_body(tenant_id, spec.query, spec.filters, k, self._display_values)
+                body = query_bodies.lexical_body(
+                    tenant_id, spec.query, spec.filters, k, self._lifecycle.display_values
+                )
                 searches.append((n, "lexical", k, body))
             vector = spec.embedding
             if vector is not None and k > 0 and self._matches_dimension(vector) and any(vector):
-                if spec.vector_ranking_only and self._display_values:
-                    body = bodies.vector_ranking_body(tenant_id, vector, spec.filters, k)
+                if spec.vector_ranking_only and self._lifecycle.display_values:
+                    body = query_bodies.vector_ranking_body(tenant_id, vector, spec.filters, k)
                     searches.append((n, "ranking", k, body))
                 else:
-                    body = bodies.vector_body(tenant_id, vector, spec.filters, k, self._display_values)
+                    body = query_bodies.vector_body(
+                        tenant_id, vector, spec.filters, k, self._lifecycle.display_values
+                    )
                     searches.append((n, "vector", k, body))
         return searches
 
     def _matches_dimension(self, embedding: Vector) -> bool:
         """A query vector of another dimension finds nothing (as in the local index), and is logged."""
-        if len(embedding) == self._dimension:
+        if len(embedding) == self._lifecycle.dimension:
             return True
-        self.recheck_model()  # the query's model may be the one a reindex just swapped in (or out)
+        self._lifecycle.recheck_model()  # the query's model may be the one a reindex just swapped in (or out)
         _log.warning(
-            "query vector has %d dimensions, the index %d: no vector results", len(embedding), self._dimension
+            "query vector has %d dimensions, the index %d: no vector results",
+            len(embedding),
+            self._lifecycle.dimension,
         )
         return False
 
@@ -103,7 +115,7 @@ class IndexSearches(IndexCalls):
         value too long for a doc value, or a document an older writer wrote)."""
         sources = {
             documents.stored_entity(s).key: s
-            for s in self._fetch(
+            for s in self._calls.fetch(
                 tenant_id, [documents.doc_id(tenant_id, k) for k in sorted(keys)], with_chunks=True
             )
             if s.get(mapping.TENANT) == tenant_id

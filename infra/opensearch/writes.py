@@ -1,4 +1,4 @@
-"""The writes of OpenSearchIndex: one document per entity, written compare-and-set — each document is read
+"""The writes, a part of OpenSearchIndex: one document per entity, written compare-and-set — each document is read
 (`_mget`, real time), a `Build` decides what the write makes of it, and the `_bulk` writes only if the
 document is unchanged since the read; a write that lost to another in between is decided again."""
 
@@ -12,7 +12,8 @@ from core.models import EntityKey, EntityRecord, Placement, WriteOutcome
 from core.ports import MetadataTouch
 from infra.opensearch import bodies, documents, mapping, responses
 from infra.opensearch.calls import IndexCalls, Write
-from infra.opensearch.errors import BACKEND, UNAVAILABLE_RETRY_AFTER, classify, translated
+from infra.opensearch.errors import BACKEND, UNAVAILABLE_RETRY_AFTER, classify
+from infra.opensearch.lifecycle import IndexLifecycle
 from infra.opensearch.responses import ItemResult
 
 # What a write makes of the stored document (None: none yet): the new `_source`, or the outcome without
@@ -22,8 +23,13 @@ CAS_ROUNDS = 16  # read-decide-write rounds per write before giving up under con
 # to a write that landed in between, so a round that fails means another writer made progress)
 
 
-class IndexWrites(IndexCalls):
-    """Mixed into OpenSearchIndex: upsert, metadata updates and tombstones (see module docstring)."""
+class IndexWrites:
+    """The writes, a part of OpenSearchIndex: upsert, metadata updates and tombstones (see module
+    docstring)."""
+
+    def __init__(self, calls: IndexCalls, lifecycle: IndexLifecycle) -> None:
+        self._calls = calls
+        self._lifecycle = lifecycle
 
     def upsert_many(self, records: Sequence[EntityRecord]) -> list[WriteOutcome]:
         """Upsert many entity versions (one `_mget` and one `_bulk` per round); one outcome per record."""
@@ -72,7 +78,7 @@ class IndexWrites(IndexCalls):
             if not pending:
                 break
             ids = [documents.doc_id(tenant_id, touches[p].key) for p in pending]
-            stored = self._read_for_touch(tenant_id, ids)
+            stored = self._calls.fetch_for_touch(tenant_id, ids)
             pairs, positions = [], []
             for p, doc_id in zip(pending, ids, strict=True):
                 found = stored.get(doc_id)
@@ -80,14 +86,16 @@ class IndexWrites(IndexCalls):
                     outcomes[p] = WriteOutcome.NOT_FOUND
                     continue
                 fields = documents.for_layout(
-                    _touched(found.source, touches[p].changes), self._display_values
+                    _touched(found.source, touches[p].changes), self._lifecycle.display_values
                 )
                 pairs.append(
-                    bodies.touch_pair(found.index, doc_id, found.seq, fields, self._route(tenant_id))
+                    bodies.touch_pair(
+                        found.index, doc_id, found.seq, fields, self._lifecycle.route(tenant_id)
+                    )
                 )
                 positions.append(p)
             pending = []
-            for p, item in zip(positions, self._bulk_pairs(pairs), strict=True):
+            for p, item in zip(positions, self._calls.bulk_pairs(pairs), strict=True):
                 if item.ok:
                     outcomes[p] = WriteOutcome.APPLIED
                 elif item.conflict:
@@ -101,27 +109,6 @@ class IndexWrites(IndexCalls):
                 BACKEND, f"{len(pending)} touches kept losing to concurrent writes", UNAVAILABLE_RETRY_AFTER
             )
         return [o for o in outcomes if o is not None]
-
-    def _read_for_touch(self, tenant_id: str, doc_ids: Sequence[str]) -> dict[str, responses.StoredDoc]:
-        """What a touch needs of each document (bodies.TOUCH_FIELDS), real time, with its generation."""
-        if not self._ready:
-            self.ensure_index()
-        with translated():
-            response = self._client.mget(
-                body=bodies.touch_read_body(doc_ids, self._route(tenant_id)), index=self._alias
-            )
-        return responses.mget_docs(response)
-
-    def _bulk_pairs(self, pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> list[ItemResult]:
-        """One `_bulk` of ready action/source pairs; one result per pair, in order."""
-        if not pairs:
-            return []
-        params: dict[str, Any] = dict(self._write_params)
-        if self._refresh is not False:
-            params["refresh"] = self._refresh
-        with translated():
-            response = self._client.bulk(body=[line for pair in pairs for line in pair], **params)
-        return responses.bulk_items(response, len(pairs))
 
     def delete(self, tenant_id: str, key: EntityKey, version: int | None) -> WriteOutcome:
         """Replace the entity by a tombstone at `version` (stored + 1 when None); see SearchIndex.delete.
@@ -153,7 +140,7 @@ class IndexWrites(IndexCalls):
         outcomes: list[WriteOutcome | None] = [None] * len(jobs)
         pending = list(range(len(jobs)))
         for _ in range(CAS_ROUNDS):
-            stored = self._fetch_for_write([jobs[p][:2] for p in pending], read)
+            stored = self._calls.fetch_for_write([jobs[p][:2] for p in pending], read)
             writes: list[Write] = []
             positions: list[int] = []
             for p in pending:
@@ -163,11 +150,11 @@ class IndexWrites(IndexCalls):
                 if isinstance(decided, WriteOutcome):
                     outcomes[p] = decided
                     continue
-                source = documents.for_layout(decided, self._display_values)
+                source = documents.for_layout(decided, self._lifecycle.display_values)
                 writes.append((doc_id, found.seq if found else None, source))
                 positions.append(p)
             pending = []
-            for p, item in zip(positions, self._bulk(writes) if writes else [], strict=True):
+            for p, item in zip(positions, self._calls.bulk(writes) if writes else [], strict=True):
                 if item.ok:
                     outcomes[p] = WriteOutcome.APPLIED
                 elif item.conflict:
@@ -185,7 +172,7 @@ class IndexWrites(IndexCalls):
         generation a reindex just swapped out: a 503 to retry (this process follows the new model by
         then), never the caller's 400."""
         if item.status == 400 and item.dimension_mismatch:
-            self.recheck_model()
+            self._lifecycle.recheck_model()
             return UnavailableError(
                 BACKEND, f"the index was reindexed with another embedding model: {item.reason}", 1
             )
@@ -193,11 +180,11 @@ class IndexWrites(IndexCalls):
 
     def _check_dimension(self, record: EntityRecord) -> None:
         for chunk in record.chunks:
-            if chunk.embedding is not None and len(chunk.embedding) != self._dimension:
+            if chunk.embedding is not None and len(chunk.embedding) != self._lifecycle.dimension:
                 path = f"chunks.{chunk.chunk_no}.embedding"
                 raise InvalidInputError(
-                    f"embedding has {len(chunk.embedding)} dimensions, the index expects {self._dimension}",
-                    {path: f"must have {self._dimension} dimensions"},
+                    f"embedding has {len(chunk.embedding)} dimensions, the index expects {self._lifecycle.dimension}",
+                    {path: f"must have {self._lifecycle.dimension} dimensions"},
                 )
 
 

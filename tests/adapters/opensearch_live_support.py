@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from infra.opensearch import OpenSearchIndex, build_client, mapping
+from infra.opensearch import OpenSearchIndex, build_client, build_opensearch_index, mapping
 from infra.settings import load_settings
 
 
@@ -26,7 +26,7 @@ def live_client(url: str) -> Any:
 @contextmanager
 def fresh_live_index(client: Any, dimension: int, **options: Any) -> Iterator[OpenSearchIndex]:
     prefix = f"quarry-test-{uuid.uuid4().hex[:10]}"
-    index = OpenSearchIndex(client, dimension=dimension, prefix=prefix, refresh=True, **options)
+    index = build_opensearch_index(client, dimension=dimension, prefix=prefix, refresh=True, **options)
     index.ensure_index()
     try:
         yield index

@@ -15,7 +15,7 @@ import pytest
 
 from core.models import EntityKey, Filters, LexicalQuery, MatchMode
 from infra.local.fts_tables import fts_table
-from infra.local.sqlite_index import SqliteIndex
+from infra.local.sqlite_index import SqliteIndex, build_sqlite_index
 from tests.adapters.search_index_contract import record
 
 ENGINES = ["fts5", "tantivy"]
@@ -70,7 +70,7 @@ def test_another_tenants_documents_do_not_move_a_tenants_score_for_a_rare_word(
     tmp_path: Path, engine: str
 ) -> None:
     """The score-shift probe: the victim writing 40 documents with the attacker's rare word."""
-    index = SqliteIndex(tmp_path / "i.db", keyword_engine=engine)
+    index = build_sqlite_index(tmp_path / "i.db", keyword_engine=engine)
     holds(index, ATTACKER, ["the zorbleflux report", "a plain note", "another plain note"], "a")
     before, during, after = probe(
         index, lambda: ranked(index, ATTACKER, words("zorbleflux")), ["zorbleflux again"] * 40
@@ -86,7 +86,7 @@ def test_planted_documents_cannot_tell_whether_another_tenant_holds_a_word(
     """The canary probe: a canary with the word asked about and a decoy with a word a little more frequent
     in the attacker's own documents. With shared statistics the canary ranked first exactly while no other
     tenant held the word."""
-    index = SqliteIndex(tmp_path / "i.db", keyword_engine=engine)
+    index = build_sqlite_index(tmp_path / "i.db", keyword_engine=engine)
     holds(index, ATTACKER, ["quixotry", "plainword", "plainword filler", "unrelated"], "a")
     before, during, after = probe(
         index, lambda: ranked(index, ATTACKER, words("quixotry", "plainword"), k=1), ["quixotry"] * 30
@@ -99,7 +99,7 @@ def test_planted_documents_cannot_tell_whether_another_tenant_holds_a_word(
 def test_prefix_expansion_comes_from_the_tenants_own_words(tmp_path: Path, engine: str) -> None:
     """Another tenant's many frequent words under the same prefix neither crowd the tenant's own word out
     of the expansion nor change its score."""
-    index = SqliteIndex(tmp_path / "i.db", keyword_engine=engine)
+    index = build_sqlite_index(tmp_path / "i.db", keyword_engine=engine)
     holds(index, ATTACKER, ["probzzz canary", "filler text", "more filler"], "a")
     prefix = LexicalQuery(("prob",), (), MatchMode.PREFIX)
     victim = [f"probe{i}x probe{i}x" for i in range(40) for _ in range(3)]
@@ -112,7 +112,7 @@ def test_prefix_expansion_comes_from_the_tenants_own_words(tmp_path: Path, engin
 def test_fuzzy_fallback_expands_to_the_tenants_own_words_only(tmp_path: Path, engine: str) -> None:
     """The fuzzy vocabulary is the tenant's: closer and more frequent words of another tenant do not take
     the places of its own."""
-    index = SqliteIndex(tmp_path / "i.db", keyword_engine=engine)
+    index = build_sqlite_index(tmp_path / "i.db", keyword_engine=engine)
     holds(index, ATTACKER, ["marmelade jar", "bread", "butter"], "a")
     fuzzy = LexicalQuery(("marmalade",), (), MatchMode.FUZZY)
     victim = [w for w in ["marmalade"] + [f"marmalad{c}" for c in "bcdfghijk"] for _ in range(3)]
@@ -154,8 +154,8 @@ def rankings(index: SqliteIndex, tenant: str) -> list[Ranking]:
 def test_a_tenants_scores_are_those_of_an_index_of_its_own_documents(tmp_path: Path, engine: str) -> None:
     """Interleaved with another tenant's writes and deletes of the same words, a tenant's rankings and
     scores equal those of an index that never held anything else."""
-    shared = SqliteIndex(tmp_path / "shared.db", keyword_engine=engine)
-    alone = SqliteIndex(tmp_path / "alone.db", keyword_engine=engine)
+    shared = build_sqlite_index(tmp_path / "shared.db", keyword_engine=engine)
+    alone = build_sqlite_index(tmp_path / "alone.db", keyword_engine=engine)
     for i, text in enumerate(ATTACKER_TEXTS):
         holds(shared, VICTIM, VICTIM_TEXTS, f"v{i}-")
         shared.upsert(record(ATTACKER, "memory", f"a{i}", text))
@@ -173,7 +173,7 @@ def test_writes_still_committing_are_ranked_with_the_tenants_own_statistics(tmp_
     """Read-your-writes on tantivy: while the index cannot commit, the chunks added since are ranked by FTS5
     beside the index's hits; another tenant's pending writes of the same word move none of those scores."""
     path = tmp_path / "i.db"
-    index = SqliteIndex(path, keyword_engine="tantivy")
+    index = build_sqlite_index(path, keyword_engine="tantivy")
     holds(index, ATTACKER, ["zorbleflux committed"] + [f"plain note {i}" for i in range(6)], "a")
     index.settle()
     fd = os.open(str(path) + ".tantivy.lock", os.O_RDWR)
@@ -194,22 +194,22 @@ def test_an_erased_tenant_leaves_no_statistics_behind(tmp_path: Path, engine: st
     """After DELETE /tenant the other tenants rank as if it never existed, its keyword table and index
     are gone, and if it writes again its statistics start from nothing."""
     path = tmp_path / "shared.db"
-    shared = SqliteIndex(path, keyword_engine=engine)
-    alone = SqliteIndex(tmp_path / "alone.db", keyword_engine=engine)
+    shared = build_sqlite_index(path, keyword_engine=engine)
+    alone = build_sqlite_index(tmp_path / "alone.db", keyword_engine=engine)
     for i, text in enumerate(ATTACKER_TEXTS):
         shared.upsert(record(ATTACKER, "memory", f"a{i}", text))
         alone.upsert(record(ATTACKER, "memory", f"a{i}", text))
     holds(shared, VICTIM, VICTIM_TEXTS * 3)
     assert shared.purge_tenant(VICTIM) == 3 * len(VICTIM_TEXTS)
     assert rankings(shared, ATTACKER) == rankings(alone, ATTACKER)
-    tables = [r[0] for r in shared._conn().execute("SELECT name FROM sqlite_master")]
+    tables = [r[0] for r in shared.store.conn().execute("SELECT name FROM sqlite_master")]
     fts_tables = [t for t in tables if t.startswith("idx_fts") and "_" not in t[len("idx_fts_") :]]
     assert len(fts_tables) == 1  # the attacker's keyword table alone
     if engine == "tantivy":
         tenants = [p for p in Path(str(path) + ".tantivy").iterdir() if p.is_dir()]
         assert len(tenants) == 1  # the attacker's index alone
     shared.upsert(record(VICTIM, "memory", "again", "river bank"))
-    fresh = SqliteIndex(tmp_path / "fresh.db", keyword_engine=engine)
+    fresh = build_sqlite_index(tmp_path / "fresh.db", keyword_engine=engine)
     fresh.upsert(record(VICTIM, "memory", "again", "river bank"))
     assert ranked(shared, VICTIM, words("river")) == ranked(fresh, VICTIM, words("river"))
 
@@ -220,13 +220,13 @@ def test_a_file_from_before_keeps_every_tenants_rows_in_tables_of_their_own(
     """A data file whose tenants shared one FTS5 table (the layout before) is split on first open: every
     tenant finds what it wrote, ranked with its own statistics, and the shared table is gone."""
     path = tmp_path / "old.db"
-    index = SqliteIndex(path, keyword_engine=engine)
+    index = build_sqlite_index(path, keyword_engine=engine)
     for i, (mine, theirs) in enumerate(zip(ATTACKER_TEXTS, VICTIM_TEXTS, strict=True)):
         index.upsert(record(ATTACKER, "memory", f"a{i}", mine))
         index.upsert(record(VICTIM, "memory", f"v{i}", theirs))
     index.settle()
     expected = {tenant: rankings(index, tenant) for tenant in (ATTACKER, VICTIM)}
-    conn = index._conn()
+    conn = index.store.conn()
     tables = [fts_table(ATTACKER), fts_table(VICTIM)]
     conn.executescript(  # the shared table and its vocabulary, as the schema had them
         "CREATE VIRTUAL TABLE idx_fts USING fts5 (scope, b3, b2, b1, "
@@ -238,8 +238,8 @@ def test_a_file_from_before_keeps_every_tenants_rows_in_tables_of_their_own(
         conn.execute(f"DROP TABLE {table}")
     del index, conn
 
-    reopened = SqliteIndex(path, keyword_engine=engine)
-    names = {r[0] for r in reopened._conn().execute("SELECT name FROM sqlite_master")}
+    reopened = build_sqlite_index(path, keyword_engine=engine)
+    names = {r[0] for r in reopened.store.conn().execute("SELECT name FROM sqlite_master")}
     assert "idx_fts" not in names and "idx_vocab" not in names
     assert set(tables) <= names
     for tenant, wanted in expected.items():

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from core.models import EntityKey
-from infra.local.sqlite_index import SqliteIndex
+from infra.local.sqlite_index import build_sqlite_index
 from infra.opensearch import documents
 from tests.adapters.memory_contract import TENANT, IntegrityContract, RelevanceContract, SupersessionContract
 from tests.adapters.opensearch_live_support import fresh_live_index, live_client
@@ -32,7 +32,7 @@ def c(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         return
     if request.param.startswith("sqlite"):
         engine = "tantivy" if request.param == "sqlite-tantivy" else "fts5"
-        index = SqliteIndex(tmp_path / "index.db", keyword_engine=engine)
+        index = build_sqlite_index(tmp_path / "index.db", keyword_engine=engine)
         yield fake_container(tmp_path, embedder=embedder, index=index)
         return
     client = live_client(request.getfixturevalue("opensearch_url"))

@@ -10,8 +10,8 @@ import pytest
 
 from core.errors import InvalidInputError
 from core.models import EntityKey, Filters, LexicalQuery, MatchMode, Placement, WriteOutcome
-from infra.opensearch import OpenSearchIndex, bodies, documents, mapping
-from infra.opensearch.bodies import INNER_HITS_NAME
+from infra.opensearch import OpenSearchIndex, build_opensearch_index, documents, mapping, query_bodies
+from infra.opensearch.query_bodies import INNER_HITS_NAME
 from tests.adapters.opensearch_fakes import FakeOpenSearch, search_response
 from tests.adapters.search_index_contract import DIM, record, unit
 
@@ -25,7 +25,7 @@ def server() -> FakeOpenSearch:
 
 @pytest.fixture
 def index(server: FakeOpenSearch) -> OpenSearchIndex:
-    return OpenSearchIndex(server, dimension=DIM, prefix="quarry", refresh="wait_for")
+    return build_opensearch_index(server, dimension=DIM, prefix="quarry", refresh="wait_for")
 
 
 def stored(server: FakeOpenSearch, tenant: str = "t", key: EntityKey = KEY) -> dict[str, Any]:
@@ -53,7 +53,7 @@ def test_the_first_write_creates_template_index_and_alias_once(
 def test_knn_derived_source_is_pinned_off_where_it_exists(version: str, pinned: bool) -> None:
     server = FakeOpenSearch()
     server.version_number = version
-    OpenSearchIndex(server, dimension=DIM).ensure_index()
+    build_opensearch_index(server, dimension=DIM).ensure_index()
     created = server.concrete["quarry-v1"]["settings"]["index"]
     template = server.templates["quarry-template"]["template"]["settings"]["index"]
     assert ("knn.derived_source.enabled" in created) is pinned and created == template
@@ -63,11 +63,11 @@ def test_knn_derived_source_is_pinned_off_where_it_exists(version: str, pinned: 
 def test_ensure_index_leaves_an_existing_alias_alone_and_tolerates_a_lost_race(
     server: FakeOpenSearch,
 ) -> None:
-    first = OpenSearchIndex(server, dimension=DIM)
+    first = build_opensearch_index(server, dimension=DIM)
     assert first.ensure_index() is True
     assert first.ensure_index() is False  # alias exists: nothing created
     server.aliases.clear()  # another container created the index between our check and our create
-    assert OpenSearchIndex(server, dimension=DIM).ensure_index() is False
+    assert build_opensearch_index(server, dimension=DIM).ensure_index() is False
     assert len(server.concrete) == 1
 
 
@@ -283,11 +283,11 @@ def test_metadata_updates_move_source_owner_and_namespace(
 
 
 def test_several_owners_filter_as_any_of_them() -> None:
-    clauses = bodies.filter_clauses("t", Filters(owners=("alice", "bob")))
+    clauses = query_bodies.filter_clauses("t", Filters(owners=("alice", "bob")))
     assert {"terms": {mapping.OWNER: ["alice", "bob"]}} in clauses
 
 
 def test_searches_wait_for_a_refresh_only_when_writes_do_not(server: FakeOpenSearch) -> None:
     """With refresh off a write shows in search only after the refresh interval: the cache must wait."""
-    assert OpenSearchIndex(server, dimension=DIM, refresh=False).visibility_delay_seconds == 1.0
-    assert OpenSearchIndex(server, dimension=DIM, refresh="wait_for").visibility_delay_seconds == 0.0
+    assert build_opensearch_index(server, dimension=DIM, refresh=False).visibility_delay_seconds == 1.0
+    assert build_opensearch_index(server, dimension=DIM, refresh="wait_for").visibility_delay_seconds == 0.0

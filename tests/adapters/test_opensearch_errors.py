@@ -12,7 +12,7 @@ from opensearchpy import exceptions as os_errors
 
 from core.errors import ConfigurationError, ConflictError, InvalidInputError, UnavailableError
 from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
-from infra.opensearch import OpenSearchIndex, RetryPolicy, build_client, build_index
+from infra.opensearch import OpenSearchIndex, RetryPolicy, build_client, build_index, build_opensearch_index
 from infra.opensearch.errors import translate, translated
 from infra.settings import Settings, load_settings
 from tests.adapters.opensearch_fakes import (
@@ -61,7 +61,7 @@ def stored_source() -> dict[str, Any]:
 
 def test_connection_errors_are_retried_then_reported_unavailable() -> None:
     client, attempts, _ = scripted([REFUSED] * 10, max_retries=3)
-    index = OpenSearchIndex(client, dimension=DIM)
+    index = build_opensearch_index(client, dimension=DIM)
     with pytest.raises(UnavailableError) as raised:
         index.get("t", [KEY])
     assert raised.value.backend == "opensearch" and "cannot connect" in raised.value.message
@@ -75,7 +75,7 @@ def test_throttling_and_gateway_errors_are_retried_until_an_answer_arrives() -> 
         mget_found(stored_source()),
     ]
     client, attempts, _ = scripted(script)
-    found = OpenSearchIndex(client, dimension=DIM, auto_create=False).get("t", [KEY])
+    found = build_opensearch_index(client, dimension=DIM, auto_create=False).get("t", [KEY])
     assert found[KEY].version == 3 and len(attempts) == 3
 
 
@@ -83,7 +83,7 @@ def test_timeouts_are_retried_and_reported_as_unavailable() -> None:
     timeout = os_errors.ConnectionTimeout("TIMEOUT", "read timed out", OSError("slow"))
     client, attempts, _ = scripted([timeout] * 3, max_retries=2)
     with pytest.raises(UnavailableError, match="timed out"):
-        OpenSearchIndex(client, dimension=DIM).get("t", [KEY])
+        build_opensearch_index(client, dimension=DIM).get("t", [KEY])
     assert len(attempts) == 3
 
 
@@ -106,7 +106,7 @@ def test_other_statuses_fail_at_once_as_the_matching_core_error(
     }
     client, attempts, sleeps = scripted([(status, body)] * 3)
     with pytest.raises(expected) as raised:
-        OpenSearchIndex(client, dimension=DIM).get("t", [KEY])
+        build_opensearch_index(client, dimension=DIM).get("t", [KEY])
     assert len(attempts) == 1 and sleeps == []
     assert error in raised.value.message and "why" in raised.value.message
 
@@ -115,7 +115,7 @@ def test_a_rejected_document_names_the_problem() -> None:
     reason = "failed to parse field [chunks.embedding] of type [knn_vector]"
     body = {"error": {"type": "mapper_parsing_exception", "reason": reason}, "status": 400}
     client, _, _ = scripted([(400, body)])
-    index = OpenSearchIndex(client, dimension=DIM, auto_create=False)
+    index = build_opensearch_index(client, dimension=DIM, auto_create=False)
     with pytest.raises(InvalidInputError) as raised:
         index.upsert(record("t", "memory", "a", "text", vec=unit(1, 0)))
     assert reason in raised.value.fields["opensearch"]
@@ -124,7 +124,7 @@ def test_a_rejected_document_names_the_problem() -> None:
 def test_zero_retries_means_one_attempt() -> None:
     client, attempts, sleeps = scripted([REFUSED] * 3, max_retries=0)
     with pytest.raises(UnavailableError):
-        OpenSearchIndex(client, dimension=DIM).get("t", [KEY])
+        build_opensearch_index(client, dimension=DIM).get("t", [KEY])
     assert len(attempts) == 1 and sleeps == []
 
 
@@ -165,7 +165,7 @@ def test_throttled_requests_ask_callers_to_come_back_sooner() -> None:
 def adapter(server: FakeOpenSearch, max_retries: int = 2) -> tuple[OpenSearchIndex, list[float]]:
     """The adapter with tenacity's waits between `_msearch` attempts recorded instead of slept."""
     sleeps: list[float] = []
-    index = OpenSearchIndex(
+    index = build_opensearch_index(
         server, dimension=DIM, retry=RetryPolicy(max_retries=max_retries), sleep=sleeps.append
     )
     return index, sleeps
@@ -438,5 +438,5 @@ def test_a_document_whose_shard_cannot_be_read_is_an_outage_not_a_missing_entity
     for call in (lambda i: i.get("t", [KEY]), lambda i: i.delete("t", KEY, None)):
         client, _, _ = scripted([(200, {"docs": [unreadable]})])
         with pytest.raises(UnavailableError) as raised:
-            call(OpenSearchIndex(client, dimension=DIM, auto_create=False))
+            call(build_opensearch_index(client, dimension=DIM, auto_create=False))
         assert "could not be read" in raised.value.message

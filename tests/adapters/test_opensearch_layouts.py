@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from core.models import EntityKey, Filters, LexicalQuery
-from infra.opensearch import OpenSearchIndex, mapping
+from infra.opensearch import OpenSearchIndex, build_opensearch_index, mapping
 from tests.adapters.opensearch_live_support import fresh_live_index, live_client
 from tests.adapters.search_index_contract import DIM, record, unit
 
@@ -54,7 +54,7 @@ def older_index(client: Any) -> Iterator[OpenSearchIndex]:
     chunk["text"].pop("copy_to")
     client.indices.create(index=mapping.index_name(prefix), body=body)
     try:
-        yield OpenSearchIndex(client, dimension=DIM, prefix=prefix, refresh=True)
+        yield build_opensearch_index(client, dimension=DIM, prefix=prefix, refresh=True)
     finally:
         client.indices.delete(index=mapping.index_name(prefix), ignore=404)
 
@@ -80,6 +80,6 @@ def test_a_process_configured_for_routing_reads_an_unrouted_index_as_it_was_writ
         keys = [EntityKey("memory", f"m{i}") for i in range(12)]  # over the three shards
         written.upsert_many([record("t", "memory", k.entity_id, f"harbor {k.entity_id}") for k in keys])
         # a new process whose configuration asks for routing: its first call is a read
-        reader = OpenSearchIndex(client, dimension=DIM, prefix=written.alias, layout=Layout(shards=3))
+        reader = build_opensearch_index(client, dimension=DIM, prefix=written.alias, layout=Layout(shards=3))
         assert sorted(reader.get("t", keys)) == sorted(keys)
         assert len(reader.lexical("t", LexicalQuery(("harbor",)), Filters(), 50)) == len(keys)

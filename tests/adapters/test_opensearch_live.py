@@ -27,7 +27,7 @@ import pytest
 
 from core.errors import ConfigurationError, PayloadTooLargeError
 from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
-from infra.opensearch import OpenSearchIndex, bodies, mapping
+from infra.opensearch import OpenSearchIndex, build_opensearch_index, mapping, query_bodies
 from tests.adapters.opensearch_live_support import fresh_live_index, live_client
 from tests.adapters.search_index_contract import DIM, lex, record, unit, vec
 
@@ -125,7 +125,7 @@ def test_the_template_covers_the_next_index_generation(live_index: OpenSearchInd
     mappings = client.indices.get_mapping(index=next_index)[next_index]["mappings"]
     embedding = mappings["properties"]["chunks"]["properties"]["embedding"]
     assert embedding["type"] == "knn_vector" and embedding["dimension"] == DIM
-    assert OpenSearchIndex(client, dimension=DIM, prefix=live_index.alias).ensure_index() is False
+    assert build_opensearch_index(client, dimension=DIM, prefix=live_index.alias).ensure_index() is False
 
 
 # -- what a real cluster breaks ----------------------------------------------------------------------
@@ -197,7 +197,7 @@ def test_an_entity_above_the_request_size_cap_is_the_callers_error(live_index: O
 
 
 def test_a_limit_above_the_domains_cap_halves_refused_bulks(live_index: OpenSearchIndex, client: Any) -> None:
-    generous = OpenSearchIndex(
+    generous = build_opensearch_index(
         client, dimension=DIM, prefix=live_index.alias, refresh=True, max_bulk_bytes=64 * 1024 * 1024
     )
     records = [_big(f"d{i}", 1024 * 1024) for i in range(14)]
@@ -209,7 +209,7 @@ def test_a_cold_start_on_an_existing_index_reads_its_mapping_and_leaves_the_temp
     live_index: OpenSearchIndex, client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     counter = _CountingTransport(client, monkeypatch)
-    assert OpenSearchIndex(client, dimension=DIM, prefix=live_index.alias).ensure_index() is False
+    assert build_opensearch_index(client, dimension=DIM, prefix=live_index.alias).ensure_index() is False
     assert [m for m, _ in counter.requests] == ["HEAD", "GET"]  # alias exists, its mapping: nothing written
 
 
@@ -217,7 +217,7 @@ def test_an_embedder_of_another_dimension_is_refused_as_a_configuration_error(
     live_index: OpenSearchIndex, client: Any
 ) -> None:
     live_index.upsert(record("t", "memory", "a", "eight dimensions"))
-    wider = OpenSearchIndex(client, dimension=DIM * 2, prefix=live_index.alias, refresh=True)
+    wider = build_opensearch_index(client, dimension=DIM * 2, prefix=live_index.alias, refresh=True)
     wide = record("t", "memory", "b", "sixteen dimensions", vec=np.ones(DIM * 2, dtype=np.float32) / 4)
     with pytest.raises(ConfigurationError) as raised:
         wider.upsert(wide)
@@ -232,12 +232,12 @@ def test_one_search_the_cluster_refuses_fails_only_its_own_list(
     live_index: OpenSearchIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     live_index.upsert(record("t", "memory", "a", "zero vectors are refused by cosine"))
-    original = bodies.vector_body
+    original = query_bodies.vector_body
 
     def zeroed(tenant_id: str, embedding: Any, filters: Filters, k: int, *rest: Any) -> dict[str, Any]:
         return original(tenant_id, np.zeros(DIM, dtype=np.float32), filters, k, *rest)  # cosinesimil: a 400
 
-    monkeypatch.setattr(bodies, "vector_body", zeroed)
+    monkeypatch.setattr(query_bodies, "vector_body", zeroed)
     got = live_index.retrieve("t", LexicalQuery(("cosine",)), unit(1, 0), Filters(), 5)
     assert [c.key.entity_id for c in got.lexical] == ["a"] and got.vector == ()
 
@@ -253,7 +253,7 @@ def test_a_metadata_update_never_overwrites_a_write_that_landed_after_its_read(
     """PUT v2 lands between the metadata update's read of v1 and its write of v3: v3 keeps v2's text."""
     key = EntityKey("task", "a")
     live_index.upsert(record("t", "task", "a", "first text", version=1, metadata={"status": "open"}))
-    other = OpenSearchIndex(client, dimension=DIM, prefix=live_index.alias, refresh=True)
+    other = build_opensearch_index(client, dimension=DIM, prefix=live_index.alias, refresh=True)
     original = client.mget
     raced: list[bool] = []
 

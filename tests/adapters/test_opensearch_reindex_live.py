@@ -23,7 +23,7 @@ from core.errors import UnavailableError
 from core.indexing.indexing_service import IndexingService
 from core.models import EntityKey
 from core.search.search_api import SearchRequest
-from infra.opensearch import mapping
+from infra.opensearch import build_opensearch_index, mapping
 from infra.opensearch.reindex import OpenSearchReindexer
 from infra.reindexing import reindex_opensearch, reindex_store
 from infra.switching_embedder import SwitchingEmbedder
@@ -365,8 +365,11 @@ def test_a_memory_use_read_before_the_swap_and_written_after_it_keeps_the_new_mo
         reindexer.swap()
         reindexer.settle()
 
-    c.index._client = SwapAfterRead(c.index._client, swap_and_settle)
-    c.index.touch_metadata("acme", [MetadataTouch(key, version, {"access_count": 1})])
+    # an index like the container's, over a client that lets the reindex swap after the read
+    touching = build_opensearch_index(
+        SwapAfterRead(live_client(opensearch_url), swap_and_settle), dimension=32, prefix=prefix, refresh=True
+    )
+    touching.touch_metadata("acme", [MetadataTouch(key, version, {"access_count": 1})])
     reindexer.drop_old()
     (stored,) = c.index.chunk_vectors("acme", [(key, 0)]).values()
     assert np.allclose(stored, -np.asarray(old), atol=1e-6), "the new model's vector was overwritten"

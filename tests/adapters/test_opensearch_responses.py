@@ -16,7 +16,7 @@ import pytest
 
 from core.models import EntityKey
 from infra.opensearch import documents, mapping, responses
-from infra.opensearch.bodies import INNER_HITS_NAME
+from infra.opensearch.query_bodies import INNER_HITS_NAME
 from tests.adapters import opensearch_spec as spec
 from tests.adapters.search_index_contract import record
 

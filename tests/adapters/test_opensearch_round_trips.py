@@ -14,7 +14,7 @@ import pytest
 from opensearchpy import OpenSearch
 
 from infra import wiring
-from infra.opensearch.index import OpenSearchIndex
+from infra.opensearch.index import build_opensearch_index
 from tests.adapters.opensearch_fakes import FakeConnection, search_response
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 
@@ -40,7 +40,9 @@ def traffic(tmp_path: Path, fake_embedder: FakeEmbedder) -> Iterator[tuple[list[
     CountingConnection.searches = searches  # type: ignore[attr-defined]
     client = OpenSearch(hosts=["http://127.0.0.1:9"], connection_class=CountingConnection, attempts=attempts)
     container = make_container(tmp_path / "data", fake_embedder)
-    container.override(index=OpenSearchIndex(client, dimension=fake_embedder.dimension, auto_create=False))
+    container.override(
+        index=build_opensearch_index(client, dimension=fake_embedder.dimension, auto_create=False)
+    )
     wiring.set_container(container)
     yield attempts, searches
     wiring.set_container(None)
@@ -66,7 +68,7 @@ def test_chunk_vectors_come_back_from_one_mget_of_the_stored_documents() -> None
     from tests.adapters.search_index_contract import DIM, record, unit
 
     server = FakeOpenSearch()
-    index = OpenSearchIndex(server, dimension=DIM)
+    index = build_opensearch_index(server, dimension=DIM)
     index.upsert(record("t", "document", "d", "x", chunks=["first part", "second part"]))
     d = EntityKey("document", "d")
     before = len(server.calls("mget"))

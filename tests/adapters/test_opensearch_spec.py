@@ -14,7 +14,7 @@ import pytest
 
 from core.models import EntityKey, Filters, LexicalQuery, MatchMode
 from core.search.filters import COMMON_FILTERS, parse_filters
-from infra.opensearch import bodies, documents, mapping
+from infra.opensearch import bodies, documents, mapping, query_bodies
 from infra.opensearch.layout import Layout
 from tests.adapters import opensearch_spec as spec
 from tests.adapters.opensearch_fakes import (
@@ -171,7 +171,7 @@ def test_mget_body_validates() -> None:
 @pytest.mark.parametrize("shape", sorted(QUERIES))
 def test_lexical_bodies_validate_for_every_mode_and_shape(mode: MatchMode, shape: str) -> None:
     query = LexicalQuery(QUERIES[shape].terms, QUERIES[shape].phrases, mode)
-    body = bodies.lexical_body("tenant-1", query, ALL_FILTERS, 20)
+    body = query_bodies.lexical_body("tenant-1", query, ALL_FILTERS, 20)
     assert_valid(body_schema(), body)
     assert_valid(spec.request_body_uri("_core", "search"), body)
 
@@ -179,9 +179,9 @@ def test_lexical_bodies_validate_for_every_mode_and_shape(mode: MatchMode, shape
 @pytest.mark.parametrize("name", sorted(ONE_FILTER_EACH))
 def test_every_filter_validates_in_both_queries_and_sits_inside_them(name: str) -> None:
     filters = ONE_FILTER_EACH[name]
-    lexical = bodies.lexical_body("tenant-1", LexicalQuery(("word",)), filters, 10)
-    vector = bodies.vector_body("tenant-1", unit(1, 2), filters, 10)
-    ranking = bodies.vector_ranking_body("tenant-1", unit(1, 2), filters, 10)
+    lexical = query_bodies.lexical_body("tenant-1", LexicalQuery(("word",)), filters, 10)
+    vector = query_bodies.vector_body("tenant-1", unit(1, 2), filters, 10)
+    ranking = query_bodies.vector_ranking_body("tenant-1", unit(1, 2), filters, 10)
     for body in (lexical, vector, ranking):
         assert_valid(body_schema(), body)
         assert "post_filter" not in body  # never filtered after retrieval
@@ -194,9 +194,9 @@ def test_every_filter_validates_in_both_queries_and_sits_inside_them(name: str) 
 
 
 def test_msearch_pairs_validate_as_one_round_trip() -> None:
-    lexical = bodies.lexical_body("t", LexicalQuery(("a",), ("b c",), MatchMode.FUZZY), ALL_FILTERS, 5)
-    vector = bodies.vector_body("t", np.linspace(-1, 1, 384).astype(np.float32), ALL_FILTERS, 5)
-    lines = bodies.msearch_lines("quarry", [lexical, vector])
+    lexical = query_bodies.lexical_body("t", LexicalQuery(("a",), ("b c",), MatchMode.FUZZY), ALL_FILTERS, 5)
+    vector = query_bodies.vector_body("t", np.linspace(-1, 1, 384).astype(np.float32), ALL_FILTERS, 5)
+    lines = query_bodies.msearch_lines("quarry", [lexical, vector])
     assert_valid(spec.request_body_uri("_core", "msearch", "application/x-ndjson"), lines)
     for header, body in zip(lines[0::2], lines[1::2], strict=True):
         assert_valid(spec.schema_uri("_core.msearch", "MultisearchHeader"), header)
@@ -212,8 +212,8 @@ def _mutate(body: dict[str, Any], change: Callable[[dict[str, Any]], None]) -> d
     return copied
 
 
-VECTOR = bodies.vector_body("t", unit(1, 0), ALL_FILTERS, 10)
-LEXICAL = bodies.lexical_body("t", LexicalQuery(("a",)), ALL_FILTERS, 10)
+VECTOR = query_bodies.vector_body("t", unit(1, 0), ALL_FILTERS, 10)
+LEXICAL = query_bodies.lexical_body("t", LexicalQuery(("a",)), ALL_FILTERS, 10)
 TEMPLATE = mapping.template_body("quarry", 8)
 ACTION = bodies.write_action("quarry", "id", (3, 1))
 MALFORMED = {

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from infra.local.sqlite_index import SqliteIndex
+from infra.local.sqlite_index import build_sqlite_index
 from tests.adapters.opensearch_live_support import fresh_live_index, live_client
 from tests.adapters.search_filter_contract import SearchFilterContract
 from tests.adapters.search_index_contract import DIM, SearchIndexContract
@@ -26,7 +26,7 @@ def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         return
     if request.param.startswith("sqlite"):
         engine = "tantivy" if request.param == "sqlite-tantivy" else "fts5"
-        yield SqliteIndex(tmp_path / "index.db", keyword_engine=engine)
+        yield build_sqlite_index(tmp_path / "index.db", keyword_engine=engine)
         return
     client = live_client(request.getfixturevalue("opensearch_url"))
     with fresh_live_index(client, DIM) as live:

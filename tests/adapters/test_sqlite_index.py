@@ -6,14 +6,14 @@ import threading
 from pathlib import Path
 
 from core.models import Filters, LexicalQuery
-from infra.local.sqlite_index import SqliteIndex
+from infra.local.sqlite_index import build_sqlite_index
 from infra.local.sqlite_store import READ_MMAP_BYTES
 from tests.adapters.search_index_contract import record, unit
 
 
 def test_a_second_process_sees_writes_and_refreshes_its_vector_cache(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
-    reader, writer = SqliteIndex(path), SqliteIndex(path)
+    reader, writer = build_sqlite_index(path), build_sqlite_index(path)
     writer.upsert(record("t", "memory", "a", "first", vec=unit(1, 0)))
     assert [c.key.entity_id for c in reader.vector("t", unit(1, 0), Filters(), 5)] == ["a"]
     writer.upsert(record("t", "memory", "b", "second", vec=unit(0, 1)))
@@ -21,7 +21,7 @@ def test_a_second_process_sees_writes_and_refreshes_its_vector_cache(tmp_path: P
 
 
 def test_concurrent_writers_and_readers_do_not_fail(tmp_path: Path) -> None:
-    index = SqliteIndex(tmp_path / "busy.db")
+    index = build_sqlite_index(tmp_path / "busy.db")
     errors: list[BaseException] = []
 
     def write(n: int) -> None:
@@ -48,7 +48,7 @@ def test_concurrent_writers_and_readers_do_not_fail(tmp_path: Path) -> None:
 
 
 def test_query_text_cannot_inject_fts_syntax(tmp_path: Path) -> None:
-    index = SqliteIndex(tmp_path / "i.db")
+    index = build_sqlite_index(tmp_path / "i.db")
     index.upsert(record("t", "memory", "a", 'quote " and star * and NEAR(x y)'))
     for term in ['"', "*", "NEAR(", "a OR b", "-x", "col:val"]:
         index.lexical("t", LexicalQuery((term,)), Filters(), 5)  # must not raise
@@ -56,8 +56,8 @@ def test_query_text_cannot_inject_fts_syntax(tmp_path: Path) -> None:
 
 def test_search_connections_read_through_a_memory_map(tmp_path: Path) -> None:
     # pages shared by every worker process through the OS instead of copied into each connection's cache
-    index = SqliteIndex(tmp_path / "quarry.db")
-    assert index._conn().execute("PRAGMA mmap_size").fetchone()[0] == READ_MMAP_BYTES
+    index = build_sqlite_index(tmp_path / "quarry.db")
+    assert index.store.conn().execute("PRAGMA mmap_size").fetchone()[0] == READ_MMAP_BYTES
 
 
 def test_reading_a_few_chunk_vectors_does_not_scan_the_tenant(tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_reading_a_few_chunk_vectors_does_not_scan_the_tenant(tmp_path: Path) ->
     # them up, not walk every chunk of the tenant (it did: ~80 ms for 2 chunks of a 10k-entity tenant).
     from core.models import EntityKey
 
-    index = SqliteIndex(tmp_path / "i.db")
+    index = build_sqlite_index(tmp_path / "i.db")
     index.upsert_many([record("t", "memory", f"m{i}", f"note {i}", vec=unit(1, i)) for i in range(400)])
     steps = 0
 
@@ -74,7 +74,7 @@ def test_reading_a_few_chunk_vectors_does_not_scan_the_tenant(tmp_path: Path) ->
         steps += 1
         return 0
 
-    conn = index._conn()
+    conn = index.store.conn()
     conn.set_progress_handler(count, 1)
     got = index.chunk_vectors("t", [(EntityKey("memory", "m7"), 0), (EntityKey("memory", "m300"), 0)])
     conn.set_progress_handler(None, 1)
@@ -87,7 +87,7 @@ def test_a_vector_list_for_its_ranking_only_keeps_keys_chunks_and_scores_without
 ) -> None:
     from core.models import CandidateQuery
 
-    index = SqliteIndex(tmp_path / "q.db")
+    index = build_sqlite_index(tmp_path / "q.db")
     for i, vec in enumerate([unit(1, 0), unit(1, 1), unit(0, 1)]):
         index.upsert(record("t", "memory", f"m{i}", f"text number {i}", vec=vec))
     full = index.vector("t", unit(1, 0.2), Filters(), 3)

@@ -18,7 +18,7 @@ import pytest
 
 from core.models import EntityKey, Filters, LexicalQuery
 from infra.local import vector_store
-from infra.local.sqlite_index import SqliteIndex
+from infra.local.sqlite_index import SqliteIndex, build_sqlite_index
 from tests.adapters.search_index_contract import DIM, record, unit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def meta(path: Path) -> dict:
 def test_an_updated_entity_is_found_by_its_new_text_and_vector_and_a_deleted_one_never(
     tmp_path: Path,
 ) -> None:
-    index = SqliteIndex(tmp_path / "i.db")
+    index = build_sqlite_index(tmp_path / "i.db")
     index.upsert(record("t", "memory", "a", "apples orchard", vec=unit(1, 0)))
     index.upsert(record("t", "memory", "b", "bananas plantation", vec=unit(0, 1)))
     assert vec_hits(index, unit(1, 0))[0] == "a"
@@ -60,7 +60,7 @@ def test_an_updated_entity_is_found_by_its_new_text_and_vector_and_a_deleted_one
 
 def test_a_write_extends_the_store_instead_of_rebuilding_it(tmp_path: Path) -> None:
     path = tmp_path / "i.db"
-    index = SqliteIndex(path)
+    index = build_sqlite_index(path)
     rng = np.random.default_rng(1)
     index.upsert_many([record("t", "memory", f"e{i}", f"note {i}", vec=rand_unit(rng)) for i in range(50)])
     vec_hits(index, unit(1, 0))
@@ -73,7 +73,7 @@ def test_a_write_extends_the_store_instead_of_rebuilding_it(tmp_path: Path) -> N
 
 
 def test_a_selective_filter_still_returns_k_results(tmp_path: Path) -> None:
-    index = SqliteIndex(tmp_path / "i.db")
+    index = build_sqlite_index(tmp_path / "i.db")
     rng = np.random.default_rng(2)
     records = [
         record(
@@ -101,7 +101,7 @@ def test_results_stay_right_after_tombstones_are_compacted(
 ) -> None:
     monkeypatch.setattr(vector_store, "COMPACT_MIN_DEAD", 10)
     path = tmp_path / "i.db"
-    index = SqliteIndex(path)
+    index = build_sqlite_index(path)
     rng = np.random.default_rng(3)
     vectors = {f"e{i}": rand_unit(rng) for i in range(60)}
     index.upsert_many([record("t", "memory", e, f"note {e}", vec=v) for e, v in vectors.items()])
@@ -131,7 +131,7 @@ def _check_hits(hits: list, floor: int, seen: int, errors: list[str]) -> int:
 
 
 def test_readers_during_writes_never_see_a_deleted_entity_or_an_older_version(tmp_path: Path) -> None:
-    index = SqliteIndex(tmp_path / "i.db")
+    index = build_sqlite_index(tmp_path / "i.db")
     rng = np.random.default_rng(4)
     index.upsert_many(
         [record("t", "memory", f"bg{i}", f"background {i}", vec=rand_unit(rng)) for i in range(200)]
@@ -168,10 +168,10 @@ def test_readers_during_writes_never_see_a_deleted_entity_or_an_older_version(tm
 
 WRITER = """
 import sys, numpy as np
-from infra.local.sqlite_index import SqliteIndex
+from infra.local.sqlite_index import SqliteIndex, build_sqlite_index
 from tests.adapters.search_index_contract import record, DIM
 from core.models import Filters
-index = SqliteIndex(sys.argv[1])
+index = build_sqlite_index(sys.argv[1])
 index.vector("t", np.ones(DIM, np.float32), Filters(), 1)  # load the store: each write then updates the files
 rng = np.random.default_rng(int(sys.argv[2]))
 for i in range(int(sys.argv[3])):
@@ -208,7 +208,7 @@ def _expected(seed: int, acked: int) -> dict[str, np.ndarray]:
 
 def test_another_process_writes_and_this_one_searches_the_same_files(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
-    reader = SqliteIndex(path)
+    reader = build_sqlite_index(path)
     reader.upsert(record("t", "memory", "seed", "seed", vec=unit(1, 0)))
     assert vec_hits(reader, unit(1, 0)) == ["seed"]  # the store now exists and is mapped here
     with _writer(path, seed=7, n=30) as proc:
@@ -223,7 +223,8 @@ def test_another_process_writes_and_this_one_searches_the_same_files(tmp_path: P
 
 def test_kill_9_mid_write_loses_no_acknowledged_write(tmp_path: Path) -> None:
     path = tmp_path / "crash.db"
-    SqliteIndex(path).vector("t", unit(1, 0), Filters(), 1)  # the store exists, so writers update it too
+    # the store exists, so writers update it too
+    build_sqlite_index(path).vector("t", unit(1, 0), Filters(), 1)
     acked = -1
     with _writer(path, seed=11, n=100_000) as proc:
         assert proc.stdout is not None
@@ -233,7 +234,7 @@ def test_kill_9_mid_write_loses_no_acknowledged_write(tmp_path: Path) -> None:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     assert acked >= 40
-    index = SqliteIndex(path)
+    index = build_sqlite_index(path)
     live = _expected(11, acked)
     if (acked + 1) % 3 == 2:  # the unacknowledged next step may already have deleted the last one
         live.pop(f"w{acked}")
@@ -249,7 +250,7 @@ def test_kill_9_mid_write_loses_no_acknowledged_write(tmp_path: Path) -> None:
 
 def test_a_large_tenant_gets_an_approximate_index_that_follows_writes(tmp_path: Path) -> None:
     path = tmp_path / "big.db"
-    index = SqliteIndex(path, ann_min_chunks=1000, ann_probe=8)
+    index = build_sqlite_index(path, ann_min_chunks=1000, ann_probe=8)
     rng = np.random.default_rng(12)
     centres = rng.standard_normal((40, DIM)).astype(np.float32)
     vectors = centres[rng.integers(0, 40, 3000)] + 0.3 * rng.standard_normal((3000, DIM)).astype(np.float32)
@@ -263,7 +264,7 @@ def test_a_large_tenant_gets_an_approximate_index_that_follows_writes(tmp_path: 
 
     index.delete("t", EntityKey("memory", "e5"), None)
     index.upsert(record("t", "memory", "fresh", "fresh note", vec=vectors[7]))  # after training: the tail
-    snap = index._tenant_vectors("t")
+    snap = index.vector_search.tenant_vectors("t")
     assert snap.ivf is not None and snap.ivf.candidates(vectors[5], 8, snap.count).size < snap.count / 2
     top = vec_hits(index, vectors[5], k=20)
     assert "e5" not in top
@@ -282,7 +283,7 @@ def test_a_large_tenant_gets_an_approximate_index_that_follows_writes(tmp_path: 
 def test_a_moved_entity_is_filtered_by_its_new_owner_at_once(tmp_path: Path) -> None:
     from core.models import Placement
 
-    index = SqliteIndex(tmp_path / "i.db")
+    index = build_sqlite_index(tmp_path / "i.db")
     index.upsert(record("t", "memory", "a", "moving note", vec=unit(1, 0), owner="alice"))
     index.upsert(record("t", "memory", "b", "staying note", vec=unit(0, 1), owner="alice"))
     assert vec_hits(index, unit(1, 0), filters=Filters(owner="alice")) == ["a", "b"]
@@ -298,8 +299,8 @@ def test_unusable_vector_files_are_a_503_not_a_crash(tmp_path: Path) -> None:
     from core.errors import UnavailableError
 
     path = tmp_path / "i.db"
-    index = SqliteIndex(path)
+    index = build_sqlite_index(path)
     index.upsert(record("t", "memory", "a", "note", vec=unit(1, 0)))
     Path(str(path) + ".vectors").write_text("not a folder")  # where the tenant's folder must go
     with pytest.raises(UnavailableError):
-        SqliteIndex(path).vector("t", unit(1, 0), Filters(), 5)
+        build_sqlite_index(path).vector("t", unit(1, 0), Filters(), 5)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from core.models import EntityKey, Filters, LexicalQuery, MatchMode, Placement
-from infra.local.sqlite_index import SqliteIndex
+from infra.local.sqlite_index import SqliteIndex, build_sqlite_index
 from tests.adapters.search_index_contract import lex, record, unit
 from tests.conftest import FakeEmbedder, make_container
 
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def tantivy_index(path: Path) -> SqliteIndex:
-    return SqliteIndex(path, keyword_engine="tantivy")
+    return build_sqlite_index(path, keyword_engine="tantivy")
 
 
 def folder(path: Path) -> Path:
@@ -283,10 +283,10 @@ def test_the_fts5_engine_holds_log_pruning_back_while_a_keyword_index_exists(tmp
     first = tantivy_index(path)
     first.upsert(record("t", "memory", "a", "first lynx"))
     assert lex(first, "t", "lynx") == ["a"]
-    fts = SqliteIndex(path, keyword_engine="fts5")  # e.g. a command run with QUARRY_KEYWORD_ENGINE=fts5
+    fts = build_sqlite_index(path, keyword_engine="fts5")  # e.g. run with QUARRY_KEYWORD_ENGINE=fts5
     fts.upsert(record("t", "memory", "b", "second lynx"))
     fts.delete("t", EntityKey("memory", "a"), None)
-    floor = fts._conn().execute("SELECT value FROM idx_meta WHERE key = 'keyword_seq'").fetchone()
+    floor = fts.store.conn().execute("SELECT value FROM idx_meta WHERE key = 'keyword_seq'").fetchone()
     assert floor is not None  # the vector store's pruning stops there
     assert lex(tantivy_index(path), "t", "lynx") == ["b"]
 
@@ -297,10 +297,10 @@ def test_a_keyword_index_behind_a_pruned_log_is_rebuilt(tmp_path: Path) -> None:
     first.upsert(record("t", "memory", "a", "first lynx"))
     assert lex(first, "t", "lynx") == ["a"]
     shutil.move(folder(path), tmp_path / "kept")  # the fts5 engine runs with no keyword index in sight
-    fts = SqliteIndex(path, keyword_engine="fts5")
+    fts = build_sqlite_index(path, keyword_engine="fts5")
     fts.upsert(record("t", "memory", "b", "second lynx"))
     fts.delete("t", EntityKey("memory", "a"), None)
-    fts._conn().execute("DELETE FROM idx_changes")  # as the vector store's pruning may now do
+    fts.store.conn().execute("DELETE FROM idx_changes")  # as the vector store's pruning may now do
     shutil.move(tmp_path / "kept", folder(path))  # an old keyword index comes back
     assert lex(tantivy_index(path), "t", "lynx") == ["b"]
 
@@ -322,10 +322,10 @@ def test_purging_a_tenant_removes_its_keyword_index(tmp_path: Path) -> None:
 
 WRITER = """
 import sys
-from infra.local.sqlite_index import SqliteIndex
+from infra.local.sqlite_index import SqliteIndex, build_sqlite_index
 from tests.adapters.search_index_contract import record
 from core.models import EntityKey
-index = SqliteIndex(sys.argv[1], keyword_engine="tantivy")
+index = build_sqlite_index(sys.argv[1], keyword_engine="tantivy")
 for i in range(int(sys.argv[2])):
     index.upsert(record("t", "memory", f"w{i}", f"written tapir{i}"))
     if i % 3 == 2:
@@ -372,12 +372,12 @@ def test_the_setting_chooses_the_engine_and_a_wrong_value_names_the_variable(
     index = Container(load_settings(data_dir=tmp_path / "default")).index
     index.upsert(record("t", "memory", "a", "the setting works"))
     assert lex(index, "t", "setting") == ["a"]
-    assert Path(str(index._path) + ".tantivy").is_dir()  # tantivy is the default
+    assert Path(index.store.path + ".tantivy").is_dir()  # tantivy is the default
     monkeypatch.setenv("QUARRY_KEYWORD_ENGINE", "fts5")
     index = Container(load_settings(data_dir=tmp_path / "fts5")).index
     index.upsert(record("t", "memory", "a", "the setting works"))
     assert lex(index, "t", "setting") == ["a"]
-    assert not Path(str(index._path) + ".tantivy").exists()
+    assert not Path(index.store.path + ".tantivy").exists()
     monkeypatch.setenv("QUARRY_KEYWORD_ENGINE", "lucene")
     with pytest.raises(ConfigurationError) as raised:
         load_settings(data_dir=tmp_path)
@@ -426,7 +426,7 @@ def test_an_erase_on_the_fts5_engine_removes_the_tenants_tantivy_index_too(tmp_p
     index.upsert_many([record("gone", "memory", f"a{i}", "okapi secret") for i in range(5)])
     index.upsert(record("kept", "memory", "b", "okapi"))
     index.settle()
-    SqliteIndex(path, keyword_engine="fts5").purge_tenant("gone")
+    build_sqlite_index(path, keyword_engine="fts5").purge_tenant("gone")
     assert not tenant_folder(path, "gone").exists()
     reopened = tantivy_index(path)
     assert lex(reopened, "gone", "okapi") == [] and lex(reopened, "kept", "okapi") == ["b"]

@@ -19,9 +19,9 @@ from infra.dynamodb.cache import DynamoCache
 from infra.dynamodb.state import DynamoStateStore
 from infra.local.cache import MemoryCache, SqliteCache
 from infra.local.fts_tables import fts_table
-from infra.local.sqlite_index import SqliteIndex
+from infra.local.sqlite_index import build_sqlite_index
 from infra.local.sqlite_state import SqliteStateStore
-from infra.opensearch import OpenSearchIndex
+from infra.opensearch import build_opensearch_index
 from tests.adapters.moto_support import moto_dynamodb
 from tests.adapters.opensearch_fakes import FakeOpenSearch
 from tests.adapters.search_index_contract import DIM, lex, record
@@ -37,8 +37,8 @@ def dated(tenant: str, eid: str, created: str, etype: str = "memory", embedded: 
 @pytest.fixture(params=["sqlite", "opensearch"])
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     if request.param == "sqlite":
-        return SqliteIndex(tmp_path / "idx.sqlite")
-    return OpenSearchIndex(FakeOpenSearch(), dimension=DIM, prefix="quarry")
+        return build_sqlite_index(tmp_path / "idx.sqlite")
+    return build_opensearch_index(FakeOpenSearch(), dimension=DIM, prefix="quarry")
 
 
 def page_all(index: Any, tenant: str, etype: str | None, size: int) -> list[str]:
@@ -92,13 +92,13 @@ def test_purge_removes_one_tenant_and_leaves_the_other(index: Any) -> None:
 
 
 def test_sqlite_purge_leaves_no_keyword_or_vector_rows(tmp_path: Path) -> None:
-    index = SqliteIndex(tmp_path / "idx.sqlite")
+    index = build_sqlite_index(tmp_path / "idx.sqlite")
     index.upsert(dated(T1, "gone", "2026-01-01T00:00:00Z"))
     index.upsert(dated(T2, "kept", "2026-01-01T00:00:00Z"))
     assert lex(index, T1, "text") == ["gone"]
     index.purge_tenant(T1)
     assert lex(index, T1, "text") == [] and lex(index, T2, "text") == ["kept"]
-    conn = index._conn()  # noqa: SLF001 - checking the file itself
+    conn = index.store.conn()  # checking the file itself
     assert conn.execute("SELECT count(*) FROM idx_chunks WHERE tenant_id = ?", (T1,)).fetchone()[0] == 0
     assert conn.execute(f"SELECT count(*) FROM {fts_table(T2)}").fetchone()[0] == 1
     gone = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (fts_table(T1),)).fetchone()
@@ -107,7 +107,7 @@ def test_sqlite_purge_leaves_no_keyword_or_vector_rows(tmp_path: Path) -> None:
 
 def test_opensearch_purge_is_a_refreshed_delete_by_query_on_the_tenant() -> None:
     server = FakeOpenSearch()
-    index = OpenSearchIndex(server, dimension=DIM)
+    index = build_opensearch_index(server, dimension=DIM)
     index.upsert(dated(T1, "gone", "2026-01-01T00:00:00Z"))
     index.purge_tenant(T1)
     (_, alias, body, params) = server.calls("delete_by_query")[0]

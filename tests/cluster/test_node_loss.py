@@ -30,7 +30,7 @@ from core.models import EntityKey
 from handlers import indexing
 from handlers.devserver import FakeLambdaContext
 from infra import wiring
-from infra.opensearch import OpenSearchIndex, mapping
+from infra.opensearch import build_opensearch_index, mapping
 from infra.opensearch.layout import Layout
 from infra.opensearch.reindex import OpenSearchReindexer
 from infra.reindexing import reindex_opensearch
@@ -402,6 +402,6 @@ def test_a_reindex_interrupted_by_a_node_loss_leaves_the_alias_on_a_complete_ind
     client.indices.refresh(index=live)
     assert client.count(index=live)["count"] == REINDEX_DOCS
     keys = [EntityKey("memory", f"doc-{i}") for i in range(REINDEX_DOCS)]
-    reader = OpenSearchIndex(client, dimension=32 if live != old else 64, prefix=outage.reindex_prefix)
+    reader = build_opensearch_index(client, dimension=32 if live != old else 64, prefix=outage.reindex_prefix)
     stored = reader.get(TENANT, keys)
     assert sorted(stored) == sorted(keys) and {e.version for e in stored.values()} == {1}

@@ -17,7 +17,7 @@ from core.errors import UnavailableError
 from core.models import EntityKey, Placement, WriteOutcome
 from handlers._observability import tracer
 from infra.dynamodb.errors import translate
-from infra.local.sqlite_index import SqliteIndex
+from infra.local.sqlite_index import build_sqlite_index
 from infra.wiring import Container, set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 
@@ -178,8 +178,8 @@ class RefreshDelayedIndex:
     visibility_delay_seconds = 1.0
 
     def __init__(self, root: Path) -> None:
-        self.truth = SqliteIndex(root / "truth.db")
-        self.visible = SqliteIndex(root / "visible.db")
+        self.truth = build_sqlite_index(root / "truth.db")
+        self.visible = build_sqlite_index(root / "visible.db")
         self.pending: list[tuple[str, tuple[Any, ...]]] = []
 
     def _write(self, method: str, *args: Any) -> Any:

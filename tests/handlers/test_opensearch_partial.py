@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from infra import wiring
-from infra.opensearch import OpenSearchIndex, RetryPolicy
+from infra.opensearch import RetryPolicy, build_opensearch_index
 from tests.adapters.opensearch_fakes import FakeOpenSearch
 from tests.adapters.test_opensearch_errors import shards_missing
 from tests.conftest import FakeEmbedder, api_event, make_container
@@ -27,7 +27,9 @@ def partial_cluster(tmp_path: Path, fake_embedder: FakeEmbedder) -> Iterator[Fak
 
     server.msearch_responses = [answer] * 100
     container = make_container(tmp_path / "data", fake_embedder, cache_ttl_seconds=0)
-    index = OpenSearchIndex(server, dimension=fake_embedder.dimension, retry=RetryPolicy(max_retries=1))
+    index = build_opensearch_index(
+        server, dimension=fake_embedder.dimension, retry=RetryPolicy(max_retries=1)
+    )
     container.override(index=index)
     wiring.set_container(container)
     yield server

@@ -1,0 +1,44 @@
+"""The one place where SQLite's errors become core errors, for every local adapter (the index, the state
+store, the caches, the job queue, fences and snapshots).
+
+An operational error — a write lock held past the busy timeout, a full disk, an unreadable file — is the
+server's trouble: UnavailableError, answered 503 with Retry-After, SQLite's text logged and never shown to
+the caller. A broken constraint (a key already taken) is a ConflictError. The files beside the database (the
+memory-mapped vectors, the tantivy index) are reported under their own backend names."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from core.errors import ConflictError, QuarryError, UnavailableError
+
+BACKEND = "sqlite"
+
+
+def translate(exc: sqlite3.Error) -> QuarryError:
+    """The core error for a SQLite failure."""
+    if isinstance(exc, sqlite3.IntegrityError):
+        return ConflictError(f"the write conflicts with stored state: {exc}")
+    return UnavailableError(BACKEND, str(exc))
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """SQLite's operational and constraint errors raised in the block, as core errors (`translate`)."""
+    try:
+        yield
+    except (sqlite3.OperationalError, sqlite3.IntegrityError) as exc:
+        raise translate(exc) from exc
+
+
+@contextmanager
+def reported_files(backend: str, what: str) -> Iterator[None]:
+    """Like `reported`, and the files beside the database (`backend`: "vectors", "keywords") failing to be
+    read or written — disk full, permissions, a corrupt file — as that backend unavailable."""
+    try:
+        with reported():
+            yield
+    except OSError as exc:
+        raise UnavailableError(backend, f"{what} unusable: {exc}") from exc
