@@ -219,9 +219,10 @@ class SearchService:
         page = replace(page, generation=generation)
         if request.keep_alive is not None and self._pager is not None:
             return self._answer(s, "bypass", page)  # a snapshot of its own: never answered from the cache
-        key = self._cache_key(tenant_id, request, s.types, generation)
-        # A TTL of 0 turns the cache off: nothing is read (no entry can still be fresh) or written.
+        # A TTL of 0 turns the cache off: nothing is read (no entry can still be fresh) or written, and no
+        # key is made.
         caching = self.settings.cache_ttl_seconds > 0
+        key = self._cache_key(tenant_id, request, s.types, generation) if caching else ""
         ok, cached = (
             self._cached("read", lambda: self._cache.get(key, self._clock.now())) if caching else (True, None)
         )
