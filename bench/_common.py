@@ -237,6 +237,28 @@ def start_server(data_dir: Path, workers: int, env: Mapping[str, str]) -> LocalS
     raise RuntimeError("the Quarry server did not start")
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process `pid` and its live children (a `quarry serve`
+    parent and its workers), from /proc; 0.0 where /proc is not there."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = 0.0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0.0
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue  # ended meanwhile
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (name) ": state, ppid, ...
+        if int(entry) == pid or int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
 def write_json(path: str | Path, body: Any, indent: int = 2) -> None:
     """A benchmark's figures as JSON at `path` (its folder made), ending in a newline."""
     target = Path(path)

@@ -45,6 +45,7 @@ from bench._common import (  # noqa: E402
     queries,
     summary,
     synthetic_entities,
+    tree_cpu_seconds,
     write_json,
 )
 
@@ -162,9 +163,13 @@ class Sender:
             conn.close()
 
 
-def run_rate(port: int, strategy: str, rate: float, seconds: float, stream: list[str]) -> dict[str, Any]:
-    """Offer `rate` searches/s for `seconds`; latency from each request's scheduled time."""
+def run_rate(
+    port: int, strategy: str, rate: float, seconds: float, stream: list[str], server_pid: int = 0
+) -> dict[str, Any]:
+    """Offer `rate` searches/s for `seconds`; latency from each request's scheduled time. With the
+    server's `server_pid`, also the server processes' CPU per served search (HTTP path included)."""
     sender = Sender(port)
+    cpu_before = tree_cpu_seconds(server_pid) if server_pid else 0.0
     total = int(rate * seconds)
     latencies: list[float] = []
     statuses: dict[int, int] = {}
@@ -188,6 +193,7 @@ def run_rate(port: int, strategy: str, rate: float, seconds: float, stream: list
             pool.submit(fire, i, scheduled)
     elapsed = time.perf_counter() - start
     sender.close()
+    server_cpu = tree_cpu_seconds(server_pid) - cpu_before if server_pid else 0.0
     ok = statuses.get(200, 0)
     errors = total - ok
     return {
@@ -199,6 +205,7 @@ def run_rate(port: int, strategy: str, rate: float, seconds: float, stream: list
         "statuses": {str(k): v for k, v in sorted(statuses.items())},
         "sustained_per_s": ok / elapsed,
         "latency_ms": summary(latencies) if latencies else None,
+        "server_cpu_ms_per_search": server_cpu * 1000 / ok if server_pid and ok else None,
     }
 
 
@@ -274,13 +281,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             for strategy in args.strategies.split(","):
                 run_rate(port, strategy, 10, warmup_s, stream)  # warm-up: each worker loads the model
                 for rate in rates:
-                    row = run_rate(port, strategy, rate, args.seconds, stream)
+                    row = run_rate(port, strategy, rate, args.seconds, stream, server.proc.pid)
                     results.append(row)
                     lat = row["latency_ms"] or {"p50": float("nan"), "p99": float("nan")}
+                    cpu = row["server_cpu_ms_per_search"] or float("nan")
                     print(
                         f"{strategy:<8} offered {rate:>6.0f}/s  sustained {row['sustained_per_s']:>6.1f}/s  "
                         f"P50 {lat['p50']:>7.1f} ms  P99 {lat['p99']:>8.1f} ms  errors {row['errors']} "
-                        f"{row['statuses']}  {'held' if held(row, args.p99_ms) else 'not held'}",
+                        f"{row['statuses']}  server CPU {cpu:.1f} ms/search  {'held' if held(row, args.p99_ms) else 'not held'}",
                         flush=True,
                     )
         finally:

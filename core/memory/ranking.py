@@ -40,6 +40,9 @@ def rank_memories(
             continue
         if not served(c):
             continue
+        if weight <= 0 and floor is None:  # the relevance would change nothing: not computed
+            out.append(f)
+            continue
         relevance = relevance_at(c.metadata, c.created_at, now)
         if floor is not None and relevance < floor:
             continue

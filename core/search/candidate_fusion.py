@@ -34,7 +34,9 @@ def fused_candidates(
     spec = CandidateQuery(lex, embedding, filters, depth, vector_ranking_only=feedback)
     (got,) = index.retrieve_many(tenant_id, [spec])
     vector = strong_vector_hits(got.vector, settings, plan.own_vector)
-    fused = fuse(settings.fusion, got.lexical, vector, plan.alpha, settings.rrf_k)
+    # With feedback, the first fusion only names the feedback documents, its head: the rest is not built.
+    head = settings.feedback_docs if feedback else None
+    fused = fuse(settings.fusion, got.lexical, vector, plan.alpha, settings.rrf_k, top=head)
     if feedback and fused:
         fused = _with_feedback(
             index, settings, tenant_id, got.lexical, vector, fused, embedding, filters, depth, plan

@@ -9,6 +9,7 @@ ties then break deterministically: score, then the best rank in either list, the
 from __future__ import annotations
 
 import enum
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -73,33 +74,44 @@ def _index(cands: Sequence[Candidate]) -> Index:
     return out
 
 
-def _assemble(lex: Index, vec: Index, scores: Mapping[EntityKey, float]) -> list[Fused]:
-    """The fused results, best first: score, then the best rank in either list, then the entity key."""
-    ranked: list[tuple[float, int, EntityKey, Fused]] = []
+def _assemble(
+    lex: Index, vec: Index, scores: Mapping[EntityKey, float], top: int | None = None
+) -> list[Fused]:
+    """The fused results, best first: score, then the best rank in either list, then the entity key; with
+    `top`, the first `top` of them only (a partial selection: the same results as the whole sort's head)."""
+    ranked: list[tuple[float, int, EntityKey]] = []
     for key, score in scores.items():
         lr = lex.get(key)
         vr = vec.get(key)
-        # Prefer the lexical candidate's chunk: its text holds the matched terms for the snippet.
-        cand = lr[1] if lr else vr[1]  # type: ignore[index]
-        lexical_rank = lr[0] if lr else None
-        vector_rank = vr[0] if vr else None
-        fused = Fused(
-            cand, score, lexical_rank, lr[1].score if lr else None, vector_rank, vr[1].score if vr else None
-        )
-        best = min(
-            NO_RANK if lexical_rank is None else lexical_rank, NO_RANK if vector_rank is None else vector_rank
-        )
-        ranked.append((-score, best, key, fused))
-    ranked.sort(key=_first_three)  # keys are unique: the Fused values are never compared
-    return [r[3] for r in ranked]
+        best = min(NO_RANK if lr is None else lr[0], NO_RANK if vr is None else vr[0])
+        ranked.append((-score, best, key))
+    if top is None:
+        ranked.sort()  # keys are unique: a tuple's third element settles every tie
+    else:
+        ranked = heapq.nsmallest(max(0, top), ranked)
+    return [_fused(lex.get(key), vec.get(key), -neg) for neg, _, key in ranked]
 
 
-def _first_three(r: tuple[float, int, EntityKey, Fused]) -> tuple[float, int, EntityKey]:
-    return r[0], r[1], r[2]
+def _fused(lr: tuple[int, Candidate] | None, vr: tuple[int, Candidate] | None, score: float) -> Fused:
+    """One entity's fused result from its (rank, candidate) in each list."""
+    # Prefer the lexical candidate's chunk: its text holds the matched terms for the snippet.
+    cand = lr[1] if lr else vr[1]  # type: ignore[index]
+    return Fused(
+        cand,
+        score,
+        lr[0] if lr else None,
+        lr[1].score if lr else None,
+        vr[0] if vr else None,
+        vr[1].score if vr else None,
+    )
 
 
 def fuse_rrf(
-    lexical: Sequence[Candidate], vector: Sequence[Candidate], k: int = RRF_K, alpha: float = 0.5
+    lexical: Sequence[Candidate],
+    vector: Sequence[Candidate],
+    k: int = RRF_K,
+    alpha: float = 0.5,
+    top: int | None = None,
 ) -> list[Fused]:
     """Weighted reciprocal rank fusion: Σ w/(k + rank + 1), w_vector = 2α, w_lexical = 2(1−α).
 
@@ -110,11 +122,14 @@ def fuse_rrf(
     for weight, index in ((2 * (1 - alpha), lex), (2 * alpha, vec)):
         for rank, key in enumerate(index):
             scores[key] = scores.get(key, 0.0) + weight / (k + rank + 1)
-    return _assemble(lex, vec, scores)
+    return _assemble(lex, vec, scores, top)
 
 
 def fuse_convex(
-    lexical: Sequence[Candidate], vector: Sequence[Candidate], alpha: float = PLAIN_CONVEX_ALPHA
+    lexical: Sequence[Candidate],
+    vector: Sequence[Candidate],
+    alpha: float = PLAIN_CONVEX_ALPHA,
+    top: int | None = None,
 ) -> list[Fused]:
     """Convex combination α·cosine + (1−α)·bm25/max(bm25) over the union
     (docs/conformance.md#convex-fusion).
@@ -126,7 +141,7 @@ def fuse_convex(
     cosine = {key: max(0.0, c.score) for key, (_, c) in vec.items()}
     keys = set(bm25) | set(cosine)
     scores = {key: alpha * cosine.get(key, 0.0) + (1 - alpha) * bm25.get(key, 0.0) for key in keys}
-    return _assemble(lex, vec, scores)
+    return _assemble(lex, vec, scores, top)
 
 
 def _fuse_one(
@@ -161,13 +176,16 @@ def fuse(
     vector: Sequence[Candidate],
     alpha: float,
     rrf_k: int = RRF_K,
+    top: int | None = None,
 ) -> list[Fused]:
-    """Dispatch to the fusion formula `method` names."""
+    """Dispatch to the fusion formula `method` names; with `top`, the ranking's first `top` results only
+    (what the whole ranking starts with: a search that reads only its head need not build the rest)."""
     if not lexical or not vector:
-        return _fuse_one(method, lexical or vector, bool(lexical), alpha, rrf_k)
+        fused = _fuse_one(method, lexical or vector, bool(lexical), alpha, rrf_k)
+        return fused if top is None else fused[: max(0, top)]
     if method is FusionMethod.RRF:
-        return fuse_rrf(lexical, vector, k=rrf_k, alpha=alpha)
-    return fuse_convex(lexical, vector, alpha=alpha)
+        return fuse_rrf(lexical, vector, k=rrf_k, alpha=alpha, top=top)
+    return fuse_convex(lexical, vector, alpha=alpha, top=top)
 
 
 @dataclass(frozen=True, slots=True)

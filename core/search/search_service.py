@@ -5,10 +5,11 @@ The cache fails open: when it cannot be read or written, the search is answered 
 `query_info.cache = "bypass"`, the failure is logged and counted (`SearchService.cache_failures`), and
 nothing is cached for that request. (Writes are where a cache outage must stop things: see indexing.)
 
-Its rules live beside it (planning.py, candidate_fusion.py, results.py, paging.py, cache_key.py), and the
-snapshots cursors page over are taken and read by snapshot_paging.py; what stays here, over the ~300 lines
-a module keeps to, is the coordination of one use case: the cache, a model switched mid-search, and the
-paged ranking behind the pages after the first.
+Its rules live beside it (planning.py, candidate_fusion.py, results.py, paging.py, cache_key.py), the
+embedding, retrieval and memory ranking in retrieval.py, and the snapshots cursors page over are taken and
+read by snapshot_paging.py; what stays here, over the ~300 lines a module keeps to, is the coordination of
+one use case: the cache, a model switched mid-search, and the paged ranking behind the pages after the
+first.
 """
 
 from __future__ import annotations
@@ -17,37 +18,28 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from core.errors import CursorExpiredError, InvalidInputError, UnavailableError
 from core.indexing.caller_vectors import caller_vector
 from core.indexing.entity_types import EntityTypeRegistry
 from core.memory.integrity import Integrity, trust_floor
 from core.memory.metadata import MEMORY_TYPE
-from core.memory.ranking import rank_memories
 from core.memory.relevance import relevance_floor
 from core.memory.supersession import current_only
 from core.models import (
-    Candidate,
     Filters,
-    LexicalQuery,
     Vector,
 )
 from core.ports import Cache, Clock, Embedder, SearchIndex, SearchSnapshots
 from core.search.cache_key import generation_key, search_cache_key, settling_key
-from core.search.candidate_fusion import fused_candidates
 from core.search.filters import COMMON_FILTERS, FACET_VALUES, check_facets, parse_filters
 from core.search.fusion import Fused, count_legs
 from core.search.paging import PAGING_DEPTH, SearchPage, check_keep_alive
-from core.search.planning import (
-    SearchPlan,
-    SearchSettings,
-    plan_strategy,
-    retrieval_depth,
-    vector_plan,
-)
+from core.search.planning import SearchPlan, SearchSettings, plan_strategy, vector_plan
 from core.search.query import ParsedQuery, parse_query
 from core.search.results import above, fill_return_fields, search_response, search_result
+from core.search.retrieval import Retrieval
 from core.search.search_api import (
     SearchRequest,
     SearchResponse,
@@ -83,15 +75,6 @@ class _Search:
     started: float  # the clock's monotonic time when the search began
 
 
-class _Retrieved(NamedTuple):
-    plan: SearchPlan
-    lexical: LexicalQuery | None
-    embedding: Any
-    fused: list[Fused]
-    fallback: str | None
-    degraded_reason: str | None
-
-
 class SearchService:
     """Answers POST /search for one tenant at a time."""
 
@@ -113,13 +96,22 @@ class SearchService:
         self._embedder = embedder
         self._cache = cache
         self._registry = registry
-        self.settings = settings or SearchSettings()
         self._clock = clock
+        self._retrieval = Retrieval(index, settings or SearchSettings(), clock, self.integrity)
         self._pager = (
             SnapshotPager(snapshots, clock, new_id) if snapshots is not None and new_id is not None else None
         )
         self._failures_lock = threading.Lock()
         self.cache_failures = 0  # cache reads/writes that failed and were bypassed (fail open)
+
+    @property
+    def settings(self) -> SearchSettings:
+        """The ranking and limits this service searches with (replaceable: a tuning, a test)."""
+        return self._retrieval.settings
+
+    @settings.setter
+    def settings(self, value: SearchSettings) -> None:
+        self._retrieval.settings = value
 
     def _cached(self, what: str, call: Callable[[], Any]) -> tuple[bool, Any]:
         """(True, result) of a cache call, or (False, None) when the cache failed: logged and counted."""
@@ -227,9 +219,10 @@ class SearchService:
         page = replace(page, generation=generation)
         if request.keep_alive is not None and self._pager is not None:
             return self._answer(s, "bypass", page)  # a snapshot of its own: never answered from the cache
-        key = self._cache_key(tenant_id, request, s.types, generation)
-        # A TTL of 0 turns the cache off: nothing is read (no entry can still be fresh) or written.
+        # A TTL of 0 turns the cache off: nothing is read (no entry can still be fresh) or written, and no
+        # key is made.
         caching = self.settings.cache_ttl_seconds > 0
+        key = self._cache_key(tenant_id, request, s.types, generation) if caching else ""
         ok, cached = (
             self._cached("read", lambda: self._cache.get(key, self._clock.now())) if caching else (True, None)
         )
@@ -304,39 +297,13 @@ class SearchService:
         dimension = self._embedder.for_tenant(tenant_id).dimension
         return caller_vector(request.query_vector, dimension, "query_vector")
 
-    def _embed_and_retrieve(self, s: _Search, embedder: Embedder) -> _Retrieved:
-        """Embed the query with `embedder` (keyword only when it is down) and retrieve and fuse."""
-        request, parsed, types, plan = s.request, s.parsed, s.types, s.plan
-        degraded_reason: str | None = None
-        embedding = None
-        if plan.own_vector and types:  # checked in `search` already
-            embedding = caller_vector(request.query_vector, embedder.dimension, "query_vector")
-        elif plan.vector and types:
-            try:
-                embedding = embedder.embed_query([parsed.text])[0]
-            except UnavailableError as exc:
-                degraded_reason = exc.public_message
-                plan = SearchPlan("keyword", True, False, 0.0)
-        lexical = LexicalQuery(parsed.terms, parsed.phrases, weights=parsed.weights) if plan.lexical else None
-        depth = retrieval_depth(request.limit, plan, self.settings)
-        fused, fallback = self._retrieve(
-            s.tenant_id,
-            lexical,
-            embedding,
-            s.filters,
-            depth,
-            plan,
-            bool(types),
-            request.min_relevance,
-            _memories_only(types),
-        )
-        return _Retrieved(plan, lexical, embedding, fused, fallback, degraded_reason)
-
     def _execute(self, s: _Search, page: SearchPage | None) -> SearchResponse:
         tenant_id, request, types, filters = s.tenant_id, s.request, s.types, s.filters
         for _ in range(MODEL_SWITCH_ATTEMPTS):
             embedder = self._embedder.for_tenant(tenant_id)
-            got = self._embed_and_retrieve(s, embedder)
+            got = self._retrieval.embed_and_retrieve(
+                tenant_id, request, s.parsed, types, filters, s.plan, embedder
+            )
             if got.embedding is None or self._embedder.for_tenant(tenant_id) is embedder:
                 break
             # A reindex switched the tenant's model between embedding and retrieval: the vectors retrieved
@@ -354,16 +321,8 @@ class SearchService:
             # The paged ranking: the first page, then the ranking at the paging depth less what the first
             # page showed (recomputed on a generation cursor: same generation, same inputs, same ranking).
             shown = {f.candidate.key for f in window}
-            deep, deep_fallback = self._retrieve(
-                tenant_id,
-                lexical,
-                embedding,
-                filters,
-                PAGING_DEPTH,
-                plan,
-                bool(types),
-                request.min_relevance,
-                _memories_only(types),
+            deep, deep_fallback = self._retrieval.retrieve(
+                tenant_id, lexical, embedding, filters, PAGING_DEPTH, plan, types, request.min_relevance
             )
             rest = [f for f in above(deep, request.min_score) if f.candidate.key not in shown]
             total = len(shown) + len(rest)
@@ -405,32 +364,6 @@ class SearchService:
         snapshot_id = self._pager.take(page, response, results, s.request.keep_alive)
         response.next_cursor = page.snapshot_cursor(snapshot_id, following)
 
-    def _retrieve(
-        self,
-        tenant_id: str,
-        lexical: LexicalQuery | None,
-        embedding: Any,
-        filters: Filters,
-        depth: int,
-        plan: SearchPlan,
-        any_types: bool,
-        floor: float | None = None,
-        memories_only: bool = False,
-    ) -> tuple[list[Fused], str | None]:
-        if not any_types:
-            return [], None
-        fused, fallback = fused_candidates(
-            self._index, self.settings, tenant_id, lexical, embedding, filters, depth, plan
-        )
-
-        def served(c: Candidate) -> bool:
-            return self.integrity.served(tenant_id, c.key, c.metadata, c.title)
-
-        # Only a search of memories alone blends (docs/conformance.md, Memory): among other types a blended
-        # memory would move past entities it did not outrank.
-        weight = self.settings.memory_relevance_blend if memories_only else 0.0
-        return rank_memories(fused, self._clock.now(), weight, floor, served), fallback
-
     def _response(
         self,
         request: SearchRequest,
@@ -450,8 +383,3 @@ class SearchService:
         return search_response(
             request, parsed, types, plan, results, total, next_cursor, fallback, degraded_reason
         )
-
-
-def _memories_only(types: Sequence[str]) -> bool:
-    """Whether a search covers memories and nothing else (the one case its memories' scores blend)."""
-    return bool(types) and all(t == MEMORY_TYPE for t in types)

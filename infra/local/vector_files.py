@@ -49,6 +49,7 @@ class ColumnFiles:
 
     def __init__(self, folder: Path, db_id: str) -> None:
         self.folder = folder
+        self._meta_path = str(folder / "meta.json")  # stat'ed by every search (meta_changed): built once
         self._db_id = db_id
         self.mtime = 0  # meta.json's mtime when this process last read or wrote it
         self._maps: dict[str, np.memmap] = {}
@@ -72,7 +73,7 @@ class ColumnFiles:
     def meta_changed(self) -> bool:
         """Another process (or the trainer) replaced meta.json since this process read it."""
         try:
-            return os.stat(self.folder / "meta.json").st_mtime_ns != self.mtime
+            return os.stat(self._meta_path).st_mtime_ns != self.mtime
         except OSError:
             return False
 

@@ -8,7 +8,7 @@ drops the rest) or, for a selective filter, only for the selected rows in bounde
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +19,7 @@ from infra.local.ivf import Ivf
 CODED = ("type", "source", "owner", "namespace")  # the filterable columns kept as int32 codes
 SELECTIVE = 0.3  # below this share of rows selected, score only those rows (gathered in blocks)
 GATHER_BLOCK = 8192  # rows gathered per block: bounds the temporary copy (12 MB at 384 dims)
+KEPT_EXCLUSIONS = 4  # exclusion masks a snapshot keeps: the superseded chunks, the same for every search
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,11 @@ class VectorSnapshot:
     lookup: Mapping[str, Mapping[str | None, int]]
     dead: int
     ivf: Ivf | None = None  # the approximate index over this epoch's rows, when the tenant is large
+    # The rows outside each recent `excluded` list (a generation's superseded chunks are the same for every
+    # search of it): one membership test over every row per generation instead of per search.
+    _kept: dict[tuple[int, ...], npt.NDArray[np.bool_]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def count(self) -> int:
@@ -87,9 +93,21 @@ class VectorSnapshot:
         """The rows among `allowed` chunk ids (None: any) and not among `excluded` ones; None: every row."""
         mask = None if allowed is None else np.isin(self.ids, np.asarray(allowed, dtype=np.int64))
         if excluded:
-            kept = ~np.isin(self.ids, np.asarray(excluded, dtype=np.int64))
+            kept = self._outside(excluded)
             mask = kept if mask is None else mask & kept
         return mask
+
+    def _outside(self, excluded: Sequence[int]) -> npt.NDArray[np.bool_]:
+        """The rows whose chunk id is not among `excluded` (kept for the next search of this snapshot)."""
+        key = tuple(excluded)
+        kept = self._kept.get(key)
+        if kept is None:
+            kept = ~np.isin(self.ids, np.asarray(excluded, dtype=np.int64))
+            kept.flags.writeable = False  # shared by the searches of this snapshot: `&` makes new arrays
+            if len(self._kept) >= KEPT_EXCLUSIONS:
+                self._kept.clear()
+            self._kept[key] = kept
+        return kept
 
     def _score(self, rows: npt.NDArray[np.int64], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Scores of the given rows, gathered in bounded blocks (never a copy of the whole matrix)."""

@@ -127,3 +127,18 @@ def test_equal_scores_rank_by_key_whatever_order_they_arrived_in(
     assert [(f.candidate.key, f.score, f.lexical_rank, f.vector_rank) for f in first] == [
         (f.candidate.key, f.score, f.lexical_rank, f.vector_rank) for f in again
     ]
+
+
+@given(
+    st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0]), max_size=12),
+    st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75]), max_size=12),
+    st.sampled_from(list(FusionMethod)),
+    st.integers(min_value=0, max_value=14),
+)
+def test_the_head_of_a_fusion_is_the_whole_rankings_head(
+    lex: list[float], vec: list[float], method: FusionMethod, top: int
+) -> None:
+    """`top` returns what the whole ranking starts with, ties included (few distinct scores: many ties)."""
+    lexical = [cand(f"d{i}", s) for i, s in enumerate(lex)]
+    vector = [cand(f"d{2 * i}", s) for i, s in enumerate(vec)]
+    assert fuse(method, lexical, vector, 0.8, top=top) == fuse(method, lexical, vector, 0.8)[:top]
