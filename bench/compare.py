@@ -9,6 +9,7 @@ passage embeddings are read from one cache (--cache-dir), so neither side embeds
 
     .venv/bin/python bench/compare.py --base 6532a22                      # search + peers, 2 rounds
     .venv/bin/python bench/compare.py --base v1 --benches search,peers,load --rounds 3
+    .venv/bin/python bench/compare.py --base 590e50c --benches cpu,cpu-keyword --rounds 4   # CPU per search
     .venv/bin/python bench/compare.py --base HEAD --benches search --rounds 1 --smoke   # the tool itself
     make bench-compare BASE=6532a22
 
@@ -41,6 +42,9 @@ BENCHES: dict[str, list[str]] = {
     "search": ["bench/search_latency.py", "--entities", "2000", "--queries", "300"],
     "peers": ["bench/peers.py", "--rounds", "2"],
     "load": ["bench/load.py", "--entities", "2000", "--rates", "50,100", "--seconds", "10"],
+    # CPU per search by layer: the figure a shared machine still measures (wall clock there is noise).
+    "cpu": ["bench/cpu_budget.py", "--entities", "2000", "--queries", "200", "--strategy", "hybrid"],
+    "cpu-keyword": ["bench/cpu_budget.py", "--entities", "2000", "--queries", "200", "--strategy", "keyword"],
 }
 # The leaves worth a ratio: latencies, rates and the node's own time; counts and settings are left out.
 FIGURE_WORDS = ("p50", "p90", "p95", "p99", "mean", "median", "per_s", "sustained", "took", "_ms", "rate")
