@@ -79,9 +79,9 @@ class VectorSnapshot:
             col = self.codes[column]
             narrow(col == codes[0] if len(codes) == 1 else np.isin(col, np.asarray(codes, np.int32)))
         if filters.exclude_owner is not None:
-            excluded = codes_of("owner", (filters.exclude_owner,))
-            if excluded:
-                narrow(self.codes["owner"] != excluded[0])
+            owners = codes_of("owner", (filters.exclude_owner,))
+            if owners:
+                narrow(self.codes["owner"] != owners[0])
         by_id = self._by_id(allowed, excluded)
         if by_id is not None:
             narrow(by_id)

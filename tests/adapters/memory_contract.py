@@ -49,6 +49,15 @@ class SupersessionContract:
         assert "memory:old" not in assembled(c, "deploy billing rollout")
         assert "memory:new" in assembled(c, "deploy billing rollout")
 
+    def test_a_peers_superseded_memory_is_left_out_of_the_peer_source(self, c: Any) -> None:
+        """The peer source leaves the caller's own memories out: that rule and supersession hold together."""
+        peer = {"source": "agent_memory", "owner": "agent-b"}
+        put(c, "old", "rotate the vault tokens weekly on mondays", **peer)
+        put(c, "new", "rotate the vault tokens daily at midnight", supersedes="old", **peer)
+        put(c, "mine", "rotate the vault tokens when I say so", source="agent_memory", owner="agent")
+        ids = assembled(c, "rotate vault tokens", sources=["agent_memory_peer"])
+        assert ids == ["memory:new"], ids
+
     def test_the_chain_shows_both_ways(self, c: Any) -> None:
         put(c, "old", "the cache ttl is five minutes")
         put(c, "new", "the cache ttl is ten minutes", supersedes="old")
