@@ -35,12 +35,12 @@ from handlers import cors
 from handlers.auth import PUBLIC_PATHS
 from handlers.console_static import console_file, is_console_path
 from handlers.devserver_http import (
-    ExpectContinue,
     copy_body,
     read_body,
     read_upload,
     refuse,
     shed,
+    withholds_continue,
     write_access_line,
 )
 from handlers.gate import UPLOAD, UPLOAD_FILE
@@ -180,7 +180,7 @@ class QuarryHTTPServer(ThreadingHTTPServer):
         self.engine.close()
 
 
-class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
+class _Forwarder(BaseHTTPRequestHandler):
     """One connection: authenticate, read the body, hand the event to the engine, write the answer."""
 
     server_version = "quarry-local"
@@ -234,6 +234,10 @@ class _Forwarder(ExpectContinue, BaseHTTPRequestHandler):
 
     def _is_upload(self) -> bool:
         return (self.command, urlsplit(self.path).path) == UPLOAD
+
+    def handle_expect_100(self) -> bool:
+        """`Expect: 100-continue`: a 100 only when the announced body fits the limit."""
+        return withholds_continue(self.headers, self.body_limit()) or super().handle_expect_100()
 
     def body_limit(self) -> int:
         """The size limit of this request's body: an NDJSON upload's own, else QUARRY_MAX_BODY_BYTES."""

@@ -168,19 +168,11 @@ def _length(conn: BaseHTTPRequestHandler, limit: int) -> int | None:
     return length
 
 
-class ExpectContinue:
-    """Mixin: answer `Expect: 100-continue` with 100 only when the announced body fits the limit."""
-
-    headers: Any
-
-    def body_limit(self) -> int:
-        raise NotImplementedError
-
-    def handle_expect_100(self) -> bool:
-        raw = self.headers.get("content-length", "")
-        if raw.strip().isdigit() and int(raw) > self.body_limit():
-            return True  # no 100: the client waits, gets the 413, and need not send the body
-        return bool(BaseHTTPRequestHandler.handle_expect_100(self))  # type: ignore[arg-type]
+def withholds_continue(headers: Any, limit: int) -> bool:
+    """True when an `Expect: 100-continue` request announces a body over `limit`: no 100 is sent, so the
+    client waits, gets the 413, and need not send the body."""
+    raw = headers.get("content-length", "")
+    return bool(raw.strip().isdigit() and int(raw) > limit)
 
 
 def write_access_line(method: str, path: str, status: int, ms: float, tenant: str | None) -> None:

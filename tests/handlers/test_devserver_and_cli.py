@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import urllib.error
 import urllib.request
@@ -66,6 +67,30 @@ def test_server_refuses_oversized_bodies_with_413(server: tuple[str, str]) -> No
     url, key = server
     status, body = call(f"{url}/search", "POST", key=key, data=b'{"query": "' + b"x" * 5000 + b'"}')
     assert status == 413 and body["error"]["code"] == "payload_too_large"
+
+
+def expect_continue(url: str, key: str, length: int) -> bytes:
+    """What the server says to a POST /search announcing `length` bytes with `Expect: 100-continue`, before
+    any of the body is sent."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        head = (f"POST /search HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {key}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {length}\r\nExpect: 100-continue\r\n\r\n")  # fmt: skip
+        sock.sendall(head.encode())
+        answer = sock.recv(4096)
+        while answer.startswith(b"HTTP/1.1 4") and b"}" not in answer:  # the refusal's body, then the close
+            more = sock.recv(4096)
+            if not more:
+                break
+            answer += more
+        return answer
+
+
+def test_an_announced_body_over_the_limit_gets_its_413_before_it_is_sent(server: tuple[str, str]) -> None:
+    url, key = server
+    assert expect_continue(url, key, 100).startswith(b"HTTP/1.1 100 Continue")
+    refused = expect_continue(url, key, 5000)
+    assert refused.startswith(b"HTTP/1.1 413") and b"payload_too_large" in refused
 
 
 def test_cli_ingest_reports_bad_lines_by_number_and_search_finds_the_rest(
