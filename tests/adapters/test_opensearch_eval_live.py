@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from handlers import cli
+from handlers import cli, cli_eval
 from infra.beir_evaluation import eval_index, run_eval
 from infra.opensearch import build_client
 from infra.settings import load_settings
@@ -47,7 +47,7 @@ def test_the_cli_takes_the_index_flag(
     monkeypatch.setenv("QUARRY_OPENSEARCH_URL", opensearch_url)
     monkeypatch.setenv("QUARRY_OPENSEARCH_INDEX_PREFIX", "quarry-clitest")
     container = make_container(tmp_path / "data", FakeBagOfWordsEmbedder())
-    monkeypatch.setattr(cli, "_container", lambda data_dir: container)
+    monkeypatch.setattr(cli_eval, "command_container", lambda data_dir: container)
     out = tmp_path / "report.json"
     assert (
         cli.main(["eval", "--dataset", str(TINY), "--index", "opensearch", "--quiet", "--json", str(out)])
