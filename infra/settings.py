@@ -1,7 +1,8 @@
-"""All configuration, read once from `QUARRY_*` environment variables (pydantic-settings).
+"""All configuration, read once from `QUARRY_*` environment variables (pydantic-settings), and the two
+standard variables Quarry follows (AWS_ENDPOINT_URL_DYNAMODB, XDG_CACHE_HOME).
 
 Nothing else in Quarry reads the environment. A wrong or missing setting fails at start with a message
-naming the variable (`load_settings`).
+naming the variable (`load_settings`; the message is built in infra/setting_errors.py).
 
 Size: longer than ~300 lines because it is one field per `QUARRY_*` variable, each with its default,
 bounds and the sentence docs/configuration.md shows, plus the checks between variables.

@@ -116,3 +116,10 @@ def test_a_cold_health_check_answers_without_the_aws_sdk_even_with_a_token() -> 
     assert [
         name for name in ("boto3", "botocore.session", "opensearchpy") if loaded(set(modules), name)
     ] == []
+
+
+def test_the_api_function_reads_no_setting_at_import() -> None:
+    """A broken setting does not fail the API function's import: its first invocation reads the settings
+    (and answers a logged 500 naming the variable, tests/handlers/test_configuration_errors.py)."""
+    modules = imported_by("handlers.api", QUARRY_MAX_LIMIT="lots", QUARRY_OPENSEARCH_URL="")
+    assert "handlers.api" in modules
