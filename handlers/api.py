@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
@@ -14,7 +15,7 @@ from handlers import bodies, errors, gate
 from handlers._observability import logger, metrics, tracer
 from handlers.routes import catalog, context, entities, governance, jobs, lifecycle, search
 from handlers.routes.common import caller, decode_path_parameters, fence_tenant, services
-from infra import deadline
+from infra import deadline, wiring
 from infra.wiring import Container
 
 VERSION = "0.1.0"
@@ -77,7 +78,7 @@ def published_openapi(c: Container) -> dict[str, Any]:
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)  # tenant data never in X-Ray
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    try:  # the settings are read here, at the first invocation, never at import (the function's init)
+    try:  # the settings, read at the first invocation where the init did not read them (below)
         settings = services().settings
     except ConfigurationError as exc:  # a wrong setting: a logged 500 on every request, never a 400
         return errors.configuration_failure(exc)
@@ -88,5 +89,11 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     with deadline.answer_within(left):
         return app.resolve(event, context)
 
+
+# In Lambda the init is the cold start: a wrong or missing setting fails it, naming the variable, as it does
+# for the other functions (docs/deployment.md). Imported anywhere else (the dev server, the CLI, tests), this
+# module reads nothing: the first invocation reads the settings.
+if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+    wiring.check_settings()
 
 __all__ = ["app", "lambda_handler", "InvalidInputError"]

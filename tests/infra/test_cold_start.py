@@ -118,8 +118,10 @@ def test_a_cold_health_check_answers_without_the_aws_sdk_even_with_a_token() -> 
     ] == []
 
 
-def test_the_api_function_reads_no_setting_at_import() -> None:
-    """A broken setting does not fail the API function's import: its first invocation reads the settings
-    (and answers a logged 500 naming the variable, tests/handlers/test_configuration_errors.py)."""
+def test_the_api_module_reads_no_setting_at_import_outside_lambda() -> None:
+    """Imported by the dev server, the CLI or a test, a broken setting does not fail the API module's import:
+    its first invocation reads the settings (a logged 500 naming the variable,
+    tests/handlers/test_configuration_errors.py). In Lambda the init reads them and fails, naming it
+    (tests/lambda_runtime/test_runtime_failures.py)."""
     modules = imported_by("handlers.api", QUARRY_MAX_LIMIT="lots", QUARRY_OPENSEARCH_URL="")
     assert "handlers.api" in modules
