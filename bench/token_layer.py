@@ -9,6 +9,7 @@ start, Quarry's import and the request; bpe-openai is not imported), then the fi
 cl100k_base (the layer's import and the encoding's tables), then the same again warm.
 
     scripts/with-opensearch.sh .venv/bin/python bench/token_layer.py [--starts 5] [--json PATH]
+    ... --smoke    one start of each (tests/lambda_runtime/test_cold_start_bench.py)
 """
 
 from __future__ import annotations
@@ -117,7 +118,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--starts", type=int, default=5, help="fresh emulators per stack (alternated)")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--smoke", action="store_true", help="one start of each stack")
     args = parser.parse_args()
+    if args.smoke:
+        args.starts = 1
     url = os.environ.get("QUARRY_OPENSEARCH_URL", "")
     if not url:
         sys.exit("QUARRY_OPENSEARCH_URL is not set: run through scripts/with-opensearch.sh")

@@ -23,6 +23,7 @@ ELSEWHERE = {  # benches whose smoke run needs the emulator, the OpenSearch node
     "lambda_cold_start": "tests/lambda_runtime/test_cold_start_bench.py",
     "opensearch_profile": "tests/adapters/test_opensearch_benches.py",
     "routing": "tests/cluster/test_routing.py",
+    "token_layer": "tests/lambda_runtime/test_cold_start_bench.py",
 }
 STRATEGIES = {"keyword", "semantic", "rrf", "convex", "auto"}  # infra/beir_evaluation.py ALL_STRATEGIES
 PEERS = {"bm25", "minilm", "rrf", "convex", "minmax"}  # bench/baselines.py's systems

@@ -1,5 +1,6 @@
 """bench/lambda_cold_start.py runs (at its smoke size: the API function only, first asked /health and first
-asked a search): its figures are there and plausible."""
+asked a search), and so does bench/token_layer.py (one start with and one without the token-encodings layer):
+their figures are there and plausible."""
 
 from __future__ import annotations
 
@@ -45,3 +46,24 @@ def test_the_lambda_cold_start_bench_measures_every_function_warm_requests_and_s
     assert report["hybrid_vs_serve_same_backends"] > 0
     assert "api_search_first_beyond_runtime_ms" in report
     assert "API cold start beyond the runtime's own start" in done.stdout
+
+
+def test_the_token_layer_bench_times_starts_with_and_without_the_layer(
+    lambda_runtime: None, opensearch_url: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "figures.json"
+    env = {**os.environ, "QUARRY_OPENSEARCH_URL": opensearch_url}
+    done = subprocess.run(
+        [sys.executable, "bench/token_layer.py", "--smoke", "--json", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BENCH_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert 60 < report["layer"]["unzipped_mb"] < 120 and 0 < report["layer"]["zipped_mb"] < 60
+    assert report["without the layer"]["cold"] > 0 and report["cold_with_over_without"] > 0
+    with_layer = report["with the layer"]
+    assert with_layer["cold"] > 0 and with_layer["first_cl100k"] > 0 and with_layer["warm_cl100k"] > 0
