@@ -70,7 +70,7 @@ def instrumented(meter: Meter, embedder: Any) -> Iterator[None]:
     """Each layer wrapped where the search path calls it (the module attribute or the method it looks
     up), and put back afterwards."""
     from core.search import candidate_fusion, search_service
-    from infra.local.sqlite_index import SqliteIndex
+    from infra.local.sqlite.index import SqliteIndex
 
     service = search_service.SearchService
     places: list[tuple[Any, str, str]] = [

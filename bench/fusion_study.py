@@ -65,7 +65,7 @@ def build_index(
     from infra.clock import SystemClock
     from infra.local.cache import MemoryCache
     from infra.local.embedder import LocalEmbedder
-    from infra.local.sqlite_index import build_sqlite_index
+    from infra.local.sqlite.index import build_sqlite_index
 
     data = load_beir(dataset, split)
     embedder: Any = HashingEmbedder() if smoke else CachingEmbedder(LocalEmbedder(), cache_dir)

@@ -40,7 +40,7 @@ def build_index(dataset: Path, split: str, cache_dir: Path, work: Path, smoke: b
     returns (index, embedder, registry, clock, name)."""
     from infra.local.cache import MemoryCache
     from infra.local.embedder import LocalEmbedder
-    from infra.local.sqlite_index import build_sqlite_index
+    from infra.local.sqlite.index import build_sqlite_index
 
     embedder: Any = (
         HashingEmbedder() if smoke else CachingEmbedder(LocalEmbedder(), cache_dir, progress=False)

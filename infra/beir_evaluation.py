@@ -43,7 +43,7 @@ from infra.beir_report import EvalReport, IngestReport
 
 if TYPE_CHECKING:
     from core.indexing.indexing_service import IndexingService
-    from infra.local.sqlite_index import SqliteIndex
+    from infra.local.sqlite.index import SqliteIndex
     from infra.wiring import Container
 
 EVAL_TENANT = "eval"
@@ -165,7 +165,7 @@ def _ordered(strategies: Sequence[str]) -> list[str]:
 
 
 def _fresh_sqlite_index(work_dir: Path, keyword_engine: str = "tantivy") -> SqliteIndex:
-    from infra.local.sqlite_index import build_sqlite_index
+    from infra.local.sqlite.index import build_sqlite_index
 
     path = Path(work_dir) / INDEX_FILE
     for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):

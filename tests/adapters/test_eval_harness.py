@@ -122,7 +122,7 @@ def test_tuning_lists_reproduce_what_search_returns(tmp_path: Path) -> None:
     from infra.beir_evaluation import EVAL_TENANT, ingest, run_queries
     from infra.clock import SystemClock
     from infra.local.cache import MemoryCache
-    from infra.local.sqlite_index import build_sqlite_index
+    from infra.local.sqlite.index import build_sqlite_index
 
     data = load_beir(TINY)
     embedder, registry, settings = FakeBagOfWordsEmbedder(), EntityTypeRegistry(), SearchSettings()
@@ -241,7 +241,7 @@ def stored_vectors(work_dir: Path, doc_ids: list[str]) -> dict[tuple[str, int], 
     """Every chunk vector an evaluation's index holds, as raw bytes (for a bit-for-bit comparison)."""
     from core.models import EntityKey
     from infra.beir_evaluation import EVAL_TENANT, INDEX_FILE
-    from infra.local.sqlite_index import build_sqlite_index
+    from infra.local.sqlite.index import build_sqlite_index
 
     wanted = [(EntityKey("document", d), n) for d in doc_ids for n in range(4)]
     found = build_sqlite_index(work_dir / INDEX_FILE).chunk_vectors(EVAL_TENANT, wanted)

@@ -309,7 +309,7 @@ def test_compare(tmp_path: Path) -> None:
 @smoke("cpu_budget")
 def test_cpu_budget(tmp_path: Path) -> None:
     from core.search import candidate_fusion
-    from infra.local.sqlite_index import SqliteIndex
+    from infra.local.sqlite.index import SqliteIndex
 
     originals = (SqliteIndex.retrieve_many, candidate_fusion.fuse, candidate_fusion.feedback_search)
     assert run("cpu_budget", "--smoke", "--json", str(tmp_path / "out.json")) == 0
