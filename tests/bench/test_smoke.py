@@ -24,7 +24,7 @@ ELSEWHERE = {  # benches whose smoke run needs the emulator, the OpenSearch node
     "opensearch_profile": "tests/adapters/test_opensearch_benches.py",
     "routing": "tests/cluster/test_routing.py",
 }
-STRATEGIES = {"keyword", "semantic", "rrf", "convex", "auto"}  # infra/beir_evaluation.py ALL_STRATEGIES
+STRATEGIES = {"keyword", "semantic", "rrf", "convex", "auto"}  # infra/beir/evaluation.py ALL_STRATEGIES
 PEERS = {"bm25", "minilm", "rrf", "convex", "minmax"}  # bench/baselines.py's systems
 
 
