@@ -30,7 +30,7 @@ PACKAGE_DATA = (".py", ".json")
 LOCAL_ONLY = (
     "handlers/cli",
     "handlers/devserver",
-    "handlers/mcp",
+    "handlers/mcp/",
     "handlers/local_key.py",
     "handlers/cors.py",
     "infra/beir/",
