@@ -178,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json = "bench/results/assembly_latency.json"
 
     from handlers import api
-    from infra.embedding_cache import CachingEmbedder
+    from infra.beir.embedding_cache import CachingEmbedder
     from infra.wiring import set_container
 
     if args.embedder == "minilm":

@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._common import SMOKE_DATASET, HashingEmbedder, write_json  # noqa: E402
 from core.ports import Embedder  # noqa: E402
 from core.search.ranking_metrics import Metrics, evaluate, ranking_from_scores  # noqa: E402
-from infra.beir import BeirDataset, load_beir  # noqa: E402
-from infra.embedding_cache import CachingEmbedder  # noqa: E402
+from infra.beir.datasets import BeirDataset, load_beir  # noqa: E402
+from infra.beir.embedding_cache import CachingEmbedder  # noqa: E402
 
 DEPTH = 100  # candidates per retriever: Recall@100 needs 100, and fusion runs over both top-100 lists
 BM25_K1 = 1.2  # BEIR's setting (Lucene / Pyserini default is 0.9)

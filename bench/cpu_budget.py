@@ -70,7 +70,7 @@ def instrumented(meter: Meter, embedder: Any) -> Iterator[None]:
     """Each layer wrapped where the search path calls it (the module attribute or the method it looks
     up), and put back afterwards."""
     from core.search import candidate_fusion, search_service
-    from infra.local.sqlite_index import SqliteIndex
+    from infra.local.sqlite.index import SqliteIndex
 
     service = search_service.SearchService
     places: list[tuple[Any, str, str]] = [
@@ -105,7 +105,7 @@ def budget(meter: Meter, searches: int) -> dict[str, float]:
 
 def run(entities: int, stream: Sequence[str], strategy: str, cache_dir: str, smoke: bool) -> dict[str, float]:
     from handlers import api
-    from infra.embedding_cache import CachingEmbedder
+    from infra.beir.embedding_cache import CachingEmbedder
     from infra.settings import load_settings
     from infra.wiring import Container, set_container
 

@@ -31,8 +31,9 @@ from core.indexing.indexing_service import IndexingService  # noqa: E402
 from core.search.planning import SearchSettings  # noqa: E402
 from core.search.ranking_metrics import per_query  # noqa: E402
 from core.search.search_service import SearchService  # noqa: E402
-from infra.beir import load_beir  # noqa: E402
-from infra.beir_evaluation import (  # noqa: E402
+from infra.beir.datasets import load_beir  # noqa: E402
+from infra.beir.embedding_cache import CachingEmbedder  # noqa: E402
+from infra.beir.evaluation import (  # noqa: E402
     ALL_STRATEGIES,
     EVAL_MAX_QUERY_CHARS,
     EVAL_MAX_TERMS,
@@ -42,7 +43,6 @@ from infra.beir_evaluation import (  # noqa: E402
     strategy_specs,
 )
 from infra.clock import SystemClock  # noqa: E402
-from infra.embedding_cache import CachingEmbedder  # noqa: E402
 from infra.local.cache import MemoryCache  # noqa: E402
 from infra.local.embedder import LocalEmbedder  # noqa: E402
 

@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.json is None:
         args.json = "bench/results/feedback_latency.json"
     from handlers.api import lambda_handler
-    from infra.embedding_cache import CachingEmbedder
+    from infra.beir.embedding_cache import CachingEmbedder
     from infra.settings import load_settings
     from infra.wiring import Container, set_container
 

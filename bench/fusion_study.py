@@ -27,9 +27,9 @@ from core.search.fusion_tuning import FusionSetting, QueryLists, fused_ranking, 
 from core.search.planning import SearchSettings  # noqa: E402
 from core.search.ranking_metrics import Metrics, Qrels, evaluate  # noqa: E402
 from core.search.tuning_service import FusionTuningService, current_setting  # noqa: E402
-from infra.beir import load_beir  # noqa: E402
-from infra.beir_evaluation import EVAL_TENANT, INDEX_FILE, SEARCH_LIMIT, ingest  # noqa: E402
-from infra.embedding_cache import CachingEmbedder  # noqa: E402
+from infra.beir.datasets import load_beir  # noqa: E402
+from infra.beir.embedding_cache import CachingEmbedder  # noqa: E402
+from infra.beir.evaluation import EVAL_TENANT, INDEX_FILE, SEARCH_LIMIT, ingest  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CACHE = REPO / ".quarry" / "embeddings"
@@ -65,7 +65,7 @@ def build_index(
     from infra.clock import SystemClock
     from infra.local.cache import MemoryCache
     from infra.local.embedder import LocalEmbedder
-    from infra.local.sqlite_index import build_sqlite_index
+    from infra.local.sqlite.index import build_sqlite_index
 
     data = load_beir(dataset, split)
     embedder: Any = HashingEmbedder() if smoke else CachingEmbedder(LocalEmbedder(), cache_dir)

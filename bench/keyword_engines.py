@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def compare(args: Any) -> None:
     """Both engines on the same queries over bench/scale.py's corpus of --size chunks."""
-    from infra.local.sqlite_index import build_sqlite_index
+    from infra.local.sqlite.index import build_sqlite_index
 
     words, p = vocabulary(args.dataset)
     space = Space()

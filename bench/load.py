@@ -102,7 +102,7 @@ def bounds(data_dir: Path, stream: list[str], cores: int, embedder: Any = None) 
 def ingest(data_dir: Path, n: int, cache_dir: str, embedder: Any = None) -> tuple[float, int]:
     """Index n synthetic entities into data_dir through the handler, waiting for the write jobs
     (MiniLM embeddings cached on disk, unless another embedder is given); (seconds, write jobs)."""
-    from infra.embedding_cache import CachingEmbedder
+    from infra.beir.embedding_cache import CachingEmbedder
     from infra.settings import load_settings
     from infra.wiring import Container, set_container
 

@@ -37,8 +37,8 @@ from bench._common import SMOKE_DATASET, shared_datasets, write_json  # noqa: E4
 from bench.baselines import bm25_run  # noqa: E402
 from core.ports import Embedder  # noqa: E402
 from core.search.ranking_metrics import evaluate, ranking_from_scores  # noqa: E402
-from infra.beir import load_beir  # noqa: E402
-from infra.beir_evaluation import run_eval  # noqa: E402
+from infra.beir.datasets import load_beir  # noqa: E402
+from infra.beir.evaluation import run_eval  # noqa: E402
 
 SCIFACT = shared_datasets() / "scifact"
 SEED = 11

@@ -206,7 +206,7 @@ def first_legs(client: Any, container: Any, stream: list[str]) -> dict[str, dict
 @contextmanager
 def opensearch_container(args: argparse.Namespace) -> Iterator[Any]:
     """A Container over a fresh OpenSearch index (dropped afterwards), installed for the handler."""
-    from infra.embedding_cache import CachingEmbedder
+    from infra.beir.embedding_cache import CachingEmbedder
     from infra.local.embedder import LocalEmbedder
     from infra.settings import load_settings
     from infra.wiring import Container, set_container

@@ -166,9 +166,9 @@ def opensearch_search(client: Client, name: str) -> Callable[[str, int], tuple[f
 def quarry_ingest(data_dir: Path, data: Any, cache_dir: Path, smoke: bool = False) -> float:
     """The corpus through IndexingService into data_dir (the eval's write path); seconds taken. A smoke
     run embeds with hashing vectors (keyword search never reads them)."""
-    from infra.beir_evaluation import ingest
+    from infra.beir.embedding_cache import CachingEmbedder
+    from infra.beir.evaluation import ingest
     from infra.clock import SystemClock
-    from infra.embedding_cache import CachingEmbedder
     from infra.local.embedder import LocalEmbedder
     from infra.settings import load_settings
     from infra.wiring import Container
@@ -239,8 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json = ROOT / "bench" / "results" / "peers.json"
 
     from core.search.ranking_metrics import evaluate
-    from infra.beir import load_beir
-    from infra.beir_evaluation import EVAL_TENANT
+    from infra.beir.datasets import load_beir
+    from infra.beir.evaluation import EVAL_TENANT
 
     data = load_beir(args.dataset, "test")
     queries = [q for q in data.queries.values() if q.strip()]

@@ -49,7 +49,7 @@ def layers(data_dir: Path, queries: list[str], size: int, passes: int) -> dict[s
     from core.search.search_api import SearchRequest
     from handlers import api
     from handlers.devserver import FakeLambdaContext, build_event
-    from infra.beir_evaluation import EVAL_TENANT
+    from infra.beir.evaluation import EVAL_TENANT
     from infra.settings import load_settings
     from infra.wiring import Container, set_container
 
@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.smoke:
         args.dataset, args.passes = SMOKE_DATASET, 1
 
-    from infra.beir import load_beir
+    from infra.beir.datasets import load_beir
 
     data = load_beir(args.dataset, "test")
     queries = [q for q in data.queries.values() if q.strip()]

@@ -42,7 +42,7 @@ from core.search.query import parse_query  # noqa: E402
 from core.search.ranking_metrics import Qrels, ndcg_at_k  # noqa: E402
 from core.search.tuning_service import FusionTuningService  # noqa: E402
 from core.text import STOPWORDS, light_stem, tokens  # noqa: E402
-from infra.beir_evaluation import EVAL_MAX_TERMS, EVAL_TENANT  # noqa: E402
+from infra.beir.evaluation import EVAL_MAX_TERMS, EVAL_TENANT  # noqa: E402
 
 FLOOR = 0.2  # SearchSettings.min_vector_similarity
 DEPTH = 200  # candidates per retriever (a limit-100 search)

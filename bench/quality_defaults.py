@@ -27,10 +27,10 @@ from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.indexing.indexing_service import IndexingService  # noqa: E402
 from core.search.planning import SearchSettings  # noqa: E402
 from core.search.search_service import SearchService  # noqa: E402
-from infra.beir import load_beir  # noqa: E402
-from infra.beir_evaluation import ALL_STRATEGIES, INDEX_FILE, evaluate_strategies, ingest  # noqa: E402
+from infra.beir.datasets import load_beir  # noqa: E402
+from infra.beir.embedding_cache import CachingEmbedder  # noqa: E402
+from infra.beir.evaluation import ALL_STRATEGIES, INDEX_FILE, evaluate_strategies, ingest  # noqa: E402
 from infra.clock import SystemClock  # noqa: E402
-from infra.embedding_cache import CachingEmbedder  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -40,7 +40,7 @@ def build_index(dataset: Path, split: str, cache_dir: Path, work: Path, smoke: b
     returns (index, embedder, registry, clock, name)."""
     from infra.local.cache import MemoryCache
     from infra.local.embedder import LocalEmbedder
-    from infra.local.sqlite_index import build_sqlite_index
+    from infra.local.sqlite.index import build_sqlite_index
 
     embedder: Any = (
         HashingEmbedder() if smoke else CachingEmbedder(LocalEmbedder(), cache_dir, progress=False)

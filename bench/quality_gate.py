@@ -9,7 +9,7 @@ or when its keyword leg falls more than 0.005 below bm25s (the quality bars belo
     .venv/bin/python bench/quality_gate.py --smoke   # `make eval` on tests/fixtures/beir_tiny, then the gate
 
 `--smoke` writes both files for the tiny fixture collection into a temporary folder (Quarry's eval through
-infra/beir_evaluation.py's run_eval, as `quarry eval --json` does, and bench/baselines.py --smoke; hashing vectors
+infra/beir/evaluation.py's run_eval, as `quarry eval --json` does, and bench/baselines.py --smoke; hashing vectors
 on both sides) and gates them.
 """
 
@@ -67,7 +67,7 @@ def smoke_results(folder: Path) -> list[str]:
     """`make eval` at smoke size into `folder`: the tiny fixture's eval and baselines JSON; its name."""
     from bench._common import SMOKE_DATASET, HashingEmbedder
     from bench.baselines import main as baselines
-    from infra.beir_evaluation import run_eval
+    from infra.beir.evaluation import run_eval
 
     name = SMOKE_DATASET.name
     report = run_eval(SMOKE_DATASET, HashingEmbedder(), progress=False)

@@ -38,7 +38,7 @@ from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery, Vector  # noqa: E402
 from core.ports import Embedder  # noqa: E402
 from core.search.query import parse_query  # noqa: E402
-from infra.local.sqlite_vector_search import ANN_PROBE  # noqa: E402
+from infra.local.sqlite.vector_search import ANN_PROBE  # noqa: E402
 from infra.local.tantivy_query import STOP_WORDS  # noqa: E402
 
 SCIFACT = shared_datasets() / "scifact"  # its word frequencies and queries
@@ -139,7 +139,7 @@ WORKER = """
 import sys, json, numpy as np
 from pathlib import Path
 from core.models import Filters
-from infra.local.sqlite_index import SqliteIndex, build_sqlite_index
+from infra.local.sqlite.index import SqliteIndex, build_sqlite_index
 index = build_sqlite_index(sys.argv[1])
 for q in np.load(sys.argv[2]):
     index.vector("bench", q, Filters(), 100, exact=True)
@@ -389,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def run(args: Any) -> None:
     """Build (or reuse) each size's index under --work and measure it."""
-    from infra.local.sqlite_index import build_sqlite_index
+    from infra.local.sqlite.index import build_sqlite_index
 
     words, p = vocabulary(args.dataset)
     texts = query_texts(args.dataset)

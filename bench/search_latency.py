@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     args.json = args.json or (None if args.smoke else f"bench/results/search_latency{suffix}.json")
 
     from handlers import api
-    from infra.embedding_cache import CachingEmbedder
+    from infra.beir.embedding_cache import CachingEmbedder
     from infra.local.embedder import LocalEmbedder
     from infra.settings import load_settings
     from infra.wiring import Container, set_container

@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 from bench._common import SMOKE_DATASET, HashingEmbedder, shared_datasets, write_json  # noqa: E402
 from bench.baselines import bm25_run  # noqa: E402
 from core.search.ranking_metrics import evaluate, ranking_from_scores  # noqa: E402
-from infra.beir import load_beir  # noqa: E402
-from infra.embedding_cache import CachingEmbedder  # noqa: E402
+from infra.beir.datasets import load_beir  # noqa: E402
+from infra.beir.embedding_cache import CachingEmbedder  # noqa: E402
 from infra.local.embedder import LocalEmbedder  # noqa: E402
 
 SCIFACT = shared_datasets() / "scifact"

@@ -26,17 +26,14 @@ PACKAGES = ("core", "infra", "handlers")
 PACKAGE_DATA = (".py", ".json")
 # Modules that run only on a laptop or in a study, never in a function: the CLI, the dev and MCP servers
 # with their local key and CORS (handlers), the BEIR evaluation harness and its SQLite embedding cache
-# (infra). Matched by prefix.
+# (infra/beir/). Matched by prefix.
 LOCAL_ONLY = (
     "handlers/cli",
     "handlers/devserver",
-    "handlers/mcp",
+    "handlers/mcp/",
     "handlers/local_key.py",
     "handlers/cors.py",
-    "infra/beir.py",
-    "infra/beir_evaluation.py",
-    "infra/beir_report.py",
-    "infra/embedding_cache.py",
+    "infra/beir/",
 )
 # Folders of installed dependencies that never run in a function (numpy alone ships 15 MB of tests).
 DEPENDENCY_JUNK = frozenset({"tests"})

@@ -13,9 +13,9 @@ from handlers.cli_governance import DATA_DIR_HELP, command_container
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Measure retrieval quality on a BEIR folder: nDCG@10, Recall@100, MRR@10 per strategy."""
-    from infra.beir_evaluation import eval_index, run_eval
-    from infra.beir_report import format_table, plot_report
-    from infra.embedding_cache import CachingEmbedder
+    from infra.beir.embedding_cache import CachingEmbedder
+    from infra.beir.evaluation import eval_index, run_eval
+    from infra.beir.report import format_table, plot_report
 
     c = command_container(args.data_dir)
     cache_dir = Path(args.cache_dir) if args.cache_dir else c.settings.data_dir / "embeddings"

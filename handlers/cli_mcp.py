@@ -22,7 +22,7 @@ def stdio_principal(keys: Mapping[str, Mapping[str, Any]], key: str | None) -> P
     like `quarry serve`'s fresh key; with keys configured a key must be named, and must be one of them.
     """
     from handlers.local_key import ALL_SCOPES, DEV_TENANT
-    from handlers.mcp_server import grant_principal
+    from handlers.mcp.server import grant_principal
 
     if key is None:
         if keys:
@@ -46,7 +46,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     from handlers.local_key import key_hint, local_keys, print_key
-    from handlers.mcp_server import Gate, build_server
+    from handlers.mcp.server import Gate, build_server
 
     c = command_container(args.data_dir)
     c.check()  # a wrong or missing setting stops here, naming the variable (exit 2), as `quarry serve`
@@ -54,7 +54,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         gate = Gate(c.settings.api_keys, stdio_principal(c.settings.api_keys, args.key or c.settings.mcp_key))
         build_server(lambda: c, gate).run("stdio")
         return 0
-    from handlers.mcp_http import serve_http
+    from handlers.mcp.http import serve_http
 
     keys, local = local_keys(c.settings.api_keys, c.settings.data_dir)  # the key `quarry serve` prints
     gate = Gate(keys, None, key_hint(c.settings.api_keys, c.settings.data_dir))

@@ -13,8 +13,8 @@ from typing import Any
 from core.errors import UnavailableError
 from core.indexing.write_jobs import SQS_MAX_MESSAGE_BYTES, Job
 from infra.job_payloads import S3JobPayloads, outgoing
-from infra.local.sqlite_connect import immediate, open_sqlite
-from infra.local.sqlite_errors import reported
+from infra.local.sqlite.connect import immediate, open_sqlite
+from infra.local.sqlite.errors import reported
 
 # SQS: short timeouts and botocore's standard retry mode, 3 attempts: a send stays within a few seconds,
 # far under the API function's 29 s (the caller gets 503 and retries the whole request).

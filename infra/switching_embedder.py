@@ -12,7 +12,7 @@ from pathlib import Path
 from core.models import Vector
 from core.ports import Embedder
 from infra.local.reindex import ACTIVE, active_model
-from infra.local.sqlite_connect import open_sqlite
+from infra.local.sqlite.connect import open_sqlite
 
 ActiveFolder = Callable[[str | None], str | None]  # tenant (None: the default) → model folder or None
 

@@ -66,7 +66,7 @@ def index(c: Container) -> SearchIndex:
 
         # The configured model's dimension; a reindexed generation's own (its `_meta`) wins at start.
         return build_index(c.settings, c.configured_embedder.dimension)
-    from infra.local.sqlite_index import build_sqlite_index
+    from infra.local.sqlite.index import build_sqlite_index
 
     return build_sqlite_index(
         c.settings.sqlite_path,
@@ -159,7 +159,7 @@ def state(c: Container) -> StateStore:
         from infra.dynamodb import build_state_store
 
         return build_state_store(c.settings)
-    from infra.local.sqlite_state import SqliteStateStore
+    from infra.local.sqlite.state import SqliteStateStore
 
     return SqliteStateStore(c.settings.sqlite_path)
 
@@ -171,7 +171,7 @@ def snapshots(c: Container) -> SearchSnapshots:
 
         c.state  # noqa: B018  the state store creates the table when it may
         return DynamoSearchSnapshots(c.settings.state_table)
-    from infra.local.sqlite_snapshots import SqliteSearchSnapshots
+    from infra.local.sqlite.snapshots import SqliteSearchSnapshots
 
     return SqliteSearchSnapshots(c.settings.sqlite_path)
 
@@ -183,7 +183,7 @@ def fences(c: Container) -> TenantFences:
 
         c.state  # noqa: B018  the state store creates the table when it may
         return DynamoTenantFences(c.settings.state_table)
-    from infra.local.sqlite_fences import SqliteTenantFences
+    from infra.local.sqlite.fences import SqliteTenantFences
 
     return SqliteTenantFences(c.settings.sqlite_path)
 

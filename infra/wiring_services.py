@@ -85,7 +85,7 @@ def embedding(c: Container) -> EmbeddingService:
 
 
 def fusion_tuning(c: Container) -> FusionTuningService:
-    """Grid-searches the fusion setting on judged queries (`quarry eval --tune`, infra/beir_evaluation.py)."""
+    """Grid-searches the fusion setting on judged queries (`quarry eval --tune`, infra/beir/evaluation.py)."""
     from core.search.tuning_service import FusionTuningService
 
     return FusionTuningService(c.index, c.embedder, c.registry, c.search_settings)

@@ -25,8 +25,8 @@ from core.search.cache_key import (
     search_key_prefix,
     settling_key,
 )
-from infra.local.sqlite_connect import open_sqlite
-from infra.local.sqlite_errors import reported
+from infra.local.sqlite.connect import open_sqlite
+from infra.local.sqlite.errors import reported
 
 # Sets between two sweeps of expired rows. Measured on the dev VM: a set takes ~0.1 ms and a sweep of 10k
 # rows (half expired) ~20 ms, so one sweep per 500 sets adds ~0.04 ms per set and bounds the table.

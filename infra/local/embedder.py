@@ -20,7 +20,7 @@ promise: onnxruntime quantises a call's activations with one scale for the whole
 int8 vector moves with its company (cosine ≥ 0.99 to itself alone, measured). Queries, embedded alone on
 the search path, skip the padding and grouping: they never share a batch there.
 
-Runtimes (`QUARRY_EMBEDDER_RUNTIME`): `numpy` is the reference forward pass (`bert.py`); `onnx` runs the
+Runtimes (`QUARRY_EMBEDDER_RUNTIME`): `numpy` is the reference forward pass (`onnx/bert.py`); `onnx` runs the
 same encoder as an ONNX graph in onnxruntime (fp32: the same vectors to cosine ≥ 0.999999, about three
 times faster); `onnx-int8` quantises its projections to int8, weights in 7 bits so AVX2's u8×s8 kernels
 cannot saturate (faster still, not the same vectors: cosine ≥ 0.98 to the reference, mean ≥ 0.995).
@@ -46,7 +46,7 @@ from core.models import Vector
 from core.ports import Embedder
 
 if TYPE_CHECKING:
-    from infra.local.onnx_session import Runtime
+    from infra.local.onnx.session import Runtime
 
 log = logging.getLogger(__name__)
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -128,7 +128,7 @@ class _Model:
         self.min_rows = 1 if runtime == "numpy" else ONNX_MIN_ROWS
         self.max_tokens = folder.max_tokens
         if runtime == "numpy":
-            from infra.local.bert import load_encoder
+            from infra.local.onnx.bert import load_encoder
 
             with _naming("model.safetensors"):
                 encoder = load_encoder(folder.path)
@@ -138,7 +138,7 @@ class _Model:
                 _pool(encoder.forward(ids, mask), mask, folder.pooling)
             )
         else:
-            from infra.local.onnx_session import open_encoder
+            from infra.local.onnx.session import open_encoder
             from infra.settings import default_onnx_cache_dir
 
             self.encode = open_encoder(
@@ -204,7 +204,7 @@ class LocalEmbedder(Embedder):
         """The configured runtime, or `onnx` when onnxruntime is installed, else `numpy`."""
         if self._runtime is not None:
             return self._runtime
-        from infra.local.onnx_session import onnxruntime_installed
+        from infra.local.onnx.session import onnxruntime_installed
 
         return "onnx" if onnxruntime_installed() else "numpy"
 

@@ -103,7 +103,7 @@ def scoped_expression(expression: str, filters: Filters) -> str:
 
 
 # Metadata keys whose presence the index holds as a token of its own, so an `exists` condition on them is a
-# clause of the engine's query rather than a reason to leave it for FTS5 (sqlite_lexical.py). Only keys no
+# clause of the engine's query rather than a reason to leave it for FTS5 (sqlite/lexical.py). Only keys no
 # index built before the token existed can hold: `superseded_by` (core/memory/supersession.py), which every
 # search covering memories asks to be absent.
 PRESENCE_KEYS = frozenset({"superseded_by"})

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
-from infra.local.sqlite_connect import immediate
+from infra.local.sqlite.connect import immediate
 
 FTS_PREFIX = "idx_fts_"
 _DIGITS = 24  # hex digits of sha256 kept (96 bits): no two tenants of a file share a table

@@ -28,8 +28,8 @@ from typing import Any
 
 from core.errors import UnavailableError
 from core.indexing.write_jobs import MAX_PART_ATTEMPTS, JobPart, failure_reason
-from infra.local.sqlite_connect import immediate, open_sqlite
-from infra.local.sqlite_errors import reported
+from infra.local.sqlite.connect import immediate, open_sqlite
+from infra.local.sqlite.errors import reported
 
 _log = logging.getLogger(__name__)
 

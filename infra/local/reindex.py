@@ -41,7 +41,7 @@ from core.errors import ConflictError
 from core.indexing.chunking import embedding_input
 from core.indexing.entity_types import EntityTypeRegistry
 from core.ports import Embedder
-from infra.local.sqlite_connect import immediate, open_sqlite
+from infra.local.sqlite.connect import immediate, open_sqlite
 from infra.local.vector_files import ColumnFiles
 from infra.local.vector_store import VectorStores
 

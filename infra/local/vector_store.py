@@ -1,6 +1,6 @@
 """The vector store that follows writes: per tenant, memory-mapped column files beside the SQLite file.
 
-SQLite stays the source of truth. Triggers (sqlite_sql.py) append every chunk insert, chunk delete and
+SQLite stays the source of truth. Triggers (sqlite/sql.py) append every chunk insert, chunk delete and
 change of an entity's filterable fields to `idx_changes`; a store records the change sequence and the
 index generation it reflects (`meta.json`) and catches up by re-reading only the chunks named in the log
 since then: a new chunk is appended, a dropped or replaced one is tombstoned, a moved one gets new codes.
@@ -32,8 +32,8 @@ import numpy as np
 import numpy.typing as npt
 
 from infra.local import ivf
-from infra.local.sqlite_connect import BUSY_TIMEOUT_MS
-from infra.local.sqlite_sql import KEYWORD_FLOOR
+from infra.local.sqlite.connect import BUSY_TIMEOUT_MS
+from infra.local.sqlite.sql import KEYWORD_FLOOR
 from infra.local.vector_files import COLUMN_TYPES, MIN_CAPACITY, ColumnFiles, Meta
 from infra.local.vectors import CODED, VectorSnapshot
 

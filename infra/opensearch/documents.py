@@ -52,7 +52,7 @@ def keyword(value: Any) -> str:
 # `%` is escaped (`%25`), so no `key=value` term starts with `%N` or `%D`.
 NUMBER_PREFIX = "%N"
 DATE_PREFIX = "%D"
-DATED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # the same test as infra/local/sqlite_sql.py _RANGE_VALUES
+DATED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # the same test as infra/local/sqlite/sql.py _RANGE_VALUES
 _SIGN = 1 << 63
 _ALL_BITS = (1 << 64) - 1
 

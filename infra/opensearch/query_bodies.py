@@ -82,7 +82,7 @@ def filter_clauses(tenant_id: str, filters: Filters) -> list[dict[str, Any]]:
 
 def condition_clause(condition: Condition) -> tuple[dict[str, Any], bool]:
     """One range/not/exists condition (core/search/filters.py) as a clause, and whether it goes in `must_not`;
-    the same semantics as infra/local/sqlite_sql.py condition_sql."""
+    the same semantics as infra/local/sqlite/sql.py condition_sql."""
     field, op, values = condition.field, condition.op, condition.values
     if op == "exists":
         if condition.column:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import InvalidInputError
-from infra.beir import document_entity, load_beir, load_qrels
+from infra.beir.datasets import document_entity, load_beir, load_qrels
 
 TINY = Path(__file__).resolve().parent.parent / "fixtures" / "beir_tiny"
 

@@ -11,7 +11,7 @@ import pytest
 
 from core.models import Vector
 from core.ports import Embedder
-from infra.embedding_cache import CachingEmbedder
+from infra.beir.embedding_cache import CachingEmbedder
 
 DIMENSION = 8
 

@@ -15,9 +15,9 @@ import pytest
 from core.errors import InvalidInputError
 from core.models import Vector
 from core.ports import Embedder
-from infra.beir_evaluation import run_eval
-from infra.beir_report import format_table, plot_report
-from infra.embedding_cache import CachingEmbedder
+from infra.beir.embedding_cache import CachingEmbedder
+from infra.beir.evaluation import run_eval
+from infra.beir.report import format_table, plot_report
 
 TINY = Path(__file__).resolve().parent.parent / "fixtures" / "beir_tiny"
 DIMENSION = 64
@@ -118,11 +118,11 @@ def test_tuning_lists_reproduce_what_search_returns(tmp_path: Path) -> None:
     from core.search.planning import SearchSettings
     from core.search.search_service import SearchService
     from core.search.tuning_service import FusionTuningService, current_setting
-    from infra.beir import load_beir
-    from infra.beir_evaluation import EVAL_TENANT, ingest, run_queries
+    from infra.beir.datasets import load_beir
+    from infra.beir.evaluation import EVAL_TENANT, ingest, run_queries
     from infra.clock import SystemClock
     from infra.local.cache import MemoryCache
-    from infra.local.sqlite_index import build_sqlite_index
+    from infra.local.sqlite.index import build_sqlite_index
 
     data = load_beir(TINY)
     embedder, registry, settings = FakeBagOfWordsEmbedder(), EntityTypeRegistry(), SearchSettings()
@@ -240,8 +240,8 @@ def scifact_slice(folder: Path, keep: slice = slice(None)) -> Path:
 def stored_vectors(work_dir: Path, doc_ids: list[str]) -> dict[tuple[str, int], bytes]:
     """Every chunk vector an evaluation's index holds, as raw bytes (for a bit-for-bit comparison)."""
     from core.models import EntityKey
-    from infra.beir_evaluation import EVAL_TENANT, INDEX_FILE
-    from infra.local.sqlite_index import build_sqlite_index
+    from infra.beir.evaluation import EVAL_TENANT, INDEX_FILE
+    from infra.local.sqlite.index import build_sqlite_index
 
     wanted = [(EntityKey("document", d), n) for d in doc_ids for n in range(4)]
     found = build_sqlite_index(work_dir / INDEX_FILE).chunk_vectors(EVAL_TENANT, wanted)

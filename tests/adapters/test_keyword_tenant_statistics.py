@@ -15,7 +15,7 @@ import pytest
 
 from core.models import EntityKey, Filters, LexicalQuery, MatchMode
 from infra.local.fts_tables import fts_table
-from infra.local.sqlite_index import SqliteIndex, build_sqlite_index
+from infra.local.sqlite.index import SqliteIndex, build_sqlite_index
 from tests.adapters.search_index_contract import record
 
 ENGINES = ["fts5", "tantivy"]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from core.models import EntityKey
-from infra.local.sqlite_index import build_sqlite_index
+from infra.local.sqlite.index import build_sqlite_index
 from infra.opensearch import documents
 from tests.adapters.memory_contract import TENANT, IntegrityContract, RelevanceContract, SupersessionContract
 from tests.adapters.opensearch_live_support import fresh_live_index, live_client

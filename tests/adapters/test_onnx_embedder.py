@@ -64,7 +64,7 @@ def ndcg_at_10(ranked: list[str], relevant: dict[str, int]) -> float:
 @pytest.mark.skipif(not SCIFACT.exists(), reason=f"needs the shared SciFact copy at {SCIFACT}")
 def test_int8_retrieves_like_the_exact_model_on_a_scifact_sample(int8_embedder: LocalEmbedder) -> None:
     """80 SciFact test queries over their judged abstracts plus 220 others: dense-only nDCG@10."""
-    from infra.beir import load_beir
+    from infra.beir.datasets import load_beir
 
     data = load_beir(SCIFACT, "test")
     queries = sorted(data.qrels)[:80]
@@ -166,7 +166,7 @@ def test_a_graph_prebuilt_into_the_model_folder_needs_no_cache(tmp_path: Path) -
         [
             sys.executable,
             "-m",
-            "infra.local.onnx_graph",
+            "infra.local.onnx.graph",
             str(folder),
             str(folder / "onnx"),
             "--pooling",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from handlers import cli, cli_eval
-from infra.beir_evaluation import eval_index, run_eval
+from infra.beir.evaluation import eval_index, run_eval
 from infra.opensearch import build_client
 from infra.settings import load_settings
 from tests.adapters.test_eval_harness import TINY, FakeBagOfWordsEmbedder

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from infra.local.sqlite_index import build_sqlite_index
+from infra.local.sqlite.index import build_sqlite_index
 from tests.adapters.opensearch_live_support import fresh_live_index, live_client
 from tests.adapters.search_filter_contract import SearchFilterContract
 from tests.adapters.search_index_contract import DIM, SearchIndexContract

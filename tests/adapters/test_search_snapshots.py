@@ -16,7 +16,7 @@ import pytest
 from core.search.paging import SearchSnapshot
 from infra.dynamodb.search_snapshots import CHUNK_BYTES, DynamoSearchSnapshots
 from infra.dynamodb.state import DynamoStateStore
-from infra.local.sqlite_snapshots import SqliteSearchSnapshots
+from infra.local.sqlite.snapshots import SqliteSearchSnapshots
 from tests.adapters.moto_support import moto_dynamodb
 from tests.fakes import FakeSearchSnapshots
 

@@ -6,8 +6,8 @@ import threading
 from pathlib import Path
 
 from core.models import Filters, LexicalQuery
-from infra.local.sqlite_index import build_sqlite_index
-from infra.local.sqlite_store import READ_MMAP_BYTES
+from infra.local.sqlite.index import build_sqlite_index
+from infra.local.sqlite.store import READ_MMAP_BYTES
 from tests.adapters.search_index_contract import record, unit
 
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from infra.local.sqlite_state import SqliteStateStore
+from infra.local.sqlite.state import SqliteStateStore
 from tests.adapters.statestore_contract import StateStoreContract
 from tests.adapters.statestore_data import T1, entry, update, with_feedback
 

@@ -1,4 +1,4 @@
-"""The one write transaction of the local SQLite writers (infra/local/sqlite_connect.py `immediate`)."""
+"""The one write transaction of the local SQLite writers (infra/local/sqlite/connect.py `immediate`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.local.sqlite_connect import BUSY_TIMEOUT_MS, immediate, open_sqlite
+from infra.local.sqlite.connect import BUSY_TIMEOUT_MS, immediate, open_sqlite
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 
 from core.models import EntityKey, Filters, LexicalQuery
 from infra.local import vector_store
-from infra.local.sqlite_index import SqliteIndex, build_sqlite_index
+from infra.local.sqlite.index import SqliteIndex, build_sqlite_index
 from tests.adapters.search_index_contract import DIM, record, unit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,7 +168,7 @@ def test_readers_during_writes_never_see_a_deleted_entity_or_an_older_version(tm
 
 WRITER = """
 import sys, numpy as np
-from infra.local.sqlite_index import SqliteIndex, build_sqlite_index
+from infra.local.sqlite.index import SqliteIndex, build_sqlite_index
 from tests.adapters.search_index_contract import record, DIM
 from core.models import Filters
 index = build_sqlite_index(sys.argv[1])

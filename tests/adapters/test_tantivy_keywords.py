@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from core.models import EntityKey, Filters, LexicalQuery, MatchMode, Placement
-from infra.local.sqlite_index import SqliteIndex, build_sqlite_index
+from infra.local.sqlite.index import SqliteIndex, build_sqlite_index
 from tests.adapters.search_index_contract import lex, record, unit
 from tests.conftest import FakeEmbedder, make_container
 
@@ -322,7 +322,7 @@ def test_purging_a_tenant_removes_its_keyword_index(tmp_path: Path) -> None:
 
 WRITER = """
 import sys
-from infra.local.sqlite_index import SqliteIndex, build_sqlite_index
+from infra.local.sqlite.index import SqliteIndex, build_sqlite_index
 from tests.adapters.search_index_contract import record
 from core.models import EntityKey
 index = build_sqlite_index(sys.argv[1], keyword_engine="tantivy")

@@ -18,8 +18,8 @@ from infra.dynamodb.fences import DynamoTenantFences
 from infra.dynamodb.jobs import DynamoJobStore
 from infra.dynamodb.state import DynamoStateStore
 from infra.jobs import SqliteJobStore
-from infra.local.sqlite_fences import SqliteTenantFences
-from infra.local.sqlite_state import SqliteStateStore
+from infra.local.sqlite.fences import SqliteTenantFences
+from infra.local.sqlite.state import SqliteStateStore
 from tests.adapters.moto_support import moto_dynamodb
 
 TENANT = "tenant-fenced-7q"

@@ -19,8 +19,8 @@ from infra.dynamodb.cache import DynamoCache
 from infra.dynamodb.state import DynamoStateStore
 from infra.local.cache import MemoryCache, SqliteCache
 from infra.local.fts_tables import fts_table
-from infra.local.sqlite_index import build_sqlite_index
-from infra.local.sqlite_state import SqliteStateStore
+from infra.local.sqlite.index import build_sqlite_index
+from infra.local.sqlite.state import SqliteStateStore
 from infra.opensearch import build_opensearch_index
 from tests.adapters.moto_support import moto_dynamodb
 from tests.adapters.opensearch_fakes import FakeOpenSearch

@@ -25,7 +25,7 @@ ELSEWHERE = {  # benches whose smoke run needs the emulator, the OpenSearch node
     "routing": "tests/cluster/test_routing.py",
     "token_layer": "tests/lambda_runtime/test_cold_start_bench.py",
 }
-STRATEGIES = {"keyword", "semantic", "rrf", "convex", "auto"}  # infra/beir_evaluation.py ALL_STRATEGIES
+STRATEGIES = {"keyword", "semantic", "rrf", "convex", "auto"}  # infra/beir/evaluation.py ALL_STRATEGIES
 PEERS = {"bm25", "minilm", "rrf", "convex", "minmax"}  # bench/baselines.py's systems
 
 
@@ -310,7 +310,7 @@ def test_compare(tmp_path: Path) -> None:
 @smoke("cpu_budget")
 def test_cpu_budget(tmp_path: Path) -> None:
     from core.search import candidate_fusion
-    from infra.local.sqlite_index import SqliteIndex
+    from infra.local.sqlite.index import SqliteIndex
 
     originals = (SqliteIndex.retrieve_many, candidate_fusion.fuse, candidate_fusion.feedback_search)
     assert run("cpu_budget", "--smoke", "--json", str(tmp_path / "out.json")) == 0

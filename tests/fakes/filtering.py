@@ -1,4 +1,4 @@
-"""`core.models.Filters` evaluated on one stored entity, in Python: what infra/local/sqlite_sql.py
+"""`core.models.Filters` evaluated on one stored entity, in Python: what infra/local/sqlite/sql.py
 `filter_sql` states in SQL (the filter contract, tests/adapters/search_filter_contract.py, holds both)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
 }
 _DATED = re.compile(
     r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
-)  # text a date range compares with (sqlite_sql._RANGE_VALUES)
+)  # text a date range compares with (infra.local.sqlite.sql._RANGE_VALUES)
 
 
 def passes(entity: StoredEntity, filters: Filters) -> bool:

@@ -1,6 +1,6 @@
 """FakeSearchIndex's keyword scoring: BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework:
 BM25 and Beyond", k1 1.2, b 0.75) over a chunk's boost tiers weighted 3/2/1 (the title^3, strong^2, body^1
-of infra/local/sqlite_index.py BM25_WEIGHTS), on light stems (core.text.light_stem)."""
+of infra/local/sqlite/index.py BM25_WEIGHTS), on light stems (core.text.light_stem)."""
 
 from __future__ import annotations
 

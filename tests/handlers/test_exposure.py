@@ -17,7 +17,7 @@ from core.errors import UnavailableError
 from core.models import EntityKey, Placement, WriteOutcome
 from handlers._observability import tracer
 from infra.dynamodb.errors import translate
-from infra.local.sqlite_index import build_sqlite_index
+from infra.local.sqlite.index import build_sqlite_index
 from infra.wiring import Container, set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from infra import wiring
-from infra.local import sqlite_connect
+from infra.local.sqlite import connect
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 
 LOCK_WAIT_MS = 200  # the busy timeout in this test: a held lock is reported quickly
@@ -22,7 +22,7 @@ LOCK_WAIT_MS = 200  # the busy timeout in this test: a held lock is reported qui
 
 @pytest.fixture
 def box(tmp_path: Path, fake_embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setattr(sqlite_connect, "BUSY_TIMEOUT_MS", LOCK_WAIT_MS)
+    monkeypatch.setattr(connect, "BUSY_TIMEOUT_MS", LOCK_WAIT_MS)
     container = make_container(tmp_path / "data", fake_embedder, async_min_chunks=4)
     wiring.set_container(container)
     body = {"content": "harbor notes", "version": 1}

@@ -21,7 +21,7 @@ pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
-from handlers.mcp_server import Gate, build_server  # noqa: E402
+from handlers.mcp.server import Gate, build_server  # noqa: E402
 from tests.handlers.serving import free_port
 
 EXPECTED_TOOLS = {
@@ -333,7 +333,7 @@ def test_a_key_bound_to_a_caller_speaks_only_for_it(local: Any) -> None:
 def test_a_401_points_to_the_protected_resource_metadata_it_serves(local: Any) -> None:
     import httpx2
 
-    from handlers.mcp_http import http_app
+    from handlers.mcp.http import http_app
 
     gate = Gate({"k-acme": {"tenant": "acme", "scopes": ["read"]}}, None)
     app = http_app(build_server(lambda: local, gate), gate)

@@ -25,7 +25,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-from handlers.mcp_server import Gate, build_server, server_version  # noqa: E402
+from handlers.mcp.server import Gate, build_server, server_version  # noqa: E402
 
 HINTS = ("read_only_hint", "destructive_hint", "idempotent_hint")
 

@@ -108,16 +108,17 @@ def sqlite_bytes(data_dir: Path) -> bytes:
 def insecure_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     """Open every SQLite connection with secure_delete OFF, the default of most SQLite builds (Debian's
     turns it on at compile time), so deleted and replaced rows leave their bytes in free space."""
-    from infra.local import cache, sqlite_connect, sqlite_snapshots, sqlite_state, sqlite_store
+    from infra.local import cache
+    from infra.local.sqlite import connect, snapshots, state, store
 
-    original = sqlite_connect.open_sqlite
+    original = connect.open_sqlite
 
     def insecure(path: Any) -> sqlite3.Connection:
         conn = original(path)
         conn.execute("PRAGMA secure_delete = OFF")
         return conn
 
-    for module in (sqlite_store, sqlite_state, cache, sqlite_snapshots):
+    for module in (store, state, cache, snapshots):
         monkeypatch.setattr(module, "open_sqlite", insecure)
 
 

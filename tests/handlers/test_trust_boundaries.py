@@ -72,7 +72,7 @@ def test_the_local_server_never_takes_a_missing_header_for_an_empty_key(local: A
 
 def test_mcp_over_http_never_takes_an_empty_bearer_for_an_empty_key() -> None:
     from core.errors import UnauthorizedError
-    from handlers.mcp_server import Gate
+    from handlers.mcp.server import Gate
 
     gate = Gate({"": {"tenant": "acme", "scopes": ["admin"]}}, None)
     for header in ("", "Bearer", "Bearer ", "Bearer   "):

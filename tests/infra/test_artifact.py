@@ -105,9 +105,9 @@ def test_the_artifact_holds_the_source_packages_and_nothing_local_only() -> None
     for local_only in (
         "handlers/cli.py",
         "handlers/devserver.py",
-        "infra/beir.py",
-        "infra/beir_evaluation.py",
-        "infra/beir_report.py",
+        "infra/beir/datasets.py",
+        "infra/beir/evaluation.py",
+        "infra/beir/report.py",
     ):
         assert Path(local_only) not in files
     assert not [f for f in files if f.as_posix().startswith(LOCAL_ONLY)]

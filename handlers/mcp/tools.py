@@ -37,7 +37,7 @@ from core.search.filters import COLUMN_FIELDS, TIME_FIELDS
 from core.search.search_api import SearchResponse
 from handlers._observability import logger
 from handlers.errors import error_body, validation_fields
-from handlers.mcp_fields import publish_fields
+from handlers.mcp.fields import publish_fields
 from infra.wiring import Container
 
 READ = ToolAnnotations(

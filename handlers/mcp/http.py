@@ -21,7 +21,7 @@ from typing import Any
 
 from core.errors import UnauthorizedError
 from handlers.auth import SCOPES
-from handlers.mcp_server import Gate
+from handlers.mcp.server import Gate
 
 MCP_PATH = "/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource"

@@ -14,9 +14,9 @@ from core.models import Candidate, Filters, LexicalQuery, MatchMode
 from core.text import edit_distance, fuzzy_budget, light_stem
 from infra.local.fts import fts5_expression, is_scope_token, scoped_expression, states
 from infra.local.fts_tables import fts_table, is_missing_table, vocabulary
-from infra.local.sqlite_errors import reported, reported_files
-from infra.local.sqlite_sql import CANDIDATE_SELECT, ENTITY_COLUMNS, JOIN, candidate, collapse, filter_sql
-from infra.local.sqlite_store import SqliteStore
+from infra.local.sqlite.errors import reported, reported_files
+from infra.local.sqlite.sql import CANDIDATE_SELECT, ENTITY_COLUMNS, JOIN, candidate, collapse, filter_sql
+from infra.local.sqlite.store import SqliteStore
 
 BM25_WEIGHTS = (0.0, 3.0, 2.0, 1.0)  # scope column (weight 0), then the boost tiers title^3, strong^2, body^1
 _WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
@@ -63,7 +63,7 @@ class SqliteLexicalSearch:
         table = fts_table(tenant_id)
         wanted = k * CHUNK_ROWS_PER_ENTITY
         scoped = scoped_expression(expression, filters)
-        # Ranges, `not` and `exists` are SQL conditions (sqlite_sql.condition_sql), which the keyword
+        # Ranges, `not` and `exists` are SQL conditions (sql.condition_sql), which the keyword
         # index's scope tokens cannot state (but `exists` on a presence-indexed key, tantivy_query.states):
         # FTS5 ranks those searches, with the conditions in its query.
         if self._keywords is not None and all(states(c) for c in filters.conditions):

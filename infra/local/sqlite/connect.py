@@ -1,5 +1,5 @@
 """One way to open Quarry's local SQLite file (WAL, NORMAL sync, a busy timeout, autocommit mode) and one
-way to write to it atomically (`immediate`); its errors are translated in sqlite_errors.py."""
+way to write to it atomically (`immediate`); its errors are translated in errors.py."""
 
 from __future__ import annotations
 

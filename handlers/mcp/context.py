@@ -1,4 +1,4 @@
-"""The MCP context tools (handlers/mcp_server.py): assemble_context, context_feedback and retrieve, each
+"""The MCP context tools (handlers/mcp/server.py): assemble_context, context_feedback and retrieve, each
 the twin of its HTTP route with the same request model, scope and tenancy."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from core.governance.bundle import RetrievalBundle
 from core.governance.overlay import MAX_TEXT_CHARS, ROLE_ID_PATTERN
 from core.governance.requests import RetrieveRequest
 from core.indexing.entity_validation import NONBLANK_PATTERN
-from handlers.mcp_arguments import Act, Caller, IncludeSuperseded, MinRelevance, MinTrust, Query, validated
-from handlers.mcp_tools import READ, WRITE
+from handlers.mcp.arguments import Act, Caller, IncludeSuperseded, MinRelevance, MinTrust, Query, validated
+from handlers.mcp.tools import READ, WRITE
 
 
 def register_context_tools(server: MCPServer, act: Act) -> None:

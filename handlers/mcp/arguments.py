@@ -1,4 +1,4 @@
-"""What the MCP tools share (handlers/mcp_server.py): the annotated arguments an agent reads in
+"""What the MCP tools share (handlers/mcp/server.py): the annotated arguments an agent reads in
 `tools/list` (what, limits, default, examples), request validation with the HTTP API's error texts, and
 the shape of `act`, which runs a tool's work for its caller behind the tenant's fence."""
 
@@ -17,7 +17,7 @@ from infra.wiring import Container
 
 Model = TypeVar("Model", bound=BaseModel)
 # Arguments as an agent reads them in tools/list: what, limits, default; the deployment's entity types and
-# sources are added to the published schemas by handlers/mcp_tools.py.
+# sources are added to the published schemas by handlers/mcp/tools.py.
 Query = Annotated[
     str,
     Field(
@@ -41,7 +41,7 @@ Caller = Annotated[
     Field(
         description="The agent or app asking: its budget, weights and own memory follow it",
         examples=["my-agent"],
-    ),  # the API's one caller schema is added by handlers/mcp_tools.py (its pattern is built on first use)
+    ),  # the API's one caller schema is added by handlers/mcp/tools.py (its pattern is built on first use)
 ]
 Cursor = Annotated[
     str | None,

@@ -1,4 +1,4 @@
-"""The MCP entity tools (handlers/mcp_server.py): get_entity, list_entities, upsert_entity and delete_entity,
+"""The MCP entity tools (handlers/mcp/server.py): get_entity, list_entities, upsert_entity and delete_entity,
 with writes and listing limits shaped exactly like the HTTP routes'."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from core.indexing.catalog import DEFAULT_ENTITY_PAGE, MAX_ENTITY_PAGE, EntityOu
 from core.indexing.entity_writes import Queued
 from core.payload import INT64_MAX
 from core.search.search_api import WriteResponse
-from handlers.mcp_arguments import Act, Cursor, EntityId, EntityType
-from handlers.mcp_tools import DELETE, READ, UPSERT
+from handlers.mcp.arguments import Act, Cursor, EntityId, EntityType
+from handlers.mcp.tools import DELETE, READ, UPSERT
 from handlers.openapi_models import Job as JobOut
 from handlers.write_answers import written
 from infra.wiring import Container
@@ -119,7 +119,7 @@ def _entity_write_tools(server: MCPServer, act: Act) -> None:
         fields: Annotated[
             dict[str, Any],
             Field(
-                description="The entity's fields (each type's are listed by handlers/mcp_fields.py)",
+                description="The entity's fields (each type's are listed by handlers/mcp/fields.py)",
                 examples=[{"content": "The deploy needs a free cache volume", "version": 1}],
             ),
         ],

@@ -9,8 +9,8 @@ import threading
 from pathlib import Path
 
 from core.search.paging import SearchSnapshot
-from infra.local.sqlite_connect import immediate, open_sqlite
-from infra.local.sqlite_errors import reported
+from infra.local.sqlite.connect import immediate, open_sqlite
+from infra.local.sqlite.errors import reported
 
 _DDL = (
     "CREATE TABLE IF NOT EXISTS search_snapshots (tenant_id TEXT NOT NULL, snapshot_id TEXT NOT NULL, "

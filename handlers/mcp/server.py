@@ -25,9 +25,9 @@ as the one key it was started with (`--key` / QUARRY_MCP_KEY, see `stdio_princip
 that key only the tools its scopes allow (TOOL_SCOPES). Every failed call is a tool result with `isError`
 whose whole text is the HTTP error body `{"error": {code, message, fields}}` (handlers/errors.py). What an agent
 sees in `tools/list` (descriptions, limits, enums, closed schemas checked before each call, behaviour
-hints) is completed and enforced in handlers/mcp_tools.py. This module registers `search` and the
-governance tool and resources; the context tools are in handlers/mcp_context.py, the entity tools in
-handlers/mcp_entities.py, the arguments they share in handlers/mcp_arguments.py.
+hints) is completed and enforced in handlers/mcp/tools.py. This module registers `search` and the
+governance tool and resources; the context tools are in handlers/mcp/context.py, the entity tools in
+handlers/mcp/entities.py, the arguments they share in handlers/mcp/arguments.py.
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ from core.governance.schema_validation import json_schema
 from core.search.filters import MAX_FACETS
 from core.search.search_api import DEFAULT_LIMIT, MAX_LIMIT, SearchRequest, SearchResponse
 from handlers.auth import SCOPES, Principal
-from handlers.mcp_arguments import Act, Cursor, IncludeSuperseded, MinRelevance, MinTrust, Query, validated
-from handlers.mcp_context import register_context_tools
-from handlers.mcp_entities import register_entity_tools
-from handlers.mcp_tools import READ, QuarryMCPServer, error_text, plain_snippets
+from handlers.mcp.arguments import Act, Cursor, IncludeSuperseded, MinRelevance, MinTrust, Query, validated
+from handlers.mcp.context import register_context_tools
+from handlers.mcp.entities import register_entity_tools
+from handlers.mcp.tools import READ, QuarryMCPServer, error_text, plain_snippets
 from infra.wiring import Container
 
 # The scope each tool needs (the table above): `tools/list` shows a caller only the tools it may call.

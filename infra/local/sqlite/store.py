@@ -1,7 +1,7 @@
 """The file behind SqliteIndex, the part every other part is given: its connections (one per thread, reads
 through a memory map), its write-locked transactions, and the derived stores that follow its writes — the
 memory-mapped vectors (vector_store.py) and the tantivy keyword index (keyword_index.py), which it opens
-and hands to the parts that read them (sqlite_index.build_sqlite_index)."""
+and hands to the parts that read them (index.build_sqlite_index)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from core.errors import ConfigurationError, UnavailableError
 from infra.local.fts_tables import LEGACY, split_shared_table
-from infra.local.sqlite_connect import immediate, open_sqlite
-from infra.local.sqlite_errors import reported, translate
-from infra.local.sqlite_sql import CHANGE_LOG, KEYWORD_FLOOR, SCHEMA
+from infra.local.sqlite.connect import immediate, open_sqlite
+from infra.local.sqlite.errors import reported, translate
+from infra.local.sqlite.sql import CHANGE_LOG, KEYWORD_FLOOR, SCHEMA
 from infra.local.vector_store import VectorStores
 
 SQL_BATCH = 400  # stay well under SQLite's bound-parameter limit
@@ -103,7 +103,7 @@ class SqliteStore:
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
-        """A write-locked transaction (sqlite_connect.immediate); the derived stores follow once committed."""
+        """A write-locked transaction (connect.immediate); the derived stores follow once committed."""
         with reported(), immediate(self.conn()) as conn:
             yield conn
         self._follow_writes()

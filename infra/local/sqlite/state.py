@@ -24,9 +24,9 @@ from core.state import (
     SourceWeight,
     WeightChange,
 )
-from infra.local import sqlite_state_schema as schema
-from infra.local.sqlite_connect import immediate, open_sqlite
-from infra.local.sqlite_errors import reported
+from infra.local.sqlite import state_schema as schema
+from infra.local.sqlite.connect import immediate, open_sqlite
+from infra.local.sqlite.errors import reported
 from infra.state_codec import decode_log_cursor, dump_ids, dump_json, encode_log_cursor
 
 
@@ -46,7 +46,7 @@ class SqliteStateStore:
 
     @contextmanager
     def _guard(self) -> Iterator[sqlite3.Connection]:
-        """Serialise access and turn SQLite errors into core errors (sqlite_errors.py): a taken key is a
+        """Serialise access and turn SQLite errors into core errors (errors.py): a taken key is a
         ConflictError, a locked or unreadable database UnavailableError."""
         with self._lock, reported():
             yield self._conn

@@ -12,10 +12,10 @@ import numpy as np
 
 from core.models import Candidate, EntityKey, Filters, Vector
 from infra.local.fts import states
-from infra.local.sqlite_errors import reported_files
-from infra.local.sqlite_lexical import CHUNK_ROWS_PER_ENTITY
-from infra.local.sqlite_sql import CANDIDATE_SELECT, JOIN, PRESENT_CHUNKS, candidate, filter_sql
-from infra.local.sqlite_store import SqliteStore
+from infra.local.sqlite.errors import reported_files
+from infra.local.sqlite.lexical import CHUNK_ROWS_PER_ENTITY
+from infra.local.sqlite.sql import CANDIDATE_SELECT, JOIN, PRESENT_CHUNKS, candidate, filter_sql
+from infra.local.sqlite.store import SqliteStore
 from infra.local.vector_store import VectorStores
 from infra.local.vectors import VectorSnapshot
 
@@ -82,7 +82,7 @@ class SqliteVectorSearch:
 
     def _superseded_chunks(self, tenant_id: str, filters: Filters) -> list[int] | None:
         """The chunks of superseded entities when the filters leave them out with nothing else of the kind
-        (an `exists: false` on `superseded_by`, sqlite_sql.PRESENT_CHUNKS); None otherwise."""
+        (an `exists: false` on `superseded_by`, sql.PRESENT_CHUNKS); None otherwise."""
         present = [c for c in filters.conditions if states(c)]
         if len(present) != 1 or present[0].values[0] is not False or present[0].field != "superseded_by":
             return None

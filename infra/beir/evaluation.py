@@ -1,5 +1,5 @@
 """The BEIR run, `quarry eval` (docs/architecture.md, Evaluation): a BEIR folder → a fresh index → every
-test query through SearchService per strategy → nDCG@10 / Recall@100 / MRR@10 (reported by beir_report.py
+test query through SearchService per strategy → nDCG@10 / Recall@100 / MRR@10 (reported by report.py
 as a table, JSON and a chart).
 
 One of three things called "eval" (docs/architecture.md lists them): this one measures ranking quality on
@@ -38,12 +38,12 @@ from core.search.planning import SearchSettings
 from core.search.ranking_metrics import Metrics, Run, evaluate
 from core.search.search_api import SearchRequest
 from core.search.search_service import SearchService
-from infra.beir import BeirDataset, document_entity
-from infra.beir_report import EvalReport, IngestReport
+from infra.beir.datasets import BeirDataset, document_entity
+from infra.beir.report import EvalReport, IngestReport
 
 if TYPE_CHECKING:
     from core.indexing.indexing_service import IndexingService
-    from infra.local.sqlite_index import SqliteIndex
+    from infra.local.sqlite.index import SqliteIndex
     from infra.wiring import Container
 
 EVAL_TENANT = "eval"
@@ -165,7 +165,7 @@ def _ordered(strategies: Sequence[str]) -> list[str]:
 
 
 def _fresh_sqlite_index(work_dir: Path, keyword_engine: str = "tantivy") -> SqliteIndex:
-    from infra.local.sqlite_index import build_sqlite_index
+    from infra.local.sqlite.index import build_sqlite_index
 
     path = Path(work_dir) / INDEX_FILE
     for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
@@ -281,7 +281,7 @@ def run_eval(
     """Load a BEIR folder and evaluate it (in `work_dir`, else a temporary directory removed afterwards),
     on `index` (fresh and empty) when given, else a fresh SQLite index ranking keywords with
     `keyword_engine`."""
-    from infra.beir import load_beir
+    from infra.beir.datasets import load_beir
 
     data = load_beir(dataset_dir, split)
     args = (strategies, default, registry, progress, tune, index, keyword_engine)

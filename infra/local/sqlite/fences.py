@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from core.state import TenantFence, fence_mark
-from infra.local.sqlite_connect import immediate, open_sqlite
-from infra.local.sqlite_errors import reported
+from infra.local.sqlite.connect import immediate, open_sqlite
+from infra.local.sqlite.errors import reported
 
 _DDL = (
     "CREATE TABLE IF NOT EXISTS tenant_fences "

@@ -5,9 +5,9 @@ writes (vector_store.py).
 
 A few parts, each given what it needs and none reading another's attributes, put together by
 `build_sqlite_index` (docs/architecture.md#adapter-parts): the file, its transactions and the derived stores
-that follow it (sqlite_store.py); versioned writes and tombstones (sqlite_writes.py); keyword search and the
-tantivy hand-off (sqlite_lexical.py); vector k-NN (sqlite_vector_search.py); reads by key, listings, facets
-and erasure (sqlite_catalog.py); the SQL they share (sqlite_sql.py). The index delegates each port method
+that follow it (store.py); versioned writes and tombstones (writes.py); keyword search and the
+tantivy hand-off (lexical.py); vector k-NN (vector_search.py); reads by key, listings, facets
+and erasure (catalog.py); the SQL they share (sql.py). The index delegates each port method
 to the part that owns it."""
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from core.models import (
     WriteOutcome,
 )
 from core.ports import MetadataTouch
-from infra.local.sqlite_catalog import SqliteCatalog
-from infra.local.sqlite_lexical import SqliteLexicalSearch
-from infra.local.sqlite_store import SqliteStore
-from infra.local.sqlite_vector_search import ANN_PROBE, SqliteVectorSearch
-from infra.local.sqlite_writes import SqliteWrites
+from infra.local.sqlite.catalog import SqliteCatalog
+from infra.local.sqlite.lexical import SqliteLexicalSearch
+from infra.local.sqlite.store import SqliteStore
+from infra.local.sqlite.vector_search import ANN_PROBE, SqliteVectorSearch
+from infra.local.sqlite.writes import SqliteWrites
 
 
 def build_sqlite_index(

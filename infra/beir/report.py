@@ -1,4 +1,4 @@
-"""What a BEIR run (`quarry eval`, infra/beir_evaluation.py) reports: how loading the corpus went, nDCG@10 /
+"""What a BEIR run (`quarry eval`, infra/beir/evaluation.py) reports: how loading the corpus went, nDCG@10 /
 Recall@100 / MRR@10 per strategy, the fusion tuning when asked for — as JSON, a plain-text table, or a chart."""
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ Output: `embeddings` float32 (batch, hidden), unit length — what `LocalEmbedde
 
 The int8 graph quantises the weight projections here (per output column, symmetric, 7 bits) and runs them as
 onnxruntime's `DynamicQuantizeMatMul` (activations quantised per call). Building writes the ONNX protobuf
-with `onnx_proto` (protobuf alone, which onnxruntime brings): neither building nor running needs the `onnx`
-package. `python -m infra.local.onnx_graph MODEL_DIR OUT_DIR` prebuilds the graphs (the Lambda layer does).
+with `proto` (protobuf alone, which onnxruntime brings): neither building nor running needs the `onnx`
+package. `python -m infra.local.onnx.graph MODEL_DIR OUT_DIR` prebuilds the graphs (the Lambda layer does).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from infra.local import onnx_proto
-from infra.local.bert import BertConfig, BertEncoder
+from infra.local.onnx import proto
+from infra.local.onnx.bert import BertConfig, BertEncoder
 
 # Bump when the graph's construction changes: cached graphs of another version rebuild (4: 7-bit int8 weights).
 GRAPH_VERSION = "4"
@@ -60,14 +60,14 @@ def build(model_dir: Path, pooling: Pooling, variant: Variant = "fp32") -> Any:
     for i, layer in enumerate(enc._layers):
         x = g.layer(x, layer, f"l{i}.")
     g.graph.op("Div", *g.pooled(x, mask, pooling), out="embeddings")
-    return onnx_proto.model(
+    return proto.model(
         g.graph.nodes,
         g.graph.initializers,
         inputs=[
-            onnx_proto.value_info(ids, onnx_proto.INT64, ["batch", "tokens"]),
-            onnx_proto.value_info(mask, onnx_proto.FLOAT, ["batch", "tokens"]),
+            proto.value_info(ids, proto.INT64, ["batch", "tokens"]),
+            proto.value_info(mask, proto.FLOAT, ["batch", "tokens"]),
         ],
-        outputs=[onnx_proto.value_info("embeddings", onnx_proto.FLOAT, ["batch", config.hidden_size])],
+        outputs=[proto.value_info("embeddings", proto.FLOAT, ["batch", config.hidden_size])],
         opsets={"": OPSET, "com.microsoft": 1},
         props={"quarry_graph_version": GRAPH_VERSION, "pooling": pooling, "variant": variant},
     )
@@ -107,7 +107,7 @@ class _Builder:
         self._n += 1
         name = out or f"{op_type.lower()}_{self._n}"
         self.nodes.append(
-            onnx_proto.node(op_type, inputs, [name], name=node or f"n{self._n}", domain=domain, **attrs)
+            proto.node(op_type, inputs, [name], name=node or f"n{self._n}", domain=domain, **attrs)
         )
         return name
 
@@ -115,7 +115,7 @@ class _Builder:
         array = np.asarray(value)
         if array.dtype != np.int8:
             array = array.astype(np.int64 if array.dtype.kind in "iu" else np.float32)
-        self.initializers.append(onnx_proto.tensor(name, array))
+        self.initializers.append(proto.tensor(name, array))
         return name
 
     def scalar(self, name: str, value: float) -> str:
@@ -161,7 +161,7 @@ class _Encoder:
     def attention_mask(self, mask: str) -> None:
         """What self-attention masks padding keys with, for every layer."""
         if self.fused_attention:  # Attention takes the raw 0/1 (batch, tokens) mask and masks padding itself
-            self.mask_index = self.graph.op("Cast", mask, to=onnx_proto.INT32)
+            self.mask_index = self.graph.op("Cast", mask, to=proto.INT32)
         else:  # padding keys get the most negative float32, as bert.py and Hugging Face do: (1 − mask)·min
             mask4 = self.graph.op("Unsqueeze", mask, self.graph.const("axes12", [1, 2]))
             fmin = self.graph.scalar("fmin", float(np.finfo(np.float32).min))
