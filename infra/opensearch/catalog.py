@@ -79,7 +79,7 @@ class OpenSearchCatalog:
         fields: Sequence[str],
         size: int,
     ) -> dict[str, dict[str, int]]:
-        """Entities per value of each field among the query's matches (core/ports.py SearchIndex.facets):
+        """Entities per value of each field among the query's matches (core/ports/search_index.py, Retriever.facets):
         one search, no hits, a `terms` aggregation per field (query_bodies.facets_body)."""
         from opensearchpy.exceptions import NotFoundError
 

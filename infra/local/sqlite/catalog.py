@@ -109,7 +109,7 @@ class SqliteCatalog:
         fields: Sequence[str],
         size: int,
     ) -> dict[str, dict[str, int]]:
-        """Entities per value of each field among the query's matches (core/ports.py SearchIndex.facets),
+        """Entities per value of each field among the query's matches (core/ports/search_index.py, Retriever.facets),
         counted in SQL: one grouped read per field over the matched entities."""
         where, params = filter_sql(filters)
         if query is not None and not query.empty:
