@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
@@ -93,7 +92,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 # In Lambda the init is the cold start: a wrong or missing setting fails it, naming the variable, as it does
 # for the other functions (docs/deployment.md). Imported anywhere else (the dev server, the CLI, tests), this
 # module reads nothing: the first invocation reads the settings.
-if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
-    wiring.check_settings()
+wiring.check_settings_in_lambda()
 
 __all__ = ["app", "lambda_handler", "InvalidInputError"]

@@ -366,6 +366,19 @@ def default_onnx_cache_dir() -> Path:
     return onnx_cache_under(UserCache().xdg_cache_home)
 
 
+class LambdaRuntime(BaseSettings):
+    """What the Lambda runtime sets in every execution environment: the function's name."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    aws_lambda_function_name: str | None = None
+
+
+def in_lambda() -> bool:
+    """True inside a Lambda function (its runtime sets AWS_LAMBDA_FUNCTION_NAME; the emulator too)."""
+    return bool(LambdaRuntime().aws_lambda_function_name)
+
+
 def load_settings(**values: Any) -> Settings:
     """Settings from the environment, with `values` (by field name) in place of their variables; a wrong or
     missing one is a ConfigurationError naming the variable."""

@@ -235,6 +235,15 @@ def set_container(value: Container | None) -> None:
         _container = value
 
 
+def check_settings_in_lambda() -> None:
+    """`check_settings` when running as a Lambda function, whose init is its cold start; elsewhere (the dev
+    server, the CLI, a test importing a handler) nothing: the first invocation reads the settings."""
+    from infra.settings import in_lambda
+
+    if in_lambda():
+        check_settings()
+
+
 def check_settings() -> None:
     """Read and validate the settings now, building nothing: the indexing and nightly functions call it at
     their init, so a wrong or missing setting is the runtime's init error naming the variable."""
