@@ -9,27 +9,32 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import ROOT
 
 BENCH_SECONDS = 600  # a fresh clone builds the artifact and the layer first
 
 
-def test_the_lambda_cold_start_bench_measures_every_function_warm_requests_and_serve(
-    lambda_runtime: None, opensearch_url: str, tmp_path: Path
-) -> None:
+def smoke_run(bench: str, opensearch_url: str, tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    """bench/<bench>.py --smoke against the node: the finished process and the figures it wrote."""
     out = tmp_path / "figures.json"
-    env = {**os.environ, "QUARRY_OPENSEARCH_URL": opensearch_url}
     done = subprocess.run(
-        [sys.executable, "bench/lambda_cold_start.py", "--smoke", "--json", str(out)],
+        [sys.executable, f"bench/{bench}.py", "--smoke", "--json", str(out)],
         cwd=ROOT,
-        env=env,
+        env={**os.environ, "QUARRY_OPENSEARCH_URL": opensearch_url},
         capture_output=True,
         text=True,
         timeout=BENCH_SECONDS,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(out.read_text())
+    return done, json.loads(out.read_text())
+
+
+def test_the_lambda_cold_start_bench_measures_every_function_warm_requests_and_serve(
+    lambda_runtime: None, opensearch_url: str, tmp_path: Path
+) -> None:
+    done, report = smoke_run("lambda_cold_start", opensearch_url, tmp_path)
     assert set(report["cold"]) == {
         "ApiFunction",
         "ApiFunction (first request a keyword search)",
@@ -51,18 +56,7 @@ def test_the_lambda_cold_start_bench_measures_every_function_warm_requests_and_s
 def test_the_token_layer_bench_times_starts_with_and_without_the_layer(
     lambda_runtime: None, opensearch_url: str, tmp_path: Path
 ) -> None:
-    out = tmp_path / "figures.json"
-    env = {**os.environ, "QUARRY_OPENSEARCH_URL": opensearch_url}
-    done = subprocess.run(
-        [sys.executable, "bench/token_layer.py", "--smoke", "--json", str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=BENCH_SECONDS,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(out.read_text())
+    _, report = smoke_run("token_layer", opensearch_url, tmp_path)
     assert 60 < report["layer"]["unzipped_mb"] < 120 and 0 < report["layer"]["zipped_mb"] < 60
     assert report["without the layer"]["cold"] > 0 and report["cold_with_over_without"] > 0
     with_layer = report["with the layer"]
