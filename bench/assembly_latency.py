@@ -136,7 +136,7 @@ def run(handler: Any, stream: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def build(data: str, embedder: Any, workers: int) -> Any:
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container
 
     settings = load_settings(data_dir=data, cache="memory", context_workers=workers)

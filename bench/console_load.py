@@ -24,7 +24,7 @@ from typing import Any
 from bench._common import TOPICS, VERBS, HashingEmbedder, synthetic_entities, write_json
 from handlers import api
 from handlers.devserver import make_server
-from infra.settings import load_settings
+from infra.config.settings import load_settings
 from infra.wiring import Container, set_container
 from tests.browser.driver import require_browser, start_browser
 

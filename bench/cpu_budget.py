@@ -106,7 +106,7 @@ def budget(meter: Meter, searches: int) -> dict[str, float]:
 def run(entities: int, stream: Sequence[str], strategy: str, cache_dir: str, smoke: bool) -> dict[str, float]:
     from handlers import api
     from infra.beir.embedding_cache import CachingEmbedder
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container, set_container
 
     model: Any = HashingEmbedder()

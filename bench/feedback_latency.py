@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json = "bench/results/feedback_latency.json"
     from handlers.api import lambda_handler
     from infra.beir.embedding_cache import CachingEmbedder
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container, set_container
 
     model: Any = HashingEmbedder()

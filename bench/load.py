@@ -76,7 +76,7 @@ def bounds(data_dir: Path, stream: list[str], cores: int, embedder: Any = None) 
     from core.indexing.entity_types import EntityTypeRegistry
     from core.models import Filters, LexicalQuery
     from core.search.query import parse_query
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container
 
     if embedder is None:
@@ -103,7 +103,7 @@ def ingest(data_dir: Path, n: int, cache_dir: str, embedder: Any = None) -> tupl
     """Index n synthetic entities into data_dir through the handler, waiting for the write jobs
     (MiniLM embeddings cached on disk, unless another embedder is given); (seconds, write jobs)."""
     from infra.beir.embedding_cache import CachingEmbedder
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container, set_container
 
     if embedder is None:

@@ -170,7 +170,7 @@ def quarry_ingest(data_dir: Path, data: Any, cache_dir: Path, smoke: bool = Fals
     from infra.beir.evaluation import ingest
     from infra.clock import SystemClock
     from infra.local.embedder import LocalEmbedder
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container
 
     container = Container(load_settings(data_dir=data_dir))

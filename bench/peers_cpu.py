@@ -50,7 +50,7 @@ def layers(data_dir: Path, queries: list[str], size: int, passes: int) -> dict[s
     from handlers import api
     from handlers.devserver import FakeLambdaContext, build_event
     from infra.beir.evaluation import EVAL_TENANT
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container, set_container
 
     c = Container(

@@ -122,7 +122,7 @@ def fresh_index(backend: dict[str, Any], dimension: int) -> Any:
     finally:
         if backend:
             from infra.opensearch import build_index
-            from infra.settings import load_settings
+            from infra.config.settings import load_settings
 
             build_index(load_settings(**backend), dimension).drop()
 
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     from handlers import api
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.local.embedder import LocalEmbedder
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container, set_container
 
     model = LocalEmbedder()

@@ -167,7 +167,7 @@ def provision(
 
 MOTO_SENDER_ID = "AIDAIT2UOQQY3AUEKVGXU"  # moto.sqs.models.DEFAULT_SENDER_ID
 EVENTBRIDGE_SENDER_ID = (
-    "AIDAJXNJGGKNS7OSV23OI"  # infra/settings.py: what EventBridge's deliveries carry in AWS
+    "AIDAJXNJGGKNS7OSV23OI"  # infra/config/settings.py: what EventBridge's deliveries carry in AWS
 )
 
 

@@ -140,7 +140,7 @@ def gateway(function: EmulatedFunction, stack: Stack) -> Any:
 
 
 def _opensearch_url() -> str:
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
 
     url = load_settings().opensearch_url
     if not url:
@@ -175,7 +175,7 @@ def _stop_on_signals() -> None:
 def serve(host: str, port: int, overrides: Mapping[str, str]) -> None:
     from handlers.devserver import make_server
     from handlers.local_key import local_keys
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
 
     settings = load_settings()
     keys, fresh = local_keys(settings.api_keys, settings.data_dir)

@@ -35,7 +35,7 @@ def command_container(data_dir: str | None) -> Any:
 
     if not data_dir:
         return container()
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
 
     c = Container(load_settings(data_dir=data_dir))
     set_container(c)

@@ -20,7 +20,7 @@ from infra import wiring_adapters as adapters
 from infra import wiring_services as services
 
 if TYPE_CHECKING:
-    from infra.settings import Settings
+    from infra.config.settings import Settings
 
 T = TypeVar("T")
 
@@ -162,7 +162,7 @@ class Container:
 
     def check(self) -> None:
         """Build what configuration alone decides (no network): a wrong setting fails here, at start."""
-        from infra.settings import configuration_error, missing_settings
+        from infra.config.settings import configuration_error, missing_settings
 
         missing = missing_settings(self.settings) | self._data_dir_problems()
         if missing:
@@ -218,7 +218,7 @@ _container: Container | None = None
 def container() -> Container:
     """The process's container, the one its handlers share: the installed one, else one built from the
     environment on first call (a Lambda function's cold start)."""
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
 
     global _container
     with _lock:
@@ -238,7 +238,7 @@ def set_container(value: Container | None) -> None:
 def check_settings_in_lambda() -> None:
     """`check_settings` when running as a Lambda function, whose init is its cold start; elsewhere (the dev
     server, the CLI, a test importing a handler) nothing: the first invocation reads the settings."""
-    from infra.settings import in_lambda
+    from infra.config.settings import in_lambda
 
     if in_lambda():
         check_settings()
@@ -247,6 +247,6 @@ def check_settings_in_lambda() -> None:
 def check_settings() -> None:
     """Read and validate the settings now, building nothing: the indexing and nightly functions call it at
     their init, so a wrong or missing setting is the runtime's init error naming the variable."""
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
 
     load_settings()

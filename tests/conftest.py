@@ -98,7 +98,7 @@ def fake_embedder() -> FakeEmbedder:
 
 def make_container(data_dir: Path, embedder: Any | None = None, clock: Any = None, **settings: Any) -> Any:
     """A fresh local Container on `data_dir`, optionally with a given embedder and clock."""
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container
 
     c = Container(load_settings(data_dir=data_dir, **settings), **({"clock": clock} if clock else {}))

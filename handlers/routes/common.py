@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
     from core.indexing.write_jobs import Job
-    from infra.settings import Settings
+    from infra.config.settings import Settings
     from infra.wiring import Container
 
 _PATH_PARAMETER = re.compile(r"<(\w+)>")  # Powertools' dynamic route syntax

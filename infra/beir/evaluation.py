@@ -206,7 +206,7 @@ def _eval_container(
     """The composition root (infra/wiring.py) around one evaluation's index, embedder and search settings;
     everything else local and in memory, whatever the environment configures."""
     from infra.local.cache import MemoryCache
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container
 
     local = load_settings(data_dir=work_dir, index="sqlite", state="sqlite", cache="memory")

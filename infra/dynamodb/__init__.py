@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from infra.dynamodb.cache import DynamoCache
     from infra.dynamodb.state import DynamoStateStore
-    from infra.settings import Settings
+    from infra.config.settings import Settings
 
 
 def build_state_store(settings: Settings, client: Any | None = None) -> DynamoStateStore:

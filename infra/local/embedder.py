@@ -139,7 +139,7 @@ class _Model:
             )
         else:
             from infra.local.onnx.session import open_encoder
-            from infra.settings import default_onnx_cache_dir
+            from infra.config.settings import default_onnx_cache_dir
 
             self.encode = open_encoder(
                 folder.path, folder.pooling, runtime, threads, cache_dir or default_onnx_cache_dir()

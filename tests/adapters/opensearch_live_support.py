@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from infra.opensearch import OpenSearchIndex, build_client, build_opensearch_index, mapping
-from infra.settings import load_settings
+from infra.config.settings import load_settings
 
 
 def live_client(url: str) -> Any:

@@ -299,7 +299,7 @@ def test_empty_list_makes_no_call(client: Any) -> None:
 
 
 def test_settings_choose_the_bedrock_embedder_and_its_size(tmp_path: Any) -> None:
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container
 
     settings = load_settings(

@@ -7,7 +7,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from infra.dynamodb import build_cache, build_state_store
-from infra.settings import load_settings
+from infra.config.settings import load_settings
 from tests.adapters.statestore_data import T1, update, with_feedback
 
 NOW = 1_900_000_000.0

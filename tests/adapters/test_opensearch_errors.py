@@ -14,7 +14,7 @@ from core.errors import ConfigurationError, ConflictError, InvalidInputError, Un
 from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
 from infra.opensearch import OpenSearchIndex, RetryPolicy, build_client, build_index, build_opensearch_index
 from infra.opensearch.errors import translate, translated
-from infra.settings import Settings, load_settings
+from infra.config.settings import Settings, load_settings
 from tests.adapters.opensearch_fakes import (
     FakeConnection,
     FakeOpenSearch,
@@ -366,7 +366,7 @@ def test_build_index_names_the_missing_url_variable(monkeypatch: pytest.MonkeyPa
 
 def test_the_retry_settings_stay_within_the_time_budget() -> None:
     from infra.opensearch.client import OPENSEARCH_TIME_BUDGET
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
 
     settings = load_settings()
     assert settings.opensearch_timeout * (settings.opensearch_max_retries + 1) <= OPENSEARCH_TIME_BUDGET < 29

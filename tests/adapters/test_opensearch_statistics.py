@@ -15,7 +15,7 @@ import pytest
 
 from core.models import Filters, LexicalQuery
 from infra.opensearch import build_index
-from infra.settings import load_settings
+from infra.config.settings import load_settings
 from tests.adapters.search_index_contract import DIM, record
 
 pytestmark = [pytest.mark.live]

@@ -365,7 +365,7 @@ def test_the_setting_chooses_the_engine_and_a_wrong_value_names_the_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from core.errors import ConfigurationError
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container
 
     monkeypatch.delenv("QUARRY_KEYWORD_ENGINE", raising=False)

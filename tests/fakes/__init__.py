@@ -82,7 +82,7 @@ class RaisingEmbedder(Embedder):
 def fake_container(data_dir: Path, **parts: Any) -> Any:
     """A Container (infra/wiring.py) whose every port is a fake: index, state, cache, clock, embedder and id
     source, each replaceable by keyword. `data_dir` only satisfies the settings: nothing is written there."""
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container
 
     embedder = parts.pop("embedder", FakeEmbedder())

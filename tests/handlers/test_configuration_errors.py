@@ -104,7 +104,7 @@ def test_a_setting_is_validated_before_any_coercion(
     monkeypatch: pytest.MonkeyPatch, variable: str, value: str
 ) -> None:
     from core.errors import ConfigurationError
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
 
     monkeypatch.setenv(variable, value)
     with pytest.raises(ConfigurationError) as refused:

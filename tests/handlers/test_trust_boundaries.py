@@ -40,7 +40,7 @@ def test_an_empty_or_blank_key_refuses_to_start_naming_the_setting(tmp_path: Pat
 
 
 def test_a_key_bound_to_an_invalid_caller_refuses_to_start() -> None:
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
 
     with pytest.raises(ConfigurationError) as refused:
         load_settings(api_keys={"qk_x": {"tenant": "acme", "caller": "bot\n1"}})

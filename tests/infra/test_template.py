@@ -94,7 +94,7 @@ def test_every_handler_module_exists_and_its_lambda_handler_imports(function: st
 
 
 def test_functions_run_on_aws_adapters_with_known_settings() -> None:
-    from infra.settings import ENV_PREFIX, Settings
+    from infra.config.settings import ENV_PREFIX, Settings
 
     variables = sam_template()["Globals"]["Function"]["Environment"]["Variables"]
     assert {k: variables[k] for k in ("QUARRY_BACKEND", "QUARRY_INDEX", "QUARRY_STATE")} == {
@@ -108,7 +108,7 @@ def test_functions_run_on_aws_adapters_with_known_settings() -> None:
     # a variable no setting reads would be silently ignored (Settings uses extra="ignore")
     known = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
     unknown = sorted(k for k in variables if k.startswith(ENV_PREFIX) and k not in known)
-    assert unknown == [], f"template sets variables infra/settings.py does not define: {unknown}"
+    assert unknown == [], f"template sets variables infra/config/settings.py does not define: {unknown}"
 
 
 def test_the_indexing_queues_report_partial_failures_and_have_a_dlq() -> None:

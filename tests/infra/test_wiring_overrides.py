@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.search.search_api import SearchRequest
-from infra.settings import load_settings
+from infra.config.settings import load_settings
 from infra.wiring import Container
 from tests.conftest import FakeEmbedder
 from tests.fakes import RaisingEmbedder

@@ -78,7 +78,7 @@ def test_stored_vectors_of_another_model_are_not_used_as_feedback() -> None:
 def test_turning_feedback_off_brings_the_alpha_measured_without_it(tmp_path: Any) -> None:
     """QUARRY_FEEDBACK_DOCS=0 alone gives α 0.7 (the best without feedback), not feedback's 0.8; an explicit
     QUARRY_ALPHA always wins."""
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
     from infra.wiring import Container
 
     def alpha(**given: Any) -> float:

@@ -1,5 +1,5 @@
 """The layer rule (docs/architecture.md, Layers): core imports only stdlib, pydantic, numpy and itself; infra never imports
-handlers or the Powertools event handler; nothing reads the environment outside infra/settings.py."""
+handlers or the Powertools event handler; nothing reads the environment outside infra/config/settings.py."""
 
 from __future__ import annotations
 

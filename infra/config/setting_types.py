@@ -1,4 +1,4 @@
-"""The value types of QUARRY_* settings that pydantic's lax mode would coerce (infra/settings.py): a
+"""The value types of QUARRY_* settings that pydantic's lax mode would coerce (infra/config/settings.py): a
 setting is refused at start rather than read as a number it does not say; and the shape of QUARRY_API_KEYS."""
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ from core.indexing.write_jobs import MAX_PART_ATTEMPTS
 from core.memory.relevance import RELEVANCE_BLEND
 from core.search.pseudo_relevance import FEEDBACK_DOCS, FEEDBACK_WEIGHT
 from core.state import REOPEN_AFTER_SECONDS
-from infra.setting_errors import configuration_error, missing_settings, problems_of, unparsable
-from infra.setting_types import ENV_PREFIX, WholeNumber, check_api_keys
+from infra.config.setting_errors import configuration_error, missing_settings, problems_of, unparsable
+from infra.config.setting_types import ENV_PREFIX, WholeNumber, check_api_keys
 
 EVENTBRIDGE_SENDER_ID = "AIDAJXNJGGKNS7OSV23OI"  # SenderId of SQS messages EventBridge delivers
 DEFAULT_BODY_LIMIT = 1_048_576  # 1 MiB: a 500-item bulk of typical entities fits; API Gateway allows 10 MB

@@ -1,4 +1,4 @@
-"""How a wrong configuration is told (infra/settings.py): one ConfigurationError naming every QUARRY_*
+"""How a wrong configuration is told (infra/config/settings.py): one ConfigurationError naming every QUARRY_*
 variable that is wrong, whether pydantic refused its value or the chosen adapters need one not given."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from core.errors import ConfigurationError
-from infra.setting_types import ENV_PREFIX
+from infra.config.setting_types import ENV_PREFIX
 
 if TYPE_CHECKING:
-    from infra.settings import Settings
+    from infra.config.settings import Settings
 
 
 def missing_settings(settings: Settings) -> dict[str, str]:
