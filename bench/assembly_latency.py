@@ -137,7 +137,7 @@ def run(handler: Any, stream: list[dict[str, Any]]) -> dict[str, Any]:
 
 def build(data: str, embedder: Any, workers: int) -> Any:
     from infra.config.settings import load_settings
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
     settings = load_settings(data_dir=data, cache="memory", context_workers=workers)
     return Container(settings, embedder=embedder)
@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from handlers import api
     from infra.beir.embedding_cache import CachingEmbedder
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
 
     if args.embedder == "minilm":
         from infra.local.embedder import LocalEmbedder

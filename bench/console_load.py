@@ -25,7 +25,7 @@ from bench._common import TOPICS, VERBS, HashingEmbedder, synthetic_entities, wr
 from handlers import api
 from handlers.devserver import make_server
 from infra.config.settings import load_settings
-from infra.wiring import Container, set_container
+from infra.wiring.root import Container, set_container
 from tests.browser.driver import require_browser, start_browser
 
 KEY = "qk_console_bench"

@@ -107,7 +107,7 @@ def run(entities: int, stream: Sequence[str], strategy: str, cache_dir: str, smo
     from handlers import api
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.config.settings import load_settings
-    from infra.wiring import Container, set_container
+    from infra.wiring.root import Container, set_container
 
     model: Any = HashingEmbedder()
     if not smoke:

@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from handlers.api import lambda_handler
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.config.settings import load_settings
-    from infra.wiring import Container, set_container
+    from infra.wiring.root import Container, set_container
 
     model: Any = HashingEmbedder()
     if not args.smoke:

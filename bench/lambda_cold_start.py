@@ -163,7 +163,7 @@ def paired_hybrid(local: Deployment, api: EmulatedFunction, runs: int, stream: l
     backends (what the emulator adds); through `quarry serve` on the function's backends (the same search
     on the same backends)."""
     from handlers.devserver import FakeLambdaContext
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
 
     saved = dict(os.environ)
     os.environ.update(function_environment(local))

@@ -77,7 +77,7 @@ def bounds(data_dir: Path, stream: list[str], cores: int, embedder: Any = None) 
     from core.models import Filters, LexicalQuery
     from core.search.query import parse_query
     from infra.config.settings import load_settings
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
     if embedder is None:
         from infra.local.embedder import LocalEmbedder
@@ -104,7 +104,7 @@ def ingest(data_dir: Path, n: int, cache_dir: str, embedder: Any = None) -> tupl
     (MiniLM embeddings cached on disk, unless another embedder is given); (seconds, write jobs)."""
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.config.settings import load_settings
-    from infra.wiring import Container, set_container
+    from infra.wiring.root import Container, set_container
 
     if embedder is None:
         from infra.local.embedder import LocalEmbedder

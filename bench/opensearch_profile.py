@@ -207,9 +207,9 @@ def first_legs(client: Any, container: Any, stream: list[str]) -> dict[str, dict
 def opensearch_container(args: argparse.Namespace) -> Iterator[Any]:
     """A Container over a fresh OpenSearch index (dropped afterwards), installed for the handler."""
     from infra.beir.embedding_cache import CachingEmbedder
-    from infra.local.embedder import LocalEmbedder
     from infra.config.settings import load_settings
-    from infra.wiring import Container, set_container
+    from infra.local.embedder import LocalEmbedder
+    from infra.wiring.root import Container, set_container
 
     model = LocalEmbedder()
     prefix = args.reuse or f"quarry-profile-{random.randrange(16**8):08x}"

@@ -169,9 +169,9 @@ def quarry_ingest(data_dir: Path, data: Any, cache_dir: Path, smoke: bool = Fals
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.beir.evaluation import ingest
     from infra.clock import SystemClock
-    from infra.local.embedder import LocalEmbedder
     from infra.config.settings import load_settings
-    from infra.wiring import Container
+    from infra.local.embedder import LocalEmbedder
+    from infra.wiring.root import Container
 
     container = Container(load_settings(data_dir=data_dir))
     embedder = HashingEmbedder() if smoke else CachingEmbedder(LocalEmbedder(), cache_dir, progress=False)

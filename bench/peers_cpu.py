@@ -51,7 +51,7 @@ def layers(data_dir: Path, queries: list[str], size: int, passes: int) -> dict[s
     from handlers.devserver import FakeLambdaContext, build_event
     from infra.beir.evaluation import EVAL_TENANT
     from infra.config.settings import load_settings
-    from infra.wiring import Container, set_container
+    from infra.wiring.root import Container, set_container
 
     c = Container(
         load_settings(data_dir=data_dir, cache_ttl_seconds=0)

@@ -28,11 +28,11 @@ INGEST_BATCH = 200  # entities per bulk call while seeding
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Seed, reindex, report, clean up."""
+    from infra.config.settings import load_settings
     from infra.local.embedder import default_model_dir
     from infra.opensearch import build_client, mapping
     from infra.reindexing import reindex_store
-    from infra.config.settings import load_settings
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entities", type=int, default=1000)

@@ -51,7 +51,7 @@ def layouts(shards: int) -> dict[str, dict[str, Any]]:
 
 def build(data: str, shards: int, options: dict[str, Any], embedder: Any) -> Any:
     from infra.config.settings import load_settings
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
     prefix = f"quarry-routing-{random.randrange(16**8):08x}"
     settings = load_settings(

@@ -121,8 +121,8 @@ def fresh_index(backend: dict[str, Any], dimension: int) -> Any:
         yield
     finally:
         if backend:
-            from infra.opensearch import build_index
             from infra.config.settings import load_settings
+            from infra.opensearch import build_index
 
             build_index(load_settings(**backend), dimension).drop()
 
@@ -155,9 +155,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from handlers import api
     from infra.beir.embedding_cache import CachingEmbedder
-    from infra.local.embedder import LocalEmbedder
     from infra.config.settings import load_settings
-    from infra.wiring import Container, set_container
+    from infra.local.embedder import LocalEmbedder
+    from infra.wiring.root import Container, set_container
 
     model = LocalEmbedder()
     backend = index_settings(args.index)

@@ -14,8 +14,9 @@ from handlers import bodies, errors, gate
 from handlers._observability import logger, metrics, tracer
 from handlers.routes import catalog, context, entities, governance, jobs, lifecycle, search
 from handlers.routes.common import caller, decode_path_parameters, fence_tenant, services
-from infra import deadline, wiring
-from infra.wiring import Container
+from infra import deadline
+from infra.wiring import root as wiring
+from infra.wiring.root import Container
 
 VERSION = "0.1.0"
 # Kept from the context's remaining time to build and send the answer once a backend call has used the

@@ -54,7 +54,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for name, value in thread_budget(workers, default_workers()).items():  # an explicit setting wins
         os.environ.setdefault(name, value)
     from handlers.local_key import local_keys, print_key
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
     c = command_container(args.data_dir)
     c.check()  # a wrong or missing setting stops the server here, naming the variable
@@ -83,7 +83,7 @@ def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
         from handlers import api
         from handlers.devserver import make_server
         from handlers.local_key import key_hint
-        from infra.wiring import Container, set_container
+        from infra.wiring.root import Container, set_container
 
         c = Container(settings)
         set_container(c)

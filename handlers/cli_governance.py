@@ -31,7 +31,7 @@ def _read_json(path: str) -> Any:
 def command_container(data_dir: str | None) -> Any:
     """The container a command works with: with --data-dir, one on that directory, installed for the
     process's handlers (the MCP server, the API a command calls in-process); else the process's own."""
-    from infra.wiring import Container, container, set_container
+    from infra.wiring.root import Container, container, set_container
 
     if not data_dir:
         return container()

@@ -70,7 +70,7 @@ from core.payload import INT64_MAX
 from handlers._observability import logger, metrics, tracer
 from handlers.tenant_metrics import TenantMetric
 from handlers.tenant_metrics import count as tenant_metric
-from infra import wiring
+from infra.wiring import root as wiring
 
 MS_PER_SECOND = 1000.0
 OUTCOME_METRICS = {

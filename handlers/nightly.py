@@ -28,7 +28,7 @@ from core.errors import TenantErasedError
 from core.nightly import NightlyTask, plan_nightly
 from core.timestamps import iso_timestamp
 from handlers._observability import logger, metrics, tracer
-from infra.wiring import check_settings, container
+from infra.wiring.root import check_settings, container
 
 # The function's init: a wrong or missing setting is the runtime's init error naming the variable.
 check_settings()

@@ -30,7 +30,7 @@ from handlers.openapi_constraints import REF, assemble_request, parameters, sear
 from handlers.openapi_examples import add_examples
 
 if TYPE_CHECKING:
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
 POWERTOOLS_ONLY = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 FENCE_PATHS = frozenset({"/tenant", "/tenant/reopen"})  # erase and reopen act on the fence itself

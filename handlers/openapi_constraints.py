@@ -14,7 +14,7 @@ from core.indexing.entity_validation import ID_JSON_PATTERN, NONBLANK_PATTERN, c
 from core.payload import INT64_MAX
 
 if TYPE_CHECKING:
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
 REF = "#/components/schemas/{model}"
 

@@ -33,7 +33,7 @@ from core.search.cache_key import generation_key
 from infra.opensearch.reindex import DEFAULT_SETTLE_SECONDS, MAX_CATCH_UP_PASSES, OpenSearchReindexer
 
 if TYPE_CHECKING:
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
 
 def reindex_store(

@@ -99,7 +99,7 @@ def fake_embedder() -> FakeEmbedder:
 def make_container(data_dir: Path, embedder: Any | None = None, clock: Any = None, **settings: Any) -> Any:
     """A fresh local Container on `data_dir`, optionally with a given embedder and clock."""
     from infra.config.settings import load_settings
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
     c = Container(load_settings(data_dir=data_dir, **settings), **({"clock": clock} if clock else {}))
     if embedder is not None:
@@ -110,7 +110,7 @@ def make_container(data_dir: Path, embedder: Any | None = None, clock: Any = Non
 @pytest.fixture
 def local(tmp_path: Path, fake_embedder: FakeEmbedder) -> Iterator[Any]:
     """A fresh local container (fake embedder) installed as the handlers' composition root."""
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
 
     c = make_container(tmp_path / "data", fake_embedder)
     set_container(c)
@@ -121,7 +121,7 @@ def local(tmp_path: Path, fake_embedder: FakeEmbedder) -> Iterator[Any]:
 @pytest.fixture
 def semantic(tmp_path: Path, real_embedder: Any) -> Iterator[Any]:
     """A fresh local container with the real MiniLM embedder, installed for the handlers."""
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
 
     c = make_container(tmp_path / "data", CountingEmbedder(real_embedder))
     set_container(c)

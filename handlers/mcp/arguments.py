@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, ValidationError
 from core.indexing.entity_validation import ID_JSON_PATTERN, NONBLANK_PATTERN
 from handlers.auth import Principal
 from handlers.errors import validation_fields
-from infra.wiring import Container
+from infra.wiring.root import Container
 
 Model = TypeVar("Model", bound=BaseModel)
 # Arguments as an agent reads them in tools/list: what, limits, default; the deployment's entity types and

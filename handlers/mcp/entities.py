@@ -17,7 +17,7 @@ from handlers.mcp.arguments import Act, Cursor, EntityId, EntityType
 from handlers.mcp.tools import DELETE, READ, UPSERT
 from handlers.openapi_models import Job as JobOut
 from handlers.write_answers import written
-from infra.wiring import Container
+from infra.wiring.root import Container
 
 
 def checked_page_size(limit: int) -> int:

@@ -51,7 +51,7 @@ from handlers.mcp.arguments import Act, Cursor, IncludeSuperseded, MinRelevance,
 from handlers.mcp.context import register_context_tools
 from handlers.mcp.entities import register_entity_tools
 from handlers.mcp.tools import READ, QuarryMCPServer, error_text, plain_snippets
-from infra.wiring import Container
+from infra.wiring.root import Container
 
 # The scope each tool needs (the table above): `tools/list` shows a caller only the tools it may call.
 TOOL_SCOPES = {

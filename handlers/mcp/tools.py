@@ -38,7 +38,7 @@ from core.search.search_api import SearchResponse
 from handlers._observability import logger
 from handlers.errors import error_body, validation_fields
 from handlers.mcp.fields import publish_fields
-from infra.wiring import Container
+from infra.wiring.root import Container
 
 READ = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False

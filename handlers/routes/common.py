@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from core.conformance import unknown_parameters
 from core.errors import InvalidInputError, QuarryError
 from handlers.auth import PUBLIC_PATHS, JwtPolicy, Principal, principal_from_event
-from infra.wiring import container
+from infra.wiring.root import container
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from core.indexing.write_jobs import Job
     from infra.config.settings import Settings
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
 _PATH_PARAMETER = re.compile(r"<(\w+)>")  # Powertools' dynamic route syntax
 

@@ -44,7 +44,7 @@ from infra.beir.report import EvalReport, IngestReport
 if TYPE_CHECKING:
     from core.indexing.indexing_service import IndexingService
     from infra.local.sqlite.index import SqliteIndex
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
 EVAL_TENANT = "eval"
 SEARCH_LIMIT = 100  # Recall@100 needs 100 results; also POST /search's maximum limit
@@ -203,11 +203,11 @@ def _eval_container(
     registry: EntityTypeRegistry,
     settings: SearchSettings,
 ) -> Container:
-    """The composition root (infra/wiring.py) around one evaluation's index, embedder and search settings;
+    """The composition root (infra/wiring/root.py) around one evaluation's index, embedder and search settings;
     everything else local and in memory, whatever the environment configures."""
-    from infra.local.cache import MemoryCache
     from infra.config.settings import load_settings
-    from infra.wiring import Container
+    from infra.local.cache import MemoryCache
+    from infra.wiring.root import Container
 
     local = load_settings(data_dir=work_dir, index="sqlite", state="sqlite", cache="memory")
     parts = {"index": index, "embedder": embedder, "registry": registry, "search_settings": settings}

@@ -1,6 +1,6 @@
 """DynamoDB adapters: `DynamoStateStore` (state.py) and `DynamoCache` (cache.py), tables in tables.py.
 
-`build_state_store` and `build_cache` are what `infra/wiring.py` calls; they import boto3 only when used.
+`build_state_store` and `build_cache` are what `infra/wiring/root.py` calls; they import boto3 only when used.
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from infra.config.settings import Settings
     from infra.dynamodb.cache import DynamoCache
     from infra.dynamodb.state import DynamoStateStore
-    from infra.config.settings import Settings
 
 
 def build_state_store(settings: Settings, client: Any | None = None) -> DynamoStateStore:

@@ -300,7 +300,7 @@ def test_empty_list_makes_no_call(client: Any) -> None:
 
 def test_settings_choose_the_bedrock_embedder_and_its_size(tmp_path: Any) -> None:
     from infra.config.settings import load_settings
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
     settings = load_settings(
         data_dir=tmp_path, embedder="bedrock", bedrock_dimensions=512, bedrock_region=REGION
@@ -380,7 +380,7 @@ def test_the_default_budget_fits_the_api_functions_timeout() -> None:
 
 
 def test_search_degrades_to_keyword_in_time_when_bedrock_hangs(tmp_path: Any, hanging: HangingServer) -> None:
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
     from tests.conftest import api_event, invoke, make_container
 
     budget = 1.2

@@ -1,5 +1,5 @@
 """Bring-your-own vectors through the services on every index (core/indexing/caller_vectors.py): the embedded SQLite
-index and the live OpenSearch node, wired as a deployment is (infra/wiring.py), with a deterministic
+index and the live OpenSearch node, wired as a deployment is (infra/wiring/root.py), with a deterministic
 hashing embedder standing in for the model. A tenant declared bring-your-own at a dimension other than the
 model's shares the deployment with a tenant on the model (on OpenSearch: an index of its own)."""
 

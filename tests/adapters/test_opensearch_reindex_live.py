@@ -27,7 +27,7 @@ from infra.opensearch import build_opensearch_index, mapping
 from infra.opensearch.reindex import OpenSearchReindexer
 from infra.reindexing import reindex_opensearch, reindex_store
 from infra.switching_embedder import SwitchingEmbedder
-from infra.wiring import Container
+from infra.wiring.root import Container
 from tests.adapters.opensearch_live_support import live_client
 from tests.conftest import FakeEmbedder, make_container
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from opensearchpy import OpenSearch
 
-from infra import wiring
 from infra.opensearch.index import build_opensearch_index
+from infra.wiring import root as wiring
 from tests.adapters.opensearch_fakes import FakeConnection, search_response
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 

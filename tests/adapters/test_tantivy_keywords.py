@@ -366,7 +366,7 @@ def test_the_setting_chooses_the_engine_and_a_wrong_value_names_the_variable(
 ) -> None:
     from core.errors import ConfigurationError
     from infra.config.settings import load_settings
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
     monkeypatch.delenv("QUARRY_KEYWORD_ENGINE", raising=False)
     index = Container(load_settings(data_dir=tmp_path / "default")).index

@@ -48,7 +48,7 @@ def run(bench: str, *argv: str) -> int:
 @pytest.fixture(autouse=True)
 def isolated() -> Iterator[None]:
     """A bench may set environment defaults (Powertools) or install a container: neither outlives it."""
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
 
     saved = dict(os.environ)
     yield

@@ -109,7 +109,7 @@ def seed(url: str) -> None:
 @contextmanager
 def demo_server(data_dir: Path) -> Iterator[str]:
     """A seeded local server on a free loopback port (fake embedder: no model needed)."""
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
     from tests.conftest import FakeEmbedder, make_container
 
     set_container(make_container(data_dir, FakeEmbedder()))

@@ -1,5 +1,5 @@
 """In-memory fakes of the ports (core/ports/) for fast use-case tests through the composition root
-(infra/wiring.py: `Container(settings, index=..., embedder=...)`), in the manner of cosmicpython's unit tests: the
+(infra/wiring/root.py: `Container(settings, index=..., embedder=...)`), in the manner of cosmicpython's unit tests: the
 fakes are passed to the root and hold state the tests assert on. FakeSearchIndex (tests/fakes/index.py)
 and FakeStateStore (tests/fakes/state.py) pass their ports' contract suites in tests/adapters; the cache is
 infra/local/cache.py's MemoryCache (already in the Cache contract) with its entries made readable."""
@@ -80,10 +80,10 @@ class RaisingEmbedder(Embedder):
 
 
 def fake_container(data_dir: Path, **parts: Any) -> Any:
-    """A Container (infra/wiring.py) whose every port is a fake: index, state, cache, clock, embedder and id
+    """A Container (infra/wiring/root.py) whose every port is a fake: index, state, cache, clock, embedder and id
     source, each replaceable by keyword. `data_dir` only satisfies the settings: nothing is written there."""
     from infra.config.settings import load_settings
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
     embedder = parts.pop("embedder", FakeEmbedder())
     fakes: dict[str, Any] = {

@@ -60,7 +60,7 @@ def _requests(role: str, n: int) -> list[tuple[str, dict[str, Any]]]:
 
 def traffic(role: str, settings: dict[str, Any], stop: Any, out: Any) -> None:
     """A process sending the doomed tenant's `role` traffic until `stop` is set."""
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
     from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 
     options = dict(settings)
@@ -84,7 +84,7 @@ def die_mid_part(settings: dict[str, Any], admitted: str, release: str) -> None:
 
     from core.indexing.indexing_service import IndexingService
     from core.tenancy.fencing import TenantGate
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
     from tests.conftest import FakeEmbedder, make_container
 
     bulk = IndexingService.bulk

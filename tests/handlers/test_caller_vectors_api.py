@@ -20,7 +20,7 @@ BYO_DIM = 3  # tenant `byo` brings its own
 
 @pytest.fixture
 def app(tmp_path: Path) -> Iterator[Any]:
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
 
     c = make_container(
         tmp_path / "data", FakeEmbedder(DIM), byo_vector_tenants={"byo": BYO_DIM}, cache="memory"

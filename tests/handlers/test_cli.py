@@ -30,7 +30,7 @@ LINES = (
 
 @pytest.fixture
 def fresh_container() -> Iterator[None]:
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
 
     set_container(None)
     yield

@@ -22,7 +22,7 @@ def no_container() -> Iterator[None]:
     """No container yet, the handler imported (its init passed) before the test breaks a setting: the
     container built at the first request meets it (the init error itself: tests/lambda_runtime)."""
     import handlers.api  # noqa: F401
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
 
     set_container(None)
     yield

@@ -16,7 +16,7 @@ from core.errors import UnavailableError
 from handlers import nightly as nightly_handler
 from handlers.cli import main as cli_main
 from handlers.devserver import FakeLambdaContext
-from infra.wiring import set_container
+from infra.wiring.root import set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, load_event, make_container
 
 CALLER = "agent-coder"

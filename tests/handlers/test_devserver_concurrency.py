@@ -148,7 +148,7 @@ def test_one_process_never_answers_for_the_wrong_tenant(one_process: int, local:
 
 
 def _start_worker(data: Path, sock: Any) -> Any:
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
 
     set_container(make_container(data, FakeEmbedder()))
     return make_server("127.0.0.1", 0, KEYS, api.lambda_handler, 1 << 20, sock=sock)
@@ -234,7 +234,7 @@ def test_kill_9_of_a_worker_during_bulk_ingest_loses_no_acknowledged_write(tmp_p
     _ = init.index, init.state
 
     def start(sock: Any) -> Any:
-        from infra.wiring import set_container
+        from infra.wiring.root import set_container
 
         set_container(make_container(data, FakeEmbedder()))
         return make_server("127.0.0.1", 0, KEYS, api.lambda_handler, 1 << 22, sock=sock)

@@ -40,7 +40,7 @@ def moto_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 @pytest.fixture
 def url(moto_endpoint: str, tmp_path: Path) -> Iterator[str]:
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
 
     container = make_container(tmp_path, FakeEmbedder(), state="dynamodb", cache="dynamodb")
     set_container(container)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from core.search.embedding import MAX_EMBED_CHARS, MAX_EMBED_TEXTS
-from infra.wiring import set_container
+from infra.wiring.root import set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 
 DIM = 16

@@ -15,7 +15,7 @@ import pytest
 from moto import mock_aws
 
 from core.errors import TenantErasedError
-from infra import wiring
+from infra.wiring import root as wiring
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 
 TENANT = "tenant-receipt-4k"

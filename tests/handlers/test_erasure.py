@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from infra import wiring
+from infra.wiring import root as wiring
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 from tests.handlers.erase_race import (
     DOOMED,

@@ -17,7 +17,7 @@ import pytest
 
 from handlers import indexing
 from handlers.devserver import FakeLambdaContext
-from infra import wiring
+from infra.wiring import root as wiring
 from tests.conftest import FakeEmbedder, api_event, invoke, load_event, make_container
 from tests.handlers.erase_race import DOOMED, SECRET, erase, files_holding
 from tests.handlers.test_indexing_handler import SAMPLE_SENDER

@@ -16,7 +16,7 @@ import boto3
 import pytest
 
 from infra.opensearch import build_client
-from infra.wiring import Container, set_container
+from infra.wiring.root import Container, set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 from tests.handlers.erase_race import (
     DOOMED,

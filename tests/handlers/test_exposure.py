@@ -18,7 +18,7 @@ from core.models import EntityKey, Placement, WriteOutcome
 from handlers._observability import tracer
 from infra.dynamodb.errors import translate
 from infra.local.sqlite.index import build_sqlite_index
-from infra.wiring import Container, set_container
+from infra.wiring.root import Container, set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 
 SECRET = "quarterly payroll figures for the acme board"

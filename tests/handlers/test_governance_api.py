@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 
 from core.models import Filters, LexicalQuery
 from handlers import cli
-from infra.wiring import Container, set_container
+from infra.wiring.root import Container, set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 from tests.fakes import FakeClock, RaisingEmbedder
 from tests.unit.governance_fakes import FAKE_DIMENSION

@@ -16,7 +16,7 @@ from core.errors import ForbiddenError, InvalidInputError, UnavailableError
 from core.models import EntityKey, Filters, LexicalQuery
 from handlers import indexing
 from handlers.devserver import FakeLambdaContext
-from infra import wiring
+from infra.wiring import root as wiring
 from tests.conftest import FakeEmbedder, make_container
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infra import wiring
+from infra.wiring import root as wiring
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 from tests.handlers.test_write_jobs import aws_jobs, drain_through_consumer  # noqa: F401 (a fixture)
 

@@ -17,7 +17,7 @@ import pytest
 
 from handlers.auth import Principal, principal_from_event
 from handlers.routes.common import jwt_policy
-from infra.wiring import set_container
+from infra.wiring.root import set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 
 ISS = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Example"

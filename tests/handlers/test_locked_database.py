@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from infra import wiring
 from infra.local.sqlite import connect
+from infra.wiring import root as wiring
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 
 LOCK_WAIT_MS = 200  # the busy timeout in this test: a held lock is reported quickly

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from core.indexing.write_jobs import MAX_JOB_ITEMS
-from infra import wiring
+from infra.wiring import root as wiring
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 from tests.handlers.serving import serving
 from tests.handlers.test_write_jobs import aws_jobs, drain_through_consumer  # noqa: F401 (a fixture)

@@ -16,7 +16,7 @@ from moto import mock_aws
 
 from handlers import nightly
 from handlers.devserver import FakeLambdaContext
-from infra import wiring
+from infra.wiring import root as wiring
 from tests.adapters.statestore_data import with_feedback
 from tests.conftest import FakeEmbedder, api_event, invoke, load_event, make_container
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from infra import wiring
+from infra.wiring import root as wiring
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 from tests.handlers.test_write_jobs import aws_jobs  # noqa: F401 (a fixture: SQS and DynamoDB on moto)
 

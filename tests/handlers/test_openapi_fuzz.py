@@ -31,7 +31,7 @@ EXAMPLES = (
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
 
     # /openapi.json offers every token encoding, and the server counts the BPE ones with the tokens extra
     # (without it they are a 400 naming `token_encoding`: tests/adapters/test_token_counters.py)

@@ -20,7 +20,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from infra.opensearch import build_client, mapping
-from infra.wiring import Container, set_container
+from infra.wiring.root import Container, set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 from tests.fakes import FakeClock
 from tests.handlers import test_context_api as context_api

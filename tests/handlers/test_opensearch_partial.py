@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from infra import wiring
 from infra.opensearch import RetryPolicy, build_opensearch_index
+from infra.wiring import root as wiring
 from tests.adapters.opensearch_fakes import FakeOpenSearch
 from tests.adapters.test_opensearch_errors import shards_missing
 from tests.conftest import FakeEmbedder, api_event, make_container

@@ -214,7 +214,7 @@ def test_misspelt_keyword_query_falls_back_to_fuzzy_matching(local: Any) -> None
 
 
 def test_embedder_outage_degrades_to_keyword_and_says_so(tmp_path: Any) -> None:
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
 
     class DownEmbedder(FakeEmbedder):
         def embed(self, texts: Any) -> Any:

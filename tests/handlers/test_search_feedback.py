@@ -22,7 +22,7 @@ QUERY = "orbital resonance"
 
 
 def serve(tmp_path: Path, **settings: Any) -> Iterator[Any]:
-    from infra.wiring import set_container
+    from infra.wiring.root import set_container
 
     c = make_container(tmp_path / "data", FakeEmbedder(), **settings)
     set_container(c)

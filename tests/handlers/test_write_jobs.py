@@ -16,7 +16,7 @@ from moto import mock_aws
 
 from handlers import indexing
 from handlers.devserver import FakeLambdaContext
-from infra import wiring
+from infra.wiring import root as wiring
 from tests.conftest import FakeEmbedder, api_event, invoke, load_event, make_container
 
 REGION = "us-east-1"

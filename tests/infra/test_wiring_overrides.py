@@ -1,5 +1,5 @@
 """The composition root's overrides: a swapped part is what every service uses from then on, parts built
-from the old one are rebuilt, and parts that did not depend on it are kept (infra/wiring.py)."""
+from the old one are rebuilt, and parts that did not depend on it are kept (infra/wiring/root.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from core.search.search_api import SearchRequest
 from infra.config.settings import load_settings
-from infra.wiring import Container
+from infra.wiring.root import Container
 from tests.conftest import FakeEmbedder
 from tests.fakes import RaisingEmbedder
 
@@ -73,7 +73,7 @@ def test_no_test_or_bench_writes_into_the_containers_slots() -> None:
 
 
 def test_every_declared_input_is_a_part() -> None:
-    from infra.wiring import PARTS
+    from infra.wiring.root import PARTS
 
     assert {
         name: sorted(p.inputs - PARTS.keys()) for name, p in PARTS.items() if p.inputs - PARTS.keys()
@@ -81,7 +81,7 @@ def test_every_declared_input_is_a_part() -> None:
 
 
 def test_a_builder_reading_a_part_it_does_not_declare_fails(tmp_path: Path) -> None:
-    from infra.wiring import PARTS, Part
+    from infra.wiring.root import PARTS, Part
 
     c = Container(load_settings(data_dir=tmp_path))
     sneaky = Part(lambda box: box.clock)  # declares no inputs, reads the clock

@@ -79,7 +79,7 @@ def test_turning_feedback_off_brings_the_alpha_measured_without_it(tmp_path: Any
     """QUARRY_FEEDBACK_DOCS=0 alone gives α 0.7 (the best without feedback), not feedback's 0.8; an explicit
     QUARRY_ALPHA always wins."""
     from infra.config.settings import load_settings
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
     def alpha(**given: Any) -> float:
         return Container(load_settings(data_dir=tmp_path, **given)).search_settings.alpha

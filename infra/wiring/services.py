@@ -1,4 +1,4 @@
-"""How the composition root (infra/wiring.py) builds each use case from its parts: one function per
+"""How the composition root (infra/wiring/root.py) builds each use case from its parts: one function per
 service, taking the container. Services and their settings are imported where they are built, so a
 handler's cold start pays only for the services its first request uses (tests/infra/test_cold_start.py,
 bench/cold_start.py)."""
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from core.search.tuning_service import FusionTuningService
     from core.tenancy.fencing import TenantGate
     from core.tenancy.lifecycle import LifecycleService
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
 
 def search_settings(c: Container) -> SearchSettings:

@@ -1,7 +1,7 @@
 """The one composition root: settings → adapters → services (docs/architecture.md, The composition root).
 
 `Container` below reads top to bottom as the list of parts, each with the function that builds it
-(infra/wiring_adapters.py, infra/wiring_services.py) and the parts it is built from. A part is built on
+(infra/wiring/adapters.py, infra/wiring/services.py) and the parts it is built from. A part is built on
 first use and kept, so a warm Lambda container reuses its clients and a handler's cold start pays only for
 the parts its first request uses. Any part can be given instead of built — `Container(settings,
 embedder=fake)` or `container.override(index=failing)` — and the parts built from it are dropped, found
@@ -16,8 +16,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from infra import wiring_adapters as adapters
-from infra import wiring_services as services
+from infra.wiring import adapters, services
 
 if TYPE_CHECKING:
     from infra.config.settings import Settings

@@ -1,4 +1,4 @@
-"""How the composition root (infra/wiring.py) builds each adapter: one function per part, taking the
+"""How the composition root (infra/wiring/root.py) builds each adapter: one function per part, taking the
 container it reads its settings and inputs from. Which inputs each reads is declared beside it, in the
 container's table; an SDK is imported inside the function that needs it (cold start)."""
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         TripleStore,
     )
     from infra.job_payloads import S3JobPayloads
-    from infra.wiring import Container
+    from infra.wiring.root import Container
 
 ModelLoader = Callable[[str | Path], "Embedder"]
 
