@@ -42,9 +42,9 @@ from infra.beir.evaluation import (  # noqa: E402
     run_queries,
     strategy_specs,
 )
-from infra.clock import SystemClock  # noqa: E402
 from infra.local.cache import MemoryCache  # noqa: E402
 from infra.local.embedder import LocalEmbedder  # noqa: E402
+from infra.timing.clock import SystemClock  # noqa: E402
 
 COLLECTIONS = (("scifact", "train"), ("scifact", "test"), ("cranfield", "test"))
 ENGINES = ("fts5", "tantivy")

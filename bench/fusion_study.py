@@ -62,10 +62,10 @@ def build_index(
     """The dataset, an index holding its corpus (built unless reused), and the cached embedder (hashing
     vectors for a smoke run)."""
     from core.indexing.indexing_service import IndexingService
-    from infra.clock import SystemClock
     from infra.local.cache import MemoryCache
     from infra.local.embedder import LocalEmbedder
     from infra.local.sqlite.index import build_sqlite_index
+    from infra.timing.clock import SystemClock
 
     data = load_beir(dataset, split)
     embedder: Any = HashingEmbedder() if smoke else CachingEmbedder(LocalEmbedder(), cache_dir)

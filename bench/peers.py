@@ -168,9 +168,9 @@ def quarry_ingest(data_dir: Path, data: Any, cache_dir: Path, smoke: bool = Fals
     run embeds with hashing vectors (keyword search never reads them)."""
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.beir.evaluation import ingest
-    from infra.clock import SystemClock
     from infra.config.settings import load_settings
     from infra.local.embedder import LocalEmbedder
+    from infra.timing.clock import SystemClock
     from infra.wiring.root import Container
 
     container = Container(load_settings(data_dir=data_dir))

@@ -30,7 +30,7 @@ from core.search.search_service import SearchService  # noqa: E402
 from infra.beir.datasets import load_beir  # noqa: E402
 from infra.beir.embedding_cache import CachingEmbedder  # noqa: E402
 from infra.beir.evaluation import ALL_STRATEGIES, INDEX_FILE, evaluate_strategies, ingest  # noqa: E402
-from infra.clock import SystemClock  # noqa: E402
+from infra.timing.clock import SystemClock  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from infra.config.settings import load_settings
     from infra.local.embedder import default_model_dir
     from infra.opensearch import build_client, mapping
-    from infra.reindexing import reindex_store
+    from infra.text_models.model_switch import reindex_store
     from infra.wiring.root import Container
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -209,7 +209,7 @@ def measure_keyword(
     the first keyword search after a write, on whichever keyword engine the index runs."""
     from core.search.search_api import SearchRequest
     from core.search.search_service import SearchService
-    from infra.clock import SystemClock
+    from infra.timing.clock import SystemClock
 
     res: dict[str, Any] = {"keyword_engine": "tantivy" if index.store.keywords is not None else "fts5"}
     qv = space.vectors(99, queries)

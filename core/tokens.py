@@ -1,5 +1,5 @@
 """Token counts for budgets and chunk sizes: the estimate ceil(characters / 4), or the caller's own encoding
-(`token_encoding`: a real BPE tokenizer, infra/token_counters.py) through any TokenCounter."""
+(`token_encoding`: a real BPE tokenizer, infra/text_models/token_counters.py) through any TokenCounter."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from handlers import bodies, errors, gate
 from handlers._observability import logger, metrics, tracer
 from handlers.routes import catalog, context, entities, governance, jobs, lifecycle, search
 from handlers.routes.common import caller, decode_path_parameters, fence_tenant, services
-from infra import deadline
+from infra.timing import deadline
 from infra.wiring import root as wiring
 from infra.wiring.root import Container
 

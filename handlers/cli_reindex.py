@@ -1,5 +1,5 @@
 """`quarry reindex`: re-embed what is stored with another model folder, searches answering throughout
-(the embedded data file, one tenant of it, or the OpenSearch index behind its alias; infra/reindexing.py)."""
+(the embedded data file, one tenant of it, or the OpenSearch index behind its alias; infra/text_models/model_switch.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from handlers.cli_governance import DATA_DIR_HELP, command_container
 
 def cmd_reindex(args: argparse.Namespace) -> int:
     """Switch the configured index (or one tenant) to the model in --model-dir; print what was done."""
-    from infra.reindexing import reindex_store
+    from infra.text_models.model_switch import reindex_store
 
     c = command_container(args.data_dir)
     print(json.dumps(reindex_store(c, args.model_dir, args.tenant, args.settle_seconds)))

@@ -266,9 +266,9 @@ def _redelivered(record: SQSRecord) -> bool:
 
 
 def _read_part(body: dict[str, Any]) -> dict[str, Any] | None:
-    """The part a message carries, or the one in S3 it points to (infra/job_payloads.py); None when that
+    """The part a message carries, or the one in S3 it points to (infra/jobs/s3_payloads.py); None when that
     object is gone (the part was done before, or expired)."""
-    from infra.job_payloads import is_pointer
+    from infra.jobs.s3_payloads import is_pointer
 
     payloads = wiring.container().job_payloads
     if not is_pointer(body):
@@ -280,7 +280,7 @@ def _read_part(body: dict[str, Any]) -> dict[str, Any] | None:
 
 def _release_part(body: dict[str, Any]) -> None:
     """Delete the S3 object of a part that is done (nothing for a part carried in its message)."""
-    from infra.job_payloads import is_pointer
+    from infra.jobs.s3_payloads import is_pointer
 
     payloads = wiring.container().job_payloads
     if payloads is not None and is_pointer(body):

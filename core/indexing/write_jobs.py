@@ -34,7 +34,7 @@ REPORTED_TEXT_CHARS = 300  # an error message or a field's rule: the longest the
 REPORTED_FIELDS = 10  # bad fields named per error; the message says how many there were
 CUT_MARK = "…"
 # The largest body SQS takes: 262,144 bytes (the write-jobs queue's MaximumMessageSize in template.yaml);
-# a part's message above it travels as an S3 object the message points to (infra/jobs.py).
+# a part's message above it travels as an S3 object the message points to (infra/jobs/sqs_queue.py).
 SQS_MAX_MESSAGE_BYTES = 262_144
 # Attempts at one part before it is recorded as failed: the write-jobs queue's maxReceiveCount in
 # template.yaml (QUARRY_JOBS_MAX_RECEIVES follows it), and the local queue's bound (infra/local/job_queue.py).

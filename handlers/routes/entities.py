@@ -115,7 +115,7 @@ def upload(
     id_field: Annotated[str | None, Query(description="The line field holding the entity id (BEIR: _id)")] = None,
     field_map: Annotated[str | None, Query(alias="map", description="`title=title,text=abstract`: entity field = line field; nothing else is taken")] = None,
 ) -> Response[dict[str, Any]]:  # fmt: skip
-    from infra.record_files import item_mapper, parse_field_map
+    from infra.user_files.record_files import item_mapper, parse_field_map
 
     principal = caller(router, "write")
     only_parameters(router, "type", "id_field", "map")

@@ -16,7 +16,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from core.state import AssemblyLogEntry, CallerBudget, SourceWeight, WeightChange
-from infra.state_codec import dump_ids, dump_json, dump_sources, load_ids, load_sources
+from core.state_codec import dump_ids, dump_json, dump_sources, load_ids, load_sources
 
 Item = dict[str, dict[str, Any]]
 # boto3's own (de)serialisers of DynamoDB attribute values: stateless, shared by every item built here.

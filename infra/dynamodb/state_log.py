@@ -13,10 +13,10 @@ from typing import Any
 
 from core.errors import ConflictError
 from core.state import AssemblyLogEntry, LogPage
+from core.state_codec import decode_log_cursor, dump_ids, encode_log_cursor
 from infra.dynamodb import state_items as it
 from infra.dynamodb.errors import dynamodb_errors
 from infra.dynamodb.tables import LOG_BY_CALLER_INDEX, LOG_INDEX, PENDING_INDEX
-from infra.state_codec import decode_log_cursor, dump_ids, encode_log_cursor
 
 SECONDS_PER_DAY = 86_400
 # Items read per Query when a namespace filter may drop most of them: DynamoDB's Limit counts items read

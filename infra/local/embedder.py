@@ -138,8 +138,8 @@ class _Model:
                 _pool(encoder.forward(ids, mask), mask, folder.pooling)
             )
         else:
-            from infra.local.onnx.session import open_encoder
             from infra.config.settings import default_onnx_cache_dir
+            from infra.local.onnx.session import open_encoder
 
             self.encode = open_encoder(
                 folder.path, folder.pooling, runtime, threads, cache_dir or default_onnx_cache_dir()

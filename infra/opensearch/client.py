@@ -17,8 +17,8 @@ from functools import cache
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from infra import deadline
 from infra.opensearch.errors import RETRYABLE_STATUSES
+from infra.timing import deadline
 
 SERVICES = ("es", "aoss")  # SigV4 service names: managed domains, Serverless collections
 DEFAULT_TIMEOUT = 5.0  # seconds per attempt: 4 attempts (20 s) stay under API Gateway's 29 s limit

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigurationError, InvalidInputError
 from core.indexing.entity_types import EntityTypeRegistry
-from infra.clock import SystemClock
+from infra.timing.clock import SystemClock
 
 if TYPE_CHECKING:
     from core.ports import (
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         TokenCounters,
         TripleStore,
     )
-    from infra.job_payloads import S3JobPayloads
+    from infra.jobs.s3_payloads import S3JobPayloads
     from infra.wiring.root import Container
 
 ModelLoader = Callable[[str | Path], "Embedder"]
@@ -80,7 +80,7 @@ def configured_embedder(c: Container) -> Embedder:
     """The model configuration names (QUARRY_EMBEDDER, QUARRY_EMBEDDER_MODEL_DIR…)."""
     s = c.settings
     if s.embedder_kind == "bedrock":
-        from infra.bedrock import BedrockEmbedder
+        from infra.text_models.bedrock import BedrockEmbedder
 
         return BedrockEmbedder(
             model_id=s.bedrock_model_id,
@@ -120,7 +120,7 @@ def embedder(c: Container) -> Embedder:
     configured = c.configured_embedder
     if c.settings.embedder_kind == "bedrock":
         return configured
-    from infra.switching_embedder import ActiveModel, SwitchingEmbedder
+    from infra.text_models.switching_embedder import ActiveModel, SwitchingEmbedder
 
     if c.settings.index_kind == "opensearch":
         found: Any = c.index
@@ -208,7 +208,7 @@ def new_id(_c: Container) -> Callable[[], str]:
 
 def token_counters(_c: Container) -> TokenCounters:
     """Token counters by encoding; the tokenizer is imported on a caller's first real encoding."""
-    from infra.token_counters import BpeTokenCounters
+    from infra.text_models.token_counters import BpeTokenCounters
 
     return BpeTokenCounters()
 
@@ -217,7 +217,7 @@ def job_queue(c: Container) -> JobQueue:
     """SQS when a queue is configured, else the SQLite queue whose thread runs the parts in-process (its
     callbacks find the container's current `jobs` when a part runs, not when the queue is built)."""
     if c.settings.jobs_queue_url:
-        from infra.jobs import SqsJobQueue
+        from infra.jobs.sqs_queue import SqsJobQueue
 
         return SqsJobQueue(c.settings.jobs_queue_url, payloads=c.job_payloads)
     from infra.local.job_queue import SqliteJobQueue
@@ -233,14 +233,14 @@ def job_payloads(c: Container) -> S3JobPayloads | None:
     """Where a job part too big for one SQS message travels (QUARRY_JOBS_PAYLOAD_BUCKET), if set."""
     if not c.settings.jobs_payload_bucket:
         return None
-    from infra.job_payloads import S3JobPayloads
+    from infra.jobs.s3_payloads import S3JobPayloads
 
     return S3JobPayloads(c.settings.jobs_payload_bucket)
 
 
 def eval_queue(c: Container) -> JobQueue:
     """Where the nightly run sends its tasks (QUARRY_EVAL_QUEUE_URL)."""
-    from infra.jobs import SqsJobQueue
+    from infra.jobs.sqs_queue import SqsJobQueue
 
     return SqsJobQueue(c.settings.eval_queue_url or "")
 
@@ -251,6 +251,6 @@ def job_store(c: Container) -> JobStore:
 
         c.state  # noqa: B018  the state store creates the table when it may
         return DynamoJobStore(c.settings.state_table)
-    from infra.jobs import SqliteJobStore
+    from infra.jobs.sqlite_store import SqliteJobStore
 
     return SqliteJobStore(c.settings.sqlite_path)

@@ -163,7 +163,7 @@ def context_settings(c: Container) -> ContextSettings:
 
 def context(c: Container) -> ContextService:
     from core.context.context_service import ContextService
-    from infra.file_links import FileLinkReader
+    from infra.user_files.file_links import FileLinkReader
 
     root = c.settings.links_root
     return ContextService(

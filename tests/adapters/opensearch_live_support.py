@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from infra.opensearch import OpenSearchIndex, build_client, build_opensearch_index, mapping
 from infra.config.settings import load_settings
+from infra.opensearch import OpenSearchIndex, build_client, build_opensearch_index, mapping
 
 
 def live_client(url: str) -> Any:

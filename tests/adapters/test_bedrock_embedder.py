@@ -19,7 +19,7 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from core.errors import InvalidInputError, UnavailableError
-from infra.bedrock import MAX_INPUT_CHARS, TITAN_V2_MODEL_ID, BedrockEmbedder, default_client
+from infra.text_models.bedrock import MAX_INPUT_CHARS, TITAN_V2_MODEL_ID, BedrockEmbedder, default_client
 
 REGION = "us-east-1"
 
@@ -158,7 +158,7 @@ def test_persistent_throttling_becomes_unavailable_after_bounded_attempts(
 
 
 def test_a_short_budget_buys_fewer_attempts() -> None:
-    from infra.bedrock import DEFAULT_BUDGET_SECONDS, retry_plan, worst_backoff
+    from infra.text_models.bedrock import DEFAULT_BUDGET_SECONDS, retry_plan, worst_backoff
 
     for budget in (1.2, 3.0, 5.0, DEFAULT_BUDGET_SECONDS, 20.0):
         attempts, connect, read = retry_plan(budget)
@@ -346,7 +346,7 @@ def hanging() -> Any:
 
 
 def hanging_embedder(server: HangingServer, budget: float) -> BedrockEmbedder:
-    from infra.bedrock import default_client
+    from infra.text_models.bedrock import default_client
 
     client = default_client(
         REGION,
@@ -371,7 +371,7 @@ def test_a_hanging_bedrock_costs_at_most_the_time_budget(hanging: HangingServer)
 
 
 def test_the_default_budget_fits_the_api_functions_timeout() -> None:
-    from infra.bedrock import DEFAULT_BUDGET_SECONDS, retry_plan, worst_backoff
+    from infra.text_models.bedrock import DEFAULT_BUDGET_SECONDS, retry_plan, worst_backoff
     from tests.infra.test_template import sam_template
 
     attempts, connect, read = retry_plan(DEFAULT_BUDGET_SECONDS)

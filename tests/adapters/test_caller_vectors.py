@@ -198,7 +198,7 @@ def test_a_patch_may_replace_the_vector_alone(c: Any) -> None:
 
 def test_reindex_never_re_embeds_a_tenant_bringing_its_own_vectors(c: Any, tmp_path: Path) -> None:
     from infra.opensearch.tenancy import own_prefix
-    from infra.reindexing import reindex_store
+    from infra.text_models.model_switch import reindex_store
 
     own = unit([1, 0, 0, 0, 1])
     put(c, "x", {"content": "walrus colony", "embedding": own.tolist()}, tenant="byo")

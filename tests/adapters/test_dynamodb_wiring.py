@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from moto.server import ThreadedMotoServer
 
-from infra.dynamodb import build_cache, build_state_store
 from infra.config.settings import load_settings
+from infra.dynamodb import build_cache, build_state_store
 from tests.adapters.statestore_data import T1, update, with_feedback
 
 NOW = 1_900_000_000.0

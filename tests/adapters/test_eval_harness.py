@@ -120,9 +120,9 @@ def test_tuning_lists_reproduce_what_search_returns(tmp_path: Path) -> None:
     from core.search.tuning_service import FusionTuningService, current_setting
     from infra.beir.datasets import load_beir
     from infra.beir.evaluation import EVAL_TENANT, ingest, run_queries
-    from infra.clock import SystemClock
     from infra.local.cache import MemoryCache
     from infra.local.sqlite.index import build_sqlite_index
+    from infra.timing.clock import SystemClock
 
     data = load_beir(TINY)
     embedder, registry, settings = FakeBagOfWordsEmbedder(), EntityTypeRegistry(), SearchSettings()

@@ -12,9 +12,9 @@ from opensearchpy import exceptions as os_errors
 
 from core.errors import ConfigurationError, ConflictError, InvalidInputError, UnavailableError
 from core.models import EntityKey, Filters, LexicalQuery, WriteOutcome
+from infra.config.settings import Settings, load_settings
 from infra.opensearch import OpenSearchIndex, RetryPolicy, build_client, build_index, build_opensearch_index
 from infra.opensearch.errors import translate, translated
-from infra.config.settings import Settings, load_settings
 from tests.adapters.opensearch_fakes import (
     FakeConnection,
     FakeOpenSearch,
@@ -365,8 +365,8 @@ def test_build_index_names_the_missing_url_variable(monkeypatch: pytest.MonkeyPa
 
 
 def test_the_retry_settings_stay_within_the_time_budget() -> None:
-    from infra.opensearch.client import OPENSEARCH_TIME_BUDGET
     from infra.config.settings import load_settings
+    from infra.opensearch.client import OPENSEARCH_TIME_BUDGET
 
     settings = load_settings()
     assert settings.opensearch_timeout * (settings.opensearch_max_retries + 1) <= OPENSEARCH_TIME_BUDGET < 29

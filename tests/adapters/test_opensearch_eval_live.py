@@ -11,8 +11,8 @@ import pytest
 
 from handlers import cli, cli_eval
 from infra.beir.evaluation import eval_index, run_eval
-from infra.opensearch import build_client
 from infra.config.settings import load_settings
+from infra.opensearch import build_client
 from tests.adapters.test_eval_harness import TINY, FakeBagOfWordsEmbedder
 
 pytestmark = [pytest.mark.live]

@@ -25,8 +25,8 @@ from core.models import EntityKey
 from core.search.search_api import SearchRequest
 from infra.opensearch import build_opensearch_index, mapping
 from infra.opensearch.reindex import OpenSearchReindexer
-from infra.reindexing import reindex_opensearch, reindex_store
-from infra.switching_embedder import SwitchingEmbedder
+from infra.text_models.model_switch import reindex_opensearch, reindex_store
+from infra.text_models.switching_embedder import SwitchingEmbedder
 from infra.wiring.root import Container
 from tests.adapters.opensearch_live_support import live_client
 from tests.conftest import FakeEmbedder, make_container

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from core.models import Filters, LexicalQuery
-from infra.opensearch import build_index
 from infra.config.settings import load_settings
+from infra.opensearch import build_index
 from tests.adapters.search_index_contract import DIM, record
 
 pytestmark = [pytest.mark.live]

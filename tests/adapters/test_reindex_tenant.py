@@ -13,7 +13,7 @@ import pytest
 
 from core.search.search_api import SearchRequest
 from infra.local.reindex import ReindexBusyError, SqliteReindexer, reindex
-from infra.switching_embedder import ActiveModel, SwitchingEmbedder
+from infra.text_models.switching_embedder import ActiveModel, SwitchingEmbedder
 from tests.conftest import FakeEmbedder, make_container
 
 NEW_MODEL, OTHER_MODEL = "/models/small-32", "/models/tiny-16"

@@ -17,7 +17,7 @@ from core.state import TenantFence, fence_mark
 from infra.dynamodb.fences import DynamoTenantFences
 from infra.dynamodb.jobs import DynamoJobStore
 from infra.dynamodb.state import DynamoStateStore
-from infra.jobs import SqliteJobStore
+from infra.jobs.sqlite_store import SqliteJobStore
 from infra.local.sqlite.fences import SqliteTenantFences
 from infra.local.sqlite.state import SqliteStateStore
 from tests.adapters.moto_support import moto_dynamodb

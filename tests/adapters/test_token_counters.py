@@ -1,4 +1,4 @@
-"""Context budgets counted in the caller's token encoding (infra/token_counters.py, core/tokens.py): the real
+"""Context budgets counted in the caller's token encoding (infra/text_models/token_counters.py, core/tokens.py): the real
 BPE counts of the `tokens` extra (bpe-openai, tables inside its wheel), packing by them, and the answer when
 the extra is not installed."""
 
@@ -14,7 +14,7 @@ import pytest
 from core.context.context_api import AssembleRequest
 from core.errors import InvalidInputError
 from core.tokens import estimate_tokens
-from infra.token_counters import SLICE_CHARS, BpeTokenCounters
+from infra.text_models.token_counters import SLICE_CHARS, BpeTokenCounters
 from tests.conftest import require_tokens_extra
 from tests.fakes import fake_container
 

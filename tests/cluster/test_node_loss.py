@@ -32,7 +32,7 @@ from handlers.devserver import FakeLambdaContext
 from infra.opensearch import build_opensearch_index, mapping
 from infra.opensearch.layout import Layout
 from infra.opensearch.reindex import OpenSearchReindexer
-from infra.reindexing import reindex_opensearch
+from infra.text_models.model_switch import reindex_opensearch
 from infra.wiring import root as wiring
 from tests.cluster.conftest import Cluster, container_on
 from tests.conftest import FakeEmbedder, api_event

@@ -407,7 +407,7 @@ def put_budget(caller: str, scopes: Sequence[str] = ("admin",), **body: Any) -> 
 
 
 def test_an_admin_sets_a_callers_budget_and_the_bounds_learning_keeps_it_within(tmp_path: Path) -> None:
-    from infra.clock import SystemClock
+    from infra.timing.clock import SystemClock
 
     clock = LaterClock(SystemClock())
     install(tmp_path, clock=clock)

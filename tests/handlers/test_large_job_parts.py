@@ -16,7 +16,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from infra.jobs import SqsJobQueue
+from infra.jobs.sqs_queue import SqsJobQueue
 from infra.wiring import root as wiring
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 from tests.handlers.test_write_jobs import drain_through_consumer

@@ -42,7 +42,7 @@ NEVER_AT_IMPORT = (
     "tqdm",
     "jsonschema",
     "infra.local.embedder",
-    "infra.bedrock",
+    "infra.text_models.bedrock",
     "infra.beir.evaluation",
     "infra.beir.report",
     "infra.beir.datasets",

@@ -26,7 +26,7 @@ def test_aws_clients_use_standard_retries_within_the_api_timeout(
     build: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from infra.dynamodb.tables import default_client
-    from infra.jobs import default_sqs_client
+    from infra.jobs.sqs_queue import default_sqs_client
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     client = default_client() if build == "dynamodb" else default_sqs_client()

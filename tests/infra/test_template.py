@@ -666,7 +666,7 @@ def test_cors_is_off_unless_origins_are_given_and_then_answered_by_the_http_api(
 
 
 def test_the_job_payload_bucket_is_private_encrypted_and_expires_its_parts() -> None:
-    """Parts too big for one SQS message (infra/job_payloads.py): tenant data, so encrypted, never public,
+    """Parts too big for one SQS message (infra/jobs/s3_payloads.py): tenant data, so encrypted, never public,
     TLS only, and expired after the 14 days the write-jobs DLQ keeps a part for a redrive."""
     bucket = resources()["JobPayloadsBucket"]["Properties"]
     assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]

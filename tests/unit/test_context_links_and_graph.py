@@ -15,8 +15,8 @@ from core.context.links import MAX_LINKS, parse_links
 from core.errors import InvalidInputError
 from core.models import EntityKey
 from core.timestamps import parse_timestamp
-from infra import file_links as links_module
-from infra.file_links import FileLinkReader
+from infra.user_files import file_links as links_module
+from infra.user_files.file_links import FileLinkReader
 
 TYPES = {"task", "memory", "document"}
 RACE_READS = 3000  # the issue saw 93 escapes in 10,557 reads of the check-then-open reader

@@ -24,10 +24,10 @@ from core.state import (
     SourceWeight,
     WeightChange,
 )
+from core.state_codec import decode_log_cursor, dump_ids, dump_json, encode_log_cursor
 from infra.local.sqlite import state_schema as schema
 from infra.local.sqlite.connect import immediate, open_sqlite
 from infra.local.sqlite.errors import reported
-from infra.state_codec import decode_log_cursor, dump_ids, dump_json, encode_log_cursor
 
 
 class SqliteStateStore:

@@ -7,7 +7,7 @@ import sqlite3
 from typing import Any
 
 from core.state import AssemblyLogEntry, CallerBudget, SourceWeight, WeightChange
-from infra.state_codec import dump_ids, dump_sources, load_ids, load_sources
+from core.state_codec import dump_ids, dump_sources, load_ids, load_sources
 
 DDL = """
 CREATE TABLE IF NOT EXISTS state_weights (

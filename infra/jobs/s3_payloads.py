@@ -18,7 +18,7 @@ from typing import Any
 from core.errors import UnavailableError
 from core.indexing.write_jobs import encode_message
 
-# S3: short timeouts and botocore's standard retry mode, as for SQS (infra/jobs.py): a put of a part
+# S3: short timeouts and botocore's standard retry mode, as for SQS (infra/jobs/sqs_queue.py): a put of a part
 # (at most the API's 4 MiB upload) stays within a few seconds of the API function's 29 s.
 S3_CONNECT_TIMEOUT_SECONDS = 2
 S3_READ_TIMEOUT_SECONDS = 10
