@@ -148,8 +148,8 @@ class HashingEmbedder:
 def api_call(method: str, path: str, body: Any = None, tenant: str = "bench") -> tuple[int, Any]:
     """One request through the HTTP API Lambda handler, in-process, as `tenant` with read and write scopes;
     (status, decoded JSON body)."""
-    from handlers.api import lambda_handler
-    from handlers.devserver import FakeLambdaContext, build_event
+    from handlers.lambda_functions.api import lambda_handler
+    from handlers.local_server.devserver import FakeLambdaContext, build_event
 
     raw = b"" if body is None else json.dumps(body).encode()
     headers = {"content-type": "application/json"} if body is not None else {}
@@ -219,7 +219,7 @@ def start_server(data_dir: Path, workers: int, env: Mapping[str, str]) -> LocalS
     """`quarry serve --workers N` over data_dir on a free loopback port, with `env` added to this process's
     environment (keys, cache TTL); returns once it prints its URL."""
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "QUARRY_ACCESS_LOG": "false", **env}
-    command = [sys.executable, "-m", "handlers.cli", "serve", "--host", "127.0.0.1", "--port", "0"]
+    command = [sys.executable, "-m", "handlers.cli.main", "serve", "--host", "127.0.0.1", "--port", "0"]
     command += ["--workers", str(workers), "--data-dir", str(data_dir)]
     proc = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdout is not None

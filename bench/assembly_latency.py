@@ -1,7 +1,7 @@
 """Context assembly latency through the HTTP API Lambda handler on 10,000 items across the five default
 sources (memory, agent_memory_own, agent_memory_peer, vault_index, psychic_cache), on the embedded backend.
 
-Reports P50 / P99 of POST /context/assemble (wall time through `handlers.api.lambda_handler`), of its
+Reports P50 / P99 of POST /context/assemble (wall time through `handlers.lambda_functions.api.lambda_handler`), of its
 retrieval (query embedding + the parallel fan-out, the response's `retrieval_ms`) and the share of time
 spent outside retrieval — the engine's own overhead: validation, weights and budget lookups, scoring,
 dedup, packing, rendering, logging the assembly, and the handler's JSON work. The same stream is then
@@ -96,7 +96,7 @@ def requests(n: int, seed: int = 17) -> list[dict[str, Any]]:
 
 
 def call(handler: Any, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-    from handlers.devserver import FakeLambdaContext, build_event
+    from handlers.local_server.devserver import FakeLambdaContext, build_event
 
     ev = build_event(
         "POST",
@@ -177,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.json is None:
         args.json = "bench/results/assembly_latency.json"
 
-    from handlers import api
+    from handlers.lambda_functions import api
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.wiring.root import set_container
 

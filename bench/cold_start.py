@@ -1,14 +1,14 @@
 """Cold start: the import time of each Lambda handler with the AWS backend settings, beyond the runtime.
 
-Each run is a fresh interpreter (as Lambda's init is): `python -c "import handlers.api"` timed from the
+Each run is a fresh interpreter (as Lambda's init is): `python -c "import handlers.lambda_functions.api"` timed from the
 inside (perf_counter around the import), next to a bare `python -c pass` start for scale. Prints min /
 median / max over --runs per handler. Quote the median; on a machine shared with other work the spread
-says how noisy it was. The goal (docs/architecture.md, Performance goals): `import handlers.api` ≤ 300 ms.
+says how noisy it was. The goal (docs/architecture.md, Performance goals): `import handlers.lambda_functions.api` ≤ 300 ms.
 
     .venv/bin/python bench/cold_start.py [--runs 9] [--json FILE]                 # this source tree
     python3.12 deploy/lambda_artifact.py /tmp/art --platform manylinux2014_x86_64  # the artifact, importable here
     .venv/bin/python bench/cold_start.py --artifact /tmp/art --python python3.12   # ... measured as Lambda runs it
-    .venv/bin/python bench/cold_start.py --smoke   # one run of handlers.api: that it runs
+    .venv/bin/python bench/cold_start.py --smoke   # one run of handlers.lambda_functions.api: that it runs
 
 Bytecode counts: Lambda's code directory is read-only, so modules without shipped .pyc files are compiled
 at every cold start. The source-tree mode lets one warm-up run write bytecode first; the artifact mode
@@ -34,7 +34,12 @@ sys.path.insert(0, str(ROOT))
 from bench._common import write_json  # noqa: E402
 from tests.infra.test_cold_start import AWS_SETTINGS  # noqa: E402  the same settings the budget test uses
 
-HANDLERS = ("handlers.api", "handlers.indexing", "handlers.nightly", "handlers.pretoken")
+HANDLERS = (
+    "handlers.lambda_functions.api",
+    "handlers.lambda_functions.indexing_consumer",
+    "handlers.lambda_functions.nightly",
+    "handlers.lambda_functions.pretoken",
+)
 PROBE = "import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
 
 
@@ -68,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--artifact", type=Path, help="a built artifact folder (deploy/lambda_artifact.py)")
     parser.add_argument("--python", default=sys.executable, help="the interpreter (3.12 for an artifact)")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--smoke", action="store_true", help="one run, handlers.api only")
+    parser.add_argument("--smoke", action="store_true", help="one run, handlers.lambda_functions.api only")
     args = parser.parse_args(argv)
     handlers = HANDLERS[:1] if args.smoke else HANDLERS
     args.runs = 1 if args.smoke else args.runs

@@ -4,7 +4,7 @@ figures both report are printed side by side with their ratio, head / base.
 
 The base is `git archive BASE` unpacked under .cache/bench-base/<commit> (once) and run with this venv's
 interpreter: its bench scripts put their own tree first on the import path, and `quarry serve` is started by
-them as `python -m handlers.cli` from that tree, so each side runs its own code with the same packages. The
+them as `python -m handlers.cli.main` from that tree, so each side runs its own code with the same packages. The
 passage embeddings are read from one cache (--cache-dir), so neither side embeds the corpus again.
 
     .venv/bin/python bench/compare.py --base 6532a22                      # search + peers, 2 rounds

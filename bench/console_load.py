@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import TOPICS, VERBS, HashingEmbedder, synthetic_entities, write_json
-from handlers import api
-from handlers.devserver import make_server
+from handlers.lambda_functions import api
+from handlers.local_server.devserver import make_server
 from infra.config.settings import load_settings
 from infra.wiring.root import Container, set_container
 from tests.browser.driver import require_browser, start_browser

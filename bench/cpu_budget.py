@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-# One thread per library, as each worker of `quarry serve` on a 2-core machine runs (handlers/cli.py
+# One thread per library, as each worker of `quarry serve` on a 2-core machine runs (handlers/cli/main.py
 # thread_budget); set before NumPy is imported. BLAS threads left to spin would be counted as CPU.
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
@@ -104,7 +104,7 @@ def budget(meter: Meter, searches: int) -> dict[str, float]:
 
 
 def run(entities: int, stream: Sequence[str], strategy: str, cache_dir: str, smoke: bool) -> dict[str, float]:
-    from handlers import api
+    from handlers.lambda_functions import api
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.config.settings import load_settings
     from infra.wiring.root import Container, set_container

@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.entities, args.queries = 50, 12
     elif args.json is None:
         args.json = "bench/results/feedback_latency.json"
-    from handlers.api import lambda_handler
+    from handlers.lambda_functions.api import lambda_handler
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.config.settings import load_settings
     from infra.wiring.root import Container, set_container

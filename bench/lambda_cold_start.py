@@ -162,7 +162,7 @@ def paired_hybrid(local: Deployment, api: EmulatedFunction, runs: int, stream: l
     emulated function; through the API handler called in this interpreter with the function's settings and
     backends (what the emulator adds); through `quarry serve` on the function's backends (the same search
     on the same backends)."""
-    from handlers.devserver import FakeLambdaContext
+    from handlers.local_server.devserver import FakeLambdaContext
     from infra.wiring.root import set_container
 
     saved = dict(os.environ)
@@ -170,7 +170,7 @@ def paired_hybrid(local: Deployment, api: EmulatedFunction, runs: int, stream: l
     set_container(None)
     emulated, in_process, served = [], [], []
     try:
-        from handlers import api as handler
+        from handlers.lambda_functions import api as handler
 
         with served_search(function_environment(local)) as serve:
             for i in range(runs + 1):  # the first loads the model in each

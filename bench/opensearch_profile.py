@@ -225,7 +225,10 @@ def opensearch_container(args: argparse.Namespace) -> Iterator[Any]:
         index: Any = container.index  # the OpenSearch adapter, not just the port
         try:
             if not args.reuse or not index.client.indices.exists_alias(name=index.alias):
-                ingest(__import__("handlers.api", fromlist=["api"]).lambda_handler, args.entities)
+                ingest(
+                    __import__("handlers.lambda_functions.api", fromlist=["api"]).lambda_handler,
+                    args.entities,
+                )
             index.client.indices.refresh(index=index.alias)
             container.override(embedder=model)  # the search and indexing services rebuild around it
             yield container
@@ -254,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         args.entities, args.queries = 40, 5
     if not os.environ.get("QUARRY_OPENSEARCH_URL"):
         raise SystemExit("needs QUARRY_OPENSEARCH_URL (make opensearch-up prints it)")
-    from handlers import api
+    from handlers.lambda_functions import api
 
     rec = Recorder()
     stream = queries(args.queries)

@@ -47,8 +47,8 @@ def layers(data_dir: Path, queries: list[str], size: int, passes: int) -> dict[s
     from core.search.planning import MIN_SINGLE_DEPTH
     from core.search.query import parse_query
     from core.search.search_api import SearchRequest
-    from handlers import api
-    from handlers.devserver import FakeLambdaContext, build_event
+    from handlers.lambda_functions import api
+    from handlers.local_server.devserver import FakeLambdaContext, build_event
     from infra.beir.evaluation import EVAL_TENANT
     from infra.config.settings import load_settings
     from infra.wiring.root import Container, set_container

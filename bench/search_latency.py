@@ -41,7 +41,7 @@ BULK = 500  # POST /entities maximum
 
 
 def event(path: str, body: Any, tenant: str = "bench") -> dict[str, Any]:
-    from handlers.devserver import build_event
+    from handlers.local_server.devserver import build_event
 
     return build_event(
         "POST",
@@ -53,7 +53,7 @@ def event(path: str, body: Any, tenant: str = "bench") -> dict[str, Any]:
 
 
 def call(handler: Any, ev: dict[str, Any]) -> dict[str, Any]:
-    from handlers.devserver import FakeLambdaContext
+    from handlers.local_server.devserver import FakeLambdaContext
 
     with contextlib.redirect_stdout(io.StringIO()):  # Powertools prints EMF metrics per call
         result = handler(ev, FakeLambdaContext(aws_request_id="bench"))
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args.json = args.json or (None if args.smoke else f"bench/results/search_latency{suffix}.json")
 
-    from handlers import api
+    from handlers.lambda_functions import api
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.config.settings import load_settings
     from infra.local.embedder import LocalEmbedder

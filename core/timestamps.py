@@ -8,7 +8,7 @@ import re
 from datetime import UTC, date, datetime, time
 
 # An ISO 8601 date, optionally with a time and a zone: the pattern /openapi.json publishes for date bounds
-# (handlers/openapi.py). Its `^…$` means the whole text in ECMA-262; in Python `$` also matches before a
+# (handlers/http_api/openapi.py). Its `^…$` means the whole text in ECMA-262; in Python `$` also matches before a
 # final newline, so `is_date_bound` matches it with `fullmatch`, and then reads the date and time for real
 # (no regular expression knows that 2026-02-30 or 25:99 is no moment).
 DATE_PATTERN = (

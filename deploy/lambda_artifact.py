@@ -24,15 +24,13 @@ ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "requirements-lambda.txt"
 PACKAGES = ("core", "infra", "handlers")
 PACKAGE_DATA = (".py", ".json")
-# Modules that run only on a laptop or in a study, never in a function: the CLI, the dev and MCP servers
-# with their local key and CORS (handlers), the BEIR evaluation harness and its SQLite embedding cache
-# (infra/beir/). Matched by prefix.
+# Modules that run only on a laptop or in a study, never in a function: the CLI, the local server (with its
+# key, CORS and console) and the MCP server (handlers/), the BEIR evaluation harness and its SQLite embedding
+# cache (infra/beir/). Matched by prefix.
 LOCAL_ONLY = (
-    "handlers/cli",
-    "handlers/devserver",
+    "handlers/cli/",
+    "handlers/local_server/",
     "handlers/mcp/",
-    "handlers/local_key.py",
-    "handlers/cors.py",
     "infra/beir/",
 )
 # Folders of installed dependencies that never run in a function (numpy alone ships 15 MB of tests).

@@ -9,7 +9,7 @@ samconfig.toml's `local_invoke` table, DynamoDB, SQS and EventBridge on a fresh 
 stack's tables and queues, the OpenSearch domain replaced by the local node (QUARRY_OPENSEARCH_URL, set by
 scripts/with-opensearch.sh); it prints the function's response, then the emulator's REPORT line.
 
-`serve` is what `sam local start-api` does: the dev server's HTTP front (handlers/devserver.py: body
+`serve` is what `sam local start-api` does: the dev server's HTTP front (handlers/local_server/devserver.py: body
 limits, bearer keys, HTTP API payload 2.0 events) in front of the API function in the emulator; the key's
 identity reaches the function as the JWT authorizer's claims (deploy/event_sources.py), with the
 resource server's scopes and the tenant claim the template configures.
@@ -173,8 +173,8 @@ def _stop_on_signals() -> None:
 
 
 def serve(host: str, port: int, overrides: Mapping[str, str]) -> None:
-    from handlers.devserver import make_server
-    from handlers.local_key import local_keys
+    from handlers.local_server.devserver import make_server
+    from handlers.local_server.local_key import local_keys
     from infra.config.settings import load_settings
 
     settings = load_settings()

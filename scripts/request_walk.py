@@ -92,8 +92,8 @@ def main() -> None:
         os.environ["QUARRY_DATA_DIR"] = data
         os.environ.setdefault("QUARRY_CACHE_TTL_SECONDS", "0")
         sys.path.insert(0, str(ROOT))
-        from handlers.api import lambda_handler
-        from handlers.devserver import FakeLambdaContext
+        from handlers.lambda_functions.api import lambda_handler
+        from handlers.local_server.devserver import FakeLambdaContext
 
         context = FakeLambdaContext(aws_request_id="walk")
         put = {"title": "Rotate the signing keys", "description": "every quarter"}

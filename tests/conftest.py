@@ -207,8 +207,8 @@ def api_event(
 
 def invoke(event: dict[str, Any]) -> tuple[int, Any]:
     """Run the HTTP API Lambda on an event; (status, decoded JSON body)."""
-    from handlers.api import lambda_handler
-    from handlers.devserver import FakeLambdaContext
+    from handlers.lambda_functions.api import lambda_handler
+    from handlers.local_server.devserver import FakeLambdaContext
 
     result = lambda_handler(event, FakeLambdaContext(aws_request_id="test"))
     body = result.get("body")

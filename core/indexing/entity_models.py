@@ -2,7 +2,7 @@
 path).
 
 They publish the JSON Schema of PUT and PATCH bodies and of bulk items in the OpenAPI document
-(handlers/openapi.py), and they are the request-level check of bulk items: an item that breaks its type's
+(handlers/http_api/openapi.py), and they are the request-level check of bulk items: an item that breaks its type's
 schema makes the whole request a 400 naming `items.<n>.<field>`, so what the document says is what the
 server enforces. Strict, as core/indexing/entity_validation.py is: a number is never read from a string, nor a flag from
 a number. What a JSON Schema cannot state is still checked per entity by core/indexing/entity_validation.py (and reported

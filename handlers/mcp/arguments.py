@@ -11,8 +11,8 @@ from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field, ValidationError
 
 from core.indexing.entity_validation import ID_JSON_PATTERN, NONBLANK_PATTERN
-from handlers.auth import Principal
-from handlers.errors import validation_fields
+from handlers.http_api.auth import Principal
+from handlers.http_api.errors import validation_fields
 from infra.wiring.root import Container
 
 Model = TypeVar("Model", bound=BaseModel)

@@ -13,10 +13,10 @@ from core.indexing.catalog import DEFAULT_ENTITY_PAGE, MAX_ENTITY_PAGE, EntityOu
 from core.indexing.entity_writes import Queued
 from core.payload import INT64_MAX
 from core.search.search_api import WriteResponse
+from handlers.http_api.openapi_models import Job as JobOut
+from handlers.http_api.write_answers import written
 from handlers.mcp.arguments import Act, Cursor, EntityId, EntityType
 from handlers.mcp.tools import DELETE, READ, UPSERT
-from handlers.openapi_models import Job as JobOut
-from handlers.write_answers import written
 from infra.wiring.root import Container
 
 

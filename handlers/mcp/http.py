@@ -2,7 +2,7 @@
 
 Every HTTP request needs `Authorization: Bearer <key>` naming an entry of QUARRY_API_KEYS (401 with the
 API's error body, saying where the key comes from, otherwise); the tools then read the same header to act for that key's tenant and
-scopes. With no keys configured the data directory's local key (handlers/local_key.py, the one `quarry
+scopes. With no keys configured the data directory's local key (handlers/local_server/local_key.py, the one `quarry
 serve` prints) is accepted for tenant `dev`.
 
 A 401 names the server's OAuth 2.0 Protected Resource Metadata (RFC 9728, as the MCP authorization spec
@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from core.errors import UnauthorizedError
-from handlers.auth import SCOPES
+from handlers.http_api.auth import SCOPES
 from handlers.mcp.server import Gate
 
 MCP_PATH = "/mcp"

@@ -23,7 +23,7 @@ Who is calling: over streamable HTTP, the bearer key of each request (looked up 
 exactly as the dev server does); over stdio (and in-process) there are no headers, so the server acts
 as the one key it was started with (`--key` / QUARRY_MCP_KEY, see `stdio_principal`); `tools/list` shows
 that key only the tools its scopes allow (TOOL_SCOPES). Every failed call is a tool result with `isError`
-whose whole text is the HTTP error body `{"error": {code, message, fields}}` (handlers/errors.py). What an agent
+whose whole text is the HTTP error body `{"error": {code, message, fields}}` (handlers/http_api/errors.py). What an agent
 sees in `tools/list` (descriptions, limits, enums, closed schemas checked before each call, behaviour
 hints) is completed and enforced in handlers/mcp/tools.py. This module registers `search` and the
 governance tool and resources; the context tools are in handlers/mcp/context.py, the entity tools in
@@ -46,7 +46,7 @@ from core.errors import NotFoundError, QuarryError, UnauthorizedError
 from core.governance.schema_validation import json_schema
 from core.search.filters import MAX_FACETS
 from core.search.search_api import DEFAULT_LIMIT, MAX_LIMIT, SearchRequest, SearchResponse
-from handlers.auth import SCOPES, Principal
+from handlers.http_api.auth import SCOPES, Principal
 from handlers.mcp.arguments import Act, Cursor, IncludeSuperseded, MinRelevance, MinTrust, Query, validated
 from handlers.mcp.context import register_context_tools
 from handlers.mcp.entities import register_entity_tools

@@ -35,9 +35,9 @@ from core.indexing.entity_validation import (
 from core.payload import check_top_type, check_value
 from core.search.filters import COLUMN_FIELDS, TIME_FIELDS
 from core.search.search_api import SearchResponse
-from handlers._observability import logger
-from handlers.errors import error_body, validation_fields
+from handlers.http_api.errors import error_body, validation_fields
 from handlers.mcp.fields import publish_fields
+from handlers.observability.powertools import logger
 from infra.wiring.root import Container
 
 READ = ToolAnnotations(
@@ -101,7 +101,7 @@ def facet_fields(c: Container) -> list[str]:
     return [*COLUMN_FIELDS, *sorted(declared - set(COLUMN_FIELDS) - set(TIME_FIELDS))]
 
 
-# jsonschema's failed keyword → the words the HTTP API uses for it (pydantic's, via handlers/errors.py)
+# jsonschema's failed keyword → the words the HTTP API uses for it (pydantic's, via handlers/http_api/errors.py)
 _WORDS: dict[str, Callable[[Any], str]] = {
     "minimum": lambda v: f"input should be greater than or equal to {v}",
     "maximum": lambda v: f"input should be less than or equal to {v}",
@@ -154,7 +154,7 @@ def _problems(errors: list[SchemaError], tool: str) -> dict[str, str]:
 
 
 def error_text(exc: QuarryError) -> str:
-    """The HTTP API's error body for `exc` (handlers/errors.py `error_body`), as JSON text."""
+    """The HTTP API's error body for `exc` (handlers/http_api/errors.py `error_body`), as JSON text."""
     return json.dumps(error_body(exc)[1])
 
 

@@ -4,7 +4,7 @@ as a table, JSON and a chart).
 
 One of three things called "eval" (docs/architecture.md lists them): this one measures ranking quality on
 a public benchmark dataset from the command line. It is neither the nightly run of each overlay's golden
-set (handlers/nightly.py, core/governance/golden_sets.py) nor the context learning cycle (`quarry eval-cycle`,
+set (handlers/lambda_functions/nightly.py, core/governance/golden_sets.py) nor the context learning cycle (`quarry eval-cycle`,
 POST /context/eval), and it stores nothing.
 
 The corpus goes through the real write path (IndexingService: search text, ~300-token chunks, embeddings)

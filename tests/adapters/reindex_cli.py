@@ -35,7 +35,7 @@ def ingested_with_a_model_copy(tmp_path: Path, **env: str) -> tuple[Path, Run]:
 
     def quarry(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "handlers.cli", *args],
+            [sys.executable, "-m", "handlers.cli.main", *args],
             env=base | env,
             cwd=ROOT,
             capture_output=True,

@@ -190,7 +190,7 @@ def test_quarry_eval_refuses_to_print_figures_when_something_failed(tmp_path: Pa
     base = [
         sys.executable,
         "-m",
-        "handlers.cli",
+        "handlers.cli.main",
         "--data-dir",
         str(tmp_path / "d"),
         "eval",

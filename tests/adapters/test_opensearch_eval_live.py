@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from handlers import cli, cli_eval
+from handlers.cli import eval_commands
+from handlers.cli import main as cli
 from infra.beir.evaluation import eval_index, run_eval
 from infra.config.settings import load_settings
 from infra.opensearch import build_client
@@ -47,7 +48,7 @@ def test_the_cli_takes_the_index_flag(
     monkeypatch.setenv("QUARRY_OPENSEARCH_URL", opensearch_url)
     monkeypatch.setenv("QUARRY_OPENSEARCH_INDEX_PREFIX", "quarry-clitest")
     container = make_container(tmp_path / "data", FakeBagOfWordsEmbedder())
-    monkeypatch.setattr(cli_eval, "command_container", lambda data_dir: container)
+    monkeypatch.setattr(eval_commands, "command_container", lambda data_dir: container)
     out = tmp_path / "report.json"
     assert (
         cli.main(["eval", "--dataset", str(TINY), "--index", "opensearch", "--quiet", "--json", str(out)])

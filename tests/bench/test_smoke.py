@@ -101,7 +101,7 @@ def test_baselines(tmp_path: Path) -> None:
 def test_cold_start(tmp_path: Path) -> None:
     run("cold_start", "--smoke", "--json", str(tmp_path / "out.json"))
     out = figures(tmp_path / "out.json")
-    assert set(out) == {"python -c pass (process)", "import handlers.api"}
+    assert set(out) == {"python -c pass (process)", "import handlers.lambda_functions.api"}
     assert all(0 < row["min"] <= row["median"] <= row["max"] for row in out.values())
 
 

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from handlers import api
-from handlers.devserver import make_server
+from handlers.lambda_functions import api
+from handlers.local_server.devserver import make_server
 
 ROOT = Path(__file__).resolve().parents[2]
 TENANT = "demo"

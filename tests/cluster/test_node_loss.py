@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from core.models import EntityKey
-from handlers import indexing
-from handlers.devserver import FakeLambdaContext
+from handlers.lambda_functions import indexing_consumer
+from handlers.local_server.devserver import FakeLambdaContext
 from infra.opensearch import build_opensearch_index, mapping
 from infra.opensearch.layout import Layout
 from infra.opensearch.reindex import OpenSearchReindexer
@@ -50,7 +50,7 @@ PACE = 0.1  # seconds between a writer's or the searcher's rounds: load beside a
 
 
 def call_api(event: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
-    from handlers.api import lambda_handler
+    from handlers.lambda_functions.api import lambda_handler
 
     result = lambda_handler(event, FakeLambdaContext(aws_request_id="test"))
     return int(result["statusCode"]), result.get("headers") or {}, json.loads(result.get("body") or "null")
@@ -139,7 +139,9 @@ def consume(changes: list[dict[str, Any]]) -> set[int]:
     """One SQS batch through the indexing consumer; the positions it reported failed — every position when
     the function itself fails, as the SQS event source mapping then returns the whole batch to the queue."""
     try:
-        answer = indexing.lambda_handler(sqs_batch(changes), FakeLambdaContext(aws_request_id="test"))  # type: ignore[arg-type]
+        answer = indexing_consumer.lambda_handler(
+            sqs_batch(changes), FakeLambdaContext(aws_request_id="test")
+        )  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - a function error: SQS redelivers the whole batch
         return set(range(len(changes)))
     return {int(f["itemIdentifier"][1:]) for f in answer["batchItemFailures"]}

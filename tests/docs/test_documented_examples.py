@@ -98,14 +98,14 @@ def clone(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     root = tmp_path / "clone"
     (root / ".venv" / "bin").mkdir(parents=True)
     quarry = root / ".venv" / "bin" / "quarry"
-    quarry.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m handlers.cli "$@"\n')
+    quarry.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m handlers.cli.main "$@"\n')
     quarry.chmod(0o755)
     (root / "demo").symlink_to(ROOT / "demo")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QUARRY_", "POWERTOOLS_"))}
     env["PYTHONPATH"] = str(ROOT)
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "handlers.cli", "serve", "--workers", "1", "--port", str(port)],
+        [sys.executable, "-m", "handlers.cli.main", "serve", "--workers", "1", "--port", str(port)],
         cwd=root,
         env=env,
         stdout=subprocess.PIPE,

@@ -2,7 +2,7 @@
 assembly body's draws cannot know.
 
 /openapi.json states an NDJSON upload (POST /entities/ndjson) as an array of bulk items, one a line on the
-wire (handlers/openapi.py `_ndjson_upload`); this serializer writes the generated array that way. Drawn from
+wire (handlers/http_api/openapi.py `_ndjson_upload`); this serializer writes the generated array that way. Drawn from
 that schema alone, an upload (up to 10,000 items, each one of the types' schemas with their id pattern)
 is mostly filtered away (hypothesis' `filter_too_much` health check), so lines built from the types' own
 required fields are drawn alongside: the upload is exercised every run, and the schema's own cases still come.

@@ -18,9 +18,9 @@ def free_port() -> int:
 
 @contextmanager
 def serving(keys: dict[str, Any], body_limit: int, ndjson_limit: int | None = None) -> Iterator[str]:
-    """The local API (handlers.api behind the dev server) on a free loopback port; yields its base URL."""
-    from handlers import api
-    from handlers.devserver import make_server
+    """The local API (handlers.lambda_functions.api behind the dev server) on a free loopback port; yields its base URL."""
+    from handlers.lambda_functions import api
+    from handlers.local_server.devserver import make_server
 
     httpd = make_server("127.0.0.1", 0, keys, api.lambda_handler, body_limit, max_ndjson_bytes=ndjson_limit)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)

@@ -48,8 +48,8 @@ def _wrong_bodies(sample: str) -> dict[str, str]:
 
 def _export() -> str:
     """The tenant's whole export (what it stored), to compare before and after a refused request."""
-    from handlers.api import lambda_handler
-    from handlers.devserver import FakeLambdaContext
+    from handlers.lambda_functions.api import lambda_handler
+    from handlers.local_server.devserver import FakeLambdaContext
 
     result = lambda_handler(api_event("tenant_export"), FakeLambdaContext(aws_request_id="test"))
     assert result["statusCode"] == 200, result

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from handlers.cli import main, parser
+from handlers.cli.main import main, parser
 from tests.conftest import ROOT
 
 RUN_TIMEOUT_SECONDS = 300  # a cold model load on a busy machine
@@ -93,7 +93,15 @@ def test_ingest_prints_nothing_but_its_own_lines_on_stderr(tmp_path: Path) -> No
     file.write_text(LINES)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QUARRY_", "HF_", "TRANSFORMERS_"))}
     env["PYTHONPATH"] = str(ROOT)
-    command = [sys.executable, "-m", "handlers.cli", "--data-dir", str(tmp_path / "d"), "ingest", str(file)]
+    command = [
+        sys.executable,
+        "-m",
+        "handlers.cli.main",
+        "--data-dir",
+        str(tmp_path / "d"),
+        "ingest",
+        str(file),
+    ]
     done = subprocess.run(
         [*command, "--type", "task", "--quiet"],
         env=env,

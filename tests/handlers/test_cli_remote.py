@@ -1,4 +1,4 @@
-"""The CLI beside a running `quarry serve` (handlers/cli_remote.py): `quarry search` and `quarry embed` send
+"""The CLI beside a running `quarry serve` (handlers/cli/remote_commands.py): `quarry search` and `quarry embed` send
 their request to the server over the same data directory, whose model is loaded, and say so when they
 have to load it themselves; `quarry demo` loads the demo corpus into it; `--log-level info` shows each
 search's log line; the server's URL file lives as long as the server."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from handlers.cli_remote import demo_items, url_path
+from handlers.cli.remote_commands import demo_items, url_path
 from tests.conftest import ROOT
 from tests.handlers.serving import free_port
 
@@ -24,7 +24,7 @@ START_TIMEOUT_SECONDS = 60
 def quarry(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QUARRY_", "POWERTOOLS_"))}
     return subprocess.run(
-        [sys.executable, "-m", "handlers.cli", "--data-dir", str(data), *args],
+        [sys.executable, "-m", "handlers.cli.main", "--data-dir", str(data), *args],
         cwd=ROOT,
         env={**env, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -57,7 +57,7 @@ def test_search_embed_and_demo_go_through_the_running_server(tmp_path: Path) -> 
     serve = ["serve", "--workers", "1", "--port", str(free_port()), "--log-level", "info"]
     with log.open("w") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "handlers.cli", "--data-dir", str(data), *serve],
+            [sys.executable, "-m", "handlers.cli.main", "--data-dir", str(data), *serve],
             cwd=ROOT,
             env={**env, "PYTHONPATH": str(ROOT)},
             stdout=out,

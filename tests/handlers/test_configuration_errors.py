@@ -21,7 +21,7 @@ START_TIMEOUT_SECONDS = 60  # generous on a busy machine; a server that starts n
 def no_container() -> Iterator[None]:
     """No container yet, the handler imported (its init passed) before the test breaks a setting: the
     container built at the first request meets it (the init error itself: tests/lambda_runtime)."""
-    import handlers.api  # noqa: F401
+    import handlers.lambda_functions.api  # noqa: F401
     from infra.wiring.root import set_container
 
     set_container(None)
@@ -33,7 +33,7 @@ def _serve(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("QUARRY_")}
     environment.update(env, PYTHONPATH=str(ROOT), QUARRY_DATA_DIR=str(tmp_path / "data"))
     return subprocess.run(
-        [sys.executable, "-m", "handlers.cli", "serve", "--port", "0"],
+        [sys.executable, "-m", "handlers.cli.main", "serve", "--port", "0"],
         env=environment,
         capture_output=True,
         text=True,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from handlers.console_static import console_file
+from handlers.local_server.console_static import console_file
 from tests.conftest import api_event, invoke
 from tests.handlers.serving import serving
 
@@ -54,7 +54,7 @@ def test_the_pages_hold_no_inline_script_style_or_handlers() -> None:
 
 
 def test_the_scripts_never_write_html() -> None:
-    scripts = sorted((resources.files("handlers") / "console").iterdir(), key=str)
+    scripts = sorted((resources.files("handlers.local_server") / "console").iterdir(), key=str)
     sources = {s.name: s.read_text() for s in scripts if s.name.endswith(".js")}
     assert {"main.js", "dom.js", "search.js"} <= set(sources)
     for name, source in sources.items():

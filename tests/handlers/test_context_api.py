@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from core.errors import UnavailableError
-from handlers import nightly as nightly_handler
-from handlers.cli import main as cli_main
-from handlers.devserver import FakeLambdaContext
+from handlers.cli.main import main as cli_main
+from handlers.lambda_functions import nightly as nightly_handler
+from handlers.local_server.devserver import FakeLambdaContext
 from infra.wiring.root import set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, load_event, make_container
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from handlers import api
-from handlers.cli import main
-from handlers.devserver import make_server
-from handlers.local_key import local_keys
+from handlers.cli.main import main
+from handlers.lambda_functions import api
+from handlers.local_server.devserver import make_server
+from handlers.local_server.local_key import local_keys
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ def test_cli_ingest_reports_bad_lines_by_number_and_search_finds_the_rest(
 
 
 def test_server_workers_together_run_no_more_busy_threads_than_cores() -> None:
-    from handlers.cli import thread_budget
+    from handlers.cli.main import thread_budget
 
     assert set(thread_budget(2, 2).values()) == {"1"}  # two workers on two cores: one thread each
     assert thread_budget(2, 2)["QUARRY_EMBEDDER_THREADS"] == "1"  # the model's threads too

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from handlers import api
-from handlers.devserver import make_server
-from handlers.devserver_workers import Supervisor, listen
+from handlers.lambda_functions import api
+from handlers.local_server.devserver import make_server
+from handlers.local_server.devserver_workers import Supervisor, listen
 from tests.conftest import FakeEmbedder, make_container
 from tests.handlers.serving import serving
 
@@ -159,7 +159,7 @@ def _serve_two_workers(data: str, ports: Any) -> None:
     the supervisor forking its two workers. Run in a spawned interpreter, as the CLI runs it: forked from
     the test process, whose earlier tests leave threads (keyword followers, thread pools) that may hold a
     lock at the moment of the fork, a worker could inherit that lock held forever."""
-    from handlers.devserver_workers import serve
+    from handlers.local_server.devserver_workers import serve
 
     init = make_container(Path(data), FakeEmbedder())
     _ = init.index, init.state  # the schema exists before the workers start

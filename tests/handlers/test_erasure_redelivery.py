@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from handlers import indexing
-from handlers.devserver import FakeLambdaContext
+from handlers.lambda_functions import indexing_consumer
+from handlers.local_server.devserver import FakeLambdaContext
 from infra.wiring import root as wiring
 from tests.conftest import FakeEmbedder, api_event, invoke, load_event, make_container
 from tests.handlers.erase_race import DOOMED, SECRET, erase, files_holding
@@ -51,7 +51,9 @@ def change(entity_id: str) -> dict[str, Any]:
 
 
 def consume(record: dict[str, Any]) -> dict[str, Any]:
-    return dict(indexing.lambda_handler({"Records": [record]}, FakeLambdaContext(aws_request_id="t")))
+    return dict(
+        indexing_consumer.lambda_handler({"Records": [record]}, FakeLambdaContext(aws_request_id="t"))
+    )
 
 
 def test_an_sqs_change_delivered_again_after_the_erase_purges_what_its_first_delivery_left(
@@ -75,7 +77,7 @@ def test_an_eventbridge_change_retried_after_the_erase_purges_what_its_first_att
     event["detail"] = change("late-2")
     erase(DOOMED)
     straggler(box, "late-2")
-    result = indexing.lambda_handler(event, FakeLambdaContext(aws_request_id="t"))
+    result = indexing_consumer.lambda_handler(event, FakeLambdaContext(aws_request_id="t"))
     assert result == {"outcome": "discarded"}
     assert box.index.list_entities(DOOMED, None, 10, None) == []
 
@@ -100,7 +102,7 @@ def test_a_job_part_delivered_again_after_the_erase_purges_what_its_first_delive
 def test_a_nightly_task_delivered_again_after_the_erase_purges_the_state_its_first_delivery_left(
     box: Any,
 ) -> None:
-    from handlers import nightly
+    from handlers.lambda_functions import nightly
 
     erase(DOOMED)
     box.state.put_overlay(DOOMED, "late-role", {"mission": f"{SECRET} mission", "version": "1.0"})

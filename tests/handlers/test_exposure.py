@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from core.errors import UnavailableError
 from core.models import EntityKey, Placement, WriteOutcome
-from handlers._observability import tracer
+from handlers.observability.powertools import tracer
 from infra.dynamodb.errors import translate
 from infra.local.sqlite.index import build_sqlite_index
 from infra.wiring.root import Container, set_container

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from core.errors import ConfigurationError
-from handlers.local_key import key_path, local_key, local_keys
+from handlers.local_server.local_key import key_path, local_key, local_keys
 from tests.conftest import ROOT
 from tests.handlers.serving import free_port
 
@@ -70,7 +70,7 @@ def environment(tmp_path: Path, **extra: str) -> dict[str, str]:
 def started(args: list[str], env: dict[str, str], banner: str) -> Iterator[list[str]]:
     """A CLI server process until its output holds `banner`; yields the lines it printed by then."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "handlers.cli", *args],
+        [sys.executable, "-m", "handlers.cli.main", *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -154,7 +154,7 @@ def test_a_bad_setting_exits_2_naming_the_variable(
     tmp_path: Path, command: list[str], variable: str, value: str
 ) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "handlers.cli", *command],
+        [sys.executable, "-m", "handlers.cli.main", *command],
         cwd=ROOT,
         env=environment(tmp_path, **{variable: value}),
         capture_output=True,
@@ -172,8 +172,8 @@ def test_a_bad_setting_exits_2_naming_the_variable(
 
 @contextmanager
 def local_server(local: Any, **options: Any) -> Iterator[int]:
-    from handlers import api
-    from handlers.devserver import make_server
+    from handlers.lambda_functions import api
+    from handlers.local_server.devserver import make_server
 
     keys = {"k-dev": {"tenant": "dev", "scopes": ["read", "write"]}}
     httpd = make_server("127.0.0.1", 0, keys, api.lambda_handler, 65536, **options)

@@ -12,7 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from core.models import Filters, LexicalQuery
-from handlers import cli
+from handlers.cli import main as cli
 from infra.wiring.root import Container, set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 from tests.fakes import FakeClock, RaisingEmbedder
@@ -208,8 +208,8 @@ def test_a_paraphrase_is_a_strong_match_only_with_real_semantics(semantic: Conta
 
 
 def test_the_nightly_run_scores_and_stores_every_stored_overlays_golden_set(app: Container) -> None:
-    from handlers import nightly
-    from handlers.devserver import FakeLambdaContext
+    from handlers.lambda_functions import nightly
+    from handlers.local_server.devserver import FakeLambdaContext
     from tests.conftest import load_event
 
     invoke(api_event("put_overlay"))

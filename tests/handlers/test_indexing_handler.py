@@ -14,8 +14,8 @@ import pytest
 
 from core.errors import ForbiddenError, InvalidInputError, UnavailableError
 from core.models import EntityKey, Filters, LexicalQuery
-from handlers import indexing
-from handlers.devserver import FakeLambdaContext
+from handlers.lambda_functions import indexing_consumer
+from handlers.local_server.devserver import FakeLambdaContext
 from infra.wiring import root as wiring
 from tests.conftest import FakeEmbedder, make_container
 
@@ -77,7 +77,7 @@ def outage(tmp_path: Path) -> Iterator[wiring.Container]:
 
 
 def invoke(event: dict[str, Any]) -> dict[str, Any]:
-    return indexing.lambda_handler(event, FakeLambdaContext(aws_request_id="test"))  # type: ignore[arg-type]
+    return indexing_consumer.lambda_handler(event, FakeLambdaContext(aws_request_id="test"))  # type: ignore[arg-type]
 
 
 def stored(container: wiring.Container, entity_type: str, entity_id: str) -> Any:
@@ -194,7 +194,7 @@ def test_an_all_bad_batch_is_reported_not_raised(local: wiring.Container) -> Non
 )
 def test_malformed_changes_name_the_bad_field(body: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidInputError) as caught:
-        indexing.parse_change(body)
+        indexing_consumer.parse_change(body)
     assert field in caught.value.fields
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from handlers.cli import main
+from handlers.cli.main import main
 from tests.conftest import ROOT, api_event, invoke
 
 SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl"

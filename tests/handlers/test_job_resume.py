@@ -51,7 +51,7 @@ def serve(data: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
         "QUARRY_API_KEYS": json.dumps({KEY: {"tenant": "acme", "scopes": ["read", "write"]}}),
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "handlers.cli", "serve", "--workers", "1", "--port", str(port)],
+        [sys.executable, "-m", "handlers.cli.main", "serve", "--workers", "1", "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

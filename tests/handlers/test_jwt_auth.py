@@ -1,4 +1,4 @@
-"""JWT claim shapes a Cognito user pool really issues, through `handlers.api.lambda_handler` with the HTTP API
+"""JWT claim shapes a Cognito user pool really issues, through `handlers.lambda_functions.api.lambda_handler` with the HTTP API
 v2 JWT-authorizer event (requestContext.authorizer.jwt.claims / scopes): what each becomes, or 401/403.
 
 Access token (Cognito): sub, client_id, token_use=access, scope "quarry/read …", username, no custom
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from handlers.auth import Principal, principal_from_event
-from handlers.routes.common import jwt_policy
+from handlers.http_api.auth import Principal, principal_from_event
+from handlers.http_api.routes.common import jwt_policy
 from infra.wiring.root import set_container
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 

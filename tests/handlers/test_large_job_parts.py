@@ -223,8 +223,8 @@ def test_a_part_delivered_again_after_its_payload_was_deleted_is_skipped_not_fai
     no-op, so it never counts towards the DLQ nor records the done part as failed."""
     import copy
 
-    from handlers import indexing
-    from handlers.devserver import FakeLambdaContext
+    from handlers.lambda_functions import indexing_consumer
+    from handlers.local_server.devserver import FakeLambdaContext
     from tests.conftest import load_event
 
     _, sqs, url, arn, s3 = aws_s3
@@ -238,7 +238,9 @@ def test_a_part_delivered_again_after_its_payload_was_deleted_is_skipped_not_fai
     record.update(messageId=message["MessageId"], body=message["Body"], eventSourceARN=arn)
     for receives in ("1", "5"):  # the last delivery before the DLQ records failures: not this one
         record["attributes"]["ApproximateReceiveCount"] = receives
-        result = indexing.lambda_handler({"Records": [record]}, FakeLambdaContext(aws_request_id="t"))
+        result = indexing_consumer.lambda_handler(
+            {"Records": [record]}, FakeLambdaContext(aws_request_id="t")
+        )
         assert result == {"batchItemFailures": []}
     assert s3.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 0
     _done(job["job_id"], 1)

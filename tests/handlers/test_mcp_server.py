@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from handlers.auth import Principal
+from handlers.http_api.auth import Principal
 from tests.conftest import ROOT, api_event, invoke
 
 pytest.importorskip("mcp")
@@ -205,7 +205,7 @@ def test_a_stdio_session_lists_searches_assembles_sends_feedback_and_gets_errors
             "HOME": os.environ.get("HOME", str(tmp_path)),
         }
         return StdioServerParameters(
-            command=sys.executable, args=["-m", "handlers.cli", "mcp"], env=env, cwd=str(ROOT)
+            command=sys.executable, args=["-m", "handlers.cli.main", "mcp"], env=env, cwd=str(ROOT)
         )
 
     async def writer(client: Client) -> None:
@@ -262,11 +262,11 @@ def test_streamable_http_needs_a_bearer_key_and_acts_for_its_tenant(tmp_path: Pa
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "QUARRY_API_KEYS": json.dumps(keys)}
     env["QUARRY_DATA_DIR"] = str(tmp_path / "data")
-    args = [sys.executable, "-m", "handlers.cli", "mcp", "--transport", "http", "--port", str(port)]
+    args = [sys.executable, "-m", "handlers.cli.main", "mcp", "--transport", "http", "--port", str(port)]
     seed = [
         sys.executable,
         "-m",
-        "handlers.cli",
+        "handlers.cli.main",
         "ingest",
         "-",
         "--type",

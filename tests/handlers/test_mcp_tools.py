@@ -16,7 +16,7 @@ import anyio
 import pytest
 from jsonschema import Draft202012Validator
 
-from handlers.auth import Principal
+from handlers.http_api.auth import Principal
 from tests.conftest import ROOT
 
 pytest.importorskip("mcp")
@@ -159,7 +159,7 @@ def test_tools_list_over_stdio_shows_descriptions_limits_and_hints(tmp_path: Pat
         "HOME": os.environ.get("HOME", ""),
     }
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "handlers.cli", "mcp"], env=env, cwd=str(ROOT)
+        command=sys.executable, args=["-m", "handlers.cli.main", "mcp"], env=env, cwd=str(ROOT)
     )
 
     async def main() -> None:

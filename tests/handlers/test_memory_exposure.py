@@ -71,7 +71,7 @@ def test_mcp_results_show_no_bookkeeping(stored: Any) -> None:
     import anyio
     from mcp import Client
 
-    from handlers.auth import Principal
+    from handlers.http_api.auth import Principal
     from handlers.mcp.server import Gate, build_server
 
     server = build_server(lambda: stored, Gate({}, Principal("acme", frozenset({"read", "write"}))))

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from handlers._observability import metrics
+from handlers.observability.powertools import metrics
 
 ROUNDS_SECONDS = 2.0  # each thread adds and flushes for this long (a bound, not a timing assertion)
 

@@ -89,8 +89,9 @@ def test_a_corpus_upload_is_one_job_on_sqs_and_bad_lines_are_reported_by_number(
 
 def test_a_corpus_upload_runs_on_the_local_queue(local: Any) -> None:
     body, expected = corpus()
-    result = __import__("handlers.api", fromlist=["lambda_handler"]).lambda_handler(
-        _upload(body), __import__("handlers.devserver", fromlist=["x"]).FakeLambdaContext(aws_request_id="t")
+    result = __import__("handlers.lambda_functions.api", fromlist=["lambda_handler"]).lambda_handler(
+        _upload(body),
+        __import__("handlers.local_server.devserver", fromlist=["x"]).FakeLambdaContext(aws_request_id="t"),
     )
     assert result["statusCode"] == 202 and result["headers"]["Location"].startswith("/jobs/"), result
     local.job_queue.drain()

@@ -14,8 +14,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from handlers import nightly
-from handlers.devserver import FakeLambdaContext
+from handlers.lambda_functions import nightly
+from handlers.local_server.devserver import FakeLambdaContext
 from infra.wiring import root as wiring
 from tests.adapters.statestore_data import with_feedback
 from tests.conftest import FakeEmbedder, api_event, invoke, load_event, make_container

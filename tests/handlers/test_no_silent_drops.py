@@ -211,8 +211,8 @@ def test_a_part_failing_on_its_last_sqs_delivery_ends_its_job_failed_with_the_re
     import copy
 
     from core.errors import UnavailableError
-    from handlers import indexing
-    from handlers.devserver import FakeLambdaContext
+    from handlers.lambda_functions import indexing_consumer
+    from handlers.local_server.devserver import FakeLambdaContext
     from tests.conftest import load_event
 
     container, sqs, url, arn = aws_jobs
@@ -229,7 +229,9 @@ def test_a_part_failing_on_its_last_sqs_delivery_ends_its_job_failed_with_the_re
     record.update(messageId=message["MessageId"], body=message["Body"], eventSourceARN=arn)
     for receives, status_after in (("4", "queued"), ("5", "running")):  # the 5th is the queue's last
         record["attributes"]["ApproximateReceiveCount"] = receives
-        result = indexing.lambda_handler({"Records": [record]}, FakeLambdaContext(aws_request_id="t"))
+        result = indexing_consumer.lambda_handler(
+            {"Records": [record]}, FakeLambdaContext(aws_request_id="t")
+        )
         assert len(result["batchItemFailures"]) == 1  # SQS delivers it again, or dead-letters it
         job = invoke(api_event("get_job", path=f"/jobs/{accepted['job_id']}"))[1]
         assert job["status"] == status_after, job

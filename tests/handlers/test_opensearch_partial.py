@@ -39,8 +39,8 @@ def partial_cluster(tmp_path: Path, fake_embedder: FakeEmbedder) -> Iterator[Fak
 def call(event: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
     import json
 
-    from handlers.api import lambda_handler
-    from handlers.devserver import FakeLambdaContext
+    from handlers.lambda_functions.api import lambda_handler
+    from handlers.local_server.devserver import FakeLambdaContext
 
     result = lambda_handler(event, FakeLambdaContext(aws_request_id="test"))
     return int(result["statusCode"]), result.get("headers") or {}, json.loads(result["body"])

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from handlers.devserver import FakeLambdaContext
-from handlers.pretoken import lambda_handler
+from handlers.lambda_functions.pretoken import lambda_handler
+from handlers.local_server.devserver import FakeLambdaContext
 
 
 def trigger(groups: list[str], **attributes: str) -> dict[str, Any]:

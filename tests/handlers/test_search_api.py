@@ -341,7 +341,7 @@ def test_explain_rounds_alpha_and_scores(local: Any) -> None:
 
 
 def test_the_search_log_line_counts_each_leg_and_alpha(local: Any, caplog: pytest.LogCaptureFixture) -> None:
-    from handlers._observability import logger
+    from handlers.observability.powertools import logger
 
     bulk([
         {"type": "memory", "id": "m1", "content": "The checkRateLimit function validates request frequency"},

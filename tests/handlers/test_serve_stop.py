@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from handlers.devserver_workers import STOP_GRACE_SECONDS
+from handlers.local_server.devserver_workers import STOP_GRACE_SECONDS
 from tests.handlers.serving import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, list[in
     env = {**os.environ, "PYTHONPATH": str(ROOT), "QUARRY_DATA_DIR": str(tmp_path / "data")}
     env["QUARRY_ACCESS_LOG"] = "false"  # only the first line is read: a full pipe would block the workers
     proc = subprocess.Popen(
-        [sys.executable, "-m", "handlers.cli", "serve", "--workers", "2", "--port", str(port)],
+        [sys.executable, "-m", "handlers.cli.main", "serve", "--workers", "2", "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

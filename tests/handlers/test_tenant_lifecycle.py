@@ -62,8 +62,8 @@ def export_all(tenant: str, max_bytes: int = 10_000) -> list[dict[str, Any]]:
     for _ in range(1000):
         query = {"max_bytes": str(max_bytes), **({"cursor": cursor} if cursor else {})}
         event = api_event("tenant_export", tenant=tenant, query=query)
-        from handlers.api import lambda_handler
-        from handlers.devserver import FakeLambdaContext
+        from handlers.lambda_functions.api import lambda_handler
+        from handlers.local_server.devserver import FakeLambdaContext
 
         result = lambda_handler(event, FakeLambdaContext(aws_request_id="test"))
         assert result["statusCode"] == 200, result

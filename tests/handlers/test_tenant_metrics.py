@@ -11,7 +11,7 @@ import pytest
 
 from core.errors import UnavailableError
 from core.ports import Embedder
-from handlers.tenant_metrics import TenantMetric
+from handlers.observability.tenant_metrics import TenantMetric
 from tests.conftest import api_event, invoke
 
 

@@ -14,8 +14,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from handlers import indexing
-from handlers.devserver import FakeLambdaContext
+from handlers.lambda_functions import indexing_consumer
+from handlers.local_server.devserver import FakeLambdaContext
 from infra.wiring import root as wiring
 from tests.conftest import FakeEmbedder, api_event, invoke, load_event, make_container
 
@@ -52,7 +52,9 @@ def drain_through_consumer(sqs: Any, url: str, arn: str) -> int:
         for message in messages:
             record = copy.deepcopy(template)
             record.update(messageId=message["MessageId"], body=message["Body"], eventSourceARN=arn)
-            result = indexing.lambda_handler({"Records": [record]}, FakeLambdaContext(aws_request_id="t"))
+            result = indexing_consumer.lambda_handler(
+                {"Records": [record]}, FakeLambdaContext(aws_request_id="t")
+            )
             assert result == {"batchItemFailures": []}
             sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
             parts += 1
@@ -113,7 +115,7 @@ def test_a_job_part_on_the_entity_queue_is_not_a_job(aws_jobs: Any) -> None:
     part = {"job": {"id": "j", "tenant_id": "victim", "kind": "bulk", "part": 0}, "offset": 0,
             "items": [{"type": "task", "id": "evil", "title": "x"}]}  # fmt: skip
     record.update(body=json.dumps(part), eventSourceARN="arn:aws:sqs:us-east-1:123456789012:entity-changes")
-    result = indexing.lambda_handler({"Records": [record]}, FakeLambdaContext(aws_request_id="t"))
+    result = indexing_consumer.lambda_handler({"Records": [record]}, FakeLambdaContext(aws_request_id="t"))
     assert len(result["batchItemFailures"]) == 1
 
 

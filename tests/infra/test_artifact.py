@@ -103,8 +103,8 @@ def test_the_artifact_holds_the_source_packages_and_nothing_local_only() -> None
     assert {f.parts[0] for f in files} == set(PACKAGES)
     assert all(f.suffix in {".py", ".json"} and "__pycache__" not in f.parts for f in files)
     for local_only in (
-        "handlers/cli.py",
-        "handlers/devserver.py",
+        "handlers/cli/main.py",
+        "handlers/local_server/devserver.py",
         "infra/beir/datasets.py",
         "infra/beir/evaluation.py",
         "infra/beir/report.py",
@@ -115,7 +115,11 @@ def test_the_artifact_holds_the_source_packages_and_nothing_local_only() -> None
 
 def test_every_module_the_functions_import_is_in_the_artifact() -> None:
     modules = handler_modules()
-    assert {"handlers.api", "handlers.indexing", "handlers.nightly"} <= modules
+    assert {
+        "handlers.lambda_functions.api",
+        "handlers.lambda_functions.indexing_consumer",
+        "handlers.lambda_functions.nightly",
+    } <= modules
     missing = quarry_import_closure(modules) - set(source_files())
     assert not missing, f"the functions import modules the artifact leaves out: {sorted(map(str, missing))}"
 

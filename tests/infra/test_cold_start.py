@@ -47,17 +47,26 @@ NEVER_AT_IMPORT = (
     "infra.beir.report",
     "infra.beir.datasets",
     "infra.beir.embedding_cache",
-    "handlers.cli",
-    "handlers.devserver",
+    "handlers.cli.main",
+    "handlers.local_server.devserver",
 )
 # What the API function's import leaves to the routes that need it: the published OpenAPI document
 # (GET /openapi.json) and the golden-set evaluation (GET /evals).
-NOT_AT_API_IMPORT = ("handlers.openapi", "handlers.openapi_examples", "core.governance.golden_sets")
-HANDLERS = ("handlers.api", "handlers.indexing", "handlers.nightly", "handlers.pretoken")
+NOT_AT_API_IMPORT = (
+    "handlers.http_api.openapi",
+    "handlers.http_api.openapi_examples",
+    "core.governance.golden_sets",
+)
+HANDLERS = (
+    "handlers.lambda_functions.api",
+    "handlers.lambda_functions.indexing_consumer",
+    "handlers.lambda_functions.nightly",
+    "handlers.lambda_functions.pretoken",
+)
 HEALTH = """
 import json, sys
-from handlers.api import lambda_handler
-from handlers.devserver import FakeLambdaContext
+from handlers.lambda_functions.api import lambda_handler
+from handlers.local_server.devserver import FakeLambdaContext
 from tests.conftest import api_event
 answer = lambda_handler(api_event("health"), FakeLambdaContext())
 print(json.dumps([answer["statusCode"], sorted(sys.modules)]))
@@ -99,12 +108,14 @@ def test_importing_a_handler_loads_nothing_its_first_request_can_load_later(modu
 
 def test_with_tracing_on_the_xray_sdk_is_loaded_at_import() -> None:
     """In Lambda (LAMBDA_TASK_ROOT set, tracing not disabled) the tracer patches botocore at init."""
-    modules = imported_by("handlers.api", LAMBDA_TASK_ROOT=str(ROOT), AWS_LAMBDA_FUNCTION_NAME="quarry-api")
+    modules = imported_by(
+        "handlers.lambda_functions.api", LAMBDA_TASK_ROOT=str(ROOT), AWS_LAMBDA_FUNCTION_NAME="quarry-api"
+    )
     assert loaded(modules, "aws_xray_sdk")
 
 
 def test_the_api_function_imports_no_openapi_document_and_no_evaluation() -> None:
-    modules = imported_by("handlers.api")
+    modules = imported_by("handlers.lambda_functions.api")
     assert [name for name in NOT_AT_API_IMPORT if loaded(modules, name)] == []
 
 
@@ -123,5 +134,5 @@ def test_the_api_module_reads_no_setting_at_import_outside_lambda() -> None:
     its first invocation reads the settings (a logged 500 naming the variable,
     tests/handlers/test_configuration_errors.py). In Lambda the init reads them and fails, naming it
     (tests/lambda_runtime/test_runtime_failures.py)."""
-    modules = imported_by("handlers.api", QUARRY_MAX_LIMIT="lots", QUARRY_OPENSEARCH_URL="")
-    assert "handlers.api" in modules
+    modules = imported_by("handlers.lambda_functions.api", QUARRY_MAX_LIMIT="lots", QUARRY_OPENSEARCH_URL="")
+    assert "handlers.lambda_functions.api" in modules

@@ -39,7 +39,7 @@ def answer(body: object, status: int = 200) -> Invocation:
 def test_every_function_of_the_template_gets_its_handler_limits_environment_and_layer() -> None:
     api = stack().function("ApiFunction")
     assert (api.handler, api.runtime, api.timeout, api.memory) == (
-        "handlers.api.lambda_handler",
+        "handlers.lambda_functions.api.lambda_handler",
         "python3.12",
         29,
         1024,
@@ -56,7 +56,7 @@ def test_every_function_of_the_template_gets_its_handler_limits_environment_and_
     assert stack().function("IndexingConsumerFunction").timeout == 60
     assert stack().function("NightlyEvalFunction").timeout == 900
     pretoken = stack().function("PreTokenGenerationFunction")
-    assert pretoken.handler == "handlers.pretoken.lambda_handler" and pretoken.layers == ()
+    assert pretoken.handler == "handlers.lambda_functions.pretoken.lambda_handler" and pretoken.layers == ()
     with pytest.raises(KeyError, match="ApiFunction"):
         stack().function("NoSuchFunction")
 

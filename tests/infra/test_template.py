@@ -395,7 +395,7 @@ def api_routes() -> dict[tuple[str, str], Any]:
 
 
 def handler_routes() -> set[tuple[str, str]]:
-    from handlers.api import app
+    from handlers.lambda_functions.api import app
 
     routes = app._static_routes + app._dynamic_routes  # noqa: SLF001 - Powertools keeps no public list
     return {(r.method.lower(), re.sub(r"<(\w+)>", r"{\1}", r.path)) for r in routes}
@@ -637,7 +637,7 @@ def test_the_consumer_policy_covers_exactly_the_items_its_writes_touch(
 
 
 def test_one_dashboard_charts_each_tenant_metric_the_functions_and_the_dead_letter_queues() -> None:
-    from handlers.tenant_metrics import TENANT_DIMENSION, TenantMetric
+    from handlers.observability.tenant_metrics import TENANT_DIMENSION, TenantMetric
 
     [dashboard] = resources("AWS::CloudWatch::Dashboard").values()
     body, variables = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
