@@ -182,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from infra.wiring.root import set_container
 
     if args.embedder == "minilm":
-        from infra.local.embedder import LocalEmbedder
+        from infra.local.onnx.embedder import LocalEmbedder
 
         model: Any = LocalEmbedder()
         corpus_embedder: Any = CachingEmbedder(model, args.cache_dir, progress=False)

@@ -140,7 +140,7 @@ def reference_table(data: BeirDataset, embedder: Embedder) -> dict[str, Metrics]
 
 def default_embedder(cache_dir: Path) -> Embedder:
     """all-MiniLM-L6-v2 (offline, packaged) behind the on-disk cache."""
-    from infra.local.embedder import LocalEmbedder
+    from infra.local.onnx.embedder import LocalEmbedder
 
     return CachingEmbedder(LocalEmbedder(), cache_dir)
 

@@ -111,7 +111,7 @@ def run(entities: int, stream: Sequence[str], strategy: str, cache_dir: str, smo
 
     model: Any = HashingEmbedder()
     if not smoke:
-        from infra.local.embedder import LocalEmbedder
+        from infra.local.onnx.embedder import LocalEmbedder
 
         model = LocalEmbedder(threads=1)  # what each worker of `quarry serve` runs on a 2-core machine
     meter = Meter()

@@ -43,7 +43,7 @@ GOAL_PASSAGES_PER_S = 40.0  # docs/architecture.md, Performance goals
 
 _QUERY_PROBE = """
 import json, time
-from infra.local.embedder import LocalEmbedder
+from infra.local.onnx.embedder import LocalEmbedder
 e = LocalEmbedder(threads={threads}, runtime={runtime!r})
 started = time.perf_counter(); e.warm(); load = time.perf_counter() - started
 for _ in range(20): e.embed_query([{query!r}])
@@ -55,7 +55,7 @@ print(json.dumps({{"load_s": load, "took_ms": took}}))
 
 _CORPUS_PROBE = """
 import json, resource, time
-from infra.local.embedder import LocalEmbedder
+from infra.local.onnx.embedder import LocalEmbedder
 texts = json.load(open({texts!r}))
 e = LocalEmbedder(threads={threads}, runtime={runtime!r}); e.warm()
 e.embed(texts[:16])
@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     runtime = args.runtime
-    modules = ["infra.local.embedder", "tokenizers", "safetensors.numpy", "numpy", "onnxruntime"]
+    modules = ["infra.local.onnx.embedder", "tokenizers", "safetensors.numpy", "numpy", "onnxruntime"]
     imports = {m: import_ms(m, import_runs) for m in modules if m != "onnxruntime" or runtime != "numpy"}
     run(
         _QUERY_PROBE.format(threads=args.threads, runtime=runtime, query=QUERY, n=1)
@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.repeat} run(s) of each probe: median run shown, best run in brackets"
     )
     print(
-        f"import: infra.local.embedder {imports['infra.local.embedder']:.0f} ms (lazy: no model libraries) · "
+        f"import: infra.local.onnx.embedder {imports['infra.local.onnx.embedder']:.0f} ms (lazy: no model libraries) · "
         f"tokenizers {imports['tokenizers']:.0f} ms · safetensors {imports['safetensors.numpy']:.0f} ms · "
         f"numpy {imports['numpy']:.0f} ms"
         + (f" · onnxruntime {imports['onnxruntime']:.0f} ms" if "onnxruntime" in imports else "")

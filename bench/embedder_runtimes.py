@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench._common import SMOKE_DATASET  # noqa: E402
 from bench.embedder import QUERY, SCIFACT, scifact_texts  # noqa: E402
-from infra.local.embedder import LocalEmbedder  # noqa: E402
+from infra.local.onnx.embedder import LocalEmbedder  # noqa: E402
 
 
 def main(argv: Sequence[str] | None = None) -> int:

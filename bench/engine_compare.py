@@ -43,7 +43,7 @@ from infra.beir.evaluation import (  # noqa: E402
     strategy_specs,
 )
 from infra.local.cache import MemoryCache  # noqa: E402
-from infra.local.embedder import LocalEmbedder  # noqa: E402
+from infra.local.onnx.embedder import LocalEmbedder  # noqa: E402
 from infra.timing.clock import SystemClock  # noqa: E402
 
 COLLECTIONS = (("scifact", "train"), ("scifact", "test"), ("cranfield", "test"))

@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     model: Any = HashingEmbedder()
     if not args.smoke:
-        from infra.local.embedder import LocalEmbedder
+        from infra.local.onnx.embedder import LocalEmbedder
 
         model = LocalEmbedder()
     with tempfile.TemporaryDirectory() as tmp:

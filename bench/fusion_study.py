@@ -63,7 +63,7 @@ def build_index(
     vectors for a smoke run)."""
     from core.indexing.indexing_service import IndexingService
     from infra.local.cache import MemoryCache
-    from infra.local.embedder import LocalEmbedder
+    from infra.local.onnx.embedder import LocalEmbedder
     from infra.local.sqlite.index import build_sqlite_index
     from infra.timing.clock import SystemClock
 

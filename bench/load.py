@@ -80,7 +80,7 @@ def bounds(data_dir: Path, stream: list[str], cores: int, embedder: Any = None) 
     from infra.wiring.root import Container
 
     if embedder is None:
-        from infra.local.embedder import LocalEmbedder
+        from infra.local.onnx.embedder import LocalEmbedder
 
         embedder = LocalEmbedder(threads=1)
     embed = cpu_per_call([lambda q=q: embedder.embed_query([q]) for q in stream])
@@ -107,7 +107,7 @@ def ingest(data_dir: Path, n: int, cache_dir: str, embedder: Any = None) -> tupl
     from infra.wiring.root import Container, set_container
 
     if embedder is None:
-        from infra.local.embedder import LocalEmbedder
+        from infra.local.onnx.embedder import LocalEmbedder
 
         embedder = CachingEmbedder(LocalEmbedder(), cache_dir, progress=False)
     container = Container(load_settings(data_dir=data_dir), embedder=embedder)

@@ -208,7 +208,7 @@ def opensearch_container(args: argparse.Namespace) -> Iterator[Any]:
     """A Container over a fresh OpenSearch index (dropped afterwards), installed for the handler."""
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.config.settings import load_settings
-    from infra.local.embedder import LocalEmbedder
+    from infra.local.onnx.embedder import LocalEmbedder
     from infra.wiring.root import Container, set_container
 
     model = LocalEmbedder()

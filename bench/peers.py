@@ -169,7 +169,7 @@ def quarry_ingest(data_dir: Path, data: Any, cache_dir: Path, smoke: bool = Fals
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.beir.evaluation import ingest
     from infra.config.settings import load_settings
-    from infra.local.embedder import LocalEmbedder
+    from infra.local.onnx.embedder import LocalEmbedder
     from infra.timing.clock import SystemClock
     from infra.wiring.root import Container
 

@@ -39,7 +39,7 @@ def build_index(dataset: Path, split: str, cache_dir: Path, work: Path, smoke: b
     """A fresh index in `work` holding the corpus (hashing vectors for a smoke run, else MiniLM's);
     returns (index, embedder, registry, clock, name)."""
     from infra.local.cache import MemoryCache
-    from infra.local.embedder import LocalEmbedder
+    from infra.local.onnx.embedder import LocalEmbedder
     from infra.local.sqlite.index import build_sqlite_index
 
     embedder: Any = (

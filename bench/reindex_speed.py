@@ -29,7 +29,7 @@ INGEST_BATCH = 200  # entities per bulk call while seeding
 def main(argv: Sequence[str] | None = None) -> None:
     """Seed, reindex, report, clean up."""
     from infra.config.settings import load_settings
-    from infra.local.embedder import default_model_dir
+    from infra.local.onnx.embedder import default_model_dir
     from infra.opensearch import build_client, mapping
     from infra.text_models.model_switch import reindex_store
     from infra.wiring.root import Container

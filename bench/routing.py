@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(
             "needs QUARRY_OPENSEARCH_URL (scripts/opensearch.sh cluster-url prints the cluster's)"
         )
-    from infra.local.embedder import LocalEmbedder
+    from infra.local.onnx.embedder import LocalEmbedder
 
     embedder = LocalEmbedder()
     tenants = [f"tenant-{i:03d}" for i in range(args.tenants)]

@@ -38,8 +38,8 @@ from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery, Vector  # noqa: E402
 from core.ports import Embedder  # noqa: E402
 from core.search.query import parse_query  # noqa: E402
+from infra.local.keywords.tantivy_query import STOP_WORDS  # noqa: E402
 from infra.local.sqlite.vector_search import ANN_PROBE  # noqa: E402
-from infra.local.tantivy_query import STOP_WORDS  # noqa: E402
 
 SCIFACT = shared_datasets() / "scifact"  # its word frequencies and queries
 STOP_WORD_QUERIES = ("the", "their", "there", "these", "to be or not to be", "this is it", "of the", "and")

@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     from handlers.lambda_functions import api
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.config.settings import load_settings
-    from infra.local.embedder import LocalEmbedder
+    from infra.local.onnx.embedder import LocalEmbedder
     from infra.wiring.root import Container, set_container
 
     model = LocalEmbedder()

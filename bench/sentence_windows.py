@@ -32,7 +32,7 @@ from bench.baselines import bm25_run  # noqa: E402
 from core.search.ranking_metrics import evaluate, ranking_from_scores  # noqa: E402
 from infra.beir.datasets import load_beir  # noqa: E402
 from infra.beir.embedding_cache import CachingEmbedder  # noqa: E402
-from infra.local.embedder import LocalEmbedder  # noqa: E402
+from infra.local.onnx.embedder import LocalEmbedder  # noqa: E402
 
 SCIFACT = shared_datasets() / "scifact"
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")

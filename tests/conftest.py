@@ -84,7 +84,7 @@ class CountingEmbedder(Embedder):
 @pytest.fixture(scope="session")
 def real_embedder() -> Any:
     """all-MiniLM-L6-v2, loaded offline once per test session."""
-    from infra.local.embedder import LocalEmbedder
+    from infra.local.onnx.embedder import LocalEmbedder
 
     embedder = LocalEmbedder()
     embedder.embed(["warm up"])

@@ -37,7 +37,7 @@ CUT_MARK = "…"
 # a part's message above it travels as an S3 object the message points to (infra/jobs/sqs_queue.py).
 SQS_MAX_MESSAGE_BYTES = 262_144
 # Attempts at one part before it is recorded as failed: the write-jobs queue's maxReceiveCount in
-# template.yaml (QUARRY_JOBS_MAX_RECEIVES follows it), and the local queue's bound (infra/local/job_queue.py).
+# template.yaml (QUARRY_JOBS_MAX_RECEIVES follows it), and the local queue's bound (infra/jobs/sqlite_queue.py).
 MAX_PART_ATTEMPTS = 5
 
 
@@ -71,7 +71,7 @@ class JobPart:
     repeats: tuple[tuple[int, int], ...] = ()
     # The line of an NDJSON upload each item came from (core/indexing/ndjson.py): its errors name the line
     lines: tuple[int, ...] = ()
-    # What an erase leaves of a part being processed when it came (infra/local/job_queue.py): no items,
+    # What an erase leaves of a part being processed when it came (infra/jobs/sqlite_queue.py): no items,
     # only the mark that a run cut off mid-way may have written, so whoever takes it over purges instead
     erased: bool = False
 

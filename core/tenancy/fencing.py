@@ -16,7 +16,7 @@ Queued work says when it may have run before — a redelivered SQS message, a lo
 was taken over, an EventBridge event (Lambda retries those without telling) — and such a unit, refused at
 admission while the tenant is still erased, purges the tenant before it is discarded. A local part claimed
 when the erase comes keeps its row, without its items, until it is done or taken over
-(infra/local/job_queue.py), so a part cut off mid-way is always taken over.
+(infra/jobs/sqlite_queue.py), so a part cut off mid-way is always taken over.
 
 Why the check at the end reads afresh rather than a copy like admission's. With a copy read at t_c, a
 unit settling at t_s < t_c + TTL that found no fence keeps what it wrote until t_s; an erase that fenced

@@ -1,5 +1,5 @@
 """`SqsJobQueue` (AWS: the indexing consumer reads the parts); the local job store is
-infra/jobs/sqlite_store.py, the local queue infra/local/job_queue.py."""
+infra/jobs/sqlite_store.py, the local queue infra/jobs/sqlite_queue.py."""
 
 from __future__ import annotations
 

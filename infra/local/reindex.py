@@ -42,8 +42,8 @@ from core.indexing.chunking import embedding_input
 from core.indexing.entity_types import EntityTypeRegistry
 from core.ports import Embedder
 from infra.local.sqlite.connect import immediate, open_sqlite
-from infra.local.vector_files import ColumnFiles
-from infra.local.vector_store import VectorStores
+from infra.local.vectors.vector_files import ColumnFiles
+from infra.local.vectors.vector_store import VectorStores
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS idx_reindex (chunk_id INTEGER PRIMARY KEY, embedding BLOB NOT NULL);

@@ -88,7 +88,7 @@ def configured_embedder(c: Container) -> Embedder:
             region=s.bedrock_region,
             budget_seconds=s.bedrock_budget_seconds,
         )
-    from infra.local.embedder import LocalEmbedder
+    from infra.local.onnx.embedder import LocalEmbedder
 
     return LocalEmbedder(
         s.embedder_model_dir,
@@ -105,7 +105,7 @@ def load_embedder(c: Container) -> ModelLoader:
     s = c.settings
 
     def load(folder: str | Path) -> Embedder:
-        from infra.local.embedder import LocalEmbedder
+        from infra.local.onnx.embedder import LocalEmbedder
 
         return LocalEmbedder(
             Path(folder), threads=s.embedder_threads, runtime=s.embedder_runtime, cache_dir=s.onnx_cache_dir
@@ -220,7 +220,7 @@ def job_queue(c: Container) -> JobQueue:
         from infra.jobs.sqs_queue import SqsJobQueue
 
         return SqsJobQueue(c.settings.jobs_queue_url, payloads=c.job_payloads)
-    from infra.local.job_queue import SqliteJobQueue
+    from infra.jobs.sqlite_queue import SqliteJobQueue
 
     return SqliteJobQueue(
         c.settings.sqlite_path,

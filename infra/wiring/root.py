@@ -187,7 +187,7 @@ class Container:
         """Locally (no queue configured), run the job thread now, so parts a stopped server left resume."""
         if self.settings.jobs_queue_url:
             return
-        from infra.local.job_queue import SqliteJobQueue
+        from infra.jobs.sqlite_queue import SqliteJobQueue
 
         queue = self.job_queue
         assert isinstance(queue, SqliteJobQueue)

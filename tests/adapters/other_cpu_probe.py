@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from infra.local.embedder import LocalEmbedder  # noqa: E402
+from infra.local.onnx.embedder import LocalEmbedder  # noqa: E402
 
 
 def main() -> int:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from infra.local.embedder import default_model_dir
+from infra.local.onnx.embedder import default_model_dir
 from tests.conftest import ROOT
 
 Run = Callable[..., subprocess.CompletedProcess[str]]

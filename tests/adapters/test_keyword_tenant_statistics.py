@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from core.models import EntityKey, Filters, LexicalQuery, MatchMode
-from infra.local.fts_tables import fts_table
+from infra.local.keywords.fts_tables import fts_table
 from infra.local.sqlite.index import SqliteIndex, build_sqlite_index
 from tests.adapters.search_index_contract import record
 

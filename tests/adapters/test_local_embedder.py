@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from core.errors import UnavailableError
-from infra.local.embedder import LocalEmbedder, default_model_dir
 from infra.local.onnx import bert
+from infra.local.onnx.embedder import LocalEmbedder, default_model_dir
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 REFERENCE = FIXTURES / "minilm-reference.jsonl"
@@ -104,7 +104,7 @@ def test_blank_and_empty_inputs() -> None:
 def test_constructing_and_asking_the_dimension_loads_no_weights() -> None:
     code = (
         "import sys\n"
-        "from infra.local.embedder import LocalEmbedder\n"
+        "from infra.local.onnx.embedder import LocalEmbedder\n"
         "e = LocalEmbedder()\n"
         "assert e.dimension == 384 and e.model_id == 'sentence-transformers/all-MiniLM-L6-v2'\n"
         "heavy = [m for m in ('tokenizers', 'safetensors', 'infra.local.onnx.bert') if m in sys.modules]\n"

@@ -14,8 +14,8 @@ import pytest
 
 from core.errors import UnavailableError
 from core.indexing.write_jobs import MAX_PART_ATTEMPTS
-from infra.local import job_queue
-from infra.local.job_queue import SqliteJobQueue
+from infra.jobs import sqlite_queue as job_queue
+from infra.jobs.sqlite_queue import SqliteJobQueue
 
 
 def part(tenant: str, n: int) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from core.errors import UnavailableError
-from infra.local.embedder import LocalEmbedder
+from infra.local.onnx.embedder import LocalEmbedder
 from tests.adapters.test_local_embedder import STRICT_BAR, cosines, reference, tiny_bert
 
 pytest.importorskip("onnxruntime")
@@ -138,7 +138,7 @@ def test_changed_weights_get_a_new_graph(tmp_path: Path) -> None:
 def test_two_processes_building_at_once_both_get_the_graph(tmp_path: Path) -> None:
     folder = tiny_bert(tmp_path / "tiny", cls_pooling=False)
     code = (
-        "import sys; from pathlib import Path; from infra.local.embedder import LocalEmbedder\n"
+        "import sys; from pathlib import Path; from infra.local.onnx.embedder import LocalEmbedder\n"
         "e = LocalEmbedder(Path(sys.argv[1]), runtime='onnx-int8', cache_dir=Path(sys.argv[2]))\n"
         "print(e.embed(['rate limiter'])[0].tolist())\n"
     )

@@ -117,7 +117,7 @@ def probe(runtime: str, calls: list[list[str]], emulate: bool) -> list[list[np.n
     """Each call's vectors from a fresh process, natively or on the emulated CPU (the graph is built natively
     first, into the user cache the child reads)."""
     from infra.config.settings import default_onnx_cache_dir
-    from infra.local.embedder import LocalEmbedder
+    from infra.local.onnx.embedder import LocalEmbedder
 
     LocalEmbedder(runtime=runtime).warm()  # type: ignore[arg-type]
     command = [sys.executable, str(PROBE), runtime, str(default_onnx_cache_dir())]

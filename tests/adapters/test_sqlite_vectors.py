@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from core.models import EntityKey, Filters, LexicalQuery
-from infra.local import vector_store
 from infra.local.sqlite.index import SqliteIndex, build_sqlite_index
+from infra.local.vectors import vector_store
 from tests.adapters.search_index_contract import DIM, record, unit
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -36,7 +36,7 @@ def folder(path: Path) -> Path:
 
 
 def tenant_folder(path: Path, tenant: str) -> Path:
-    from infra.local.fts_tables import tenant_digest
+    from infra.local.keywords.fts_tables import tenant_digest
 
     return folder(path) / tenant_digest(tenant)
 
@@ -232,7 +232,7 @@ def test_stop_words_are_gaps_in_phrases_and_a_query_of_stop_words_only_is_still_
 
 
 def test_the_idf_is_fts5s_so_both_engines_share_a_scale() -> None:
-    from infra.local.tantivy_query import fts5_idf_boost
+    from infra.local.keywords.tantivy_query import fts5_idf_boost
 
     rare = fts5_idf_boost(1000, 1)
     assert 0.9 < rare < 1.0  # ln(odds) / ln(1 + odds): nearly 1 for a rare word
@@ -260,7 +260,7 @@ def test_a_missing_or_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> N
 
         import tantivy
 
-        from infra.local.keyword_index import FORMAT
+        from infra.local.keywords.keyword_index import FORMAT
 
         state = json.loads((folder(path) / "state.json").read_text())
         while folder(path).exists():
@@ -398,7 +398,7 @@ def test_a_process_keeps_a_bounded_number_of_tenant_indexes_open(
 ) -> None:
     """Each open tantivy index holds a thread: past OPEN_TENANTS the least recently used tenant's index is
     closed, and reopened from its files when that tenant searches again."""
-    from infra.local import keyword_index
+    from infra.local.keywords import keyword_index
 
     monkeypatch.setattr(keyword_index, "OPEN_TENANTS", 3)
     index = tantivy_index(tmp_path / "i.db")

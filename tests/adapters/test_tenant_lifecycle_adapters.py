@@ -18,7 +18,7 @@ from core.state import EvalRecord, SourceWeight
 from infra.dynamodb.cache import DynamoCache
 from infra.dynamodb.state import DynamoStateStore
 from infra.local.cache import MemoryCache, SqliteCache
-from infra.local.fts_tables import fts_table
+from infra.local.keywords.fts_tables import fts_table
 from infra.local.sqlite.index import build_sqlite_index
 from infra.local.sqlite.state import SqliteStateStore
 from infra.opensearch import build_opensearch_index

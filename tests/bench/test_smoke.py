@@ -123,7 +123,7 @@ def test_embedder(tmp_path: Path) -> None:
     out = figures(tmp_path / "out.json")
     assert out["passages"] == 8 and out["passages_per_second"] > 0 and out["peak_rss_mb"] > 0
     assert latency(out["query_ms"]) and out["model_load_ms"] > 0
-    assert {"infra.local.embedder", "tokenizers", "numpy"} <= set(out["import_ms"])
+    assert {"infra.local.onnx.embedder", "tokenizers", "numpy"} <= set(out["import_ms"])
 
 
 @smoke("embedder_runtimes")

@@ -178,7 +178,7 @@ class FakeSearchIndex:
         lengths = [sum(e.words[n].values()) for e, n in chunks]
         average = (sum(lengths) / len(lengths) if lengths else 0.0) or 1.0
         terms = wanted_terms(query, (w for e in everything for words in e.words for w in words))
-        # Phrases must all occur and score as their words; terms are ORed (infra/local/fts.py's expression).
+        # Phrases must all occur and score as their words; terms are ORed (infra/local/keywords/fts.py's expression).
         wanted = terms + [(s, 1) for p in query.phrases for s in stems(p)]
         df = {stem: sum(1 for e, n in chunks if stem in e.words[n]) for stem, _ in wanted}
         scored: list[tuple[float, _Entry, int]] = []

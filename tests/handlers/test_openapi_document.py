@@ -195,7 +195,7 @@ def test_a_jobs_answer_is_its_documented_schema_key_for_key(
     """A generated client keeps only what the schema names: a key the answer carries and the schema lacks
     (why a part failed: `failures`) would be dropped on the way to the caller."""
     from core.errors import UnavailableError
-    from infra.local import job_queue
+    from infra.jobs import sqlite_queue as job_queue
 
     def down(message: Any, retried: bool) -> None:
         raise UnavailableError("bedrock", "ThrottlingException")

@@ -41,7 +41,7 @@ NEVER_AT_IMPORT = (
     "sqlite3",
     "tqdm",
     "jsonschema",
-    "infra.local.embedder",
+    "infra.local.onnx.embedder",
     "infra.text_models.bedrock",
     "infra.beir.evaluation",
     "infra.beir.report",

@@ -14,12 +14,12 @@ from core.errors import UnavailableError
 from core.indexing.catalog import EmbeddingStatus, EntityPosition
 from core.models import EntityKey, Filters, LexicalQuery, StoredEntity
 from core.search.filters import COLUMN_FIELDS, facet_key
-from infra.local.fts import fts5_expression, scoped_expression
-from infra.local.fts_tables import fts_table, is_missing_table
-from infra.local.keyword_files import remove_folder, tenant_folder, writer_lock
+from infra.local.keywords.fts import fts5_expression, scoped_expression
+from infra.local.keywords.fts_tables import fts_table, is_missing_table
+from infra.local.keywords.keyword_files import remove_folder, tenant_folder, writer_lock
 from infra.local.sqlite.sql import ENTITY_COLUMNS, JOIN, filter_sql, stored
 from infra.local.sqlite.store import SqliteStore
-from infra.local.vector_store import VectorStores
+from infra.local.vectors.vector_store import VectorStores
 
 LISTING_INDEX = (
     "CREATE INDEX IF NOT EXISTS idx_entities_newest "

@@ -12,8 +12,8 @@ from typing import Any
 from core.errors import UnavailableError
 from core.models import Candidate, Filters, LexicalQuery, MatchMode
 from core.text import edit_distance, fuzzy_budget, light_stem
-from infra.local.fts import fts5_expression, is_scope_token, scoped_expression, states
-from infra.local.fts_tables import fts_table, is_missing_table, vocabulary
+from infra.local.keywords.fts import fts5_expression, is_scope_token, scoped_expression, states
+from infra.local.keywords.fts_tables import fts_table, is_missing_table, vocabulary
 from infra.local.sqlite.errors import reported, reported_files
 from infra.local.sqlite.sql import CANDIDATE_SELECT, ENTITY_COLUMNS, JOIN, candidate, collapse, filter_sql
 from infra.local.sqlite.store import SqliteStore

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.errors import ConfigurationError, UnavailableError
-from infra.local.fts_tables import LEGACY, split_shared_table
+from infra.local.keywords.fts_tables import LEGACY, split_shared_table
 from infra.local.sqlite.connect import immediate, open_sqlite
 from infra.local.sqlite.errors import reported, translate
 from infra.local.sqlite.sql import CHANGE_LOG, KEYWORD_FLOOR, SCHEMA
-from infra.local.vector_store import VectorStores
+from infra.local.vectors.vector_store import VectorStores
 
 SQL_BATCH = 400  # stay well under SQLite's bound-parameter limit
 # Searches read the database through a memory map of up to this many bytes instead of a read() per page
@@ -151,7 +151,7 @@ class SqliteStore:
 
 def _keyword_index(folder: Path, db_id: str, connect: Any) -> Any:
     try:
-        from infra.local.keyword_index import KeywordIndex
+        from infra.local.keywords.keyword_index import KeywordIndex
     except ModuleNotFoundError as exc:
         raise ConfigurationError(
             "QUARRY_KEYWORD_ENGINE=tantivy needs the tantivy package (pip install 'quarry[local]')",

@@ -11,13 +11,13 @@ from typing import Any
 import numpy as np
 
 from core.models import Candidate, EntityKey, Filters, Vector
-from infra.local.fts import states
+from infra.local.keywords.fts import states
 from infra.local.sqlite.errors import reported_files
 from infra.local.sqlite.lexical import CHUNK_ROWS_PER_ENTITY
 from infra.local.sqlite.sql import CANDIDATE_SELECT, JOIN, PRESENT_CHUNKS, candidate, filter_sql
 from infra.local.sqlite.store import SqliteStore
-from infra.local.vector_store import VectorStores
-from infra.local.vectors import VectorSnapshot
+from infra.local.vectors.exact_knn import VectorSnapshot
+from infra.local.vectors.vector_store import VectorStores
 
 
 def ranking_candidate(row: Sequence[Any], score: float) -> Candidate:

@@ -13,8 +13,8 @@ import numpy as np
 
 from core.models import EntityKey, EntityRecord, Placement, WriteOutcome
 from core.ports import MetadataTouch
-from infra.local.fts import scope_text
-from infra.local.fts_tables import create_fts_table, fts_table
+from infra.local.keywords.fts import scope_text
+from infra.local.keywords.fts_tables import create_fts_table, fts_table
 from infra.local.sqlite.store import SQL_BATCH, SqliteStore
 
 _WHERE_KEY = "tenant_id=? AND entity_type=? AND entity_id=?"

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.models import Filters
-from infra.local.ivf import Ivf
+from infra.local.vectors.ivf import Ivf
 
 CODED = ("type", "source", "owner", "namespace")  # the filterable columns kept as int32 codes
 SELECTIVE = 0.3  # below this share of rows selected, score only those rows (gathered in blocks)

@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from infra.local import ivf
 from infra.local.sqlite.connect import BUSY_TIMEOUT_MS
 from infra.local.sqlite.sql import KEYWORD_FLOOR
-from infra.local.vector_files import COLUMN_TYPES, MIN_CAPACITY, ColumnFiles, Meta
-from infra.local.vectors import CODED, VectorSnapshot
+from infra.local.vectors import ivf
+from infra.local.vectors.exact_knn import CODED, VectorSnapshot
+from infra.local.vectors.vector_files import COLUMN_TYPES, MIN_CAPACITY, ColumnFiles, Meta
 
 COMPACT_SHARE = 0.25  # compact when tombstones pass this share of the rows…
 COMPACT_MIN_DEAD = 1024  # …and are at least this many

@@ -15,10 +15,10 @@ from typing import Any
 import tantivy
 from tantivy import Query
 
-from infra.local.fts import scope_tokens
-from infra.local.fts_tables import fts_table, is_missing_table
-from infra.local.keyword_files import remove_folder
-from infra.local.tantivy_query import (
+from infra.local.keywords.fts import scope_tokens
+from infra.local.keywords.fts_tables import fts_table, is_missing_table
+from infra.local.keywords.keyword_files import remove_folder
+from infra.local.keywords.tantivy_query import (
     ANALYZER,
     STOP,
     STOP_ANALYZER,

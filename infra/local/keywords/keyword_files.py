@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from infra.local.fts_tables import tenant_digest
+from infra.local.keywords.fts_tables import tenant_digest
 
 REMOVE_ATTEMPTS = 100  # a merge tantivy finishes in the background may write a file while the folder goes
 

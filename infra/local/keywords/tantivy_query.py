@@ -23,7 +23,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from core.models import Filters, LexicalQuery, MatchMode
-from infra.local.fts import MAX_TERM_WEIGHT, PRESENCE_KEYS, presence_token, scope_token
+from infra.local.keywords.fts import MAX_TERM_WEIGHT, PRESENCE_KEYS, presence_token, scope_token
 
 # The boost tiers (3 = title-like, 2 = strong, 1 = body) go into one field, each added as many times as its
 # weight: the weighted term frequency FTS5's bm25() sums over its columns before saturating, under one

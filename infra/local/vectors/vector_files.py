@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from infra.local.vectors import CODED
+from infra.local.vectors.exact_knn import CODED
 
 FORMAT = 2  # bump when the files' columns change: older files are rebuilt, never misread
 COLUMN_TYPES: dict[str, Any] = {"ids": np.int64, "entity": np.int64, "live": np.uint8} | {

@@ -49,11 +49,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from core.models import Filters, LexicalQuery
-from infra.local.keyword_files import tenant_folder, writer_lock
-from infra.local.keyword_tenant import FORMAT, TenantKeywordIndex, View
+from infra.local.keywords.keyword_files import tenant_folder, writer_lock
+from infra.local.keywords.keyword_tenant import FORMAT, TenantKeywordIndex, View
+from infra.local.keywords.tantivy_query import QueryBuilder, analyzer, schema
 from infra.local.sqlite.connect import BUSY_TIMEOUT_MS
 from infra.local.sqlite.sql import KEYWORD_FLOOR
-from infra.local.tantivy_query import QueryBuilder, analyzer, schema
 
 FOLLOW_IDLE_S = 2.0  # the background follower waits this long for more writes before it ends
 # The follower lets writes gather this long before it commits them: a bulk ingest (a batch every ~0.2 s)
