@@ -173,7 +173,7 @@ def build_layer(stack: Stack, layer_id: str) -> Path:
     folder = ROOT / resource["Properties"]["ContentUri"]
     _, machine = lambda_platform()
     graph = [
-        ROOT / "infra" / "local" / "onnx" / name for name in ("graph.py", "proto.py", "bert.py")
+        ROOT / "infra" / "local" / "onnx" / name for name in ("encoder_graph.py", "proto.py", "bert.py")
     ]  # its builder
     key = _digest([p for p in folder.rglob("*") if p.is_file()] + graph, machine)
 

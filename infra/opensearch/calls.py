@@ -20,7 +20,7 @@ from infra.opensearch.errors import (
     error_parts,
     translated,
 )
-from infra.opensearch.lifecycle import IndexLifecycle
+from infra.opensearch.index_lifecycle import IndexLifecycle
 from infra.opensearch.responses import ItemResult
 
 Refresh = bool | str  # False (default), True, or "wait_for" (tests, the local dev server)

@@ -15,7 +15,7 @@ from infra.opensearch import documents, query_bodies
 from infra.opensearch import mapping as m
 from infra.opensearch.calls import IndexCalls
 from infra.opensearch.errors import BACKEND, INDEX_MISSING, UNAVAILABLE_RETRY_AFTER, error_parts, translated
-from infra.opensearch.lifecycle import IndexLifecycle
+from infra.opensearch.index_lifecycle import IndexLifecycle
 from infra.opensearch.responses import partial
 
 LISTING_SORT = ("created_at", m.ENTITY_TYPE, m.ENTITY_ID)  # all keyword fields: exact string order

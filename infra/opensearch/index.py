@@ -40,8 +40,8 @@ from infra.opensearch import documents, mapping
 from infra.opensearch.calls import IndexCalls, Refresh
 from infra.opensearch.catalog import OpenSearchCatalog
 from infra.opensearch.client import RetryPolicy, node_timeout
+from infra.opensearch.index_lifecycle import IndexLifecycle
 from infra.opensearch.layout import Layout
-from infra.opensearch.lifecycle import IndexLifecycle
 from infra.opensearch.searches import IndexSearches
 from infra.opensearch.writes import IndexWrites
 

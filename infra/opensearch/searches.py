@@ -21,7 +21,7 @@ from core.models import (
 )
 from infra.opensearch import documents, mapping, query_bodies, responses
 from infra.opensearch.calls import IndexCalls
-from infra.opensearch.lifecycle import IndexLifecycle
+from infra.opensearch.index_lifecycle import IndexLifecycle
 
 _log = logging.getLogger(__name__)
 Search = tuple[int, str, int, dict[str, Any]]  # spec position, kind, k, body

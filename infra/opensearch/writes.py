@@ -13,7 +13,7 @@ from core.ports import MetadataTouch
 from infra.opensearch import bodies, documents, mapping, responses
 from infra.opensearch.calls import IndexCalls, Write
 from infra.opensearch.errors import BACKEND, UNAVAILABLE_RETRY_AFTER, classify
-from infra.opensearch.lifecycle import IndexLifecycle
+from infra.opensearch.index_lifecycle import IndexLifecycle
 from infra.opensearch.responses import ItemResult
 
 # What a write makes of the stored document (None: none yet): the new `_source`, or the outcome without

@@ -166,7 +166,7 @@ def test_a_graph_prebuilt_into_the_model_folder_needs_no_cache(tmp_path: Path) -
         [
             sys.executable,
             "-m",
-            "infra.local.onnx.graph",
+            "infra.local.onnx.encoder_graph",
             str(folder),
             str(folder / "onnx"),
             "--pooling",

