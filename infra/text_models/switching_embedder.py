@@ -1,7 +1,7 @@
 """`SwitchingEmbedder`: the embedder that follows the model `quarry reindex` switched vectors to, so every
 server process embeds queries and writes with it at once. On the embedded backend the model is read per
 tenant from the data file (a tenant switched alone, else the file's model); on OpenSearch from the `_meta`
-of the index behind the alias (infra/opensearch/generations.py)."""
+of the index behind the alias (infra/opensearch/index_lifecycle.py)."""
 
 from __future__ import annotations
 

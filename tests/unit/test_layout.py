@@ -45,3 +45,45 @@ def test_the_check_sees_modules_and_packages(tmp_path: Path) -> None:
     assert found["inner"] == {"inner.py", "pkg/inner"}
     assert found["alone"] == {"pkg/alone.py", "other/alone.py"}
     assert found["pkg"] == {"pkg"}
+
+
+# Module names used in more than one room of core/, infra/ and handlers/, each the same concept in every
+# room (docs/architecture.md#repeated-names says why); any other repetition fails below.
+SAME_CONCEPT = {
+    "errors": 5,  # the error tree and its translation at each boundary
+    "catalog": 4,  # the entity catalog: rules, each backend's part, its routes
+    "state": 3,  # what the StateStore keeps, each backend's StateStore
+    "jobs": 2,  # write jobs: DynamoDB's JobStore, GET /jobs/{id}
+    "lifecycle": 2,  # a tenant's data lifecycle and its routes
+    "cache": 2,  # the Cache port, one adapter per backend
+    "fences": 2,  # the TenantFences port, one adapter per backend
+    "index": 2,  # each backend's SearchIndex
+    "writes": 2,  # each backend's IndexWriter part
+    "reindex": 2,  # each backend's half of `quarry reindex`
+    "context": 2,  # the context capability's MCP tools and HTTP routes
+    "entities": 2,  # the entities' MCP tools and HTTP routes
+    "nightly": 2,  # the nightly run's tasks and its Lambda function
+}
+
+
+def test_module_names_repeat_across_layers_only_for_one_concept() -> None:
+    counts: dict[str, int] = defaultdict(int)
+    for layer in ("core", "infra", "handlers"):
+        for path in (ROOT / layer).rglob("*.py"):
+            if path.name != "__init__.py" and "__pycache__" not in path.parts:
+                counts[path.stem] += 1
+    repeated = {name: n for name, n in counts.items() if n > 1}
+    assert repeated == SAME_CONCEPT, (
+        "a module name repeated across layers: rename it, or add it to SAME_CONCEPT"
+    )
+
+
+def test_infra_and_handlers_keep_nothing_loose_at_their_top() -> None:
+    """Every module of infra/ and handlers/ is in a package named for what it holds (docs/architecture.md#rooms)."""
+    loose = [
+        p.name
+        for layer in ("infra", "handlers")
+        for p in (ROOT / layer).glob("*.py")
+        if p.name != "__init__.py"
+    ]
+    assert loose == []
