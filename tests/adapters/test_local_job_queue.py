@@ -14,7 +14,7 @@ import pytest
 
 from core.errors import UnavailableError
 from core.indexing.write_jobs import MAX_PART_ATTEMPTS
-from infra.jobs import sqlite_queue as job_queue
+from infra.jobs import sqlite_queue
 from infra.jobs.sqlite_queue import SqliteJobQueue
 
 
@@ -67,7 +67,7 @@ def test_parts_survive_the_process_and_a_dead_claimants_part_is_claimed_again(tm
 def test_a_part_failing_every_time_ends_failed_with_a_reason_fit_for_the_caller(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(job_queue, "RETRY_SECONDS", 0.0)
+    monkeypatch.setattr(sqlite_queue, "RETRY_SECONDS", 0.0)
     recorder = Recorder(failing=True)
     queue = SqliteJobQueue(tmp_path / "quarry.db", recorder.process, recorder.fail)
     queue.send([part("t", 0)])

@@ -195,12 +195,12 @@ def test_a_jobs_answer_is_its_documented_schema_key_for_key(
     """A generated client keeps only what the schema names: a key the answer carries and the schema lacks
     (why a part failed: `failures`) would be dropped on the way to the caller."""
     from core.errors import UnavailableError
-    from infra.jobs import sqlite_queue as job_queue
+    from infra.jobs import sqlite_queue
 
     def down(message: Any, retried: bool) -> None:
         raise UnavailableError("bedrock", "ThrottlingException")
 
-    monkeypatch.setattr(job_queue, "RETRY_SECONDS", 0.0)
+    monkeypatch.setattr(sqlite_queue, "RETRY_SECONDS", 0.0)
     monkeypatch.setattr(local.job_queue, "_process", down)  # every attempt of every part fails
     items = [{"type": "memory", "id": f"m-{i}", "content": f"note {i}"} for i in range(600)]
     status, job = invoke(api_event("bulk_entities", body={"items": items}))
