@@ -10,7 +10,7 @@ from typing import Any
 
 from core.errors import InvalidInputError
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"  # committed copies of the published schemas
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"  # committed copies of the published schemas
 
 
 # Sub-command copies of the top-level --data-dir: SUPPRESS keeps the top-level value when absent here.

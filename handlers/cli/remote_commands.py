@@ -107,7 +107,7 @@ def answer_or_raise(status: int, body: Any) -> Any:
     raise QuarryError(message)
 
 
-DEMO_DIR = Path(__file__).resolve().parents[1] / "demo"  # the repository's demo corpus (demo/README.md)
+DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"  # the repository's demo corpus (demo/README.md)
 DEMO_ENTITIES = DEMO_DIR / "entities.jsonl"
 
 
