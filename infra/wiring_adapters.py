@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from core.errors import ConfigurationError, InvalidInputError
 from core.indexing.entity_types import EntityTypeRegistry
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         TripleStore,
     )
     from infra.job_payloads import S3JobPayloads
+    from infra.opensearch import OpenSearchIndex, TenantIndexes
     from infra.wiring import Container
 
 ModelLoader = Callable[[str | Path], "Embedder"]
@@ -60,12 +61,18 @@ def registry(c: Container) -> EntityTypeRegistry:
         ) from exc
 
 
+def opensearch(c: Container) -> OpenSearchIndex | TenantIndexes:
+    """The OpenSearch adapter; besides the SearchIndex port it answers which model folder built each
+    tenant's index generation (`live_model_dir`), which `embedder` follows."""
+    from infra.opensearch import build_index
+
+    # The configured model's dimension; a reindexed generation's own (its `_meta`) wins at start.
+    return build_index(c.settings, c.configured_embedder.dimension)
+
+
 def index(c: Container) -> SearchIndex:
     if c.settings.index_kind == "opensearch":
-        from infra.opensearch import build_index
-
-        # The configured model's dimension; a reindexed generation's own (its `_meta`) wins at start.
-        return build_index(c.settings, c.configured_embedder.dimension)
+        return c.opensearch
     from infra.local.sqlite.index import build_sqlite_index
 
     return build_sqlite_index(
@@ -123,9 +130,7 @@ def embedder(c: Container) -> Embedder:
     from infra.switching_embedder import ActiveModel, SwitchingEmbedder
 
     if c.settings.index_kind == "opensearch":
-        found: Any = c.index
-        pick = getattr(found, "for_tenant", lambda _tenant: found)  # a tenant's own index, or the one
-        return SwitchingEmbedder(configured, c.load_embedder, lambda t: pick(t).live_model_dir())
+        return SwitchingEmbedder(configured, c.load_embedder, c.opensearch.live_model_dir)
     return SwitchingEmbedder(configured, c.load_embedder, ActiveModel(c.settings.sqlite_path))
 
 
