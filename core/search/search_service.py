@@ -144,10 +144,7 @@ class SearchService:
         return tuple(sorted(set(requested))) if requested else self._registry.names()
 
     def _filterable(self, types: Sequence[str]) -> set[str]:
-        allowed = set(COMMON_FILTERS)
-        for name in types:
-            allowed.update(self._registry.get(name).filterable)
-        return allowed
+        return set(COMMON_FILTERS) | self._registry.filterable(types)
 
     def _filters(self, types: Sequence[str], request: SearchRequest) -> Filters:
         """The request's filters, leaving out superseded memories unless it asks for history (a search
