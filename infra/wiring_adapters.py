@@ -227,10 +227,11 @@ def job_queue(c: Container) -> JobQueue:
         return SqsJobQueue(c.settings.jobs_queue_url, payloads=c.job_payloads)
     from infra.local.job_queue import SqliteJobQueue
 
+    later = c.later()
     return SqliteJobQueue(
         c.settings.sqlite_path,
-        lambda message, retried: c.jobs.process(message, retried),
-        lambda message, reason: c.jobs.fail(message, reason),
+        lambda message, retried: later.jobs.process(message, retried),
+        lambda message, reason: later.jobs.fail(message, reason),
     )
 
 
