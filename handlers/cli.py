@@ -107,7 +107,7 @@ def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
 
 
 def _field_map(text: str) -> dict[str, str]:
-    from infra.record_files import parse_field_map
+    from core.indexing.field_maps import parse_field_map
 
     try:
         return parse_field_map(text)
@@ -130,7 +130,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     reported by position, never dropped silently. A missing file or an unknown type fails once (exit 2)."""
     from tqdm import tqdm
 
-    from infra.record_files import item_mapper, read_records
+    from core.indexing.field_maps import item_mapper
+    from infra.record_files import read_records
 
     path = Path(args.file)
     if not path.is_file():
