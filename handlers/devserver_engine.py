@@ -88,6 +88,11 @@ class Engine:
         finally:
             self._slots.release()
 
+    def waiting(self) -> int:
+        """Requests admitted and not yet taken by the engine thread."""
+        with self._ready:
+            return len(self._jobs)
+
     def _loop(self) -> None:
         """The engine thread: take the next request, prepare it with those waiting, run it; until closed
         and drained."""
