@@ -117,12 +117,13 @@ class Engine:
                 job.done.set_result(result)
 
     def _prepare(self, job: _Job, waiting: list[_Job]) -> None:
-        """Prepare `job` (unless it was, while it waited) with the waiting requests, when there are two or
-        more to prepare; a failure prepares nothing, and each request runs as it would alone."""
-        if self._batcher is None:
+        """Prepare `job`, unless it was while it waited, with the waiting requests not yet prepared, when
+        there are two or more; a failure prepares nothing, and each request runs as it would alone. Only
+        when the request about to run needs it: preparing whatever arrived since the last batch at every
+        turn would leave the arrivals one or two a batch (measured: batches of 2 with 8 clients)."""
+        if self._batcher is None or job.prepared:
             return
-        group = ([] if job.prepared else [job]) + waiting
-        group = group[: self._batcher.max_batch]
+        group = [job, *waiting][: self._batcher.max_batch]
         if len(group) < 2:
             return
         try:
