@@ -98,6 +98,33 @@ def saturate(server: LocalServer, clients: int, seconds: float, stream: list[str
     }
 
 
+def run_turns(
+    data: Path, settings: list[int], args: argparse.Namespace, stream: list[str]
+) -> list[dict[str, Any]]:
+    """A server per setting over `data`, warmed, then `args.rounds` rounds of a turn each at saturation."""
+    turns: list[dict[str, Any]] = []
+    servers: dict[int, LocalServer] = {}
+    try:
+        for n in settings:
+            servers[n] = start_server(data, args.workers, False, n)
+            saturate(servers[n], args.clients, min(2.0, args.seconds), stream)  # warm: the model loads
+        for r in range(args.rounds):
+            for n, server in servers.items():
+                turn = {"round": r, "query_batch": n, **saturate(server, args.clients, args.seconds, stream)}
+                turns.append(turn)
+                lat = turn["latency_ms"] or {"p50": float("nan"), "p99": float("nan")}
+                print(
+                    f"round {r} query batch {n:>2}: {turn['searches_per_s']:>6.1f} searches/s  "
+                    f"server CPU {turn['server_cpu_ms_per_search']} ms/search  P50 {lat['p50']:.1f} ms  "
+                    f"P99 {lat['p99']:.1f} ms  errors {turn['errors']}  load {turn['load_average']}",
+                    flush=True,
+                )
+    finally:
+        for server in servers.values():
+            server.stop()
+    return turns
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -121,33 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     stream = queries(500)
     model = model_cost(stream, fake)
     print("model alone, CPU ms per query by queries per call: " + json.dumps(model), flush=True)
-    turns: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         ingest(data, args.entities, args.cache_dir, fake)
-        servers: dict[int, LocalServer] = {}
-        try:
-            for n in settings:
-                servers[n] = start_server(data, args.workers, False, n)
-                saturate(servers[n], args.clients, min(2.0, args.seconds), stream)  # warm: the model loads
-            for r in range(args.rounds):
-                for n, server in servers.items():
-                    turn = {
-                        "round": r,
-                        "query_batch": n,
-                        **saturate(server, args.clients, args.seconds, stream),
-                    }
-                    turns.append(turn)
-                    lat = turn["latency_ms"] or {"p50": float("nan"), "p99": float("nan")}
-                    print(
-                        f"round {r} query batch {n:>2}: {turn['searches_per_s']:>6.1f} searches/s  "
-                        f"server CPU {turn['server_cpu_ms_per_search']} ms/search  P50 {lat['p50']:.1f} ms  "
-                        f"P99 {lat['p99']:.1f} ms  errors {turn['errors']}  load {turn['load_average']}",
-                        flush=True,
-                    )
-        finally:
-            for server in servers.values():
-                server.stop()
+        turns = run_turns(data, settings, args, stream)
     out = {
         "entities": args.entities,
         "workers": args.workers,
