@@ -83,6 +83,7 @@ def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
         from handlers import api
         from handlers.devserver import make_server
         from handlers.local_key import key_hint
+        from handlers.query_batching import SearchBatcher
         from infra.wiring import Container, set_container
 
         c = Container(settings)
@@ -101,6 +102,7 @@ def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
             key_hint=key_hint(settings.api_keys, settings.data_dir),
             origins=settings.allowed_origins,
             access_log=settings.access_log,
+            batcher=SearchBatcher(settings.query_batch) if settings.query_batch > 1 else None,
         )
 
     return start

@@ -110,6 +110,7 @@ class Container:
             "integrity",
         ),
     )
+    query_batch = Part(services.query_batch, "search", "vectors")
     embedding = Part(services.embedding, "vectors")
     fusion_tuning = Part(services.fusion_tuning, "index", "embedder", "registry", "search_settings")
     indexing = Part(services.indexing, "index", "vectors", "registry", "cache", "clock")

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         TokenCounters,
         TripleStore,
     )
+    from infra.ahead_embedder import AheadEmbedder
     from infra.job_payloads import S3JobPayloads
     from infra.opensearch import OpenSearchIndex, TenantIndexes
     from infra.wiring import Container
@@ -134,14 +135,17 @@ def embedder(c: Container) -> Embedder:
     return SwitchingEmbedder(configured, c.load_embedder, ActiveModel(c.settings.sqlite_path))
 
 
-def vectors(c: Container) -> Embedder:
+def vectors(c: Container) -> AheadEmbedder:
     """The embedder services use: `embedder`, except for tenants that bring their own vectors
-    (QUARRY_BYO_VECTOR_TENANTS), which have none (core/indexing/caller_vectors.py)."""
+    (QUARRY_BYO_VECTOR_TENANTS), which have none (core/indexing/caller_vectors.py); a request may be served
+    the query vector made for it ahead, in a batch (infra/ahead_embedder.py)."""
+    from infra.ahead_embedder import AheadEmbedder
+
     if not c.settings.byo_vector_tenants:
-        return c.embedder
+        return AheadEmbedder(c.embedder)
     from core.indexing.caller_vectors import CallerVectorTenants
 
-    return CallerVectorTenants(c.embedder, c.settings.byo_vector_tenants)
+    return AheadEmbedder(CallerVectorTenants(c.embedder, c.settings.byo_vector_tenants))
 
 
 def cache(c: Container) -> Cache:

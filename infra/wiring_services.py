@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from core.memory.reinforcement import Reinforcement
     from core.search.embedding import EmbeddingService
     from core.search.planning import SearchSettings
+    from core.search.query_batch import QueryBatch
     from core.search.search_service import SearchService
     from core.search.tuning_service import FusionTuningService
     from core.tenancy.fencing import TenantGate
@@ -76,6 +77,13 @@ def search(c: Container) -> SearchService:
         new_id=c.new_id,
         integrity=c.integrity,
     )
+
+
+def query_batch(c: Container) -> QueryBatch:
+    """`quarry serve`'s waiting searches' queries embedded in one call (QUARRY_QUERY_BATCH)."""
+    from core.search.query_batch import QueryBatch
+
+    return QueryBatch(c.search, c.vectors, c.settings.query_batch)
 
 
 def embedding(c: Container) -> EmbeddingService:
