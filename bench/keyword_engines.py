@@ -23,18 +23,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import SMOKE_DATASET, summary  # noqa: E402
-from bench.scale import (  # noqa: E402
-    BATCH,
-    SCIFACT,
-    SMOKE_CHUNKS,
-    K,
-    Space,
-    build,
-    lexical_queries,
-    query_texts,
-    records,
-    vocabulary,
-)
+from bench._scale_corpus import SCIFACT, Space, query_texts, records, vocabulary  # noqa: E402
+from bench.scale import BATCH, SMOKE_CHUNKS, K, build, lexical_queries  # noqa: E402
 from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
 from core.models import Filters  # noqa: E402
 

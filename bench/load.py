@@ -121,13 +121,43 @@ def ingest(data_dir: Path, n: int, cache_dir: str, embedder: Any = None) -> tupl
     return time.perf_counter() - started, jobs
 
 
-def start_server(data_dir: Path, workers: int, cache: bool) -> LocalServer:
-    """`quarry serve` over data_dir, reading with KEY as tenant `bench`; search cache off unless `cache`."""
+def start_server(data_dir: Path, workers: int, cache: bool, query_batch: int | None = None) -> LocalServer:
+    """`quarry serve` over data_dir, reading with KEY as tenant `bench`; search cache off unless `cache`;
+    QUARRY_QUERY_BATCH as given (else the server's default)."""
     from bench import _common
 
     keys = json.dumps({KEY: {"tenant": "bench", "scopes": ["read"]}})
     env = {"QUARRY_API_KEYS": keys, "QUARRY_CACHE_TTL_SECONDS": "300" if cache else "0"}
+    if query_batch is not None:
+        env["QUARRY_QUERY_BATCH"] = str(query_batch)
     return _common.start_server(data_dir, workers, env)
+
+
+def run_servers(
+    servers: dict[str, LocalServer], strategies: list[str], rates: list[float], seconds: float,
+    warmup_s: float, stream: list[str],
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Each strategy at each rate on every server in turn (alternating, so they share the machine's noise);
+    each row's `strategy` names the server when there is more than one."""
+    results: list[dict[str, Any]] = []
+    for strategy in strategies:
+        for server in servers.values():
+            run_rate(server.port, strategy, 10, warmup_s, stream)  # warm-up: each worker loads the model
+        for rate in rates:
+            for label, server in servers.items():
+                row = run_rate(server.port, strategy, rate, seconds, stream, server.proc.pid)
+                row["strategy"] = f"{strategy}{label}"
+                results.append(row)
+                lat = row["latency_ms"] or {"p50": float("nan"), "p99": float("nan")}
+                cpu = row["server_cpu_ms_per_search"] or float("nan")
+                print(
+                    f"{row['strategy']:<8} offered {rate:>6.0f}/s  sustained {row['sustained_per_s']:>6.1f}/s  "
+                    f"P50 {lat['p50']:>7.1f} ms  P99 {lat['p99']:>8.1f} ms  errors {row['errors']} "
+                    f"{row['statuses']}  server CPU {cpu:.1f} ms/search  {'held' if held(row, HELD_P99_MS) else 'not held'}  "
+                    f"load {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
+    return results
 
 
 class Sender:
@@ -247,6 +277,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--workers", type=int, default=0, help="server worker processes (default: one per core)"
     )
     parser.add_argument("--cache", action="store_true", help="leave the search cache on")
+    parser.add_argument(
+        "--query-batch",
+        default="",
+        help="QUARRY_QUERY_BATCH of the server (default: its own); several, comma-separated (1,4): one server "
+        "each, alternated rate by rate, rows named strategy@qbN",
+    )
     parser.add_argument("--cache-dir", default=".quarry/embeddings")
     parser.add_argument("--p99-ms", type=float, default=HELD_P99_MS, help="the P99 a held rate stays within")
     parser.add_argument("--json", help="default bench/results/load.json (none with --smoke)")
@@ -262,7 +298,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rates = [float(r) for r in args.rates.split(",")]
     stream = queries(500)
-    results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         ingest_s, jobs = ingest(
@@ -275,33 +310,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"{s} bound: {b['bound']} {b['cpu_ms_each']:.2f} ms CPU each × {cores} cores → {b['per_s']:.0f}/s"
             )
-        server = start_server(data, args.workers, args.cache)
-        port = server.port
+        batches = [int(n) for n in args.query_batch.split(",")] if args.query_batch else [None]
+        labels = {n: ("" if len(batches) == 1 else f"@qb{n}") for n in batches}
+        servers: dict[str, LocalServer] = {}
         try:
-            for strategy in args.strategies.split(","):
-                run_rate(port, strategy, 10, warmup_s, stream)  # warm-up: each worker loads the model
-                for rate in rates:
-                    row = run_rate(port, strategy, rate, args.seconds, stream, server.proc.pid)
-                    results.append(row)
-                    lat = row["latency_ms"] or {"p50": float("nan"), "p99": float("nan")}
-                    cpu = row["server_cpu_ms_per_search"] or float("nan")
-                    print(
-                        f"{strategy:<8} offered {rate:>6.0f}/s  sustained {row['sustained_per_s']:>6.1f}/s  "
-                        f"P50 {lat['p50']:>7.1f} ms  P99 {lat['p99']:>8.1f} ms  errors {row['errors']} "
-                        f"{row['statuses']}  server CPU {cpu:.1f} ms/search  {'held' if held(row, args.p99_ms) else 'not held'}",
-                        flush=True,
-                    )
+            for n in batches:
+                servers[labels[n]] = start_server(data, args.workers, args.cache, n)
+            results = run_servers(servers, args.strategies.split(","), rates, args.seconds, warmup_s, stream)
         finally:
-            server.stop()
+            for server in servers.values():
+                server.stop()
+    strategies = [f"{s}{label}" for s in args.strategies.split(",") for label in labels.values()]
     highest = {
         s: max(
             [r["offered_per_s"] for r in results if r["strategy"] == s and held(r, args.p99_ms)], default=0
         )
-        for s in args.strategies.split(",")
+        for s in strategies
     }
     rule = f"sustained ≥ {HELD_SHARE:.0%} of offered, no error, P99 ≤ {args.p99_ms:.0f} ms"
     print(f"highest offered rate held ({rule}): " + ", ".join(f"{s} {v:.0f}/s" for s, v in highest.items()))
-    capacity = {s: capacity_row(s, highest[s], results, bound.get(s)) for s in highest}
+    capacity = {s: capacity_row(s, highest[s], results, bound.get(s.split("@")[0])) for s in highest}
     for s, c in capacity.items():
         if c["share_of_bound"] is not None:
             print(
@@ -312,6 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seconds_per_rate": args.seconds,
         "workers": args.workers or os.cpu_count(),
         "cache": args.cache,
+        "query_batch": args.query_batch or "server default",
         "runs": [{**r, "held": held(r, args.p99_ms)} for r in results],
         "held": {"rule": rule, "highest_offered_per_s": highest},
         "bounds": bound,

@@ -19,12 +19,10 @@ import argparse
 import dataclasses
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,83 +31,22 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import SMOKE_DATASET, shared_datasets, summary, write_json  # noqa: E402
+from bench._common import SMOKE_DATASET, summary, write_json  # noqa: E402
+from bench._scale_corpus import DIM, SCIFACT, Space, query_texts, records, vocabulary  # noqa: E402
 from core.indexing.entity_types import EntityTypeRegistry  # noqa: E402
-from core.models import Chunk, EntityKey, EntityRecord, Filters, LexicalQuery, Vector  # noqa: E402
+from core.models import Filters, LexicalQuery, Vector  # noqa: E402
 from core.ports import Embedder  # noqa: E402
 from core.search.query import parse_query  # noqa: E402
 from infra.local.keywords.tantivy_query import STOP_WORDS  # noqa: E402
 from infra.local.sqlite.vector_search import ANN_PROBE  # noqa: E402
 
-SCIFACT = shared_datasets() / "scifact"  # its word frequencies and queries
 STOP_WORD_QUERIES = ("the", "their", "there", "these", "to be or not to be", "this is it", "of the", "and")
-DIM, WORDS, CENTRES, K = 384, 60, 2000, 100
-TYPES = ("memory", "document", "task")  # task: 10% of entities, the filter measured
+K = 100
 BATCH = 1000
 PROBES = (8, 24, 64)
 ANN_MIN_DEFAULT = 200_000  # QUARRY_ANN_MIN_CHUNKS' default
 ANN_TRAIN_SECONDS = 3600.0  # a deadline for the background training (1M chunks take minutes here)
 SMOKE_CHUNKS = 300
-
-
-def vocabulary(dataset: Path = SCIFACT) -> tuple[list[str], np.ndarray]:
-    """The words of a BEIR corpus, most frequent first, and their frequencies."""
-    counts: Counter[str] = Counter()
-    with (dataset / "corpus.jsonl").open() as fh:
-        for line in fh:
-            doc = json.loads(line)
-            counts.update(re.findall(r"[a-z][a-z0-9-]+", (doc["title"] + " " + doc["text"]).lower()))
-    words = [w for w, _ in counts.most_common()]
-    freq = np.array([counts[w] for w in words], dtype=np.float64)
-    return words, freq / freq.sum()
-
-
-def query_texts(dataset: Path = SCIFACT) -> list[str]:
-    with (dataset / "queries.jsonl").open() as fh:
-        return [json.loads(line)["text"] for line in fh]
-
-
-class Space:
-    """Clustered unit vectors: entity i and query j draw from the same centres."""
-
-    def __init__(self, seed: int = 5) -> None:
-        rng = np.random.default_rng(seed)
-        self.centres = rng.standard_normal((CENTRES, DIM)).astype(np.float32)
-
-    def vectors(self, seed: int, n: int) -> np.ndarray:
-        rng = np.random.default_rng(seed)
-        v = self.centres[rng.integers(0, CENTRES, n)] + 0.9 * rng.standard_normal((n, DIM)).astype(np.float32)
-        return v / np.linalg.norm(v, axis=1, keepdims=True)
-
-
-def records(start: int, n: int, words: list[str], p: np.ndarray, space: Space) -> list[EntityRecord]:
-    rng = np.random.default_rng(start + 1)
-    drawn = rng.choice(len(words), size=(n, WORDS), p=p)
-    vecs = space.vectors(start + 2, n)
-    out = []
-    for j in range(n):
-        i = start + j
-        text = " ".join(words[w] for w in drawn[j])
-        title = " ".join(words[w] for w in drawn[j][:8])
-        etype = "task" if i % 10 == 0 else TYPES[i % 2]
-        out.append(
-            EntityRecord(
-                tenant_id="bench",
-                key=EntityKey(etype, f"e{i}"),
-                version=1,
-                source="memory",
-                owner=f"agent{i % 5}",
-                namespace=None,
-                created_at="2026-11-01T00:00:00Z",
-                updated_at="2026-11-01T00:00:00Z",
-                title=title,
-                body={"content": text},
-                metadata={},
-                content_hash=str(i),
-                chunks=(Chunk(0, (title, "", text), text, vecs[j]),),
-            )
-        )
-    return out
 
 
 def rss_mb() -> dict[str, float]:

@@ -29,7 +29,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import percentile, write_json  # noqa: E402
-from deploy.lambda_emulator import EmulatedFunction, build_layer  # noqa: E402
+from deploy.lambda_builds import build_layer  # noqa: E402
+from deploy.lambda_emulator import EmulatedFunction  # noqa: E402
 from deploy.lambda_local import deployment  # noqa: E402
 
 EVENTS = Path(__file__).resolve().parent.parent / "events"

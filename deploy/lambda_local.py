@@ -30,7 +30,8 @@ from typing import Any
 
 from deploy.event_sources import Schedule, SqsEventSource, jwt_authorizer_context
 from deploy.lambda_backends import local_environment, moto_server, provision
-from deploy.lambda_emulator import EmulatedFunction, build_artifact, build_layer
+from deploy.lambda_builds import build_artifact, build_layer
+from deploy.lambda_emulator import EmulatedFunction
 from deploy.lambda_template import Stack, parameter_overrides
 
 TOKEN_SECONDS = 3600

@@ -13,9 +13,10 @@ from core.errors import QuarryError
 from core.governance.governed_retrieval import GovernedRetrievalService, Reuse, Strategy
 from core.governance.overlay import RoleOverlay
 from core.governance.requests import RetrieveRequest
-from core.ports import EvalStore
+from core.ports import Clock, EvalStore
 from core.search.ranking_metrics import Metrics, evaluate
 from core.state import EvalRecord
+from core.timestamps import iso_timestamp
 
 # The strategies every evaluation reports (docs/architecture.md, Evaluation).
 GOLDEN_STRATEGIES: tuple[Strategy, ...] = ("keyword", "semantic", "rrf", "convex")
@@ -118,3 +119,28 @@ def run_golden_sets(
         state.put_eval(tenant_id, EvalRecord(name=name, at=at, metrics=report.to_json()))
         reports.append(report)
     return reports
+
+
+class OverlayEvaluation:
+    """POST /overlays/{role_id}/eval: run and store one overlay's golden set now (the nightly run does it
+    for every overlay with `run_golden_sets`)."""
+
+    def __init__(self, retrieval: GovernedRetrievalService, state: EvalStore, clock: Clock) -> None:
+        self._retrieval = retrieval
+        self._state = state
+        self._clock = clock
+
+    def run(self, tenant_id: str, role_id: str) -> dict[str, Any]:
+        """The golden set's report; a 404 for an unknown overlay before anything runs, and a report of no
+        queries (saying so) for an overlay without a golden set."""
+        self._retrieval.get_overlay(tenant_id, role_id)
+        at = iso_timestamp(self._clock.now())
+        reports = run_golden_sets(tenant_id, [role_id], self._retrieval, self._state, at)
+        if not reports:
+            return {
+                "role_id": role_id,
+                "queries": 0,
+                "strategies": {},
+                "message": "the overlay has no golden set",
+            }
+        return reports[0].to_json()

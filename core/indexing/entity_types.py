@@ -7,7 +7,7 @@ them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -166,6 +166,7 @@ BUILTIN_TYPES: dict[str, EntityType] = {
 
 # Plural and alias prefixes a user may type before a colon (`tasks: fix bug`, `people: ann`).
 _ALIASES = {"people": "person", "persons": "person"}
+_FILTERABLE_MEMO = 256  # lists of types whose filterable fields a registry keeps (searches name few)
 
 
 def _plural(name: str) -> str:
@@ -242,6 +243,7 @@ class EntityTypeRegistry:
 
     def __init__(self, types: Mapping[str, EntityType] | None = None) -> None:
         self._types = dict(BUILTIN_TYPES if types is None else types)
+        self._filterable: dict[tuple[str, ...], frozenset[str]] = {}  # by the names asked for (fixed types)
 
     @classmethod
     def with_config(cls, config: Mapping[str, Any]) -> EntityTypeRegistry:
@@ -267,6 +269,17 @@ class EntityTypeRegistry:
         if found is None:
             known = ", ".join(self.names())
             raise InvalidInputError(f"unknown entity type '{name}'", {path: f"must be one of: {known}"})
+        return found
+
+    def filterable(self, names: Sequence[str]) -> frozenset[str]:
+        """The fields a search of the types `names` may filter on: each one's `filterable` together (an
+        unknown name: InvalidInputError, as `get`). Worked out once per list of names."""
+        key = tuple(names)
+        found = self._filterable.get(key)
+        if found is None:
+            found = frozenset(f for name in key for f in self.get(name).filterable)
+            if len(self._filterable) < _FILTERABLE_MEMO:
+                self._filterable[key] = found
         return found
 
     def spellings(self) -> tuple[str, ...]:

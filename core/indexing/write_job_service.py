@@ -16,10 +16,11 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import IO, Any
 
-from core.errors import NotFoundError, PayloadTooLargeError, TenantErasedError
+from core.errors import InvalidInputError, NotFoundError, PayloadTooLargeError, TenantErasedError
 from core.indexing.bulk_writes import item_key, repeated_items
 from core.indexing.entity_models import entity_models
 from core.indexing.entity_types import EntityTypeRegistry
+from core.indexing.field_maps import item_mapper, parse_field_map
 from core.indexing.indexing_service import IndexingService
 from core.indexing.ndjson import LineRules, ToItem, accepted_parts, relined, take_in
 from core.indexing.write_jobs import (
@@ -118,6 +119,27 @@ class JobService:
         except BaseException:
             self._store.delete_job(job.tenant_id, job.job_id)
             raise
+
+    def submit_upload(
+        self,
+        tenant_id: str,
+        stream: IO[bytes],
+        entity_type: str | None = None,
+        id_field: str | None = None,
+        field_map: str | None = None,
+    ) -> Job:
+        """POST /entities/ndjson: `submit_lines` with each line mapped as asked — typed `entity_type` (else its
+        own `type`), its id from `id_field` (else `id`), only the fields `field_map` names
+        (`title=title,text=abstract`; else all). A bad map or an unknown type is a 400 naming it."""
+        to_item = None
+        if entity_type is not None or id_field is not None or field_map is not None:
+            try:
+                fields = parse_field_map(field_map) if field_map is not None else None
+            except ValueError as exc:
+                raise InvalidInputError(f"invalid map: {exc}", {"map": str(exc)}) from exc
+            kind = self._registry.resolve(entity_type, path="type") if entity_type is not None else None
+            to_item = item_mapper(kind, id_field or "id", fields)
+        return self.submit_lines(tenant_id, stream, to_item)
 
     def submit_lines(self, tenant_id: str, stream: IO[bytes], to_item: ToItem | None = None) -> Job:
         """ONE bulk job for an NDJSON upload (core/indexing/ndjson.py): each line checked on its own; a refused line

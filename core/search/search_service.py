@@ -144,10 +144,7 @@ class SearchService:
         return tuple(sorted(set(requested))) if requested else self._registry.names()
 
     def _filterable(self, types: Sequence[str]) -> set[str]:
-        allowed = set(COMMON_FILTERS)
-        for name in types:
-            allowed.update(self._registry.get(name).filterable)
-        return allowed
+        return set(COMMON_FILTERS) | self._registry.filterable(types)
 
     def _filters(self, types: Sequence[str], request: SearchRequest) -> Filters:
         """The request's filters, leaving out superseded memories unless it asks for history (a search
@@ -172,7 +169,23 @@ class SearchService:
 
     def search(self, tenant_id: str, request: SearchRequest) -> SearchResponse:
         """Run one search for `tenant_id`; never returns another tenant's entities."""
-        started = self._clock.monotonic()
+        s = self._checked(tenant_id, request, self._clock.monotonic())
+        if not request.query.strip() and not s.plan.own_vector:  # docs/conformance.md#empty-query
+            response = self._response(request, s.parsed, s.types, s.plan, [], 0, None, None, None)
+            response.took_ms = round((self._clock.monotonic() - s.started) * 1000, 3)
+            return response
+        return self._through_cache(s)
+
+    def query_text(self, tenant_id: str, request: SearchRequest) -> str | None:
+        """The text `search` would embed with the tenant's model for this request, checked as `search`
+        checks it (its errors raised); None when it embeds nothing (keyword, a caller's vector, an empty
+        query, no type, a page after the first). What core/search/query_batch.py embeds ahead."""
+        s = self._checked(tenant_id, request, 0.0)
+        embeds = s.plan.vector and not s.plan.own_vector and s.types and request.query.strip()
+        return s.parsed.text if embeds and request.cursor is None else None
+
+    def _checked(self, tenant_id: str, request: SearchRequest, started: float) -> _Search:
+        """The request checked and planned: a 400 for what the search cannot run, before any read."""
         self._check_limits(request)
         parsed = parse_query(request.query, self._registry, self.settings.max_terms)
         types = self._entity_types(request, parsed)
@@ -188,14 +201,7 @@ class SearchService:
             self._embedder.brings_own(tenant_id),
             request.strategy,
         )
-        if not request.query.strip() and not plan.own_vector:  # docs/conformance.md#empty-query
-            response = self._response(request, parsed, types, plan, [], 0, None, None, None)
-            response.took_ms = round((self._clock.monotonic() - started) * 1000, 3)
-            return response
-        answer = self._through_cache(
-            _Search(tenant_id, request, parsed, types, filters, facets, plan, started)
-        )
-        return answer
+        return _Search(tenant_id, request, parsed, types, filters, facets, plan, started)
 
     def _through_cache(self, s: _Search) -> SearchResponse:
         """The answer from the tenant's generation-keyed cache, or from the index and then cached (not

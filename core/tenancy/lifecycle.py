@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -142,10 +142,14 @@ class LifecycleService:
         clock: Clock,
         reopen_after_seconds: float = REOPEN_AFTER_SECONDS,
         snapshots: SearchSnapshots | None = None,
+        fence_moved: Callable[[str], None] = lambda _tenant: None,
     ) -> None:
-        """`snapshots`: the search snapshots an erase removes with the cache (None: a deployment without)."""
+        """`snapshots`: the search snapshots an erase removes with the cache (None: a deployment without).
+        `fence_moved`: told the tenant once an erase or a reopen is done, so the process drops its copy of
+        the tenant's fence (TenantGate.forget)."""
         self._index, self._state, self._cache = index, state, cache
         self._snapshots = snapshots
+        self._fence_moved = fence_moved
         self._jobs, self._queue, self._fences = jobs, queue, fences
         self._clock, self._reopen_after = clock, reopen_after_seconds
 
@@ -234,6 +238,7 @@ class LifecycleService:
         # What every purge since the fence removed, this one's and those of work that raced the erase and
         # purged first (which leave this purge nothing to find): what the tenant held, whoever removed it.
         removed = Removed.from_tally(self._fences.removed_since_fence(tenant_id))
+        self._fence_moved(tenant_id)
         return EraseReport(
             **removed.counts(tenant_id),
             fenced_at=iso_timestamp(now),
@@ -285,6 +290,7 @@ class LifecycleService:
             )
         removed = self.purge(tenant_id)
         self._fences.reopen(tenant_id, now)
+        self._fence_moved(tenant_id)
         return ReopenReport(**removed.counts(tenant_id), reopened_at=iso_timestamp(now))
 
 

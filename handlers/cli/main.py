@@ -90,6 +90,7 @@ def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
         from handlers.lambda_functions import api
         from handlers.local_server.devserver import make_server
         from handlers.local_server.local_key import key_hint
+        from handlers.local_server.query_batching import SearchBatcher
         from infra.wiring.root import Container, set_container
 
         c = Container(settings)
@@ -108,13 +109,14 @@ def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
             key_hint=key_hint(settings.api_keys, settings.data_dir),
             origins=settings.allowed_origins,
             access_log=settings.access_log,
+            batcher=SearchBatcher(settings.query_batch) if settings.query_batch > 1 else None,
         )
 
     return start
 
 
 def _field_map(text: str) -> dict[str, str]:
-    from infra.user_files.record_files import parse_field_map
+    from core.indexing.field_maps import parse_field_map
 
     try:
         return parse_field_map(text)
@@ -137,7 +139,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     reported by position, never dropped silently. A missing file or an unknown type fails once (exit 2)."""
     from tqdm import tqdm
 
-    from infra.user_files.record_files import item_mapper, read_records
+    from core.indexing.field_maps import item_mapper
+    from infra.user_files.record_files import read_records
 
     path = Path(args.file)
     if not path.is_file():

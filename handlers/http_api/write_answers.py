@@ -1,27 +1,15 @@
-"""The answer to one entity write, the same from the HTTP routes and the MCP tools: logged, counted per
-tenant, shaped as WriteResponse."""
+"""The answer to one entity write, the same from the HTTP routes and the MCP tools: shaped as
+WriteResponse here, then reported (logged, counted per tenant) by handlers/observability/observations.py."""
 
 from __future__ import annotations
 
 from core.indexing.drafts import WriteResult
 from core.models import WriteOutcome
 from core.search.search_api import WriteResponse
-from handlers.observability.powertools import logger
-from handlers.observability.tenant_metrics import TenantMetric, count
 
 
-def written(action: str, tenant_id: str, result: WriteResult, tenant_metrics: bool) -> WriteResponse:
-    """Log one applied (or duplicate) write, count it when per-tenant metrics are on, shape its answer."""
-    count(TenantMetric.WRITES, tenant_id, int(result.outcome is WriteOutcome.APPLIED), tenant_metrics)
-    logger.info(
-        f"entity {action}",
-        extra={
-            "tenant": tenant_id,
-            "key": str(result.key),
-            "outcome": result.outcome.value,
-            "reembedded": result.reembedded,
-        },
-    )
+def written(result: WriteResult) -> WriteResponse:
+    """The answer to one applied (or duplicate) write."""
     duplicate = result.outcome is WriteOutcome.DUPLICATE
     return WriteResponse(
         entity_type=result.key.entity_type,

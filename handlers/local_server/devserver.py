@@ -12,7 +12,7 @@ processes (`serve_workers`) that share the listening socket and the SQLite WAL f
 one running request plus a small queue; beyond that a request is answered 503 with Retry-After at once.
 
 Size: longer than ~300 lines because the request → event translation, the engine thread and the
-connection handling are one server; the worker processes are handlers/devserver_workers.py, uploads
+connection handling are one server; the engine thread is handlers/devserver_engine.py, the worker processes are handlers/devserver_workers.py, uploads
 handlers/gate.py, CORS handlers/cors.py.
 """
 
@@ -24,9 +24,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
@@ -35,6 +33,7 @@ from handlers.http_api.auth import PUBLIC_PATHS
 from handlers.http_api.gate import UPLOAD, UPLOAD_FILE
 from handlers.local_server import cors
 from handlers.local_server.console_static import console_file, is_console_path
+from handlers.local_server.devserver_engine import DEFAULT_QUEUE, Batcher, Engine, FakeLambdaContext, Handler
 from handlers.local_server.devserver_http import (
     copy_body,
     read_body,
@@ -46,25 +45,9 @@ from handlers.local_server.devserver_http import (
 )
 from handlers.local_server.local_key import CONFIGURED_KEY_HINT
 
-DEFAULT_QUEUE = 32  # requests waiting per worker: ~32 × a few ms of work, so a queued request waits < 1 s
 RETRY_AFTER_SECONDS = 1  # an overloaded engine drains its queue in about this long
 IDLE_TIMEOUT_SECONDS = 30  # a keep-alive connection with no request for this long is closed
 MAX_CONNECTIONS = 256  # open connections per worker, a thread each: bounds threads against slow clients
-
-Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-
-
-@dataclass
-class FakeLambdaContext:
-    """Enough of a Lambda context for Powertools."""
-
-    function_name: str = "quarry-local"
-    memory_limit_in_mb: int = 1024
-    invoked_function_arn: str = "arn:aws:lambda:local:000000000000:function:quarry-local"
-    aws_request_id: str = ""
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
 
 
 def build_event(
@@ -110,28 +93,6 @@ def build_event(
         "body": text,
         "isBase64Encoded": encoded,
     }
-
-
-class Engine:
-    """Runs the handler on one thread, one request at a time, admitting at most 1 + `queue` requests."""
-
-    def __init__(self, handler: Handler, queue: int = DEFAULT_QUEUE) -> None:
-        self._handler = handler
-        self._slots = threading.BoundedSemaphore(1 + queue)
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quarry-engine")
-
-    def run(self, event: dict[str, Any]) -> dict[str, Any] | None:
-        """The handler's result, or None at once when the engine is full (the caller answers 503)."""
-        if not self._slots.acquire(blocking=False):
-            return None
-        try:
-            context = FakeLambdaContext(aws_request_id=event["requestContext"]["requestId"])
-            return self._thread.submit(self._handler, event, context).result()
-        finally:
-            self._slots.release()
-
-    def close(self) -> None:
-        self._thread.shutdown(wait=True)
 
 
 class QuarryHTTPServer(ThreadingHTTPServer):
@@ -344,12 +305,24 @@ def make_server(
     key_hint: str = CONFIGURED_KEY_HINT,
     origins: tuple[str, ...] = (),
     access_log: bool = False,
+    batcher: Batcher | None = None,
 ) -> QuarryHTTPServer:
     """A server that authenticates and forwards every request to `handler` through one Engine; an NDJSON
     upload may be `max_ndjson_bytes` (default: `max_body_bytes`); `origins` may call it from a browser
-    (CORS), and `access_log` writes a line per request."""
+    (CORS), `access_log` writes a line per request, and a `batcher` prepares waiting requests together."""
     options = {"keys": dict(keys), "max_body_bytes": max_body_bytes, "key_hint": key_hint,
                "max_ndjson_bytes": max_body_bytes if max_ndjson_bytes is None else max_ndjson_bytes,
                "origins": tuple(origins), "access_log": access_log}  # fmt: skip
     forwarder = type("Forwarder", (_Forwarder,), options)
-    return QuarryHTTPServer((host, port), forwarder, Engine(handler, queue), sock, max_connections)
+    return QuarryHTTPServer((host, port), forwarder, Engine(handler, queue, batcher), sock, max_connections)
+
+
+__all__ = [
+    "DEFAULT_QUEUE",
+    "Batcher",
+    "Engine",
+    "FakeLambdaContext",
+    "QuarryHTTPServer",
+    "build_event",
+    "make_server",
+]

@@ -17,6 +17,7 @@ from handlers.http_api.openapi_models import Job as JobOut
 from handlers.http_api.write_answers import written
 from handlers.mcp.arguments import Act, Cursor, EntityId, EntityType
 from handlers.mcp.tools import DELETE, READ, UPSERT
+from handlers.observability.observations import entity_write
 from infra.wiring.root import Container
 
 
@@ -61,14 +62,16 @@ def upsert(
                 job=JobOut.model_validate(put.job.to_json()),
             )
         done = put
-    answer = written("patch" if partial else "put", tenant, done, c.settings.tenant_metrics)
+    answer = written(done)
+    entity_write("patch" if partial else "put", tenant, answer, c.settings.tenant_metrics)
     return UpsertAnswer.model_validate(answer.model_dump())
 
 
 def delete(c: Container, tenant: str, entity_type: str, entity_id: str, version: int | None) -> WriteResponse:
     """DELETE of one entity (`version` as the HTTP query parameter; the service bounds it)."""
-    done = c.writes.delete(tenant, entity_type, entity_id, version)
-    return written("delete", tenant, done, c.settings.tenant_metrics)
+    answer = written(c.writes.delete(tenant, entity_type, entity_id, version))
+    entity_write("delete", tenant, answer, c.settings.tenant_metrics)
+    return answer
 
 
 def register_entity_tools(server: MCPServer, act: Act) -> None:

@@ -178,6 +178,8 @@ class Settings(BaseSettings):
     embedder_pooling: Literal["mean", "cls"] | None = None
     embedder_query_prefix: str = Field(default="", max_length=64)
     embedder_threads: WholeNumber = Field(default=2, ge=1, le=64)
+    # `quarry serve`: the most waiting searches whose queries one model call embeds (1: each its own).
+    query_batch: WholeNumber = Field(default=4, ge=1, le=64)  # docs/benchmarks.md#query-batching
     # Runtime: numpy (the reference pass), onnx (the same encoder in onnxruntime, same vectors, ~3× faster)
     # or onnx-int8 (quantised: faster, cosine ≥ 0.98 to the reference). Unset: onnx when onnxruntime is
     # installed, else numpy. The ONNX graph is built once per model into the cache dir (default

@@ -26,7 +26,7 @@ from core.search.cache_key import (
     settling_key,
 )
 from infra.local.sqlite.connect import open_sqlite
-from infra.local.sqlite.errors import reported
+from infra.local.sqlite.errors import FAILURES, translate
 
 # Sets between two sweeps of expired rows. Measured on the dev VM: a set takes ~0.1 ms and a sweep of 10k
 # rows (half expired) ~20 ms, so one sweep per 500 sets adds ~0.04 ms per set and bounds the table.
@@ -64,8 +64,11 @@ class SqliteCache:
     @contextmanager
     def _guard(self) -> Iterator[sqlite3.Connection]:
         """Serialise access; SQLite lock and I/O errors become UnavailableError here and only here."""
-        with self._lock, reported():
-            yield self._conn
+        with self._lock:
+            try:
+                yield self._conn
+            except FAILURES as exc:
+                raise translate(exc) from exc
 
     def get(self, key: str, now: float) -> Any | None:
         """The live value under `key`, or None (expired entries are never returned)."""

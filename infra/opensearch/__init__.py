@@ -3,13 +3,16 @@ the client is built (or injected) when the adapter is."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigurationError
 from infra.opensearch.client import RetryPolicy, build_client
 from infra.opensearch.index import OpenSearchIndex, build_opensearch_index
 from infra.opensearch.layout import Layout
 from infra.opensearch.tenancy import TenantIndexes
+
+if TYPE_CHECKING:
+    from infra.config.settings import Settings
 
 __all__ = [
     "OpenSearchIndex",
@@ -23,7 +26,7 @@ __all__ = [
 _REFRESH: dict[str, bool | str] = {"false": False, "true": True, "wait_for": "wait_for"}
 
 
-def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearchIndex | TenantIndexes:
+def build_index(settings: Settings, dimension: int, client: Any = None) -> OpenSearchIndex | TenantIndexes:
     """The adapter from settings (`QUARRY_OPENSEARCH_*`), each index built by build_opensearch_index; a missing URL fails naming the variable. With
     tenants that have an index of their own, a TenantIndexes over the shared index and theirs; a tenant
     bringing its own vectors (QUARRY_BYO_VECTOR_TENANTS) has one at its declared dimension (a knn_vector
@@ -57,7 +60,7 @@ def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearch
         )
 
     shared = make(settings.opensearch_index_prefix, layout(settings))
-    byo: dict[str, int] = dict(getattr(settings, "byo_vector_tenants", {}) or {})
+    byo = dict(settings.byo_vector_tenants)
     if not settings.opensearch_own_index_tenants and not byo:
         return shared
     return TenantIndexes(
@@ -65,7 +68,7 @@ def build_index(settings: Any, dimension: int, client: Any = None) -> OpenSearch
     )
 
 
-def layout(settings: Any) -> Layout:
+def layout(settings: Settings) -> Layout:
     """The layout of new index generations, from settings (`QUARRY_OPENSEARCH_SHARDS`…)."""
     return Layout(
         shards=settings.opensearch_shards,

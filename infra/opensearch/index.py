@@ -155,8 +155,9 @@ class OpenSearchIndex:
         """Delete every index generation behind the alias, and the template (evaluation and test indices)."""
         self._lifecycle.drop()
 
-    def live_model_dir(self) -> str | None:
-        """The model folder the generation behind the alias was built with (None: the configured model)."""
+    def live_model_dir(self, tenant_id: str | None = None) -> str | None:
+        """The model folder the generation behind the alias was built with (None: the configured model);
+        every tenant's, as one index holds them all (TenantIndexes answers per tenant)."""
         return self._lifecycle.live_model_dir()
 
     def recheck_model(self) -> None:

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from core.errors import ConfigurationError, InvalidInputError
 from core.indexing.entity_types import EntityTypeRegistry
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
         TripleStore,
     )
     from infra.jobs.s3_payloads import S3JobPayloads
+    from infra.opensearch import OpenSearchIndex, TenantIndexes
+    from infra.text_models.ahead_embedder import AheadEmbedder
     from infra.wiring.root import Container
 
 ModelLoader = Callable[[str | Path], "Embedder"]
@@ -60,12 +62,18 @@ def registry(c: Container) -> EntityTypeRegistry:
         ) from exc
 
 
+def opensearch(c: Container) -> OpenSearchIndex | TenantIndexes:
+    """The OpenSearch adapter; besides the SearchIndex port it answers which model folder built each
+    tenant's index generation (`live_model_dir`), which `embedder` follows."""
+    from infra.opensearch import build_index
+
+    # The configured model's dimension; a reindexed generation's own (its `_meta`) wins at start.
+    return build_index(c.settings, c.configured_embedder.dimension)
+
+
 def index(c: Container) -> SearchIndex:
     if c.settings.index_kind == "opensearch":
-        from infra.opensearch import build_index
-
-        # The configured model's dimension; a reindexed generation's own (its `_meta`) wins at start.
-        return build_index(c.settings, c.configured_embedder.dimension)
+        return c.opensearch
     from infra.local.sqlite.index import build_sqlite_index
 
     return build_sqlite_index(
@@ -123,20 +131,21 @@ def embedder(c: Container) -> Embedder:
     from infra.text_models.switching_embedder import ActiveModel, SwitchingEmbedder
 
     if c.settings.index_kind == "opensearch":
-        found: Any = c.index
-        pick = getattr(found, "for_tenant", lambda _tenant: found)  # a tenant's own index, or the one
-        return SwitchingEmbedder(configured, c.load_embedder, lambda t: pick(t).live_model_dir())
+        return SwitchingEmbedder(configured, c.load_embedder, c.opensearch.live_model_dir)
     return SwitchingEmbedder(configured, c.load_embedder, ActiveModel(c.settings.sqlite_path))
 
 
-def vectors(c: Container) -> Embedder:
+def vectors(c: Container) -> AheadEmbedder:
     """The embedder services use: `embedder`, except for tenants that bring their own vectors
-    (QUARRY_BYO_VECTOR_TENANTS), which have none (core/indexing/caller_vectors.py)."""
+    (QUARRY_BYO_VECTOR_TENANTS), which have none (core/indexing/caller_vectors.py); a request may be served
+    the query vector made for it ahead, in a batch (infra/text_models/ahead_embedder.py)."""
+    from infra.text_models.ahead_embedder import AheadEmbedder
+
     if not c.settings.byo_vector_tenants:
-        return c.embedder
+        return AheadEmbedder(c.embedder)
     from core.indexing.caller_vectors import CallerVectorTenants
 
-    return CallerVectorTenants(c.embedder, c.settings.byo_vector_tenants)
+    return AheadEmbedder(CallerVectorTenants(c.embedder, c.settings.byo_vector_tenants))
 
 
 def cache(c: Container) -> Cache:
@@ -222,10 +231,11 @@ def job_queue(c: Container) -> JobQueue:
         return SqsJobQueue(c.settings.jobs_queue_url, payloads=c.job_payloads)
     from infra.jobs.sqlite_queue import SqliteJobQueue
 
+    later = c.later()
     return SqliteJobQueue(
         c.settings.sqlite_path,
-        lambda message, retried: c.jobs.process(message, retried),
-        lambda message, reason: c.jobs.fail(message, reason),
+        lambda message, retried: later.jobs.process(message, retried),
+        lambda message, reason: later.jobs.fail(message, reason),
     )
 
 

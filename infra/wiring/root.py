@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from infra.wiring import adapters, services
 
@@ -43,6 +43,25 @@ class Part(Generic[T]):
         return self if container is None else container.part(self.name)
 
 
+class _Inputs:
+    """What a builder is given: the container's settings and the parts its declaration names, nothing
+    else (reading another part fails, so the declarations cannot drift from the builders)."""
+
+    def __init__(self, container: Container, part: str) -> None:
+        self._container = container
+        self._part = part
+
+    def later(self) -> Container:
+        """The whole container, for a part read when the built part runs rather than while it is built
+        (`Container.later`)."""
+        return self._container
+
+    def __getattr__(self, name: str) -> Any:
+        if name in PARTS and name not in PARTS[self._part].inputs:
+            raise TypeError(f"the part {self._part} reads {name}, which its declaration does not name")
+        return getattr(self._container, name)
+
+
 class Container:
     """Adapters and services for one set of settings; every part is built once, on first use.
 
@@ -54,9 +73,10 @@ class Container:
     clock = Part(adapters.clock)
     registry = Part(adapters.registry)
     configured_embedder = Part(adapters.configured_embedder)
-    index = Part(adapters.index, "configured_embedder")
+    opensearch = Part(adapters.opensearch, "configured_embedder")
+    index = Part(adapters.index, "opensearch")
     load_embedder = Part(adapters.load_embedder)
-    embedder = Part(adapters.embedder, "configured_embedder", "index", "load_embedder")
+    embedder = Part(adapters.embedder, "configured_embedder", "opensearch", "load_embedder")
     vectors = Part(adapters.vectors, "embedder")
     cache = Part(adapters.cache)
     state = Part(adapters.state)
@@ -89,6 +109,7 @@ class Container:
             "integrity",
         ),
     )
+    query_batch = Part(services.query_batch, "search", "vectors")
     embedding = Part(services.embedding, "vectors")
     fusion_tuning = Part(services.fusion_tuning, "index", "embedder", "registry", "search_settings")
     indexing = Part(services.indexing, "index", "vectors", "registry", "cache", "clock")
@@ -99,6 +120,7 @@ class Container:
     )
     gate = Part(services.gate, "fences", "clock")
     governed_retrieval = Part(services.governed_retrieval, "index", "state", "clock", "vectors")
+    overlay_evaluation = Part(services.overlay_evaluation, "governed_retrieval", "state", "clock")
     context = Part(
         services.context,
         *("index", "vectors", "state", "registry", "clock", "new_id", "context_settings", "fanout_executor"),
@@ -113,26 +135,27 @@ class Container:
         self._built: dict[str, Any] = {}
         self._overridden: set[str] = set()
         self._lock = threading.RLock()  # one build at a time, as functools.cached_property did
-        self._building = threading.local()  # this thread's parts under construction, innermost last
         self.override(**parts)
 
     def part(self, name: str) -> Any:
-        """The part `name`, built on first use (what `container.<name>` reads)."""
-        stack: list[str] = getattr(self._building, "stack", [])
-        if stack and name not in PARTS[stack[-1]].inputs:
-            raise TypeError(f"the part {stack[-1]} reads {name}, which its declaration does not name")
-        try:
-            return self._built[name]
-        except KeyError:
-            pass
+        """The part `name`, built on first use (what `container.<name>` reads the first time: the part is
+        then kept in the instance, where later reads find it without calling anything)."""
         with self._lock:
             if name not in self._built:
-                self._building.stack = [*stack, name]
-                try:
-                    self._built[name] = PARTS[name].build(self)
-                finally:
-                    self._building.stack = stack
-            return self._built[name]
+                self._built[name] = PARTS[name].build(cast("Container", _Inputs(self, name)))
+            found = self._built[name]
+            self.__dict__[name] = found
+            return found
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in PARTS:  # it would keep the parts built from the old one
+            raise TypeError(f"use Container.override({name}=...) to replace the part {name}")
+        super().__setattr__(name, value)
+
+    def later(self) -> Container:
+        """The container itself. A builder calls it for a part it reads only when the built part runs — a
+        cycle: the job queue's callbacks reach `jobs`, built on the queue — and declares nothing for it."""
+        return self
 
     def override(self, **parts: Any) -> Container:
         """Use these parts instead of building them; drop the cached parts that were built from the old
@@ -146,7 +169,9 @@ class Container:
             self._overridden |= parts.keys()
             for name in built_from(parts) - self._overridden:
                 self._built.pop(name, None)
+                self.__dict__.pop(name, None)
             self._built.update(parts)
+            self.__dict__.update(parts)
         return self
 
     def close(self) -> None:

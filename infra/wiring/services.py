@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from core.context.context_service import ContextService, ContextSettings
     from core.context.learning_service import LearningService
+    from core.governance.golden_sets import OverlayEvaluation
     from core.governance.governed_retrieval import GovernedRetrievalService
     from core.indexing.catalog_service import CatalogService
     from core.indexing.entity_writes import EntityWrites
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from core.memory.reinforcement import Reinforcement
     from core.search.embedding import EmbeddingService
     from core.search.planning import SearchSettings
+    from core.search.query_batch import QueryBatch
     from core.search.search_service import SearchService
     from core.search.tuning_service import FusionTuningService
     from core.tenancy.fencing import TenantGate
@@ -77,6 +79,13 @@ def search(c: Container) -> SearchService:
     )
 
 
+def query_batch(c: Container) -> QueryBatch:
+    """`quarry serve`'s waiting searches' queries embedded in one call (QUARRY_QUERY_BATCH)."""
+    from core.search.query_batch import QueryBatch
+
+    return QueryBatch(c.search, c.vectors, c.settings.query_batch)
+
+
 def embedding(c: Container) -> EmbeddingService:
     """POST /embed and `quarry embed`: texts → the tenant's vectors."""
     from core.search.embedding import EmbeddingService
@@ -113,9 +122,11 @@ def catalog(c: Container) -> CatalogService:
 
 
 def lifecycle(c: Container) -> LifecycleService:
-    """Export, erase and reopen of a tenant (docs/architecture.md, A tenant's data lifecycle)."""
+    """Export, erase and reopen of a tenant (docs/architecture.md, A tenant's data lifecycle); after an
+    erase or a reopen, the container's current `gate` forgets its copy of the tenant's fence."""
     from core.tenancy.lifecycle import LifecycleService
 
+    later = c.later()
     return LifecycleService(
         c.index,
         c.state,
@@ -126,6 +137,7 @@ def lifecycle(c: Container) -> LifecycleService:
         c.clock,
         c.settings.reopen_after_seconds,
         snapshots=c.snapshots,
+        fence_moved=lambda tenant: later.gate.forget(tenant),
     )
 
 
@@ -134,8 +146,8 @@ def gate(c: Container) -> TenantGate:
     container's current `lifecycle` when it runs)."""
     from core.tenancy.fencing import TenantGate
 
-    scope = c.settings.erase_sweep
-    return TenantGate(c.fences, lambda tenant: c.lifecycle.purge(tenant, scope), c.clock)
+    scope, later = c.settings.erase_sweep, c.later()
+    return TenantGate(c.fences, lambda tenant: later.lifecycle.purge(tenant, scope), c.clock)
 
 
 def governed_retrieval(c: Container) -> GovernedRetrievalService:
@@ -144,6 +156,13 @@ def governed_retrieval(c: Container) -> GovernedRetrievalService:
     from core.governance.governed_retrieval import GovernedRetrievalService
 
     return GovernedRetrievalService(c.index, c.state, c.clock, c.vectors)
+
+
+def overlay_evaluation(c: Container) -> OverlayEvaluation:
+    """An overlay's golden set run on demand; the evaluation code loads with its first use."""
+    from core.governance.golden_sets import OverlayEvaluation
+
+    return OverlayEvaluation(c.governed_retrieval, c.state, c.clock)
 
 
 def context_settings(c: Container) -> ContextSettings:

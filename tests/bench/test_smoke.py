@@ -196,6 +196,16 @@ def test_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         assert row["share_of_bound"] == pytest.approx(row["held_per_s"] / bound["per_s"])
 
 
+@smoke("query_batch")
+def test_query_batch(tmp_path: Path) -> None:
+    assert run("query_batch", "--smoke", "--query-batch", "1,4", "--json", str(tmp_path / "out.json")) == 0
+    out = figures(tmp_path / "out.json")
+    assert set(out["model_cpu_ms_per_query_by_batch"]) == {"1", "2", "4", "8", "16"}
+    assert [t["query_batch"] for t in out["turns"]] == [1, 4]
+    for turn in out["turns"]:
+        assert turn["errors"] == 0 and turn["searches_per_s"] > 0 and latency(turn["latency_ms"])
+
+
 @smoke("long_queries")
 def test_long_queries(tmp_path: Path) -> None:
     assert run("long_queries", "--smoke", "--json", str(tmp_path / "out.json")) == 0

@@ -26,7 +26,7 @@ CORPUS = ROOT / "tests" / "fixtures" / "governance_corpus.json"
 def app(tmp_path: Path) -> Iterator[Container]:
     """A fresh local container with a fixed clock and the fixture corpus loaded through POST /corpus."""
     c = make_container(tmp_path / "data", FakeEmbedder(dimension=FAKE_DIMENSION))
-    c.clock = FakeClock()  # type: ignore[assignment]
+    c.override(clock=FakeClock())
     set_container(c)
     status, body = invoke(api_event("load_corpus"))
     assert status == 200, body
@@ -196,7 +196,7 @@ def test_cli_validate_and_load_corpus(
 def test_a_paraphrase_is_a_strong_match_only_with_real_semantics(semantic: Container) -> None:
     # all-MiniLM-L6-v2: the task shares no content word with the runbook ("db passwords" vs "database
     # credentials"), so only the semantic side can find it.
-    semantic.clock = FakeClock()  # type: ignore[assignment]
+    semantic.override(clock=FakeClock())
     assert invoke(api_event("load_corpus"))[0] == 200
     task = {"role_id": "dba", "task_text": "how often must the db passwords be changed"}
     status, hybrid = invoke(api_event("retrieve", body=task))

@@ -126,7 +126,7 @@ def local(tmp_path: Path, fake_embedder: FakeEmbedder, stack: dict[str, Any]) ->
 def app(tmp_path: Path, stack: dict[str, Any]) -> Iterator[Container]:
     """test_governance_api's container (fixture corpus loaded through POST /corpus), on the same stack."""
     c = make_container(tmp_path / "data", FakeEmbedder(dimension=FAKE_DIMENSION), **stack)
-    c.clock = FakeClock()  # type: ignore[assignment]
+    c.override(clock=FakeClock())
     set_container(c)
     status, body = invoke(api_event("load_corpus"))
     assert status == 200, body

@@ -60,6 +60,15 @@ def test_an_unknown_part_is_refused_by_name(tmp_path: Path) -> None:
         c.override(embeder=FakeEmbedder())
 
 
+def test_a_part_cannot_be_assigned_around_override(tmp_path: Path) -> None:
+    c = Container(load_settings(data_dir=tmp_path))
+    search = c.search
+    with pytest.raises(TypeError, match="override"):
+        c.embedder = FakeEmbedder()  # type: ignore[misc]  # what a test might try: it would keep `search`
+    assert c.search is search
+    c.settings = load_settings(data_dir=tmp_path)  # not a part: an attribute like any other
+
+
 def test_no_test_or_bench_writes_into_the_containers_slots() -> None:
     root = Path(__file__).resolve().parents[2]
     needle = "__dict__" + "["  # split so this file does not find itself
@@ -69,7 +78,9 @@ def test_no_test_or_bench_writes_into_the_containers_slots() -> None:
         for path in (root / folder).rglob("*.py")
         if needle in path.read_text(encoding="utf-8")
     ]
-    assert writers == [], "use Container.override(...) instead"
+    assert writers == ["infra/wiring/root.py"], (
+        "use Container.override(...) instead"
+    )  # the container keeps its own
 
 
 def test_every_declared_input_is_a_part() -> None:

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from deploy.lambda_emulator import EmulatedFunction, missing
+from deploy.lambda_builds import missing
+from deploy.lambda_emulator import EmulatedFunction
 from deploy.lambda_local import Deployment, deployment
 from deploy.lambda_template import parameter_overrides
 

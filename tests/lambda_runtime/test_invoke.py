@@ -11,7 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from deploy.lambda_emulator import RUNTIME_PYTHON, EmulatedFunction
+from deploy.lambda_builds import RUNTIME_PYTHON
+from deploy.lambda_emulator import EmulatedFunction
 from deploy.lambda_local import Deployment
 from tests.conftest import EVENTS, ROOT
 from tests.lambda_runtime.conftest import call, eventually

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.errors import InvalidInputError
 from core.indexing.entity_types import EntityTypeRegistry
 from core.search.query import MAX_TERMS, QueryShape, parse_query
 
@@ -121,3 +122,16 @@ def test_phrase_words_count_toward_the_term_cap() -> None:
     assert mixed.phrases == ("rate limiter config",) and len(mixed.terms) == MAX_TERMS - 3 and mixed.truncated
     small = parse_query('"rate limiter" login', REGISTRY)
     assert (small.phrases, small.terms, small.truncated) == (("rate limiter",), ("login",), False)
+
+
+def test_the_fields_a_search_may_filter_on_are_every_named_types_together() -> None:
+    registry = EntityTypeRegistry.with_config(
+        {"types": {"ticket": {"fields": {"title": 3}, "filterable": ["priority"]},
+                   "invoice": {"fields": {"title": 3}, "filterable": ["currency", "priority"]}}}
+    )  # fmt: skip
+    assert registry.filterable(["ticket"]) == {"priority"}
+    assert registry.filterable(["ticket", "invoice"]) == {"priority", "currency"}
+    assert registry.filterable(["ticket", "invoice"]) == {"priority", "currency"}  # asked again: the same
+    with pytest.raises(InvalidInputError) as refused:
+        registry.filterable(["ticket", "nope"])
+    assert "unknown entity type 'nope'" in str(refused.value)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from infra.wiring.root import Container
 
 _PATH_PARAMETER = re.compile(r"<(\w+)>")  # Powertools' dynamic route syntax
+PRINCIPAL = "principal"  # where `caller` records the request's principal in the router's context
 
 
 def _policy(settings: Settings) -> JwtPolicy:
@@ -40,8 +41,11 @@ def jwt_policy() -> JwtPolicy:
 
 
 def caller(router: BaseRouter, scope: str) -> Principal:
-    """The authenticated caller of the current request, holding `scope` (401/403 otherwise)."""
-    return principal_from_event(router.current_event.raw_event, jwt_policy()).require(scope)
+    """The authenticated caller of the current request, holding `scope` (401/403 otherwise); recorded for
+    the request's report (handlers/observability/observations.py)."""
+    found = principal_from_event(router.current_event.raw_event, jwt_policy()).require(scope)
+    router.append_context(**{PRINCIPAL: found})
+    return found
 
 
 def services() -> Container:
@@ -49,18 +53,21 @@ def services() -> Container:
     return container()
 
 
-def request_id(router: BaseRouter) -> str | None:
-    """API Gateway's request id, logged with what the request did."""
+TRACE_HEADERS = ("x-amzn-trace-id", "traceparent", "x-request-id")
+
+
+def request_id(router: BaseRouter | type[BaseRouter]) -> str | None:
+    """API Gateway's request id, else a trace id the client sent (logged with what the request did)."""
     event = cast("APIGatewayProxyEventV2", router.current_event)  # an HTTP API resolver's event
-    return event.request_context.request_id
+    found = event.request_context.request_id
+    if found:
+        return found
+    headers = event.headers or {}
+    return next((headers[h] for h in TRACE_HEADERS if headers.get(h)), None)
 
 
 def accepted(job: Job) -> Response[dict[str, Any]]:
-    """202 Accepted for a write job, pointing at its status route."""
-    from handlers.observability.powertools import logger
-
-    logger.info("job accepted", extra={"tenant": job.tenant_id, "job": job.job_id, "kind": job.kind,
-                                       "items": job.items, "chunks": job.chunks, "parts": job.parts})  # fmt: skip
+    """202 Accepted for a write job, pointing at its status route (logged by the route's report)."""
     return Response(
         status_code=202,
         content_type=content_types.APPLICATION_JSON,

@@ -6,7 +6,6 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
-from aws_lambda_powertools.metrics import MetricUnit
 
 from core.context.context_api import (
     DEFAULT_LOG_PAGE,
@@ -29,20 +28,16 @@ from core.context.context_api import (
 )
 from handlers.http_api.routes.common import caller as principal
 from handlers.http_api.routes.common import only_parameters, request_id, services
-from handlers.observability.powertools import logger, metrics
-from handlers.observability.tenant_metrics import TenantMetric, count
+from handlers.observability.observations import (
+    assembled,
+    budget_set,
+    feedback_recorded,
+    learning_ran,
+    observed,
+    weight_set,
+)
 
 router = Router()
-TRACE_HEADERS = ("x-amzn-trace-id", "traceparent", "x-request-id")
-
-
-def _request_id() -> str | None:
-    """API Gateway's request id, else a trace id the client sent (logged with the assembly)."""
-    found = request_id(router)
-    if found:
-        return found
-    headers = router.current_event.headers or {}
-    return next((headers[h] for h in TRACE_HEADERS if headers.get(h)), None)
 
 
 @router.post(
@@ -51,38 +46,11 @@ def _request_id() -> str | None:
     tags=["context"],
     operation_id="assembleContext",
 )
+@observed(router, assembled)
 def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
     who = principal(router, "read")
     who.act_as(request.caller)
-    rid = _request_id()
-    response = services().context.assemble(who.tenant_id, request, rid)
-    metrics.add_metric(
-        name="AssemblyRetrievalLatency", unit=MetricUnit.Milliseconds, value=response.retrieval_ms
-    )
-    metrics.add_metric(name="AssemblyTokens", unit=MetricUnit.Count, value=response.total_tokens)
-    metrics.add_metric(name="AssemblyWarnings", unit=MetricUnit.Count, value=len(response.warnings))
-    on = services().settings.tenant_metrics
-    count(TenantMetric.ASSEMBLIES, who.tenant_id, enabled=on)
-    from core.context.context_service import is_degraded  # loaded already: services().context built it
-
-    degraded = is_degraded(response.warnings)
-    count(TenantMetric.DEGRADED_ANSWERS, who.tenant_id, int(degraded), enabled=on)
-    logger.info(
-        "context assembled",
-        extra={
-            "tenant": who.tenant_id,
-            "caller": request.caller,
-            "namespace": request.namespace,
-            "assembly_id": response.assembly_id,
-            "request_id": rid,
-            "items": len(response.sources),
-            "total_tokens": response.total_tokens,
-            "token_budget": response.token_budget,
-            "retrieval_ms": response.retrieval_ms,
-            "warnings": response.warnings,
-        },
-    )
-    return response
+    return services().context.assemble(who.tenant_id, request, request_id(router))
 
 
 @router.post(
@@ -91,20 +59,11 @@ def assemble(request: Annotated[AssembleRequest, Body()]) -> AssembleResponse:
     tags=["context"],
     operation_id="sendFeedback",
 )
+@observed(router, feedback_recorded)
 def feedback(request: Annotated[FeedbackRequest, Body()]) -> FeedbackResponse:
     who = principal(router, "write")
     # a token bound to one caller steers only that caller's learning (another's assembly is a 404)
-    response = services().context.feedback(who.tenant_id, request, who.bound_caller)
-    logger.info(
-        "context feedback",
-        extra={
-            "tenant": who.tenant_id,
-            "assembly_id": response.assembly_id,
-            "used": len(response.recorded_ids),
-            "ignored": len(response.ignored_ids),
-        },
-    )
-    return response
+    return services().context.feedback(who.tenant_id, request, who.bound_caller)
 
 
 @router.get(
@@ -163,14 +122,10 @@ def callers() -> CallersResponse:
     tags=["context"],
     operation_id="setWeight",
 )
+@observed(router, weight_set)
 def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest, Body()]) -> WeightOut:
     who = principal(router, "admin")
-    row = services().learning.set_weight(who.tenant_id, caller, source, request)
-    logger.info(
-        "manual weight",
-        extra={"tenant": who.tenant_id, "caller": caller, "source": source, "manual": row.manual},
-    )
-    return row
+    return services().learning.set_weight(who.tenant_id, caller, source, request)
 
 
 @router.put(
@@ -179,15 +134,10 @@ def set_weight(caller: str, source: str, request: Annotated[ManualWeightRequest,
     tags=["context"],
     operation_id="setBudget",
 )
+@observed(router, budget_set)
 def set_budget(caller: str, request: Annotated[BudgetRequest, Body()]) -> BudgetOut:
     who = principal(router, "admin")
-    row = services().learning.set_budget(who.tenant_id, caller, request)
-    logger.info(
-        "budget set",
-        extra={"tenant": who.tenant_id, "caller": caller, "budget": row.budget, "min": row.min_budget,
-               "max": row.max_budget},
-    )  # fmt: skip
-    return row
+    return services().learning.set_budget(who.tenant_id, caller, request)
 
 
 @router.post(
@@ -196,17 +146,6 @@ def set_budget(caller: str, request: Annotated[BudgetRequest, Body()]) -> Budget
     tags=["context"],
     operation_id="runLearning",
 )
+@observed(router, learning_ran)
 def run_eval() -> EvalResponse:
-    who = principal(router, "admin")
-    report = services().learning.run(who.tenant_id)
-    logger.info(
-        "learning cycle",
-        extra={
-            "tenant": who.tenant_id,
-            "callers": report.callers,
-            "assemblies": report.assemblies,
-            "weights": report.weights_count,
-            "budgets": report.budgets_count,
-        },
-    )
-    return report
+    return services().learning.run(principal(router, "admin").tenant_id)

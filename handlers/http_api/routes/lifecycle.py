@@ -9,11 +9,10 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.cursor import tenant_mark
 from core.errors import ForbiddenError
 from core.tenancy.lifecycle import EXPORT_PAGE_BYTES, EraseReport, ReopenReport
 from handlers.http_api.routes.common import caller, services
-from handlers.observability.powertools import logger
+from handlers.observability.observations import observed, tenant_erased, tenant_reopened
 
 router = Router()
 MIN_EXPORT_PAGE_BYTES = 10_000  # a page holds at least a few records; the bound only tunes page size
@@ -54,23 +53,9 @@ def export(
     tags=["tenant"],
     operation_id="eraseTenant",
 )
+@observed(router, tenant_erased)
 def erase(request: Annotated[EraseRequest, Body()]) -> EraseReport:
-    tenant = caller(router, "admin").tenant_id
-    c = services()
-    report = c.lifecycle.erase(tenant, request.confirm)
-    c.gate.forget(tenant)
-    logger.warning(
-        "tenant erased",
-        extra={
-            "tenant_mark": tenant_mark(tenant),  # a fingerprint: the log keeps no trace of the tenant id
-            "entities": report.entities_removed,
-            "state_rows": report.state_rows_removed,
-            "cache_entries": report.cache_entries_removed,
-            "jobs": report.jobs_removed,
-            "job_parts": report.job_parts_discarded,
-        },
-    )
-    return report
+    return services().lifecycle.erase(caller(router, "admin").tenant_id, request.confirm)
 
 
 @router.post(
@@ -79,12 +64,6 @@ def erase(request: Annotated[EraseRequest, Body()]) -> EraseReport:
     tags=["tenant"],
     operation_id="reopenTenant",
 )
+@observed(router, tenant_reopened)
 def reopen(request: Annotated[EraseRequest, Body()]) -> ReopenReport:
-    tenant = caller(router, "admin").tenant_id
-    c = services()
-    report = c.lifecycle.reopen(tenant, request.confirm)
-    c.gate.forget(tenant)
-    logger.warning(
-        "tenant reopened", extra={"tenant_mark": tenant_mark(tenant), "swept": report.entities_removed}
-    )
-    return report
+    return services().lifecycle.reopen(caller(router, "admin").tenant_id, request.confirm)

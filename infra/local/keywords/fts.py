@@ -4,6 +4,7 @@ characters instead)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 from core.models import Condition, Filters, LexicalQuery, MatchMode
@@ -42,8 +43,10 @@ def fts5_expression(query: LexicalQuery, expansions: dict[str, list[str]] | None
 # tenants shared keep theirs.
 SCOPE_KINDS = {"tenant": "qt", "type": "qy", "source": "qs", "owner": "qo", "namespace": "qn"}
 _SCOPE_DIGITS = 15  # hex digits of sha256 kept: 60 bits, collisions negligible at any realistic scale
+_TOKEN_MEMO = 4096  # scope tokens kept made: every search asks again for its tenant's and types' tokens
 
 
+@functools.lru_cache(maxsize=_TOKEN_MEMO)
 def scope_token(kind: str, value: str) -> str:
     """The single FTS token standing for `kind = value`."""
     digest = hashlib.sha256(value.encode("utf-8")).hexdigest()[:_SCOPE_DIGITS]
@@ -109,6 +112,7 @@ def scoped_expression(expression: str, filters: Filters) -> str:
 PRESENCE_KEYS = frozenset({"superseded_by"})
 
 
+@functools.lru_cache(maxsize=_TOKEN_MEMO)
 def presence_token(key: str) -> str:
     """The scope token standing for `metadata[key]` having a value."""
     digest = hashlib.sha256(f"{key}\x00present".encode()).hexdigest()[:15]

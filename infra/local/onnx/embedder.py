@@ -17,8 +17,9 @@ this machine's AVX-512 kernels, under OpenBLAS's Haswell and Sandybridge kernels
 emulating a Haswell (tests/adapters/test_other_cpus.py). The vectors themselves differ between CPUs in the
 last bits (each CPU has its own kernels), never between batches on one CPU. `onnx-int8` does not keep this
 promise: onnxruntime quantises a call's activations with one scale for the whole batch, so a passage's
-int8 vector moves with its company (cosine ≥ 0.99 to itself alone, measured). Queries, embedded alone on
-the search path, skip the padding and grouping: they never share a batch there.
+int8 vector moves with its company (cosine ≥ 0.99 to itself alone, measured). Queries skip the padding and
+grouping: a search embeds its query alone, or `quarry serve` embeds its waiting searches' queries together
+(docs/architecture.md#query-batching), where a query's vector may move in the last bits with its company.
 
 Runtimes (`QUARRY_EMBEDDER_RUNTIME`): `numpy` is the reference forward pass (`onnx/bert.py`); `onnx` runs the
 same encoder as an ONNX graph in onnxruntime (fp32: the same vectors to cosine ≥ 0.999999, about three

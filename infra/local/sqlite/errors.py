@@ -15,6 +15,10 @@ from contextlib import contextmanager
 from core.errors import ConflictError, QuarryError, UnavailableError
 
 BACKEND = "sqlite"
+# What `translate` turns into core errors; any other sqlite3.Error is a bug in the SQL and propagates as is.
+# A hot path (one query of a search) catches these and calls `translate` only when one is raised, where a
+# `with reported():` block would enter this module twice per query.
+FAILURES = (sqlite3.OperationalError, sqlite3.IntegrityError)
 
 
 def translate(exc: sqlite3.Error) -> QuarryError:
@@ -29,7 +33,7 @@ def reported() -> Iterator[None]:
     """SQLite's operational and constraint errors raised in the block, as core errors (`translate`)."""
     try:
         yield
-    except (sqlite3.OperationalError, sqlite3.IntegrityError) as exc:
+    except FAILURES as exc:
         raise translate(exc) from exc
 
 

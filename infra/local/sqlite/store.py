@@ -19,7 +19,7 @@ from typing import Any, Literal
 from core.errors import ConfigurationError, UnavailableError
 from infra.local.keywords.fts_tables import LEGACY, split_shared_table
 from infra.local.sqlite.connect import immediate, open_sqlite
-from infra.local.sqlite.errors import reported, translate
+from infra.local.sqlite.errors import FAILURES, translate
 from infra.local.sqlite.sql import CHANGE_LOG, KEYWORD_FLOOR, SCHEMA
 from infra.local.vectors.vector_store import VectorStores
 
@@ -104,14 +104,19 @@ class SqliteStore:
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
         """A write-locked transaction (connect.immediate); the derived stores follow once committed."""
-        with reported(), immediate(self.conn()) as conn:
-            yield conn
+        try:
+            with immediate(self.conn()) as conn:
+                yield conn
+        except FAILURES as exc:
+            raise translate(exc) from exc
         self._follow_writes()
 
     def read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """The rows of one query, SQLite's errors reported as core errors."""
-        with reported():
+        try:
             return self.conn().execute(sql, params).fetchall()
+        except FAILURES as exc:
+            raise translate(exc) from exc
 
     def settle(self) -> None:
         """Bring the keyword index (tantivy engine) up to every committed write now, instead of letting
