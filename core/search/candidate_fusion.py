@@ -4,6 +4,7 @@ prefix-then-fuzzy fallback when nothing matched (docs/conformance.md#no-match-fa
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Sequence
 from typing import Any
 
@@ -72,14 +73,21 @@ def _first_lists(
     pool for the moved query), asked as a second spec of the same round trip."""
     pool = max(1, settings.feedback_pool)
     if not (feedback and _rescoring(settings)):
-        (got,) = index.retrieve_many(tenant_id, [CandidateQuery(lex, embedding, filters, depth, feedback)])
+        spec = CandidateQuery(lex, embedding, filters, depth, feedback, with_vectors=feedback)
+        (got,) = index.retrieve_many(tenant_id, [spec])
         return got
     if pool == 1:
-        (got,) = index.retrieve_many(tenant_id, [CandidateQuery(lex, embedding, filters, depth)])
+        spec = CandidateQuery(lex, embedding, filters, depth, with_vectors=True)
+        (got,) = index.retrieve_many(tenant_id, [spec])
         return got
-    specs = [CandidateQuery(lex, None, filters, depth), CandidateQuery(None, embedding, filters, depth * pool)]
+    specs = [
+        CandidateQuery(lex, None, filters, depth, with_vectors=True),
+        CandidateQuery(None, embedding, filters, depth * pool, with_vectors=True),
+    ]
     lexical, vector = index.retrieve_many(tenant_id, specs)
-    return CandidateLists(lexical.lexical, vector.vector)
+    # Both lists' vectors, each still decoded only when read.
+    vectors = ChainMap(vector.vectors, lexical.vectors)  # type: ignore[arg-type]  # read, never written
+    return CandidateLists(lexical.lexical, vector.vector, vectors)
 
 
 def _with_feedback(
@@ -102,7 +110,7 @@ def _with_feedback(
     if _rescoring(settings):
         moved = feedback_rescore(
             index, tenant_id, embedding, fused, lexical, got.vector, depth,
-            settings.feedback_docs, settings.feedback_weight,
+            settings.feedback_docs, settings.feedback_weight, got.vectors,
         )  # fmt: skip
         # Without feedback vectors the first vector list stands: it was retrieved whole.
         listed = vector if moved is None else strong_vector_hits(moved, settings, plan.own_vector)
@@ -117,6 +125,7 @@ def _with_feedback(
         depth,
         settings.feedback_docs,
         settings.feedback_weight,
+        got.vectors,
     )
     if (
         again is None

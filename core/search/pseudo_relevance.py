@@ -13,7 +13,7 @@ Measured in bench/prf_study.py (bench/QUALITY.md §6): k = 2, β = 1.0 and the f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from core.models import ALL_CHUNKS, Candidate, EntityKey, Filters, Vector
 from core.ports import Retriever
@@ -80,6 +80,27 @@ def _matched(
     return None if best is None else stored[(key, best[1])]
 
 
+def stored_vectors(
+    index: Retriever,
+    tenant_id: str,
+    chunks: Sequence[tuple[EntityKey, int]],
+    with_hits: Mapping[EntityKey, Mapping[int, Vector]],
+) -> dict[tuple[EntityKey, int], Vector]:
+    """The stored vectors of `chunks` ((entity, ALL_CHUNKS): all of its chunks): from the copies that came
+    with the hits (CandidateLists.vectors) when they hold every one of these entities, else read from the
+    index in one request."""
+    if not chunks or any(key not in with_hits for key, _ in chunks):
+        return index.chunk_vectors(tenant_id, chunks) if chunks else {}
+    out: dict[tuple[EntityKey, int], Vector] = {}
+    for key, number in chunks:
+        held = with_hits[key]
+        if number == ALL_CHUNKS:
+            out.update(((key, n), v) for n, v in held.items())
+        elif number in held:
+            out[(key, number)] = held[number]
+    return out
+
+
 def feedback_vectors(
     query: Vector,
     chunks: Sequence[tuple[EntityKey, int]],
@@ -136,18 +157,17 @@ def feedback_rescore(
     depth: int,
     docs: int = FEEDBACK_DOCS,
     weight: float = FEEDBACK_WEIGHT,
-    stored: dict[tuple[EntityKey, int], Vector] | None = None,
+    with_hits: Mapping[EntityKey, Mapping[int, Vector]] | None = None,
 ) -> list[Candidate] | None:
     """The vector list the moved query would find among the candidates in hand (`rescored`): every chunk
-    vector of both legs' entities read in one request (or `stored`, when the index returned them with the
-    hits), the feedback vectors among them; None when none of the feedback documents has a stored vector."""
+    vector of both legs' entities (`stored_vectors`: those that came `with_hits`, else one read), the
+    feedback vectors among them; None when none of the feedback documents has a stored vector."""
     chunks = feedback_chunks(fused, vector, docs)
     if not chunks:
         return None
     pool = [*vector, *lexical]
-    if stored is None:
-        wanted = list(dict.fromkeys((c.key, ALL_CHUNKS) for c in pool))
-        stored = index.chunk_vectors(tenant_id, wanted)
+    wanted = list(dict.fromkeys((c.key, ALL_CHUNKS) for c in pool))
+    stored = stored_vectors(index, tenant_id, wanted, with_hits or {})
     found = feedback_vectors(query, chunks, stored)
     if not found:
         return None
@@ -164,13 +184,15 @@ def feedback_search(
     depth: int,
     docs: int = FEEDBACK_DOCS,
     weight: float = FEEDBACK_WEIGHT,
+    with_hits: Mapping[EntityKey, Mapping[int, Vector]] | None = None,
 ) -> list[Candidate] | None:
     """The vector leg searched again with the query moved toward the top `docs` fused results' stored
-    vectors (one read of those vectors, one k-NN search); None when none of them has a stored vector."""
+    vectors (those that came `with_hits`, else one read of them; then one k-NN search); None when none of
+    them has a stored vector."""
     chunks = feedback_chunks(fused, vector, docs)
     if not chunks:
         return None
-    found = feedback_vectors(query, chunks, index.chunk_vectors(tenant_id, chunks))
+    found = feedback_vectors(query, chunks, stored_vectors(index, tenant_id, chunks, with_hits or {}))
     if not found:
         return None
     return index.vector(tenant_id, rocchio(query, found, weight), filters, depth)
