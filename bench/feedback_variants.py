@@ -58,6 +58,7 @@ def main() -> int:
     parser.add_argument("--cache-dir", required=True)
     parser.add_argument("--index", choices=["sqlite", "opensearch"], default="sqlite")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--only", default=None, help="comma-separated numbers of the variants to run (1-5)")
     args = parser.parse_args()
 
     from core.indexing.entity_types import EntityTypeRegistry
@@ -90,7 +91,10 @@ def main() -> int:
             if given is None:
                 index.settle()  # type: ignore[attr-defined]
             out: dict[str, Any] = {"dataset": data.name, "index": args.index, "ingest_s": report.seconds}
-            for name, (s, with_hits) in variants(settings).items():
+            chosen = list(variants(settings).items())
+            if args.only:
+                chosen = [chosen[int(n) - 1] for n in args.only.split(",")]
+            for name, (s, with_hits) in chosen:
                 used = index if with_hits else ExactVectors(index)
                 service = c.override(index=used, search_settings=s, cache=MemoryCache()).search
                 started = time.perf_counter()
