@@ -89,8 +89,9 @@ class Settings(BaseSettings):
     feedback_docs: WholeNumber = Field(default=FEEDBACK_DOCS, ge=0, le=10)
     feedback_weight: float = Field(default=FEEDBACK_WEIGHT, ge=0.0, le=5.0)
     # How the moved query ranks: "search" (a second k-NN) or "rescore" (the candidates in hand), and how many
-    # times deeper the vector leg goes when re-scoring (core/search/pseudo_relevance.py)
-    feedback_mode: Literal["search", "rescore"] = FEEDBACK_MODE
+    # times deeper the vector leg goes when re-scoring (core/search/pseudo_relevance.py). None: per index
+    # (`feedback_ranking`), each the faster at equal quality (docs/benchmarks.md#feedback-without-a-second-k-nn-search)
+    feedback_mode: Literal["search", "rescore"] | None = None
     feedback_pool: WholeNumber = Field(default=1, ge=1, le=10)
     # A memory's score: (1 − blend) × fused + blend × decayed relevance (0.7 / 0.3,
     # docs/conformance.md#memory-blend). 0: memories rank by the fused score alone. Other types never blend.
@@ -322,6 +323,14 @@ class Settings(BaseSettings):
     @property
     def index_kind(self) -> str:
         return self.index or ("opensearch" if self.backend == "aws" else "sqlite")
+
+    @property
+    def feedback_ranking(self) -> str:
+        """`feedback_mode`, else re-scoring on OpenSearch (its hits bring their vectors: one round trip) and
+        the second k-NN search on the embedded index (cheaper there than reading 200 entities' vectors)."""
+        if self.feedback_mode is not None:
+            return self.feedback_mode
+        return "rescore" if self.index_kind == "opensearch" else FEEDBACK_MODE
 
     @property
     def state_kind(self) -> str:

@@ -40,7 +40,7 @@ def search_settings(c: Container) -> SearchSettings:
         rrf_k=s.rrf_k,
         feedback_docs=s.feedback_docs,
         feedback_weight=s.feedback_weight,
-        feedback_mode=s.feedback_mode,
+        feedback_mode=s.feedback_ranking,
         feedback_pool=s.feedback_pool,
         max_query_chars=s.max_query_chars,
         max_limit=s.max_limit,

@@ -203,3 +203,12 @@ def test_feedback_by_rescoring_reads_every_chunk_of_both_legs_once_and_searches_
     moved = rocchio(query, [near])
     assert got is not None and [x.key for x in got] == [a, b]
     assert np.isclose(got[0].score, float(moved @ near)) and np.isclose(got[1].score, float(moved @ far))
+
+
+def test_feedback_re_scores_on_opensearch_and_searches_again_locally_unless_set(tmp_path: Any) -> None:
+    from infra.settings import load_settings
+
+    assert load_settings(data_dir=tmp_path, index="sqlite").feedback_ranking == "search"
+    assert load_settings(data_dir=tmp_path, index="opensearch", opensearch_url="http://127.0.0.1:9").feedback_ranking == "rescore"
+    chosen = load_settings(data_dir=tmp_path, index="opensearch", opensearch_url="http://127.0.0.1:9", feedback_mode="search")
+    assert chosen.feedback_ranking == "search"
