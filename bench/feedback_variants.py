@@ -79,7 +79,7 @@ def main() -> int:
 
     data = load_beir(args.dataset, args.split)
     with tempfile.TemporaryDirectory(prefix="quarry-fb-") as tmp:
-        c0 = command_container(Path(tmp) / "data")
+        c0 = command_container(str(Path(tmp) / "data"))
         embedder = CachingEmbedder(c0.embedder, Path(args.cache_dir), progress=False)
         settings = dataclasses.replace(
             c0.search_settings, max_query_chars=EVAL_MAX_QUERY_CHARS, max_terms=EVAL_MAX_TERMS

@@ -5,10 +5,9 @@ prefix-then-fuzzy fallback when nothing matched (docs/conformance.md#no-match-fa
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Sequence
 from typing import Any
 
-from core.models import Candidate, CandidateLists, CandidateQuery, Filters, LexicalQuery, MatchMode
+from core.models import Candidate, CandidateLists, CandidateQuery, EntityKey, Filters, LexicalQuery, MatchMode
 from core.ports import Retriever
 from core.search.fusion import Fused, fuse
 from core.search.planning import SearchPlan, SearchSettings, strong_vector_hits
@@ -85,8 +84,8 @@ def _first_lists(
         CandidateQuery(None, embedding, filters, depth * pool, with_vectors=True),
     ]
     lexical, vector = index.retrieve_many(tenant_id, specs)
-    # Both lists' vectors, each still decoded only when read.
-    vectors = ChainMap(vector.vectors, lexical.vectors)  # type: ignore[arg-type]  # read, never written
+    # Both lists' vectors (read, never written), each still decoded only when read.
+    vectors: ChainMap[EntityKey, Any] = ChainMap(vector.vectors, lexical.vectors)  # type: ignore[arg-type]
     return CandidateLists(lexical.lexical, vector.vector, vectors)
 
 

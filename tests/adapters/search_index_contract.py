@@ -164,7 +164,9 @@ class SearchIndexContract:
         index.upsert(record("t", "document", "d", "limiter", chunks=["first part", "second part"]))
         index.upsert(record("t", "memory", "b", "limiter caps", vec=unit(1, 0.2)))
         index.upsert(record("u", "memory", "x", "limiter", vec=unit(1, 0)))
-        spec = CandidateQuery(LexicalQuery(("limiter",)), unit(1, 0.1), Filters(), 10, True, with_vectors=True)
+        spec = CandidateQuery(
+            LexicalQuery(("limiter",)), unit(1, 0.1), Filters(), 10, True, with_vectors=True
+        )
         (got,) = index.retrieve_many("t", [spec])
         listed = {c.key for c in (*got.lexical, *got.vector)}
         assert set(got.vectors) <= listed and EntityKey("memory", "x") not in listed

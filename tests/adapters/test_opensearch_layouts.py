@@ -46,7 +46,12 @@ def older_index(client: Any) -> Iterator[OpenSearchIndex]:
     body["settings"]["index"] = {"knn": True}
     properties = body["mappings"].pop("properties")
     body["mappings"] = {"dynamic": "strict", "properties": properties}
-    for name in (mapping.TITLE_VALUE, mapping.METADATA_VALUE, mapping.DISPLAY_CLIPPED, mapping.FEEDBACK_VECTORS):
+    for name in (
+        mapping.TITLE_VALUE,
+        mapping.METADATA_VALUE,
+        mapping.DISPLAY_CLIPPED,
+        mapping.FEEDBACK_VECTORS,
+    ):
         del properties[name]
     properties["title"].pop("copy_to")
     chunk = properties[mapping.CHUNKS]["properties"]
@@ -85,7 +90,9 @@ def test_a_process_configured_for_routing_reads_an_unrouted_index_as_it_was_writ
         assert len(reader.lexical("t", LexicalQuery(("harbor",)), Filters(), 50)) == len(keys)
 
 
-def test_an_index_made_before_the_compact_feedback_vectors_is_written_and_searched_as_before(client: Any) -> None:
+def test_an_index_made_before_the_compact_feedback_vectors_is_written_and_searched_as_before(
+    client: Any,
+) -> None:
     # Given an index whose strict mapping lacks the compact vectors, when entities are written, updated
     # and searched with vectors asked, then every write is taken and no vectors come with the hits (the
     # feedback reads them by `_mget`: chunk_vectors); an index with the field returns them.

@@ -178,7 +178,12 @@ def test_rescoring_ranks_the_candidates_in_hand_as_a_knn_search_with_the_moved_q
         (EntityKey("memory", "z"), 0): np.array([1.0, 0.0], np.float32),  # not a candidate
     }
     moved = np.array([1.0, 0.0], np.float32)
-    pool = [cand("b", 0.1, chunk_no=0), cand("a", 0.2, chunk_no=0), cand("c", 0.3), cand("a", 5.0, chunk_no=1)]
+    pool = [
+        cand("b", 0.1, chunk_no=0),
+        cand("a", 0.2, chunk_no=0),
+        cand("c", 0.3),
+        cand("a", 5.0, chunk_no=1),
+    ]
     got = rescored(pool, stored, moved, depth=10)
     assert [(x.key, round(x.score, 6)) for x in got] == [(a, 1.0), (b, 0.6)]
     assert got[0].chunk_no == 0  # the display values are those of the entity's first candidate
@@ -194,7 +199,12 @@ def test_feedback_by_rescoring_reads_every_chunk_of_both_legs_once_and_searches_
     near, far = np.array([0.8, 0.6, 0.0], np.float32), np.array([0.0, 0.0, 1.0], np.float32)
     index = _Index({(a, 0): near, (b, 0): far})
     asked: list = []
-    index.chunk_vectors = lambda tenant_id, chunks: asked.append(chunks) or dict(index.stored)  # type: ignore[method-assign]
+
+    def chunk_vectors(tenant_id: str, chunks: list) -> dict:
+        asked.append(chunks)
+        return dict(index.stored)
+
+    index.chunk_vectors = chunk_vectors  # type: ignore[method-assign]
     lexical, vector = [cand("b", 2.0)], [cand("a", 0.8)]
     query = np.array([1.0, 0.0, 0.0], np.float32)
     fused = fuse_convex(lexical, vector, alpha=0.8)
@@ -209,6 +219,13 @@ def test_feedback_re_scores_on_opensearch_and_searches_again_locally_unless_set(
     from infra.settings import load_settings
 
     assert load_settings(data_dir=tmp_path, index="sqlite").feedback_ranking == "search"
-    assert load_settings(data_dir=tmp_path, index="opensearch", opensearch_url="http://127.0.0.1:9").feedback_ranking == "rescore"
-    chosen = load_settings(data_dir=tmp_path, index="opensearch", opensearch_url="http://127.0.0.1:9", feedback_mode="search")
+    assert (
+        load_settings(
+            data_dir=tmp_path, index="opensearch", opensearch_url="http://127.0.0.1:9"
+        ).feedback_ranking
+        == "rescore"
+    )
+    chosen = load_settings(
+        data_dir=tmp_path, index="opensearch", opensearch_url="http://127.0.0.1:9", feedback_mode="search"
+    )
     assert chosen.feedback_ranking == "search"
