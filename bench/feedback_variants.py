@@ -1,7 +1,8 @@
 """Vector feedback's variants side by side on one ingested BEIR corpus (docs/benchmarks.md#feedback-without-a-second-k-nn-search):
 today's second k-NN search with the feedback vectors read from the index (exact float32), the same with the
 compact float16 copies that come with the hits (OpenSearch), and re-scoring the candidates in hand
-(QUARRY_FEEDBACK_MODE=rescore) at vector-leg depth × 1 and × 2. The corpus is ingested once (SQLite, or
+(QUARRY_FEEDBACK_MODE=rescore) at vector-leg depth × 1 and × 2, with the vectors that came with the hits or,
+where the index brings none (SQLite), every candidate's read from it (`ReadVectors`). The corpus is ingested once (SQLite, or
 with `--index opensearch` a temporary index on QUARRY_OPENSEARCH_URL) and every variant runs the test queries
 through SearchService with strategy auto, as `quarry eval` reports it.
 
@@ -38,16 +39,35 @@ class ExactVectors:
         return [dataclasses.replace(got, vectors={}) for got in self._index.retrieve_many(tenant_id, specs)]
 
 
-def variants(default: SearchSettings) -> dict[str, tuple[SearchSettings, bool]]:
-    """name → (settings, hits carry their compact vectors)."""
+class ReadVectors(ExactVectors):
+    """An index whose hits carry every listed entity's stored vectors, read from it (float32): re-scoring
+    as it would run on an index that returned exact vectors with its hits (one extra read per search)."""
+
+    def retrieve_many(self, tenant_id: str, specs: Any) -> list[Any]:
+        from core.models import ALL_CHUNKS
+
+        out = []
+        for got in self._index.retrieve_many(tenant_id, specs):
+            keys = list(dict.fromkeys(c.key for c in (*got.lexical, *got.vector)))
+            read = self._index.chunk_vectors(tenant_id, [(k, ALL_CHUNKS) for k in keys])
+            vectors: dict[Any, dict[int, Any]] = {}
+            for (key, number), vector in read.items():
+                vectors.setdefault(key, {})[number] = vector
+            out.append(dataclasses.replace(got, vectors=vectors))
+        return out
+
+
+def variants(default: SearchSettings) -> dict[str, tuple[SearchSettings, Any]]:
+    """name → (settings, the index wrapper: None for the index as it is)."""
     search = dataclasses.replace(default, feedback_mode="search", feedback_pool=1)
     rescore = dataclasses.replace(default, feedback_mode="rescore", feedback_pool=1)
     return {
-        "search, vectors read (today)": (search, False),
-        "search, vectors with the hits": (search, True),
-        "rescore, vectors read": (rescore, False),
-        "rescore, vectors with the hits": (rescore, True),
-        "rescore ×2 depth, vectors with the hits": (dataclasses.replace(rescore, feedback_pool=2), True),
+        "search, vectors read (today)": (search, ExactVectors),
+        "search, vectors with the hits": (search, None),
+        "rescore, vectors read": (rescore, ReadVectors),
+        "rescore, vectors with the hits": (rescore, None),
+        "rescore ×2 depth, vectors with the hits": (dataclasses.replace(rescore, feedback_pool=2), None),
+        "rescore ×2 depth, vectors read": (dataclasses.replace(rescore, feedback_pool=2), ReadVectors),
     }
 
 
@@ -58,7 +78,7 @@ def main() -> int:
     parser.add_argument("--cache-dir", required=True)
     parser.add_argument("--index", choices=["sqlite", "opensearch"], default="sqlite")
     parser.add_argument("--json", default=None)
-    parser.add_argument("--only", default=None, help="comma-separated numbers of the variants to run (1-5)")
+    parser.add_argument("--only", default=None, help="comma-separated numbers of the variants to run (1-6)")
     args = parser.parse_args()
 
     from core.indexing.entity_types import EntityTypeRegistry
@@ -94,8 +114,8 @@ def main() -> int:
             chosen = list(variants(settings).items())
             if args.only:
                 chosen = [chosen[int(n) - 1] for n in args.only.split(",")]
-            for name, (s, with_hits) in chosen:
-                used = index if with_hits else ExactVectors(index)
+            for name, (s, wrapper) in chosen:
+                used = index if wrapper is None else wrapper(index)
                 service = c.override(index=used, search_settings=s, cache=MemoryCache()).search
                 started = time.perf_counter()
                 metrics = evaluate(run_queries(service, data, "auto"), data.qrels)

@@ -103,17 +103,19 @@ def _with_feedback(
 ) -> list[Fused]:
     """Vector pseudo-relevance feedback (core/search/pseudo_relevance.py): fuse again with the moved query's
     hits (or, re-scoring, with the candidates in hand: both legs' whole lists, `got`, scored with the moved
-    query). Without feedback hits (no stored vector to move toward), the vector list, retrieved for its ranking
-    only, is retrieved again whole, since its candidates would be shown."""
+    query, when their vectors came with them). Without feedback hits (no stored vector to move toward),
+    the vector list, retrieved for its ranking only, is retrieved again whole, since its candidates would
+    be shown."""
     lexical = got.lexical
     if _rescoring(settings):
         moved = feedback_rescore(
             index, tenant_id, embedding, fused, lexical, got.vector, depth,
             settings.feedback_docs, settings.feedback_weight, got.vectors,
         )  # fmt: skip
-        # Without feedback vectors the first vector list stands: it was retrieved whole.
-        listed = vector if moved is None else strong_vector_hits(moved, settings, plan.own_vector)
-        return fuse(settings.fusion, lexical, listed, plan.alpha, settings.rrf_k)
+        if moved is not None:
+            listed = strong_vector_hits(moved, settings, plan.own_vector)
+            return fuse(settings.fusion, lexical, listed, plan.alpha, settings.rrf_k)
+        # No vectors came with the hits (an index without the compact copy): the second search instead.
     again = feedback_search(
         index,
         tenant_id,

@@ -87,13 +87,15 @@ def stored_vectors(
     with_hits: Mapping[EntityKey, Mapping[int, Vector]],
 ) -> dict[tuple[EntityKey, int], Vector]:
     """The stored vectors of `chunks` ((entity, ALL_CHUNKS): all of its chunks): from the copies that came
-    with the hits (CandidateLists.vectors) when they hold every one of these entities, else read from the
-    index in one request."""
-    if not chunks or any(key not in with_hits for key, _ in chunks):
-        return index.chunk_vectors(tenant_id, chunks) if chunks else {}
+    with the hits (CandidateLists.vectors), the entities without one read from the index in one request."""
     out: dict[tuple[EntityKey, int], Vector] = {}
+    missing = [(key, number) for key, number in chunks if key not in with_hits]
+    if missing:
+        out.update(index.chunk_vectors(tenant_id, missing))
     for key, number in chunks:
-        held = with_hits[key]
+        held = with_hits.get(key)
+        if held is None:
+            continue
         if number == ALL_CHUNKS:
             out.update(((key, n), v) for n, v in held.items())
         elif number in held:
@@ -160,10 +162,12 @@ def feedback_rescore(
     with_hits: Mapping[EntityKey, Mapping[int, Vector]] | None = None,
 ) -> list[Candidate] | None:
     """The vector list the moved query would find among the candidates in hand (`rescored`): every chunk
-    vector of both legs' entities (`stored_vectors`: those that came `with_hits`, else one read), the
-    feedback vectors among them; None when none of the feedback documents has a stored vector."""
+    vector of both legs' entities (`stored_vectors`: those that came `with_hits`, the rare entity without
+    one read), the feedback vectors among them. None when the hits brought no vectors at all (an index
+    that keeps no compact copy: reading every candidate's would cost more than a second search) or none of
+    the feedback documents has a stored vector."""
     chunks = feedback_chunks(fused, vector, docs)
-    if not chunks:
+    if not chunks or not with_hits:
         return None
     pool = [*vector, *lexical]
     wanted = list(dict.fromkeys((c.key, ALL_CHUNKS) for c in pool))

@@ -155,9 +155,18 @@ def test_a_hybrid_search_with_feedback_is_at_most_two_round_trips(
     assert attempts == [("POST", "/_msearch")] * expected
 
 
-def test_an_index_without_the_compact_vectors_reads_them_by_mget_as_before(hybrid_traffic: Any) -> None:
+@pytest.mark.parametrize("mode", ["search", "rescore"])
+def test_an_index_without_the_compact_vectors_reads_them_by_mget_as_before(
+    hybrid_traffic: Any, mode: str
+) -> None:
+    # Re-scoring needs the vectors in hand: without them it searches again, as before (never an `_mget`
+    # of every candidate).
+    import dataclasses
+
     attempts, index = hybrid_traffic
     index._lifecycle._feedback_vectors = False  # an index made before them (mapping.has_feedback_vectors)
+    settings = wiring.container().search_settings
+    wiring.container().override(search_settings=dataclasses.replace(settings, feedback_mode=mode))
     status, answer = invoke(api_event("search", body={"query": "rate limiter", "strategy": "hybrid"}))
     assert status == 200, answer
     assert [url for _, url in attempts] == ["/_msearch", "/quarry/_mget", "/_msearch"]

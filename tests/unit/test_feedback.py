@@ -191,28 +191,33 @@ def test_rescoring_ranks_the_candidates_in_hand_as_a_knn_search_with_the_moved_q
     assert c not in {x.key for x in got}
 
 
-def test_feedback_by_rescoring_reads_every_chunk_of_both_legs_once_and_searches_nothing() -> None:
+def test_feedback_by_rescoring_uses_the_vectors_that_came_with_the_hits_and_searches_nothing() -> None:
+    # Given the hits' vectors in hand but one entity's, when feedback re-scores, then only that entity's
+    # vectors are read, nothing is searched, and each entity scores its best chunk against the moved query;
+    # without any vectors in hand it declines (None: the caller searches again instead).
     from core.models import ALL_CHUNKS
     from core.search.pseudo_relevance import feedback_rescore
 
     a, b = EntityKey("memory", "a"), EntityKey("memory", "b")
     near, far = np.array([0.8, 0.6, 0.0], np.float32), np.array([0.0, 0.0, 1.0], np.float32)
-    index = _Index({(a, 0): near, (b, 0): far})
+    index = _Index({(b, 0): far})
     asked: list = []
 
     def chunk_vectors(tenant_id: str, chunks: list) -> dict:
         asked.append(chunks)
-        return dict(index.stored)
+        return {c: v for c, v in index.stored.items() if (c[0], ALL_CHUNKS) in chunks}
 
     index.chunk_vectors = chunk_vectors  # type: ignore[method-assign]
     lexical, vector = [cand("b", 2.0)], [cand("a", 0.8)]
     query = np.array([1.0, 0.0, 0.0], np.float32)
     fused = fuse_convex(lexical, vector, alpha=0.8)
-    got = feedback_rescore(index, "t", query, fused, lexical, vector, 10, docs=1)  # type: ignore[arg-type]
-    assert asked == [[(a, ALL_CHUNKS), (b, ALL_CHUNKS)]] and index.searched == []
+    hits = {a: {0: near}}
+    got = feedback_rescore(index, "t", query, fused, lexical, vector, 10, 1, 1.0, hits)  # type: ignore[arg-type]
+    assert asked == [[(b, ALL_CHUNKS)]] and index.searched == []
     moved = rocchio(query, [near])
     assert got is not None and [x.key for x in got] == [a, b]
     assert np.isclose(got[0].score, float(moved @ near)) and np.isclose(got[1].score, float(moved @ far))
+    assert feedback_rescore(index, "t", query, fused, lexical, vector, 10, 1, 1.0, {}) is None  # type: ignore[arg-type]
 
 
 def test_feedback_re_scores_on_opensearch_and_searches_again_locally_unless_set(tmp_path: Any) -> None:
