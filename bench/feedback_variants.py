@@ -8,6 +8,7 @@ through SearchService with strategy auto, as `quarry eval` reports it.
 
     .venv/bin/python bench/feedback_variants.py --dataset ../shared/datasets/scifact \
         --cache-dir .quarry/embeddings [--index opensearch] [--json out.json]
+    .venv/bin/python bench/feedback_variants.py --smoke   # tests/fixtures/beir_tiny, hashing vectors
 """
 
 from __future__ import annotations
@@ -71,15 +72,22 @@ def variants(default: SearchSettings) -> dict[str, tuple[SearchSettings, Any]]:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--dataset", default=None, help="a BEIR folder (required unless --smoke)")
     parser.add_argument("--split", default="test")
-    parser.add_argument("--cache-dir", required=True)
+    parser.add_argument("--cache-dir", default=".quarry/embeddings")
     parser.add_argument("--index", choices=["sqlite", "opensearch"], default="sqlite")
     parser.add_argument("--json", default=None)
     parser.add_argument("--only", default=None, help="comma-separated numbers of the variants to run (1-6)")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="tests/fixtures/beir_tiny, hashing vectors")
+    args = parser.parse_args(argv)
+    from bench._common import SMOKE_DATASET, HashingEmbedder
+
+    if args.smoke:
+        args.dataset = args.dataset or str(SMOKE_DATASET)
+    elif args.dataset is None:
+        parser.error("--dataset is required")
 
     from core.indexing.entity_types import EntityTypeRegistry
     from core.search.ranking_metrics import evaluate
@@ -100,11 +108,15 @@ def main() -> int:
     data = load_beir(args.dataset, args.split)
     with tempfile.TemporaryDirectory(prefix="quarry-fb-") as tmp:
         c0 = command_container(str(Path(tmp) / "data"))
-        embedder = CachingEmbedder(c0.embedder, Path(args.cache_dir), progress=False)
+        embedder: Any = (
+            HashingEmbedder()
+            if args.smoke
+            else CachingEmbedder(c0.embedder, Path(args.cache_dir), progress=False)
+        )
         settings = dataclasses.replace(
             c0.search_settings, max_query_chars=EVAL_MAX_QUERY_CHARS, max_terms=EVAL_MAX_TERMS
         )
-        with eval_index(c0.settings, c0.embedder.dimension, args.index) as given:
+        with eval_index(c0.settings, embedder.dimension, args.index) as given:
             index = given if given is not None else _fresh_sqlite_index(Path(tmp))
             c = _eval_container(Path(tmp), embedder, index, EntityTypeRegistry(), settings)
             report = ingest(data, c.indexing, c.clock.now(), False)
