@@ -5,6 +5,7 @@
 - the query embedding (LocalEmbedder.embed_query),
 - the first retrieval: both legs in one call to the index (SearchIndex.retrieve_many),
 - the feedback: vector pseudo-relevance feedback's second vector search (pseudo_relevance.feedback_search),
+  or its re-score of the candidates in hand (feedback_rescore, with QUARRY_FEEDBACK_MODE=rescore),
 - fusion (every call of fuse), the results and the response model (snippets, matched terms, metadata),
 - the rest of the search use case (parsing, planning, cache key, paging), and the handler around it
   (Powertools' routing, validation of request and response, JSON, middleware, logging and metrics).
@@ -77,6 +78,7 @@ def instrumented(meter: Meter, embedder: Any) -> Iterator[None]:
         (embedder, "embed_query", "embedding"),
         (SqliteIndex, "retrieve_many", "retrieval"),
         (candidate_fusion, "feedback_search", "feedback"),
+        (candidate_fusion, "feedback_rescore", "feedback"),  # QUARRY_FEEDBACK_MODE=rescore
         (candidate_fusion, "fuse", "fusion"),
         (service, "_response", "results"),
         (service, "search", "service"),

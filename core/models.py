@@ -188,11 +188,17 @@ class CandidateQuery:
     # what costs (OpenSearch: the nested inner hit, most of a k-NN search's time on the node), the chunk
     # too: such candidates carry `chunk_no` ALL_CHUNKS.
     vector_ranking_only: bool = False
+    # The hits' stored chunk vectors are wanted (vector feedback): an index that keeps a compact copy it
+    # can return with each hit does so (CandidateLists.vectors); one that cannot leaves them out.
+    with_vectors: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class CandidateLists:
-    """What one round trip to the index returned: the lexical and the vector lists, best first."""
+    """What one round trip to the index returned: the lexical and the vector lists, best first, and, when
+    asked (CandidateQuery.with_vectors) and the index has them at hand, the listed entities' stored chunk
+    vectors, entity → chunk number → vector (possibly of reduced precision: OpenSearch keeps float16)."""
 
     lexical: tuple[Candidate, ...] = ()
     vector: tuple[Candidate, ...] = ()
+    vectors: Mapping[EntityKey, Mapping[int, Vector]] = field(default_factory=dict)

@@ -12,7 +12,7 @@ from core.memory.relevance import RELEVANCE_BLEND
 from core.models import Candidate
 from core.search.cache_key import SEARCH_CACHE_TTL_SECONDS
 from core.search.fusion import RRF_K, FusionMethod
-from core.search.pseudo_relevance import FEEDBACK_DOCS, FEEDBACK_WEIGHT
+from core.search.pseudo_relevance import FEEDBACK_DOCS, FEEDBACK_MODE, FEEDBACK_WEIGHT
 from core.search.query import MAX_TERMS, QueryShape
 
 MAX_QUERY_CHARS = 1000  # a query, not a document; longer is refused with 400 (configurable)
@@ -62,6 +62,10 @@ class SearchSettings:
     # stored vectors move the query vector (weight `feedback_weight`) and the vector leg runs again.
     feedback_docs: int = FEEDBACK_DOCS
     feedback_weight: float = FEEDBACK_WEIGHT
+    # "search" (a second k-NN with the moved query) or "rescore" (the candidates in hand scored with it,
+    # the vector leg then retrieved `feedback_pool` × deeper): core/search/pseudo_relevance.py
+    feedback_mode: str = FEEDBACK_MODE
+    feedback_pool: int = 1
     # The weight of a memory's decayed relevance in its score (core/memory/relevance.py RELEVANCE_BLEND:
     # 0.3, docs/conformance.md#memory-blend); 0 ranks memories by the fused score alone. Other types never blend.
     memory_relevance_blend: float = RELEVANCE_BLEND

@@ -13,7 +13,7 @@ Measured in bench/prf_study.py (bench/QUALITY.md §6): k = 2, β = 1.0 and the f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from core.models import ALL_CHUNKS, Candidate, EntityKey, Filters, Vector
 from core.ports import Retriever
@@ -21,6 +21,11 @@ from core.search.fusion import Fused
 
 FEEDBACK_DOCS = 2  # k: the top fused results whose vectors move the query (0 turns feedback off)
 FEEDBACK_WEIGHT = 1.0  # β: how far toward their mean (the original query keeps weight 1)
+# "search": the vector leg searched again with the moved query (a second k-NN); "rescore": the candidates
+# already in hand (both legs' entities) scored by their best chunk's cosine with the moved query, no second
+# search (docs/benchmarks.md#feedback-without-a-second-k-nn-search).
+FEEDBACK_MODES = ("search", "rescore")
+FEEDBACK_MODE = "search"
 
 
 def feedback_chunks(
@@ -75,6 +80,104 @@ def _matched(
     return None if best is None else stored[(key, best[1])]
 
 
+def stored_vectors(
+    index: Retriever,
+    tenant_id: str,
+    chunks: Sequence[tuple[EntityKey, int]],
+    with_hits: Mapping[EntityKey, Mapping[int, Vector]],
+) -> dict[tuple[EntityKey, int], Vector]:
+    """The stored vectors of `chunks` ((entity, ALL_CHUNKS): all of its chunks): from the copies that came
+    with the hits (CandidateLists.vectors), the entities without one read from the index in one request."""
+    out: dict[tuple[EntityKey, int], Vector] = {}
+    missing = [(key, number) for key, number in chunks if key not in with_hits]
+    if missing:
+        out.update(index.chunk_vectors(tenant_id, missing))
+    for key, number in chunks:
+        held = with_hits.get(key)
+        if held is None:
+            continue
+        if number == ALL_CHUNKS:
+            out.update(((key, n), v) for n, v in held.items())
+        elif number in held:
+            out[(key, number)] = held[number]
+    return out
+
+
+def feedback_vectors(
+    query: Vector,
+    chunks: Sequence[tuple[EntityKey, int]],
+    stored: dict[tuple[EntityKey, int], Vector],
+) -> list[Vector]:
+    """The stored vectors of the feedback `chunks` (each entity's nearest to `query` for ALL_CHUNKS), only
+    those of the query's model: during a reindex to another model the stored ones may not be."""
+    import numpy as np
+
+    dimension = np.shape(query)[-1]
+    usable = {c: v for c, v in stored.items() if np.shape(v)[-1] == dimension}
+    return [v for v in (_matched(c, usable, query) for c in chunks) if v is not None]
+
+
+def rescored(
+    candidates: Sequence[Candidate],
+    stored: dict[tuple[EntityKey, int], Vector],
+    moved: Vector,
+    depth: int,
+) -> list[Candidate]:
+    """What a k-NN search with `moved` returns, restricted to `candidates`: one candidate per entity scored
+    by its best stored chunk's cosine with `moved` (ties: the lowest chunk number), best first (ties: the
+    earlier candidate), at most `depth`. An entity without a stored vector of the query's model is left
+    out, as the k-NN search would. Display values stay those of the entity's first candidate."""
+    import numpy as np
+
+    q = np.asarray(moved, dtype=np.float32)
+    first: dict[EntityKey, Candidate] = {}
+    for cand in candidates:
+        first.setdefault(cand.key, cand)
+    rows = [(k, n, v) for (k, n), v in stored.items() if k in first and np.shape(v)[-1] == q.shape[-1]]
+    if not rows:
+        return []
+    matrix = np.stack([np.asarray(v, np.float32) for _, _, v in rows])
+    norms = np.linalg.norm(matrix, axis=1)
+    sims = (matrix @ q) / np.where(norms == 0, 1.0, norms)
+    best: dict[EntityKey, tuple[float, int]] = {}
+    for (key, number, _), sim in zip(rows, sims.tolist(), strict=True):
+        held = best.get(key)
+        if held is None or (-sim, number) < (-held[0], held[1]):
+            best[key] = (sim, number)
+    order = {key: n for n, key in enumerate(first)}
+    ranked = sorted(best.items(), key=lambda item: (-item[1][0], order[item[0]]))
+    return [first[key]._replace(score=sim) for key, (sim, _) in ranked[: max(0, depth)]]
+
+
+def feedback_rescore(
+    index: Retriever,
+    tenant_id: str,
+    query: Vector,
+    fused: Sequence[Fused],
+    lexical: Sequence[Candidate],
+    vector: Sequence[Candidate],
+    depth: int,
+    docs: int = FEEDBACK_DOCS,
+    weight: float = FEEDBACK_WEIGHT,
+    with_hits: Mapping[EntityKey, Mapping[int, Vector]] | None = None,
+) -> list[Candidate] | None:
+    """The vector list the moved query would find among the candidates in hand (`rescored`): every chunk
+    vector of both legs' entities (`stored_vectors`: those that came `with_hits`, the rare entity without
+    one read), the feedback vectors among them. None when the hits brought no vectors at all (an index
+    that keeps no compact copy: reading every candidate's would cost more than a second search) or none of
+    the feedback documents has a stored vector."""
+    chunks = feedback_chunks(fused, vector, docs)
+    if not chunks or not with_hits:
+        return None
+    pool = [*vector, *lexical]
+    wanted = list(dict.fromkeys((c.key, ALL_CHUNKS) for c in pool))
+    stored = stored_vectors(index, tenant_id, wanted, with_hits or {})
+    found = feedback_vectors(query, chunks, stored)
+    if not found:
+        return None
+    return rescored(pool, stored, rocchio(query, found, weight), depth)
+
+
 def feedback_search(
     index: Retriever,
     tenant_id: str,
@@ -85,19 +188,15 @@ def feedback_search(
     depth: int,
     docs: int = FEEDBACK_DOCS,
     weight: float = FEEDBACK_WEIGHT,
+    with_hits: Mapping[EntityKey, Mapping[int, Vector]] | None = None,
 ) -> list[Candidate] | None:
     """The vector leg searched again with the query moved toward the top `docs` fused results' stored
-    vectors (one read of those vectors, one k-NN search); None when none of them has a stored vector."""
-    import numpy as np
-
+    vectors (those that came `with_hits`, else one read of them; then one k-NN search); None when none of
+    them has a stored vector."""
     chunks = feedback_chunks(fused, vector, docs)
     if not chunks:
         return None
-    stored = index.chunk_vectors(tenant_id, chunks)
-    # Only vectors of the query's model: during a reindex to another model the stored ones may not be.
-    dimension = np.shape(query)[-1]
-    usable = {c: v for c, v in stored.items() if np.shape(v)[-1] == dimension}
-    found = [v for v in (_matched(c, usable, query) for c in chunks) if v is not None]
+    found = feedback_vectors(query, chunks, stored_vectors(index, tenant_id, chunks, with_hits or {}))
     if not found:
         return None
     return index.vector(tenant_id, rocchio(query, found, weight), filters, depth)

@@ -20,7 +20,7 @@ from core.errors import InvalidInputError
 from core.indexing.versioning import MAX_CLOCK_SKEW_SECONDS
 from core.indexing.write_jobs import MAX_PART_ATTEMPTS
 from core.memory.relevance import RELEVANCE_BLEND
-from core.search.pseudo_relevance import FEEDBACK_DOCS, FEEDBACK_WEIGHT
+from core.search.pseudo_relevance import FEEDBACK_DOCS, FEEDBACK_MODE, FEEDBACK_WEIGHT
 from core.state import REOPEN_AFTER_SECONDS
 from infra.config.setting_errors import configuration_error, missing_settings, problems_of, unparsable
 from infra.config.setting_types import ENV_PREFIX, WholeNumber, check_api_keys
@@ -88,6 +88,11 @@ class Settings(BaseSettings):
     # (and the default alpha with it to 0.7, the measured best without feedback).
     feedback_docs: WholeNumber = Field(default=FEEDBACK_DOCS, ge=0, le=10)
     feedback_weight: float = Field(default=FEEDBACK_WEIGHT, ge=0.0, le=5.0)
+    # How the moved query ranks: "search" (a second k-NN) or "rescore" (the candidates in hand), and how many
+    # times deeper the vector leg goes when re-scoring (core/search/pseudo_relevance.py). None: per index
+    # (`feedback_ranking`), each the faster at equal quality (docs/benchmarks.md#feedback-without-a-second-k-nn-search)
+    feedback_mode: Literal["search", "rescore"] | None = None
+    feedback_pool: WholeNumber = Field(default=1, ge=1, le=10)
     # A memory's score: (1 − blend) × fused + blend × decayed relevance (0.7 / 0.3,
     # docs/conformance.md#memory-blend). 0: memories rank by the fused score alone. Other types never blend.
     memory_relevance_blend: float = Field(default=RELEVANCE_BLEND, ge=0.0, le=1.0)
@@ -320,6 +325,14 @@ class Settings(BaseSettings):
     @property
     def index_kind(self) -> str:
         return self.index or ("opensearch" if self.backend == "aws" else "sqlite")
+
+    @property
+    def feedback_ranking(self) -> str:
+        """`feedback_mode`, else re-scoring on OpenSearch (its hits bring their vectors: one round trip) and
+        the second k-NN search on the embedded index (cheaper there than reading 200 entities' vectors)."""
+        if self.feedback_mode is not None:
+            return self.feedback_mode
+        return "rescore" if self.index_kind == "opensearch" else FEEDBACK_MODE
 
     @property
     def state_kind(self) -> str:

@@ -121,12 +121,51 @@ def display_fields(title: str, texts: Sequence[str], metadata: Mapping[str, Any]
     return {m.METADATA_VALUE: meta, m.DISPLAY_CLIPPED: clipped}
 
 
-def for_layout(source: dict[str, Any], display_values: bool) -> dict[str, Any]:
-    """`source` as the live index takes it: an index made before the display doc values (its mapping is
-    strict) refuses their fields, so they are left out there."""
-    if display_values:
+def for_layout(source: dict[str, Any], display_values: bool, feedback_vectors: bool = True) -> dict[str, Any]:
+    """`source` as the live index takes it: an index made before the display doc values or the compact
+    feedback vectors (its mapping is strict) refuses their fields, so they are left out there."""
+    dropped = () if display_values else (m.METADATA_VALUE, m.DISPLAY_CLIPPED)
+    if not feedback_vectors:
+        dropped = (*dropped, m.FEEDBACK_VECTORS)
+    if not dropped:
         return source
-    return {k: v for k, v in source.items() if k not in (m.METADATA_VALUE, m.DISPLAY_CLIPPED)}
+    return {k: v for k, v in source.items() if k not in dropped}
+
+
+def feedback_vectors(chunks: Sequence[tuple[int, Any]]) -> str | None:
+    """mapping.FEEDBACK_VECTORS of (chunk number, vector) pairs: per chunk an int32 and float16 values,
+    little-endian, base64 (None without any vector)."""
+    import base64
+
+    import numpy as np
+
+    parts = [
+        np.int32(no).astype("<i4").tobytes() + np.asarray(v, dtype="<f2").tobytes()
+        for no, v in chunks
+        if v is not None
+    ]
+    return base64.b64encode(b"".join(parts)).decode("ascii") if parts else None
+
+
+def chunk_feedback_vectors(value: str, dimension: int) -> dict[int, Any]:
+    """mapping.FEEDBACK_VECTORS read back: chunk number → float32 vector (of `dimension` values; a value
+    written for another dimension reads as nothing)."""
+    import base64
+
+    import numpy as np
+
+    raw = base64.b64decode(value + "=" * (-len(value) % 4))  # the node returns doc values unpadded
+    kind = np.dtype([("no", "<i4"), ("v", "<f2", (dimension,))])
+    if not raw or len(raw) % kind.itemsize:
+        return {}
+    rows = np.frombuffer(raw, dtype=kind)
+    return {int(no): v.astype(np.float32) for no, v in zip(rows["no"], rows["v"], strict=True)}
+
+
+def with_feedback_vectors(source: dict[str, Any]) -> dict[str, Any]:
+    """A document with its compact feedback vectors (re)computed from its chunks' embeddings."""
+    chunks = [(int(c.get("chunk_no") or 0), c.get("embedding")) for c in source.get(m.CHUNKS) or []]
+    return {**source, m.FEEDBACK_VECTORS: feedback_vectors(chunks)}
 
 
 def with_display(source: dict[str, Any]) -> dict[str, Any]:
@@ -179,6 +218,7 @@ def entity_source(record: EntityRecord) -> dict[str, Any]:
         m.METADATA: metadata_terms(record.metadata),
         m.METADATA_RAW: dict(record.metadata),
         **display_fields(record.title, [c.text for c in record.chunks], record.metadata),
+        m.FEEDBACK_VECTORS: feedback_vectors([(c.chunk_no, c.embedding) for c in record.chunks]),
         m.CHUNKS: [_chunk(c) for c in record.chunks],
     }
 
@@ -224,6 +264,7 @@ def tombstone(stored: Mapping[str, Any], version: int) -> dict[str, Any]:
             m.METADATA: [],
             m.METADATA_RAW: {},
             **display_fields("", [], {}),
+            m.FEEDBACK_VECTORS: None,
             m.CHUNKS: [],
         }
     )

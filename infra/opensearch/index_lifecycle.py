@@ -49,6 +49,7 @@ class IndexLifecycle:
         # The live index keeps what results show in doc values (mapping.TITLE_VALUE): one this adapter
         # creates has them; an older one is read in _adopt.
         self._display_values = True
+        self._feedback_vectors = True  # likewise the compact feedback vectors (mapping.FEEDBACK_VECTORS)
         self._routed = layout.routed  # the live index requires routing by tenant, once read (_adopt)
 
     @property
@@ -70,6 +71,11 @@ class IndexLifecycle:
     def display_values(self) -> bool:
         """The live index keeps what results show in doc values (mapping.TITLE_VALUE)."""
         return self._display_values
+
+    @property
+    def feedback_vectors(self) -> bool:
+        """The live index keeps each entity's compact chunk vectors (mapping.FEEDBACK_VECTORS)."""
+        return self._feedback_vectors
 
     @property
     def routed(self) -> bool:
@@ -122,6 +128,7 @@ class IndexLifecycle:
             model = mapping.index_model(entry)
             self._live_index = name
             self._display_values = mapping.has_display_values(entry)
+            self._feedback_vectors = mapping.has_feedback_vectors(entry)
             self._routed = is_routed(entry)
             if model is not None:
                 self._dimension = int(model["dimension"])
@@ -151,6 +158,7 @@ class IndexLifecycle:
         created = self._create_first_index(pin)
         if created:
             self._routed, self._display_values = self._layout.routed, True
+            self._feedback_vectors = True
         else:
             # another process created it, maybe with another layout: adopt that
             self._check_layout(mapping.index_name(self._prefix))

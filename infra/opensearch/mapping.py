@@ -44,6 +44,11 @@ CHUNK_TEXT_VALUE = f"{CHUNKS}.text_value"
 DISPLAY_CLIPPED = "display_clipped"
 DISPLAY_VALUE_UNITS = 8191
 EMBEDDING = f"{CHUNKS}.embedding"
+# Every chunk's vector again, compact, as one doc value of the entity: per chunk its number (int32) and the
+# vector as float16, little-endian, base64 in `_source` and in a hit's `fields`. A search asks for it with
+# its hits, so vector feedback has the top results' vectors with the first answer and reads nothing more
+# (docs/benchmarks.md#compact-feedback-vectors). An index made before it is searched as before.
+FEEDBACK_VECTORS = "feedback_vectors"
 TIER_FIELDS = tuple(f"{CHUNKS}.text_b{boost}" for boost in (3, 2, 1))  # order of Chunk.tiers
 TIER_BOOSTS = (3, 2, 1)  # core.indexing.entity_types.BOOST_TIERS
 PLAIN_SUBFIELD = "plain"  # unstemmed copy for prefix and fuzzy matching
@@ -169,6 +174,7 @@ def mappings(dimension: int) -> dict[str, Any]:
             TITLE_VALUE: _display_value(),
             METADATA_VALUE: _display_value(),
             DISPLAY_CLIPPED: {"type": "boolean"},
+            FEEDBACK_VECTORS: {"type": "binary", "doc_values": True},
             "content_hash": _stored_only("keyword"),
             "body": {"type": "object", "enabled": False},
             METADATA: {"type": "keyword", "ignore_above": METADATA_KEYWORD_MAX},
@@ -249,6 +255,13 @@ def has_display_values(live_mappings: dict[str, Any]) -> bool:
     before them is searched reading `_source`, as it was (a reindex brings them)."""
     properties = (live_mappings.get("mappings") or {}).get("properties") or {}
     return TITLE_VALUE in properties
+
+
+def has_feedback_vectors(live_mappings: dict[str, Any]) -> bool:
+    """True when an index (its GET `_mapping` entry) keeps the compact feedback vectors (FEEDBACK_VECTORS);
+    an older one refuses the field (its mapping is strict) and its searches read the vectors by `_mget`."""
+    properties = (live_mappings.get("mappings") or {}).get("properties") or {}
+    return FEEDBACK_VECTORS in properties
 
 
 def generation_of(prefix: str, name: str) -> int | None:

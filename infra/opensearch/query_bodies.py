@@ -179,7 +179,9 @@ def _nested(query: dict[str, Any], lean: bool) -> dict[str, Any]:
     }
 
 
-def _envelope(size: int, query: dict[str, Any], lean: bool) -> dict[str, Any]:
+def _envelope(size: int, query: dict[str, Any], lean: bool, vectors: bool = False) -> dict[str, Any]:
+    """The hits' fields: doc values (`lean`; with `vectors`, the compact feedback vectors too), else
+    `_source` (an older index, which has no compact vectors either)."""
     if not lean:
         return {
             "size": size,
@@ -192,18 +194,18 @@ def _envelope(size: int, query: dict[str, Any], lean: bool) -> dict[str, Any]:
         "track_total_hits": False,
         "_source": False,
         "stored_fields": "_none_",
-        "docvalue_fields": list(m.CANDIDATE_VALUES),
+        "docvalue_fields": [*m.CANDIDATE_VALUES, *((m.FEEDBACK_VECTORS,) if vectors else ())],
         "query": query,
     }
 
 
 def lexical_body(
-    tenant_id: str, query: LexicalQuery, filters: Filters, k: int, lean: bool = True
+    tenant_id: str, query: LexicalQuery, filters: Filters, k: int, lean: bool = True, vectors: bool = False
 ) -> dict[str, Any]:
     """BM25 search: the best chunk per entity (nested, score_mode max) inside the tenant's filters."""
     scope = filter_query(tenant_id, filters)
     scope["bool"]["must"] = [_nested(text_query(query), lean)]
-    return _envelope(clamp(k), scope, lean)
+    return _envelope(clamp(k), scope, lean, vectors)
 
 
 def facets_body(
@@ -243,21 +245,24 @@ def _knn(tenant_id: str, embedding: Vector, filters: Filters, size: int) -> dict
 
 
 def vector_body(
-    tenant_id: str, embedding: Vector, filters: Filters, k: int, lean: bool = True
+    tenant_id: str, embedding: Vector, filters: Filters, k: int, lean: bool = True, vectors: bool = False
 ) -> dict[str, Any]:
     """k-NN search with efficient filtering: the filter runs inside the HNSW search, on parent fields."""
     size = clamp(k)
-    return _envelope(size, _nested(_knn(tenant_id, embedding, filters, size), lean), lean)
+    return _envelope(size, _nested(_knn(tenant_id, embedding, filters, size), lean), lean, vectors)
 
 
 # What a ranking-only k-NN search reads of each hit: who it is (and the defence-in-depth tenant check).
 RANKING_VALUES = (m.TENANT, m.DELETED, m.ENTITY_TYPE, m.ENTITY_ID)
 
 
-def vector_ranking_body(tenant_id: str, embedding: Vector, filters: Filters, k: int) -> dict[str, Any]:
+def vector_ranking_body(
+    tenant_id: str, embedding: Vector, filters: Filters, k: int, vectors: bool = False
+) -> dict[str, Any]:
     """`vector_body` for the ranking only (CandidateQuery.vector_ranking_only): the same hits and scores,
     without the inner hit naming each hit's best chunk (on the node it runs the nested query again for
-    every hit: bench/opensearch_profile.py) and without display values."""
+    every hit: bench/opensearch_profile.py) and without display values (with `vectors`: the compact
+    feedback vectors, mapping.FEEDBACK_VECTORS)."""
     size = clamp(k)
     query = {"path": m.CHUNKS, "score_mode": "max", "query": _knn(tenant_id, embedding, filters, size)}
     return {
@@ -265,7 +270,7 @@ def vector_ranking_body(tenant_id: str, embedding: Vector, filters: Filters, k: 
         "track_total_hits": False,
         "_source": False,
         "stored_fields": "_none_",
-        "docvalue_fields": list(RANKING_VALUES),
+        "docvalue_fields": [*RANKING_VALUES, *((m.FEEDBACK_VECTORS,) if vectors else ())],
         "query": {"nested": query},
     }
 

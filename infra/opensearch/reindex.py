@@ -255,7 +255,7 @@ class OpenSearchReindexer:
         for source in sources:
             for chunk in source[mapping.CHUNKS]:
                 chunk["embedding"] = [float(x) for x in next(vectors)]
-        return sources, len(texts)
+        return [documents.with_feedback_vectors(s) for s in sources], len(texts)
 
     def _put(self, hits: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
         """Copy hits (each with `_id`, `_seq_no`, `_source`) into the new generation, re-embedded."""

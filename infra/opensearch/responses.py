@@ -160,6 +160,40 @@ def _lean_candidate(
     )
 
 
+class HitVectors(Mapping[EntityKey, Mapping[int, Any]]):
+    """The compact feedback vectors that came with hits (mapping.FEEDBACK_VECTORS), entity → chunk number →
+    float32 vector, each decoded when first read (a search reads two of its 200 hits')."""
+
+    def __init__(self, raw: Mapping[EntityKey, str], dimension: int) -> None:
+        self._raw = raw
+        self._dimension = dimension
+        self._read: dict[EntityKey, Mapping[int, Any]] = {}
+
+    def __getitem__(self, key: EntityKey) -> Mapping[int, Any]:
+        if key not in self._read:
+            from infra.opensearch.documents import chunk_feedback_vectors
+
+            self._read[key] = chunk_feedback_vectors(self._raw[key], self._dimension)
+        return self._read[key]
+
+    def __iter__(self) -> Iterator[EntityKey]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+def hit_vectors(response: Mapping[str, Any], tenant_id: str, into: dict[EntityKey, str]) -> None:
+    """The tenant's lean hits' compact feedback vectors (base64, undecoded) into `into`, by entity; a hit
+    without them (a document written before them, or an entity without vectors) adds nothing."""
+    for hit in (response.get("hits") or {}).get("hits") or []:
+        fields = hit.get("fields") or {}
+        found = fields.get(m.FEEDBACK_VECTORS)
+        if not found or _first(fields, m.TENANT) != tenant_id:
+            continue
+        into[EntityKey(str(_first(fields, m.ENTITY_TYPE)), str(_first(fields, m.ENTITY_ID)))] = found[0]
+
+
 def incomplete(response: Mapping[str, Any], tenant_id: str) -> set[EntityKey]:
     """The tenant's entities among the hits that doc values cannot show whole (`needs_source`)."""
     out: set[EntityKey] = set()

@@ -26,6 +26,7 @@ from infra.opensearch.index_lifecycle import IndexLifecycle
 _log = logging.getLogger(__name__)
 Search = tuple[int, str, int, dict[str, Any]]  # spec position, kind, k, body
 Lists = list[dict[str, list[Candidate]]]  # per spec: "lexical" and "vector" candidates
+Raw = list[dict[EntityKey, str]]  # per spec: the hits' compact feedback vectors, undecoded
 
 
 class IndexSearches:
@@ -64,6 +65,7 @@ class IndexSearches:
         fails them all: never a list silently shorter than the index holds."""
         searches = self._searches(tenant_id, specs)
         lists: Lists = [{"lexical": [], "vector": []} for _ in specs]
+        raw: Raw = [{} for _ in specs]
         if searches:
             results = self._calls.msearch([body for *_, body in searches], self._lifecycle.route(tenant_id))
             failed = [r for r in results if isinstance(r, QuarryError)]
@@ -73,28 +75,36 @@ class IndexSearches:
             incomplete = _fill_lists(tenant_id, searches, results, lists)
             if incomplete:
                 self._complete(tenant_id, incomplete, lists)
-        return [CandidateLists(lexical=tuple(got["lexical"]), vector=tuple(got["vector"])) for got in lists]
+            for (n, *_), result in zip(searches, results, strict=True):
+                if specs[n].with_vectors and isinstance(result, Mapping):
+                    responses.hit_vectors(result, tenant_id, raw[n])
+        dimension = self._lifecycle.dimension
+        return [
+            CandidateLists(
+                tuple(got["lexical"]), tuple(got["vector"]), responses.HitVectors(found, dimension)
+            )
+            for got, found in zip(lists, raw, strict=True)
+        ]
 
     def _searches(self, tenant_id: str, specs: Sequence[CandidateQuery]) -> list[Search]:
         """(spec position, kind, k, body) of every search the specs need: "lexical", "vector", or "ranking"
         (a vector list wanted for its ranking only, on an index with display values)."""
         searches: list[Search] = []
+        lean = self._lifecycle.display_values
         for n, spec in enumerate(specs):
             k = query_bodies.clamp(spec.k)
+            # The compact feedback vectors come with the hits where the index keeps them (doc values).
+            vectors = spec.with_vectors and lean and self._lifecycle.feedback_vectors
             if spec.query is not None and not spec.query.empty and k > 0:
-                body = query_bodies.lexical_body(
-                    tenant_id, spec.query, spec.filters, k, self._lifecycle.display_values
-                )
+                body = query_bodies.lexical_body(tenant_id, spec.query, spec.filters, k, lean, vectors)
                 searches.append((n, "lexical", k, body))
             vector = spec.embedding
             if vector is not None and k > 0 and self._matches_dimension(vector) and any(vector):
-                if spec.vector_ranking_only and self._lifecycle.display_values:
-                    body = query_bodies.vector_ranking_body(tenant_id, vector, spec.filters, k)
+                if spec.vector_ranking_only and lean:
+                    body = query_bodies.vector_ranking_body(tenant_id, vector, spec.filters, k, vectors)
                     searches.append((n, "ranking", k, body))
                 else:
-                    body = query_bodies.vector_body(
-                        tenant_id, vector, spec.filters, k, self._lifecycle.display_values
-                    )
+                    body = query_bodies.vector_body(tenant_id, vector, spec.filters, k, lean, vectors)
                     searches.append((n, "vector", k, body))
         return searches
 

@@ -86,7 +86,7 @@ class IndexWrites:
                     outcomes[p] = WriteOutcome.NOT_FOUND
                     continue
                 fields = documents.for_layout(
-                    _touched(found.source, touches[p].changes), self._lifecycle.display_values
+                    _touched(found.source, touches[p].changes), self._lifecycle.display_values, False
                 )
                 pairs.append(
                     bodies.touch_pair(
@@ -150,7 +150,9 @@ class IndexWrites:
                 if isinstance(decided, WriteOutcome):
                     outcomes[p] = decided
                     continue
-                source = documents.for_layout(decided, self._lifecycle.display_values)
+                source = documents.for_layout(
+                    decided, self._lifecycle.display_values, self._lifecycle.feedback_vectors
+                )
                 writes.append((doc_id, found.seq if found else None, source))
                 positions.append(p)
             pending = []

@@ -42,6 +42,8 @@ def search_settings(c: Container) -> SearchSettings:
         rrf_k=s.rrf_k,
         feedback_docs=s.feedback_docs,
         feedback_weight=s.feedback_weight,
+        feedback_mode=s.feedback_ranking,
+        feedback_pool=s.feedback_pool,
         max_query_chars=s.max_query_chars,
         max_limit=s.max_limit,
         cache_ttl_seconds=s.cache_ttl_seconds,

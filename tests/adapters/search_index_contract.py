@@ -157,6 +157,27 @@ class SearchIndexContract:
             c.chunk_no in (ALL_CHUNKS, w.chunk_no) for c, w in zip(ranking.vector, whole.vector, strict=True)
         )
 
+    def test_vectors_that_come_with_the_hits_are_the_stored_ones(self, index: Any) -> None:
+        # Given entities of one and two chunks, when both lists are asked with their vectors, then any
+        # vectors the index returns with the hits are the stored chunk vectors (float16 kept: 1e-3), every
+        # chunk of a listed entity, and only the tenant's listed entities.
+        index.upsert(record("t", "document", "d", "limiter", chunks=["first part", "second part"]))
+        index.upsert(record("t", "memory", "b", "limiter caps", vec=unit(1, 0.2)))
+        index.upsert(record("u", "memory", "x", "limiter", vec=unit(1, 0)))
+        spec = CandidateQuery(
+            LexicalQuery(("limiter",)), unit(1, 0.1), Filters(), 10, True, with_vectors=True
+        )
+        (got,) = index.retrieve_many("t", [spec])
+        listed = {c.key for c in (*got.lexical, *got.vector)}
+        assert set(got.vectors) <= listed and EntityKey("memory", "x") not in listed
+        for key in got.vectors:
+            stored = index.chunk_vectors("t", [(key, ALL_CHUNKS)])
+            assert {(key, n) for n in got.vectors[key]} == set(stored)
+            for n, v in got.vectors[key].items():
+                assert np.allclose(v, stored[(key, n)], atol=1e-3)
+        (plain,) = index.retrieve_many("t", [CandidateQuery(None, unit(1, 0.1), Filters(), 10)])
+        assert not plain.vectors  # not asked: nothing more comes back
+
     def test_tenants_are_isolated(self, index: Any) -> None:
         index.upsert(record("t1", "memory", "a", "secret plans", vec=unit(1, 0)))
         assert lex(index, "t2", "secret") == [] and vec(index, "t2", unit(1, 0)) == []

@@ -46,7 +46,12 @@ def older_index(client: Any) -> Iterator[OpenSearchIndex]:
     body["settings"]["index"] = {"knn": True}
     properties = body["mappings"].pop("properties")
     body["mappings"] = {"dynamic": "strict", "properties": properties}
-    for name in (mapping.TITLE_VALUE, mapping.METADATA_VALUE, mapping.DISPLAY_CLIPPED):
+    for name in (
+        mapping.TITLE_VALUE,
+        mapping.METADATA_VALUE,
+        mapping.DISPLAY_CLIPPED,
+        mapping.FEEDBACK_VECTORS,
+    ):
         del properties[name]
     properties["title"].pop("copy_to")
     chunk = properties[mapping.CHUNKS]["properties"]
@@ -83,3 +88,32 @@ def test_a_process_configured_for_routing_reads_an_unrouted_index_as_it_was_writ
         reader = build_opensearch_index(client, dimension=DIM, prefix=written.alias, layout=Layout(shards=3))
         assert sorted(reader.get("t", keys)) == sorted(keys)
         assert len(reader.lexical("t", LexicalQuery(("harbor",)), Filters(), 50)) == len(keys)
+
+
+def test_an_index_made_before_the_compact_feedback_vectors_is_written_and_searched_as_before(
+    client: Any,
+) -> None:
+    # Given an index whose strict mapping lacks the compact vectors, when entities are written, updated
+    # and searched with vectors asked, then every write is taken and no vectors come with the hits (the
+    # feedback reads them by `_mget`: chunk_vectors); an index with the field returns them.
+    from core.models import ALL_CHUNKS, CandidateQuery
+
+    prefix = f"quarry-test-{uuid.uuid4().hex[:10]}"
+    body = mapping.create_index_body(prefix, DIM)
+    del body["mappings"]["properties"][mapping.FEEDBACK_VECTORS]
+    client.indices.create(index=mapping.index_name(prefix), body=body)
+    try:
+        older = build_opensearch_index(client, dimension=DIM, prefix=prefix, refresh=True)
+        key = EntityKey("task", "a")
+        assert older.upsert(record("t", "task", "a", "harbor crane", vec=unit(1, 0))).value == "applied"
+        older.update_metadata("t", key, 2, {"content": "harbor crane"}, {"status": "done"}, "2026-11-02")
+        spec = CandidateQuery(LexicalQuery(("harbor",)), unit(1, 0), Filters(), 5, True, with_vectors=True)
+        (got,) = older.retrieve_many("t", [spec])
+        assert [c.key for c in got.lexical] == [key] and [c.key for c in got.vector] == [key]
+        assert not got.vectors and set(older.chunk_vectors("t", [(key, ALL_CHUNKS)])) == {(key, 0)}
+    finally:
+        client.indices.delete(index=mapping.index_name(prefix), ignore=404)
+    with fresh_live_index(client, DIM) as current:
+        current.upsert(record("t", "task", "a", "harbor crane", vec=unit(1, 0)))
+        (got,) = current.retrieve_many("t", [spec])
+        assert set(got.vectors) == {key} and list(got.vectors[key]) == [0]

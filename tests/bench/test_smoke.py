@@ -230,6 +230,14 @@ def test_peers_cpu(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(rows) == 2 and all("index" in r and "service" in r and "handler" in r for r in rows)
 
 
+@smoke("feedback_variants")
+def test_feedback_variants(tmp_path: Path) -> None:
+    assert run("feedback_variants", "--smoke", "--json", str(tmp_path / "out.json")) == 0
+    got = figures(tmp_path / "out.json")
+    rows = {k: v for k, v in got.items() if isinstance(v, dict)}
+    assert len(rows) == 6 and all(metrics(r) for r in rows.values())
+
+
 @smoke("prf_study")
 def test_prf_study(tmp_path: Path) -> None:
     assert run("prf_study", "--smoke", "--json", str(tmp_path / "out.json")) == 0

@@ -163,3 +163,74 @@ def test_a_ranking_only_vector_list_without_feedback_is_retrieved_whole_before_i
     (result,) = got.results
     assert result.entity_id == "a" and result.title == "a" and result.explanation is not None
     assert result.explanation.matched_chunk == 2 and len(index.searched) == 1
+
+
+def test_rescoring_ranks_the_candidates_in_hand_as_a_knn_search_with_the_moved_query_would() -> None:
+    # Each entity of both legs scores its best stored chunk's cosine with the moved query (what a k-NN
+    # search returns per entity), best first, at most `depth`; an entity with no stored vector is left out.
+    from core.search.pseudo_relevance import rescored
+
+    a, b, c = EntityKey("memory", "a"), EntityKey("memory", "b"), EntityKey("memory", "c")
+    stored = {
+        (a, 0): np.array([0.0, 1.0], np.float32),
+        (a, 1): np.array([2.0, 0.0], np.float32),  # not unit length: cosine, not the dot product
+        (b, 0): np.array([0.6, 0.8], np.float32),
+        (EntityKey("memory", "z"), 0): np.array([1.0, 0.0], np.float32),  # not a candidate
+    }
+    moved = np.array([1.0, 0.0], np.float32)
+    pool = [
+        cand("b", 0.1, chunk_no=0),
+        cand("a", 0.2, chunk_no=0),
+        cand("c", 0.3),
+        cand("a", 5.0, chunk_no=1),
+    ]
+    got = rescored(pool, stored, moved, depth=10)
+    assert [(x.key, round(x.score, 6)) for x in got] == [(a, 1.0), (b, 0.6)]
+    assert got[0].chunk_no == 0  # the display values are those of the entity's first candidate
+    assert [x.key for x in rescored(pool, stored, moved, depth=1)] == [a]
+    assert c not in {x.key for x in got}
+
+
+def test_feedback_by_rescoring_uses_the_vectors_that_came_with_the_hits_and_searches_nothing() -> None:
+    # Given the hits' vectors in hand but one entity's, when feedback re-scores, then only that entity's
+    # vectors are read, nothing is searched, and each entity scores its best chunk against the moved query;
+    # without any vectors in hand it declines (None: the caller searches again instead).
+    from core.models import ALL_CHUNKS
+    from core.search.pseudo_relevance import feedback_rescore
+
+    a, b = EntityKey("memory", "a"), EntityKey("memory", "b")
+    near, far = np.array([0.8, 0.6, 0.0], np.float32), np.array([0.0, 0.0, 1.0], np.float32)
+    index = _Index({(b, 0): far})
+    asked: list = []
+
+    def chunk_vectors(tenant_id: str, chunks: list) -> dict:
+        asked.append(chunks)
+        return {c: v for c, v in index.stored.items() if (c[0], ALL_CHUNKS) in chunks}
+
+    index.chunk_vectors = chunk_vectors  # type: ignore[method-assign]
+    lexical, vector = [cand("b", 2.0)], [cand("a", 0.8)]
+    query = np.array([1.0, 0.0, 0.0], np.float32)
+    fused = fuse_convex(lexical, vector, alpha=0.8)
+    hits = {a: {0: near}}
+    got = feedback_rescore(index, "t", query, fused, lexical, vector, 10, 1, 1.0, hits)  # type: ignore[arg-type]
+    assert asked == [[(b, ALL_CHUNKS)]] and index.searched == []
+    moved = rocchio(query, [near])
+    assert got is not None and [x.key for x in got] == [a, b]
+    assert np.isclose(got[0].score, float(moved @ near)) and np.isclose(got[1].score, float(moved @ far))
+    assert feedback_rescore(index, "t", query, fused, lexical, vector, 10, 1, 1.0, {}) is None  # type: ignore[arg-type]
+
+
+def test_feedback_re_scores_on_opensearch_and_searches_again_locally_unless_set(tmp_path: Any) -> None:
+    from infra.settings import load_settings
+
+    assert load_settings(data_dir=tmp_path, index="sqlite").feedback_ranking == "search"
+    assert (
+        load_settings(
+            data_dir=tmp_path, index="opensearch", opensearch_url="http://127.0.0.1:9"
+        ).feedback_ranking
+        == "rescore"
+    )
+    chosen = load_settings(
+        data_dir=tmp_path, index="opensearch", opensearch_url="http://127.0.0.1:9", feedback_mode="search"
+    )
+    assert chosen.feedback_ranking == "search"
