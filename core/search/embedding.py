@@ -19,7 +19,7 @@ from core.indexing.caller_vectors import brings_own_vectors
 from core.ports import Embedder
 
 # Texts per request: one request embeds them in one model call; 64 is the local embedder's MAX_BATCH
-# (infra/local/embedder.py) and keeps a request's vectors (64 × 384 numbers) well under a MiB of JSON.
+# (infra/local/onnx/embedder.py) and keeps a request's vectors (64 × 384 numbers) well under a MiB of JSON.
 MAX_EMBED_TEXTS = 64
 # A text's characters: all-MiniLM-L6-v2 reads its first 256 word pieces (its max_seq_length), about
 # 1,000 characters of English; 8,192 leaves room for words that split into many pieces and bounds the

@@ -30,7 +30,7 @@ from core.search.paging import (
 
 Scalar = str | int | float | bool
 # A value, any of a list, or an object of operators (core/search/filters.py checks them, naming the field and
-# the operator; the OpenAPI document states the operators: handlers/openapi.py).
+# the operator; the OpenAPI document states the operators: handlers/http_api/openapi.py).
 FilterValue = Scalar | list[Scalar] | dict[str, Any]
 Strategy = Literal["auto", "keyword", "semantic", "hybrid"]
 MAX_LIMIT = 100  # a page holds at most 100 results

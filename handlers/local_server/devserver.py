@@ -1,7 +1,7 @@
 """The local server: HTTP requests → API Gateway HTTP API v2 events → the same Lambda handler, as
 `sam local start-api` would do, with bearer keys (QUARRY_API_KEYS, else the data directory's local key,
-handlers/local_key.py) checked here — the authorizer's job in AWS — and injected as the Lambda authorizer
-context. It also answers CORS (handlers/cors.py; API Gateway's job in AWS) and writes one access-log line
+handlers/local_server/local_key.py) checked here — the authorizer's job in AWS — and injected as the Lambda authorizer
+context. It also answers CORS (handlers/local_server/cors.py; API Gateway's job in AWS) and writes one access-log line
 per request: method, path (no query), status, milliseconds and tenant; never a body or a key.
 
 Concurrency (docs/architecture.md, Entry points). Powertools keeps the current event, Lambda context and route
@@ -12,8 +12,9 @@ processes (`serve_workers`) that share the listening socket and the SQLite WAL f
 one running request plus a small queue; beyond that a request is answered 503 with Retry-After at once.
 
 Size: longer than ~300 lines because the request → event translation, the engine thread and the
-connection handling are one server; the engine thread is handlers/devserver_engine.py, the worker processes are handlers/devserver_workers.py, uploads
-handlers/gate.py, CORS handlers/cors.py.
+connection handling are one server; the engine thread is handlers/local_server/devserver_engine.py, the worker
+processes are handlers/local_server/devserver_workers.py, uploads handlers/http_api/gate.py, CORS
+handlers/local_server/cors.py.
 """
 
 from __future__ import annotations
@@ -241,7 +242,7 @@ class _Forwarder(BaseHTTPRequestHandler):
         """Answer the request; the tenant it acted for, if any."""
         if self._cross_origin():
             return None
-        if self._is_upload():  # streamed to a file, handed to the handler as one (handlers/gate.py)
+        if self._is_upload():  # streamed to a file, handed to the handler as one (handlers/http_api/gate.py)
             if self._principal() is False:  # a stranger's upload is read and thrown away, never stored
                 if copy_body(self, self.max_ndjson_bytes, lambda _: None):
                     self._unauthorized()

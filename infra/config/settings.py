@@ -2,7 +2,7 @@
 standard variables Quarry follows (AWS_ENDPOINT_URL_DYNAMODB, XDG_CACHE_HOME).
 
 Nothing else in Quarry reads the environment. A wrong or missing setting fails at start with a message
-naming the variable (`load_settings`; the message is built in infra/setting_errors.py).
+naming the variable (`load_settings`; the message is built in infra/config/setting_errors.py).
 
 Size: longer than ~300 lines because it is one field per `QUARRY_*` variable, each with its default,
 bounds and the sentence docs/configuration.md shows, plus the checks between variables.
@@ -31,7 +31,7 @@ DEFAULT_BODY_LIMIT = 1_048_576  # 1 MiB: a 500-item bulk of typical entities fit
 # (6,291,456 bytes, the AWS Lambda quotas page), and API Gateway may hand the body over base64-encoded (4/3
 # as large): 4 MiB is 5.6 MB encoded, which leaves the event's headers and context room below 6 MB.
 LAMBDA_NDJSON_LIMIT = 4 * 1_048_576
-# `quarry serve` streams an upload to a temporary file (handlers/devserver_http.py): memory holds one part
+# `quarry serve` streams an upload to a temporary file (handlers/local_server/devserver_http.py): memory holds one part
 # of the job at a time, so the bound is the disk and the job's 10,000 lines (core/indexing/write_jobs.py MAX_JOB_ITEMS).
 LOCAL_NDJSON_LIMIT = 256 * 1_048_576
 
@@ -64,7 +64,7 @@ class Settings(BaseSettings):
     access_log: bool = True
 
     # JWT authorizer (docs/api.md, Authentication and tenancy): only `<jwt_resource_server>/<scope>` counts; the tenant comes
-    # from `jwt_tenant_claim` (added server-side, e.g. by handlers/pretoken.py) or from the app client id
+    # from `jwt_tenant_claim` (added server-side, e.g. by handlers/lambda_functions/pretoken.py) or from the app client id
     # through `jwt_client_tenants` ({"<client_id>": "<tenant>"}, for machine clients); only access tokens.
     jwt_resource_server: str = Field(default="quarry", min_length=1, max_length=256)
     jwt_tenant_claim: str = Field(default="tenant", min_length=1, max_length=128)
@@ -117,7 +117,7 @@ class Settings(BaseSettings):
     async_min_chunks: WholeNumber = Field(default=200, ge=1, le=10_000)
     jobs_queue_url: str | None = None
     jobs_queue_arn: str | None = None
-    # The S3 bucket where a job part too big for one SQS message (262,144 bytes) travels (infra/job_payloads.py);
+    # The S3 bucket where a job part too big for one SQS message (262,144 bytes) travels (infra/jobs/s3_payloads.py);
     # unset with a queue: such a part is a 413.
     jobs_payload_bucket: str | None = None
     # The write-jobs queue's maxReceiveCount (template.yaml): on a part's last delivery the consumer records
@@ -132,7 +132,7 @@ class Settings(BaseSettings):
     reopen_after_seconds: float = Field(default=REOPEN_AFTER_SECONDS, ge=0.0, le=7 * 24 * 3600)
     # The nightly cycle's tasks (one per tenant, one per overlay) go to this queue; unset: run inline.
     eval_queue_url: str | None = None
-    # Per-tenant metrics (searches, writes, assemblies, cache hits, degraded answers; handlers/tenant_metrics.py)
+    # Per-tenant metrics (searches, writes, assemblies, cache hits, degraded answers; handlers/observability/tenant_metrics.py)
     tenant_metrics: bool = True
 
     # OpenSearch (QUARRY_INDEX=opensearch): SigV4-signed when a region is set, else basic auth from the URL.
@@ -146,7 +146,7 @@ class Settings(BaseSettings):
     # Bytes per _bulk request (infra/opensearch/index.py): below the domain's request size cap.
     opensearch_max_bulk_bytes: WholeNumber = Field(default=5 * 1024 * 1024, ge=65_536, le=100 * 1024 * 1024)
     # Seconds between a process's reads of which model built the generation behind the alias: a
-    # `quarry reindex` swap is followed within this (infra/opensearch/lifecycle.py).
+    # `quarry reindex` swap is followed within this (infra/opensearch/index_lifecycle.py).
     opensearch_model_check_seconds: float = Field(default=5.0, ge=0.0, le=300.0)
     # The layout of new index generations (infra/opensearch/layout.py, docs/scaling.md): primaries,
     # replicas (a number or an auto-expand range), routing by tenant and over how many shards.
@@ -201,7 +201,7 @@ class Settings(BaseSettings):
     bedrock_dimensions: WholeNumber = 1024
     bedrock_region: str | None = None
     # The whole embedding call, retries included, must end well before the API function's 29 s timeout
-    # so a hanging Bedrock degrades search to keyword in time (infra/bedrock.py).
+    # so a hanging Bedrock degrades search to keyword in time (infra/text_models/bedrock.py).
     bedrock_budget_seconds: float = Field(default=10.0, gt=0.0, le=20.0)
 
     # Context assembly (docs/architecture.md, Context assembly). Explicit file links are read only under
@@ -377,7 +377,7 @@ class UserCache(BaseSettings):
 
 
 def default_onnx_cache_dir() -> Path:
-    """The ONNX graph cache when no settings say where (infra/local/embedder.py)."""
+    """The ONNX graph cache when no settings say where (infra/local/onnx/embedder.py)."""
     return onnx_cache_under(UserCache().xdg_cache_home)
 
 

@@ -3,8 +3,8 @@ a timeout per attempt, and opensearch-py's own retries: up to `max_retries` more
 errors, timeouts and 429/502/503/504 (`retry_on_status`, `retry_on_timeout`); anything else fails at once.
 
 Total time budget: a request takes at most timeout × (max_retries + 1) seconds; the settings refuse a
-combination above OPENSEARCH_TIME_BUDGET (infra/settings.py), which stays under the API function's 29 s.
-Inside an invocation with a deadline (infra/deadline.py) each attempt also ends by the deadline, and none
+combination above OPENSEARCH_TIME_BUDGET (infra/config/settings.py), which stays under the API function's 29 s.
+Inside an invocation with a deadline (infra/timing/deadline.py) each attempt also ends by the deadline, and none
 starts after it, so a hung node leaves the function time to answer 503 before its own timeout.
 `RetryPolicy` paces what the transport cannot see, the throttled items inside a 200 `_bulk`/`_msearch`
 answer, through libraries too: opensearch-py's `helpers.streaming_bulk` and tenacity (infra/opensearch/index.py).

@@ -13,7 +13,7 @@ Output: `embeddings` float32 (batch, hidden), unit length — what `LocalEmbedde
 The int8 graph quantises the weight projections here (per output column, symmetric, 7 bits) and runs them as
 onnxruntime's `DynamicQuantizeMatMul` (activations quantised per call). Building writes the ONNX protobuf
 with `proto` (protobuf alone, which onnxruntime brings): neither building nor running needs the `onnx`
-package. `python -m infra.local.onnx.graph MODEL_DIR OUT_DIR` prebuilds the graphs (the Lambda layer does).
+package. `python -m infra.local.onnx.encoder_graph MODEL_DIR OUT_DIR` prebuilds the graphs (the Lambda layer does).
 """
 
 from __future__ import annotations

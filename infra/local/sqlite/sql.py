@@ -117,7 +117,7 @@ _RANGE_VALUES = {
 }
 
 
-# The chunks of a tenant's entities holding a presence-indexed key (infra/local/fts.py PRESENCE_KEYS): few
+# The chunks of a tenant's entities holding a presence-indexed key (infra/local/keywords/fts.py PRESENCE_KEYS): few
 # (superseded memories), found through the partial index above, so the vector leg leaves them out by id
 # instead of selecting every other chunk by a scan of every entity's metadata.
 # (CROSS JOIN: SQLite then walks the few marked entities first, not every chunk of the tenant.)
