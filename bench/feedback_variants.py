@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from core.indexing.entity_types import EntityTypeRegistry
     from core.search.ranking_metrics import evaluate
-    from handlers.cli_governance import command_container
+    from handlers.cli.governance_commands import command_container
     from infra.beir.datasets import load_beir
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.beir.evaluation import (

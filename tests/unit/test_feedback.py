@@ -221,7 +221,7 @@ def test_feedback_by_rescoring_uses_the_vectors_that_came_with_the_hits_and_sear
 
 
 def test_feedback_re_scores_on_opensearch_and_searches_again_locally_unless_set(tmp_path: Any) -> None:
-    from infra.settings import load_settings
+    from infra.config.settings import load_settings
 
     assert load_settings(data_dir=tmp_path, index="sqlite").feedback_ranking == "search"
     assert (
