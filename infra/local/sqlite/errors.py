@@ -37,12 +37,13 @@ def reported() -> Iterator[None]:
         raise translate(exc) from exc
 
 
-@contextmanager
-def reported_files(backend: str, what: str) -> Iterator[None]:
-    """Like `reported`, and the files beside the database (`backend`: "vectors", "keywords") failing to be
-    read or written — disk full, permissions, a corrupt file — as that backend unavailable."""
-    try:
-        with reported():
-            yield
-    except OSError as exc:
-        raise UnavailableError(backend, f"{what} unusable: {exc}") from exc
+FILE_FAILURES = (*FAILURES, OSError)  # and the files beside the database failing (`translate_files`)
+
+
+def translate_files(backend: str, what: str, exc: Exception) -> QuarryError:
+    """The core error for a failure of SQLite or of the files beside the database (`backend`: "vectors",
+    "keywords") — disk full, permissions, a corrupt file: that backend unavailable."""
+    if isinstance(exc, OSError):
+        return UnavailableError(backend, f"{what} unusable: {exc}")
+    assert isinstance(exc, sqlite3.Error)
+    return translate(exc)

@@ -14,7 +14,7 @@ from core.models import Candidate, Filters, LexicalQuery, MatchMode
 from core.text import edit_distance, fuzzy_budget, light_stem
 from infra.local.keywords.fts import fts5_expression, is_scope_token, scoped_expression, states
 from infra.local.keywords.fts_tables import fts_table, is_missing_table, vocabulary
-from infra.local.sqlite.errors import reported, reported_files
+from infra.local.sqlite.errors import FAILURES, FILE_FAILURES, translate, translate_files
 from infra.local.sqlite.sql import CANDIDATE_SELECT, ENTITY_COLUMNS, JOIN, candidate, collapse, filter_sql
 from infra.local.sqlite.store import SqliteStore
 
@@ -114,10 +114,11 @@ class SqliteLexicalSearch:
     ) -> Ranked | None:
         """The tantivy index's ranking (None: it cannot answer this search, FTS5 ranks it instead)."""
         try:
-            with reported_files("keywords", "keyword index"):  # the index files beside the database
-                ranked: Ranked | None = self._keywords.search(
-                    self._store.conn(), tenant_id, query, filters, expansions, wanted, newer
-                )
+            ranked: Ranked | None = self._keywords.search(
+                self._store.conn(), tenant_id, query, filters, expansions, wanted, newer
+            )
+        except FILE_FAILURES as exc:  # the index files beside the database, or SQLite
+            raise translate_files("keywords", "keyword index", exc) from exc
         except ValueError as exc:  # a corrupt index file, as tantivy reports it
             raise UnavailableError("keywords", f"keyword index unusable: {exc}") from exc
         return ranked
@@ -129,10 +130,12 @@ class SqliteLexicalSearch:
             budget = fuzzy_budget(term)
             if budget == 0:
                 continue
-            with reported():
+            try:
                 rows = vocabulary(
                     self._store.conn(), tenant_id, term[0], (len(term) - budget - 3, len(term) + budget)
                 )
+            except FAILURES as exc:
+                raise translate(exc) from exc
             stem = light_stem(term)
             rows = [(t, d) for t, d in rows if not is_scope_token(t)]
             close = [

@@ -12,7 +12,7 @@ import numpy as np
 
 from core.models import Candidate, EntityKey, Filters, Vector
 from infra.local.keywords.fts import states
-from infra.local.sqlite.errors import reported_files
+from infra.local.sqlite.errors import FILE_FAILURES, translate_files
 from infra.local.sqlite.lexical import CHUNK_ROWS_PER_ENTITY
 from infra.local.sqlite.sql import CANDIDATE_SELECT, JOIN, PRESENT_CHUNKS, candidate, filter_sql
 from infra.local.sqlite.store import SqliteStore
@@ -106,8 +106,10 @@ class SqliteVectorSearch:
         """The tenant's vectors as of its latest committed generation."""
         row = self._store.read("SELECT gen FROM idx_generation WHERE tenant_id = ?", (tenant_id,))
         generation = int(row[0][0]) if row else 0
-        with reported_files("vectors", "vector files"):  # the vector files beside the database
+        try:
             return self._vectors.tenant(tenant_id).snapshot(self._store.conn(), generation)
+        except FILE_FAILURES as exc:  # the vector files beside the database, or SQLite
+            raise translate_files("vectors", "vector files", exc) from exc
 
     def _chunk_candidates(
         self, tenant_id: str, picked: list[tuple[int, float]], ranking_only: bool = False
