@@ -78,7 +78,11 @@ class QueryBatch:
         """The tenant's embedder and the text its search will embed, or None (invalid, or embeds nothing)."""
         try:
             request = SearchRequest.model_validate_json(item.body)
-            if request.strategy == "keyword" or request.query_vector is not None or request.cursor is not None:
+            if (
+                request.strategy == "keyword"
+                or request.query_vector is not None
+                or request.cursor is not None
+            ):
                 return None  # embeds nothing, whatever else the search finds: not worth planning here
             text = self._search.query_text(item.tenant_id, request)
             if text is None:
