@@ -22,6 +22,7 @@ from core.indexing.write_jobs import MAX_PART_ATTEMPTS
 from core.memory.relevance import RELEVANCE_BLEND
 from core.search.pseudo_relevance import FEEDBACK_DOCS, FEEDBACK_MODE, FEEDBACK_WEIGHT
 from core.state import REOPEN_AFTER_SECONDS
+from infra.config.runtime_environment import onnx_cache_under
 from infra.config.setting_errors import configuration_error, missing_settings, problems_of, unparsable
 from infra.config.setting_types import ENV_PREFIX, WholeNumber, check_api_keys
 
@@ -361,37 +362,6 @@ class Settings(BaseSettings):
         """Where ONNX graphs built from a model are kept: QUARRY_EMBEDDER_CACHE_DIR, else quarry/onnx in
         the user's cache (XDG_CACHE_HOME, else ~/.cache)."""
         return self.embedder_cache_dir or onnx_cache_under(self.xdg_cache_home)
-
-
-def onnx_cache_under(xdg_cache_home: Path | None) -> Path:
-    """The ONNX graph cache inside the user's cache directory."""
-    return (xdg_cache_home or Path.home() / ".cache") / "quarry" / "onnx"
-
-
-class UserCache(BaseSettings):
-    """XDG_CACHE_HOME alone, for an embedder built without the settings (a test, a bench)."""
-
-    model_config = SettingsConfigDict(extra="ignore", frozen=True)
-
-    xdg_cache_home: Path | None = None
-
-
-def default_onnx_cache_dir() -> Path:
-    """The ONNX graph cache when no settings say where (infra/local/onnx/embedder.py)."""
-    return onnx_cache_under(UserCache().xdg_cache_home)
-
-
-class LambdaRuntime(BaseSettings):
-    """What the Lambda runtime sets in every execution environment: the function's name."""
-
-    model_config = SettingsConfigDict(extra="ignore", frozen=True)
-
-    aws_lambda_function_name: str | None = None
-
-
-def in_lambda() -> bool:
-    """True inside a Lambda function (its runtime sets AWS_LAMBDA_FUNCTION_NAME; the emulator too)."""
-    return bool(LambdaRuntime().aws_lambda_function_name)
 
 
 def load_settings(**values: Any) -> Settings:

@@ -262,7 +262,7 @@ def set_container(value: Container | None) -> None:
 def check_settings_in_lambda() -> None:
     """`check_settings` when running as a Lambda function, whose init is its cold start; elsewhere (the dev
     server, the CLI, a test importing a handler) nothing: the first invocation reads the settings."""
-    from infra.config.settings import in_lambda
+    from infra.config.runtime_environment import in_lambda
 
     if in_lambda():
         check_settings()

@@ -116,7 +116,7 @@ def need_qemu() -> str:
 def probe(runtime: str, calls: list[list[str]], emulate: bool) -> list[list[np.ndarray]]:
     """Each call's vectors from a fresh process, natively or on the emulated CPU (the graph is built natively
     first, into the user cache the child reads)."""
-    from infra.config.settings import default_onnx_cache_dir
+    from infra.config.runtime_environment import default_onnx_cache_dir
     from infra.local.onnx.embedder import LocalEmbedder
 
     LocalEmbedder(runtime=runtime).warm()  # type: ignore[arg-type]

@@ -139,7 +139,7 @@ class _Model:
                 _pool(encoder.forward(ids, mask), mask, folder.pooling)
             )
         else:
-            from infra.config.settings import default_onnx_cache_dir
+            from infra.config.runtime_environment import default_onnx_cache_dir
             from infra.local.onnx.session import open_encoder
 
             self.encode = open_encoder(
