@@ -1,7 +1,7 @@
 """The write and read-by-key bodies the OpenSearch adapter sends (`_bulk` actions, `_mget`), as plain dicts
-(no client, no I/O), so each one can be validated against the official API specification
-(docs/configuration.md#opensearch-spec) without a cluster; the search bodies are in query_bodies.py
-(tests/adapters/test_opensearch_spec.py checks both).
+(no client, no I/O), so each one can be validated without a cluster against
+the OpenSearch API specification (docs/configuration.md#opensearch-spec); the search bodies are in
+query_bodies.py (tests/adapters/test_opensearch_spec.py checks both).
 
 
 - Writes are compare-and-set: the adapter reads the stored document's version with its `_seq_no` and

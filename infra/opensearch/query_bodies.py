@@ -1,7 +1,7 @@
 """The search bodies the OpenSearch adapter sends (BM25 over the boosted tiers, k-NN, facets, `_msearch`),
-as plain dicts (no client, no I/O), so each one can be validated against the official API specification
-(docs/configuration.md#opensearch-spec) without a cluster; the write and read-by-key bodies are in bodies.py (tests/adapters/test_opensearch_spec.py
-checks both).
+as plain dicts (no client, no I/O), so each one can be validated without a cluster against
+the OpenSearch API specification (docs/configuration.md#opensearch-spec); the write and read-by-key bodies are
+in bodies.py (tests/adapters/test_opensearch_spec.py checks both).
 
 - Queries never embed user text in query syntax: terms and phrases go into `multi_match.query`, which is
   analysed as plain text (no `query_string`). The tenant and every filter sit inside the query (a bool
