@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -150,6 +150,45 @@ class Filters:
     namespaces: tuple[str, ...] = ()
     owners: tuple[str, ...] = ()  # any of these owners (a search's `owner` filter with several values)
     conditions: tuple[Condition, ...] = ()  # ranges, `not`, `exists`: every one must hold
+
+
+class JsonObject(Mapping[str, Any]):
+    """A JSON object kept as its text and parsed when first read. A search reads ~200 candidates and shows
+    20: the metadata of the rest is never parsed (docs/benchmarks.md#lazy-metadata). Reads, compares and
+    copies (`dict(...)`) as the object it holds; an empty text is the empty object."""
+
+    __slots__ = ("_text", "_value")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._value: dict[str, Any] | None = None
+
+    def _parsed(self) -> dict[str, Any]:
+        if self._value is None:
+            import json
+
+            self._value = json.loads(self._text) if self._text and self._text != "{}" else {}
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._parsed()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._parsed().get(key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parsed())
+
+    def __len__(self) -> int:
+        return len(self._parsed())
+
+    def __eq__(self, other: object) -> bool:
+        return self._parsed() == (other._parsed() if isinstance(other, JsonObject) else other)
+
+    __hash__ = None  # type: ignore[assignment]  # as a dict's: mutable contents
+
+    def __repr__(self) -> str:
+        return repr(self._parsed())
 
 
 class Candidate(NamedTuple):

@@ -113,7 +113,7 @@ def feedback_vectors(
     import numpy as np
 
     dimension = np.shape(query)[-1]
-    usable = {c: v for c, v in stored.items() if np.shape(v)[-1] == dimension}
+    usable = {c: v for c, v in stored.items() if len(v) == dimension}
     return [v for v in (_matched(c, usable, query) for c in chunks) if v is not None]
 
 
@@ -133,14 +133,22 @@ def rescored(
     first: dict[EntityKey, Candidate] = {}
     for cand in candidates:
         first.setdefault(cand.key, cand)
-    rows = [(k, n, v) for (k, n), v in stored.items() if k in first and np.shape(v)[-1] == q.shape[-1]]
-    if not rows:
+    dimension = q.shape[-1]
+    keys: list[EntityKey] = []
+    numbers: list[int] = []
+    vectors: list[Vector] = []
+    for (key, number), v in stored.items():
+        if key in first and len(v) == dimension:
+            keys.append(key)
+            numbers.append(number)
+            vectors.append(v)
+    if not vectors:
         return []
-    matrix = np.stack([np.asarray(v, np.float32) for _, _, v in rows])
+    matrix = np.asarray(vectors, dtype=np.float32)  # one (rows × dimension) array
     norms = np.linalg.norm(matrix, axis=1)
-    sims = (matrix @ q) / np.where(norms == 0, 1.0, norms)
+    sims = ((matrix @ q) / np.where(norms == 0, 1.0, norms)).tolist()
     best: dict[EntityKey, tuple[float, int]] = {}
-    for (key, number, _), sim in zip(rows, sims.tolist(), strict=True):
+    for key, number, sim in zip(keys, numbers, sims, strict=True):
         held = best.get(key)
         if held is None or (-sim, number) < (-held[0], held[1]):
             best[key] = (sim, number)

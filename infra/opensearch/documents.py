@@ -14,6 +14,7 @@ import math
 import re
 import struct
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any
 from urllib.parse import quote
 
@@ -149,17 +150,26 @@ def feedback_vectors(chunks: Sequence[tuple[int, Any]]) -> str | None:
 
 def chunk_feedback_vectors(value: str, dimension: int) -> dict[int, Any]:
     """mapping.FEEDBACK_VECTORS read back: chunk number → float32 vector (of `dimension` values; a value
-    written for another dimension reads as nothing)."""
+    written for another dimension reads as nothing). One conversion per entity, not one per chunk: a
+    hybrid search with feedback reads ~150 entities' (docs/benchmarks.md#opensearch-own-cpu)."""
     import base64
 
     import numpy as np
 
     raw = base64.b64decode(value + "=" * (-len(value) % 4))  # the node returns doc values unpadded
-    kind = np.dtype([("no", "<i4"), ("v", "<f2", (dimension,))])
+    kind = _feedback_row(dimension)
     if not raw or len(raw) % kind.itemsize:
         return {}
     rows = np.frombuffer(raw, dtype=kind)
-    return {int(no): v.astype(np.float32) for no, v in zip(rows["no"], rows["v"], strict=True)}
+    return dict(zip(rows["no"].tolist(), rows["v"].astype(np.float32), strict=True))
+
+
+@cache
+def _feedback_row(dimension: int) -> Any:
+    """The record of one chunk in mapping.FEEDBACK_VECTORS: its number (int32), its float16 values."""
+    import numpy as np
+
+    return np.dtype([("no", "<i4"), ("v", "<f2", (dimension,))])
 
 
 def with_feedback_vectors(source: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from core.models import Candidate, Condition, EntityKey, Filters, StoredEntity
+from core.models import Candidate, Condition, EntityKey, Filters, JsonObject, StoredEntity
 from core.search.filters import DATE, NUMBER
 
 SCHEMA = """
@@ -203,7 +203,7 @@ CANDIDATE_SELECT = (
 
 
 def candidate(row: Sequence[Any], score: float) -> Candidate:
-    """A Candidate from a CANDIDATE_SELECT row (only the metadata JSON is parsed)."""
+    """A Candidate from a CANDIDATE_SELECT row (its metadata JSON parsed only when read: JsonObject)."""
     return Candidate(
         key=EntityKey(row[1], row[2]),
         score=score,
@@ -215,5 +215,5 @@ def candidate(row: Sequence[Any], score: float) -> Candidate:
         namespace=row[7],
         created_at=row[8] or "",
         updated_at=row[9] or "",
-        metadata=json.loads(row[11]) if row[11] and row[11] != "{}" else {},
+        metadata=JsonObject(row[11]) if row[11] and row[11] != "{}" else {},
     )
