@@ -41,21 +41,13 @@ class SqliteSearchSnapshots:
     def put(self, snapshot: SearchSnapshot) -> None:
         """Store the snapshot, dropping every snapshot that expired before it was taken."""
         s = snapshot
+        row = (s.tenant_id, s.snapshot_id, s.fingerprint, s.created_at, s.expires_at, s.keep_alive, s.body)
         with self._lock:
             try:
                 with immediate(self._conn):
                     self._conn.execute("DELETE FROM search_snapshots WHERE expires_at <= ?", (s.created_at,))
                     self._conn.execute(
-                        "INSERT OR REPLACE INTO search_snapshots VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            s.tenant_id,
-                            s.snapshot_id,
-                            s.fingerprint,
-                            s.created_at,
-                            s.expires_at,
-                            s.keep_alive,
-                            s.body,
-                        ),
+                        "INSERT OR REPLACE INTO search_snapshots VALUES (?, ?, ?, ?, ?, ?, ?)", row
                     )
             except FAILURES as exc:
                 raise translate(exc) from exc
