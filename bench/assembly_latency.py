@@ -161,7 +161,7 @@ def line(name: str, r: dict[str, Any]) -> str:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -171,49 +171,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=".quarry/embeddings")
     parser.add_argument("--json", help="default bench/results/assembly_latency.json (none with --smoke)")
     parser.add_argument("--smoke", action="store_true", help="50 items, 12 queries, hashing: that it runs")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.smoke:
         args.items, args.queries, args.embedder = 50, WARMUP + 2, "hashing"
     elif args.json is None:
         args.json = "bench/results/assembly_latency.json"
-
-    from handlers.lambda_functions import api
-    from infra.beir.embedding_cache import CachingEmbedder
-    from infra.wiring.root import set_container
-
-    if args.embedder == "minilm":
-        from infra.local.onnx.embedder import LocalEmbedder
-
-        model: Any = LocalEmbedder()
-        corpus_embedder: Any = CachingEmbedder(model, args.cache_dir, progress=False)
-        label = "all-MiniLM-L6-v2 (corpus vectors cached on disk, queries embedded live)"
-    else:
-        model = corpus_embedder = HashingEmbedder()
-        label = "HASHING stand-in (deterministic bag-of-words, 384 dims) for corpus and queries — not MiniLM"
+    model, corpus_embedder, label = _embedders(args)
     stream = requests(args.queries)
-    results = {}
-    with tempfile.TemporaryDirectory() as data:
-        indexer = build(data, corpus_embedder, 1)
-        ingest_s = ingest(indexer, corpus(args.items))
-        for name, workers in (("parallel fan-out (8)", 8), ("sequential fan-out (1)", 1)):
-            c = build(data, model, workers)
-            set_container(c)
-            results[name] = run(api.lambda_handler, stream)
-            c.fanout_executor.shutdown()
-        set_container(None)
-
-    print(f"\n{args.items} items (5 sources) indexed in {ingest_s:.1f} s · embedder: {label}")
-    print(
-        f"{len(stream)} assemblies per run after {WARMUP} warm-up calls · {os.cpu_count()} CPU cores · "
-        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}"
-    )
-    print(
-        f"{'run':<22} {'P50 ms':>8} {'P99 ms':>8} {'retr P50':>9} {'retr P99':>9} {'outside':>9} {'out P50':>9}"
-    )
-    for name, r in results.items():
-        print(line(name, r))
-    first = next(iter(results.values()))
-    print(f"mean tokens packed {first['mean_tokens']:.0f} · mean budget fill {first['mean_fill']:.1%}")
+    ingest_s, results = _measure(args, model, corpus_embedder, stream)
+    _print(args, label, stream, ingest_s, results)
     out = {
         "items": args.items,
         "queries": len(stream),
@@ -226,6 +196,70 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         write_json(args.json, out)
     return 0
+
+
+def _embedders(args: argparse.Namespace) -> tuple[Any, Any, str]:
+    """The query embedder, the corpus embedder and how they are named in the report."""
+    from infra.beir.embedding_cache import CachingEmbedder
+
+    if args.embedder == "minilm":
+        from infra.local.onnx.embedder import LocalEmbedder
+
+        model: Any = LocalEmbedder()
+        corpus_embedder: Any = CachingEmbedder(model, args.cache_dir, progress=False)
+        return (
+            model,
+            corpus_embedder,
+            "all-MiniLM-L6-v2 (corpus vectors cached on disk, queries embedded live)",
+        )
+    model = HashingEmbedder()
+    return (
+        model,
+        model,
+        "HASHING stand-in (deterministic bag-of-words, 384 dims) for corpus and queries — not MiniLM",
+    )
+
+
+def _measure(
+    args: argparse.Namespace, model: Any, corpus_embedder: Any, stream: list[dict[str, Any]]
+) -> tuple[float, dict[str, Any]]:
+    """Index the corpus, then the assemblies with a parallel and a sequential fan-out: the ingest time and
+    each run's figures."""
+    from handlers.lambda_functions import api
+    from infra.wiring.root import set_container
+
+    results = {}
+    with tempfile.TemporaryDirectory() as data:
+        indexer = build(data, corpus_embedder, 1)
+        ingest_s = ingest(indexer, corpus(args.items))
+        for name, workers in (("parallel fan-out (8)", 8), ("sequential fan-out (1)", 1)):
+            c = build(data, model, workers)
+            set_container(c)
+            results[name] = run(api.lambda_handler, stream)
+            c.fanout_executor.shutdown()
+        set_container(None)
+    return ingest_s, results
+
+
+def _print(
+    args: argparse.Namespace,
+    label: str,
+    stream: list[dict[str, Any]],
+    ingest_s: float,
+    results: dict[str, Any],
+) -> None:
+    print(f"\n{args.items} items (5 sources) indexed in {ingest_s:.1f} s · embedder: {label}")
+    print(
+        f"{len(stream)} assemblies per run after {WARMUP} warm-up calls · {os.cpu_count()} CPU cores · "
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}"
+    )
+    print(
+        f"{'run':<22} {'P50 ms':>8} {'P99 ms':>8} {'retr P50':>9} {'retr P99':>9} {'outside':>9} {'out P50':>9}"
+    )
+    for name, r in results.items():
+        print(line(name, r))
+    first = next(iter(results.values()))
+    print(f"mean tokens packed {first['mean_tokens']:.0f} · mean budget fill {first['mean_fill']:.1%}")
 
 
 if __name__ == "__main__":

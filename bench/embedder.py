@@ -89,7 +89,7 @@ def scifact_texts(n: int, corpus: Path = SCIFACT) -> list[str]:
     return [f"{r.get('title', '')} {r['text']}".strip() for r in rows]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -101,14 +101,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each probe (min and median reported)")
     parser.add_argument("--json", help="default: bench/results/embedder[-RUNTIME].json (none with --smoke)")
     parser.add_argument("--smoke", action="store_true", help="tests/fixtures/beir_tiny, 5 queries, 1 run")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     import_runs = 1 if args.smoke else 5
     if args.smoke:
         args.corpus, args.passages, args.queries, args.repeat = SMOKE_DATASET / "corpus.jsonl", 8, 5, 1
     if not args.corpus.exists():
         print(f"needs {args.corpus} (the shared datasets)", file=sys.stderr)
         return 2
+    out = _report(args, *_probe(args, import_runs))
+    if args.smoke and not args.json:
+        return 0
+    runtime = args.runtime
+    target = Path(args.json or f"bench/results/embedder{'-' + runtime if runtime else ''}.json")
+    write_json(target, out)
+    return 0
 
+
+def _probe(
+    args: argparse.Namespace, import_runs: int
+) -> tuple[dict[str, float], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each module's import time, then `args.repeat` runs of the query probe and of the corpus probe,
+    each in a fresh process."""
     runtime = args.runtime
     modules = ["infra.local.onnx.embedder", "tokenizers", "safetensors.numpy", "numpy", "onnxruntime"]
     imports = {m: import_ms(m, import_runs) for m in modules if m != "onnxruntime" or runtime != "numpy"}
@@ -126,6 +143,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             run(_CORPUS_PROBE.format(threads=args.threads, runtime=runtime, texts=str(texts_file)))
             for _ in range(args.repeat)
         ]
+    return imports, queries, corpora
+
+
+def _report(
+    args: argparse.Namespace,
+    imports: dict[str, float],
+    queries: list[dict[str, Any]],
+    corpora: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The median run (the best in brackets) printed; the figures to write."""
+    runtime = args.runtime
     summaries = sorted((summary(r["took_ms"]) for r in queries), key=lambda s: s["p50"])
     rates = sorted(c["n"] / c["seconds"] for c in corpora)
     q, rate = summaries[len(summaries) // 2], rates[len(rates) // 2]  # the median run
@@ -154,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.corpus.parent.name} passages: {rate:.1f} passages/s [{rates[-1]:.1f}] over {corpus['n']} "
         f"(goal ≥ {GOAL_PASSAGES_PER_S:.0f}/s) · peak RSS {corpus['peak_rss_mb']:.0f} MB"
     )
-    out = {
+    return {
         "machine": f"{os.cpu_count()} cores",
         "threads": args.threads,
         "runtime": runtime,
@@ -168,11 +196,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "passages": corpus["n"],
         "peak_rss_mb": corpus["peak_rss_mb"],
     }
-    if args.smoke and not args.json:
-        return 0
-    target = Path(args.json or f"bench/results/embedder{'-' + runtime if runtime else ''}.json")
-    write_json(target, out)
-    return 0
 
 
 if __name__ == "__main__":

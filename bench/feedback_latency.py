@@ -24,28 +24,51 @@ from bench._common import HashingEmbedder, queries, summary, write_json  # noqa:
 from bench.search_latency import call, event, ingest  # noqa: E402
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--cache-dir", default=".quarry/embeddings")
     parser.add_argument("--json", help="default bench/results/feedback_latency.json (none with --smoke)")
     parser.add_argument("--smoke", action="store_true", help="50 entities, 12 queries, hashing vectors")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.smoke:
         args.entities, args.queries = 50, 12
     elif args.json is None:
         args.json = "bench/results/feedback_latency.json"
-    from handlers.lambda_functions.api import lambda_handler
-    from infra.beir.embedding_cache import CachingEmbedder
-    from infra.config.settings import load_settings
-    from infra.wiring.root import Container, set_container
-
     model: Any = HashingEmbedder()
     if not args.smoke:
         from infra.local.onnx.embedder import LocalEmbedder
 
         model = LocalEmbedder()
+    stream = queries(args.queries)
+    took = _measure(args, model, stream)
+    out = {name: summary(values) for name, values in took.items()}
+    extra = [a - b for a, b in zip(took["feedback"], took["no feedback"], strict=True)]
+    out["extra per query"] = summary(extra)
+    label = "hashing vectors (smoke run)" if args.smoke else "all-MiniLM-L6-v2"
+    print(
+        f"hybrid through the handler, {args.entities} entities, {len(stream)} queries (interleaved), {label}"
+    )
+    for name, s in out.items():
+        print(f"{name:<16} P50 {s['p50']:7.2f} ms   P99 {s['p99']:7.2f} ms   mean {s['mean']:7.2f} ms")
+    if args.json:
+        write_json(args.json, out)
+    return 0
+
+
+def _measure(args: argparse.Namespace, model: Any, stream: list[str]) -> dict[str, list[float]]:
+    """Each query's hybrid search through the handler with and without feedback, interleaved (the first
+    ten warm up): the milliseconds by variant."""
+    from handlers.lambda_functions.api import lambda_handler
+    from infra.beir.embedding_cache import CachingEmbedder
+    from infra.config.settings import load_settings
+    from infra.wiring.root import Container, set_container
+
     with tempfile.TemporaryDirectory() as tmp:
         # as bench/search_latency.py: synchronous bulks, cached corpus vectors, queries embedded by the model
         container = Container(
@@ -59,7 +82,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         service = container.search
         on = dataclasses.replace(service.settings, cache_ttl_seconds=0.0)
         off = dataclasses.replace(on, feedback_docs=0, alpha=0.7)
-        stream = queries(args.queries)
         took: dict[str, list[float]] = {"feedback": [], "no feedback": []}
         for i, q in enumerate(stream[:10] + stream):
             for name, variant in (("feedback", on), ("no feedback", off))[:: 1 if i % 2 else -1]:
@@ -71,18 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if i >= 10:  # the first ten warm up (model load, vector matrix)
                     took[name].append(elapsed)
         set_container(None)
-    out = {name: summary(values) for name, values in took.items()}
-    extra = [a - b for a, b in zip(took["feedback"], took["no feedback"], strict=True)]
-    out["extra per query"] = summary(extra)
-    label = "hashing vectors (smoke run)" if args.smoke else "all-MiniLM-L6-v2"
-    print(
-        f"hybrid through the handler, {args.entities} entities, {len(stream)} queries (interleaved), {label}"
-    )
-    for name, s in out.items():
-        print(f"{name:<16} P50 {s['p50']:7.2f} ms   P99 {s['p99']:7.2f} ms   mean {s['mean']:7.2f} ms")
-    if args.json:
-        write_json(args.json, out)
-    return 0
+    return took
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ def variants(default: SearchSettings) -> dict[str, tuple[SearchSettings, Any]]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default=None, help="a BEIR folder (required unless --smoke)")
     parser.add_argument("--split", default="test")
@@ -81,18 +81,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None)
     parser.add_argument("--only", default=None, help="comma-separated numbers of the variants to run (1-6)")
     parser.add_argument("--smoke", action="store_true", help="tests/fixtures/beir_tiny, hashing vectors")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
-    from bench._common import SMOKE_DATASET, HashingEmbedder
+    from bench._common import SMOKE_DATASET
 
     if args.smoke:
         args.dataset = args.dataset or str(SMOKE_DATASET)
     elif args.dataset is None:
         parser.error("--dataset is required")
 
-    from core.indexing.entity_types import EntityTypeRegistry
-    from core.search.ranking_metrics import evaluate
-    from handlers.cli.governance_commands import command_container
     from infra.beir.datasets import load_beir
+
+    data = load_beir(args.dataset, args.split)
+    out = _run(args, data)
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+def _run(args: argparse.Namespace, data: Any) -> dict[str, Any]:
+    """Ingest the dataset once, then evaluate the chosen variants on it: the figures by variant."""
+    from bench._common import HashingEmbedder
+    from core.indexing.entity_types import EntityTypeRegistry
+    from handlers.cli.governance_commands import command_container
     from infra.beir.embedding_cache import CachingEmbedder
     from infra.beir.evaluation import (
         EVAL_MAX_QUERY_CHARS,
@@ -101,11 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         _fresh_sqlite_index,
         eval_index,
         ingest,
-        run_queries,
     )
-    from infra.local.cache import MemoryCache
 
-    data = load_beir(args.dataset, args.split)
     with tempfile.TemporaryDirectory(prefix="quarry-fb-") as tmp:
         c0 = command_container(str(Path(tmp) / "data"))
         embedder: Any = (
@@ -127,18 +139,28 @@ def main(argv: list[str] | None = None) -> int:
             if args.only:
                 chosen = [chosen[int(n) - 1] for n in args.only.split(",")]
             for name, (s, wrapper) in chosen:
-                used = index if wrapper is None else wrapper(index)
-                service = c.override(index=used, search_settings=s, cache=MemoryCache()).search
-                started = time.perf_counter()
-                metrics = evaluate(run_queries(service, data, "auto"), data.qrels)
-                seconds = time.perf_counter() - started
-                out[name] = {**metrics.as_dict(), "seconds": round(seconds, 1)}
-                print(f"{data.name} {args.index} {name:42s} nDCG@10 {metrics.ndcg_at_10:.4f} "
-                      f"R@100 {metrics.recall_at_100:.4f} MRR@10 {metrics.mrr_at_10:.4f} ({seconds:.0f} s)",
-                      flush=True)  # fmt: skip
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
-    return 0
+                out[name] = _evaluate(
+                    c, index if wrapper is None else wrapper(index), s, data, args.index, name
+                )
+    return out
+
+
+def _evaluate(
+    c: Any, index: Any, settings: SearchSettings, data: Any, kind: str, name: str
+) -> dict[str, Any]:
+    """One variant's figures (`auto` strategy, a fresh cache), printed."""
+    from core.search.ranking_metrics import evaluate
+    from infra.beir.evaluation import run_queries
+    from infra.local.cache import MemoryCache
+
+    service = c.override(index=index, search_settings=settings, cache=MemoryCache()).search
+    started = time.perf_counter()
+    metrics = evaluate(run_queries(service, data, "auto"), data.qrels)
+    seconds = time.perf_counter() - started
+    print(f"{data.name} {kind} {name:42s} nDCG@10 {metrics.ndcg_at_10:.4f} "
+          f"R@100 {metrics.recall_at_100:.4f} MRR@10 {metrics.mrr_at_10:.4f} ({seconds:.0f} s)",
+          flush=True)  # fmt: skip
+    return {**metrics.as_dict(), "seconds": round(seconds, 1)}
 
 
 if __name__ == "__main__":

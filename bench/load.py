@@ -265,7 +265,7 @@ def held(row: dict[str, Any], p99_ms: float) -> bool:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -289,13 +289,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--smoke", action="store_true", help="300 entities (one write job), 20/s for 1 s, one worker"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     warmup_s = 2.0
     if args.smoke:
         args.entities, args.rates, args.seconds, args.workers, warmup_s = 300, "20", 1.0, 1, 0.5
     elif args.json is None:
         args.json = "bench/results/load.json"
+    bound, labels, results = _measure(args, warmup_s)
+    out = _report(args, bound, labels, results)
+    if args.json:
+        write_json(args.json, out)
+    return 0
 
+
+def _measure(
+    args: argparse.Namespace, warmup_s: float
+) -> tuple[dict[str, dict[str, Any]], dict[int | None, str], list[dict[str, Any]]]:
+    """Ingest, measure each strategy's CPU bound, then offer each rate to one server per query batch:
+    the bounds, the row label of each query batch, the rows."""
     rates = [float(r) for r in args.rates.split(",")]
     stream = queries(500)
     with tempfile.TemporaryDirectory() as tmp:
@@ -320,6 +335,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             for server in servers.values():
                 server.stop()
+    return bound, labels, results
+
+
+def _report(
+    args: argparse.Namespace,
+    bound: dict[str, dict[str, Any]],
+    labels: dict[int | None, str],
+    results: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The highest rate each strategy held and its share of the bound, printed; the JSON written."""
     strategies = [f"{s}{label}" for s in args.strategies.split(",") for label in labels.values()]
     highest = {
         s: max(
@@ -335,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"{s}: held {c['held_per_s']:.0f}/s = {c['share_of_bound']:.0%} of its bound ({c['bound_per_s']:.0f}/s)"
             )
-    out = {
+    return {
         "entities": args.entities,
         "seconds_per_rate": args.seconds,
         "workers": args.workers or os.cpu_count(),
@@ -348,9 +373,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "machine": f"{os.cpu_count()} cores, shared with other work while measured",
     }
-    if args.json:
-        write_json(args.json, out)
-    return 0
 
 
 if __name__ == "__main__":

@@ -238,7 +238,7 @@ def opensearch_container(args: argparse.Namespace) -> Iterator[Any]:
                 index.drop()
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -252,7 +252,11 @@ def main(argv: list[str] | None = None) -> int:
         help="an index prefix kept after the run (filled first when missing): paired runs share one index",
     )
     parser.add_argument("--smoke", action="store_true", help="40 entities, 5 queries per strategy")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.smoke:
         args.entities, args.queries = 40, 5
     if not os.environ.get("QUARRY_OPENSEARCH_URL"):
@@ -271,6 +275,21 @@ def main(argv: list[str] | None = None) -> int:
             for s in STRATEGIES
         }
         legs = first_legs(direct, container, stream)
+    _print(args, results, legs)
+    out = {
+        "first_msearch": legs,
+        "entities": args.entities,
+        "queries": args.queries,
+        "load_average": os.getloadavg(),
+        "profile_ms": results,
+    }
+    write_json(args.json, out)
+    return 0
+
+
+def _print(args: argparse.Namespace, results: dict[str, Any], legs: dict[str, dict[str, float]]) -> None:
+    """Each strategy's phases and requests, the keyword query sent directly, a hybrid search's first
+    _msearch's legs."""
     print(f"\n{args.entities} entities, {args.queries} queries per strategy, P50 ms (mean)")
     print(f"{'strategy':<10}" + "".join(f"{p:>15}" for p in (*PHASES, "total")) + "   trips  KB in")
     for s in STRATEGIES:
@@ -295,15 +314,6 @@ def main(argv: list[str] | None = None) -> int:
         + " / ".join(f"{legs[k]['wall_p50']:.2f}" for k in ("whole", "ranking"))
         + " ms"
     )
-    out = {
-        "first_msearch": legs,
-        "entities": args.entities,
-        "queries": args.queries,
-        "load_average": os.getloadavg(),
-        "profile_ms": results,
-    }
-    write_json(args.json, out)
-    return 0
 
 
 if __name__ == "__main__":

@@ -217,7 +217,7 @@ def rankings(search: Search, queries: dict[str, str]) -> dict[str, list[str]]:
     return {qid: search(text, 100)[1] for qid, text in queries.items()}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -232,21 +232,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--smoke", action="store_true", help="tests/fixtures/beir_tiny, one round, one worker"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.smoke:
         args.dataset, args.rounds, args.workers = SMOKE_DATASET, 1, 1
     elif args.json is None:
         args.json = ROOT / "bench" / "results" / "peers.json"
 
-    from core.search.ranking_metrics import evaluate
     from infra.beir.datasets import load_beir
-    from infra.beir.evaluation import EVAL_TENANT
 
     data = load_beir(args.dataset, "test")
     queries = [q for q in data.queries.values() if q.strip()]
     name = f"quarry-peers-{uuid.uuid4().hex[:8]}"
     node = Client(args.opensearch)
     report: dict[str, Any] = {"dataset": data.name, "queries": len(queries), "rounds": args.rounds}
+    _compare(args, data, queries, node, name, report)
+    report["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    if args.json:
+        write_json(args.json, report)
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _compare(
+    args: argparse.Namespace, data: Any, queries: list[str], node: Client, name: str, report: dict[str, Any]
+) -> None:
+    """Index the corpus in OpenSearch (index `name`) and in a Quarry server, then measure both into
+    `report`; the index and the server are gone afterwards."""
+    from infra.beir.evaluation import EVAL_TENANT
+
     with tempfile.TemporaryDirectory(prefix="quarry-peers-") as tmp:
         server: LocalServer | None = None
         try:
@@ -262,34 +279,38 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "opensearch": opensearch_search(node, name),
                 "quarry": quarry_search(quarry),
             }
-            for size in SIZES:  # warm-up: caches, JIT, each worker's first requests
-                alternate(sides, queries, size, 1)
-            report["latency_ms"] = {}
-            for size in SIZES:
-                times = alternate(sides, queries, size, args.rounds)
-                report["latency_ms"][f"top{size}"] = {k: summary(v) for k, v in times.items()}
-                row = "  ".join(f"{k} P50 {s['p50']:.1f} P99 {s['p99']:.1f} ms" for k, s in
-                                report["latency_ms"][f"top{size}"].items())  # fmt: skip
-                print(f"top {size:>3}: {row}", flush=True)
-            report["quality"] = {
-                side: evaluate(rankings(search, data.queries), data.qrels).as_dict()
-                for side, search in sides.items()
-            }
-            for side, m in report["quality"].items():
-                print(
-                    f"{side}: nDCG@10 {m['ndcg_at_10']:.3f}  R@100 {m['recall_at_100']:.3f}  MRR@10 {m['mrr_at_10']:.3f}"
-                )
+            _measure(sides, queries, data, args.rounds, report)
             quarry.close()
         finally:
             if server is not None:
                 server.stop()
             node.request("DELETE", f"/{name}")
             node.close()
-    report["load_average"] = [round(x, 2) for x in os.getloadavg()]
-    if args.json:
-        write_json(args.json, report)
-        print(f"wrote {args.json}")
-    return 0
+
+
+def _measure(
+    sides: dict[str, Search], queries: list[str], data: Any, rounds: int, report: dict[str, Any]
+) -> None:
+    """Each side's latency per result size (alternated, after a warm-up) and its ranking quality, printed
+    and put in `report`."""
+    from core.search.ranking_metrics import evaluate
+
+    for size in SIZES:  # warm-up: caches, JIT, each worker's first requests
+        alternate(sides, queries, size, 1)
+    report["latency_ms"] = {}
+    for size in SIZES:
+        times = alternate(sides, queries, size, rounds)
+        report["latency_ms"][f"top{size}"] = {k: summary(v) for k, v in times.items()}
+        row = "  ".join(f"{k} P50 {s['p50']:.1f} P99 {s['p99']:.1f} ms" for k, s in
+                        report["latency_ms"][f"top{size}"].items())  # fmt: skip
+        print(f"top {size:>3}: {row}", flush=True)
+    report["quality"] = {
+        side: evaluate(rankings(search, data.queries), data.qrels).as_dict() for side, search in sides.items()
+    }
+    for side, m in report["quality"].items():
+        print(
+            f"{side}: nDCG@10 {m['ndcg_at_10']:.3f}  R@100 {m['recall_at_100']:.3f}  MRR@10 {m['mrr_at_10']:.3f}"
+        )
 
 
 if __name__ == "__main__":

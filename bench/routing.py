@@ -135,7 +135,7 @@ def concurrent(
     return {**summary(took), "per_second": len(took) / seconds}
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -149,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--smoke", action="store_true", help="30 entities, 3 tenants, 2 queries, 0.2 s, 2 threads"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.smoke:
         args.entities, args.tenants, args.queries, args.seconds, args.threads = 30, 3, 2, 0.2, 2
     if not os.environ.get("QUARRY_OPENSEARCH_URL"):
@@ -166,28 +170,10 @@ def main(argv: list[str] | None = None) -> int:
         for name, options in layouts(args.shards).items():
             container = build(data, args.shards, options, embedder)
             try:
-                ingest(container, args.entities, tenants)
-                seen = touched(container)
-                row: dict[str, Any] = {}
-                for strategy in STRATEGIES:
-                    one = searcher(container, tenants, strategy)
-                    row[strategy] = {
-                        "sequential": sequential(one, stream),
-                        "concurrent": concurrent(one, stream, args.threads, args.seconds),
-                    }
-                row["shards_touched"] = sorted(set(seen))
-                results[name] = row
+                results[name] = _measure(args, container, tenants, stream)
             finally:
                 container.index.drop()
-    print(f"\n{args.entities} entities over {args.tenants} tenants, {args.shards} shards, 1 replica; ms")
-    for name, row in results.items():
-        for strategy in STRATEGIES:
-            s, c = row[strategy]["sequential"], row[strategy]["concurrent"]
-            print(
-                f"{name:<18} {strategy:<8} one at a time P50 {s['p50']:6.2f} P99 {s['p99']:6.2f} · "
-                f"{args.threads} threads: {c['per_second']:6.1f}/s P50 {c['p50']:6.2f} P99 {c['p99']:6.2f} · "
-                f"shards per search {row['shards_touched']}"
-            )
+    _print(args, results)
     out = {
         "entities": args.entities,
         "tenants": args.tenants,
@@ -198,6 +184,36 @@ def main(argv: list[str] | None = None) -> int:
     }
     write_json(args.json, out)
     return 0
+
+
+def _measure(
+    args: argparse.Namespace, container: Any, tenants: list[str], stream: list[str]
+) -> dict[str, Any]:
+    """One layout: ingest, then each strategy one search at a time and under load, and the shards the
+    searches touched."""
+    ingest(container, args.entities, tenants)
+    seen = touched(container)
+    row: dict[str, Any] = {}
+    for strategy in STRATEGIES:
+        one = searcher(container, tenants, strategy)
+        row[strategy] = {
+            "sequential": sequential(one, stream),
+            "concurrent": concurrent(one, stream, args.threads, args.seconds),
+        }
+    row["shards_touched"] = sorted(set(seen))
+    return row
+
+
+def _print(args: argparse.Namespace, results: dict[str, Any]) -> None:
+    print(f"\n{args.entities} entities over {args.tenants} tenants, {args.shards} shards, 1 replica; ms")
+    for name, row in results.items():
+        for strategy in STRATEGIES:
+            s, c = row[strategy]["sequential"], row[strategy]["concurrent"]
+            print(
+                f"{name:<18} {strategy:<8} one at a time P50 {s['p50']:6.2f} P99 {s['p99']:6.2f} · "
+                f"{args.threads} threads: {c['per_second']:6.1f}/s P50 {c['p50']:6.2f} P99 {c['p99']:6.2f} · "
+                f"shards per search {row['shards_touched']}"
+            )
 
 
 if __name__ == "__main__":

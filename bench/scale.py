@@ -144,10 +144,6 @@ def measure_keyword(
 ) -> dict[str, Any]:
     """Keyword P50/P99 (narrow and broad, with a type filter too), hybrid P50 through SearchService, and
     the first keyword search after a write, on whichever keyword engine the index runs."""
-    from core.search.search_api import SearchRequest
-    from core.search.search_service import SearchService
-    from infra.timing.clock import SystemClock
-
     res: dict[str, Any] = {"keyword_engine": "tantivy" if index.store.keywords is not None else "fts5"}
     qv = space.vectors(99, queries)
     stage("keyword")
@@ -160,42 +156,63 @@ def measure_keyword(
         res[f"keyword_{name}_type_filter"] = summary(
             timed(lambda q: index.lexical("bench", q, tasks, K), qs[:queries])
         )
+    res |= _hybrid(index, n, qv, texts[:queries], registry)
+    res |= _first_keyword_search_after_write(index, n, space, words)
+    return res
 
+
+class _FixedEmbedder(Embedder):
+    """The given vector of each query text (the fallback for any other)."""
+
+    dimension, model_id = DIM, "fixed"
+
+    def __init__(self, vectors: dict[str, Any], fallback: Any) -> None:
+        self._vectors, self._fallback = vectors, fallback
+
+    def embed(self, xs: Sequence[str]) -> list[Vector]:
+        return [self._vectors.get(x, self._fallback) for x in xs]
+
+    def embed_query(self, xs: Sequence[str]) -> list[Vector]:
+        return self.embed(xs)
+
+
+class _NoCache:
+    def get(self, key: str, now: float) -> None:
+        return None
+
+    def set(self, *args: Any) -> None: ...
+
+    def incr(self, key: str) -> int:
+        return 0
+
+    def counter(self, key: str) -> int:
+        return 0
+
+
+def _hybrid(index: Any, n: int, qv: Any, texts: list[str], registry: EntityTypeRegistry) -> dict[str, Any]:
+    """Hybrid P50/P99 through SearchService (top 20), the query vectors given; at a size a default
+    server runs the approximate index at, once it is trained (and how long that took)."""
+    from core.search.search_api import SearchRequest
+    from core.search.search_service import SearchService
+    from infra.timing.clock import SystemClock
+
+    res: dict[str, Any] = {}
     if n >= ANN_MIN_DEFAULT:  # hybrid as a server that has been up a while runs it: approximate index trained
         t = time.perf_counter()
         index.vector("bench", qv[0], Filters(), K)  # opens the tenant's vectors; training starts behind it
         res["ann_train_s"] = trained(index, t)
         index.vector_search.ann_probe = ANN_PROBE
-    texts = texts[:queries]
-    vectors = dict(zip(texts, qv, strict=False))
-
-    class FixedEmbedder(Embedder):
-        dimension, model_id = DIM, "fixed"
-
-        def embed(self, xs: Sequence[str]) -> list[Vector]:
-            return [vectors.get(x, qv[0]) for x in xs]
-
-        def embed_query(self, xs: Sequence[str]) -> list[Vector]:
-            return self.embed(xs)
-
-    class NoCache:
-        def get(self, key: str, now: float) -> None:
-            return None
-
-        def set(self, *args: Any) -> None: ...
-
-        def incr(self, key: str) -> int:
-            return 0
-
-        def counter(self, key: str) -> int:
-            return 0
-
-    service = SearchService(index, FixedEmbedder(), NoCache(), registry, SystemClock())  # type: ignore[arg-type]
+    embedder = _FixedEmbedder(dict(zip(texts, qv, strict=False)), qv[0])
+    service = SearchService(index, embedder, _NoCache(), registry, SystemClock())  # type: ignore[arg-type]
     hybrid = lambda t: service.search("bench", SearchRequest(query=t, strategy="hybrid", limit=20))  # noqa: E731
     stage("hybrid")
     hybrid(texts[0])  # the vector store open (or caught up): not a search
     res["hybrid_service_top20"] = summary(timed(hybrid, texts))
+    return res
 
+
+def _first_keyword_search_after_write(index: Any, n: int, space: Space, words: list[str]) -> dict[str, Any]:
+    """A fresh entity's upsert, then a keyword search that must find it at once (and not after its delete)."""
     stage("first keyword search after a write")
     after: list[float] = []
     writes: list[float] = []
@@ -216,9 +233,7 @@ def measure_keyword(
         assert not index.lexical("bench", LexicalQuery((f"zqx{i}",)), Filters(), K), (
             "a delete is never served"
         )
-    res["first_keyword_search_after_write"] = summary(after)
-    res["one_entity_upsert"] = summary(writes)
-    return res
+    return {"first_keyword_search_after_write": summary(after), "one_entity_upsert": summary(writes)}
 
 
 def trained(index: Any, started: float) -> float:
@@ -234,25 +249,11 @@ def trained(index: Any, started: float) -> float:
 def measure(
     index: Any, n: int, space: Space, words: list[str], texts: list[str], queries: int
 ) -> dict[str, Any]:
-
+    """Vector search exact and approximate, two workers' memory, the keyword measures, the first vector
+    search after a write, and the process's memory."""
     res: dict[str, Any] = {}
     qv = space.vectors(99, queries)
-    t = time.perf_counter()
-    index.vector("bench", qv[0], Filters(), K, exact=True)  # the store built or caught up: not a search
-    res["vector_store_open_s"] = round(time.perf_counter() - t, 2)
-    exact = [index.vector("bench", q, Filters(), K, exact=True) for q in qv]
-    stage("vector: exact, NumPy bound, type filter")
-    res["vector_exact"] = summary(
-        timed(lambda q: index.vector("bench", q, Filters(), K, exact=True), list(qv))
-    )
-    snap = index.vector_search.tenant_vectors("bench")
-    matrix = snap.matrix  # the same pages the index scores (mapped, resident after the first search)
-    res["numpy_bound"] = summary(timed(lambda q: np.argpartition(-(matrix @ q), K)[:K], list(qv)))
-    tasks = Filters(entity_types=("task",))
-    res["vector_type_filter"] = summary(
-        timed(lambda q: index.vector("bench", q, tasks, K, exact=True), list(qv))
-    )
-    res["raw_vector_mb"] = round(matrix.nbytes / 2**20, 1)
+    exact = _exact(index, qv, res)
     stage("two workers")
     res["two_workers"] = workers_pss(index.store.path, qv[:20])
     res["ann_train_s"] = trained(index, time.perf_counter())  # training runs in the background
@@ -271,7 +272,35 @@ def measure(
     # what a default server would do
     index.vector_search.ann_probe = ANN_PROBE if n >= ANN_MIN_DEFAULT else 0
     res |= measure_keyword(index, n, space, words, texts, queries)
+    res |= _first_vector_search_after_write(index, n, space, words)
+    res["memory"] = rss_mb()
+    return res
 
+
+def _exact(index: Any, qv: Any, res: dict[str, Any]) -> list[Any]:
+    """Exact vector search (plain, against the NumPy bound, with a type filter) into `res`: each query's
+    exact hits, the truth the approximate index is scored against."""
+    t = time.perf_counter()
+    index.vector("bench", qv[0], Filters(), K, exact=True)  # the store built or caught up: not a search
+    res["vector_store_open_s"] = round(time.perf_counter() - t, 2)
+    exact = [index.vector("bench", q, Filters(), K, exact=True) for q in qv]
+    stage("vector: exact, NumPy bound, type filter")
+    res["vector_exact"] = summary(
+        timed(lambda q: index.vector("bench", q, Filters(), K, exact=True), list(qv))
+    )
+    snap = index.vector_search.tenant_vectors("bench")
+    matrix = snap.matrix  # the same pages the index scores (mapped, resident after the first search)
+    res["numpy_bound"] = summary(timed(lambda q: np.argpartition(-(matrix @ q), K)[:K], list(qv)))
+    tasks = Filters(entity_types=("task",))
+    res["vector_type_filter"] = summary(
+        timed(lambda q: index.vector("bench", q, tasks, K, exact=True), list(qv))
+    )
+    res["raw_vector_mb"] = round(matrix.nbytes / 2**20, 1)
+    return exact
+
+
+def _first_vector_search_after_write(index: Any, n: int, space: Space, words: list[str]) -> dict[str, Any]:
+    """A fresh entity's vector search right after its write, beside searches for unseen queries."""
     stage("first search after a write")
     after: list[float] = []
     # Compared with searches measured in turn (same machine load) for queries never searched before, as
@@ -291,10 +320,10 @@ def measure(
         after.append((time.perf_counter() - t) * 1000)
         assert found[0].key == rec.key, "a fresh write must be found at once"
         index.delete("bench", rec.key, None)
-    res["unseen_query_vector_search_beside_writes"] = summary(warm)
-    res["first_vector_search_after_write"] = summary(after)
-    res["memory"] = rss_mb()
-    return res
+    return {
+        "unseen_query_vector_search_beside_writes": summary(warm),
+        "first_vector_search_after_write": summary(after),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:

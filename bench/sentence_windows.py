@@ -71,7 +71,7 @@ def ndcg(
     return round(evaluate(run, qrels).ndcg_at_10, 4)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -83,7 +83,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--json", type=Path, help="default bench/results/sentence_windows.json (none with --smoke)"
     )
     parser.add_argument("--smoke", action="store_true", help="tests/fixtures/beir_tiny, hashing vectors")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
     embedder: Any
     if args.smoke:
         args.dataset, embedder = SMOKE_DATASET, HashingEmbedder()
@@ -108,29 +112,44 @@ def main(argv: Sequence[str] | None = None) -> None:
     owners = np.array(owner)
     out: dict[str, Any] = {"windows": len(units), "documents": len(corpus), "rows": {}}
     for split in ("train", "test"):
-        data = load_beir(args.dataset, split)
-        data = dataclasses.replace(data, queries={q: data.queries[q] for q in data.qrels})
-        qids = list(data.qrels)
-        queries = np.array(embedder.embed_query([data.queries[q] for q in qids]), dtype=np.float32)
-        by_doc = queries @ doc_vectors.T
-        best = np.full(by_doc.shape, -1.0, dtype=np.float32)
-        by_window = queries @ window_vectors.T
-        for j in range(len(qids)):
-            np.maximum.at(best[j], owners, by_window[j])
-        bm25 = bm25_run(data)
-        variants = {"document": by_doc} | {
-            ("best window" if w is None else f"{w} document + {1 - w:.1f} best window"): (
-                best if w is None else w * by_doc + (1 - w) * best
-            )
-            for w in MIXES
-        }
-        for name, scores in variants.items():
-            row = {"semantic": ndcg(scores, ids, qids, data.qrels, None, 0.0)}
-            row |= {f"convex α {a}": ndcg(scores, ids, qids, data.qrels, bm25, a) for a in ALPHAS}
-            out["rows"][f"{split}: {name}"] = row
-            print(f"{split:<6} {name:<32} " + "  ".join(f"{k} {v:.4f}" for k, v in row.items()))
+        _score_split(args.dataset, split, embedder, ids, doc_vectors, window_vectors, owners, out)
     if args.json:
         write_json(args.json, out)
+
+
+def _score_split(
+    dataset: Path,
+    split: str,
+    embedder: Any,
+    ids: list[str],
+    doc_vectors: Any,
+    window_vectors: Any,
+    owners: Any,
+    out: dict[str, Any],
+) -> None:
+    """Each variant's nDCG@10 on one split's judged queries (semantic alone and convex with BM25), printed
+    and put in `out["rows"]`."""
+    data = load_beir(dataset, split)
+    data = dataclasses.replace(data, queries={q: data.queries[q] for q in data.qrels})
+    qids = list(data.qrels)
+    queries = np.array(embedder.embed_query([data.queries[q] for q in qids]), dtype=np.float32)
+    by_doc = queries @ doc_vectors.T
+    best = np.full(by_doc.shape, -1.0, dtype=np.float32)
+    by_window = queries @ window_vectors.T
+    for j in range(len(qids)):
+        np.maximum.at(best[j], owners, by_window[j])
+    bm25 = bm25_run(data)
+    variants = {"document": by_doc} | {
+        ("best window" if w is None else f"{w} document + {1 - w:.1f} best window"): (
+            best if w is None else w * by_doc + (1 - w) * best
+        )
+        for w in MIXES
+    }
+    for name, scores in variants.items():
+        row = {"semantic": ndcg(scores, ids, qids, data.qrels, None, 0.0)}
+        row |= {f"convex α {a}": ndcg(scores, ids, qids, data.qrels, bm25, a) for a in ALPHAS}
+        out["rows"][f"{split}: {name}"] = row
+        print(f"{split:<6} {name:<32} " + "  ".join(f"{k} {v:.4f}" for k, v in row.items()))
 
 
 if __name__ == "__main__":

@@ -257,7 +257,21 @@ def pre_token_generation(
     """The access token's claims after Cognito ran the V2 trigger for `user` (RuntimeError when the
     trigger fails: Cognito then refuses the sign-in)."""
     sub = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{pool_id}/{user}"))
-    event = {
+    invocation = function.invoke(_trigger_event(sub, user, groups, scopes, client_id, pool_id))
+    if invocation.function_error:
+        raise RuntimeError(
+            f"the pre-token-generation trigger failed: {invocation.body.decode(errors='replace')}"
+        )
+    details = ((invocation.payload.get("response") or {}).get("claimsAndScopeOverrideDetails")) or {}
+    claims = _issued_claims(sub, user, groups, client_id, pool_id)
+    return _overridden(claims, scopes, details.get("accessTokenGeneration") or {})
+
+
+def _trigger_event(
+    sub: str, user: str, groups: Sequence[str], scopes: Sequence[str], client_id: str, pool_id: str
+) -> dict[str, Any]:
+    """The V2 trigger's event for `user` signing in."""
+    return {
         "version": "2",
         "triggerSource": "TokenGeneration_Authentication",
         "region": REGION,
@@ -275,20 +289,24 @@ def pre_token_generation(
         },
         "response": {"claimsAndScopeOverrideDetails": None},
     }
-    invocation = function.invoke(event)
-    if invocation.function_error:
-        raise RuntimeError(
-            f"the pre-token-generation trigger failed: {invocation.body.decode(errors='replace')}"
-        )
-    details = ((invocation.payload.get("response") or {}).get("claimsAndScopeOverrideDetails")) or {}
-    access = details.get("accessTokenGeneration") or {}
+
+
+def _issued_claims(
+    sub: str, user: str, groups: Sequence[str], client_id: str, pool_id: str
+) -> dict[str, Any]:
+    """The access token's claims as Cognito issues them before the trigger's overrides."""
     now = int(time.time())
-    claims: dict[str, Any] = {
+    return {
         "sub": sub, "cognito:groups": list(groups), "iss": f"https://cognito-idp.{REGION}.amazonaws.com/{pool_id}",
         "client_id": client_id, "origin_jti": str(uuid.uuid4()), "event_id": str(uuid.uuid4()),
         "token_use": "access", "auth_time": now, "exp": now + TOKEN_SECONDS, "iat": now,
         "jti": str(uuid.uuid4()), "username": user,
     }  # fmt: skip
+
+
+def _overridden(claims: dict[str, Any], scopes: Sequence[str], access: Mapping[str, Any]) -> dict[str, Any]:
+    """`claims` with the trigger's `accessTokenGeneration` applied (never to a protected claim) and the
+    granted scopes."""
     for name in access.get("claimsToSuppress") or []:
         if name not in PROTECTED_CLAIMS:
             claims.pop(name, None)

@@ -25,62 +25,85 @@ def _wait(driver: Any, css: str, timeout: float = 20) -> None:
     WebDriverWait(driver, timeout).until(lambda d: d.find_elements("css selector", css))
 
 
+def _click(driver: Any, css: str) -> None:
+    driver.find_element("css selector", css).click()
+
+
+def _shot(driver: Any, out: Path, name: str) -> None:
+    time.sleep(0.2)
+    driver.save_screenshot(str(out / f"{name}.png"))
+
+
 def _views(driver: Any, url: str, out: Path) -> None:
-    def click(css: str) -> None:
-        driver.find_element("css selector", css).click()
-
-    def shot(name: str) -> None:
-        time.sleep(0.2)
-        driver.save_screenshot(str(out / f"{name}.png"))
-
+    """Sign in with the full key, then take each view's screenshot in turn."""
     driver.get(url + "/")
     _fill(driver, "#key", FULL_KEY)
-    click("#key-form button[type=submit]")
+    _click(driver, "#key-form button[type=submit]")
     _wait(driver, "body[data-scopes~=admin]")
+    _search_and_compare(driver, out)
+    _governed(driver, out)
+    _context(driver, url, out)
+    _entities(driver, out)
+    _quality(driver, out)
+
+
+def _search_and_compare(driver: Any, out: Path) -> None:
     _fill(driver, "#search-query", "login rate limiter")
-    click("#search-form button[type=submit]")
+    _click(driver, "#search-form button[type=submit]")
     _wait(driver, "#search-results [data-testid=explanation]")
-    shot("search")
-    click(".tab[data-view=compare]")
+    _shot(driver, out, "search")
+    _click(driver, ".tab[data-view=compare]")
     _fill(driver, "#compare-query", "rate limiter")
-    click("#compare-form button[type=submit]")
+    _click(driver, "#compare-form button[type=submit]")
     _wait(driver, "#compare-right li")
-    shot("compare")
-    click(".tab[data-view=retrieve]")
+    _shot(driver, out, "compare")
+
+
+def _governed(driver: Any, out: Path) -> None:
+    _click(driver, ".tab[data-view=retrieve]")
     _fill(driver, "#retrieve-role", "dba")
     _fill(driver, "#retrieve-task", "How do I rotate the database credentials?")
-    click("#retrieve-form button[type=submit]")
+    _click(driver, "#retrieve-form button[type=submit]")
     _wait(driver, "[data-testid=selected] li")
-    shot("governed")
-    click(".tab[data-view=context]")
+    _shot(driver, out, "governed")
+
+
+def _context(driver: Any, url: str, out: Path) -> None:
+    _click(driver, ".tab[data-view=context]")
     _fill(driver, "#context-caller", "agent-coder")
     _fill(driver, "#context-budget", "120")
     for query in ("login limiter lockout", "rate limiter token bucket", "login rate limiter"):
         _fill(driver, "#context-query", query)
-        click("#context-form button[type=submit]")
+        _click(driver, "#context-form button[type=submit]")
         _wait(driver, "[data-testid=budget-bar] div")
         time.sleep(0.3)
-        click("#context-out input[type=checkbox]")  # feedback: the first item was used
-        click("#context-out .bar-form button")
+        _click(driver, "#context-out input[type=checkbox]")  # feedback: the first item was used
+        _click(driver, "#context-out .bar-form button")
         _wait(driver, "#context-out .chip.ok")
     call(url, "POST", "/context/eval", {})  # learn from the feedback now (nightly otherwise)
-    click("#context-learning")
+    _click(driver, "#context-learning")
     _wait(driver, "#context-learn svg path")
-    shot("context")
-    click(".tab[data-view=entities]")
+    _shot(driver, out, "context")
+
+
+def _entities(driver: Any, out: Path) -> None:
+    _click(driver, ".tab[data-view=entities]")
     _fill(driver, "#entities-query", "limiter")
-    click("#entities-form button[type=submit]")
+    _click(driver, "#entities-form button[type=submit]")
     _wait(driver, "#entities-list li[data-key]")
-    click("#entities-list li[data-key]")
+    _click(driver, "#entities-list li[data-key]")
     _wait(driver, "#entities-detail .card")
-    shot("entities")
-    click(".tab[data-view=quality]")
+    _shot(driver, out, "entities")
+
+
+def _quality(driver: Any, out: Path) -> None:
+    _click(driver, ".tab[data-view=quality]")
     _fill(driver, "#quality-role", "dba")
     for _ in range(3):  # three stored runs, so the per-run lines have a shape
-        click("#quality-run")
+        _click(driver, "#quality-run")
         time.sleep(1.5)
     _wait(driver, "#quality-out svg rect", 60)
-    shot("quality")
+    _shot(driver, out, "quality")
 
 
 def main() -> int:

@@ -33,8 +33,38 @@ def register_context_tools(server: MCPServer, act: Act) -> None:
     _retrieve_tool(server, act)
 
 
+# The arguments of assemble_context as an agent reads them in tools/list (one per argument of
+# POST /context/assemble it may fill); those search shares are in handlers/mcp/arguments.py.
+Namespace = Annotated[
+    str | None, Field(description="Mission namespace to retrieve within", max_length=MAX_NAME_CHARS)
+]
+TokenBudget = Annotated[
+    int | None,
+    Field(
+        description="Tokens for the block (default: the caller's learned budget)", ge=1, le=MAX_TOKEN_BUDGET
+    ),
+]
+ExplicitLinks = Annotated[
+    list[str] | None,
+    Field(
+        description="Entities (`type:id`) packed first, within 30% of the budget",
+        max_length=MAX_LINKS,
+        examples=[["memory:m-42"]],
+    ),
+]
+Sources = Annotated[list[str] | None, Field(description="Sources to use (default: all)")]
+Log = Annotated[bool, Field(description="false: do not log (no assembly_id, no learning)")]
+TokenEncoding = Annotated[
+    Literal["estimate", "cl100k_base", "o200k_base"] | None,
+    Field(
+        description="What the budget is counted in: estimate (ceil(chars/4)) or your model's "
+        "encoding (default: the caller's configured one, else the estimate)"
+    ),
+]
+
+
 def _assemble_tool(server: MCPServer, act: Act) -> None:
-    # ~50 lines: the tool's signature is its published input schema (one Annotated Field per argument)
+    # the tool's signature is its published input schema (the annotated arguments above)
     @server.tool(
         description="A token-budgeted context block for a caller, with its sources (POST /context/assemble). "
         "Then call context_feedback with the source ids you used.",
@@ -44,34 +74,12 @@ def _assemble_tool(server: MCPServer, act: Act) -> None:
         ctx: Context,
         query: Query,
         caller: Caller,
-        namespace: Annotated[
-            str | None, Field(description="Mission namespace to retrieve within", max_length=MAX_NAME_CHARS)
-        ] = None,
-        token_budget: Annotated[
-            int | None,
-            Field(
-                description="Tokens for the block (default: the caller's learned budget)",
-                ge=1,
-                le=MAX_TOKEN_BUDGET,
-            ),
-        ] = None,
-        explicit_links: Annotated[
-            list[str] | None,
-            Field(
-                description="Entities (`type:id`) packed first, within 30% of the budget",
-                max_length=MAX_LINKS,
-                examples=[["memory:m-42"]],
-            ),
-        ] = None,
-        sources: Annotated[list[str] | None, Field(description="Sources to use (default: all)")] = None,
-        log: Annotated[bool, Field(description="false: do not log (no assembly_id, no learning)")] = True,
-        token_encoding: Annotated[
-            Literal["estimate", "cl100k_base", "o200k_base"] | None,
-            Field(
-                description="What the budget is counted in: estimate (ceil(chars/4)) or your model's "
-                "encoding (default: the caller's configured one, else the estimate)"
-            ),
-        ] = None,
+        namespace: Namespace = None,
+        token_budget: TokenBudget = None,
+        explicit_links: ExplicitLinks = None,
+        sources: Sources = None,
+        log: Log = True,
+        token_encoding: TokenEncoding = None,
         min_relevance: MinRelevance = None,
         min_trust: MinTrust = None,
         include_superseded: IncludeSuperseded = False,
@@ -126,8 +134,35 @@ def _feedback_tool(server: MCPServer, act: Act) -> None:
         )
 
 
+# The arguments of retrieve as an agent reads them in tools/list (those of POST /retrieve).
+RoleId = Annotated[
+    str,
+    Field(description="The role (its stored overlay applies)", pattern=ROLE_ID_PATTERN, examples=["support"]),
+]
+TaskText = Annotated[
+    str,
+    Field(
+        description="The task to gather evidence for",
+        min_length=1,
+        max_length=MAX_TEXT_CHARS,
+        pattern=NONBLANK_PATTERN,
+        examples=["customer cannot sign in after a password reset"],
+    ),
+]
+Overlay = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description="A RoleOverlay to use instead of the stored one (resource quarry://schemas/"
+        "role_overlay); its role_id defaults to the role_id argument and must equal it",
+        examples=[{"mission": "help customers sign in", "vocabulary": {"boost": ["password"]}}],
+    ),
+]
+ContextSummary = Annotated[str | None, Field(description="What is known so far", max_length=MAX_TEXT_CHARS)]
+LexicalOnly = Annotated[bool, Field(description="BM25 only: no embedding call")]
+
+
 def _retrieve_tool(server: MCPServer, act: Act) -> None:
-    # ~50 lines: the tool's signature is its published input schema (one Annotated Field per argument)
+    # the tool's signature is its published input schema (the annotated arguments above)
     @server.tool(
         description="Governed retrieval for a role: evidence selected and screened by the role's overlay, "
         "with provenance and warnings (POST /retrieve).",
@@ -135,36 +170,11 @@ def _retrieve_tool(server: MCPServer, act: Act) -> None:
     )
     def retrieve(
         ctx: Context,
-        role_id: Annotated[
-            str,
-            Field(
-                description="The role (its stored overlay applies)",
-                pattern=ROLE_ID_PATTERN,
-                examples=["support"],
-            ),
-        ],
-        task_text: Annotated[
-            str,
-            Field(
-                description="The task to gather evidence for",
-                min_length=1,
-                max_length=MAX_TEXT_CHARS,
-                pattern=NONBLANK_PATTERN,
-                examples=["customer cannot sign in after a password reset"],
-            ),
-        ],
-        overlay: Annotated[
-            dict[str, Any] | None,
-            Field(
-                description="A RoleOverlay to use instead of the stored one (resource quarry://schemas/"
-                "role_overlay); its role_id defaults to the role_id argument and must equal it",
-                examples=[{"mission": "help customers sign in", "vocabulary": {"boost": ["password"]}}],
-            ),
-        ] = None,
-        context_summary: Annotated[
-            str | None, Field(description="What is known so far", max_length=MAX_TEXT_CHARS)
-        ] = None,
-        lexical_only: Annotated[bool, Field(description="BM25 only: no embedding call")] = False,
+        role_id: RoleId,
+        task_text: TaskText,
+        overlay: Overlay = None,
+        context_summary: ContextSummary = None,
+        lexical_only: LexicalOnly = False,
     ) -> RetrievalBundle:
         request = {
             "role_id": role_id,

@@ -146,9 +146,48 @@ def build_server(container: Callable[[], Container], gate: Gate) -> MCPServer:
     return server
 
 
+# The arguments of `search` as an agent reads them in tools/list (one per argument of POST /search it may
+# fill); the ones the context tools share are in handlers/mcp/arguments.py.
+EntityTypes = Annotated[list[str] | None, Field(description="Entity types to search (default: all)")]
+Filters = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description="Metadata filters, field → a value, a list of values (any of them), or operators "
+        "that must all hold: gt, gte, lt, lte (numbers, ISO dates), in, not, exists",
+        examples=[{"status": "open"}, {"due_date": {"gte": "2026-01-01"}, "status": {"not": "done"}}],
+    ),
+]
+Limit = Annotated[int, Field(description="Hits per page", ge=1, le=MAX_LIMIT)]
+Strategy = Annotated[
+    Literal["auto", "keyword", "semantic", "hybrid"],
+    Field(description="auto: identifiers lean keyword, the rest hybrid"),
+]
+Explain = Annotated[bool, Field(description="Add each hit's ranks and scores per retriever")]
+MinScore = Annotated[
+    float | None,
+    Field(description="Leave out hits whose fused score is below this (0..1)", ge=0, le=1, examples=[0.2]),
+]
+Facets = Annotated[
+    list[str] | None,
+    Field(
+        description="Fields to count values of over every match (the filterable ones: status, "
+        "source, owner, namespace, the types' declared metadata)",
+        max_length=MAX_FACETS,
+        examples=[["source"]],
+    ),
+]
+ReturnFields = Annotated[
+    Literal["all", "none"] | list[str] | None,
+    Field(
+        description="Stored fields in each hit's `fields`: all, or their names; none: ids and scores "
+        "only (default: title, snippet and metadata)",
+        examples=["all"],
+    ),
+]
+
+
 def _search_tool(server: MCPServer, act: Act) -> None:
-    # ~70 lines: the tool's signature is its published input schema (one Annotated Field per argument of
-    # POST /search an agent may fill)
+    # the tool's signature is its published input schema (the annotated arguments above)
     @server.tool(
         description="Hybrid search (BM25 + vectors) over the tenant's entities, best first (POST /search). "
         "Snippets are plain text. For more hits pass `next_cursor` back as `cursor`.",
@@ -157,50 +196,15 @@ def _search_tool(server: MCPServer, act: Act) -> None:
     def search(
         ctx: Context,
         query: Query,
-        entities: Annotated[
-            list[str] | None, Field(description="Entity types to search (default: all)")
-        ] = None,
-        filters: Annotated[
-            dict[str, Any] | None,
-            Field(
-                description="Metadata filters, field → a value, a list of values (any of them), or operators "
-                "that must all hold: gt, gte, lt, lte (numbers, ISO dates), in, not, exists",
-                examples=[{"status": "open"}, {"due_date": {"gte": "2026-01-01"}, "status": {"not": "done"}}],
-            ),
-        ] = None,
-        limit: Annotated[int, Field(description="Hits per page", ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
-        strategy: Annotated[
-            Literal["auto", "keyword", "semantic", "hybrid"],
-            Field(description="auto: identifiers lean keyword, the rest hybrid"),
-        ] = "auto",
-        explain: Annotated[bool, Field(description="Add each hit's ranks and scores per retriever")] = False,
+        entities: EntityTypes = None,
+        filters: Filters = None,
+        limit: Limit = DEFAULT_LIMIT,
+        strategy: Strategy = "auto",
+        explain: Explain = False,
         cursor: Cursor = None,
-        min_score: Annotated[
-            float | None,
-            Field(
-                description="Leave out hits whose fused score is below this (0..1)",
-                ge=0,
-                le=1,
-                examples=[0.2],
-            ),
-        ] = None,
-        facets: Annotated[
-            list[str] | None,
-            Field(
-                description="Fields to count values of over every match (the filterable ones: status, "
-                "source, owner, namespace, the types' declared metadata)",
-                max_length=MAX_FACETS,
-                examples=[["source"]],
-            ),
-        ] = None,
-        return_fields: Annotated[
-            Literal["all", "none"] | list[str] | None,
-            Field(
-                description="Stored fields in each hit's `fields`: all, or their names; none: ids and scores "
-                "only (default: title, snippet and metadata)",
-                examples=["all"],
-            ),
-        ] = None,
+        min_score: MinScore = None,
+        facets: Facets = None,
+        return_fields: ReturnFields = None,
         min_relevance: MinRelevance = None,
         min_trust: MinTrust = None,
         include_superseded: IncludeSuperseded = False,

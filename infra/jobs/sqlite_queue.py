@@ -29,7 +29,7 @@ from typing import Any
 from core.errors import UnavailableError
 from core.indexing.write_jobs import MAX_PART_ATTEMPTS, JobPart, failure_reason
 from infra.local.sqlite.connect import immediate, open_sqlite
-from infra.local.sqlite.errors import reported
+from infra.local.sqlite.errors import FAILURES, translate
 
 _log = logging.getLogger(__name__)
 
@@ -88,8 +88,12 @@ class SqliteJobQueue:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, reported(), immediate(self._conn) as conn:
-            yield conn
+        with self._lock:
+            try:
+                with immediate(self._conn) as conn:
+                    yield conn
+            except FAILURES as exc:
+                raise translate(exc) from exc
 
     def send(self, messages: Sequence[dict[str, Any]]) -> None:
         """Store every part (all or none), then wake this process's job thread."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from core.indexing.write_jobs import Job
 from infra.local.sqlite.connect import immediate, open_sqlite
-from infra.local.sqlite.errors import reported
+from infra.local.sqlite.errors import FAILURES, translate
 
 
 class SqliteJobStore:
@@ -25,36 +25,53 @@ class SqliteJobStore:
         )
 
     def create_job(self, job: Job) -> None:
-        with self._lock, reported():
-            self._conn.execute("INSERT INTO jobs VALUES (?, ?, ?)", (job.tenant_id, job.job_id, _dump(job)))
+        with self._lock:
+            try:
+                self._conn.execute(
+                    "INSERT INTO jobs VALUES (?, ?, ?)", (job.tenant_id, job.job_id, _dump(job))
+                )
+            except FAILURES as exc:
+                raise translate(exc) from exc
 
     def get_job(self, tenant_id: str, job_id: str) -> Job | None:
-        with reported():
+        try:
             row = self._conn.execute(
                 "SELECT job FROM jobs WHERE tenant_id = ? AND job_id = ?", (tenant_id, job_id)
             ).fetchone()
+        except FAILURES as exc:
+            raise translate(exc) from exc
         return _load(row[0]) if row else None
 
     def delete_job(self, tenant_id: str, job_id: str) -> None:
-        with self._lock, reported():
-            self._conn.execute("DELETE FROM jobs WHERE tenant_id = ? AND job_id = ?", (tenant_id, job_id))
+        with self._lock:
+            try:
+                self._conn.execute("DELETE FROM jobs WHERE tenant_id = ? AND job_id = ?", (tenant_id, job_id))
+            except FAILURES as exc:
+                raise translate(exc) from exc
 
     def record_part(self, tenant_id: str, job_id: str, part: int, report: dict[str, Any], at: str) -> None:
-        with self._lock, reported(), immediate(self._conn):
-            job = self.get_job(tenant_id, job_id)
-            if job is not None:
-                job.reports[part], job.updated_at = report, at
-                self._conn.execute(
-                    "UPDATE jobs SET job = ? WHERE tenant_id = ? AND job_id = ?",
-                    (_dump(job), tenant_id, job_id),
-                )
+        with self._lock:
+            try:
+                with immediate(self._conn):
+                    job = self.get_job(tenant_id, job_id)
+                    if job is not None:
+                        job.reports[part], job.updated_at = report, at
+                        self._conn.execute(
+                            "UPDATE jobs SET job = ? WHERE tenant_id = ? AND job_id = ?",
+                            (_dump(job), tenant_id, job_id),
+                        )
+            except FAILURES as exc:
+                raise translate(exc) from exc
 
     def purge_tenant(self, tenant_id: str) -> int:
         """Erase the tenant's jobs (their bytes zeroed, the WAL truncated)."""
-        with self._lock, reported():
-            self._conn.execute("PRAGMA secure_delete = ON")
-            removed = self._conn.execute("DELETE FROM jobs WHERE tenant_id = ?", (tenant_id,)).rowcount
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with self._lock:
+            try:
+                self._conn.execute("PRAGMA secure_delete = ON")
+                removed = self._conn.execute("DELETE FROM jobs WHERE tenant_id = ?", (tenant_id,)).rowcount
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except FAILURES as exc:
+                raise translate(exc) from exc
         return int(removed)
 
 

@@ -6,6 +6,7 @@ No exceptions are kept: a name that must be reused is a sign that two rooms hold
 
 from __future__ import annotations
 
+import ast
 from collections import defaultdict
 from pathlib import Path
 
@@ -87,3 +88,57 @@ def test_infra_and_handlers_keep_nothing_loose_at_their_top() -> None:
         if p.name != "__init__.py"
     ]
     assert loose == []
+
+
+# Small pieces (docs/architecture.md#layers): a function a reader takes in at once, a module a reader can
+# hold in mind. Generated client code (clients/) is not ours to shape.
+MAX_FUNCTION_LINES = 50  # from its `def` to its last line, decorators left out
+MAX_MODULE_LINES = 400
+SIZED = ("core", "infra", "handlers", "deploy", "bench", "scripts")
+
+
+def oversized(root: Path, base: Path = ROOT) -> list[str]:
+    """Each function longer than MAX_FUNCTION_LINES and each module longer than MAX_MODULE_LINES under
+    `root` (relative to `base`), with its length."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        text, where = path.read_text(), str(path.relative_to(base))
+        if (lines := len(text.splitlines())) > MAX_MODULE_LINES:
+            found.append(f"{where}: {lines} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{where}:{node.lineno} {node.name}: {length} lines")
+    return found
+
+
+def test_no_function_over_50_lines_and_no_module_over_400() -> None:
+    found = [f for folder in SIZED for f in oversized(ROOT / folder)]
+    assert found == [], "split these into well-named pieces: " + "; ".join(found)
+
+
+def test_the_size_check_sees_long_functions_and_modules(tmp_path: Path) -> None:
+    """The rule itself: 51 lines of a function (a method, a nested function) or 401 of a module fail,
+    50 and 400 pass; a decorator is not counted."""
+
+    def function(name: str, lines: int, indent: str = "") -> str:
+        body = "".join(f"{indent}    x{i} = {i}\n" for i in range(lines - 2))
+        return f"{indent}@decorated\n{indent}def {name}():\n{body}{indent}    return 0\n"
+
+    (tmp_path / "fits.py").write_text(function("fits", 50) + "class C:\n" + function("method", 50, "    "))
+    (tmp_path / "long.py").write_text(
+        function("long", 51) + "class C:\n" + function("method", 51, "    ") + "def outer():\n"
+        + function("inner", 51, "    ")
+    )  # fmt: skip
+    (tmp_path / "big.py").write_text("x = 0\n" * 401)
+    (tmp_path / "full.py").write_text("x = 0\n" * 400)
+    assert oversized(tmp_path, base=tmp_path) == [
+        "big.py: 401 lines",
+        "long.py:2 long: 51 lines",
+        "long.py:106 outer: 53 lines",
+        "long.py:55 method: 51 lines",
+        "long.py:108 inner: 51 lines",
+    ]

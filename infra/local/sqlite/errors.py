@@ -9,15 +9,13 @@ memory-mapped vectors, the tantivy index) are reported under their own backend n
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from core.errors import ConflictError, QuarryError, UnavailableError
 
 BACKEND = "sqlite"
 # What `translate` turns into core errors; any other sqlite3.Error is a bug in the SQL and propagates as is.
-# A hot path (one query of a search) catches these and calls `translate` only when one is raised, where a
-# `with reported():` block would enter this module twice per query.
+# Every adapter catches these where it runs SQL and calls `translate` only when one is raised:
+# `except FAILURES as exc: raise translate(exc) from exc`, so a query that succeeds never enters this module.
 FAILURES = (sqlite3.OperationalError, sqlite3.IntegrityError)
 
 
@@ -26,15 +24,6 @@ def translate(exc: sqlite3.Error) -> QuarryError:
     if isinstance(exc, sqlite3.IntegrityError):
         return ConflictError(f"the write conflicts with stored state: {exc}")
     return UnavailableError(BACKEND, str(exc))
-
-
-@contextmanager
-def reported() -> Iterator[None]:
-    """SQLite's operational and constraint errors raised in the block, as core errors (`translate`)."""
-    try:
-        yield
-    except FAILURES as exc:
-        raise translate(exc) from exc
 
 
 FILE_FAILURES = (*FAILURES, OSError)  # and the files beside the database failing (`translate_files`)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from core.state import TenantFence, fence_mark
 from infra.local.sqlite.connect import immediate, open_sqlite
-from infra.local.sqlite.errors import reported
+from infra.local.sqlite.errors import FAILURES, translate
 
 _DDL = (
     "CREATE TABLE IF NOT EXISTS tenant_fences "
@@ -35,43 +35,63 @@ class SqliteTenantFences:
     def fence(self, tenant_id: str, at: float) -> None:
         """Mark the tenant erased at `at`, closed (again, if it was reopened); its count of what purges
         removed starts again (in the same transaction)."""
-        with self._lock, reported(), immediate(self._conn):
-            self._conn.execute("DELETE FROM tenant_purge_counts WHERE mark = ?", (fence_mark(tenant_id),))
-            self._conn.execute(
-                "INSERT INTO tenant_fences (mark, erased_at) VALUES (?, ?) ON CONFLICT (mark) "
-                "DO UPDATE SET erased_at = excluded.erased_at, reopened_at = NULL",
-                (fence_mark(tenant_id), at),
-            )
+        with self._lock:
+            try:
+                with immediate(self._conn):
+                    self._conn.execute(
+                        "DELETE FROM tenant_purge_counts WHERE mark = ?", (fence_mark(tenant_id),)
+                    )
+                    self._conn.execute(
+                        "INSERT INTO tenant_fences (mark, erased_at) VALUES (?, ?) ON CONFLICT (mark) "
+                        "DO UPDATE SET erased_at = excluded.erased_at, reopened_at = NULL",
+                        (fence_mark(tenant_id), at),
+                    )
+            except FAILURES as exc:
+                raise translate(exc) from exc
 
     def fence_of(self, tenant_id: str) -> TenantFence | None:
         """The tenant's fence, or None."""
-        with self._lock, reported():
-            row = self._conn.execute(
-                "SELECT erased_at, reopened_at FROM tenant_fences WHERE mark = ?", (fence_mark(tenant_id),)
-            ).fetchone()
+        with self._lock:
+            try:
+                row = self._conn.execute(
+                    "SELECT erased_at, reopened_at FROM tenant_fences WHERE mark = ?",
+                    (fence_mark(tenant_id),),
+                ).fetchone()
+            except FAILURES as exc:
+                raise translate(exc) from exc
         return None if row is None else TenantFence(float(row[0]), None if row[1] is None else float(row[1]))
 
     def reopen(self, tenant_id: str, at: float) -> None:
         """Serve the tenant again from `at`."""
-        with self._lock, reported():
-            self._conn.execute(
-                "UPDATE tenant_fences SET reopened_at = ? WHERE mark = ?", (at, fence_mark(tenant_id))
-            )
+        with self._lock:
+            try:
+                self._conn.execute(
+                    "UPDATE tenant_fences SET reopened_at = ? WHERE mark = ?", (at, fence_mark(tenant_id))
+                )
+            except FAILURES as exc:
+                raise translate(exc) from exc
 
     def count_removed(self, tenant_id: str, removed: Mapping[str, int]) -> None:
         """Add one purge's counts to the tenant's count since its fence."""
         mark = fence_mark(tenant_id)
-        with self._lock, reported(), immediate(self._conn):
-            self._conn.executemany(
-                "INSERT INTO tenant_purge_counts VALUES (?, ?, ?) ON CONFLICT (mark, kind) "
-                "DO UPDATE SET removed = removed + excluded.removed",
-                [(mark, kind, int(n)) for kind, n in removed.items()],
-            )
+        with self._lock:
+            try:
+                with immediate(self._conn):
+                    self._conn.executemany(
+                        "INSERT INTO tenant_purge_counts VALUES (?, ?, ?) ON CONFLICT (mark, kind) "
+                        "DO UPDATE SET removed = removed + excluded.removed",
+                        [(mark, kind, int(n)) for kind, n in removed.items()],
+                    )
+            except FAILURES as exc:
+                raise translate(exc) from exc
 
     def removed_since_fence(self, tenant_id: str) -> dict[str, int]:
         """What every purge since the fence removed, by what."""
-        with self._lock, reported():
-            rows = self._conn.execute(
-                "SELECT kind, removed FROM tenant_purge_counts WHERE mark = ?", (fence_mark(tenant_id),)
-            ).fetchall()
+        with self._lock:
+            try:
+                rows = self._conn.execute(
+                    "SELECT kind, removed FROM tenant_purge_counts WHERE mark = ?", (fence_mark(tenant_id),)
+                ).fetchall()
+            except FAILURES as exc:
+                raise translate(exc) from exc
         return {str(kind): int(n) for kind, n in rows}

@@ -27,7 +27,7 @@ from core.state import (
 from core.state_codec import decode_log_cursor, dump_ids, dump_json, encode_log_cursor
 from infra.local.sqlite import state_schema as schema
 from infra.local.sqlite.connect import immediate, open_sqlite
-from infra.local.sqlite.errors import reported
+from infra.local.sqlite.errors import FAILURES, translate
 
 
 class SqliteStateStore:
@@ -48,8 +48,11 @@ class SqliteStateStore:
     def _guard(self) -> Iterator[sqlite3.Connection]:
         """Serialise access and turn SQLite errors into core errors (errors.py): a taken key is a
         ConflictError, a locked or unreadable database UnavailableError."""
-        with self._lock, reported():
-            yield self._conn
+        with self._lock:
+            try:
+                yield self._conn
+            except FAILURES as exc:
+                raise translate(exc) from exc
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
