@@ -61,6 +61,7 @@ class Recorder:
         self.trips: list[tuple[str, float, float]] = []  # (request, HTTP ms, node `took` ms) in order
         self.sent = self.received = 0
         self.bodies: list[Any] = []
+        self.raw: list[tuple[str, Any, Any]] = []  # (url, query parameters, body bytes) as sent
 
 
 def _ms(start: float) -> float:
@@ -98,6 +99,8 @@ def instrument(client: Any, embedder: Any, rec: Recorder) -> None:
             rec.ms["http"] += spent
             rec.ms["wire"] += spent
             body = args[3] if len(args) > 3 else kwargs.get("body")
+            params = args[2] if len(args) > 2 else kwargs.get("params")
+            rec.raw.append((str(args[1] if len(args) > 1 else kwargs.get("url")), params, body))
             rec.sent += len(body or b"")
             rec.received += len(data or b"")
             return status, headers, data
@@ -118,22 +121,27 @@ def instrument(client: Any, embedder: Any, rec: Recorder) -> None:
 def profile(
     handler: Any, rec: Recorder, strategy: str, stream: list[str], direct: Any = None
 ) -> dict[str, Any]:
-    """Run the stream through the handler; per phase P50 and mean ms, round trips, bytes. With `direct` (a
-    second client), each search's first query is also sent straight to the node, right after it."""
+    """Run the stream through the handler; per phase P50 and mean ms, this process's CPU ms per search
+    (`cpu`: the embedding, opensearch-py and Quarry; the node is another process), round trips, bytes.
+    With `direct` (a second client), each search's first request is also sent straight to the node right
+    after it: its first query through opensearch-py (`direct_*`), and its exact bytes over a bare
+    keep-alive HTTP connection (`bare_*`: no client library, the answer not parsed beyond `took`)."""
+    bare = _bare_connection() if direct is not None else None
     for q in stream[:WARMUP]:
         call(handler, event("/search", {"query": q, "strategy": strategy, "limit": LIMIT}))
     rows: list[dict[str, float]] = []
     trips: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for q in stream:
         rec.reset()
-        start = time.perf_counter()
+        cpu, start = time.process_time(), time.perf_counter()
         call(handler, event("/search", {"query": q, "strategy": strategy, "limit": LIMIT}))
-        total = _ms(start)
+        total, cpu = _ms(start), (time.process_time() - cpu) * 1000
         row = {p: rec.ms[p] for p in PHASES if p != "quarry"}
         row["quarry"] = total - sum(row.values())
-        row.update(total=total, trips=len(rec.trips), sent=rec.sent, received=rec.received)
-        if direct is not None:
+        row.update(total=total, cpu=cpu, trips=len(rec.trips), sent=rec.sent, received=rec.received)
+        if direct is not None and bare is not None:
             row["direct_wall"], row["direct_took"] = replay(direct, rec.bodies[0][1])
+            row["bare_wall"], row["bare_took"] = bare_exchange(bare, *rec.raw[0])
         rows.append(row)
         for n, (name, http, took) in enumerate(rec.trips, 1):
             trips[f"{n}. {name}"].append((http, took))
@@ -167,6 +175,30 @@ def replay(client: Any, lines: Any) -> tuple[float, float]:
     start = time.perf_counter()
     answer = client.search(index=header["index"], body=body, params=params)
     return _ms(start), float(answer["took"])
+
+
+def _bare_connection() -> Any:
+    """A keep-alive HTTP connection to the node of QUARRY_OPENSEARCH_URL (no auth: the local node)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    url = urlsplit(os.environ["QUARRY_OPENSEARCH_URL"].split(",")[0])
+    return http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port or 9200, timeout=30)
+
+
+def bare_exchange(connection: Any, url: str, params: Any, body: Any) -> tuple[float, float]:
+    """A request's exact bytes sent again over `connection` (wall ms, the node's `took` ms): the floor any
+    client reaches on this machine, the node's HTTP layer and its JSON included."""
+    from urllib.parse import urlencode
+
+    query = urlencode({k: v.decode() if isinstance(v, bytes) else v for k, v in (params or {}).items()})
+    data = body if isinstance(body, bytes) else (body or "").encode()
+    headers = {"content-type": "application/x-ndjson" if url.endswith("_msearch") else "application/json"}
+    start = time.perf_counter()
+    connection.request("POST", f"{url}?{query}" if query else url, body=data, headers=headers)
+    answer = connection.getresponse().read()
+    wall = _ms(start)
+    return wall, float(json.loads(answer).get("took") or 0.0)
 
 
 def first_legs(client: Any, container: Any, stream: list[str]) -> dict[str, dict[str, float]]:
@@ -291,10 +323,11 @@ def _print(args: argparse.Namespace, results: dict[str, Any], legs: dict[str, di
     """Each strategy's phases and requests, the keyword query sent directly, a hybrid search's first
     _msearch's legs."""
     print(f"\n{args.entities} entities, {args.queries} queries per strategy, P50 ms (mean)")
-    print(f"{'strategy':<10}" + "".join(f"{p:>15}" for p in (*PHASES, "total")) + "   trips  KB in")
+    columns = (*PHASES, "total", "cpu")
+    print(f"{'strategy':<10}" + "".join(f"{p:>15}" for p in columns) + "   trips  KB in")
     for s in STRATEGIES:
         r = results[s]
-        cells = "".join(f"{r[p]['p50']:>7.2f} ({r[p]['mean']:>5.1f})" for p in (*PHASES, "total"))
+        cells = "".join(f"{r[p]['p50']:>7.2f} ({r[p]['mean']:>5.1f})" for p in columns)
         print(f"{s:<10}{cells}   {r['trips']['mean']:>5.1f}  {r['received']['mean'] / 1024:>5.0f}")
         for name, got in r["requests"].items():
             print(
@@ -305,6 +338,11 @@ def _print(args: argparse.Namespace, results: dict[str, Any], legs: dict[str, di
         f"keyword's query sent directly, right after each search: wall P50 {d['direct_wall']['p50']:.2f} "
         f"P99 {d['direct_wall']['p99']:.2f}, took P50 {d['direct_took']['p50']:.1f} "
         f"(through the handler: P50 {d['total']['p50']:.2f})"
+    )
+    print(
+        f"its exact bytes over a bare HTTP connection: wall P50 {d['bare_wall']['p50']:.2f}, took P50 "
+        f"{d['bare_took']['p50']:.1f}: the node answers {d['bare_wall']['p50'] - d['bare_took']['p50']:.2f} ms "
+        "after its `took` to a client that does nothing (wall − took, P50s)"
     )
     print(
         "a hybrid search's first _msearch sent directly, its vector leg whole / for its ranking only "
