@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from dataclasses import replace
 
 from core.models import Condition, Filters, LexicalQuery, MatchMode
 
@@ -81,6 +82,15 @@ def scope_text(
     return " ".join(scope_tokens(tenant_id, entity_type, source, owner, namespace))
 
 
+def fts5_match(
+    query: LexicalQuery, expansions: dict[str, list[str]] | None, filters: Filters
+) -> tuple[str, str]:
+    """The query's MATCH expression (`fts5_expression`) and the same restricted to the filters
+    (`scoped_expression`); ("", "") when the query matches nothing."""
+    expression = fts5_expression(query, expansions)
+    return (expression, scoped_expression(expression, filters)) if expression else ("", "")
+
+
 def _any_of(kind: str, values: tuple[str, ...]) -> str:
     return "scope : (" + " OR ".join(_quote(scope_token(kind, v)) for v in values) + ")"
 
@@ -122,3 +132,11 @@ def presence_token(key: str) -> str:
 def states(condition: Condition) -> bool:
     """Whether the engine's query can state `condition` (an `exists` on a presence-indexed key)."""
     return condition.op == "exists" and not condition.column and condition.field in PRESENCE_KEYS
+
+
+def presence_conditions(filters: Filters) -> tuple[tuple[Condition, ...], Filters]:
+    """The filters' conditions the engine's query can state (`states`), and the filters without them."""
+    stated = tuple(c for c in filters.conditions if states(c))
+    if not stated:
+        return (), filters
+    return stated, replace(filters, conditions=tuple(c for c in filters.conditions if not states(c)))
