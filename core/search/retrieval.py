@@ -100,7 +100,7 @@ class Retrieval:
         # Only a search of memories alone blends (docs/conformance.md, Memory): among other types a blended
         # memory would move past entities it did not outrank.
         weight = self.settings.memory_relevance_blend if _memories_only(types) else 0.0
-        return rank_memories(fused, self._clock.now(), weight, floor, served), fallback
+        return rank_memories(fused, self._clock.now, weight, floor, served), fallback
 
 
 def _memories_only(types: Sequence[str]) -> bool:

@@ -20,7 +20,8 @@ def _quote(text: str) -> str:
 def fts5_expression(query: LexicalQuery, expansions: dict[str, list[str]] | None = None) -> str:
     """The MATCH expression: phrases ANDed, terms ORed (BM25 ranks by how many match and how rare)."""
     terms: list[str] = []
-    for i, term in enumerate(query.terms):
+    weights = query.term_weights()
+    for term, weight in zip(query.terms, weights, strict=True):
         if query.mode is MatchMode.PREFIX:
             terms.append(_quote(term) + "*")
         elif query.mode is MatchMode.FUZZY:
@@ -28,7 +29,7 @@ def fts5_expression(query: LexicalQuery, expansions: dict[str, list[str]] | None
         else:
             # FTS5's bm25() sums over the query's phrases, so a term repeated n times weighs n times:
             # the query-term frequency of Lucene's and bm25s' BM25.
-            terms.extend([_quote(term)] * min(query.weight(i), MAX_TERM_WEIGHT))
+            terms.extend([_quote(term)] * min(weight, MAX_TERM_WEIGHT))
     phrases = [_quote(p) for p in query.phrases]
     parts = list(phrases)
     if terms:
