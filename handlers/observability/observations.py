@@ -22,10 +22,9 @@ from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
 from core.cursor import tenant_mark
-from handlers.http_api.routes.common import PRINCIPAL, request_id
+from handlers.http_api.routes.common import PRINCIPAL, request_id, services
 from handlers.observability.powertools import logger, metrics
 from handlers.observability.tenant_metrics import TenantMetric, count
-from infra.wiring.root import container
 
 if TYPE_CHECKING:
     from core.context.context_api import (
@@ -64,7 +63,7 @@ def observed(router: BaseRouter, report: Report) -> Callable[[F], F]:
 
 
 def _per_tenant() -> bool:
-    return container().settings.tenant_metrics
+    return services().settings.tenant_metrics
 
 
 def searched(tenant: str, response: SearchResponse, _args: Mapping[str, Any]) -> None:
