@@ -132,6 +132,11 @@ def is_identifier(token: str) -> bool:
     return bool(_CODE_TOKEN.search(token))
 
 
+def has_identifier(words: Sequence[str]) -> bool:
+    """Whether any of `words` is code-like (`is_identifier`), asked of a query's words in one call."""
+    return any(is_identifier(w) for w in words)
+
+
 def flatten(value: object) -> str:
     """A field value as text: strings as they are, lists joined by spaces, other scalars stringified."""
     if value is None:

@@ -67,7 +67,7 @@ def _per_tenant() -> bool:
 
 
 def searched(tenant: str, response: SearchResponse, _args: Mapping[str, Any]) -> None:
-    info = response.query_info
+    info, legs = response.query_info, response.legs
     metrics.add_metric(name="SearchLatency", unit=MetricUnit.Milliseconds, value=response.took_ms)
     metrics.add_metric(name="SearchCacheHit", unit=MetricUnit.Count, value=int(info.cache == "hit"))
     on = _per_tenant()
@@ -85,7 +85,7 @@ def searched(tenant: str, response: SearchResponse, _args: Mapping[str, Any]) ->
             "results": len(response.results),
             "degraded": info.degraded,
             "took_ms": response.took_ms,
-            **(response.legs.log_fields() if response.legs is not None else {}),
+            **(legs.log_fields() if legs is not None else {}),
         },
     )
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from core.state import TenantFence, fence_mark
 from infra.local.sqlite.connect import immediate, open_sqlite
-from infra.local.sqlite.errors import reported
+from infra.local.sqlite.errors import FAILURES, reported, translate
 
 _DDL = (
     "CREATE TABLE IF NOT EXISTS tenant_fences "
@@ -44,11 +44,16 @@ class SqliteTenantFences:
             )
 
     def fence_of(self, tenant_id: str) -> TenantFence | None:
-        """The tenant's fence, or None."""
-        with self._lock, reported():
-            row = self._conn.execute(
-                "SELECT erased_at, reopened_at FROM tenant_fences WHERE mark = ?", (fence_mark(tenant_id),)
-            ).fetchone()
+        """The tenant's fence, or None. Read by every request (twice by one that may write): SQLite's
+        failures are translated only when one is raised, as a search's reads are (sqlite/errors.py)."""
+        try:
+            with self._lock:
+                row = self._conn.execute(
+                    "SELECT erased_at, reopened_at FROM tenant_fences WHERE mark = ?",
+                    (fence_mark(tenant_id),),
+                ).fetchone()
+        except FAILURES as exc:
+            raise translate(exc) from exc
         return None if row is None else TenantFence(float(row[0]), None if row[1] is None else float(row[1]))
 
     def reopen(self, tenant_id: str, at: float) -> None:
