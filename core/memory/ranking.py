@@ -19,7 +19,7 @@ from core.search.fusion import Fused
 
 def rank_memories(
     fused: list[Fused],
-    now: Callable[[], float],
+    now: float,
     weight: float,
     floor: float | None,
     served: Callable[[Candidate], bool] = lambda _: True,
@@ -27,11 +27,9 @@ def rank_memories(
     """`fused` with each memory's score blended (`weight` of relevance, the fused score normalised by the
     list's best), those under `floor` and those
     `served` refuses (core/memory/integrity.py) dropped, best first (a stable sort: ties keep the fused
-    order); unchanged when it holds no memory. `now` (the clock) is read once, and only when a relevance is
-    computed."""
+    order); unchanged when it holds no memory."""
     if not any(f.candidate.key.entity_type == MEMORY_TYPE for f in fused):
         return fused
-    at = now() if weight > 0 or floor is not None else 0.0
     top = max((f.score for f in fused), default=0.0)
     scale = 1.0 / top if top > 0 else 0.0
     out = []
@@ -45,7 +43,7 @@ def rank_memories(
         if weight <= 0 and floor is None:  # the relevance would change nothing: not computed
             out.append(f)
             continue
-        relevance = relevance_at(c.metadata, c.created_at, at)
+        relevance = relevance_at(c.metadata, c.created_at, now)
         if floor is not None and relevance < floor:
             continue
         out.append(f._replace(score=blended(f.score * scale, relevance, weight)) if weight > 0 else f)
