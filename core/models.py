@@ -116,6 +116,10 @@ class LexicalQuery:
         """How many times the query holds `terms[index]` (at least 1)."""
         return self.weights[index] if index < len(self.weights) else 1
 
+    def term_weights(self) -> list[int]:
+        """`weight` of every term, in order (one call for a loop over the terms)."""
+        return [*self.weights[: len(self.terms)], *[1] * (len(self.terms) - len(self.weights))]
+
     @property
     def empty(self) -> bool:
         return not self.terms and not self.phrases

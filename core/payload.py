@@ -102,6 +102,14 @@ def parse_json(text: str) -> Any:
     return value
 
 
+def checked_body(raw: bytes, item_lists: tuple[str, ...] = ()) -> str:
+    """A request body's text once it is I-JSON: UTF-8 (`decode_body`), JSON within its limits
+    (`parse_json`), no lone surrogate outside `item_lists` (`check_text`); InvalidInputError otherwise."""
+    text = decode_body(raw)
+    check_text(parse_json(text), item_lists)
+    return text
+
+
 def _children(value: Any, path: str) -> Iterable[tuple[str, Any]]:
     if isinstance(value, dict):
         return ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
@@ -155,6 +163,12 @@ def out_of_range(value: Any, path: str = "", vectors: frozenset[str] = frozenset
             found[where or "body"] = INT64_RULE
         stack.extend(_children(node, where))
     return found
+
+
+def field_problems(value: Any, path: str = "", vectors: frozenset[str] = frozenset()) -> dict[str, str]:
+    """{path: problem} of `lone_surrogates` and of `out_of_range` together: the values of an entity's
+    fields that a write cannot store."""
+    return {**lone_surrogates(value, path), **out_of_range(value, path, vectors)}
 
 
 def check_value(value: Any) -> None:

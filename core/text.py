@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 # CJK Unified Ideographs (+ext A), Hiragana, Katakana, Hangul syllables, CJK compatibility ideographs.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -132,6 +132,11 @@ def is_identifier(token: str) -> bool:
     return bool(_CODE_TOKEN.search(token))
 
 
+def has_identifier(words: Sequence[str]) -> bool:
+    """Whether any of `words` is code-like (`is_identifier`), asked of a query's words in one call."""
+    return any(is_identifier(w) for w in words)
+
+
 def flatten(value: object) -> str:
     """A field value as text: strings as they are, lists joined by spaces, other scalars stringified."""
     if value is None:
@@ -143,6 +148,11 @@ def flatten(value: object) -> str:
     return str(value)
 
 
+def flatten_all(values: Sequence[object]) -> list[str]:
+    """`flatten` of each value, in order: a record's fields (or a batch's titles) in one call."""
+    return [flatten(v) for v in values]
+
+
 def index_text(parts: Iterable[str]) -> str:
     """Search text for the lexical index: joined, lower-cased, CJK segmented, identifier parts appended."""
     joined = " ".join(p for p in parts if p)
@@ -151,6 +161,11 @@ def index_text(parts: Iterable[str]) -> str:
     if extra:
         text = f"{text} {' '.join(extra)}"
     return " ".join(text.split())
+
+
+def index_texts(texts: Sequence[str]) -> list[str]:
+    """`index_text` of each text on its own, in order: a chunk's tiers in one call."""
+    return [index_text([t]) for t in texts]
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.indexing.entity_types import EntityType
-from core.text import flatten, index_text
+from core.text import flatten_all, index_texts
 from core.tokens import CHARS_PER_TOKEN
 
 CHUNK_TOKENS = 300  # docs/architecture.md, Write path: ~300 tokens per chunk
@@ -45,12 +45,13 @@ def chunk_text(
 
 def _tiers(etype: EntityType, body: Mapping[str, Any]) -> dict[int, list[str]]:
     tiers: dict[int, list[str]] = {3: [], 2: [], 1: []}
-    for spec in etype.fields:
-        text = flatten(body.get(spec.name))
+    texts = flatten_all([body.get(spec.name) for spec in etype.fields])
+    for spec, text in zip(etype.fields, texts, strict=True):
         if text:
             tiers[spec.boost].append(text)
     if etype.catch_all is not None:  # undeclared text fields, in name order (EntityType.caught)
-        tiers[etype.catch_all].extend(t for name in etype.caught(body) if (t := flatten(body[name])))
+        caught = flatten_all([body[name] for name in etype.caught(body)])
+        tiers[etype.catch_all].extend(t for t in caught if t)
     return tiers
 
 
@@ -59,7 +60,7 @@ def premade_chunks(etype: EntityType, body: Mapping[str, Any]) -> list[str] | No
     given = body.get(PREMADE_CHUNKS_FIELD) if etype.chunked else None
     if not isinstance(given, list):
         return None
-    pieces = [text for text in (flatten(c).strip() for c in given) if text]
+    pieces = [text for text in (c.strip() for c in flatten_all(given)) if text]
     return pieces or None
 
 
@@ -68,11 +69,12 @@ def build_chunks(etype: EntityType, body: Mapping[str, Any]) -> list[tuple[tuple
     tiers = _tiers(etype, body)
     top, mid, low = (" ".join(tiers[b]) for b in (3, 2, 1))
     pieces = premade_chunks(etype, body) or (chunk_text(low) if etype.chunked and low else [low])
-    out = []
-    for piece in pieces or [""]:
-        plain = " ".join(p for p in (top, mid, piece) if p)
-        out.append(((index_text([top]), index_text([mid]), index_text([piece])), plain))
-    return out
+    pieces = pieces or [""]
+    indexed_top, indexed_mid, *indexed = index_texts([top, mid, *pieces])  # the tiers' search texts
+    return [
+        ((indexed_top, indexed_mid, text), " ".join(p for p in (top, mid, piece) if p))
+        for piece, text in zip(pieces, indexed, strict=True)
+    ]
 
 
 def embedding_input(chunked: bool, title: str, plain: str) -> str:

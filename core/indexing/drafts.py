@@ -52,4 +52,4 @@ def chunk_vectors(
         return iter([draft.vector, *([None] * (chunks - 1))])
     if not model:
         return iter([None] * chunks)
-    return (next(embedded) for _ in range(chunks))
+    return iter([next(embedded) for _ in range(chunks)])  # the draft's vectors taken at once

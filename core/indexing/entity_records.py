@@ -14,7 +14,7 @@ from core.indexing.drafts import EMBEDDING_FIELD, Draft, chunk_vectors
 from core.memory.metadata import indexed_metadata
 from core.models import Chunk, EntityRecord, Vector
 from core.ports import Embedder
-from core.text import flatten
+from core.text import flatten_all
 from core.timestamps import iso_timestamp
 
 
@@ -25,7 +25,7 @@ def build_records(
     A draft with the caller's vector is not embedded: the vector goes with its first chunk, the other
     chunks are keyword-only; a tenant bringing its own vectors embeds nothing (core/indexing/caller_vectors.py)."""
     built = [build_chunks(d.etype, d.body) for d in drafts]
-    titles = [flatten(d.body.get(d.etype.title_field)).strip() for d in drafts]
+    titles = [t.strip() for t in flatten_all([d.body.get(d.etype.title_field) for d in drafts])]
     embedder = embedder.for_tenant(tenant_id)  # the tenant's model (quarry reindex)
     model = not brings_own_vectors(embedder)
     inputs = [

@@ -271,6 +271,11 @@ class EntityTypeRegistry:
             raise InvalidInputError(f"unknown entity type '{name}'", {path: f"must be one of: {known}"})
         return found
 
+    def unindexed(self, name: str, body: Mapping[str, Any]) -> tuple[str, ...]:
+        """The fields of `body` the type called `name` neither searches nor filters on (EntityType.unindexed),
+        asked in one call."""
+        return self.get(name).unindexed(body)
+
     def filterable(self, names: Sequence[str]) -> frozenset[str]:
         """The fields a search of the types `names` may filter on: each one's `filterable` together (an
         unknown name: InvalidInputError, as `get`). Worked out once per list of names."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from core.errors import InvalidInputError
 from core.indexing.entity_types import EntityType
-from core.payload import INT64_MAX, lone_surrogates, out_of_range
+from core.payload import INT64_MAX, field_problems
 from core.state import WILDCARD_CALLER
 from core.timestamps import parse_timestamp
 
@@ -218,8 +218,7 @@ def validate_body(
             if not all(isinstance(v, _SCALARS) for v in items):
                 errors[path + name] = "must be a string, number, boolean or a list of them"
     _check_common(body, errors, path)
-    errors.update(lone_surrogates(dict(body), path.rstrip(".")))
-    errors.update(out_of_range(dict(body), path.rstrip("."), vectors=VECTOR_FIELDS))
+    errors.update(field_problems(dict(body), path.rstrip("."), vectors=VECTOR_FIELDS))
     if not partial and not _has_text(body.get(etype.title_field)) and not _untitled_document(etype, body):
         errors.setdefault(path + etype.title_field, _title_required(etype))
     if partial and not body:

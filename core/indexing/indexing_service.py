@@ -111,7 +111,7 @@ class IndexingService:
     def put(self, tenant_id: str, entity_type: str, entity_id: str, body: Any, now: float) -> WriteResult:
         """Create or replace an entity (embeds its text); the result names the fields its type does not index."""
         result = self._put(tenant_id, entity_type, entity_id, body, now)
-        return replace(result, unindexed_fields=self._registry.get(entity_type).unindexed(body))
+        return replace(result, unindexed_fields=self._registry.unindexed(entity_type, body))
 
     def _put(self, tenant_id: str, entity_type: str, entity_id: str, body: Any, now: float) -> WriteResult:
         draft = self._put_draft(tenant_id, entity_type, entity_id, body, now)
@@ -198,7 +198,7 @@ class IndexingService:
         docs/conformance.md#metadata-only-update); the result names the changed fields its type does not
         index."""
         result = self._patch(tenant_id, entity_type, entity_id, changes, now)
-        return replace(result, unindexed_fields=self._registry.get(entity_type).unindexed(changes))
+        return replace(result, unindexed_fields=self._registry.unindexed(entity_type, changes))
 
     def _patch(
         self, tenant_id: str, entity_type: str, entity_id: str, changes: Any, now: float

@@ -25,9 +25,9 @@ def fused_candidates(
     plan: SearchPlan,
 ) -> tuple[list[Fused], str | None]:
     """The fused ranking at `depth` per leg, and the fallback that produced it (None, prefix, fuzzy)."""
-    if (lexical is None or lexical.empty) and embedding is None:
-        return [], None
     lex = lexical if lexical is not None and not lexical.empty else None
+    if lex is None and embedding is None:
+        return [], None
     # With feedback on, the first vector list only picks the feedback documents (its ranking): the
     # feedback's list replaces it before anything is shown, so the index may leave out its chunks.
     feedback = plan.lexical and embedding is not None and settings.feedback_docs > 0

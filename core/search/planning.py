@@ -114,6 +114,21 @@ def strong_vector_hits(
     return [c for c in candidates if own_vector or c.score >= settings.min_vector_similarity]
 
 
+def search_plan(
+    requested: str,
+    shape: QueryShape,
+    settings: SearchSettings,
+    query: str,
+    own_vector: bool,
+    own_vectors_tenant: bool,
+) -> SearchPlan:
+    """One search's plan: the requested strategy's (`plan_strategy`) once the query vector's origin is
+    known (`vector_plan`)."""
+    return vector_plan(
+        plan_strategy(requested, shape, settings), query, own_vector, own_vectors_tenant, requested
+    )
+
+
 def vector_plan(
     plan: SearchPlan, query: str, own_vector: bool, own_vectors_tenant: bool, requested: str
 ) -> SearchPlan:

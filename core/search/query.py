@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from core.indexing.entity_types import EntityTypeRegistry
-from core.text import CJK_CHAR, STOPWORDS, is_identifier, tokens
+from core.text import CJK_CHAR, STOPWORDS, has_identifier, tokens
 
 # docs/conformance.md#max-terms: at most 20 words searched, a quoted phrase's words included (the
 # specification quoted every word it kept, so nothing it searched escaped the cap).
@@ -86,7 +86,7 @@ def _shape(text: str) -> QueryShape:
     words = stripped.split()
     if stripped.endswith("?") or (words and words[0].lower() in _QUESTION_START and len(words) > 2):
         return QueryShape.QUESTION
-    if _ERROR_LIKE.search(stripped) or any(is_identifier(w.strip(",;()[]{}'\"`")) for w in words):
+    if _ERROR_LIKE.search(stripped) or has_identifier([w.strip(",;()[]{}'\"`") for w in words]):
         return QueryShape.IDENTIFIER
     return QueryShape.PLAIN
 

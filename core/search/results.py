@@ -81,6 +81,19 @@ def search_result(
     )
 
 
+def search_results(
+    window: Sequence[Fused],
+    parsed: ParsedQuery,
+    plan: SearchPlan,
+    fusion: FusionMethod,
+    registry: EntityTypeRegistry,
+    explain: bool,
+    fallback: str | None,
+) -> list[SearchResult]:
+    """`search_result` of each of `window`, in order."""
+    return [search_result(f, parsed, plan, fusion, registry, explain, fallback) for f in window]
+
+
 def search_response(
     request: SearchRequest,
     parsed: ParsedQuery,

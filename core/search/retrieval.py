@@ -100,7 +100,9 @@ class Retrieval:
         # Only a search of memories alone blends (docs/conformance.md, Memory): among other types a blended
         # memory would move past entities it did not outrank.
         weight = self.settings.memory_relevance_blend if _memories_only(types) else 0.0
-        return rank_memories(fused, self._clock.now(), weight, floor, served), fallback
+        # The clock is read only when a memory's relevance is computed (blended or held to a floor).
+        now = self._clock.now() if weight > 0 or floor is not None else 0.0
+        return rank_memories(fused, now, weight, floor, served), fallback
 
 
 def _memories_only(types: Sequence[str]) -> bool:

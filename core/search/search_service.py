@@ -36,9 +36,9 @@ from core.search.cache_key import generation_key, search_cache_key, settling_key
 from core.search.filters import COMMON_FILTERS, FACET_VALUES, check_facets, parse_filters
 from core.search.fusion import Fused, count_legs
 from core.search.paging import PAGING_DEPTH, SearchPage, check_keep_alive
-from core.search.planning import SearchPlan, SearchSettings, plan_strategy, vector_plan
+from core.search.planning import SearchPlan, SearchSettings, search_plan
 from core.search.query import ParsedQuery, parse_query
-from core.search.results import above, fill_return_fields, search_response, search_result
+from core.search.results import above, fill_return_fields, search_response, search_results
 from core.search.retrieval import Retrieval
 from core.search.search_api import (
     SearchRequest,
@@ -194,12 +194,13 @@ class SearchService:
             types, filters = memories, replace(filters, entity_types=memories)
         facets = check_facets(request.facets, self._filterable(types))  # a 400 before any cache or index read
         own = self._query_vector(tenant_id, request)
-        plan = vector_plan(
-            plan_strategy(request.strategy, parsed.shape, self.settings),
+        plan = search_plan(
+            request.strategy,
+            parsed.shape,
+            self.settings,
             request.query,
             own is not None,
             self._embedder.brings_own(tenant_id),
-            request.strategy,
         )
         return _Search(tenant_id, request, parsed, types, filters, facets, plan, started)
 
@@ -321,9 +322,10 @@ class SearchService:
             page.check_strategy(plan.strategy)
         if page is not None and len(fused) > request.limit:
             next_cursor = page.cursor(plan.strategy, 0)
-        snapshotting = self._pager is not None and page is not None and not page.is_first
+        later = page is not None and not page.is_first  # a page after the first
+        snapshotting = self._pager is not None and later
         snapshotting |= self._pager is not None and request.keep_alive is not None and next_cursor is not None
-        if page is not None and (snapshotting or not page.is_first):
+        if page is not None and (snapshotting or later):
             # The paged ranking: the first page, then the ranking at the paging depth less what the first
             # page showed (recomputed on a generation cursor: same generation, same inputs, same ranking).
             shown = {f.candidate.key for f in window}
@@ -332,7 +334,7 @@ class SearchService:
             )
             rest = [f for f in above(deep, request.min_score) if f.candidate.key not in shown]
             total = len(shown) + len(rest)
-            if not page.is_first:
+            if later:
                 window, fallback = rest[page.offset : page.offset + request.limit], deep_fallback
                 following = page.offset + request.limit
                 next_cursor = page.cursor(plan.strategy, following) if following < len(rest) else None
@@ -365,7 +367,7 @@ class SearchService:
             response.next_cursor = None
             return
         fusion, registry = self.settings.fusion, self._registry
-        results = [search_result(f, s.parsed, plan, fusion, registry, True, fallback) for f in rest]
+        results = search_results(rest, s.parsed, plan, fusion, registry, True, fallback)
         fill_return_fields(self._index, s.tenant_id, s.request.return_fields, results)
         snapshot_id = self._pager.take(page, response, results, s.request.keep_alive)
         response.next_cursor = page.snapshot_cursor(snapshot_id, following)
@@ -383,9 +385,7 @@ class SearchService:
         degraded_reason: str | None,
     ) -> SearchResponse:
         fusion, registry = self.settings.fusion, self._registry
-        results = [
-            search_result(f, parsed, plan, fusion, registry, request.explain, fallback) for f in window
-        ]
+        results = search_results(window, parsed, plan, fusion, registry, request.explain, fallback)
         return search_response(
             request, parsed, types, plan, results, total, next_cursor, fallback, degraded_reason
         )

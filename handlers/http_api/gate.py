@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from core.errors import InvalidInputError, PayloadTooLargeError, QuarryError
-from core.payload import check_text, decode_body, parse_json
+from core.payload import checked_body
 
 # Routes whose top-level list holds items validated one by one: a bad item is reported in its place.
 ITEM_LISTS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -112,9 +112,7 @@ def screen(event: dict[str, Any], max_body_bytes: int, max_ndjson_bytes: int) ->
     if media is None or not _is_json(media):
         return _unsupported(media)
     try:
-        text = decode_body(raw)
-        value = parse_json(text)
-        check_text(value, ITEM_LISTS.get((method, str(event.get("rawPath", ""))), ()))
+        text = checked_body(raw, ITEM_LISTS.get((method, str(event.get("rawPath", ""))), ()))
     except InvalidInputError as exc:
         return _error(400, exc)
     event["body"], event["isBase64Encoded"] = text, False

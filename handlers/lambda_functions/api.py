@@ -12,7 +12,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from core.errors import ConfigurationError, InvalidInputError
 from handlers.http_api import body_checks, errors, gate
 from handlers.http_api.routes import catalog, context, entities, governance, jobs, lifecycle, search
-from handlers.http_api.routes.common import caller, decode_path_parameters, fence_tenant, services
+from handlers.http_api.routes.common import (
+    REQUEST_SERVICES,
+    caller,
+    decode_path_parameters,
+    fence_tenant,
+    services,
+)
 from handlers.observability.powertools import logger, metrics, tracer
 from infra.timing import deadline
 from infra.wiring import root as wiring
@@ -79,15 +85,20 @@ def published_openapi(c: Container) -> dict[str, Any]:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:  # the settings, read at the first invocation where the init did not read them (below)
-        settings = services().settings
+        resolved = wiring.container()
+        settings = resolved.settings
     except ConfigurationError as exc:  # a wrong setting: a logged 500 on every request, never a 400
         return errors.configuration_failure(exc)
     refused = gate.screen(event, settings.max_body_bytes, settings.ndjson_limit)
     if refused is not None:
         return refused
     left = context.get_remaining_time_in_millis() / MS_PER_SECOND - ANSWER_MARGIN_SECONDS
-    with deadline.answer_within(left):
-        return app.resolve(event, context)
+    request = REQUEST_SERVICES.set(resolved)  # the container resolved once for the whole request
+    try:
+        with deadline.answer_within(left):
+            return app.resolve(event, context)
+    finally:
+        REQUEST_SERVICES.reset(request)
 
 
 # In Lambda the init is the cold start: a wrong or missing setting fails it, naming the variable, as it does

@@ -22,10 +22,9 @@ from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
 from core.cursor import tenant_mark
-from handlers.http_api.routes.common import PRINCIPAL, request_id
+from handlers.http_api.routes.common import PRINCIPAL, request_id, services
 from handlers.observability.powertools import logger, metrics
 from handlers.observability.tenant_metrics import TenantMetric, count
-from infra.wiring.root import container
 
 if TYPE_CHECKING:
     from core.context.context_api import (
@@ -64,11 +63,11 @@ def observed(router: BaseRouter, report: Report) -> Callable[[F], F]:
 
 
 def _per_tenant() -> bool:
-    return container().settings.tenant_metrics
+    return services().settings.tenant_metrics
 
 
 def searched(tenant: str, response: SearchResponse, _args: Mapping[str, Any]) -> None:
-    info = response.query_info
+    info, legs = response.query_info, response.legs
     metrics.add_metric(name="SearchLatency", unit=MetricUnit.Milliseconds, value=response.took_ms)
     metrics.add_metric(name="SearchCacheHit", unit=MetricUnit.Count, value=int(info.cache == "hit"))
     on = _per_tenant()
@@ -86,7 +85,7 @@ def searched(tenant: str, response: SearchResponse, _args: Mapping[str, Any]) ->
             "results": len(response.results),
             "degraded": info.degraded,
             "took_ms": response.took_ms,
-            **(response.legs.log_fields() if response.legs is not None else {}),
+            **(legs.log_fields() if legs is not None else {}),
         },
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
 
 _PATH_PARAMETER = re.compile(r"<(\w+)>")  # Powertools' dynamic route syntax
 PRINCIPAL = "principal"  # where `caller` records the request's principal in the router's context
+# The container the API handler resolved for the request it is answering (handlers/lambda_functions/api.py
+# sets it around `app.resolve`): the routes, the fence, the caller's policy and the report read it there
+# instead of asking the composition root again.
+REQUEST_SERVICES: ContextVar[Container | None] = ContextVar("request_services", default=None)
 
 
 def _policy(settings: Settings) -> JwtPolicy:
@@ -49,8 +54,8 @@ def caller(router: BaseRouter, scope: str) -> Principal:
 
 
 def services() -> Container:
-    """The cached composition root."""
-    return container()
+    """The container of the request being answered (REQUEST_SERVICES), else the cached composition root."""
+    return REQUEST_SERVICES.get() or container()
 
 
 TRACE_HEADERS = ("x-amzn-trace-id", "traceparent", "x-request-id")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from dataclasses import replace
 
 from core.models import Condition, Filters, LexicalQuery, MatchMode
 
@@ -19,7 +20,8 @@ def _quote(text: str) -> str:
 def fts5_expression(query: LexicalQuery, expansions: dict[str, list[str]] | None = None) -> str:
     """The MATCH expression: phrases ANDed, terms ORed (BM25 ranks by how many match and how rare)."""
     terms: list[str] = []
-    for i, term in enumerate(query.terms):
+    weights = query.term_weights()
+    for term, weight in zip(query.terms, weights, strict=True):
         if query.mode is MatchMode.PREFIX:
             terms.append(_quote(term) + "*")
         elif query.mode is MatchMode.FUZZY:
@@ -27,7 +29,7 @@ def fts5_expression(query: LexicalQuery, expansions: dict[str, list[str]] | None
         else:
             # FTS5's bm25() sums over the query's phrases, so a term repeated n times weighs n times:
             # the query-term frequency of Lucene's and bm25s' BM25.
-            terms.extend([_quote(term)] * min(query.weight(i), MAX_TERM_WEIGHT))
+            terms.extend([_quote(term)] * min(weight, MAX_TERM_WEIGHT))
     phrases = [_quote(p) for p in query.phrases]
     parts = list(phrases)
     if terms:
@@ -81,6 +83,15 @@ def scope_text(
     return " ".join(scope_tokens(tenant_id, entity_type, source, owner, namespace))
 
 
+def fts5_match(
+    query: LexicalQuery, expansions: dict[str, list[str]] | None, filters: Filters
+) -> tuple[str, str]:
+    """The query's MATCH expression (`fts5_expression`) and the same restricted to the filters
+    (`scoped_expression`); ("", "") when the query matches nothing."""
+    expression = fts5_expression(query, expansions)
+    return (expression, scoped_expression(expression, filters)) if expression else ("", "")
+
+
 def _any_of(kind: str, values: tuple[str, ...]) -> str:
     return "scope : (" + " OR ".join(_quote(scope_token(kind, v)) for v in values) + ")"
 
@@ -122,3 +133,11 @@ def presence_token(key: str) -> str:
 def states(condition: Condition) -> bool:
     """Whether the engine's query can state `condition` (an `exists` on a presence-indexed key)."""
     return condition.op == "exists" and not condition.column and condition.field in PRESENCE_KEYS
+
+
+def presence_conditions(filters: Filters) -> tuple[tuple[Condition, ...], Filters]:
+    """The filters' conditions the engine's query can state (`states`), and the filters without them."""
+    stated = tuple(c for c in filters.conditions if states(c))
+    if not stated:
+        return (), filters
+    return stated, replace(filters, conditions=tuple(c for c in filters.conditions if not states(c)))

@@ -207,6 +207,7 @@ class QueryBuilder:
         terms: list[Query] = []
         exact = [self._positioned(t) for t in query.terms] if query.mode is MatchMode.EXACT else []
         stop_words_only = bool(exact) and not any(exact)  # ranked on the stop words' own field
+        weights = query.term_weights()
         for i, term in enumerate(query.terms):
             if query.mode is MatchMode.PREFIX:
                 words = [[(0, t)] for t in self._prefixed(searcher, term)]
@@ -214,7 +215,7 @@ class QueryBuilder:
                 words = [self._positioned(t) for t in (expansions or {}).get(term, [])]
             else:
                 words = [[(0, w)] for w in self._stop.analyze(term)] if stop_words_only else [exact[i]]
-            boost = float(min(query.weight(i), MAX_TERM_WEIGHT)) if exact else 1.0
+            boost = float(min(weights[i], MAX_TERM_WEIGHT)) if exact else 1.0
             field = STOP if stop_words_only else TEXT
             terms.extend(q for w in words if (q := self._match(w, boost, searcher, field)) is not None)
         phrases = [

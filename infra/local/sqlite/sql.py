@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from core.models import Candidate, Condition, EntityKey, Filters, JsonObject, StoredEntity
@@ -217,3 +217,10 @@ def candidate(row: Sequence[Any], score: float) -> Candidate:
         updated_at=row[9] or "",
         metadata=JsonObject(row[11]) if row[11] and row[11] != "{}" else {},
     )
+
+
+def candidates(rows: Iterable[Sequence[Any]], picked: Iterable[tuple[int, float]]) -> list[Candidate]:
+    """Candidates for (chunk id, score) pairs, in their order, from CANDIDATE_SELECT rows of those chunks
+    (a pair without a row is left out)."""
+    by_id = {row[0]: row for row in rows}
+    return [candidate(by_id[i], score) for i, score in picked if i in by_id]

@@ -362,6 +362,21 @@ class VectorStores:
                 self._stores[tenant_id] = store
             return store
 
+    def current(
+        self, conn: sqlite3.Connection, tenant_id: str, dimension: int | None = None
+    ) -> VectorSnapshot:
+        """The tenant's rows as of its latest committed generation (read on `conn`), caught up to it if
+        behind. With the query's `dimension`: rebuilt from SQLite when the rows have another (a reindex
+        swapped the stored vectors for another model's, a change the log does not carry: a stale store
+        must never answer with nothing)."""
+        row = conn.execute("SELECT gen FROM idx_generation WHERE tenant_id = ?", (tenant_id,)).fetchone()
+        store = self.tenant(tenant_id)
+        snap = store.snapshot(conn, int(row[0]) if row else 0)
+        rows, dim = snap.matrix.shape
+        if dimension is not None and rows and dim != dimension:
+            return store.rebuild(conn)
+        return snap
+
     def loaded(self) -> list[str]:
         with self._lock:
             return list(self._stores)
