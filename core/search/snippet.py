@@ -90,7 +90,11 @@ def _lowercase_highlighter(terms: tuple[str, ...]) -> _Lowered | None:
     literal = "".join(_stem(t.lower()) for t in terms if not CJK_CHAR.fullmatch(t))
     if not words and not cjk or any(ch.lower() != ch for ch in literal):
         return None
-    others = "".join(chr(x) for ch in set(literal) for x in CASE_FIXES.get(ord(ch), ()))
+    # What IGNORECASE could match differently: the stems' letters and, after a short stem, its suffixes'
+    folded = set(literal) | (
+        set("".join(SHORT_SUFFIXES)) if any(t == SHORT_TAIL for _, t in words) else set()
+    )
+    others = "".join(chr(x) for ch in folded for x in CASE_FIXES.get(ord(ch), ()))
     alternatives = cjk + ([r"(?<![^\W_])(?:" + "|".join(s + t for s, t in words) + ")"] if words else [])
     starts = tuple(t for t in terms if CJK_CHAR.fullmatch(t)) + tuple(_stem(t.lower()) for t in terms
                                                                       if not CJK_CHAR.fullmatch(t))  # fmt: skip

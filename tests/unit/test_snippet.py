@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from core.search.snippet import (
@@ -54,11 +54,17 @@ some_terms = st.lists(
 
 
 @given(some_text, some_terms)
+@example("Aſ", ["a"])  # ſ folds to s, a letter of a short stem's suffixes (not of the stem itself)
 def test_the_chosen_highlighter_marks_what_the_general_one_marks(text: str, terms: list[str]) -> None:
     pattern, haystack, _ = _pattern_for(text, tuple(terms))
     general = _highlighter(tuple(terms))
     assert pattern is not None and general is not None and len(haystack) == len(text)
     assert [m.span() for m in pattern.finditer(haystack)] == [m.span() for m in general.finditer(text)]
+
+
+def test_a_short_stems_suffix_is_matched_as_ignorecase_matches_it() -> None:
+    # 'a' may be followed by s, es, e, ed or ing; IGNORECASE also takes ſ (long s) for s there
+    assert build_snippet("Aſ and as", ["a"]) == "<mark>Aſ</mark> and <mark>as</mark>"
 
 
 def test_plain_text_takes_the_case_sensitive_pattern() -> None:
