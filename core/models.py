@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -182,6 +182,15 @@ class JsonObject(Mapping[str, Any]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._parsed())
+
+    def items(self) -> ItemsView[str, Any]:
+        return self._parsed().items()
+
+    def keys(self) -> KeysView[str]:
+        return self._parsed().keys()
+
+    def values(self) -> ValuesView[Any]:
+        return self._parsed().values()
 
     def __len__(self) -> int:
         return len(self._parsed())
