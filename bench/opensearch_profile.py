@@ -18,7 +18,11 @@ node's floor for the keyword goal. Last, a hybrid search's first `_msearch` is s
 vector leg whole and for its ranking only (what it sends with feedback on), alternating query by query.
 
     QUARRY_OPENSEARCH_URL=http://127.0.0.1:9200 .venv/bin/python bench/opensearch_profile.py \
-        [--entities 10000] [--queries 200] [--json bench/results/opensearch_profile.json]
+        [--entities 10000] [--queries 200] [--reuse PREFIX] [--settle] [--json bench/results/opensearch_profile.json]
+
+A fresh index has many segments, and the node's time grows with them; `--settle` force-merges it to one
+first, as an index no one writes to ends up after background merging (with `--reuse`, the second run of a
+pair measures the same index settled).
 """
 
 from __future__ import annotations
@@ -262,6 +266,8 @@ def opensearch_container(args: argparse.Namespace) -> Iterator[Any]:
                     args.entities,
                 )
             index.client.indices.refresh(index=index.alias)
+            if args.settle:  # as background merging leaves an index no one writes to: one segment
+                index.client.indices.forcemerge(index=index.alias, max_num_segments=1, request_timeout=600)
             container.override(embedder=model)  # the search and indexing services rebuild around it
             yield container
         finally:
@@ -282,6 +288,11 @@ def _parser() -> argparse.ArgumentParser:
         "--reuse",
         default=None,
         help="an index prefix kept after the run (filled first when missing): paired runs share one index",
+    )
+    parser.add_argument(
+        "--settle",
+        action="store_true",
+        help="force-merge the index to one segment before measuring (a settled index, not a fresh one)",
     )
     parser.add_argument("--smoke", action="store_true", help="40 entities, 5 queries per strategy")
     return parser
@@ -312,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         "first_msearch": legs,
         "entities": args.entities,
         "queries": args.queries,
+        "settled": args.settle,
         "load_average": os.getloadavg(),
         "profile_ms": results,
     }
