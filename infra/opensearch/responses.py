@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import UnavailableError
-from core.models import Candidate, EntityKey, WriteOutcome
+from core.models import Candidate, EntityKey, JsonObject, WriteOutcome
 from infra.opensearch import mapping as m
 from infra.opensearch.errors import BACKEND, INDEX_MISSING, UNAVAILABLE_RETRY_AFTER, error_parts
 from infra.opensearch.query_bodies import INNER_HITS_NAME
@@ -103,7 +103,6 @@ def candidates(
     seen: set[EntityKey] = set()
     if k <= 0:
         return out
-    metadata: dict[str, dict[str, Any]] = {}  # metadata doc values decoded once per answer
     for hit in (response.get("hits") or {}).get("hits") or []:
         score = convert(float(hit.get("_score") or 0.0))
         fields = hit.get("fields")
@@ -113,7 +112,7 @@ def candidates(
                 continue  # defence in depth: the query already filters on both
             found = candidate(hit, score, source)
         else:
-            found = _lean_candidate(hit, fields, score, tenant_id, metadata)  # type: ignore[assignment]
+            found = _lean_candidate(hit, fields, score, tenant_id)  # type: ignore[assignment]
             if found is None:
                 continue
         if found.key in seen:
@@ -133,7 +132,6 @@ def _lean_candidate(
     fields: Mapping[str, Any],
     score: float,
     tenant_id: str,
-    metadata: dict[str, dict[str, Any]],
 ) -> Candidate | None:
     """`candidate` for a lean hit, read straight from its doc values (each a one-element list): the same
     Candidate, without the intermediate dict or a call per value (200 hits per hybrid search:
@@ -141,9 +139,7 @@ def _lean_candidate(
     get = fields.get
     if (get(m.TENANT) or _ABSENT)[0] != tenant_id or (get(m.DELETED) or _ABSENT)[0]:
         return None  # defence in depth: the query already filters on both
-    raw = (get(m.METADATA_VALUE) or _ABSENT)[0]
-    if raw is not None and raw not in metadata:
-        metadata[raw] = json.loads(raw) if raw != "{}" else {}
+    raw = (get(m.METADATA_VALUE) or _ABSENT)[0]  # parsed when read (docs/benchmarks.md#lazy-metadata)
     chunk_no, text = _best_chunk(hit)
     return Candidate(
         key=EntityKey(str((get(m.ENTITY_TYPE) or _ABSENT)[0]), str((get(m.ENTITY_ID) or _ABSENT)[0])),
@@ -156,7 +152,7 @@ def _lean_candidate(
         namespace=(get(m.NAMESPACE) or _ABSENT)[0],
         created_at=str((get("created_at") or _ABSENT)[0] or ""),
         updated_at=str((get("updated_at") or _ABSENT)[0] or ""),
-        metadata=dict(metadata[raw]) if raw is not None else {},
+        metadata=JsonObject(raw) if raw and raw != "{}" else {},
     )
 
 
