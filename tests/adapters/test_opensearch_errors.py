@@ -440,3 +440,15 @@ def test_a_document_whose_shard_cannot_be_read_is_an_outage_not_a_missing_entity
         with pytest.raises(UnavailableError) as raised:
             call(build_opensearch_index(client, dimension=DIM, auto_create=False))
         assert "could not be read" in raised.value.message
+
+
+def test_answers_parse_as_the_standard_library_parses_them() -> None:
+    # The client parses answers with orjson (infra/opensearch/client.py); what it refuses falls back.
+    import json
+
+    parse = build_client("http://127.0.0.1:9201").transport.deserializer.loads
+    answer = '{"took": 3, "hits": {"hits": [{"_score": 1.25, "fields": {"title_value": ["Café 東京"]}}]}}'
+    assert parse(answer, "application/json") == json.loads(answer)
+    assert parse('{"v": 1e400}', "application/json") == {"v": float("inf")}  # beyond a double: stdlib
+    with pytest.raises(os_errors.SerializationError):
+        parse('{"v": ', "application/json")
