@@ -294,8 +294,8 @@ class EntityTypeRegistry:
         return tuple(sorted(set(self._types) | plurals))
 
     def resolve(self, name: str, path: str = "type") -> str:
-        """The type a request names by its name or its plural (`task`, `tasks`, `memories`, `people`: the
-        search specification's spelling); an InvalidInputError naming `path` and the known types otherwise."""
+        """The type a request names by its name or its plural (`task`, `tasks`, `memories`, `people`;
+        docs/api.md#routes); an InvalidInputError naming `path` and the known types otherwise."""
         if name in self._types:
             return name
         singular = self._singulars().get(name, name)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from core.indexing.entity_types import EntityTypeRegistry
 from core.text import CJK_CHAR, STOPWORDS, has_identifier, tokens
 
-# docs/conformance.md#max-terms: at most 20 words searched, a quoted phrase's words included (the
-# specification quoted every word it kept, so nothing it searched escaped the cap).
+# At most 20 words searched, a quoted phrase's words included: nothing searched escapes the cap (as in
+# the specification, which quoted every word it kept: docs/conformance.md#max-terms).
 MAX_TERMS = 20
 MAX_PHRASES = 5  # phrases are ANDed: more than a handful only empties the result
 _PHRASE = re.compile(r'"([^"]*)"')
