@@ -7,8 +7,7 @@ ConflictError."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from infra.local.sqlite import connect
 from infra.local.sqlite.fences import SqliteTenantFences
 from infra.local.sqlite.snapshots import SqliteSearchSnapshots
 from infra.local.sqlite.state import SqliteStateStore
+from tests.adapters.sqlite_locks import write_locked
 
 LOCK_WAIT_MS = 50  # the busy timeout in these tests: a held lock fails quickly
 NOW = 1_768_435_200.0
@@ -33,18 +33,6 @@ AT = "2026-01-01T00:00:00Z"
 @pytest.fixture(autouse=True)
 def short_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(connect, "BUSY_TIMEOUT_MS", LOCK_WAIT_MS)
-
-
-@contextmanager
-def write_locked(path: Path) -> Iterator[None]:
-    """Another connection holding the file's write lock."""
-    other = sqlite3.connect(path, isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
 
 
 def drop(path: Path, table: str) -> None:

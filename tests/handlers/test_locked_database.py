@@ -5,9 +5,7 @@ lock is gone."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ import pytest
 
 from infra.local.sqlite import connect
 from infra.wiring import root as wiring
+from tests.adapters.sqlite_locks import write_locked
 from tests.conftest import FakeEmbedder, api_event, invoke, make_container
 
 LOCK_WAIT_MS = 200  # the busy timeout in this test: a held lock is reported quickly
@@ -29,18 +28,6 @@ def box(tmp_path: Path, fake_embedder: FakeEmbedder, monkeypatch: pytest.MonkeyP
     assert invoke(api_event("put_entity", path="/entities/memory/m-0", body=body))[0] == 200
     yield container
     wiring.set_container(None)
-
-
-@contextmanager
-def write_locked(path: Path) -> Iterator[None]:
-    """Another connection holding the file's write lock."""
-    other = sqlite3.connect(path, isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
 
 
 WRITES = [
