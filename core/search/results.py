@@ -40,14 +40,15 @@ def _rounded(score: float | None) -> float | None:
 
 def search_result(
     f: Fused,
-    parsed: ParsedQuery,
+    words: Sequence[str],
     plan: SearchPlan,
     fusion: FusionMethod,
     registry: EntityTypeRegistry,
     explain: bool,
     fallback: str | None,
 ) -> SearchResult:
-    """One result: the candidate's identity, title, highlighted snippet, fused score and metadata."""
+    """One result: the candidate's identity, title, snippet with the query's `words` highlighted, fused
+    score and metadata."""
     c = f.candidate
     explanation = None
     if explain:
@@ -67,7 +68,6 @@ def search_result(
         metadata["owner"] = c.owner
     if c.namespace:
         metadata["namespace"] = c.namespace
-    words = list(parsed.terms) + [w for p in parsed.phrases for w in p.split()]
     snippet, matched = highlight(c.title, c.text, words)
     return SearchResult(
         entity_type=c.key.entity_type,
@@ -90,8 +90,9 @@ def search_results(
     explain: bool,
     fallback: str | None,
 ) -> list[SearchResult]:
-    """`search_result` of each of `window`, in order."""
-    return [search_result(f, parsed, plan, fusion, registry, explain, fallback) for f in window]
+    """`search_result` of each of `window`, in order (the query's words listed once for all of them)."""
+    words = list(parsed.terms) + [w for p in parsed.phrases for w in p.split()]
+    return [search_result(f, words, plan, fusion, registry, explain, fallback) for f in window]
 
 
 def search_response(
