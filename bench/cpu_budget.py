@@ -3,14 +3,18 @@
 (every thread's: onnxruntime's and BLAS's included) is summed per layer over the run:
 
 - the query embedding (LocalEmbedder.embed_query),
-- the first retrieval: both legs in one call to the index (SearchIndex.retrieve_many),
-- the feedback: vector pseudo-relevance feedback's second vector search (pseudo_relevance.feedback_search),
-  or its re-score of the candidates in hand (feedback_rescore, with QUARRY_FEEDBACK_MODE=rescore),
-- fusion (every call of fuse), the results and the response model (snippets, matched terms, metadata),
+- retrieval: every call to the index's retrieve_many (the first retrieval's two legs in one call, and the
+  feedback's second vector search), rankings without display values (CandidateQuery.display),
+- the feedback: vector pseudo-relevance feedback around its search (pseudo_relevance.feedback_search: the
+  stored vectors read, the query moved), or its re-score of the candidates in hand (feedback_rescore, with
+  QUARRY_FEEDBACK_MODE=rescore),
+- fusion (every call of fuse), the display values read for the memories checked and the page shown
+  (SearchIndex.displayed), the results and the response model (snippets, matched terms, metadata),
 - the rest of the search use case (parsing, planning, cache key, paging), and the handler around it
   (Powertools' routing, validation of request and response, JSON, middleware, logging and metrics).
 
-The layers do not nest, so they add up to the handler's total. The corpus is bench/_common.py's synthetic
+A measured call inside another (the feedback's search inside the feedback) is taken out of the outer
+layer, so the layers add up to the handler's total. The corpus is bench/_common.py's synthetic
 tasks and memories (the load bench's), embedded by the real model (cached on disk, `.quarry/embeddings`).
 
     .venv/bin/python bench/cpu_budget.py [--entities 2000] [--queries 300] [--strategy hybrid] [--json FILE]
@@ -42,7 +46,7 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 from bench._common import HashingEmbedder, queries, write_json  # noqa: E402
 from bench.search_latency import call, event, ingest  # noqa: E402
 
-LAYERS = ("embedding", "retrieval", "feedback", "fusion", "results")
+LAYERS = ("embedding", "retrieval", "feedback", "fusion", "display", "results")
 
 
 class Meter:
@@ -51,17 +55,28 @@ class Meter:
     def __init__(self) -> None:
         self.cpu: dict[str, float] = dict.fromkeys((*LAYERS, "service", "handler"), 0.0)
         self.on = False
+        self._inside: list[str] = []  # the layers being measured, outermost first
 
     def wrap(self, layer: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` measured into `layer`; a measured call inside another (the feedback's search inside the
+        feedback) is taken out of the outer layer, so the layers add up (service and handler excepted: they
+        are the totals the rest is taken from)."""
+
         @functools.wraps(fn)
         def measured(*args: Any, **kwargs: Any) -> Any:
             if not self.on:
                 return fn(*args, **kwargs)
+            outer = next((o for o in reversed(self._inside) if o in LAYERS), None)
+            self._inside.append(layer)
             started = time.process_time()
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.cpu[layer] += time.process_time() - started
+                took = time.process_time() - started
+                self._inside.pop()
+                self.cpu[layer] += took
+                if outer is not None and layer in LAYERS:
+                    self.cpu[outer] -= took
 
         return measured
 
@@ -77,6 +92,7 @@ def instrumented(meter: Meter, embedder: Any) -> Iterator[None]:
     places: list[tuple[Any, str, str]] = [
         (embedder, "embed_query", "embedding"),
         (SqliteIndex, "retrieve_many", "retrieval"),
+        (SqliteIndex, "displayed", "display"),
         (candidate_fusion, "feedback_search", "feedback"),
         (candidate_fusion, "feedback_rescore", "feedback"),  # QUARRY_FEEDBACK_MODE=rescore
         (candidate_fusion, "fuse", "fusion"),

@@ -219,6 +219,9 @@ class Candidate(NamedTuple):
     created_at: str
     updated_at: str
     metadata: Mapping[str, Any]
+    # Set when the index left the display values out (CandidateQuery.display False): its own reference to
+    # the matched chunk, by which Retriever.displayed reads them for what is shown; None when they are in.
+    handle: Any = None
 
 
 # `chunk_no` of a candidate whose matched chunk is not known (CandidateQuery.vector_ranking_only), and, in a
@@ -243,6 +246,11 @@ class CandidateQuery:
     # The hits' stored chunk vectors are wanted (vector feedback): an index that keeps a compact copy it
     # can return with each hit does so (CandidateLists.vectors); one that cannot leaves them out.
     with_vectors: bool = False
+    # False: only what is shown needs the display values (title, text, metadata, ...), and a search shows a
+    # page of the hundreds it ranks. An index may then leave them out of both lists, each candidate carrying
+    # a `handle` instead, and read them for the shown ones by `Retriever.displayed` (SQLite does: the rows it
+    # would read and build for the candidates never shown are most of a search's reads).
+    display: bool = True
 
 
 @dataclass(frozen=True, slots=True)

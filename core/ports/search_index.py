@@ -153,6 +153,12 @@ class Retriever(Protocol):
         `_msearch` for all the lexical and vector queries); UnavailableError fails them all."""
         ...
 
+    def displayed(self, tenant_id: str, candidates: Sequence[Candidate]) -> list[Candidate]:
+        """`candidates` in order with their display values: those listed without them (a `handle`:
+        CandidateQuery.display False) read in one round trip, each keeping its score and matched chunk; one
+        whose entity was deleted or rewritten since it was ranked is left out (as a later search would)."""
+        ...
+
 
 class SearchIndex(IndexWriter, EntityCatalog, Retriever, Protocol):
     """One backend's documents in every role: what an adapter implements and the composition root hands

@@ -71,17 +71,18 @@ def _first_lists(
     ranking only; by re-scoring, its candidates may be shown and it goes `feedback_pool` × deeper (a wider
     pool for the moved query), asked as a second spec of the same round trip."""
     pool = max(1, settings.feedback_pool)
+    # Display values are read for the shown candidates only, after the ranking (Retrieval.shown).
     if not (feedback and _rescoring(settings)):
-        spec = CandidateQuery(lex, embedding, filters, depth, feedback, with_vectors=feedback)
+        spec = CandidateQuery(lex, embedding, filters, depth, feedback, with_vectors=feedback, display=False)
         (got,) = index.retrieve_many(tenant_id, [spec])
         return got
     if pool == 1:
-        spec = CandidateQuery(lex, embedding, filters, depth, with_vectors=True)
+        spec = CandidateQuery(lex, embedding, filters, depth, with_vectors=True, display=False)
         (got,) = index.retrieve_many(tenant_id, [spec])
         return got
     specs = [
-        CandidateQuery(lex, None, filters, depth, with_vectors=True),
-        CandidateQuery(None, embedding, filters, depth * pool, with_vectors=True),
+        CandidateQuery(lex, None, filters, depth, with_vectors=True, display=False),
+        CandidateQuery(None, embedding, filters, depth * pool, with_vectors=True, display=False),
     ]
     lexical, vector = index.retrieve_many(tenant_id, specs)
     # Both lists' vectors (read, never written), each still decoded only when read.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from core.models import ALL_CHUNKS, Candidate, EntityKey, Filters, Vector
+from core.models import ALL_CHUNKS, Candidate, CandidateQuery, EntityKey, Filters, Vector
 from core.ports import Retriever
 from core.search.fusion import Fused
 
@@ -207,4 +207,7 @@ def feedback_search(
     found = feedback_vectors(query, chunks, stored_vectors(index, tenant_id, chunks, with_hits or {}))
     if not found:
         return None
-    return index.vector(tenant_id, rocchio(query, found, weight), filters, depth)
+    # Its display values are read for the shown candidates only (CandidateQuery.display).
+    moved = CandidateQuery(None, rocchio(query, found, weight), filters, depth, display=False)
+    (again,) = index.retrieve_many(tenant_id, [moved])
+    return list(again.vector)

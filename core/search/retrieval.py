@@ -5,7 +5,7 @@ again at the paging depth for the pages after the first."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from core.errors import UnavailableError
@@ -92,6 +92,10 @@ class Retrieval:
         fused, fallback = fused_candidates(
             self._index, self.settings, tenant_id, lexical, embedding, filters, depth, plan
         )
+        # A memory is checked (and may be ranked by its relevance) before the page is cut: its display
+        # values are read here; every other candidate's only if it is shown (`shown`).
+        if MEMORY_TYPE in types:
+            fused = self.shown(tenant_id, fused, _is_memory)
         integrity = self._integrity
 
         def served(c: Candidate) -> bool:
@@ -103,6 +107,33 @@ class Retrieval:
         # The clock is read only when a memory's relevance is computed (blended or held to a floor).
         now = self._clock.now() if weight > 0 or floor is not None else 0.0
         return rank_memories(fused, now, weight, floor, served), fallback
+
+    def shown(
+        self, tenant_id: str, fused: Sequence[Fused], wanted: Callable[[Candidate], bool] | None = None
+    ) -> list[Fused]:
+        """`fused` with the display values of the candidates listed without them (those `wanted` only), read
+        in one call (Retriever.displayed); one whose entity was deleted or rewritten since it was ranked is
+        left out."""
+        pending = [
+            f.candidate
+            for f in fused
+            if f.candidate.handle is not None and (wanted is None or wanted(f.candidate))
+        ]
+        if not pending:
+            return list(fused)
+        filled = {c.key: c for c in self._index.displayed(tenant_id, pending)}
+        out = []
+        for f in fused:
+            c = f.candidate
+            if c.handle is None or (wanted is not None and not wanted(c)):
+                out.append(f)
+            elif (got := filled.get(c.key)) is not None:
+                out.append(f._replace(candidate=got))
+        return out
+
+
+def _is_memory(candidate: Candidate) -> bool:
+    return candidate.key.entity_type == MEMORY_TYPE
 
 
 def _memories_only(types: Sequence[str]) -> bool:

@@ -317,7 +317,9 @@ class SearchService:
             # against may be the new model's, so embed with it and ask again (once is enough: a swap is atomic).
         plan, lexical, embedding, fused, fallback, degraded_reason = got
         fused = above(fused, request.min_score)
-        window, total, next_cursor, rest = fused[: request.limit], len(fused), None, None
+        # Display values are read for what is shown only (CandidateQuery.display).
+        window = self._retrieval.shown(tenant_id, fused[: request.limit])
+        total, next_cursor, rest = len(fused), None, None
         if page is not None:
             page.check_strategy(plan.strategy)
         if page is not None and len(fused) > request.limit:
@@ -334,8 +336,11 @@ class SearchService:
             )
             rest = [f for f in above(deep, request.min_score) if f.candidate.key not in shown]
             total = len(shown) + len(rest)
+            if snapshotting:  # the snapshot keeps every result of the remainder, rendered
+                rest = self._retrieval.shown(tenant_id, rest)
             if later:
-                window, fallback = rest[page.offset : page.offset + request.limit], deep_fallback
+                window = self._retrieval.shown(tenant_id, rest[page.offset : page.offset + request.limit])
+                fallback = deep_fallback
                 following = page.offset + request.limit
                 next_cursor = page.cursor(plan.strategy, following) if following < len(rest) else None
         response = self._response(

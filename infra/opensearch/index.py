@@ -215,6 +215,12 @@ class OpenSearchIndex:
         """Every spec's lexical and vector list in ONE `_msearch` round trip."""
         return self._searches.retrieve_many(tenant_id, specs)
 
+    def displayed(self, tenant_id: str, candidates: Sequence[Candidate]) -> list[Candidate]:
+        """The candidates as they are: every hit of this index comes with its display values (its doc
+        values, in the answer that ranked it), so none is left to read (CandidateQuery.display is not
+        needed to save a round trip here)."""
+        return list(candidates)
+
     # -- the catalog (OpenSearchCatalog, and reads by key here) ----------------------------------------------
 
     def facets(

@@ -191,6 +191,9 @@ class TenantIndexes:
     def retrieve_many(self, tenant_id: str, specs: Sequence[CandidateQuery]) -> list[CandidateLists]:
         return self.for_tenant(tenant_id).retrieve_many(tenant_id, specs)
 
+    def displayed(self, tenant_id: str, candidates: Sequence[Candidate]) -> list[Candidate]:
+        return self.for_tenant(tenant_id).displayed(tenant_id, candidates)
+
     def list_entities(
         self, tenant_id: str, entity_type: str | None, limit: int, after: EntityPosition | None
     ) -> list[StoredEntity]:

@@ -157,6 +157,45 @@ class SearchIndexContract:
             c.chunk_no in (ALL_CHUNKS, w.chunk_no) for c, w in zip(ranking.vector, whole.vector, strict=True)
         )
 
+    def test_lists_without_display_values_rank_as_the_whole_ones_and_displayed_fills_them(
+        self, index: Any
+    ) -> None:
+        # Given entities of the tenant and another's, when both lists are asked without display values
+        # (CandidateQuery.display False), then they hold the same entities, order, scores and matched chunks
+        # as the whole lists, and `displayed` gives back exactly the whole candidates, in the order asked.
+        index.upsert(record("t", "document", "d", "limiter", chunks=["limiter one", "limiter two"]))
+        index.upsert(record("t", "memory", "b", "limiter caps", vec=unit(1, 0.2)))
+        index.upsert(record("t", "memory", "c", "token bucket", vec=unit(0.1, 1)))
+        index.upsert(record("u", "memory", "x", "limiter", vec=unit(1, 0)))
+        lexical, query = LexicalQuery(("limiter",)), unit(1, 0.1)
+        whole, lean = index.retrieve_many(
+            "t",
+            [
+                CandidateQuery(lexical, query, Filters(), 10),
+                CandidateQuery(lexical, query, Filters(), 10, display=False),
+            ],
+        )
+        for full, ranked in ((whole.lexical, lean.lexical), (whole.vector, lean.vector)):
+            assert [(c.key, c.chunk_no) for c in ranked] == [(c.key, c.chunk_no) for c in full]
+            assert np.allclose([c.score for c in ranked], [c.score for c in full], atol=1e-5)
+            shown = index.displayed("t", list(reversed(ranked)))
+            assert [c._replace(score=0.0, handle=None) for c in shown] == [
+                c._replace(score=0.0, handle=None) for c in reversed(full)
+            ]
+            assert [c.score for c in shown] == [c.score for c in reversed(ranked)]
+        assert [c.key.entity_id for c in whole.vector] == ["b", "d", "c"]
+
+    def test_a_candidate_deleted_after_its_ranking_is_left_out_when_displayed(self, index: Any) -> None:
+        index.upsert(record("t", "memory", "a", "limiter", vec=unit(1, 0)))
+        index.upsert(record("t", "memory", "b", "limiter caps", vec=unit(1, 0.2)))
+        (lean,) = index.retrieve_many(
+            "t", [CandidateQuery(LexicalQuery(("limiter",)), None, Filters(), 10, display=False)]
+        )
+        index.delete("t", EntityKey("memory", "a"), None)
+        assert [c.key.entity_id for c in index.displayed("t", list(lean.lexical))] == ["b"]
+        # never another tenant's: a handle read for the wrong tenant shows nothing
+        assert index.displayed("u", [c for c in lean.lexical if c.handle is not None]) == []
+
     def test_vectors_that_come_with_the_hits_are_the_stored_ones(self, index: Any) -> None:
         # Given entities of one and two chunks, when both lists are asked with their vectors, then any
         # vectors the index returns with the hits are the stored chunk vectors (float16 kept: 1e-3), every

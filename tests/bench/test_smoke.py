@@ -330,13 +330,32 @@ def test_cpu_budget(tmp_path: Path) -> None:
     from core.search import candidate_fusion
     from infra.local.sqlite.index import SqliteIndex
 
-    originals = (SqliteIndex.retrieve_many, candidate_fusion.fuse, candidate_fusion.feedback_search)
+    def wrapped() -> tuple[object, ...]:
+        return (
+            SqliteIndex.retrieve_many,
+            SqliteIndex.displayed,
+            candidate_fusion.fuse,
+            candidate_fusion.feedback_search,
+        )
+
+    originals = wrapped()
     assert run("cpu_budget", "--smoke", "--json", str(tmp_path / "out.json")) == 0
     out = figures(tmp_path / "out.json")
     per = out["cpu_ms_per_search"]
-    layers = ["embedding", "retrieval", "feedback", "fusion", "results", "service other", "handler"]
+    layers = [
+        "embedding",
+        "retrieval",
+        "feedback",
+        "fusion",
+        "display",
+        "results",
+        "service other",
+        "handler",
+    ]
     assert set(per) == {*layers, "total"} and per["total"] > 0
     assert sum(per[layer] for layer in layers) == pytest.approx(per["total"])  # the layers add up
-    assert per["retrieval"] > 0 and per["feedback"] > 0  # a hybrid search's both retrievals were seen
-    # the instrumentation is gone afterwards
-    assert (SqliteIndex.retrieve_many, candidate_fusion.fuse, candidate_fusion.feedback_search) == originals
+    # a hybrid search's both retrievals, its feedback and its page's display values were seen, and the
+    # feedback's own search (inside the feedback) counted once, as retrieval: no layer went below zero
+    assert per["retrieval"] > 0 and per["feedback"] > 0 and per["display"] > 0
+    assert min(per.values()) >= 0
+    assert wrapped() == originals  # the instrumentation is gone afterwards

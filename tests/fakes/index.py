@@ -213,7 +213,34 @@ class FakeSearchIndex:
         return CandidateLists(tuple(lexical), tuple(vector))
 
     def retrieve_many(self, tenant_id: str, specs: Sequence[CandidateQuery]) -> list[CandidateLists]:
-        return [self.retrieve(tenant_id, s.query, s.embedding, s.filters, s.k) for s in specs]
+        got = [self.retrieve(tenant_id, s.query, s.embedding, s.filters, s.k) for s in specs]
+        return [g if s.display else self._lean(tenant_id, g) for s, g in zip(specs, got, strict=True)]
+
+    def _lean(self, tenant_id: str, got: CandidateLists) -> CandidateLists:
+        """Both lists without display values (CandidateQuery.display False), each candidate's handle the
+        entity version it was ranked at."""
+        with self._lock:
+            versions = {key: e.entity.version for (t, key), e in self.entries.items() if t == tenant_id}
+
+        def lean(c: Candidate) -> Candidate:
+            return Candidate(c.key, c.score, c.chunk_no, "", "", "", None, None, "", "", {}, versions[c.key])
+
+        return CandidateLists(tuple(map(lean, got.lexical)), tuple(map(lean, got.vector)), got.vectors)
+
+    def displayed(self, tenant_id: str, candidates: Sequence[Candidate]) -> list[Candidate]:
+        """Each candidate listed without display values (its handle: the entity version it was ranked at)
+        rebuilt from the entity while it is live at that version; left out otherwise."""
+        out = []
+        for c in candidates:
+            if c.handle is None:
+                out.append(c)
+                continue
+            with self._lock:
+                entry = self.entries.get((tenant_id, c.key))
+            live = entry is not None and not entry.entity.deleted and c.chunk_no < len(entry.chunks)
+            if live and entry is not None and entry.entity.version == c.handle:
+                out.append(_candidate(entry, c.chunk_no, c.score))
+        return out
 
     def facets(
         self, tenant_id: str, query: LexicalQuery | None, filters: Filters, fields: Sequence[str], size: int
@@ -281,5 +308,5 @@ def _candidate(entry: _Entry, n: int, score: float) -> Candidate:
     e, chunk = entry.entity, entry.chunks[n]
     return Candidate(
         e.key, score, chunk.chunk_no, e.title, chunk.text, e.source, e.owner, e.namespace, e.created_at,
-        e.updated_at, e.metadata,
+        e.updated_at, e.metadata, None,
     )  # fmt: skip

@@ -48,7 +48,8 @@ def test_feedback_reads_the_top_results_vector_matched_chunk() -> None:
 
 
 class _Index:
-    """Just the two reads feedback makes: stored chunk vectors (here of another model) and a k-NN."""
+    """Just the reads feedback makes: stored chunk vectors (here of another model), a k-NN (one vector spec
+    of `retrieve_many`, or `vector`), and the display values of what is shown (all in hand here)."""
 
     def __init__(self, stored: dict) -> None:
         self.stored = stored
@@ -57,9 +58,19 @@ class _Index:
     def chunk_vectors(self, tenant_id: str, chunks: list) -> dict:
         return {c: self.stored[c] for c in chunks if c in self.stored}
 
+    def retrieve_many(self, tenant_id: str, specs: list) -> list:
+        from core.models import CandidateLists
+
+        (spec,) = specs
+        assert spec.query is None and not spec.display  # the feedback's search: its ranking first
+        return [CandidateLists(vector=tuple(self.vector(tenant_id, spec.embedding, spec.filters, spec.k)))]
+
     def vector(self, tenant_id: str, embedding: np.ndarray, filters: object, k: int) -> list:
         self.searched.append(embedding)
         return []
+
+    def displayed(self, tenant_id: str, candidates: list) -> list:
+        return list(candidates)
 
 
 def test_stored_vectors_of_another_model_are_not_used_as_feedback() -> None:

@@ -32,7 +32,9 @@ from core.models import (
 )
 from core.ports import MetadataTouch
 from infra.local.sqlite.catalog import SqliteCatalog
+from infra.local.sqlite.errors import FAILURES, translate
 from infra.local.sqlite.lexical import SqliteLexicalSearch
+from infra.local.sqlite.sql import displayed
 from infra.local.sqlite.store import SqliteStore
 from infra.local.sqlite.vector_search import ANN_PROBE, SqliteVectorSearch
 from infra.local.sqlite.writes import SqliteWrites
@@ -145,20 +147,32 @@ class SqliteIndex:
         return CandidateLists(lexical=tuple(lexical), vector=tuple(vector))
 
     def retrieve_many(self, tenant_id: str, specs: Sequence[CandidateQuery]) -> list[CandidateLists]:
-        """Each spec in turn (locally there is no round trip to save); a vector list for its ranking only
-        is read without its display values."""
+        """Each spec in turn (locally there is no round trip to save); a vector list for its ranking only,
+        and both lists of a spec without `display`, are read without their display values."""
         return [self._retrieve(tenant_id, s) for s in specs]
 
     def _retrieve(self, tenant_id: str, s: CandidateQuery) -> CandidateLists:
-        lexical = self._lexical.lexical(tenant_id, s.query, s.filters, s.k) if s.query is not None else []
+        lexical = (
+            self._lexical.lexical(tenant_id, s.query, s.filters, s.k, s.display)
+            if s.query is not None
+            else []
+        )
         vector = (
             self.vector_search.vector(
-                tenant_id, s.embedding, s.filters, s.k, ranking_only=s.vector_ranking_only
+                tenant_id, s.embedding, s.filters, s.k, ranking_only=s.vector_ranking_only or not s.display
             )
             if s.embedding is not None
             else []
         )
         return CandidateLists(lexical=tuple(lexical), vector=tuple(vector))
+
+    def displayed(self, tenant_id: str, candidates: Sequence[Candidate]) -> list[Candidate]:
+        """The candidates listed without display values read in one query by their chunk ids (sql.displayed),
+        on this thread's connection; SQLite's failures translated here."""
+        try:
+            return displayed(self.store.conn(), tenant_id, candidates)
+        except FAILURES as exc:
+            raise translate(exc) from exc
 
     # -- the catalog (SqliteCatalog) -------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -224,3 +225,28 @@ def candidates(rows: Iterable[Sequence[Any]], picked: Iterable[tuple[int, float]
     (a pair without a row is left out)."""
     by_id = {row[0]: row for row in rows}
     return [candidate(by_id[i], score) for i, score in picked if i in by_id]
+
+
+def ranking_candidate(chunk_id: int, key: EntityKey, chunk_no: int, score: float) -> Candidate:
+    """A candidate without its display values (CandidateQuery.display False): its key, matched chunk and
+    score, and the chunk's id as the handle `displayed` reads them by."""
+    return Candidate(key, score, chunk_no, "", "", "", None, None, "", "", {}, chunk_id)
+
+
+def displayed(conn: sqlite3.Connection, tenant_id: str, listed: Sequence[Candidate]) -> list[Candidate]:
+    """Retriever.displayed: the candidates with a handle (a chunk id) read by primary key in one query, the
+    tenant re-checked; one whose chunk is gone, or now another entity's, is left out."""
+    handles = [c.handle for c in listed if c.handle is not None]
+    if not handles:
+        return list(listed)
+    marks = ",".join("?" * len(handles))
+    where = f"WHERE c.id IN ({marks}) AND +c.tenant_id = ? AND e.deleted = 0"
+    by_id = {row[0]: row for row in conn.execute(f"{CANDIDATE_SELECT} {where}", [*handles, tenant_id])}
+    out = []
+    for c in listed:
+        row = None if c.handle is None else by_id.get(c.handle)
+        if row is not None and (row[1], row[2]) == c.key:
+            out.append(candidate(row, c.score))
+        elif c.handle is None:
+            out.append(c)
+    return out

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -14,16 +13,17 @@ from core.models import Candidate, Condition, EntityKey, Filters, Vector
 from infra.local.keywords.fts import presence_conditions
 from infra.local.sqlite.errors import FAILURES, FILE_FAILURES, translate, translate_files
 from infra.local.sqlite.lexical import CHUNK_ROWS_PER_ENTITY
-from infra.local.sqlite.sql import CANDIDATE_SELECT, JOIN, PRESENT_CHUNKS, candidates, filter_sql
+from infra.local.sqlite.sql import (
+    CANDIDATE_SELECT,
+    JOIN,
+    PRESENT_CHUNKS,
+    candidates,
+    filter_sql,
+    ranking_candidate,
+)
 from infra.local.sqlite.store import SqliteStore
 from infra.local.vectors.exact_knn import VectorSnapshot
 from infra.local.vectors.vector_store import VectorStores
-
-
-def ranking_candidate(row: Sequence[Any], score: float) -> Candidate:
-    """A candidate for the ranking only: (id, type, id, chunk number) and its score, no display values."""
-    return Candidate(EntityKey(row[1], row[2]), score, int(row[3]), "", "", "", None, None, "", "", {})
-
 
 ANN_PROBE = 24  # lists scored per approximate search (measured in bench/scale.py: recall@100 vs speed)
 VECTOR_ATTEMPTS = 3  # rankings retried when a concurrent write replaced a picked chunk
@@ -50,7 +50,8 @@ class SqliteVectorSearch:
     ) -> list[Candidate]:
         """Cosine k-NN over the tenant's chunk vectors, filters applied before ranking: exact, or through the
         approximate index for a tenant past `ann_min_chunks` (unless `exact`). `ranking_only`: keys,
-        matched chunks and scores, without the display values (CandidateQuery.vector_ranking_only). The leg
+        matched chunks and scores, without the display values (CandidateQuery.vector_ranking_only, and
+        CandidateQuery.display False: each carries its chunk id as the handle they are read by). The leg
         takes this thread's connection once and runs its reads on it, SQLite's failures translated here."""
         if k <= 0:
             return []
@@ -153,7 +154,8 @@ def _chunk_candidates(
     conn: sqlite3.Connection, tenant_id: str, picked: list[tuple[int, float]], ranking_only: bool = False
 ) -> list[Candidate]:
     """Candidates for (chunk id, score) pairs already one per entity: one read, by primary key (for the
-    ranking only, of the keys and chunk numbers alone: no texts read, no metadata parsed)."""
+    ranking only, of the keys and chunk numbers alone: no texts read, no metadata parsed; each candidate's
+    handle is its chunk id, by which sql.displayed reads the rest)."""
     if not picked:
         return []
     marks = ",".join("?" * len(picked))
@@ -162,5 +164,9 @@ def _chunk_candidates(
     if ranking_only:
         sql = f"SELECT c.id, c.entity_type, c.entity_id, c.chunk_no FROM idx_chunks c {JOIN} {where}"
         by_key = {row[0]: row for row in conn.execute(sql, args)}
-        return [ranking_candidate(by_key[i], score) for i, score in picked if i in by_key]
+        return [
+            ranking_candidate(i, EntityKey(row[1], row[2]), int(row[3]), score)
+            for i, score in picked
+            if (row := by_key.get(i)) is not None
+        ]
     return candidates(conn.execute(f"{CANDIDATE_SELECT} {where}", args), picked)

@@ -55,9 +55,10 @@ class VectorSnapshot:
         """The selected rows; None = every row; False = no row can match."""
         mask: npt.NDArray[np.bool_] | None = None
 
-        def narrow(part: npt.NDArray[np.bool_]) -> None:
+        def narrow(part: npt.NDArray[np.bool_] | None) -> None:
             nonlocal mask
-            mask = part if mask is None else (mask & part)
+            if part is not None:  # None: every row
+                mask = part if mask is None else (mask & part)
 
         def codes_of(column: str, values: Sequence[str | None]) -> list[int]:
             known = self.lookup[column]
@@ -76,18 +77,24 @@ class VectorSnapshot:
             codes = codes_of(column, values)
             if not codes:
                 return False
-            col = self.codes[column]
-            narrow(col == codes[0] if len(codes) == 1 else np.isin(col, np.asarray(codes, np.int32)))
+            narrow(self._rows_with(column, codes))
         if filters.exclude_owner is not None:
             owners = codes_of("owner", (filters.exclude_owner,))
             if owners:
                 narrow(self.codes["owner"] != owners[0])
-        by_id = self._by_id(allowed, excluded)
-        if by_id is not None:
-            narrow(by_id)
+        narrow(self._by_id(allowed, excluded))
         if self.dead:
             narrow(self.live.view(np.bool_))
         return mask
+
+    def _rows_with(self, column: str, codes: Sequence[int]) -> npt.NDArray[np.bool_] | None:
+        """The rows whose `column` holds one of `codes`; None when that is every row (a search of every
+        entity type the rows hold, the default: every chunk has a type, and the None code every column's
+        list starts with is never a row's)."""
+        if column == "type" and set(codes) >= {c for v, c in self.lookup[column].items() if v is not None}:
+            return None
+        col = self.codes[column]
+        return col == codes[0] if len(codes) == 1 else np.isin(col, np.asarray(codes, np.int32))
 
     def _by_id(self, allowed: Sequence[int] | None, excluded: Sequence[int]) -> npt.NDArray[np.bool_] | None:
         """The rows among `allowed` chunk ids (None: any) and not among `excluded` ones; None: every row."""
