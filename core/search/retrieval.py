@@ -92,23 +92,47 @@ class Retrieval:
         fused, fallback = fused_candidates(
             self._index, self.settings, tenant_id, lexical, embedding, filters, depth, plan
         )
-        # A memory is checked (and may be ranked by its relevance) before the page is cut: its display
-        # values are read here; every other candidate's only if it is shown (`shown`).
-        if MEMORY_TYPE in types:
-            fused = self.shown(tenant_id, fused, _is_memory)
-        integrity = self._integrity
-
-        def served(c: Candidate) -> bool:
-            return integrity.served(tenant_id, c.key, c.metadata, c.title)
-
         # Only a search of memories alone blends (docs/conformance.md, Memory): among other types a blended
         # memory would move past entities it did not outrank.
         weight = self.settings.memory_relevance_blend if _memories_only(types) else 0.0
-        # The clock is read only when a memory's relevance is computed (blended or held to a floor).
-        now = self._clock.now() if weight > 0 or floor is not None else 0.0
-        return rank_memories(fused, now, weight, floor, served), fallback
+        if (weight <= 0 and floor is None) or MEMORY_TYPE not in types:
+            # Nothing ranks by a memory's values: each is checked when it is served (`served`).
+            return fused, fallback
+        # A blend or a floor reads every memory's values: they are read and checked before the cut.
+        fused = self._filled(tenant_id, fused, _is_memory)
+        return rank_memories(fused, self._clock.now(), weight, floor, self._intact(tenant_id)), fallback
 
-    def shown(
+    def served(
+        self, tenant_id: str, fused: Sequence[Fused], start: int, count: int
+    ) -> tuple[list[Fused], int]:
+        """Results `start` to `start + count` of what `fused` serves, with their display values, and how many
+        of the ranking up to them were left out on the way: a memory whose content no longer matches its
+        hash (core/memory/integrity.py), or an entity deleted or rewritten since it was ranked. The results
+        before `start` are checked too (the left-out ones do not take a place), so pages never overlap."""
+        out: list[Fused] = []
+        left_out, at, wanted = 0, 0, start + count
+        intact = self._intact(tenant_id)
+        while len(out) < wanted and at < len(fused):
+            batch = fused[at : at + wanted - len(out)]
+            at += len(batch)
+            kept = [
+                f
+                for f in self._filled(tenant_id, batch)
+                if not _is_memory(f.candidate) or intact(f.candidate)
+            ]
+            left_out += len(batch) - len(kept)
+            out.extend(kept)
+        return out[start:wanted], left_out
+
+    def _intact(self, tenant_id: str) -> Callable[[Candidate], bool]:
+        integrity = self._integrity
+
+        def intact(c: Candidate) -> bool:
+            return integrity.served(tenant_id, c.key, c.metadata, c.title)
+
+        return intact
+
+    def _filled(
         self, tenant_id: str, fused: Sequence[Fused], wanted: Callable[[Candidate], bool] | None = None
     ) -> list[Fused]:
         """`fused` with the display values of the candidates listed without them (those `wanted` only), read

@@ -317,12 +317,12 @@ class SearchService:
             # against may be the new model's, so embed with it and ask again (once is enough: a swap is atomic).
         plan, lexical, embedding, fused, fallback, degraded_reason = got
         fused = above(fused, request.min_score)
-        # Display values are read for what is shown only (CandidateQuery.display).
-        window = self._retrieval.shown(tenant_id, fused[: request.limit])
-        total, next_cursor, rest = len(fused), None, None
+        # Display values are read, and memories checked, for what is served only (Retrieval.served).
+        window, left_out = self._retrieval.served(tenant_id, fused, 0, request.limit)
+        total, next_cursor, rest = len(fused) - left_out, None, None
         if page is not None:
             page.check_strategy(plan.strategy)
-        if page is not None and len(fused) > request.limit:
+        if page is not None and total > request.limit:
             next_cursor = page.cursor(plan.strategy, 0)
         later = page is not None and not page.is_first  # a page after the first
         snapshotting = self._pager is not None and later
@@ -335,11 +335,12 @@ class SearchService:
                 tenant_id, lexical, embedding, filters, PAGING_DEPTH, plan, types, request.min_relevance
             )
             rest = [f for f in above(deep, request.min_score) if f.candidate.key not in shown]
-            total = len(shown) + len(rest)
             if snapshotting:  # the snapshot keeps every result of the remainder, rendered
-                rest = self._retrieval.shown(tenant_id, rest)
+                rest, _ = self._retrieval.served(tenant_id, rest, 0, len(rest))
+            total = len(shown) + len(rest)
             if later:
-                window = self._retrieval.shown(tenant_id, rest[page.offset : page.offset + request.limit])
+                window, left_out = self._retrieval.served(tenant_id, rest, page.offset, request.limit)
+                total -= left_out
                 fallback = deep_fallback
                 following = page.offset + request.limit
                 next_cursor = page.cursor(plan.strategy, following) if following < len(rest) else None
