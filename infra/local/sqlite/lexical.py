@@ -187,27 +187,35 @@ def _candidates(
     """
     if not picked:
         return []
-    marks = ",".join("?" * len(picked))
-    keys = {
-        r[0]: (EntityKey(r[1], r[2]), r[3])
-        for r in conn.execute(
-            # `+tenant_id`: look rows up by primary key, then re-check the tenant (an index scan over
-            # the tenant's chunks would cost 10x more).
-            f"SELECT id, entity_type, entity_id, chunk_no FROM idx_chunks WHERE id IN ({marks}) "
-            "AND +tenant_id = ?",
-            [*[chunk_id for chunk_id, _ in picked], tenant_id],
-        )
-    }
+    keys: dict[int, tuple[EntityKey, int]] = {}
     best: dict[EntityKey, tuple[int, float]] = {}
-    for chunk_id, score in picked:
-        found = keys.get(chunk_id)
-        if found is not None and found[0] not in best:
-            best[found[0]] = (chunk_id, score)
-            if len(best) >= k:
-                break
+    # The first k chunks' keys first: entities of one chunk (most tasks and memories) need no more; the
+    # rest of the over-fetch (CHUNK_ROWS_PER_ENTITY) only while fewer than k entities are found.
+    for part in (picked[:k], picked[k:]):
+        if len(best) >= k or not part:
+            break
+        keys.update(_chunk_keys(conn, tenant_id, [chunk_id for chunk_id, _ in part]))
+        for chunk_id, score in part:
+            found = keys.get(chunk_id)
+            if found is not None and found[0] not in best:
+                best[found[0]] = (chunk_id, score)
+                if len(best) >= k:
+                    break
     if not display:
         return [ranking_candidate(i, key, keys[i][1], score) for key, (i, score) in best.items()]
     winners = dict(best.values())
     marks = ",".join("?" * len(winners))
     rows = conn.execute(f"{CANDIDATE_SELECT} WHERE c.id IN ({marks}) AND e.deleted = 0", list(winners))
     return candidates(rows, winners.items())
+
+
+def _chunk_keys(conn: sqlite3.Connection, tenant_id: str, ids: list[int]) -> dict[int, tuple[EntityKey, int]]:
+    """Chunk id → (entity, chunk number) of the tenant's chunks among `ids` (one read by primary key)."""
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        # `+tenant_id`: look rows up by primary key, then re-check the tenant (an index scan over
+        # the tenant's chunks would cost 10x more).
+        f"SELECT id, entity_type, entity_id, chunk_no FROM idx_chunks WHERE id IN ({marks}) AND +tenant_id = ?",
+        [*ids, tenant_id],
+    )
+    return {r[0]: (EntityKey(r[1], r[2]), r[3]) for r in rows}
