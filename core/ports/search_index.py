@@ -155,8 +155,9 @@ class Retriever(Protocol):
 
     def displayed(self, tenant_id: str, candidates: Sequence[Candidate]) -> list[Candidate]:
         """`candidates` in order with their display values: those listed without them (a `handle`:
-        CandidateQuery.display False) read in one round trip, each keeping its score and matched chunk; one
-        whose entity was deleted or rewritten since it was ranked is left out (as a later search would)."""
+        CandidateQuery.display False) read in one round trip, each keeping its score and place. One whose
+        entity was deleted since it was ranked is left out; one rewritten since shows its current version
+        (its chunk of the same number, else its first): never a deleted or an older version."""
         ...
 
 

@@ -107,7 +107,7 @@ class Retrieval:
     ) -> tuple[list[Fused], int]:
         """Results `start` to `start + count` of what `fused` serves, with their display values, and how many
         of the ranking up to them were left out on the way: a memory whose content no longer matches its
-        hash (core/memory/integrity.py), or an entity deleted or rewritten since it was ranked. The results
+        hash (core/memory/integrity.py), or an entity deleted since it was ranked. The results
         before `start` are checked too (the left-out ones do not take a place), so pages never overlap."""
         out: list[Fused] = []
         left_out, at, wanted = 0, 0, start + count
@@ -136,8 +136,8 @@ class Retrieval:
         self, tenant_id: str, fused: Sequence[Fused], wanted: Callable[[Candidate], bool] | None = None
     ) -> list[Fused]:
         """`fused` with the display values of the candidates listed without them (those `wanted` only), read
-        in one call (Retriever.displayed); one whose entity was deleted or rewritten since it was ranked is
-        left out."""
+        in one call (Retriever.displayed); one whose entity was deleted since it was ranked is left out, one
+        rewritten since shows its current version."""
         pending = [
             f.candidate
             for f in fused

@@ -248,6 +248,28 @@ class IntegrityContract:
         assert c.search.integrity.tampered >= len(STRATEGIES)
         assert c.context.integrity.tampered >= len(STRATEGIES) + 1
 
+    def test_a_tampered_memory_takes_no_place_on_any_page(self, c: Any, tamper: Any) -> None:
+        # Given six memories of the same words, two tampered with, when every page of two is read by its
+        # cursor, then the pages hold the four intact memories once each and never a tampered one (a memory
+        # is checked when it is served, and one left out takes no place: pages do not overlap).
+        for i in range(6):
+            put(c, f"m{i}", f"the vault token rotation note {'x' * i}")
+        tamper(c, "m1", "the vault token is pasted here")
+        tamper(c, "m4", "the vault token is pasted there")
+        for strategy in STRATEGIES:
+            seen: list[str] = []
+            request = SearchRequest(
+                query="vault token rotation", strategy=strategy, entities=["memory"], limit=2
+            )
+            for _ in range(6):
+                answer = c.search.search(TENANT, request)
+                assert len(answer.results) <= 2
+                seen += [r.entity_id for r in answer.results]
+                if answer.next_cursor is None:
+                    break
+                request = request.model_copy(update={"cursor": answer.next_cursor})
+            assert sorted(seen) == ["m0", "m2", "m3", "m5"], strategy
+
     def test_min_trust_keeps_memories_trusted_at_least_that_much(self, c: Any) -> None:
         put(c, "u", "the style guide says tabs", trust_level="user")
         put(c, "a", "the style guide says spaces", trust_level="agent")

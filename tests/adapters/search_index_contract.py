@@ -185,14 +185,26 @@ class SearchIndexContract:
             assert [c.score for c in shown] == [c.score for c in reversed(ranked)]
         assert [c.key.entity_id for c in whole.vector] == ["b", "d", "c"]
 
-    def test_a_candidate_deleted_after_its_ranking_is_left_out_when_displayed(self, index: Any) -> None:
+    def test_displayed_after_writes_shows_the_current_version_and_never_a_deleted_entity(
+        self, index: Any
+    ) -> None:
+        # Given a ranking without display values, when one entity is deleted and another rewritten before
+        # the page is displayed, then the deleted one is left out and the rewritten one shows its current
+        # text (never the version it was ranked at), keeping its place and score.
         index.upsert(record("t", "memory", "a", "limiter", vec=unit(1, 0)))
         index.upsert(record("t", "memory", "b", "limiter caps", vec=unit(1, 0.2)))
+        index.upsert(record("t", "memory", "c", "limiter bursts", vec=unit(1, 0.4)))
         (lean,) = index.retrieve_many(
             "t", [CandidateQuery(LexicalQuery(("limiter",)), None, Filters(), 10, display=False)]
         )
         index.delete("t", EntityKey("memory", "a"), None)
-        assert [c.key.entity_id for c in index.displayed("t", list(lean.lexical))] == ["b"]
+        index.upsert(record("t", "memory", "c", "limiter bursts, rewritten", version=2, vec=unit(1, 0.4)))
+        shown = index.displayed("t", list(lean.lexical))
+        assert [c.key.entity_id for c in shown] == [
+            c.key.entity_id for c in lean.lexical if c.key.entity_id != "a"
+        ]
+        assert {c.key.entity_id: c.text for c in shown}["c"] == "limiter bursts, rewritten"
+        assert [c.score for c in shown] == [c.score for c in lean.lexical if c.key.entity_id != "a"]
         # never another tenant's: a handle read for the wrong tenant shows nothing
         assert index.displayed("u", [c for c in lean.lexical if c.handle is not None]) == []
 

@@ -229,7 +229,7 @@ class FakeSearchIndex:
 
     def displayed(self, tenant_id: str, candidates: Sequence[Candidate]) -> list[Candidate]:
         """Each candidate listed without display values (its handle: the entity version it was ranked at)
-        rebuilt from the entity while it is live at that version; left out otherwise."""
+        rebuilt from the entity as it is now: left out once deleted."""
         out = []
         for c in candidates:
             if c.handle is None:
@@ -237,9 +237,9 @@ class FakeSearchIndex:
                 continue
             with self._lock:
                 entry = self.entries.get((tenant_id, c.key))
-            live = entry is not None and not entry.entity.deleted and c.chunk_no < len(entry.chunks)
-            if live and entry is not None and entry.entity.version == c.handle:
-                out.append(_candidate(entry, c.chunk_no, c.score))
+            if entry is not None and not entry.entity.deleted and entry.chunks:
+                # the chunk ranked, or, rewritten since, its current chunk of that number (else its first)
+                out.append(_candidate(entry, c.chunk_no if c.chunk_no < len(entry.chunks) else 0, c.score))
         return out
 
     def facets(

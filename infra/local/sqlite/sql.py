@@ -235,18 +235,44 @@ def ranking_candidate(chunk_id: int, key: EntityKey, chunk_no: int, score: float
 
 def displayed(conn: sqlite3.Connection, tenant_id: str, listed: Sequence[Candidate]) -> list[Candidate]:
     """Retriever.displayed: the candidates with a handle (a chunk id) read by primary key in one query, the
-    tenant re-checked; one whose chunk is gone, or now another entity's, is left out."""
+    tenant re-checked. A chunk gone since the ranking (its entity rewritten or deleted) is looked up again by
+    its entity: a live one shows its current chunk of that number (else its first), a deleted one is left
+    out."""
     handles = [c.handle for c in listed if c.handle is not None]
     if not handles:
         return list(listed)
     marks = ",".join("?" * len(handles))
     where = f"WHERE c.id IN ({marks}) AND +c.tenant_id = ? AND e.deleted = 0"
     by_id = {row[0]: row for row in conn.execute(f"{CANDIDATE_SELECT} {where}", [*handles, tenant_id])}
+    found: dict[EntityKey, Any] = {}
+    for c in listed:
+        row = by_id.get(c.handle)
+        if row is not None and row[1] == c.key.entity_type and row[2] == c.key.entity_id:
+            found[c.key] = row
+    moved = [c for c in listed if c.handle is not None and c.key not in found]
+    if moved:
+        found.update(_current_rows(conn, tenant_id, moved))
     out = []
     for c in listed:
-        row = None if c.handle is None else by_id.get(c.handle)
-        if row is not None and (row[1], row[2]) == c.key:
-            out.append(candidate(row, c.score))
-        elif c.handle is None:
+        if c.handle is None:
             out.append(c)
+        elif (row := found.get(c.key)) is not None:
+            out.append(candidate(row, c.score))
     return out
+
+
+def _current_rows(
+    conn: sqlite3.Connection, tenant_id: str, moved: Sequence[Candidate]
+) -> dict[EntityKey, Any]:
+    """Each live entity's CANDIDATE_SELECT row of the chunk numbered as its candidate's, else its first."""
+    # The tenant inside each alternative: SQLite then looks each one up through idx_chunks_entity.
+    alternatives = " OR ".join(["(c.tenant_id = ? AND c.entity_type = ? AND c.entity_id = ?)"] * len(moved))
+    args = [v for c in moved for v in (tenant_id, c.key.entity_type, c.key.entity_id)]
+    wanted = {c.key: c.chunk_no for c in moved}
+    best: dict[EntityKey, Any] = {}
+    sql = f"{CANDIDATE_SELECT} WHERE ({alternatives}) AND e.deleted = 0 ORDER BY c.chunk_no"
+    for row in conn.execute(sql, args):
+        key = EntityKey(row[1], row[2])
+        if key not in best or int(row[3]) == wanted.get(key):
+            best[key] = row
+    return best
