@@ -6,10 +6,9 @@ The cache fails open: when it cannot be read or written, the search is answered 
 nothing is cached for that request. (Writes are where a cache outage must stop things: see indexing.)
 
 Its rules live beside it (planning.py, candidate_fusion.py, results.py, paging.py, cache_key.py), the
-embedding, retrieval and memory ranking in retrieval.py, and the snapshots cursors page over are taken and
-read by snapshot_paging.py; what stays here, over the ~300 lines a module keeps to, is the coordination of
-one use case: the cache, a model switched mid-search, and the paged ranking behind the pages after the
-first.
+embedding, retrieval, memory ranking and what is served in retrieval.py, the snapshots cursors page over in
+snapshot_paging.py; what stays here is the coordination of one use case: the cache, a model switched
+mid-search, and the paged ranking behind the pages after the first.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ from core.search.paging import PAGING_DEPTH, SearchPage, check_keep_alive
 from core.search.planning import SearchPlan, SearchSettings, search_plan
 from core.search.query import ParsedQuery, parse_query
 from core.search.results import above, fill_return_fields, search_response, search_results
-from core.search.retrieval import Retrieval
+from core.search.retrieval import Retrieval, Retrieved
 from core.search.search_api import (
     SearchRequest,
     SearchResponse,
@@ -304,18 +303,22 @@ class SearchService:
         dimension = self._embedder.for_tenant(tenant_id).dimension
         return caller_vector(request.query_vector, dimension, "query_vector")
 
-    def _execute(self, s: _Search, page: SearchPage | None) -> SearchResponse:
-        tenant_id, request, types, filters = s.tenant_id, s.request, s.types, s.filters
+    def _retrieved(self, s: _Search) -> Retrieved:
+        """The search embedded and retrieved with the tenant's current model."""
         for _ in range(MODEL_SWITCH_ATTEMPTS):
-            embedder = self._embedder.for_tenant(tenant_id)
+            embedder = self._embedder.for_tenant(s.tenant_id)
             got = self._retrieval.embed_and_retrieve(
-                tenant_id, request, s.parsed, types, filters, s.plan, embedder
+                s.tenant_id, s.request, s.parsed, s.types, s.filters, s.plan, embedder
             )
-            if got.embedding is None or self._embedder.for_tenant(tenant_id) is embedder:
+            if got.embedding is None or self._embedder.for_tenant(s.tenant_id) is embedder:
                 break
             # A reindex switched the tenant's model between embedding and retrieval: the vectors retrieved
             # against may be the new model's, so embed with it and ask again (once is enough: a swap is atomic).
-        plan, lexical, embedding, fused, fallback, degraded_reason = got
+        return got
+
+    def _execute(self, s: _Search, page: SearchPage | None) -> SearchResponse:
+        tenant_id, request, types, filters = s.tenant_id, s.request, s.types, s.filters
+        plan, lexical, embedding, fused, fallback, degraded_reason = self._retrieved(s)
         fused = above(fused, request.min_score)
         # Display values are read, and memories checked, for what is served only (Retrieval.served).
         window, left_out = self._retrieval.served(tenant_id, fused, 0, request.limit)
