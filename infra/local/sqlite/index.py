@@ -147,8 +147,8 @@ class SqliteIndex:
         return CandidateLists(lexical=tuple(lexical), vector=tuple(vector))
 
     def retrieve_many(self, tenant_id: str, specs: Sequence[CandidateQuery]) -> list[CandidateLists]:
-        """Each spec in turn (locally there is no round trip to save); a vector list for its ranking only,
-        and both lists of a spec without `display`, are read without their display values."""
+        """Each CandidateQuery in turn (locally there is no round trip to save); a vector list for its
+        ranking only, and both lists of a query without `display`, are read without their display values."""
         return [self._retrieve(tenant_id, s) for s in specs]
 
     def _retrieve(self, tenant_id: str, s: CandidateQuery) -> CandidateLists:
