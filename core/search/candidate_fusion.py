@@ -71,7 +71,7 @@ def _first_lists(
     ranking only; by re-scoring, its candidates may be shown and it goes `feedback_pool` × deeper (a wider
     pool for the moved query), asked as a second spec of the same round trip."""
     pool = max(1, settings.feedback_pool)
-    # Display values are read for the shown candidates only, after the ranking (Retrieval.shown).
+    # Display values are read for the served candidates only, after the ranking (Retrieval.served).
     if not (feedback and _rescoring(settings)):
         spec = CandidateQuery(lex, embedding, filters, depth, feedback, with_vectors=feedback, display=False)
         (got,) = index.retrieve_many(tenant_id, [spec])

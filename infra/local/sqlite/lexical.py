@@ -20,6 +20,7 @@ from infra.local.sqlite.sql import (
     ENTITY_COLUMNS,
     JOIN,
     candidates,
+    chunk_keys,
     collapse,
     filter_sql,
     ranking_candidate,
@@ -194,7 +195,7 @@ def _candidates(
     for part in (picked[:k], picked[k:]):
         if len(best) >= k or not part:
             break
-        keys.update(_chunk_keys(conn, tenant_id, [chunk_id for chunk_id, _ in part]))
+        keys.update(chunk_keys(conn, tenant_id, [chunk_id for chunk_id, _ in part]))
         for chunk_id, score in part:
             found = keys.get(chunk_id)
             if found is not None and found[0] not in best:
@@ -207,15 +208,3 @@ def _candidates(
     marks = ",".join("?" * len(winners))
     rows = conn.execute(f"{CANDIDATE_SELECT} WHERE c.id IN ({marks}) AND e.deleted = 0", list(winners))
     return candidates(rows, winners.items())
-
-
-def _chunk_keys(conn: sqlite3.Connection, tenant_id: str, ids: list[int]) -> dict[int, tuple[EntityKey, int]]:
-    """Chunk id → (entity, chunk number) of the tenant's chunks among `ids` (one read by primary key)."""
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(
-        # `+tenant_id`: look rows up by primary key, then re-check the tenant (an index scan over
-        # the tenant's chunks would cost 10x more).
-        f"SELECT id, entity_type, entity_id, chunk_no FROM idx_chunks WHERE id IN ({marks}) AND +tenant_id = ?",
-        [*ids, tenant_id],
-    )
-    return {r[0]: (EntityKey(r[1], r[2]), r[3]) for r in rows}

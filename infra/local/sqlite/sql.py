@@ -227,6 +227,20 @@ def candidates(rows: Iterable[Sequence[Any]], picked: Iterable[tuple[int, float]
     return [candidate(by_id[i], score) for i, score in picked if i in by_id]
 
 
+def chunk_keys(conn: sqlite3.Connection, tenant_id: str, ids: list[int]) -> dict[int, tuple[EntityKey, int]]:
+    """Chunk id → (entity, chunk number) of the tenant's chunks among `ids`, in one read by primary key (a
+    chunk row exists only while its entity is live: a delete drops the chunks in the same transaction,
+    writes.py, so no entity join is needed)."""
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        # `+tenant_id`: look rows up by primary key, then re-check the tenant (an index scan over
+        # the tenant's chunks would cost 10x more).
+        f"SELECT id, entity_type, entity_id, chunk_no FROM idx_chunks WHERE id IN ({marks}) AND +tenant_id = ?",
+        [*ids, tenant_id],
+    )
+    return {r[0]: (EntityKey(r[1], r[2]), r[3]) for r in rows}
+
+
 def ranking_candidate(chunk_id: int, key: EntityKey, chunk_no: int, score: float) -> Candidate:
     """A candidate without its display values (CandidateQuery.display False): its key, matched chunk and
     score, and the chunk's id as the handle `displayed` reads them by."""

@@ -18,6 +18,7 @@ from infra.local.sqlite.sql import (
     JOIN,
     PRESENT_CHUNKS,
     candidates,
+    chunk_keys,
     filter_sql,
     ranking_candidate,
 )
@@ -158,17 +159,10 @@ def _chunk_candidates(
     handle is its chunk id, by which sql.displayed reads the rest)."""
     if not picked:
         return []
-    marks = ",".join("?" * len(picked))
-    where = f"WHERE c.id IN ({marks}) AND +c.tenant_id = ?"
-    args = [*(chunk_id for chunk_id, _ in picked), tenant_id]
+    ids = [chunk_id for chunk_id, _ in picked]
     if ranking_only:
-        # A chunk row exists only while its entity is live (a delete drops the chunks in the same
-        # transaction: writes.py), so the chunks alone answer, without the entity join (half the read).
-        sql = f"SELECT c.id, c.entity_type, c.entity_id, c.chunk_no FROM idx_chunks c {where}"
-        by_key = {row[0]: row for row in conn.execute(sql, args)}
-        return [
-            ranking_candidate(i, EntityKey(row[1], row[2]), int(row[3]), score)
-            for i, score in picked
-            if (row := by_key.get(i)) is not None
-        ]
-    return candidates(conn.execute(f"{CANDIDATE_SELECT} {where} AND e.deleted = 0", args), picked)
+        keys = chunk_keys(conn, tenant_id, ids)
+        return [ranking_candidate(i, *keys[i], score) for i, score in picked if i in keys]
+    marks = ",".join("?" * len(ids))
+    where = f"WHERE c.id IN ({marks}) AND +c.tenant_id = ? AND e.deleted = 0"
+    return candidates(conn.execute(f"{CANDIDATE_SELECT} {where}", [*ids, tenant_id]), picked)
