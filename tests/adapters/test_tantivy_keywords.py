@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from core.models import EntityKey, Filters, LexicalQuery, MatchMode, Placement
+from core.models import CandidateQuery, EntityKey, Filters, LexicalQuery, MatchMode, Placement
 from infra.local.sqlite.index import SqliteIndex, build_sqlite_index
 from tests.adapters.search_index_contract import lex, record, unit
 from tests.conftest import FakeEmbedder, make_container
@@ -86,6 +86,10 @@ def test_a_search_right_after_a_write_does_not_wait_for_the_index_commit(tmp_pat
             index.delete("t", EntityKey("memory", "a"), None)
             found.append(lex(index, "t", "walrus"))
             found.append(lex(index, "t", "new"))
+            ranked = index.retrieve_many(
+                "t", [CandidateQuery(LexicalQuery(("walrus",)), None, Filters(), 10, display=False)]
+            )
+            found.append([c.key.entity_id for c in ranked[0].lexical])
 
         worker = threading.Thread(target=search)
         worker.start()
@@ -93,6 +97,7 @@ def test_a_search_right_after_a_write_does_not_wait_for_the_index_commit(tmp_pat
         assert not worker.is_alive(), "a search waited for the keyword index's commit"
         assert sorted(found[0]) == ["b", "c"]
         assert found[1] == ["b"]
+        assert sorted(found[2]) == ["b", "c"], "a ranking without display values listed a deleted chunk"
     finally:
         os.close(fd)
     assert sorted(lex(index, "t", "walrus")) == ["b", "c"]

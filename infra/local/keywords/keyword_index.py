@@ -244,9 +244,10 @@ class KeywordIndex:
         expansions: Mapping[str, Sequence[str]] | None,
         limit: int,
         newer: Callable[[int, int], Ranked] | None = None,
-    ) -> Ranked | None:
+    ) -> tuple[Ranked, bool] | None:
         """(chunk id, BM25 score) best first, at most `limit` (more when some may be stale), of the tenant's
-        index within the filters; None when the query asks only for stop words, which this index leaves
+        index within the filters, and whether each was live when ranked (false when chunks were deleted since
+        the index's last commit: its ids must then be checked against the rows); None when the query asks only for stop words, which this index leaves
         out (a phrase of them) or a phrase too long for it (QueryBuilder.needs_fts5): the caller ranks it
         with FTS5.
 
@@ -264,7 +265,7 @@ class KeywordIndex:
         if pending is None:
             view, stale = self.catch_up(conn, tenant_id), 0
             if view is None:
-                return []
+                return [], True
         else:
             view, stale = pending
             self.follow_soon()
@@ -272,7 +273,7 @@ class KeywordIndex:
         searcher = index.searcher()
         text = self._queries.text_query(query, expansions, searcher)
         if text is None:
-            return []
+            return [], True
         hits = searcher.search(self._queries.scoped(text, filters), limit + stale, count=False).hits
         ids = searcher.fast_field_values("chunk", [address for _, address in hits])
         ranked = [(int(i), float(score)) for (score, _), i in zip(hits, ids, strict=True) if i is not None]
@@ -281,7 +282,7 @@ class KeywordIndex:
             for chunk_id, score in sorted(ranked + newer(top, limit), key=lambda hit: -hit[1]):
                 best.setdefault(chunk_id, score)  # a chunk the index committed meanwhile: once
             ranked = list(best.items())[: limit + stale]
-        return ranked
+        return ranked, stale == 0
 
     def _pending(self, conn: sqlite3.Connection, tenant_id: str) -> tuple[View, int] | None:
         """(the tenant's open index, chunks of the tenant deleted since) when that index is behind by

@@ -14,13 +14,13 @@ from core.models import Candidate, EntityKey, Filters, LexicalQuery, MatchMode
 from core.text import edit_distance, fuzzy_budget, light_stem
 from infra.local.keywords.fts import fts5_match, is_scope_token, presence_conditions
 from infra.local.keywords.fts_tables import fts_table, is_missing_table, vocabulary
+from infra.local.sqlite.chunk_keys import ChunkKeys
 from infra.local.sqlite.errors import FAILURES, FILE_FAILURES, translate, translate_files
 from infra.local.sqlite.sql import (
     CANDIDATE_SELECT,
     ENTITY_COLUMNS,
     JOIN,
     candidates,
-    chunk_keys,
     collapse,
     filter_sql,
     ranking_candidate,
@@ -100,9 +100,10 @@ class SqliteLexicalSearch:
         # FTS5 ranks those searches, with the conditions in its query.
         if self._keywords is not None and not presence_conditions(filters)[1].conditions:
             newer = None if filters.metadata or filters.conditions else _fts_newer(conn, table, scoped)
-            ranked = self._engine_ranked(conn, tenant_id, query, filters, expansions, wanted, newer)
-            if ranked is not None:
-                return _candidates(conn, tenant_id, ranked, k, display)
+            ranking = self._engine_ranked(conn, tenant_id, query, filters, expansions, wanted, newer)
+            if ranking is not None:
+                ranked, live = ranking
+                return _candidates(conn, tenant_id, ranked, k, display, self._store.known_keys, live)
         if filters.metadata or filters.conditions:
             where, params = filter_sql(filters)
             rows = conn.execute(
@@ -119,7 +120,8 @@ class SqliteLexicalSearch:
             f"ORDER BY bm25({table}, {_WEIGHTS}) LIMIT ?",
             [scoped, wanted],
         )
-        return _candidates(conn, tenant_id, [(int(r[0]), float(r[1])) for r in best], k, display)
+        ranked = [(int(r[0]), float(r[1])) for r in best]
+        return _candidates(conn, tenant_id, ranked, k, display, self._store.known_keys, True)
 
     def _engine_ranked(
         self,
@@ -130,17 +132,18 @@ class SqliteLexicalSearch:
         expansions: dict[str, list[str]] | None,
         wanted: int,
         newer: Callable[[int, int], Ranked] | None,
-    ) -> Ranked | None:
-        """The tantivy index's ranking (None: it cannot answer this search, FTS5 ranks it instead)."""
+    ) -> tuple[Ranked, bool] | None:
+        """The tantivy index's ranking and whether each of its chunks was live when ranked (None: it cannot
+        answer this search, FTS5 ranks it instead)."""
         try:
-            ranked: Ranked | None = self._keywords.search(
+            ranking: tuple[Ranked, bool] | None = self._keywords.search(
                 conn, tenant_id, query, filters, expansions, wanted, newer
             )
         except FILE_FAILURES as exc:  # the index files beside the database, or SQLite
             raise translate_files("keywords", "keyword index", exc) from exc
         except ValueError as exc:  # a corrupt index file, as tantivy reports it
             raise UnavailableError("keywords", f"keyword index unusable: {exc}") from exc
-        return ranked
+        return ranking
 
     def _fuzzy_expansions(
         self, conn: sqlite3.Connection, tenant_id: str, query: LexicalQuery
@@ -178,13 +181,20 @@ def _fts_newer(conn: sqlite3.Connection, table: str, scoped: str) -> Callable[[i
 
 
 def _candidates(
-    conn: sqlite3.Connection, tenant_id: str, picked: Ranked, k: int, display: bool = True
+    conn: sqlite3.Connection,
+    tenant_id: str,
+    picked: Ranked,
+    k: int,
+    display: bool,
+    known: ChunkKeys,
+    live: bool,
 ) -> list[Candidate]:
     """Candidates for (chunk id, score) pairs, best first, one per entity (the tenant re-checked).
 
-    Two small reads: chunk keys to pick each entity's best chunk, then texts and display fields for
-    the k winners only (measured: 0.4 ms instead of 1.5 ms for joining all k × 3 rows); without `display`,
-    the first alone (each winner's handle is its chunk id: sql.displayed).
+    Two small reads: chunk keys to pick each entity's best chunk (those the process knows not read again
+    when every chunk was `live` when ranked: chunk_keys.py), then texts and display fields for the k winners
+    only (measured: 0.4 ms instead of 1.5 ms for joining all k × 3 rows); without `display`, the first alone
+    (each winner's handle is its chunk id: sql.displayed).
     """
     if not picked:
         return []
@@ -195,7 +205,7 @@ def _candidates(
     for part in (picked[:k], picked[k:]):
         if len(best) >= k or not part:
             break
-        keys.update(chunk_keys(conn, tenant_id, [chunk_id for chunk_id, _ in part]))
+        keys.update(known.read(conn, tenant_id, [chunk_id for chunk_id, _ in part], live))
         for chunk_id, score in part:
             found = keys.get(chunk_id)
             if found is not None and found[0] not in best:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from core.errors import ConfigurationError, UnavailableError
 from infra.local.keywords.fts_tables import LEGACY, split_shared_table
+from infra.local.sqlite.chunk_keys import ChunkKeys
 from infra.local.sqlite.connect import immediate, open_sqlite
 from infra.local.sqlite.errors import FAILURES, translate
 from infra.local.sqlite.sql import CHANGE_LOG, KEYWORD_FLOOR, SCHEMA
@@ -49,6 +50,7 @@ class SqliteStore:
         else:
             folder = Path(self._path + ".vectors")
         self._vectors = VectorStores(folder, db_id, ann_min_chunks)
+        self._known_keys = ChunkKeys()
         self._keywords: Any = None  # keyword_index.KeywordIndex (imported only when chosen)
         keywords = folder / "tantivy" if self._path == ":memory:" else Path(self._path + ".tantivy")
         self._keyword_folder = keywords
@@ -67,6 +69,11 @@ class SqliteStore:
     def vectors(self) -> VectorStores:
         """The memory-mapped vector stores that follow the file's writes."""
         return self._vectors
+
+    @property
+    def known_keys(self) -> ChunkKeys:
+        """The chunks' keys this process has read (chunk_keys.py)."""
+        return self._known_keys
 
     @property
     def keywords(self) -> Any:

@@ -18,7 +18,6 @@ from infra.local.sqlite.sql import (
     JOIN,
     PRESENT_CHUNKS,
     candidates,
-    chunk_keys,
     filter_sql,
     ranking_candidate,
 )
@@ -85,7 +84,7 @@ class SqliteVectorSearch:
             # A write committed after the snapshot was taken may have replaced a picked chunk: then take
             # the newer snapshot and rank again, so the answer is neither stale nor short.
             picked = snap.top(query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe, excluded or ())
-            found = _chunk_candidates(conn, tenant_id, picked, ranking_only)
+            found = self._chunk_candidates(conn, tenant_id, picked, ranking_only)
             if len(found) == len(picked):
                 return found
             snap = self._snapshot(conn, tenant_id, None)
@@ -93,7 +92,24 @@ class SqliteVectorSearch:
         with self._store.tx() as held:
             snap = self._snapshot(held, tenant_id, None)
             picked = snap.top(query, filters, allowed, k, CHUNK_ROWS_PER_ENTITY, probe, excluded or ())
-            return _chunk_candidates(held, tenant_id, picked, ranking_only)
+            return self._chunk_candidates(held, tenant_id, picked, ranking_only)
+
+    def _chunk_candidates(
+        self, conn: sqlite3.Connection, tenant_id: str, picked: list[tuple[int, float]], ranking_only: bool
+    ) -> list[Candidate]:
+        """Candidates for (chunk id, score) pairs already one per entity: one read, by primary key (for the
+        ranking only, the keys and chunk numbers alone, those this process knows not read again: the
+        snapshot ranked only live chunks, chunk_keys.py; each candidate's handle is its chunk id, by which
+        sql.displayed reads the rest)."""
+        if not picked:
+            return []
+        ids = [chunk_id for chunk_id, _ in picked]
+        if ranking_only:
+            keys = self._store.known_keys.read(conn, tenant_id, ids, live=True)
+            return [ranking_candidate(i, *keys[i], score) for i, score in picked if i in keys]
+        marks = ",".join("?" * len(ids))
+        where = f"WHERE c.id IN ({marks}) AND +c.tenant_id = ? AND e.deleted = 0"
+        return candidates(conn.execute(f"{CANDIDATE_SELECT} {where}", [*ids, tenant_id]), picked)
 
     def tenant_vectors(self, tenant_id: str) -> VectorSnapshot:
         """The tenant's vectors as of its latest committed generation."""
@@ -149,20 +165,3 @@ def _allowed_chunks(conn: sqlite3.Connection, tenant_id: str, filters: Filters) 
     where, params = filter_sql(filters)
     sql = f"SELECT c.id FROM idx_chunks c {JOIN} WHERE c.tenant_id = ? AND {where}"
     return [r[0] for r in conn.execute(sql, [tenant_id, *params])]
-
-
-def _chunk_candidates(
-    conn: sqlite3.Connection, tenant_id: str, picked: list[tuple[int, float]], ranking_only: bool = False
-) -> list[Candidate]:
-    """Candidates for (chunk id, score) pairs already one per entity: one read, by primary key (for the
-    ranking only, of the keys and chunk numbers alone: no texts read, no metadata parsed; each candidate's
-    handle is its chunk id, by which sql.displayed reads the rest)."""
-    if not picked:
-        return []
-    ids = [chunk_id for chunk_id, _ in picked]
-    if ranking_only:
-        keys = chunk_keys(conn, tenant_id, ids)
-        return [ranking_candidate(i, *keys[i], score) for i, score in picked if i in keys]
-    marks = ",".join("?" * len(ids))
-    where = f"WHERE c.id IN ({marks}) AND +c.tenant_id = ? AND e.deleted = 0"
-    return candidates(conn.execute(f"{CANDIDATE_SELECT} {where}", [*ids, tenant_id]), picked)
