@@ -12,7 +12,6 @@ open is rebuilt, not fatal.
 from __future__ import annotations
 
 import fcntl
-import functools
 import hashlib
 import importlib.util
 import logging
@@ -30,10 +29,8 @@ Runtime = Literal["numpy", "onnx", "onnx-int8"]
 VARIANTS: dict[str, Variant] = {"onnx": "fp32", "onnx-int8": "int8"}
 
 
-@functools.cache
 def onnxruntime_installed() -> bool:
-    """Whether onnxruntime can be imported (checked without importing it: ~100 ms saved at start), looked up
-    once per process: an embedder's `vectors_id` asks for every query made ahead (~0.05 ms a look-up)."""
+    """Whether onnxruntime can be imported (checked without importing it: ~100 ms saved at start)."""
     return importlib.util.find_spec("onnxruntime") is not None
 
 
