@@ -7,6 +7,7 @@ the governance commands in handlers/cli/governance_commands.py and `quarry mcp` 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from collections.abc import Sequence
@@ -97,7 +98,7 @@ def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
         set_container(c)
         c.resume_jobs()  # write jobs a stopped or crashed server left behind
         host, port = sock.getsockname()[:2]
-        return make_server(
+        server = make_server(
             host,
             port,
             keys,
@@ -111,6 +112,12 @@ def _worker_starter(settings: Any, keys: dict[str, Any], queue: int) -> Any:
             access_log=settings.access_log,
             batcher=SearchBatcher(settings.query_batch) if settings.query_batch > 1 else None,
         )
+        # What the worker holds from here on (modules, schemas, its adapters: ~60k objects) is never garbage:
+        # out of the collector's sight, a full collection scans only what requests leave behind (measured:
+        # 39 ms per full collection of a warm worker before, one every ~150 hybrid searches; under 1 ms
+        # after; docs/benchmarks.md#frozen-heap).
+        gc.freeze()
+        return server
 
     return start
 

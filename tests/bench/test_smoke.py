@@ -169,6 +169,16 @@ def test_keyword_engines(capsys: pytest.CaptureFixture[str]) -> None:
         assert 0 <= report[f"{kind}_top10_overlap"] <= 1
 
 
+@smoke("serve_tail")
+def test_serve_tail(tmp_path: Path) -> None:
+    assert run("serve_tail", "--smoke", "--json", str(tmp_path / "out.json")) == 0
+    out = figures(tmp_path / "out.json")
+    assert out["requests"] == 40 and out["strategy"] == "hybrid"
+    lat = out["latency_ms"]
+    assert 0 < lat["p50"] <= lat["p99"] <= lat["p999"] <= lat["max"]
+    assert 0 <= out["slow"]["count"] <= 40
+
+
 @smoke("load")
 def test_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from bench.load import HELD_P99_MS, HELD_SHARE
