@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--entities", type=int, default=2000)
     parser.add_argument("--requests", type=int, default=1200)
-    parser.add_argument("--strategy", default="hybrid")
+    parser.add_argument("--strategy", choices=["hybrid", "keyword", "semantic", "auto"], default="hybrid")
     parser.add_argument("--workers", type=int, default=1, help="server worker processes")
     parser.add_argument("--slow-ms", type=float, default=35.0, help="answers slower than this are counted")
     parser.add_argument("--cache-dir", default=".quarry/embeddings")
