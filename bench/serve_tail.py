@@ -4,8 +4,8 @@ over a warm worker's heap was one: docs/benchmarks.md#frozen-heap).
 
 The corpus is bench/_common.py's synthetic tasks and memories (the load bench's, ingested the same way),
 then `quarry serve` over it (search cache off) answers --requests searches of one strategy over one
-keep-alive connection, after a warm-up: P50 / P99 / P99.9 / max of the client's wall time, and how many
-answers took longer than --slow-ms.
+keep-alive connection, after a warm-up: P50 / P99 / P99.9 / max of the client's wall time, how many
+answers took longer than --slow-ms, and the server processes' CPU per search (every thread's, from /proc).
 
     .venv/bin/python bench/serve_tail.py [--entities 2000] [--requests 1200] [--strategy hybrid] [--json FILE]
     .venv/bin/python bench/serve_tail.py --smoke   # 300 entities, 40 requests
@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import HashingEmbedder, queries, write_json  # noqa: E402
+from bench._common import HashingEmbedder, queries, tree_cpu_seconds, write_json  # noqa: E402
 from bench.load import KEY, ingest, start_server  # noqa: E402
 
 WARM_UP = 50  # requests before measuring: the worker loads the model and opens the tenant's indexes
@@ -37,12 +37,12 @@ def percentile(ordered: Sequence[float], share: float) -> float:
 
 
 def measure(port: int, strategy: str, requests: int, stream: Sequence[str]) -> list[float]:
-    """Milliseconds per search, one at a time over one keep-alive connection, after the warm-up."""
+    """Milliseconds per search of `requests` searches, one at a time over one keep-alive connection."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
     walls: list[float] = []
     try:
-        for i in range(WARM_UP + requests):
+        for i in range(requests):
             body = json.dumps({"query": stream[i % len(stream)], "strategy": strategy, "limit": 10})
             started = time.perf_counter()
             conn.request("POST", "/search", body, headers)
@@ -50,8 +50,7 @@ def measure(port: int, strategy: str, requests: int, stream: Sequence[str]) -> l
             response.read()
             if response.status != 200:
                 raise SystemExit(f"search answered {response.status}")
-            if i >= WARM_UP:
-                walls.append((time.perf_counter() - started) * 1000)
+            walls.append((time.perf_counter() - started) * 1000)
     finally:
         conn.close()
     return walls
@@ -79,7 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ingest(data, args.entities, args.cache_dir, HashingEmbedder() if args.smoke else None)
         server = start_server(data, args.workers, cache=False)
         try:
-            walls = sorted(measure(server.port, args.strategy, args.requests, queries(300, seed=5)))
+            stream = queries(300, seed=5)
+            measure(server.port, args.strategy, WARM_UP, stream)  # measured neither for time nor CPU
+            cpu = tree_cpu_seconds(server.proc.pid)
+            walls = sorted(measure(server.port, args.strategy, args.requests, stream))
+            cpu = tree_cpu_seconds(server.proc.pid) - cpu
         finally:
             server.stop()
     out: dict[str, Any] = {
@@ -92,11 +95,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, share in (("p50", 0.5), ("p99", 0.99), ("p999", 0.999), ("max", 1.0))
         },
         "slow": {"over_ms": args.slow_ms, "count": sum(1 for w in walls if w > args.slow_ms)},
+        "server_cpu_ms_per_search": round(cpu * 1000 / len(walls), 2),
     }
     lat = out["latency_ms"]
     print(
         f"{args.strategy}, {len(walls)} requests one at a time: P50 {lat['p50']} P99 {lat['p99']} "
-        f"P99.9 {lat['p999']} max {lat['max']} ms; {out['slow']['count']} over {args.slow_ms:g} ms"
+        f"P99.9 {lat['p999']} max {lat['max']} ms; {out['slow']['count']} over {args.slow_ms:g} ms; "
+        f"server CPU {out['server_cpu_ms_per_search']} ms per search"
     )
     if args.json:
         write_json(args.json, out)

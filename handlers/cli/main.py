@@ -30,15 +30,28 @@ BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THR
 INGEST_BATCH = 64  # entities embedded per batch: big enough to batch the model, small for progress
 
 
-def thread_budget(workers: int, cores: int) -> dict[str, str]:
+def thread_budget(workers: int, cores: int, model_on_blas: bool = False) -> dict[str, str]:
     """The thread counts each server worker runs with, so that all of them together keep to the cores.
 
     Parallelism comes from the worker processes: BLAS threads beyond cores/workers only spin against each
     other (measured on 2 busy cores: a query embedding took 40 ms with 1 thread, 450 ms with 2), and two
-    workers of two onnxruntime threads each put four busy threads on two cores. Set before NumPy is first
+    workers of two onnxruntime threads each put four busy threads on two cores. The model gets the worker's
+    share of the cores; BLAS one thread, unless the model runs on it (`model_on_blas`: the NumPy runtime):
+    NumPy's own work at search time is small matrix-vector products a second thread does not speed up,
+    while an idle OpenBLAS thread busy-waits (one worker on 2 cores: 26 ms of CPU per hybrid search with
+    two, 16 with one, the same wall time; docs/benchmarks.md#blas-threads). Set before NumPy is first
     imported."""
     per_worker = str(max(1, cores // workers))
-    return {name: per_worker for name in (*BLAS_THREAD_VARIABLES, "QUARRY_EMBEDDER_THREADS")}
+    blas = per_worker if model_on_blas else "1"
+    return {**dict.fromkeys(BLAS_THREAD_VARIABLES, blas), "QUARRY_EMBEDDER_THREADS": per_worker}
+
+
+def model_on_blas(runtime: str | None) -> bool:
+    """Whether the local model runs on NumPy's BLAS: the `numpy` runtime, or none set and no onnxruntime
+    installed (looked up without importing anything)."""
+    import importlib.util
+
+    return runtime == "numpy" or (runtime is None and importlib.util.find_spec("onnxruntime") is None)
 
 
 def data_dir_of(data_dir: str | None) -> Path:
@@ -59,12 +72,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from handlers.local_server.devserver_workers import default_workers, listen, serve
 
     workers = args.workers or default_workers()
-    for name, value in thread_budget(workers, default_workers()).items():  # an explicit setting wins
+    c = command_container(args.data_dir)  # its settings only, so far: nothing has imported NumPy yet
+    on_blas = model_on_blas(c.settings.embedder_runtime)
+    for name, value in thread_budget(workers, default_workers(), on_blas).items():  # an explicit setting wins
         os.environ.setdefault(name, value)
     from handlers.local_server.local_key import local_keys, print_key
     from infra.wiring.root import Container
 
-    c = command_container(args.data_dir)
     c.check()  # a wrong or missing setting stops the server here, naming the variable
     settings = c.settings
     init = Container(settings)  # create the schema once, before workers race to

@@ -177,6 +177,7 @@ def test_serve_tail(tmp_path: Path) -> None:
     lat = out["latency_ms"]
     assert 0 < lat["p50"] <= lat["p99"] <= lat["p999"] <= lat["max"]
     assert 0 <= out["slow"]["count"] <= 40
+    assert out["server_cpu_ms_per_search"] > 0
 
 
 @smoke("load")

@@ -116,9 +116,16 @@ def test_cli_ingest_reports_bad_lines_by_number_and_search_finds_the_rest(
 
 
 def test_server_workers_together_run_no_more_busy_threads_than_cores() -> None:
-    from handlers.cli.main import thread_budget
+    from handlers.cli.main import BLAS_THREAD_VARIABLES, model_on_blas, thread_budget
 
     assert set(thread_budget(2, 2).values()) == {"1"}  # two workers on two cores: one thread each
     assert thread_budget(2, 2)["QUARRY_EMBEDDER_THREADS"] == "1"  # the model's threads too
-    assert set(thread_budget(1, 2).values()) == {"2"}
     assert set(thread_budget(8, 2).values()) == {"1"}
+    # One worker on two cores: the model runs on both, NumPy on one. Its work at search time is small
+    # matvecs, and an idle OpenBLAS thread busy-waits: a second one doubled a search's CPU for no time saved.
+    alone = thread_budget(1, 2)
+    assert alone["QUARRY_EMBEDDER_THREADS"] == "2"
+    assert {alone[name] for name in BLAS_THREAD_VARIABLES} == {"1"}
+    # ... unless the model itself runs on NumPy (no onnxruntime): then its matrix products want both
+    assert set(thread_budget(1, 2, model_on_blas=True).values()) == {"2"}
+    assert model_on_blas("numpy") and not model_on_blas("onnx") and not model_on_blas("onnx-int8")
