@@ -204,7 +204,7 @@ class LocalEmbedder(Embedder):
     @property
     def runtime(self) -> Runtime:
         """The configured runtime, or `onnx` when onnxruntime is installed, else `numpy` (looked up once per
-        embedder: `vectors_id` asks for every query made ahead, and a look-up is a find_spec over sys.path,
+        embedder: `vectors_id` asks for every query made ahead, and a look-up searches every sys.path entry,
         ~0.05 ms)."""
         if self._runtime is not None:
             return self._runtime
