@@ -46,12 +46,12 @@ def thread_budget(workers: int, cores: int, model_on_blas: bool = False) -> dict
     return {**dict.fromkeys(BLAS_THREAD_VARIABLES, blas), "QUARRY_EMBEDDER_THREADS": per_worker}
 
 
-def model_on_blas(runtime: str | None) -> bool:
-    """Whether the local model runs on NumPy's BLAS: the `numpy` runtime, or none set and no onnxruntime
-    installed (looked up without importing anything)."""
-    import importlib.util
+def model_on_blas(runtime: Any) -> bool:
+    """Whether the local model runs on NumPy's BLAS: the runtime `runtime` (QUARRY_EMBEDDER_RUNTIME) resolves
+    to, without importing either, is `numpy`."""
+    from infra.local.onnx.runtimes import resolved_runtime
 
-    return runtime == "numpy" or (runtime is None and importlib.util.find_spec("onnxruntime") is None)
+    return resolved_runtime(runtime) == "numpy"
 
 
 def data_dir_of(data_dir: str | None) -> Path:

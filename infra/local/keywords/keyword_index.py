@@ -247,9 +247,9 @@ class KeywordIndex:
     ) -> tuple[Ranked, bool] | None:
         """(chunk id, BM25 score) best first, at most `limit` (more when some may be stale), of the tenant's
         index within the filters, and whether each was live when ranked (false when chunks were deleted since
-        the index's last commit: its ids must then be checked against the rows); None when the query asks only for stop words, which this index leaves
-        out (a phrase of them) or a phrase too long for it (QueryBuilder.needs_fts5): the caller ranks it
-        with FTS5.
+        the index's last commit: its ids must then be checked against the rows); None when the query asks
+        only for stop words, which this index leaves out (a phrase of them) or a phrase too long for it
+        (QueryBuilder.needs_fts5): the caller ranks it with FTS5.
 
         Right after a write the index is usually still committing it (in the background). Rather than
         wait, when every pending change of the tenant is a chunk added or deleted (none moved: no placement

@@ -47,7 +47,7 @@ from core.models import Vector
 from core.ports import Embedder
 
 if TYPE_CHECKING:
-    from infra.local.onnx.session import Runtime
+    from infra.local.onnx.runtimes import Runtime
 
 log = logging.getLogger(__name__)
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -209,9 +209,9 @@ class LocalEmbedder(Embedder):
         if self._runtime is not None:
             return self._runtime
         if self._found_runtime is None:
-            from infra.local.onnx.session import onnxruntime_installed
+            from infra.local.onnx.runtimes import resolved_runtime
 
-            self._found_runtime = "onnx" if onnxruntime_installed() else "numpy"
+            self._found_runtime = resolved_runtime(None)
         return self._found_runtime
 
     @property

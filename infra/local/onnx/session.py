@@ -13,25 +13,19 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import importlib.util
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from infra.local.onnx.encoder_graph import GRAPH_VERSION, Pooling, Variant, prebuilt_name, write_graph
+from infra.local.onnx.runtimes import Runtime, onnxruntime_installed
 
 log = logging.getLogger(__name__)
-Runtime = Literal["numpy", "onnx", "onnx-int8"]
 VARIANTS: dict[str, Variant] = {"onnx": "fp32", "onnx-int8": "int8"}
-
-
-def onnxruntime_installed() -> bool:
-    """Whether onnxruntime can be imported (checked without importing it: ~100 ms saved at start)."""
-    return importlib.util.find_spec("onnxruntime") is not None
 
 
 def cached_graph_path(model_dir: Path, pooling: Pooling, variant: Variant, cache_dir: Path) -> Path:
