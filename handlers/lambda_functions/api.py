@@ -10,7 +10,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from core.errors import ConfigurationError, InvalidInputError
-from handlers.http_api import body_checks, errors, gate
+from handlers.http_api import body_checks, errors, gate, json_answers
 from handlers.http_api.routes import catalog, context, entities, governance, jobs, lifecycle, search
 from handlers.http_api.routes.common import (
     REQUEST_SERVICES,
@@ -30,7 +30,7 @@ VERSION = "0.1.0"
 ANSWER_MARGIN_SECONDS = 1.0
 MS_PER_SECOND = 1000.0
 
-app = APIGatewayHttpResolver(enable_validation=True)
+app = APIGatewayHttpResolver(enable_validation=True, serializer=json_answers.dumps)
 body_checks.install(app)  # a body of the wrong top-level type: a 400, before validation takes a list's head
 errors.register(app)
 app.use(middlewares=[decode_path_parameters, fence_tenant])  # one percent-decoding; erased tenants fenced
