@@ -9,6 +9,10 @@ starts: for hybrid, the machine's cores each embedding one query at a time on on
 CPU per query embedding); for keyword, the cores each running the keyword engine's own search at the same
 depth (CPU per search, in-process). A figure from another machine carries over only as that share.
 
+`--strategies` may name `floor`: hybrid searches by a tenant of one entity, on the same server. Each does
+all a hybrid search does (the HTTP exchange, the key check, routing and validation, planning, the query
+embedding, retrieval, fusion, the response) over next to no data, so no hybrid search holds more.
+
 The corpus is ingested in-process first through POST /entities (bulks above QUARRY_ASYNC_MIN_CHUNKS become
 write jobs, followed until done; passage embeddings cached on disk, `.quarry/embeddings`), then the
 server runs as its own process tree (`--workers`) on that data directory. The search cache is off (TTL 0)
@@ -50,6 +54,8 @@ from bench._common import (  # noqa: E402
 )
 
 KEY = "bench-load-key"
+FLOOR_KEY = "bench-floor-key"  # tenant `floor`, of one entity: the `floor` rows
+FLOOR = "floor"
 SENDERS = 64  # client threads: enough that the client never throttles the offered rate on loopback
 HELD_SHARE = 0.95  # a rate is held when at least this share of it is served...
 HELD_P99_MS = 100.0  # ...with no error and a P99 within this (docs/benchmarks.md: the keyword P99 target)
@@ -115,6 +121,7 @@ def ingest(data_dir: Path, n: int, cache_dir: str, embedder: Any = None) -> tupl
     started = time.perf_counter()
     try:
         jobs = index_entities(synthetic_entities(n))
+        index_entities(synthetic_entities(1), tenant=FLOOR)
     finally:
         set_container(None)
         container.close()  # its background keyword follower must not outlive it into the server's run
@@ -122,11 +129,13 @@ def ingest(data_dir: Path, n: int, cache_dir: str, embedder: Any = None) -> tupl
 
 
 def start_server(data_dir: Path, workers: int, cache: bool, query_batch: int | None = None) -> LocalServer:
-    """`quarry serve` over data_dir, reading with KEY as tenant `bench`; search cache off unless `cache`;
-    QUARRY_QUERY_BATCH as given (else the server's default)."""
+    """`quarry serve` over data_dir, reading with KEY as tenant `bench` (FLOOR_KEY: `floor`); search cache
+    off unless `cache`; QUARRY_QUERY_BATCH as given (else the server's default)."""
     from bench import _common
 
-    keys = json.dumps({KEY: {"tenant": "bench", "scopes": ["read"]}})
+    keys = json.dumps(
+        {key: {"tenant": t, "scopes": ["read"]} for key, t in ((KEY, "bench"), (FLOOR_KEY, FLOOR))}
+    )
     env = {"QUARRY_API_KEYS": keys, "QUARRY_CACHE_TTL_SECONDS": "300" if cache else "0"}
     if query_batch is not None:
         env["QUARRY_QUERY_BATCH"] = str(query_batch)
@@ -163,8 +172,9 @@ def run_servers(
 class Sender:
     """Keep-alive connections, one per sender thread."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, key: str = KEY) -> None:
         self.port = port
+        self.key = key
         self.local = threading.local()
         self.opened: list[http.client.HTTPConnection] = []
 
@@ -178,7 +188,7 @@ class Sender:
                 "POST",
                 "/search",
                 json.dumps(body),
-                {"authorization": f"Bearer {KEY}", "content-type": "application/json"},
+                {"authorization": f"Bearer {self.key}", "content-type": "application/json"},
             )
             response = conn.getresponse()
             response.read()
@@ -197,8 +207,9 @@ def run_rate(
     port: int, strategy: str, rate: float, seconds: float, stream: list[str], server_pid: int = 0
 ) -> dict[str, Any]:
     """Offer `rate` searches/s for `seconds`; latency from each request's scheduled time. With the
-    server's `server_pid`, also the server processes' CPU per served search (HTTP path included)."""
-    sender = Sender(port)
+    server's `server_pid`, also the server processes' CPU per served search (HTTP path included). The
+    `floor` strategy: hybrid searches by tenant `floor`, of one entity."""
+    sender, searched = (Sender(port, FLOOR_KEY), "hybrid") if strategy == FLOOR else (Sender(port), strategy)
     cpu_before = tree_cpu_seconds(server_pid) if server_pid else 0.0
     total = int(rate * seconds)
     latencies: list[float] = []
@@ -207,7 +218,7 @@ def run_rate(
     start = time.perf_counter() + 0.2
 
     def fire(i: int, scheduled: float) -> None:
-        status = sender.search({"query": stream[i % len(stream)], "strategy": strategy, "limit": LIMIT})
+        status = sender.search({"query": stream[i % len(stream)], "strategy": searched, "limit": LIMIT})
         took = (time.perf_counter() - scheduled) * 1000
         with lock:
             statuses[status] = statuses.get(status, 0) + 1
@@ -265,6 +276,12 @@ def held(row: dict[str, Any], p99_ms: float) -> bool:
     )
 
 
+def _bounded_as(strategy: str) -> str:
+    """The bound a row's strategy is compared with: its own; the floor's is the hybrid one."""
+    name = strategy.split("@")[0]
+    return "hybrid" if name == FLOOR else name
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -272,7 +289,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--rates", default="50,100,150", help="offered searches/s, comma-separated")
     parser.add_argument("--seconds", type=float, default=20.0, help="per rate and strategy")
-    parser.add_argument("--strategies", default="keyword,hybrid")
+    parser.add_argument(
+        "--strategies",
+        default="keyword,hybrid",
+        help=f"keyword, hybrid and {FLOOR} (see above), comma-separated",
+    )
     parser.add_argument(
         "--workers", type=int, default=0, help="server worker processes (default: one per core)"
     )
@@ -354,7 +375,7 @@ def _report(
     }
     rule = f"sustained ≥ {HELD_SHARE:.0%} of offered, no error, P99 ≤ {args.p99_ms:.0f} ms"
     print(f"highest offered rate held ({rule}): " + ", ".join(f"{s} {v:.0f}/s" for s, v in highest.items()))
-    capacity = {s: capacity_row(s, highest[s], results, bound.get(s.split("@")[0])) for s in highest}
+    capacity = {s: capacity_row(s, highest[s], results, bound.get(_bounded_as(s))) for s in highest}
     for s, c in capacity.items():
         if c["share_of_bound"] is not None:
             print(

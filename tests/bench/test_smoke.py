@@ -184,12 +184,14 @@ def test_serve_tail(tmp_path: Path) -> None:
 def test_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from bench.load import HELD_P99_MS, HELD_SHARE
 
-    assert run("load", "--smoke", "--json", str(tmp_path / "out.json")) == 0
+    args = ("--smoke", "--strategies", "keyword,hybrid,floor", "--json", str(tmp_path / "out.json"))
+    assert run("load", *args) == 0
     assert "300 entities ingested" in capsys.readouterr().out  # through a write job, waited for
     out = figures(tmp_path / "out.json")
     assert [(r["strategy"], r["offered_per_s"], r["requests"]) for r in out["runs"]] == [
         ("keyword", 20.0, 20),
         ("hybrid", 20.0, 20),
+        ("floor", 20.0, 20),  # hybrid searches by a tenant of one entity, on the same server
     ]
     for r in out["runs"]:
         assert r["ok"] > 0 and latency(r["latency_ms"])
@@ -205,6 +207,7 @@ def test_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         row = out["capacity"][strategy]
         assert row["held_per_s"] == out["held"]["highest_offered_per_s"][strategy]
         assert row["share_of_bound"] == pytest.approx(row["held_per_s"] / bound["per_s"])
+    assert out["capacity"]["floor"]["bound_per_s"] == out["bounds"]["hybrid"]["per_s"]
 
 
 @smoke("query_batch")
