@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +27,7 @@ from core.errors import (
     UnauthorizedError,
     UnavailableError,
 )
+from handlers.http_api import json_answers
 from handlers.observability.powertools import logger
 
 STATUS: tuple[tuple[type[QuarryError], int], ...] = (
@@ -165,7 +165,7 @@ def configuration_failure(exc: ConfigurationError) -> dict[str, Any]:
     return {
         "statusCode": status,
         "headers": {"Content-Type": "application/json"},
-        "body": json.dumps(body),
+        "body": json_answers.dumps(body),
         "isBase64Encoded": False,
     }
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import base64
 import binascii
 import io
-import json
 from collections.abc import Mapping
 from typing import IO, Any
 
 from core.errors import InvalidInputError, PayloadTooLargeError, QuarryError
 from core.payload import checked_body
+from handlers.http_api import json_answers
 
 # Routes whose top-level list holds items validated one by one: a bad item is reported in its place.
 ITEM_LISTS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -37,7 +37,7 @@ def _error(status: int, exc: QuarryError, headers: Mapping[str, str] | None = No
     return {
         "statusCode": status,
         "headers": {"Content-Type": "application/json", **(headers or {})},
-        "body": json.dumps(body),
+        "body": json_answers.dumps(body),
         "isBase64Encoded": False,
     }
 

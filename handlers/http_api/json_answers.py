@@ -1,4 +1,5 @@
-"""The JSON text of the API's answers, written by orjson (the resolver's serializer).
+"""The JSON text of the API's answers, written by orjson: the resolver's serializer, and the answers made
+before it runs (the body gate's refusals, a configuration failure, the local server's own 4xx and 5xx).
 
 Powertools writes an answer with the standard library's encoder (compact separators, its Encoder for
 Decimals, models and dataclasses). A search's answer is a few hundred values, and that encoder walks them in

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler
 from typing import IO, Any
 
+from handlers.http_api import json_answers
+
 DRAIN_LIMIT = 64 * 1024 * 1024  # read and discard at most this much of a refused body (then just close)
 DRAIN_SECONDS = 5.0  # and for at most this long
 CHUNK = 65536
@@ -31,7 +33,7 @@ def refuse(
     close: bool = False,
 ) -> None:
     """Answer with the `{error: {code, message, fields}}` body every Quarry error uses."""
-    data = json.dumps({"error": {"code": code, "message": message, "fields": dict(fields)}}).encode()
+    data = json_answers.dumps({"error": {"code": code, "message": message, "fields": dict(fields)}}).encode()
     conn.reply(status, data, {"Content-Type": "application/json", **(headers or {})}, close=close)
 
 

@@ -66,3 +66,13 @@ def test_a_search_answer_carries_utf8_text_through_the_handler(local: Any) -> No
     raw = lambda_handler(event, FakeLambdaContext(aws_request_id="utf8"))["body"]
     assert "Café déjà vu à Zürich" in raw
     assert [r["title"] for r in json.loads(raw)["results"]] == ["Café déjà vu à Zürich"]
+
+
+def test_a_refusal_before_the_resolver_is_written_the_same_way(local: Any) -> None:
+    from handlers.lambda_functions.api import lambda_handler
+    from handlers.local_server.devserver import FakeLambdaContext
+
+    event = api_event("search", raw_body='{"query": "x", "ché": 1, "ché": 2}')  # the body gate's 400
+    answer = lambda_handler(event, FakeLambdaContext(aws_request_id="gate"))
+    assert answer["statusCode"] == 400 and "'ché'" in answer["body"]
+    assert json.loads(answer["body"])["error"]["fields"] == {"body": "repeats the key 'ché'"}
