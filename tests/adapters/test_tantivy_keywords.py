@@ -127,6 +127,32 @@ def test_a_process_opening_a_current_index_does_not_wait_for_the_writer(tmp_path
     worker.join()
 
 
+def test_a_tenant_that_never_wrote_searches_without_waiting_for_the_writer(tmp_path: Path) -> None:
+    """A tenant with no keyword table has nothing to catch up on: its search answers nothing at once, even
+    while another tenant's writes hold the writer lock, and finds its own first write afterwards."""
+    path = tmp_path / "i.db"
+    index = tantivy_index(path)
+    index.upsert(record("t", "memory", "a", "quiet walrus"))
+    index.settle()
+    fd = os.open(str(folder(path)) + ".lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a writer busy with another tenant's changes
+    try:
+        found: list[list[str]] = []
+        worker = threading.Thread(
+            target=lambda: found.extend(lex(index, "empty", "walrus") for _ in range(2))
+        )
+        worker.start()
+        worker.join(timeout=30)
+        assert not worker.is_alive(), "a tenant with nothing written waited for the writer lock"
+        assert found == [[], []]
+    finally:
+        os.close(fd)
+    worker.join()
+    index.upsert(record("empty", "memory", "b", "walrus at last"))
+    assert lex(index, "empty", "walrus") == ["b"]
+    assert lex(index, "t", "walrus") == ["a"]
+
+
 def test_two_indexes_over_one_data_dir_see_each_others_writes(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
     one, two = tantivy_index(path), tantivy_index(path)

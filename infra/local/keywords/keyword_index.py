@@ -215,6 +215,8 @@ class KeywordIndex:
         view = tenant.refresh()
         if view is not None and view[1] >= last:
             return view
+        if view is None and tenant.tableless(conn):
+            return None  # nothing written (or erased): nothing to catch up on, so no writer lock to wait for
         with self._lock:
             view = tenant.refresh()
             if view is None and self._valid_followed(conn) is not None:  # not open in this process yet

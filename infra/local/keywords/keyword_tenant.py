@@ -131,6 +131,10 @@ class TenantKeywordIndex:
         except (OSError, ValueError):  # being rebuilt by another process: the caller waits for the lock
             return None
 
+    def tableless(self, conn: sqlite3.Connection) -> bool:
+        """Whether the tenant has no keyword table in SQLite: it never wrote a chunk, or was erased."""
+        return is_missing_table(conn, fts_table(self.tenant_id))
+
     # -- catching up: under the writer lock, inside the caller's read snapshot of SQLite ---------------------
 
     def apply(self, conn: sqlite3.Connection, last: int, top: int, settle_merges: bool) -> View | None:
@@ -152,7 +156,7 @@ class TenantKeywordIndex:
             else:  # another process caught up meanwhile
                 last, top = int(state["seq"]), int(state["top"])
         else:
-            if is_missing_table(conn, fts_table(self.tenant_id)):
+            if self.tableless(conn):
                 self.forget()
                 remove_folder(self.folder)  # whatever a crash left there
                 return None
