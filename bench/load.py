@@ -162,8 +162,8 @@ def run_servers(
                 print(
                     f"{row['strategy']:<8} offered {rate:>6.0f}/s  sustained {row['sustained_per_s']:>6.1f}/s  "
                     f"P50 {lat['p50']:>7.1f} ms  P99 {lat['p99']:>8.1f} ms  errors {row['errors']} "
-                    f"{row['statuses']}  server CPU {cpu:.1f} ms/search  {'held' if held(row, HELD_P99_MS) else 'not held'}  "
-                    f"load {os.getloadavg()[0]:.2f}",
+                    f"{row['statuses']}  server CPU {cpu:.1f} ms/search (client {row['client_cpu_ms_per_request']:.1f})  "
+                    f"{'held' if held(row, HELD_P99_MS) else 'not held'}  load {os.getloadavg()[0]:.2f}",
                     flush=True,
                 )
     return results
@@ -207,10 +207,10 @@ def run_rate(
     port: int, strategy: str, rate: float, seconds: float, stream: list[str], server_pid: int = 0
 ) -> dict[str, Any]:
     """Offer `rate` searches/s for `seconds`; latency from each request's scheduled time. With the
-    server's `server_pid`, also the server processes' CPU per served search (HTTP path included). The
-    `floor` strategy: hybrid searches by tenant `floor`, of one entity."""
+    server's `server_pid`, also the server processes' CPU per served search (HTTP path included), and
+    always this client's own per request (it shares the cores). `floor`: tenant `floor`'s hybrid searches."""
     sender, searched = (Sender(port, FLOOR_KEY), "hybrid") if strategy == FLOOR else (Sender(port), strategy)
-    cpu_before = tree_cpu_seconds(server_pid) if server_pid else 0.0
+    cpu_before, client_before = tree_cpu_seconds(server_pid) if server_pid else 0.0, time.process_time()
     total = int(rate * seconds)
     latencies: list[float] = []
     statuses: dict[int, int] = {}
@@ -235,18 +235,18 @@ def run_rate(
     elapsed = time.perf_counter() - start
     sender.close()
     server_cpu = tree_cpu_seconds(server_pid) - cpu_before if server_pid else 0.0
-    ok = statuses.get(200, 0)
-    errors = total - ok
+    ok, client_cpu = statuses.get(200, 0), time.process_time() - client_before
     return {
         "strategy": strategy,
         "offered_per_s": rate,
         "requests": total,
         "ok": ok,
-        "errors": errors,
+        "errors": total - ok,
         "statuses": {str(k): v for k, v in sorted(statuses.items())},
         "sustained_per_s": ok / elapsed,
         "latency_ms": summary(latencies) if latencies else None,
         "server_cpu_ms_per_search": server_cpu * 1000 / ok if server_pid and ok else None,
+        "client_cpu_ms_per_request": client_cpu * 1000 / total if total else None,
     }
 
 

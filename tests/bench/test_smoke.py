@@ -195,6 +195,7 @@ def test_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ]
     for r in out["runs"]:
         assert r["ok"] > 0 and latency(r["latency_ms"])
+        assert r["client_cpu_ms_per_request"] > 0  # the load generator's own share of the cores
         served = r["sustained_per_s"] >= HELD_SHARE * r["offered_per_s"]
         assert r["held"] == (r["errors"] == 0 and served and r["latency_ms"]["p99"] <= HELD_P99_MS)
     assert "P99 ≤ 100 ms" in out["held"]["rule"]
