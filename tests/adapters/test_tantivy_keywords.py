@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,23 @@ def test_a_search_right_after_a_write_does_not_wait_for_the_index_commit(tmp_pat
     assert lex(index, "t", "new") == ["b"]
 
 
+def while_a_writer_holds_the_lock(path: Path, search: Callable[[], list[str]]) -> list[str]:
+    """What `search` answers, in a thread, while the keyword index's writer lock is held (a writer busy with
+    another tenant's changes); fails when it waits for the lock instead."""
+    fd = os.open(str(folder(path)) + ".lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    found: list[list[str]] = []
+    worker = threading.Thread(target=lambda: found.append(search()))
+    try:
+        worker.start()
+        worker.join(timeout=30)
+        assert not worker.is_alive(), "the search waited for the writer lock"
+    finally:
+        os.close(fd)
+        worker.join()
+    return found[0]
+
+
 def test_a_process_opening_a_current_index_does_not_wait_for_the_writer(tmp_path: Path) -> None:
     """A tenant's index that reflects every change of the tenant is opened without the writer lock: a new
     worker (or a tenant reopened past OPEN_TENANTS) answers while another tenant's writes are committed."""
@@ -113,18 +131,7 @@ def test_a_process_opening_a_current_index_does_not_wait_for_the_writer(tmp_path
     first = tantivy_index(path)
     first.upsert(record("t", "memory", "a", "quiet walrus"))
     first.settle()
-    fd = os.open(str(folder(path)) + ".lock", os.O_RDWR)
-    fcntl.flock(fd, fcntl.LOCK_EX)  # a writer busy with another tenant's changes
-    try:
-        found: list[list[str]] = []
-        worker = threading.Thread(target=lambda: found.append(lex(tantivy_index(path), "t", "walrus")))
-        worker.start()
-        worker.join(timeout=30)
-        assert not worker.is_alive(), "opening a current index waited for the writer lock"
-        assert found == [["a"]]
-    finally:
-        os.close(fd)
-    worker.join()
+    assert while_a_writer_holds_the_lock(path, lambda: lex(tantivy_index(path), "t", "walrus")) == ["a"]
 
 
 def test_a_tenant_that_never_wrote_searches_without_waiting_for_the_writer(tmp_path: Path) -> None:
@@ -134,20 +141,8 @@ def test_a_tenant_that_never_wrote_searches_without_waiting_for_the_writer(tmp_p
     index = tantivy_index(path)
     index.upsert(record("t", "memory", "a", "quiet walrus"))
     index.settle()
-    fd = os.open(str(folder(path)) + ".lock", os.O_RDWR)
-    fcntl.flock(fd, fcntl.LOCK_EX)  # a writer busy with another tenant's changes
-    try:
-        found: list[list[str]] = []
-        worker = threading.Thread(
-            target=lambda: found.extend(lex(index, "empty", "walrus") for _ in range(2))
-        )
-        worker.start()
-        worker.join(timeout=30)
-        assert not worker.is_alive(), "a tenant with nothing written waited for the writer lock"
-        assert found == [[], []]
-    finally:
-        os.close(fd)
-    worker.join()
+    assert while_a_writer_holds_the_lock(path, lambda: lex(index, "empty", "walrus")) == []
+    assert while_a_writer_holds_the_lock(path, lambda: lex(index, "empty", "walrus")) == []  # again
     index.upsert(record("empty", "memory", "b", "walrus at last"))
     assert lex(index, "empty", "walrus") == ["b"]
     assert lex(index, "t", "walrus") == ["a"]
