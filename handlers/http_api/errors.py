@@ -86,7 +86,7 @@ def validation_fields(errors: list[dict[str, Any]]) -> dict[str, str]:
         message = _MESSAGES.get(err.get("type", ""), str(err.get("msg", "is invalid")))
         message = message.removeprefix("Value error, ")
         hint = field_hint(str(loc[-1])) if err.get("type") == "extra_forbidden" and loc else None
-        if hint:  # a specification's or another engine's spelling (core/conformance.py): say Quarry's name
+        if hint:  # another spelling of the field (docs/conformance.md#spellings): say Quarry's name
             message = f"{message}; {hint}"
         fields.setdefault(_field_path(loc), message[:1].lower() + message[1:])
     return fields
